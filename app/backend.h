@@ -1,0 +1,70 @@
+/* The backend interface: one table of functions that cpu/ and gpu/ each
+ * implement (design.md, "Data flow"). A backend is created for one image set
+ * (grid size, aperture, Zernike modes), plans its FFTs once there, and then
+ * computes batches of images into host memory. No CUDA header is included. */
+#ifndef PSFSIM_BACKEND_H
+#define PSFSIM_BACKEND_H
+
+#include <stddef.h>
+
+#include "../optics/aperture.h"
+#include "../optics/wavefront.h"
+
+#define PSF_MAX_COMPONENTS 64 /* wavelengths summed into one (broadband) image */
+
+/* One monochromatic field of an image. */
+typedef struct {
+    double wavelength_m;
+    double dx_m;               /* pupil pitch for this component, metres */
+    double scale;              /* the image gets scale * |F{field}|^2 */
+    const double *coeff_waves; /* [modes.nterms] Zernike RMS coefficients, waves here */
+    double opd_to_waves;       /* OPD map value times this = waves; 0 = no OPD */
+} psf_component;
+
+/* One image: the weighted sum of its components' intensities. */
+typedef struct {
+    int ncomp;
+    psf_component comp[PSF_MAX_COMPONENTS];
+} psf_job;
+
+/* What is fixed over a whole image set. Pointers stay valid until destroy. */
+typedef struct {
+    int npix;           /* N: FFT and image size */
+    psf_aperture aperture;
+    psf_modes modes;    /* Zernike modes of every job's coeff_waves */
+    const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
+    int opd_rows, opd_cols;
+    int max_batch;      /* most jobs one run() call gets */
+    long long nimages;  /* images in the whole set: backends plan harder for big sets */
+    int threads;        /* CPU threads to use; 0 = choose */
+} psf_set_desc;
+
+typedef struct psf_backend psf_backend;
+
+typedef struct {
+    const char *name; /* "cpu" or "gpu" */
+    /* Plan for the set. Returns 0, or -1 with a message in err. */
+    int (*create)(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen);
+    /* Compute njobs (<= max_batch) images into images[njobs * N * N]
+     * (row-major, image k at k*N*N, optical axis at (N/2, N/2)), each
+     * sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the forward DFT, the
+     * axis sample at index 0 before and the zero frequency moved to N/2
+     * after (design.md, "Propagation"). Returns 0, or -1 with a message. */
+    int (*run)(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+               size_t errlen);
+    void (*destroy)(psf_backend *b);
+    /* Host memory for run()'s images (nfloats floats), from the backend so
+     * that the GPU's is pinned and its copies run at full speed. NULL on
+     * failure. Free with free_images before destroy. */
+    float *(*alloc_images)(psf_backend *b, size_t nfloats);
+    void (*free_images)(psf_backend *b, float *images);
+    /* Most images per run() call worth giving this backend (the app's batch). */
+    int preferred_batch;
+} psf_backend_ops;
+
+extern const psf_backend_ops psf_backend_cpu;
+
+/* The CUDA backend's table, or NULL when psfsim was built without CUDA. */
+const psf_backend_ops *psf_backend_gpu(void);
+
+#endif

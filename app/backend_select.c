@@ -1,0 +1,103 @@
+#include "backend_select.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "cost_model.h"
+#include "log.h"
+#include "probe.h"
+#include "probe_cache.h"
+
+/* "0.41 ms" / "212 ms" / "3.2 s" */
+static void fmt_time(char *out, size_t len, double us)
+{
+    if (us < 1e3) snprintf(out, len, "%.3g us", us);
+    else if (us < 1e6) snprintf(out, len, "%.3g ms", us * 1e-3);
+    else snprintf(out, len, "%.3g s", us * 1e-6);
+}
+
+/* The probe's figures: cached when the machine is the same, else measured
+ * now (which starts CUDA) and cached. *started says whether CUDA runs. */
+static int figures(const machine_key *key, probe_figures *f, int *started, backend_decision *d)
+{
+    char dir[4096], why[512], err[512];
+    const char *cdir = probe_cache_dir(dir, sizeof dir);
+    *started = 0;
+    if (cdir && probe_cache_load(cdir, key, f, why, sizeof why) == 0) {
+        snprintf(d->probe, sizeof d->probe, "cached in %s/probe.txt", cdir);
+        return 0;
+    }
+    log_info("latency probe: %s; measuring", cdir ? why : "no cache directory (no HOME)");
+    if (probe_measure(f, 1, why, sizeof why, err, sizeof err) != 0) {
+        log_warn("latency probe failed: %s", err);
+        return -1;
+    }
+    if (!f->have_gpu) log_info("latency probe: no usable GPU: %s", why);
+    *started = f->have_gpu;
+    snprintf(d->probe, sizeof d->probe, "measured now in %.0f ms", f->probe_us * 1e-3);
+    if (!cdir || probe_cache_store(cdir, key, f, err, sizeof err) != 0)
+        log_warn("cannot cache the latency probe's figures (%s); psfsim probes again next time",
+                 cdir ? err : "no HOME");
+    return 0;
+}
+
+/* auto: the backend with the lower predicted wall time for the whole set. */
+static void choose_auto(const image_set *s, const psf_backend_ops *gpu, backend_decision *d)
+{
+    d->ops = &psf_backend_cpu;
+    d->cpu_us = d->gpu_us = NAN;
+    machine_key key;
+    machine_key_read(&key);
+    if (!key.gpu_present) {
+        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, no NVIDIA GPU on this machine");
+        return;
+    }
+    probe_figures f;
+    int started;
+    if (figures(&key, &f, &started, d) != 0 || !f.have_gpu) {
+        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the GPU is not usable");
+        return;
+    }
+    int ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1;
+    cost_prediction p;
+    cost_predict(&f, s->samp.npix, s->nimages, ncomp, gpu->preferred_batch, started, &p);
+    d->cpu_us = p.cpu_us;
+    d->gpu_us = p.gpu_us;
+    char c[32], g[32];
+    fmt_time(c, sizeof c, p.cpu_us);
+    fmt_time(g, sizeof g, p.gpu_us);
+    if (p.use_gpu) d->ops = gpu;
+    snprintf(d->reason, sizeof d->reason, "backend %s: predicted %s %s vs %s %s%s",
+             d->ops->name, p.use_gpu ? "gpu" : "cpu", p.use_gpu ? g : c,
+             p.use_gpu ? "cpu" : "gpu", p.use_gpu ? c : g, started ? "" : " incl. start");
+}
+
+int backend_select(backend_choice choice, const image_set *s, backend_decision *d, char *err,
+                   size_t errlen)
+{
+    const psf_backend_ops *gpu = psf_backend_gpu();
+    d->cpu_us = d->gpu_us = NAN;
+    d->probe[0] = '\0';
+    if (choice == BACKEND_GPU) {
+        if (!gpu) {
+            snprintf(err, errlen, "--backend gpu: this psfsim was built without the CUDA backend "
+                                  "(GPU backend not built)");
+            return -1;
+        }
+        d->ops = gpu;
+        snprintf(d->reason, sizeof d->reason, "backend gpu: requested");
+        return 0;
+    }
+    if (choice == BACKEND_CPU) {
+        d->ops = &psf_backend_cpu;
+        snprintf(d->reason, sizeof d->reason, "backend cpu: requested");
+        return 0;
+    }
+    if (!gpu) {
+        d->ops = &psf_backend_cpu;
+        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
+        return 0;
+    }
+    choose_auto(s, gpu, d);
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* psfsim's command line. */
+#ifndef PSFSIM_CLI_H
+#define PSFSIM_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h"
+
+typedef struct {
+    const char *config_path; /* -c FILE */
+    const char *output_dir;  /* -o DIR, NULL = the config's output.dir */
+    backend_choice backend;  /* --backend */
+    int backend_given;       /* --backend was on the command line */
+    int force;               /* --force: overwrite an existing image set */
+    int quiet, verbose;      /* -q, -v */
+    int help, version;       /* --help, --version */
+    int probe;               /* --probe: measure and report the backends */
+} cli_options;
+
+/* Parse argv into o. Returns 0, or -1 with a message in err (unknown
+ * option, missing argument, bad --backend value, no -c). */
+int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen);
+
+void cli_usage(FILE *f);
+
+#endif

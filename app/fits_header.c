@@ -1,0 +1,74 @@
+#include "fits_header.h"
+
+#include <stdio.h>
+
+#include "optics/sampling.h"
+
+/* Index of mode (n, m) in the config's convention (inverse of
+ * zernike_index_to_nm; Noll 1976, ANSI Z80.28, Fringe). */
+static int mode_index(zernike_convention conv, int n, int m)
+{
+    int am = m < 0 ? -m : m;
+    switch (conv) {
+    case ZCONV_ANSI: return (n * (n + 2) + m) / 2;
+    case ZCONV_FRINGE: {
+        int h = 1 + (n + am) / 2;
+        return h * h - 2 * am + (m < 0 ? 1 : 0);
+    }
+    default: return zernike_nm_to_noll(n, m);
+    }
+}
+
+static const char *conv_name(zernike_convention c)
+{
+    return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
+}
+
+static fits_kv kv_d(const char *key, double d, const char *comment)
+{
+    return (fits_kv){.key = key, .type = FITS_KV_DOUBLE, .d = d, .comment = comment};
+}
+
+static fits_kv kv_i(const char *key, long long i, const char *comment)
+{
+    return (fits_kv){.key = key, .type = FITS_KV_INT, .i = i, .comment = comment};
+}
+
+static fits_kv kv_s(const char *key, const char *s, const char *comment)
+{
+    return (fits_kv){.key = key, .type = FITS_KV_STRING, .s = s, .comment = comment};
+}
+
+int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
+                      fits_kv *kvs, char (*zkeys)[12])
+{
+    const psf_config *cfg = s->cfg;
+    const psf_sampling *sp = &s->samp;
+    double wl_m = info->wavelength_nm * 1e-9;
+    int n = 0;
+    kvs[n++] = kv_d("WAVELEN", wl_m, "wavelength [m] (broadband: the shortest)");
+    kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");
+    kvs[n++] = kv_i("NPUPIL", sp->pupil_samples, "pupil samples across DIAM");
+    kvs[n++] = kv_i("NPIX", sp->npix, "FFT and image size");
+    kvs[n++] = kv_d("PADDING", sp->padding, "effective padding Q = NPIX / NPUPIL");
+    kvs[n++] = kv_d("PIXSCLLD", sampling_pixscale_lambda_d(sp), "pixel scale [lambda/D]");
+    kvs[n++] = kv_d("PIXELSCL", sampling_pixscale_arcsec(sp, wl_m), "pixel scale [arcsec]");
+    if (cfg->f_number > 0) {
+        kvs[n++] = kv_d("PIXSCLUM", sampling_pixscale_um(sp, wl_m, cfg->f_number),
+                        "pixel scale in the focal plane [um]");
+        kvs[n++] = kv_d("FNUMBER", cfg->f_number, "focal ratio");
+    }
+    kvs[n++] = kv_s("NORMALIZ", cfg->normalization == NORM_SUM ? "sum" : "peak", "normalisation");
+    kvs[n++] = kv_d("STREHL", res->strehl, "peak / unaberrated peak");
+    kvs[n++] = kv_d("AXIALINT", res->axial_intensity, "axis pixel / unaberrated peak");
+    kvs[n++] = kv_s("BACKEND", res->backend, "backend that computed the image");
+    kvs[n++] = kv_s("ZCONV", conv_name(cfg->zconv), "Zernike index convention");
+    kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
+    kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
+    kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
+        snprintf(zkeys[t], 12, "Z%d", mode_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
+        kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");
+    }
+    return n;
+}

@@ -1,0 +1,21 @@
+/* The FITS header of a PSF image: the keywords config-schema.md lists. */
+#ifndef PSFSIM_FITS_HEADER_H
+#define PSFSIM_FITS_HEADER_H
+
+#include "fits_io.h"
+#include "image_set.h"
+#include "outputs.h"
+
+#define FITS_HEADER_FIXED 20
+#define FITS_HEADER_MAX (FITS_HEADER_FIXED + 256)
+
+/* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
+ * res: WAVELEN (m), DIAM (m), NPUPIL, NPIX, PADDING, PIXSCLLD, PIXELSCL
+ * (arcsec), PIXSCLUM and FNUMBER (with f_number), NORMALIZ, STREHL,
+ * AXIALINT, BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the
+ * config's convention) with each mode's total coefficient, for at most 256
+ * modes. zkeys holds the Z<j> key strings. Returns the number of entries. */
+int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
+                      fits_kv *kvs, char (*zkeys)[12]);
+
+#endif

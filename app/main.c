@@ -1,0 +1,36 @@
+/* psfsim: point-spread-function images from a config file. */
+#include <stdio.h>
+
+#include "cli.h"
+#include "log.h"
+#include "probe_report.h"
+#include "backend.h"
+#include "run.h"
+
+static void print_version(void)
+{
+    printf("psfsim %s (%s)\n", PSFSIM_VERSION,
+           psf_backend_gpu() ? "CPU: FFTW3; GPU: CUDA, cuFFT" : "CPU: FFTW3; no GPU backend");
+}
+
+int main(int argc, char **argv)
+{
+    cli_options o;
+    char err[512];
+    if (cli_parse(argc, argv, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "psfsim: %s\n", err);
+        fputs("Try 'psfsim --help'.\n", stderr);
+        return 2;
+    }
+    if (o.help) {
+        cli_usage(stdout);
+        return 0;
+    }
+    if (o.version) {
+        print_version();
+        return 0;
+    }
+    log_set_level(o.quiet ? LOG_ERROR : o.verbose ? LOG_INFO : LOG_WARN);
+    if (o.probe) return probe_command(o.output_dir ? o.output_dir : ".");
+    return psfsim_run(&o);
+}

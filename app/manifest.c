@@ -1,0 +1,73 @@
+#include "manifest.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "optics/sampling.h"
+
+static const char header[] =
+    "index,png,fits,wavelength_nm,defocus,focus_shift_um,zernike_j,zernike_coeff,pupil_samples,"
+    "npix,pixel_scale_lambda_d,pixel_scale_arcsec,pixel_scale_um,strehl,axial_intensity,backend\n";
+
+void csv_number(char *out, size_t outlen, double v)
+{
+    if (isnan(v)) out[0] = '\0';
+    else snprintf(out, outlen, "%.10g", v);
+}
+
+int manifest_open(manifest_writer *w, const char *path, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    if (atomic_open(&w->af, path, err, errlen) != 0) return -1;
+    fputs(header, w->af.fp);
+    return 0;
+}
+
+/* The swept Zernike terms, ';'-separated: their j and their swept values. */
+static void swept_terms(const psf_config *cfg, const psf_image_params *p, char *js, size_t jlen,
+                        char *cs, size_t clen)
+{
+    js[0] = cs[0] = '\0';
+    size_t jn = 0, cn = 0;
+    for (int i = 0; i < cfg->n_sweep_zernike; ++i) {
+        char num[32];
+        csv_number(num, sizeof num, p->sweep_zernike[i]);
+        jn += (size_t)snprintf(js + jn, jn < jlen ? jlen - jn : 0, "%s%d", i ? ";" : "",
+                               cfg->sweep_zernike[i].j);
+        cn += (size_t)snprintf(cs + cn, cn < clen ? clen - cn : 0, "%s%s", i ? ";" : "", num);
+    }
+}
+
+int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
+                 const image_result *res, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    const psf_image_params *p = &info->params;
+    double wl_m = info->wavelength_nm * 1e-9;
+    char f[9][32], js[512], cs[1024];
+    csv_number(f[0], 32, info->wavelength_nm);
+    csv_number(f[1], 32, p->sweep_defocus);
+    csv_number(f[2], 32, p->sweep_focus_shift_um);
+    csv_number(f[3], 32, sampling_pixscale_lambda_d(&s->samp));
+    csv_number(f[4], 32, sampling_pixscale_arcsec(&s->samp, wl_m));
+    csv_number(f[5], 32,
+               cfg->f_number > 0 ? sampling_pixscale_um(&s->samp, wl_m, cfg->f_number) : NAN);
+    csv_number(f[6], 32, res->strehl);
+    csv_number(f[7], 32, res->axial_intensity);
+    swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
+    fprintf(w->af.fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s\n", k, res->png,
+            res->fits, f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4],
+            f[5], f[6], f[7], res->backend);
+    if (ferror(w->af.fp)) {
+        snprintf(err, errlen, "writing the manifest %s failed", w->af.final_path);
+        return -1;
+    }
+    w->rows++;
+    return 0;
+}
+
+int manifest_close(manifest_writer *w, char *err, size_t errlen)
+{
+    return atomic_commit(&w->af, err, errlen);
+}

@@ -1,0 +1,174 @@
+#include "outputs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fits_header.h"
+#include "fits_io.h"
+#include "png_io.h"
+
+/* 1 when name is a file an earlier run of this config wrote. */
+static int is_set_file(const char *name, const char *set)
+{
+    size_t n = strlen(set);
+    if (strncmp(name, set, n) != 0 || name[n] != '_') return 0;
+    const char *ext = strrchr(name, '.');
+    return ext && (!strcmp(ext, ".png") || !strcmp(ext, ".fits") || !strcmp(ext, ".csv"));
+}
+
+static int check_existing(const psf_config *cfg, const char *dir, int force, char *err,
+                          size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "output directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int found = 0;
+    char first[256] = "";
+    while ((e = readdir(d)))
+        if (is_set_file(e->d_name, cfg->name) && !found++)
+            snprintf(first, sizeof first, "%s", e->d_name);
+    closedir(d);
+    if (found && !force) {
+        snprintf(err, errlen,
+                 "output directory %s already holds image set \"%s\" (%s and %d more file(s)); "
+                 "use --force to overwrite it or -o to choose another directory",
+                 dir, cfg->name, first, found - 1);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "output directory %s: not writable: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The nearest existing ancestor of a directory that does not exist yet must
+ * be a writable directory. */
+static int check_creatable(const char *dir, char *err, size_t errlen)
+{
+    char path[CFG_PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    struct stat st;
+    for (;;) {
+        char *slash = strrchr(path, '/');
+        while (slash && slash > path && slash[1] == '\0') { /* trailing slashes */
+            *slash = '\0';
+            slash = strrchr(path, '/');
+        }
+        if (!slash) {
+            snprintf(path, sizeof path, ".");
+        } else if (slash == path) {
+            path[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+        if (stat(path, &st) == 0) break;
+        if (errno != ENOENT || !strcmp(path, ".") || !strcmp(path, "/")) {
+            snprintf(err, errlen, "output directory %s: cannot use %s: %s", dir, path,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "output directory %s: %s is not a directory", dir, path);
+        return -1;
+    }
+    if (access(path, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "output directory %s: cannot create it in %s: %s", dir, path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "output directory %s: exists and is not a directory", dir);
+            return -1;
+        }
+        return check_existing(cfg, dir, force, err, errlen);
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+        snprintf(err, errlen, "output directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return check_creatable(dir, err, errlen);
+}
+
+int outputs_make_dir(const char *dir, char *err, size_t errlen)
+{
+    char path[CFG_PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; ++p) {
+        int end = (*p == '\0');
+        if (*p == '/' || end) {
+            *p = '\0';
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create output directory %s: %s", path,
+                         strerror(errno));
+                return -1;
+            }
+            if (end) break;
+            *p = '/';
+        }
+    }
+    return 0;
+}
+
+void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
+                        char *out, size_t outlen)
+{
+    int digits = 1;
+    for (long long v = nimages - 1; v >= 10; v /= 10) ++digits;
+    snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
+}
+
+int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
+                        const float *img, image_result *res, double *png_us, double *fits_us,
+                        char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    char name[512], path[CFG_PATH_MAX + 600];
+    *png_us = *fits_us = 0.0;
+    if (cfg->png_enabled) {
+        double t0 = clock_us();
+        outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (psf_png_write_image(path, img, s->samp.npix, cfg->png_bits, cfg->png_stretch,
+                            cfg->png_dynamic_range, 1, err, errlen) != 0)
+            return -1;
+        snprintf(res->png, sizeof res->png, "%s", name);
+        *png_us = clock_us() - t0;
+    }
+    if (cfg->fits_enabled) {
+        double t0 = clock_us();
+        outputs_image_name(cfg, k, s->nimages, "fits", name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        fits_kv kvs[FITS_HEADER_MAX];
+        char zkeys[FITS_HEADER_MAX][12];
+        int nkv = fits_header_build(s, info, res, kvs, zkeys);
+        if (psf_fits_write_image(path, img, s->samp.npix, kvs, nkv, err, errlen) != 0) {
+            /* An image is in the set with all its files or not at all. */
+            if (res->png[0]) {
+                snprintf(path, sizeof path, "%s/%s", dir, res->png);
+                unlink(path);
+                res->png[0] = '\0';
+            }
+            return -1;
+        }
+        snprintf(res->fits, sizeof res->fits, "%s", name);
+        *fits_us = clock_us() - t0;
+    }
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* The output directory and the files of an image set (config-schema.md,
+ * "Files written to output.dir"). */
+#ifndef PSFSIM_OUTPUTS_H
+#define PSFSIM_OUTPUTS_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "image_set.h"
+
+/* Check, before anything is written, that dir can be used: it is a
+ * directory or can be created (its nearest existing ancestor is a writable
+ * directory), and, unless force, holds no file of an earlier set of this
+ * name (NAME_*.png, NAME_*.fits, NAME_manifest.csv, NAME_timing.csv).
+ * Returns 0, or -1 with a message naming the path. Touches nothing. */
+int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen);
+
+/* mkdir -p dir. Returns 0 or -1 with err. */
+int outputs_make_dir(const char *dir, char *err, size_t errlen);
+
+/* File name (no directory) of image k of nimages: NAME_k.EXT with k
+ * zero-padded to the number of digits of nimages - 1. */
+void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
+                        char *out, size_t outlen);
+
+/* Per-image results the writers, the manifest and the timing log share. */
+typedef struct {
+    char png[512], fits[512]; /* file names written ("" = not written) */
+    double strehl, axial_intensity;
+    const char *backend;
+} image_result;
+
+/* Write image k's PNG and/or FITS into dir as the config asks, each
+ * atomically. png_us/fits_us get the time each took. Returns 0, or -1 with
+ * err (files not written are left out of res). */
+int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
+                        const float *img, image_result *res, double *png_us, double *fits_us,
+                        char *err, size_t errlen);
+
+#endif

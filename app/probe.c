@@ -1,0 +1,145 @@
+#include "probe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "clock.h"
+#include "gpu/gpu_probe.h"
+
+static const int probe_sizes[PROBE_NSIZES] = {64, 128, 256, 512, 1024};
+#define PROBE_TERMS 3
+
+/* A representative set: an obscured circular pupil with coma, spherical and
+ * defocus, sampled at n = N/2 (padding 2). */
+typedef struct {
+    int n[PROBE_TERMS], m[PROBE_TERMS];
+    double coeff[PROBE_TERMS];
+    psf_set_desc desc;
+} probe_set;
+
+static void probe_set_init(probe_set *s, int npix, int batch)
+{
+    static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
+    static const double c[PROBE_TERMS] = {0.1, 0.05, 0.02};
+    memset(s, 0, sizeof *s);
+    memcpy(s->n, n, sizeof n);
+    memcpy(s->m, m, sizeof m);
+    memcpy(s->coeff, c, sizeof c);
+    s->desc.npix = npix;
+    s->desc.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0,
+                                      .obscuration = 0.3};
+    s->desc.modes = (psf_modes){.nterms = PROBE_TERMS, .n = s->n, .m = s->m};
+    s->desc.max_batch = batch;
+    s->desc.nimages = batch;
+}
+
+static void probe_job(const probe_set *s, psf_job *job)
+{
+    memset(job, 0, sizeof *job);
+    job->ncomp = 1;
+    job->comp[0] = (psf_component){.wavelength_m = 500e-9, .dx_m = 2.0 / s->desc.npix,
+                                   .scale = 1.0, .coeff_waves = s->coeff};
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median wall time of reps run() calls of nb images, after one warm-up. */
+static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, int nb,
+                     float *img, int reps, double *us, char *err, size_t errlen)
+{
+    double t[16];
+    if (reps > 16) reps = 16;
+    for (int i = -1; i < reps; ++i) {
+        double t0 = clock_us();
+        if (ops->run(b, jobs, nb, img, err, errlen) != 0) return -1;
+        if (i >= 0) t[i] = clock_us() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *us = t[reps / 2];
+    return 0;
+}
+
+/* Create a backend for N and batch, time create, one image and the batch. */
+static int probe_size(const psf_backend_ops *ops, int npix, int batch, double *create_us,
+                      double *b1_us, double *bb_us, char *err, size_t errlen)
+{
+    probe_set s;
+    probe_set_init(&s, npix, batch);
+    psf_backend *b = NULL;
+    double t0 = clock_us();
+    if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
+    *create_us = clock_us() - t0;
+    psf_job *jobs = calloc((size_t)batch, sizeof *jobs);
+    float *img = ops->alloc_images(b, (size_t)batch * npix * npix);
+    int rc = -1;
+    if (jobs && img) {
+        for (int i = 0; i < batch; ++i) probe_job(&s, &jobs[i]);
+        /* Fewer repeats for big grids keeps the whole probe well under a second. */
+        int reps = npix <= 256 ? 9 : 3;
+        rc = time_runs(ops, b, jobs, 1, img, reps, b1_us, err, errlen);
+        if (rc == 0 && bb_us) rc = time_runs(ops, b, jobs, batch, img, 3, bb_us, err, errlen);
+    } else {
+        snprintf(err, errlen, "probe: out of memory");
+    }
+    if (img) ops->free_images(b, img);
+    free(jobs);
+    ops->destroy(b);
+    return rc;
+}
+
+/* Images in the large-batch run at N: 2^24 pixels, between 4 and 1024 images. */
+static int big_batch(int npix)
+{
+    long long b = (1LL << 24) / ((long long)npix * npix);
+    return b < 4 ? 4 : b > 1024 ? 1024 : (int)b;
+}
+
+static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, size_t notelen)
+{
+    gpu_basics gb;
+    if (gpu_probe_basics(&gb, note, notelen) != 0) return -1;
+    snprintf(f->gpu_name, sizeof f->gpu_name, "%s", gb.name);
+    f->gpu_start_us = gb.start_us;
+    f->gpu_launch_us = gb.launch_us;
+    f->gpu_h2d_us = gb.h2d_us;
+    f->gpu_d2h_us = gb.d2h_us;
+    f->gpu_d2h_gbs = gb.d2h_gbs;
+    for (int i = 0; i < f->nsizes; ++i)
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], &f->gpu_create_us[i], &f->gpu_b1_us[i],
+                       &f->gpu_bb_us[i], note, notelen) != 0)
+            return -1;
+    return 0;
+}
+
+int probe_measure(probe_figures *f, int with_gpu, char *gpu_note, size_t notelen, char *err,
+                  size_t errlen)
+{
+    double t0 = clock_us();
+    memset(f, 0, sizeof *f);
+    gpu_note[0] = '\0';
+    f->nsizes = PROBE_NSIZES;
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    f->cpu_threads = nproc > 0 ? (int)nproc : 1;
+    for (int i = 0; i < PROBE_NSIZES; ++i) {
+        f->npix[i] = probe_sizes[i];
+        f->big_batch[i] = big_batch(probe_sizes[i]);
+    }
+    const psf_backend_ops *gpu = psf_backend_gpu();
+    /* GPU first: its start cost is only real as the process's first CUDA call. */
+    if (with_gpu && gpu) f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
+    else if (with_gpu) snprintf(gpu_note, notelen, "psfsim was built without CUDA");
+    for (int i = 0; i < PROBE_NSIZES; ++i)
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, &f->cpu_create_us[i], &f->cpu_us[i], NULL,
+                       err, errlen) != 0)
+            return -1;
+    f->probe_us = clock_us() - t0;
+    return 0;
+}

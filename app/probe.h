@@ -1,0 +1,37 @@
+/* The latency probe: what each backend costs on this machine, measured
+ * through the backends' own create/run (design.md, "Backend choice"). The
+ * figures feed the cost model (cost_model.h) and are cached per machine
+ * (probe_cache.h). */
+#ifndef PSFSIM_PROBE_H
+#define PSFSIM_PROBE_H
+
+#include <stddef.h>
+
+#define PROBE_NSIZES 5 /* N = 64, 128, 256, 512, 1024 */
+
+typedef struct {
+    int nsizes;
+    int npix[PROBE_NSIZES];
+    int big_batch[PROBE_NSIZES];        /* images in the "large batch" run at each N */
+    int cpu_threads;                    /* threads the CPU backend uses (large grids) */
+    double cpu_create_us[PROBE_NSIZES]; /* CPU backend create (FFTW plan) */
+    double cpu_us[PROBE_NSIZES];        /* CPU: one image, median */
+    int have_gpu;                       /* the GPU figures below were measured */
+    char gpu_name[256];
+    double gpu_start_us;                /* first CUDA call to context ready */
+    double gpu_launch_us;               /* empty kernel round trip */
+    double gpu_h2d_us, gpu_d2h_us;      /* small pinned copies */
+    double gpu_d2h_gbs;                 /* pinned device-to-host bandwidth */
+    double gpu_create_us[PROBE_NSIZES]; /* GPU backend create (plans, buffers) */
+    double gpu_b1_us[PROBE_NSIZES];     /* GPU: one image to host memory, median */
+    double gpu_bb_us[PROBE_NSIZES];     /* GPU: big_batch images to host memory, median */
+    double probe_us;                    /* how long the probe took */
+} probe_figures;
+
+/* Measure the CPU backend and, when with_gpu, the GPU. A GPU that fails is
+ * recorded as absent (have_gpu = 0, reason in gpu_note), not an error.
+ * Returns 0, or -1 with err when even the CPU cannot be measured. */
+int probe_measure(probe_figures *f, int with_gpu, char *gpu_note, size_t notelen, char *err,
+                  size_t errlen);
+
+#endif

@@ -1,0 +1,15 @@
+/* The probe's plot: time per image against N, log-log, for the CPU and the
+ * GPU at batch 1 and at the large batch, crossovers marked. Drawn with cairo
+ * (cairographics.org) when psfsim is built with it. */
+#ifndef PSFSIM_PROBE_PLOT_H
+#define PSFSIM_PROBE_PLOT_H
+
+#include <stddef.h>
+
+#include "probe.h"
+
+/* Write the plot to path (PNG, atomically). Returns 0; 1 when built without
+ * cairo (reason in err); -1 with err on failure. */
+int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,45 @@
+# Decide whether to build the CUDA backend and define the psfsim_gpu target.
+# With CUDA: nvcc compiles gpu/*.cu for sm_90 with PTX for later chips
+# (CMAKE_CUDA_ARCHITECTURES overrides); cudart is linked statically so psfsim
+# starts on a machine with no driver, and cuFFT is linked as a shared library.
+# Without CUDA: gpu/stub/ says "built without CUDA".
+set(PSFSIM_HAVE_CUDA OFF)
+if(NOT PSFSIM_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(PSFSIM_HAVE_CUDA ON)
+  elseif(PSFSIM_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "PSFSIM_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+
+if(PSFSIM_HAVE_CUDA)
+  message(STATUS "psfsim: building the CUDA backend (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  set(CMAKE_CUDA_STANDARD 17)
+  file(GLOB PSFSIM_GPU_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/gpu/*.cu ${PROJECT_SOURCE_DIR}/gpu/*.c)
+  add_library(psfsim_gpu STATIC ${PSFSIM_GPU_SRC})
+  target_compile_options(psfsim_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>
+                                            $<$<COMPILE_LANGUAGE:C>:${PSFSIM_C_WARNINGS}>)
+  target_link_libraries(psfsim_gpu PUBLIC psfsim_optics CUDA::cudart_static CUDA::cufft)
+  target_compile_definitions(psfsim_gpu PUBLIC PSFSIM_HAVE_CUDA=1)
+  if(PSFSIM_SANITIZE)
+    # nvcc does not take -fsanitize; the host objects it makes are left uninstrumented.
+    set_target_properties(psfsim_gpu PROPERTIES CUDA_RESOLVE_DEVICE_SYMBOLS ON)
+  endif()
+else()
+  message(STATUS "psfsim: building without the CUDA backend")
+  file(GLOB PSFSIM_GPU_STUB_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/gpu/stub/*.c)
+  add_library(psfsim_gpu STATIC ${PSFSIM_GPU_STUB_SRC})
+  target_compile_options(psfsim_gpu PRIVATE ${PSFSIM_C_WARNINGS})
+  target_link_libraries(psfsim_gpu PUBLIC psfsim_optics)
+endif()
+target_include_directories(psfsim_gpu PUBLIC ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,147 @@
+#include "pupil_cache.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optics/aperture.h"
+#include "optics/wavefront.h"
+#include "optics/zernike.h"
+
+static int fail(cpu_pupil *pp, char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "cpu: cannot allocate %s", what);
+    cpu_pupil_free(pp);
+    return -1;
+}
+
+/* Index of the open samples and their FFT destinations (ifftshift). */
+static int collect_open(cpu_pupil *pp, const float *amp, int npix)
+{
+    size_t n = (size_t)npix * npix, nopen = 0;
+    for (size_t i = 0; i < n; ++i) nopen += amp[i] > 0.0f;
+    pp->nopen = nopen;
+    pp->dest = malloc((nopen ? nopen : 1) * sizeof *pp->dest);
+    pp->amp = malloc((nopen ? nopen : 1) * sizeof *pp->amp);
+    if (!pp->dest || !pp->amp) return -1;
+    size_t k = 0;
+    for (int i = 0; i < npix; ++i) {
+        int di = (i - npix / 2 + npix) % npix;
+        for (int j = 0; j < npix; ++j) {
+            float a = amp[(size_t)i * npix + j];
+            if (a <= 0.0f) continue;
+            pp->dest[k] = di * npix + (j - npix / 2 + npix) % npix;
+            pp->amp[k++] = a;
+        }
+    }
+    return 0;
+}
+
+/* Zernike values at the open samples, in the order of collect_open. */
+static void fill_basis(cpu_pupil *pp, const psf_set_desc *set, const float *amp, double dx_m)
+{
+    int npix = set->npix;
+    double radius = 0.5 * set->aperture.diameter_m;
+    size_t nopen = pp->nopen, k = 0;
+    for (int i = 0; i < npix; ++i) {
+        double y = (i - npix / 2) * dx_m;
+        for (int j = 0; j < npix; ++j) {
+            if (amp[(size_t)i * npix + j] <= 0.0f) continue;
+            double x = (j - npix / 2) * dx_m;
+            double rho = sqrt(x * x + y * y) / radius, theta = atan2(y, x);
+            for (int t = 0; t < set->modes.nterms; ++t)
+                pp->basis[(size_t)t * nopen + k] =
+                    (float)zernike_eval(set->modes.n[t], set->modes.m[t], rho, theta);
+            ++k;
+        }
+    }
+}
+
+static void gather(const float *grid, const float *amp, size_t n, float *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (amp[i] > 0.0f) out[k++] = grid[i];
+}
+
+int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err,
+                    size_t errlen)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->dx_m = dx_m;
+    int npix = set->npix;
+    size_t n = (size_t)npix * npix;
+    float *amp = malloc(n * sizeof *amp);
+    if (!amp) return fail(pp, err, errlen, "the aperture grid");
+    if (aperture_fill(&set->aperture, npix, dx_m, amp, err, errlen) != 0) {
+        free(amp);
+        cpu_pupil_free(pp);
+        return -1;
+    }
+    if (collect_open(pp, amp, npix) != 0) {
+        free(amp);
+        return fail(pp, err, errlen, "the pupil sample list");
+    }
+    size_t nb = (size_t)set->modes.nterms * pp->nopen;
+    pp->basis = malloc((nb ? nb : 1) * sizeof *pp->basis);
+    if (!pp->basis) {
+        free(amp);
+        return fail(pp, err, errlen, "the Zernike basis");
+    }
+    fill_basis(pp, set, amp, dx_m);
+    if (set->opd_map) {
+        float *grid = malloc(n * sizeof *grid);
+        pp->opd = malloc((pp->nopen ? pp->nopen : 1) * sizeof *pp->opd);
+        if (!grid || !pp->opd) {
+            free(grid);
+            free(amp);
+            return fail(pp, err, errlen, "the OPD map");
+        }
+        wavefront_resample_map(set->opd_map, set->opd_rows, set->opd_cols,
+                               set->aperture.diameter_m, npix, dx_m, grid);
+        gather(grid, amp, n, pp->opd);
+        free(grid);
+    }
+    free(amp);
+    return 0;
+}
+
+void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
+                     double opd_to_waves, fftwf_complex *in)
+{
+    size_t nopen = pp->nopen;
+    int has_opd = pp->opd && opd_to_waves != 0.0;
+    int flat = !has_opd;
+    for (int t = 0; t < nterms && flat; ++t) flat = coeff_waves[t] == 0.0;
+    if (flat) { /* no aberration: a real field, no trigonometry */
+        for (size_t k = 0; k < nopen; ++k) {
+            in[pp->dest[k]][0] = pp->amp[k];
+            in[pp->dest[k]][1] = 0.0f;
+        }
+        return;
+    }
+    const double two_pi = 2.0 * M_PI;
+    for (size_t k = 0; k < nopen; ++k) {
+        double w = has_opd ? pp->opd[k] * opd_to_waves : 0.0;
+        for (int t = 0; t < nterms; ++t) w += coeff_waves[t] * pp->basis[(size_t)t * nopen + k];
+        /* Reduce to one wave in double, so float trigonometry stays exact. */
+        float ph = (float)(two_pi * (w - floor(w)));
+        in[pp->dest[k]][0] = pp->amp[k] * cosf(ph);
+        in[pp->dest[k]][1] = pp->amp[k] * sinf(ph);
+    }
+}
+
+void cpu_pupil_clear(const cpu_pupil *pp, fftwf_complex *in)
+{
+    for (size_t k = 0; k < pp->nopen; ++k) in[pp->dest[k]][0] = in[pp->dest[k]][1] = 0.0f;
+}
+
+void cpu_pupil_free(cpu_pupil *pp)
+{
+    free(pp->dest);
+    free(pp->amp);
+    free(pp->basis);
+    free(pp->opd);
+    memset(pp, 0, sizeof *pp);
+}

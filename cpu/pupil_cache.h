@@ -1,0 +1,40 @@
+/* The CPU backend's per-set pupil: the open samples of the aperture for one
+ * pupil pitch, with each one's FFT-input index, transmission, Zernike basis
+ * values and OPD, computed once per set and reused for every image (only
+ * the coefficients change from image to image). */
+#ifndef PSFSIM_CPU_PUPIL_CACHE_H
+#define PSFSIM_CPU_PUPIL_CACHE_H
+
+#include <stddef.h>
+
+#include <fftw3.h>
+
+#include "app/backend.h"
+
+typedef struct {
+    double dx_m;   /* pupil pitch this pupil was built for, metres */
+    size_t nopen;  /* samples with transmission > 0 */
+    int *dest;     /* [nopen] index into the N*N FFT input, axis sample at 0 */
+    float *amp;    /* [nopen] transmission in (0, 1] */
+    float *basis;  /* [nterms * nopen] Z_k at each open sample (unit RMS) */
+    float *opd;    /* [nopen] OPD map value, or NULL without a map */
+} cpu_pupil;
+
+/* Build the pupil of set at pitch dx_m. The N x N grid is centred as in
+ * aperture.h; sample (i, j) goes to FFT index ((i - N/2) mod N) * N +
+ * ((j - N/2) mod N), i.e. ifftshift, so the axis is at index 0.
+ * Returns 0, or -1 with err (allocation, aperture geometry). */
+int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err,
+                    size_t errlen);
+
+/* Write A exp(+i 2 pi W) at the open samples of in (N*N, the rest of in
+ * must already be zero), W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves. */
+void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
+                     double opd_to_waves, fftwf_complex *in);
+
+/* Zero the open samples of in (before another pupil is written there). */
+void cpu_pupil_clear(const cpu_pupil *pp, fftwf_complex *in);
+
+void cpu_pupil_free(cpu_pupil *pp);
+
+#endif

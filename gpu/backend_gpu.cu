@@ -1,0 +1,635 @@
+/* The CUDA backend: psf_backend_gpu() (app/backend.h), the twin of
+ * cpu/backend_cpu.c. Per set (create): device check, the memory estimate,
+ * streams, events, every buffer for the largest batch, the maps and Zernike
+ * modes on the device. Per pitch (first use in run): the pupil, built on the
+ * device (gpu/pupil_gpu.h). Per run: the jobs are split into sub-batches of
+ * whole images; each sub-batch is one or more FFT passes (one pupil-field
+ * kernel, one batched cuFFT, one fused intensity kernel each) on the compute
+ * stream into one of two device image buffers, whose copy to the host runs
+ * on the copy stream while the next sub-batch computes. A single-image run
+ * replays a CUDA graph of its pass instead.
+ *
+ * Every CUDA/cuFFT call is checked (gpu/cuda_check.h); any failure returns
+ * -1 with a message, and the app computes the remaining images on the CPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+extern "C" {
+#include "app/backend.h"
+}
+
+#include "cuda_check.h"
+#include "plan_cache.h"
+#include "psf_kernels.h"
+#include "pupil_gpu.h"
+
+/* Aim for sub-batches of about this many image bytes: big enough that a
+ * pass's launches and the copy's set-up are small next to its transfer
+ * (16 MiB is ~0.3 ms over PCIe 5), small enough that copies start early and
+ * overlap the compute of the next sub-batch. */
+#define GPU_SUBBATCH_BYTES ((size_t)16 << 20)
+/* Most fields of one pass (the z dimension of the kernels' grids). */
+#define GPU_MAX_PASS 65535
+/* Device memory left unclaimed by the estimate: other processes, the CUDA
+ * context's own growth, cuFFT's plan data, the CUB scan's scratch. */
+#define GPU_MEMORY_MARGIN ((size_t)256 << 20)
+
+/* A host buffer handed out by alloc_images. */
+typedef struct host_buf {
+    float *ptr;
+    int pinned; /* 1: cudaHostAlloc, 0: malloc (pinned memory ran out) */
+    struct host_buf *next;
+} host_buf;
+
+/* Where the tables of one pass lie in a staging buffer (bytes, 16-aligned). */
+typedef struct {
+    size_t desc, scale, images, coeff, bytes;
+} stage_layout;
+
+struct psf_backend {
+    psf_set_desc set;
+    gpu_check chk;
+    int npix;
+    size_t plane;        /* N * N */
+    int nterms;
+    int capacity;        /* C: most fields per pass and images per sub-batch */
+    cudaStream_t compute, copy;
+    cudaEvent_t ev_done[2];   /* sub-batch's images are in dimg[q] */
+    cudaEvent_t ev_copied[2]; /* dimg[q] has reached the host */
+    cudaEvent_t ev_staged[2]; /* stage[r] has reached dstage[r] */
+    cufftComplex *field;      /* device [C * N*N]: the pass's pupil fields, transformed in place */
+    float *dimg[2];           /* device [C * N*N] each: a sub-batch's images */
+    unsigned char *stage[2];  /* pinned host pass tables, stage_bytes each */
+    unsigned char *dstage[2]; /* their device copies */
+    size_t stage_bytes;
+    /* The pass being filled, on the host. */
+    gpu_field_desc *pf_desc; /* [C] */
+    float *pf_scale;         /* [C] */
+    gpu_pass_image *pf_img;  /* [C] */
+    double *pf_coeff;        /* [C * nterms] */
+    int pf_nfields, pf_nimages;
+    int npass;               /* passes so far in this run: staging parity */
+    int staged_pending[2], copy_pending[2];
+    /* Set-wide device data and the pupils. */
+    gpu_pupil_set pset;
+    float *d_amp_map, *d_opd_map;
+    int *d_modes;
+    gpu_pupil pupils[PSF_MAX_COMPONENTS];
+    int npupils;
+    gpu_pupil *d_pupils; /* device copy of pupils[] */
+    gpu_plan_cache plans;
+    int plans_ready;
+    /* The single-image path's CUDA graph: one pass of graph_nfields fields. */
+    cudaGraph_t graph;
+    cudaGraphExec_t graph_exec;
+    int graph_nfields;
+    unsigned graph_generation;
+    host_buf *buffers;
+};
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static stage_layout layout_for(int nfields, int nimages, int nterms)
+{
+    stage_layout l;
+    l.desc = 0;
+    l.scale = align16((size_t)nfields * sizeof(gpu_field_desc));
+    l.images = align16(l.scale + (size_t)nfields * sizeof(float));
+    l.coeff = align16(l.images + (size_t)nimages * sizeof(gpu_pass_image));
+    l.bytes = l.coeff + (size_t)nfields * nterms * sizeof(double);
+    if (l.bytes == 0) l.bytes = 16;
+    return l;
+}
+
+static void graph_release(psf_backend *b)
+{
+    if (b->graph_exec) cudaGraphExecDestroy(b->graph_exec);
+    if (b->graph) cudaGraphDestroy(b->graph);
+    b->graph_exec = NULL;
+    b->graph = NULL;
+    b->graph_nfields = 0;
+}
+
+static void gpu_destroy(psf_backend *b)
+{
+    if (!b) return;
+    /* Nothing queued may outlive the memory it uses. */
+    if (b->compute) cudaStreamSynchronize(b->compute);
+    if (b->copy) cudaStreamSynchronize(b->copy);
+    graph_release(b);
+    if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
+    for (int i = 0; i < b->npupils; ++i) gpu_pupil_free(&b->pupils[i]);
+    cudaFree(b->d_pupils);
+    cudaFree(b->d_modes);
+    cudaFree(b->d_amp_map);
+    cudaFree(b->d_opd_map);
+    cudaFree(b->field);
+    for (int q = 0; q < 2; ++q) {
+        cudaFree(b->dimg[q]);
+        cudaFree(b->dstage[q]);
+        cudaFreeHost(b->stage[q]);
+        if (b->ev_done[q]) cudaEventDestroy(b->ev_done[q]);
+        if (b->ev_copied[q]) cudaEventDestroy(b->ev_copied[q]);
+        if (b->ev_staged[q]) cudaEventDestroy(b->ev_staged[q]);
+    }
+    if (b->compute) cudaStreamDestroy(b->compute);
+    if (b->copy) cudaStreamDestroy(b->copy);
+    while (b->buffers) { /* buffers the caller did not give back */
+        host_buf *h = b->buffers;
+        b->buffers = h->next;
+        if (h->pinned) cudaFreeHost(h->ptr);
+        else free(h->ptr);
+        free(h);
+    }
+    free(b->pf_desc);
+    free(b->pf_scale);
+    free(b->pf_img);
+    free(b->pf_coeff);
+    free(b);
+}
+
+/* Device memory one capacity C needs, besides the work area: the fields,
+ * two image buffers, the staging tables, and one pupil's build (the index,
+ * its temporaries and the per-sample arrays; the basis is sized against the
+ * memory free when it is built). */
+static size_t need_bytes(const psf_backend *b, long long cap, size_t work, size_t maps)
+{
+    size_t plane = b->plane;
+    size_t per = plane * (sizeof(cufftComplex) + 2 * sizeof(float));
+    size_t pupil = plane * 5 * sizeof(float);
+    return (size_t)cap * per + work + pupil + maps + 2 * layout_for((int)cap, (int)cap, b->nterms).bytes;
+}
+
+/* Choose C: images of about GPU_SUBBATCH_BYTES, at most max_batch, halved
+ * until the fields, image buffers and cuFFT work area fit the free memory. */
+static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err, size_t errlen)
+{
+    size_t free_b = 0, total_b = 0;
+    if (GPU_CUDA(&b->chk, cudaMemGetInfo(&free_b, &total_b))) return -1;
+    size_t image_bytes = b->plane * sizeof(float);
+    long long cap = (long long)(GPU_SUBBATCH_BYTES / image_bytes);
+    if (cap < 1) cap = 1;
+    if (cap > b->set.max_batch) cap = b->set.max_batch;
+    if (cap > GPU_MAX_PASS) cap = GPU_MAX_PASS;
+    if (cap < 1) cap = 1;
+    size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
+    for (;;) {
+        if (gpu_plan_estimate(&b->chk, b->npix, cap, work) != 0) return -1;
+        size_t need = need_bytes(b, cap, *work, maps);
+        if (need <= avail) break;
+        if (cap == 1) {
+            snprintf(err, errlen,
+                     "gpu: not enough device memory for %dx%d images: need %.1f MiB, %.1f MiB "
+                     "free of %.1f MiB",
+                     b->npix, b->npix, need / 1048576.0, free_b / 1048576.0,
+                     total_b / 1048576.0);
+            return -1;
+        }
+        cap = (cap + 1) / 2;
+    }
+    b->capacity = (int)cap;
+    return 0;
+}
+
+/* Copy a host array to new device memory. */
+template <typename T>
+static int upload(psf_backend *b, T **dst, const T *src, size_t count)
+{
+    if (GPU_CUDA(&b->chk, cudaMalloc(dst, count * sizeof(T)))) {
+        *dst = NULL;
+        return -1;
+    }
+    return GPU_CUDA(&b->chk, cudaMemcpy(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+/* The maps and modes on the device, and the pupil kernels' view of the set. */
+static int upload_set(psf_backend *b)
+{
+    const psf_set_desc *s = &b->set;
+    gpu_pupil_set *ps = &b->pset;
+    memset(ps, 0, sizeof *ps);
+    ps->npix = b->npix;
+    ps->radius_m = 0.5 * s->aperture.diameter_m;
+    aperture_geom_init(&s->aperture, &ps->geom);
+    ps->map_diameter_m = s->aperture.diameter_m;
+    if (s->aperture.shape == APERTURE_FILE) {
+        if (upload(b, &b->d_amp_map, s->aperture.map,
+                   (size_t)s->aperture.map_rows * s->aperture.map_cols))
+            return -1;
+        ps->amp_map = b->d_amp_map;
+        ps->map_rows = s->aperture.map_rows;
+        ps->map_cols = s->aperture.map_cols;
+    }
+    if (s->opd_map) {
+        if (upload(b, &b->d_opd_map, s->opd_map, (size_t)s->opd_rows * s->opd_cols)) return -1;
+        ps->opd_map = b->d_opd_map;
+        ps->opd_rows = s->opd_rows;
+        ps->opd_cols = s->opd_cols;
+    }
+    ps->nterms = b->nterms;
+    if (b->nterms > 0) {
+        int *nm = (int *)malloc(2 * (size_t)b->nterms * sizeof *nm);
+        if (!nm) {
+            snprintf(b->chk.err, b->chk.errlen, "gpu: out of host memory");
+            return -1;
+        }
+        for (int t = 0; t < b->nterms; ++t) {
+            nm[t] = s->modes.n[t];
+            nm[b->nterms + t] = s->modes.m[t];
+        }
+        int rc = upload(b, &b->d_modes, nm, 2 * (size_t)b->nterms);
+        free(nm);
+        if (rc) return -1;
+        ps->modes = b->d_modes;
+    }
+    return 0;
+}
+
+static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    psf_backend *b = (psf_backend *)calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errlen, "gpu: out of host memory");
+        return -1;
+    }
+    gpu_check_init(&b->chk, err, errlen);
+    b->set = *set;
+    if (b->set.max_batch < 1) b->set.max_batch = 1;
+    b->npix = set->npix;
+    b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
+    b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    int ndev = 0;
+    size_t work = 0, maps = 0;
+    /* No device, no driver: say so plainly, it is the common case. */
+    if (gpu_check_inject(&b->chk, "cudaGetDeviceCount", __FILE__, __LINE__)) goto fail;
+    {
+        cudaError_t e = cudaGetDeviceCount(&ndev);
+        if (e != cudaSuccess || ndev < 1) {
+            snprintf(err, errlen, "no CUDA device: %s",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+            goto fail;
+        }
+    }
+    if (set->npix < 1 || set->npix > GPU_PUPIL_MAX_NPIX) {
+        snprintf(err, errlen, "gpu: grid %dx%d outside 1..%d per side (open samples are numbered "
+                              "in 32 bits)",
+                 set->npix, set->npix, GPU_PUPIL_MAX_NPIX);
+        goto fail;
+    }
+    if (aperture_check(&set->aperture, err, errlen) != 0) goto fail;
+    if (set->aperture.shape == APERTURE_FILE)
+        maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
+    if (set->opd_map) maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
+    /* Load the kernels now (lazy module loading would put it on the first run). */
+    if (gpu_pupil_load_kernels(&b->chk) || gpu_psf_load_kernels(&b->chk)) goto fail;
+    if (choose_capacity(b, maps, &work, err, errlen) != 0) goto fail;
+    if (GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->compute, cudaStreamNonBlocking)) ||
+        GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->copy, cudaStreamNonBlocking)))
+        goto fail;
+    for (int q = 0; q < 2; ++q)
+        if (GPU_CUDA(&b->chk, cudaEventCreateWithFlags(&b->ev_done[q], cudaEventDisableTiming)) ||
+            GPU_CUDA(&b->chk, cudaEventCreateWithFlags(&b->ev_copied[q], cudaEventDisableTiming)) ||
+            GPU_CUDA(&b->chk, cudaEventCreateWithFlags(&b->ev_staged[q], cudaEventDisableTiming)))
+            goto fail;
+    {
+        size_t cap = (size_t)b->capacity;
+        b->stage_bytes = layout_for(b->capacity, b->capacity, b->nterms).bytes;
+        if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->plane * sizeof(cufftComplex))))
+            goto fail;
+        for (int q = 0; q < 2; ++q)
+            if (GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float))) ||
+                GPU_CUDA(&b->chk, cudaMalloc(&b->dstage[q], b->stage_bytes)) ||
+                GPU_CUDA(&b->chk, cudaHostAlloc(&b->stage[q], b->stage_bytes,
+                                                cudaHostAllocDefault)))
+                goto fail;
+        if (GPU_CUDA(&b->chk,
+                     cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
+            goto fail;
+        b->pf_desc = (gpu_field_desc *)malloc(cap * sizeof *b->pf_desc);
+        b->pf_scale = (float *)malloc(cap * sizeof *b->pf_scale);
+        b->pf_img = (gpu_pass_image *)malloc(cap * sizeof *b->pf_img);
+        b->pf_coeff = (double *)malloc((cap * b->nterms + 1) * sizeof *b->pf_coeff);
+        if (!b->pf_desc || !b->pf_scale || !b->pf_img || !b->pf_coeff) {
+            snprintf(err, errlen, "gpu: out of host memory");
+            goto fail;
+        }
+    }
+    if (upload_set(b) != 0) goto fail;
+    gpu_plan_cache_init(&b->plans, b->npix, b->compute);
+    b->plans_ready = 1;
+    if (gpu_plan_cache_reserve(&b->plans, &b->chk, work) != 0) goto fail;
+    b->chk.err = NULL; /* no message buffer between calls */
+    *out = b;
+    return 0;
+fail:
+    b->chk.err = NULL;
+    gpu_destroy(b);
+    return -1;
+}
+
+/* The pupil for pitch dx_m, built on first use (as the CPU backend does). */
+static int pupil_for(psf_backend *b, double dx_m)
+{
+    for (int i = 0; i < b->npupils; ++i)
+        if (fabs(b->pupils[i].dx_m - dx_m) <= 1e-12 * dx_m) return i;
+    if (!(dx_m > 0.0) || !isfinite(dx_m)) {
+        snprintf(b->chk.err, b->chk.errlen, "gpu: pupil pitch %g m is not positive", dx_m);
+        return -1;
+    }
+    if (b->npupils == PSF_MAX_COMPONENTS) {
+        snprintf(b->chk.err, b->chk.errlen, "gpu: more than %d pupil pitches in one set",
+                 PSF_MAX_COMPONENTS);
+        return -1;
+    }
+    int i = b->npupils;
+    if (gpu_pupil_build(&b->pupils[i], &b->pset, dx_m, b->compute, &b->chk) != 0) return -1;
+    b->npupils++; /* owned from here: destroy frees it */
+    /* Pageable source: the copy has taken it when the call returns. */
+    if (GPU_CUDA(&b->chk, cudaMemcpyAsync(&b->d_pupils[i], &b->pupils[i], sizeof(gpu_pupil),
+                                          cudaMemcpyHostToDevice, b->compute)))
+        return -1;
+    return i;
+}
+
+/* Add a job's fields comp[c0 .. c0+n-1] as image `image` of the pass. */
+static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image)
+{
+    gpu_pass_image *e = &b->pf_img[b->pf_nimages++];
+    e->image = image;
+    e->first_field = b->pf_nfields;
+    e->nfields = n;
+    e->accumulate = c0 > 0;
+    for (int c = c0; c < c0 + n; ++c) {
+        const psf_component *comp = &job->comp[c];
+        int f = b->pf_nfields++;
+        int p = pupil_for(b, comp->dx_m); /* built before any pass: a lookup */
+        if (p < 0) return -1;
+        b->pf_desc[f].pupil = p;
+        b->pf_desc[f].reserved = 0;
+        b->pf_desc[f].opd_to_waves = comp->opd_to_waves;
+        b->pf_scale[f] = (float)comp->scale;
+        double *dst = b->pf_coeff + (size_t)f * b->nterms;
+        for (int t = 0; t < b->nterms; ++t) dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
+    }
+    return 0;
+}
+
+/* Pack the pass's tables into host staging buffer r. */
+static stage_layout pass_pack(psf_backend *b, int r)
+{
+    stage_layout l = layout_for(b->pf_nfields, b->pf_nimages, b->nterms);
+    unsigned char *s = b->stage[r];
+    memcpy(s + l.desc, b->pf_desc, (size_t)b->pf_nfields * sizeof *b->pf_desc);
+    memcpy(s + l.scale, b->pf_scale, (size_t)b->pf_nfields * sizeof *b->pf_scale);
+    memcpy(s + l.images, b->pf_img, (size_t)b->pf_nimages * sizeof *b->pf_img);
+    memcpy(s + l.coeff, b->pf_coeff, (size_t)b->pf_nfields * b->nterms * sizeof *b->pf_coeff);
+    return l;
+}
+
+/* Enqueue one pass whose tables are in dstage[r] (layout l) on the compute
+ * stream: pupil fields, batched FFT, intensities into out. */
+static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfields, int nimages,
+                        float *out)
+{
+    unsigned char *d = b->dstage[r];
+    if (nfields > 0) {
+        cufftHandle plan;
+        if (gpu_pupil_field(&b->pset, b->d_pupils, (const gpu_field_desc *)(d + l->desc),
+                            (const double *)(d + l->coeff), nfields, b->field, b->compute,
+                            &b->chk) ||
+            gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan) ||
+            GPU_CUFFT(&b->chk, cufftExecC2C(plan, b->field, b->field, CUFFT_FORWARD)))
+            return -1;
+    }
+    return gpu_psf_intensity(b->field, (const float *)(d + l->scale),
+                             (const gpu_pass_image *)(d + l->images), nimages, b->npix, out,
+                             b->compute, &b->chk);
+}
+
+/* Run the pass being filled: stage its tables, enqueue it into dimg[q]. */
+static int pass_flush(psf_backend *b, int q)
+{
+    if (b->pf_nimages == 0) return 0;
+    int r = b->npass++ & 1;
+    /* stage[r] may still be on its way to the device for the pass before last. */
+    if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r])))
+        return -1;
+    stage_layout l = pass_pack(b, r);
+    if (GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[r], b->stage[r], l.bytes,
+                                          cudaMemcpyHostToDevice, b->compute)) ||
+        GPU_CUDA(&b->chk, cudaEventRecord(b->ev_staged[r], b->compute)))
+        return -1;
+    b->staged_pending[r] = 1;
+    int rc = pass_enqueue(b, r, &l, b->pf_nfields, b->pf_nimages, b->dimg[q]);
+    b->pf_nfields = b->pf_nimages = 0;
+    return rc;
+}
+
+/* Images jobs[0 .. njobs-1] into dimg[q] (njobs <= C), in passes of at
+ * most C fields; a job whose fields straddle passes is accumulated. */
+static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int q)
+{
+    int cap = b->capacity;
+    for (int j = 0; j < njobs; ++j) {
+        const psf_job *job = &jobs[j];
+        if (job->ncomp == 0) { /* an image with no light: zeros */
+            if (pass_add(b, job, 0, 0, j)) return -1;
+        }
+        for (int c = 0; c < job->ncomp;) {
+            int take = job->ncomp - c < cap - b->pf_nfields ? job->ncomp - c : cap - b->pf_nfields;
+            if (pass_add(b, job, c, take, j)) return -1;
+            c += take;
+            if ((b->pf_nfields == cap || b->pf_nimages == cap) && pass_flush(b, q)) return -1;
+        }
+        if (b->pf_nimages == cap && pass_flush(b, q)) return -1;
+    }
+    return pass_flush(b, q);
+}
+
+/* Sub-batch size for a run of njobs: at most C, and at least two sub-batches
+ * when there are two images, so that copy and compute overlap; sizes evened
+ * out so that a run needs at most two FFT plans. */
+static int subbatch_size(const psf_backend *b, int njobs)
+{
+    if (njobs <= 1) return 1;
+    int s = (njobs + 1) / 2 < b->capacity ? (njobs + 1) / 2 : b->capacity;
+    int nsub = (njobs + s - 1) / s;
+    return (njobs + nsub - 1) / nsub;
+}
+
+static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *images)
+{
+    int per = subbatch_size(b, njobs);
+    for (int j0 = 0, k = 0; j0 < njobs; j0 += per, ++k) {
+        int n = njobs - j0 < per ? njobs - j0 : per, q = k & 1;
+        /* dimg[q] still holds the images of the sub-batch before last until
+         * their copy is done. */
+        if (b->copy_pending[q] &&
+            GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->compute, b->ev_copied[q], 0)))
+            return -1;
+        if (subbatch_compute(b, jobs + j0, n, q)) return -1;
+        if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||
+            GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->copy, b->ev_done[q], 0)) ||
+            GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->plane, b->dimg[q],
+                                              (size_t)n * b->plane * sizeof(float),
+                                              cudaMemcpyDeviceToHost, b->copy)) ||
+            GPU_CUDA(&b->chk, cudaEventRecord(b->ev_copied[q], b->copy)))
+            return -1;
+        b->copy_pending[q] = 1;
+    }
+    return GPU_CUDA(&b->chk, cudaStreamSynchronize(b->copy));
+}
+
+/* Capture one pass of nfields fields for one image from stage[0] into
+ * dimg[0] as a CUDA graph (the H2D copy of the tables, the pupil kernel,
+ * cuFFT, the intensity kernel): one launch instead of four or five. */
+static int graph_make(psf_backend *b, int nfields)
+{
+    graph_release(b);
+    cufftHandle plan;
+    /* Plan first: planning allocates, which a capturing stream forbids. */
+    if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
+    stage_layout l = layout_for(nfields, 1, b->nterms);
+    if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
+        return -1;
+    int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
+                                               cudaMemcpyHostToDevice, b->compute));
+    if (rc == 0) rc = pass_enqueue(b, 0, &l, nfields, 1, b->dimg[0]);
+    cudaGraph_t g = NULL;
+    if (rc != 0) { /* leave the stream usable */
+        cudaStreamEndCapture(b->compute, &g);
+        if (g) cudaGraphDestroy(g);
+        return -1;
+    }
+    if (GPU_CUDA(&b->chk, cudaStreamEndCapture(b->compute, &g))) {
+        if (g) cudaGraphDestroy(g);
+        return -1;
+    }
+    b->graph = g;
+    if (GPU_CUDA(&b->chk, cudaGraphInstantiate(&b->graph_exec, g, 0))) {
+        b->graph_exec = NULL;
+        graph_release(b);
+        return -1;
+    }
+    b->graph_nfields = nfields;
+    b->graph_generation = b->plans.generation;
+    return 0;
+}
+
+/* One image whose fields fit one pass: replay the graph, copy, wait. */
+static int run_single(psf_backend *b, const psf_job *job, float *image)
+{
+    if (pass_add(b, job, 0, job->ncomp, 0)) return -1;
+    int nfields = b->pf_nfields;
+    pass_pack(b, 0);
+    b->pf_nfields = b->pf_nimages = 0;
+    if ((!b->graph_exec || b->graph_nfields != nfields ||
+         b->graph_generation != b->plans.generation) &&
+        graph_make(b, nfields))
+        return -1;
+    return GPU_CUDA(&b->chk, cudaGraphLaunch(b->graph_exec, b->compute)) ||
+                   GPU_CUDA(&b->chk, cudaMemcpyAsync(image, b->dimg[0], b->plane * sizeof(float),
+                                                     cudaMemcpyDeviceToHost, b->compute)) ||
+                   GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))
+               ? -1
+               : 0;
+}
+
+static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+                   size_t errlen)
+{
+    b->chk.err = err;
+    b->chk.errlen = errlen;
+    b->npass = 0;
+    b->pf_nfields = b->pf_nimages = 0;
+    memset(b->staged_pending, 0, sizeof b->staged_pending);
+    memset(b->copy_pending, 0, sizeof b->copy_pending);
+    int rc = 0;
+    /* Every pupil first: building one waits for the device. */
+    for (int j = 0; j < njobs && rc == 0; ++j) {
+        if (jobs[j].ncomp < 0 || jobs[j].ncomp > PSF_MAX_COMPONENTS) {
+            snprintf(err, errlen, "gpu: job %d has %d components (0..%d)", j, jobs[j].ncomp,
+                     PSF_MAX_COMPONENTS);
+            rc = -1;
+        }
+        for (int c = 0; c < jobs[j].ncomp && rc == 0; ++c)
+            if (pupil_for(b, jobs[j].comp[c].dx_m) < 0) rc = -1;
+    }
+    if (rc == 0 && njobs == 1 && jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
+        rc = run_single(b, &jobs[0], images);
+    else if (rc == 0 && njobs > 0)
+        rc = run_batched(b, jobs, njobs, images);
+    if (rc != 0) {
+        /* No copy may land in images after we return: the caller reuses them. */
+        cudaStreamSynchronize(b->compute);
+        cudaStreamSynchronize(b->copy);
+    }
+    b->chk.err = NULL;
+    return rc;
+}
+
+/* Pinned memory, so the copies run at full speed and asynchronously; plain
+ * memory when pinned memory runs out (copies then wait for the host). */
+static float *gpu_alloc_images(psf_backend *b, size_t nfloats)
+{
+    host_buf *h = (host_buf *)calloc(1, sizeof *h);
+    if (!h) return NULL;
+    char err[256];
+    b->chk.err = err;
+    b->chk.errlen = sizeof err;
+    void *p = NULL;
+    if (GPU_CUDA(&b->chk, cudaHostAlloc(&p, nfloats * sizeof(float), cudaHostAllocDefault)) == 0) {
+        h->pinned = 1;
+    } else {
+        p = malloc(nfloats * sizeof(float));
+    }
+    b->chk.err = NULL;
+    if (!p) {
+        free(h);
+        return NULL;
+    }
+    h->ptr = (float *)p;
+    h->next = b->buffers;
+    b->buffers = h;
+    return h->ptr;
+}
+
+static void gpu_free_images(psf_backend *b, float *images)
+{
+    for (host_buf **pp = &b->buffers; *pp; pp = &(*pp)->next) {
+        host_buf *h = *pp;
+        if (h->ptr != images) continue;
+        *pp = h->next;
+        if (h->pinned) cudaFreeHost(h->ptr);
+        else free(h->ptr);
+        free(h);
+        return;
+    }
+}
+
+/* Filled field by field, so that the table stays right if app/backend.h
+ * reorders or adds members. */
+static psf_backend_ops make_ops(void)
+{
+    psf_backend_ops o;
+    memset(&o, 0, sizeof o);
+    o.name = "gpu";
+    o.create = gpu_create;
+    o.run = gpu_run;
+    o.destroy = gpu_destroy;
+    o.alloc_images = gpu_alloc_images;
+    o.free_images = gpu_free_images;
+    o.preferred_batch = 1024;
+    return o;
+}
+
+static const psf_backend_ops gpu_ops = make_ops();
+
+extern "C" const psf_backend_ops *psf_backend_gpu(void) { return &gpu_ops; }

@@ -1,0 +1,40 @@
+#include "psf_kernels.h"
+
+/* 32 columns (one warp: 128-byte coalesced writes) x 8 rows per block. */
+#define BX 32
+#define BY 8
+
+__global__ static void intensity_kernel(const cufftComplex *field, const float *scale,
+                                        const gpu_pass_image *images, int npix, float *out)
+{
+    int c = blockIdx.x * BX + threadIdx.x, r = blockIdx.y * BY + threadIdx.y;
+    if (c >= npix || r >= npix) return;
+    const gpu_pass_image e = images[blockIdx.z];
+    int h = npix / 2;
+    int u = r >= h ? r - h : r + (npix - h);
+    int v = c >= h ? c - h : c + (npix - h);
+    size_t plane = (size_t)npix * npix;
+    const cufftComplex *src = field + (size_t)u * npix + v;
+    float acc = 0.0f;
+    for (int f = e.first_field; f < e.first_field + e.nfields; ++f) {
+        cufftComplex z = src[(size_t)f * plane];
+        acc += scale[f] * (z.x * z.x + z.y * z.y);
+    }
+    float *dst = out + (size_t)e.image * plane + (size_t)r * npix + c;
+    *dst = e.accumulate ? *dst + acc : acc;
+}
+
+int gpu_psf_intensity(const cufftComplex *field, const float *scale, const gpu_pass_image *images,
+                      int nimages, int npix, float *out, cudaStream_t stream, gpu_check *chk)
+{
+    dim3 grid((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY),
+              (unsigned)nimages);
+    intensity_kernel<<<grid, dim3(BX, BY), 0, stream>>>(field, scale, images, npix, out);
+    return GPU_LAUNCH(chk, "intensity_kernel");
+}
+
+int gpu_psf_load_kernels(gpu_check *chk)
+{
+    cudaFuncAttributes a;
+    return GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel));
+}

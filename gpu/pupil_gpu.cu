@@ -1,0 +1,207 @@
+#include <math.h>
+#include <string.h>
+
+#include <cub/device/device_scan.cuh>
+
+#include "pupil_gpu.h"
+
+extern "C" {
+#include "optics/map_sample.h"
+#include "optics/zernike.h"
+}
+
+#define TWO_PI 6.283185307179586476925286766559
+/* Threads of a block: 32 columns (one warp, coalesced) x 8 rows. */
+#define BX 32
+#define BY 8
+
+static dim3 grid_for(int npix, int nz)
+{
+    return dim3((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY), (unsigned)nz);
+}
+
+/* Pupil row i and column j of FFT-order position (di, dj): the inverse of
+ * di = (i - N/2) mod N. */
+__device__ static inline int unshift(int d, int npix)
+{
+    int i = d + npix / 2;
+    return i >= npix ? i - npix : i;
+}
+
+/* Transmission of every sample (FFT order) and its open flag, plus a 0 flag
+ * past the end so that the exclusive scan's last entry is nopen. The same
+ * formula as aperture_fill (optics/aperture.c). */
+__global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *amp,
+                                       unsigned *flags)
+{
+    int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
+    int npix = set.npix;
+    if (dj >= npix || di >= npix) return;
+    int c = npix / 2;
+    double x = (double)(unshift(dj, npix) - c) * dx_m;
+    double y = (double)(unshift(di, npix) - c) * dx_m;
+    float t = aperture_sample(&set.geom, x, y, dx_m);
+    if (set.amp_map && t != 0.0f)
+        t *= map_bilinear(set.amp_map, set.map_rows, set.map_cols, set.map_diameter_m, x, y);
+    size_t p = (size_t)di * npix + dj;
+    amp[p] = t;
+    flags[p] = t > 0.0f;
+    if (p == 0) flags[(size_t)npix * npix] = 0;
+}
+
+/* Turn the scan of the open flags (in idx) into open-sample numbers, and
+ * gather the transmission, OPD and Zernike basis of the open samples, in
+ * the CPU backend's formulas (cpu/pupil_cache.c: rho = r / radius, theta =
+ * atan2(y, x), basis stored as float). */
+__global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const float *amp_grid)
+{
+    int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
+    int npix = set.npix;
+    if (dj >= npix || di >= npix) return;
+    size_t p = (size_t)di * npix + dj;
+    float a = amp_grid[p];
+    if (!(a > 0.0f)) {
+        pp.idx[p] = GPU_PUPIL_CLOSED;
+        return;
+    }
+    unsigned k = pp.idx[p];
+    pp.amp[k] = a;
+    int c = npix / 2;
+    double x = (double)(unshift(dj, npix) - c) * pp.dx_m;
+    double y = (double)(unshift(di, npix) - c) * pp.dx_m;
+    if (pp.opd)
+        pp.opd[k] =
+            map_bilinear(set.opd_map, set.opd_rows, set.opd_cols, set.map_diameter_m, x, y);
+    if (pp.basis) {
+        double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
+        for (int t = 0; t < set.nterms; ++t)
+            pp.basis[(size_t)t * pp.nopen + k] =
+                (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho, theta);
+    }
+}
+
+int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
+                    gpu_check *chk)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->dx_m = dx_m;
+    int npix = set->npix;
+    size_t plane = (size_t)npix * npix;
+    float *amp_grid = NULL;
+    unsigned *flags = NULL;
+    void *scan_tmp = NULL;
+    size_t scan_bytes = 0;
+    unsigned nopen = 0;
+    size_t free_b = 0, total_b = 0, basis_bytes;
+    int rc = -1;
+    if (GPU_CUDA(chk, cudaMalloc(&amp_grid, plane * sizeof *amp_grid)) ||
+        GPU_CUDA(chk, cudaMalloc(&flags, (plane + 1) * sizeof *flags)) ||
+        GPU_CUDA(chk, cudaMalloc(&pp->idx, (plane + 1) * sizeof *pp->idx)))
+        goto done;
+    aperture_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, dx_m, amp_grid, flags);
+    if (GPU_LAUNCH(chk, "aperture_kernel")) goto done;
+    /* Number the open samples: exclusive prefix sum of the flags (CUB). */
+    if (GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, flags, pp->idx,
+                                                     (long long)plane + 1, stream)) ||
+        GPU_CUDA(chk, cudaMalloc(&scan_tmp, scan_bytes ? scan_bytes : 1)) ||
+        GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, flags, pp->idx,
+                                                     (long long)plane + 1, stream)) ||
+        GPU_CUDA(chk, cudaMemcpyAsync(&nopen, pp->idx + plane, sizeof nopen,
+                                      cudaMemcpyDeviceToHost, stream)) ||
+        GPU_CUDA(chk, cudaStreamSynchronize(stream)) ||
+        GPU_CUDA(chk, cudaMemGetInfo(&free_b, &total_b)))
+        goto done;
+    pp->nopen = nopen;
+    if (nopen > 0) {
+        if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp))) goto done;
+        if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd)))
+            goto done;
+        basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
+        if (basis_bytes > 0 && basis_bytes <= GPU_PUPIL_BASIS_MAX_BYTES &&
+            basis_bytes <= free_b / 2 && GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
+            goto done;
+        compact_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, *pp, amp_grid);
+        if (GPU_LAUNCH(chk, "compact_kernel")) goto done;
+    }
+    /* The temporaries go once the kernels are done; this also surfaces
+     * errors raised while they ran. */
+    if (GPU_CUDA(chk, cudaStreamSynchronize(stream))) goto done;
+    rc = 0;
+done:
+    if (rc != 0) {
+        cudaStreamSynchronize(stream); /* nothing queued may still use what is freed */
+        gpu_pupil_free(pp);
+    }
+    cudaFree(amp_grid);
+    cudaFree(flags);
+    cudaFree(scan_tmp);
+    return rc;
+}
+
+/* One thread per sample of one field (blockIdx.z): see gpu_pupil_field. */
+__global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *pupils,
+                                    const gpu_field_desc *desc, const double *coeff,
+                                    cufftComplex *field)
+{
+    int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
+    int npix = set.npix, s = blockIdx.z;
+    if (dj >= npix || di >= npix) return;
+    size_t plane = (size_t)npix * npix, p = (size_t)di * npix + dj;
+    const gpu_field_desc d = desc[s];
+    const gpu_pupil *pp = &pupils[d.pupil];
+    unsigned k = pp->idx[p];
+    cufftComplex v = make_float2(0.0f, 0.0f);
+    if (k != GPU_PUPIL_CLOSED) {
+        const double *c = coeff + (size_t)s * set.nterms;
+        double w = (pp->opd && d.opd_to_waves != 0.0) ? pp->opd[k] * d.opd_to_waves : 0.0;
+        if (pp->basis) {
+            const float *b = pp->basis + k;
+            size_t nopen = pp->nopen;
+            for (int t = 0; t < set.nterms; ++t) w += c[t] * b[(size_t)t * nopen];
+        } else if (set.nterms > 0) {
+            int cc = npix / 2;
+            double x = (double)(unshift(dj, npix) - cc) * pp->dx_m;
+            double y = (double)(unshift(di, npix) - cc) * pp->dx_m;
+            double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
+            for (int t = 0; t < set.nterms; ++t)
+                if (c[t] != 0.0)
+                    w += c[t] * (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho,
+                                                    theta);
+        }
+        /* Reduce to one wave in double, so the float trigonometry stays exact. */
+        float ph = (float)(TWO_PI * (w - floor(w)));
+        float sn, cs;
+        sincosf(ph, &sn, &cs);
+        float a = pp->amp[k];
+        v = make_float2(a * cs, a * sn);
+    }
+    field[(size_t)s * plane + p] = v;
+}
+
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils,
+                    const gpu_field_desc *desc, const double *coeff, int nfields,
+                    cufftComplex *field, cudaStream_t stream, gpu_check *chk)
+{
+    field_kernel<<<grid_for(set->npix, nfields), dim3(BX, BY), 0, stream>>>(*set, pupils, desc,
+                                                                           coeff, field);
+    return GPU_LAUNCH(chk, "field_kernel");
+}
+
+void gpu_pupil_free(gpu_pupil *pp)
+{
+    cudaFree(pp->idx);
+    cudaFree(pp->amp);
+    cudaFree(pp->basis);
+    cudaFree(pp->opd);
+    memset(pp, 0, sizeof *pp);
+}
+
+int gpu_pupil_load_kernels(gpu_check *chk)
+{
+    cudaFuncAttributes a;
+    if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, aperture_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, compact_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel)))
+        return -1;
+    return 0;
+}

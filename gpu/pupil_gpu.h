@@ -1,0 +1,108 @@
+/* The GPU backend's per-set pupils (the twin of cpu/pupil_cache.h): for one
+ * pupil pitch, the open samples of the aperture with their transmission,
+ * Zernike basis values and OPD, computed once on the device and reused for
+ * every image; and the kernel that writes a batch of pupil fields
+ * A exp(+i 2 pi W) from per-field coefficients, so no pupil is ever built
+ * on the host or uploaded per image.
+ *
+ * Layouts. The N x N grid is centred as in optics/aperture.h (sample (i, j)
+ * at x = (j - N/2) dx, y = (i - N/2) dx); everything indexed by pixel is in
+ * FFT order: sample (i, j) is stored at p = ((i - N/2) mod N) * N +
+ * ((j - N/2) mod N), so the optical axis is at index 0 (ifftshift). Open
+ * samples are numbered k = 0..nopen-1 in increasing p, so neighbouring
+ * threads read neighbouring basis values. */
+#ifndef PSFSIM_GPU_PUPIL_GPU_H
+#define PSFSIM_GPU_PUPIL_GPU_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include "cuda_check.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Inside extern "C": optics/ headers declare C functions. */
+#include "optics/aperture_geom.h"
+
+/* idx value of a closed sample (transmission 0). */
+#define GPU_PUPIL_CLOSED 0xFFFFFFFFu
+/* Largest N: open-sample numbers are 32-bit (N^2 < 2^32). */
+#define GPU_PUPIL_MAX_NPIX 65535
+/* The basis is kept (nterms * nopen floats) only up to this size and half
+ * the free device memory; above it the field kernel evaluates zernike_eval
+ * itself for every image (slower, same values up to float rounding). */
+#define GPU_PUPIL_BASIS_MAX_BYTES ((size_t)2 << 30)
+
+/* Everything of the set the pupil kernels need, fixed at create. Device
+ * pointers. */
+typedef struct {
+    int npix;                /* N */
+    double radius_m;         /* D / 2: rho = r / radius */
+    psf_aperture_geom geom;  /* optics/aperture_geom.h, evaluated per sample */
+    const float *amp_map;    /* [map_rows * map_cols] transmission map (APERTURE_FILE), or NULL */
+    int map_rows, map_cols;
+    double map_diameter_m;   /* D: both maps cover the D x D square */
+    const float *opd_map;    /* [opd_rows * opd_cols] OPD map, or NULL */
+    int opd_rows, opd_cols;
+    int nterms;
+    const int *modes;        /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
+} gpu_pupil_set;
+
+/* One pupil (one pitch). Copied by value into device memory (a table of
+ * them that the field kernel indexes), so plain old data. */
+typedef struct {
+    double dx_m;    /* pupil pitch, metres */
+    size_t nopen;   /* samples with transmission > 0 */
+    unsigned *idx;  /* device [N*N], FFT order: open-sample number k, or GPU_PUPIL_CLOSED */
+    float *amp;     /* device [nopen] transmission in (0, 1] */
+    float *basis;   /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
+                       or NULL: the field kernel evaluates zernike_eval */
+    float *opd;     /* device [nopen] OPD map value (map units), or NULL without a map */
+} gpu_pupil;
+
+/* One field of a batch (a job's component): which pupil, and the OPD scale.
+ * Its Zernike coefficients are row s of the pass's coefficient array. */
+typedef struct {
+    int pupil;           /* index into the device pupil table */
+    int reserved;
+    double opd_to_waves; /* OPD map value times this = waves; 0 = no OPD */
+} gpu_field_desc;
+
+/* Build the pupil of pitch dx_m on the device, on stream (waits for it once,
+ * to learn nopen). Uses aperture_sample and map_bilinear
+ * (optics/aperture_geom.h, optics/map_sample.h) and zernike_eval, the same
+ * code as the CPU backend. Keeps the basis when it is at most
+ * GPU_PUPIL_BASIS_MAX_BYTES and half of the free memory. Returns 0, or -1
+ * with chk's message; on failure pp holds nothing. */
+int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
+                    gpu_check *chk);
+
+/* Write nfields pupil fields into field (device, nfields x N*N cufftComplex,
+ * FFT order, field s at s*N*N): A exp(+i 2 pi W) at open samples, 0 at the
+ * others, with W = sum_t coeff[s*nterms + t] Z_t + opd * opd_to_waves in
+ * waves (accumulated in double and reduced to one wave before the float
+ * sine and cosine, as the CPU does). pupils: device table indexed by
+ * desc[s].pupil; desc[nfields], coeff[nfields * nterms]: device. nfields
+ * <= 65535. Returns 0, or -1 with chk's message (launch error). */
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils,
+                    const gpu_field_desc *desc, const double *coeff, int nfields,
+                    cufftComplex *field, cudaStream_t stream, gpu_check *chk);
+
+void gpu_pupil_free(gpu_pupil *pp);
+
+/* Load this file's kernels now (cudaFuncGetAttributes), so that lazy module
+ * loading costs the backend's create rather than its first run, and a GPU
+ * the kernels were not built for is refused there. Returns 0, or -1 with
+ * chk's message (e.g. no kernel image for this device). */
+int gpu_pupil_load_kernels(gpu_check *chk);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,345 @@
+/* Per-sample aperture geometry shared by the CPU code and the CUDA kernels
+ * (PSF_HD: no allocation, no recursion, no library calls but math.h), so both
+ * backends evaluate the same transmission for every pupil sample.
+ *
+ * Conventions: design.md, "Aperture". Lengths in metres, angles from +x
+ * towards +y. The open region is the intersection of
+ *   - the outer boundary: |p| <= R (circle) or the hexagon of circumradius R
+ *     with vertices on the +x and -x axes (none for a FILE aperture),
+ *   - |p| >= e R (central obscuration),
+ *   - the outside of every spider vane: vane k has direction
+ *     u_k = (cos phi_k, sin phi_k), phi_k = angle + k 360/count, and blocks
+ *     the points with t = p.u_k >= 0 and |s| < w/2, s = p.(-sin phi_k, cos phi_k).
+ *
+ * Grey edges: a sample's value is the area fraction of its dx x dx cell inside
+ * the open region. A cell that no boundary crosses is 0 or 1 at once; a cell
+ * crossed by one boundary gets the exact area of a half-plane in a square
+ * (circles linearised only where their curvature costs < 2e-4 per sample); a
+ * cell crossed by two or more (corners) is split 4 x 4, down to three levels
+ * (cells of dx/64), and the last level's corner cells are point-sampled 4 x 4.
+ * Error budget per sample (tested against brute force in
+ * tests/test_optics_aperture.c): circle linearisation <= 0.35 APG_CURV_TOL
+ * ~ 1.8e-4, and each point-sampled corner cell <= 1/8 of its (dx/64)^2 area,
+ * 3e-5, so well under 1e-3 for the few corner cells a sample holds. */
+#ifndef PSFSIM_APERTURE_GEOM_H
+#define PSFSIM_APERTURE_GEOM_H
+
+#include "aperture.h"
+#include "psf_hd.h"
+
+#include <math.h>
+
+#define APG_PI 3.14159265358979323846
+#define APG_SQRT3_2 0.86602540378443864676
+/* Circles are replaced by their tangent line in a cell of side h only when
+ * h^2 <= APG_CURV_TOL R dx: the arc-vs-chord area over the ~3 dx/h cells the
+ * circle crosses in one sample then sums to <= 0.35 APG_CURV_TOL of dx^2. */
+#define APG_CURV_TOL 5e-4
+
+enum { APG_OUTER_NONE = 0, APG_OUTER_CIRCLE = 1, APG_OUTER_HEXAGON = 2 };
+enum { APG_OPEN = 0, APG_BLOCKED = 1, APG_FRAC = 2, APG_SPLIT = 3 };
+
+/* The aperture's geometry, precomputed once (a POD the GPU can copy). */
+typedef struct {
+    int binary;         /* 1: EDGE_BINARY, 0: EDGE_GREY */
+    int outer;          /* APG_OUTER_* */
+    double r_out;       /* circle radius or hexagon circumradius D/2, metres */
+    double hex_apothem; /* R sqrt(3)/2: the hexagon's flat sides' distance */
+    double hex_nx[6];   /* hexagon edge outward unit normals, at 30 + 60 k deg */
+    double hex_ny[6];
+    double r_obs;           /* obscuration radius e R, metres; 0 = none */
+    int nvanes;             /* spider vanes; 0 = none (also when width is 0) */
+    double vane_hw;         /* half width w/2, metres */
+    double vane_angle0_deg; /* first vane's angle */
+    double vane_step_deg;   /* 360 / nvanes */
+    double vane_cos_step;   /* cos, sin of the step: rotates one vane onto the next */
+    double vane_sin_step;
+} psf_aperture_geom;
+
+/* (cos, sin) of deg degrees, exact at multiples of 90 so that vanes along the
+ * axes have exactly axis-parallel edges. */
+PSF_HD void apg_unit_deg(double deg, double *c, double *s)
+{
+    double a = fmod(deg, 360.0);
+    if (a < 0.0) a += 360.0;
+    if (a >= 360.0) a -= 360.0;
+    if (a == 0.0) {
+        *c = 1.0, *s = 0.0;
+    } else if (a == 90.0) {
+        *c = 0.0, *s = 1.0;
+    } else if (a == 180.0) {
+        *c = -1.0, *s = 0.0;
+    } else if (a == 270.0) {
+        *c = 0.0, *s = -1.0;
+    } else {
+        double r = a * (APG_PI / 180.0);
+        *c = cos(r), *s = sin(r);
+    }
+}
+
+/* Precompute g from a (which aperture_check has accepted). */
+PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
+{
+    double r = 0.5 * a->diameter_m;
+    g->binary = a->edge == EDGE_BINARY;
+    g->outer = a->shape == APERTURE_CIRCULAR  ? APG_OUTER_CIRCLE
+               : a->shape == APERTURE_HEXAGON ? APG_OUTER_HEXAGON
+                                              : APG_OUTER_NONE;
+    g->r_out = r;
+    g->hex_apothem = r * APG_SQRT3_2;
+    /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg. */
+    g->hex_nx[0] = APG_SQRT3_2, g->hex_ny[0] = 0.5;
+    g->hex_nx[1] = 0.0, g->hex_ny[1] = 1.0;
+    g->hex_nx[2] = -APG_SQRT3_2, g->hex_ny[2] = 0.5;
+    g->hex_nx[3] = -APG_SQRT3_2, g->hex_ny[3] = -0.5;
+    g->hex_nx[4] = 0.0, g->hex_ny[4] = -1.0;
+    g->hex_nx[5] = APG_SQRT3_2, g->hex_ny[5] = -0.5;
+    g->r_obs = a->obscuration > 0.0 ? a->obscuration * r : 0.0;
+    g->nvanes = (a->spider_count > 0 && a->spider_width_m > 0.0) ? a->spider_count : 0;
+    g->vane_hw = 0.5 * a->spider_width_m;
+    g->vane_angle0_deg = a->spider_angle_deg;
+    g->vane_step_deg = g->nvanes > 0 ? 360.0 / g->nvanes : 360.0;
+    apg_unit_deg(g->vane_step_deg, &g->vane_cos_step, &g->vane_sin_step);
+}
+
+/* Fraction of the square [-h/2, h/2]^2 where a x + b y <= s, for a unit
+ * normal (a, b). With X, Y uniform on [-h/2, h/2], a X + b Y is the sum of
+ * two uniforms on [-u, u] and [-v, v] (u = |a| h/2 >= v = |b| h/2, swapped if
+ * not), whose CDF is the integral of their trapezoidal convolution density
+ * (Papoulis & Pillai, Probability, Random Variables and Stochastic
+ * Processes, 4th ed., sec. 6-2): 0, (s+u+v)^2/(8uv), (s+u)/(2u),
+ * 1 - (u+v-s)^2/(8uv), 1 on the five intervals split at -(u+v), -(u-v), u-v,
+ * u+v. v -> 0 (an axis-parallel edge) falls into the middle, linear piece. */
+PSF_HD double aperture_halfplane_fraction(double a, double b, double s, double h)
+{
+    double u = 0.5 * h * fabs(a), v = 0.5 * h * fabs(b);
+    if (v > u) {
+        double t = u;
+        u = v, v = t;
+    }
+    if (s <= -(u + v)) return 0.0;
+    if (s >= u + v) return 1.0;
+    if (s < v - u) return (s + u + v) * (s + u + v) / (8.0 * u * v);
+    if (s > u - v) return 1.0 - (u + v - s) * (u + v - s) / (8.0 * u * v);
+    return (s + u) / (2.0 * u);
+}
+
+/* Rotate the unit vector (*ux, *uy) by the angle of cosine c and sine s. */
+PSF_HD void apg_rotate(double c, double s, double *ux, double *uy)
+{
+    double x = *ux * c - *uy * s;
+    *uy = *ux * s + *uy * c;
+    *ux = x;
+}
+
+/* Direction of the vane at or just clockwise of the direction of (x, y):
+ * the start of the two sweeps over the vanes near a point. */
+PSF_HD void apg_vane_first(const psf_aperture_geom *g, double x, double y, double *ux, double *uy)
+{
+    double a = atan2(y, x) * (180.0 / APG_PI) - g->vane_angle0_deg;
+    a -= 360.0 * floor(a / 360.0);
+    int k = (int)floor(a / g->vane_step_deg);
+    if (k >= g->nvanes) k = g->nvanes - 1;
+    if (k < 0) k = 0;
+    apg_unit_deg(g->vane_angle0_deg + k * g->vane_step_deg, ux, uy);
+}
+
+/* One vane (direction (ux, uy), half width hw) against the cell of side h
+ * centred at (cx, cy). *frac: the open fraction when APG_FRAC. The vane is
+ * the intersection of s <= hw, s >= -hw and t >= 0: it is open when one of
+ * them fails everywhere in the cell, blocked when all hold everywhere, and
+ * exact when only the two long edges or only the end cut the cell. */
+PSF_HD int apg_vane_cell(double ux, double uy, double hw, double cx, double cy, double h,
+                         double *frac)
+{
+    double t = cx * ux + cy * uy, s = cy * ux - cx * uy;
+    double rho = 0.5 * h * (fabs(ux) + fabs(uy)); /* range of t and s over the cell */
+    double e1 = s - hw, e2 = -s - hw, e3 = -t;    /* > 0: outside the vane */
+    if (e1 >= rho || e2 >= rho || e3 >= rho) return APG_OPEN;
+    if (e3 <= -rho) {
+        if (e1 <= -rho && e2 <= -rho) return APG_BLOCKED;
+        /* Only the long edges: blocked part = F(s <= hw) - F(s <= -hw). */
+        *frac = 1.0 - aperture_halfplane_fraction(-uy, ux, hw - s, h) +
+                aperture_halfplane_fraction(-uy, ux, -hw - s, h);
+        return APG_FRAC;
+    }
+    if (e1 <= -rho && e2 <= -rho) { /* only the end: open where t < 0 */
+        *frac = aperture_halfplane_fraction(ux, uy, -t, h);
+        return APG_FRAC;
+    }
+    return APG_SPLIT;
+}
+
+/* Circle of radius rc against the cell of side h centred at (cx, cy), r = its
+ * distance from the axis. side = +1: open inside (outer rim), -1: open outside
+ * (obscuration). lin: the tangent-line approximation is allowed. */
+PSF_HD int apg_circle_cell(double cx, double cy, double r, double rc, double side, double h,
+                           int lin, double *frac)
+{
+    double hd = 0.70710678118654752 * h; /* half diagonal */
+    double d = side * (r - rc);          /* > 0 on the blocked side */
+    if (d >= hd) return APG_BLOCKED;
+    if (d <= -hd) return APG_OPEN;
+    if (!lin || r <= 0.0) return APG_SPLIT;
+    *frac = aperture_halfplane_fraction(side * cx / r, side * cy / r, -d, h);
+    return APG_FRAC;
+}
+
+/* Count one boundary's verdict on a cell; returns 1 when it blocks the cell. */
+PSF_HD int apg_tally(int st, double f, int *ncut, int *split, double *frac)
+{
+    if (st == APG_BLOCKED) return 1;
+    if (st != APG_OPEN) {
+        ++*ncut;
+        if (st == APG_SPLIT) *split = 1;
+        *frac = f;
+    }
+    return 0;
+}
+
+/* Open fraction of the cell of side h centred at (cx, cy) when one decision
+ * settles it, else -1 (split it). dx: the sample pitch (sets how fine a
+ * circle must be cut); last: finest level, where circles are linearised
+ * regardless. */
+PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double h, double dx,
+                       int last)
+{
+    int ncut = 0, split = 0, st = APG_OPEN;
+    double frac = 1.0, f = 1.0;
+    double r = sqrt(cx * cx + cy * cy);
+    if (g->outer == APG_OUTER_CIRCLE) {
+        int lin = last || h * h <= APG_CURV_TOL * g->r_out * dx;
+        st = apg_circle_cell(cx, cy, r, g->r_out, 1.0, h, lin, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+    } else if (g->outer == APG_OUTER_HEXAGON) {
+        double rho = 0.5 * h * (0.5 + APG_SQRT3_2); /* |nx| + |ny| is the same for all six */
+        for (int k = 0; k < 6; ++k) {
+            double d = g->hex_nx[k] * cx + g->hex_ny[k] * cy - g->hex_apothem;
+            if (d >= rho) return 0.0;
+            if (d > -rho) {
+                ncut++;
+                frac = aperture_halfplane_fraction(g->hex_nx[k], g->hex_ny[k], -d, h);
+            }
+        }
+    }
+    if (g->r_obs > 0.0) {
+        int lin = last || h * h <= APG_CURV_TOL * g->r_obs * dx;
+        st = apg_circle_cell(cx, cy, r, g->r_obs, -1.0, h, lin, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+    }
+    if (g->nvanes > 0) {
+        /* Sweep the vanes outward from the point's direction on both sides;
+         * the distance from the centre to a vane's ray grows monotonically
+         * with the angle on each side, so the first vane farther than
+         * hw + half diagonal ends that side. */
+        double lim = (g->vane_hw + 0.70710678118654752 * h) * (1.0 + 1e-12);
+        double ux0, uy0, ux, uy, t, s, dist;
+        int seen = 0;
+        apg_vane_first(g, cx, cy, &ux0, &uy0);
+        for (int side = 0; side < 2; ++side) {
+            double sn = side ? g->vane_sin_step : -g->vane_sin_step;
+            ux = ux0, uy = uy0;
+            if (side) {
+                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+            }
+            while (seen < g->nvanes) {
+                t = cx * ux + cy * uy, s = cy * ux - cx * uy;
+                dist = t >= 0.0 ? fabs(s) : r;
+                if (dist > lim) break;
+                seen++;
+                st = apg_vane_cell(ux, uy, g->vane_hw, cx, cy, h, &f);
+                if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+            }
+        }
+    }
+    if (ncut == 0) return 1.0;
+    if (ncut == 1 && !split) return frac;
+    return -1.0;
+}
+
+/* 1 when the point (x, y) is in the open region, boundaries counting as open
+ * (the vane's end, t = 0, blocks as the definition above says). */
+PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
+{
+    double r2 = x * x + y * y;
+    if (g->outer == APG_OUTER_CIRCLE && r2 > g->r_out * g->r_out) return 0;
+    if (g->outer == APG_OUTER_HEXAGON)
+        for (int k = 0; k < 6; ++k)
+            if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
+    if (r2 < g->r_obs * g->r_obs) return 0;
+    if (g->nvanes > 0) {
+        double r = sqrt(r2), lim = g->vane_hw * (1.0 + 1e-12);
+        double ux0, uy0, ux, uy, t, s;
+        int seen = 0;
+        apg_vane_first(g, x, y, &ux0, &uy0);
+        for (int side = 0; side < 2; ++side) {
+            double sn = side ? g->vane_sin_step : -g->vane_sin_step;
+            ux = ux0, uy = uy0;
+            if (side) {
+                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+            }
+            while (seen < g->nvanes) {
+                t = x * ux + y * uy, s = y * ux - x * uy;
+                if (t >= 0.0 && fabs(s) < g->vane_hw) return 0;
+                if ((t >= 0.0 ? fabs(s) : r) > lim) break;
+                seen++;
+                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+            }
+        }
+    }
+    return 1;
+}
+
+/* Finest level (cells of dx/64): settle it, else count 4 x 4 points. */
+PSF_HD double apg_leaf(const psf_aperture_geom *g, double cx, double cy, double h, double dx)
+{
+    double f = apg_cell(g, cx, cy, h, dx, 1);
+    if (f >= 0.0) return f;
+    int n = 0;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            n += aperture_point_open(g, cx + (j - 1.5) * 0.25 * h, cy + (i - 1.5) * 0.25 * h);
+    return n / 16.0;
+}
+
+/* Cells of dx/16: settle, else split into 4 x 4 leaves. */
+PSF_HD double apg_level2(const psf_aperture_geom *g, double cx, double cy, double h, double dx)
+{
+    double f = apg_cell(g, cx, cy, h, dx, 0);
+    if (f >= 0.0) return f;
+    double sum = 0.0, q = 0.25 * h;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            sum += apg_leaf(g, cx + (j - 1.5) * q, cy + (i - 1.5) * q, q, dx);
+    return sum / 16.0;
+}
+
+/* Cells of dx/4: settle, else split into 4 x 4 cells of dx/16. */
+PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, double h, double dx)
+{
+    double f = apg_cell(g, cx, cy, h, dx, 0);
+    if (f >= 0.0) return f;
+    double sum = 0.0, q = 0.25 * h;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            sum += apg_level2(g, cx + (j - 1.5) * q, cy + (i - 1.5) * q, q, dx);
+    return sum / 16.0;
+}
+
+/* Transmission of the pupil sample centred at (x_m, y_m) with pitch dx_m:
+ * binary edges: 1 when the centre is open, else 0; grey edges: the open
+ * fraction of the dx x dx cell, within 1e-3 (see the top of this file). */
+PSF_HD float aperture_sample(const psf_aperture_geom *g, double x_m, double y_m, double dx_m)
+{
+    if (g->binary) return aperture_point_open(g, x_m, y_m) ? 1.0f : 0.0f;
+    double f = apg_cell(g, x_m, y_m, dx_m, dx_m, 0);
+    if (f >= 0.0) return (float)f;
+    double sum = 0.0, q = 0.25 * dx_m;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            sum += apg_level1(g, x_m + (j - 1.5) * q, y_m + (i - 1.5) * q, q, dx_m);
+    return (float)(sum / 16.0);
+}
+
+#endif

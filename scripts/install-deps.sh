@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what psfsim needs to build and test, from Debian's packages, when
+# it is missing. Safe to run again: installs nothing when all is there.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config libconfig-dev libpng-dev libfftw3-dev
+      libcfitsio-dev libcmocka-dev libcairo2-dev valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}"

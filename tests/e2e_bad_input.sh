@@ -1,0 +1,61 @@
+# Bad input: each kind of mistake gives exit 2, a message naming the file,
+# line and key, and writes nothing at all.
+source "$(dirname "$0")/lib_e2e.sh"
+good() { # a valid config text, with $1 appended to the optics group
+  cat <<CFG
+name = "bad";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; $1 };
+sampling: { pupil_samples = 32; };
+CFG
+}
+nothing_written() {
+  if [ -z "$(ls -A "$SCRATCH/out" 2>/dev/null)" ]; then pass "$1: nothing written"; else
+    fail "$1: files were written:"; ls -la "$SCRATCH/out"; fi
+}
+
+good 'wavelenght_nm = 500.0;' | sed 's/wavelength_nm = 550.0; //' >unknown.cfg
+expect_exit 2 "unknown key" -- "$PSFSIM" -c unknown.cfg -o out
+expect_stderr 'unknown.cfg:2: optics.wavelenght_nm: unknown key \(did you mean optics.wavelength_nm\?\)' "unknown key: message with line and suggestion"
+nothing_written "unknown key"
+
+good '' | sed 's/pupil_samples = 32/pupil_samples = "many"/' >type.cfg
+expect_exit 2 "wrong type" -- "$PSFSIM" -c type.cfg -o out
+expect_stderr 'type.cfg:3: sampling.pupil_samples: ' "wrong type: message names line and key"
+nothing_written "wrong type"
+
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 32; padding = 0.5;/' >range.cfg
+expect_exit 2 "out of range" -- "$PSFSIM" -c range.cfg -o out
+expect_stderr 'range.cfg:3: sampling.padding: must be >= 1 \(got 0.5\)' "out of range: message"
+nothing_written "out of range"
+
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "nope.png";/' >missing.cfg
+expect_exit 2 "missing aperture file" -- "$PSFSIM" -c missing.cfg -o out
+expect_stderr 'missing.cfg:2: optics.aperture.file: .*nope.png' "missing file: message names key and file"
+nothing_written "missing file"
+
+expect_exit 2 "missing config" -- "$PSFSIM" -c does-not-exist.cfg -o out
+expect_stderr 'does-not-exist.cfg' "missing config: message names the file"
+nothing_written "missing config"
+
+good '' >ok.cfg
+touch afile
+expect_exit 2 "unusable output dir" -- "$PSFSIM" -c ok.cfg -o afile/out
+expect_stderr 'output directory afile/out: .*afile.* not a directory' "unusable output dir: message"
+[ -f afile ] && [ ! -s afile ] && pass "unusable output dir: nothing written" || fail "afile changed"
+
+expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
+cp out/bad_0.png first.png
+expect_exit 2 "existing outputs without --force" -- "$PSFSIM" -c ok.cfg -o out
+expect_stderr 'already holds image set "bad".*--force' "existing outputs: message"
+cmp -s first.png out/bad_0.png && pass "existing outputs untouched" || fail "existing outputs changed"
+expect_exit 0 "existing outputs with --force" -- "$PSFSIM" --force -c ok.cfg -o out
+
+expect_exit 2 "bad --backend" -- "$PSFSIM" --backend tpu -c ok.cfg -o out2
+expect_stderr 'backend: expected auto, cpu or gpu' "bad --backend: message"
+expect_exit 2 "unknown option" -- "$PSFSIM" --frobnicate -c ok.cfg
+expect_exit 2 "no config" -- "$PSFSIM"
+expect_exit 0 "--help" -- "$PSFSIM" --help
+expect_exit 0 "--version" -- "$PSFSIM" --version
+grep -q '^psfsim [0-9]' "$SCRATCH/stdout" && pass "--version prints the version" || fail "--version output"
+[ ! -e out2 ] && pass "bad option: nothing written" || fail "out2 was created"
+finish
