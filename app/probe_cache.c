@@ -171,9 +171,17 @@ static int parse(FILE *fp, const machine_key *k, probe_figures *f, char *why, si
         return -1;
     }
     fig_row rows[FIG_ROWS_MAX];
-    int nrows = fig_rows(f, rows), seen_key = 0, seen_fig = 0;
+    int nrows = fig_rows(f, rows), seen_key = 0, seen_fig = 0, ended = 0;
     while (fgets(line, sizeof line, fp)) {
         char name[64], value[512];
+        if (ended) { /* nothing may follow the end line */
+            ended = 0;
+            break;
+        }
+        if (!strcmp(line, "end\n")) {
+            ended = 1;
+            continue;
+        }
         if (sscanf(line, "%63s %511s", name, value) != 2) {
             snprintf(why, whylen, "corrupt line \"%.40s\"", line);
             return -1;
@@ -196,7 +204,9 @@ static int parse(FILE *fp, const machine_key *k, probe_figures *f, char *why, si
                 seen_fig++;
             }
     }
-    if (seen_key != (1 << MACHINE_KEY_FIELDS) - 1 || seen_fig != nrows || !figures_valid(f)) {
+    /* The end line proves the file was not cut short. */
+    if (!ended || seen_key != (1 << MACHINE_KEY_FIELDS) - 1 || seen_fig != nrows ||
+        !figures_valid(f)) {
         snprintf(why, whylen, "incomplete or corrupt figures");
         return -1;
     }
@@ -236,5 +246,6 @@ int probe_cache_store(const char *dir, const machine_key *k, const probe_figures
         if (rows[i].d) fprintf(af.fp, "%s %.17g\n", rows[i].name, *rows[i].d);
         else fprintf(af.fp, "%s %d\n", rows[i].name, *rows[i].i);
     }
+    fputs("end\n", af.fp);
     return atomic_commit(&af, err, errlen);
 }

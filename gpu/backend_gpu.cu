@@ -350,11 +350,14 @@ static int pupil_for(psf_backend *b, double dx_m)
     }
     int i = b->npupils;
     if (gpu_pupil_build(&b->pupils[i], &b->pset, dx_m, b->compute, &b->chk) != 0) return -1;
-    b->npupils++; /* owned from here: destroy frees it */
-    /* Pageable source: the copy has taken it when the call returns. */
+    /* Into the device table the field kernel reads. Pageable source: the
+     * copy has taken it when the call returns. */
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(&b->d_pupils[i], &b->pupils[i], sizeof(gpu_pupil),
-                                          cudaMemcpyHostToDevice, b->compute)))
+                                          cudaMemcpyHostToDevice, b->compute))) {
+        gpu_pupil_free(&b->pupils[i]);
         return -1;
+    }
+    b->npupils++;
     return i;
 }
 
@@ -509,6 +512,10 @@ static int graph_make(psf_backend *b, int nfields)
         return -1;
     }
     if (GPU_CUDA(&b->chk, cudaStreamEndCapture(b->compute, &g))) {
+        cudaStreamCaptureStatus st;
+        if (cudaStreamIsCapturing(b->compute, &st) == cudaSuccess &&
+            st != cudaStreamCaptureStatusNone)
+            cudaStreamEndCapture(b->compute, &g); /* the checked call was skipped */
         if (g) cudaGraphDestroy(g);
         return -1;
     }

@@ -1,0 +1,165 @@
+/* The cost model and backend choice on synthetic probe figures: the decision
+ * at and around the crossover, batch effects, GPU start cost included or
+ * not, and no GPU. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "app/cost_model.h"
+#include "app/probe_report.h"
+
+/* A machine where the CPU takes 2 ns * N^2 log2 N per image and the GPU a
+ * fixed 30 us per run() call plus 0.05 ns * N^2 log2 N per image, with a
+ * 250 ms start. Per image at batch 1 the GPU wins once 1.95 ns N^2 log2 N
+ * > 30 us, i.e. from N ~ 45.6 (... 64 already). */
+static void synthetic(probe_figures *f)
+{
+    memset(f, 0, sizeof *f);
+    f->nsizes = PROBE_NSIZES;
+    f->cpu_threads = 1;
+    f->have_gpu = 1;
+    f->gpu_start_us = 250e3;
+    for (int i = 0; i < PROBE_NSIZES; ++i) {
+        int n = 64 << i;
+        double work = (double)n * n * log2(n);
+        f->npix[i] = n;
+        f->big_batch[i] = 64;
+        f->cpu_create_us[i] = 10;
+        f->cpu_us[i] = 2e-3 * work;
+        f->gpu_create_us[i] = 2000;
+        f->gpu_b1_us[i] = 30 + 5e-5 * work;
+        f->gpu_bb_us[i] = 30 + 64 * 5e-5 * work;
+    }
+}
+
+static void test_interpolation_exact_at_probe_sizes(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    for (int i = 0; i < PROBE_NSIZES; ++i)
+        assert_float_equal(cost_cpu_image_us(&f, f.npix[i]), f.cpu_us[i], 1e-9 * f.cpu_us[i]);
+    /* Beyond the probed range the cost scales as N^2 log N. */
+    double w2048 = 2048.0 * 2048 * 11, w1024 = 1024.0 * 1024 * 10;
+    assert_float_equal(cost_cpu_image_us(&f, 2048), f.cpu_us[4] * w2048 / w1024, 1e-6);
+    double a, c;
+    cost_gpu_batch(&f, 256, &a, &c);
+    assert_float_equal(c, 5e-5 * 256 * 256 * 8, 1e-6);
+    assert_float_equal(a, 30.0, 1e-6);
+}
+
+/* One small image: the GPU's start cost decides for the CPU; once CUDA runs
+ * (started), the same job goes to the GPU if its per-image cost is lower. */
+static void test_start_cost(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    cost_prediction p;
+    cost_predict(&f, 256, 1, 1, 1024, 0, &p);
+    assert_false(p.use_gpu);
+    assert_float_equal(p.gpu_start_us, 250e3, 1e-9);
+    cost_predict(&f, 256, 1, 1, 1024, 1, &p);
+    assert_float_equal(p.gpu_start_us, 0.0, 1e-9);
+    /* cpu 2e-3*524288+10 = 1058.6 us; gpu 2000 (plan) + 30 + 26.2 = 2056 us */
+    assert_false(p.use_gpu);
+    cost_predict(&f, 1024, 1, 1, 1024, 1, &p);
+    assert_true(p.use_gpu); /* 20981 us vs 2554 us */
+}
+
+/* Batch effects: 64x64 images favour the CPU for a few, the GPU for many. */
+static void test_batch_effect(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    cost_prediction p;
+    cost_predict(&f, 64, 10, 1, 1024, 0, &p);
+    assert_false(p.use_gpu);
+    cost_predict(&f, 64, 100000, 1, 1024, 0, &p);
+    /* cpu 100000 * 49.2 us = 4.9 s; gpu 0.25 s + 98 batches * 30 us + 100000 * 1.2 us */
+    assert_true(p.use_gpu);
+    assert_true(p.gpu_us < 0.5 * p.cpu_us);
+}
+
+/* Around the crossover in image count at N = 256, with the start cost:
+ * the decision flips exactly where the two predictions cross. */
+static void test_decision_at_crossover(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    long long lo = 1, hi = 1000000;
+    cost_prediction p;
+    while (hi - lo > 1) { /* bisect the smallest count the GPU wins */
+        long long mid = (lo + hi) / 2;
+        cost_predict(&f, 256, mid, 1, 1024, 0, &p);
+        if (p.use_gpu) hi = mid;
+        else lo = mid;
+    }
+    cost_predict(&f, 256, lo, 1, 1024, 0, &p);
+    assert_false(p.use_gpu);
+    assert_true(p.gpu_us >= p.cpu_us);
+    cost_predict(&f, 256, hi, 1, 1024, 0, &p);
+    assert_true(p.use_gpu);
+    /* cpu 1048.6 k + 10; gpu 252000 + 30 ceil(k/1024) + 26.2 k: k ~ 245 */
+    assert_true(hi > 200 && hi < 300);
+}
+
+/* Broadband images cost ncomp fields each. */
+static void test_components(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    cost_prediction p1, p3;
+    cost_predict(&f, 128, 100, 1, 1024, 1, &p1);
+    cost_predict(&f, 128, 100, 3, 1024, 1, &p3);
+    assert_float_equal(p3.cpu_us - 10, 3 * (p1.cpu_us - 10), 1e-6);
+}
+
+static void test_no_gpu(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    f.have_gpu = 0;
+    cost_prediction p;
+    cost_predict(&f, 4096, 1000000, 1, 1024, 1, &p);
+    assert_false(p.use_gpu);
+    assert_true(isinf(p.gpu_us));
+    assert_true(probe_crossover(&f, 0) == 0.0);
+}
+
+static void test_crossover_report(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    /* GPU per image < CPU at every probed size: it always wins. */
+    assert_true(probe_crossover(&f, 1) < 0);
+    /* Make the GPU slow at batch 1: 500 us fixed; CPU = GPU between 256 (1048
+     * vs 526) and 128 (229 vs 500.8): interpolated in log N. */
+    for (int i = 0; i < PROBE_NSIZES; ++i) f.gpu_b1_us[i] += 470;
+    double x = probe_crossover(&f, 0);
+    assert_true(x > 128 && x < 256);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interpolation_exact_at_probe_sizes),
+        cmocka_unit_test(test_start_cost),
+        cmocka_unit_test(test_batch_effect),
+        cmocka_unit_test(test_decision_at_crossover),
+        cmocka_unit_test(test_components),
+        cmocka_unit_test(test_no_gpu),
+        cmocka_unit_test(test_crossover_report),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
