@@ -37,6 +37,8 @@ typedef struct {
     int max_batch;      /* most jobs one run() call gets */
     long long nimages;  /* images in the whole set: backends plan harder for big sets */
     int threads;        /* CPU threads to use; 0 = choose */
+    const char *fftw_wisdom; /* FFTW wisdom file the CPU backend reads and
+                                updates (plans measured once per machine); NULL = none */
 } psf_set_desc;
 
 typedef struct psf_backend psf_backend;

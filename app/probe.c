@@ -21,7 +21,7 @@ typedef struct {
     psf_set_desc desc;
 } probe_set;
 
-static void probe_set_init(probe_set *s, int npix, int batch)
+static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom)
 {
     static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
     static const double c[PROBE_TERMS] = {0.1, 0.05, 0.02};
@@ -35,6 +35,7 @@ static void probe_set_init(probe_set *s, int npix, int batch)
     s->desc.modes = (psf_modes){.nterms = PROBE_TERMS, .n = s->n, .m = s->m};
     s->desc.max_batch = batch;
     s->desc.nimages = batch;
+    s->desc.fftw_wisdom = wisdom;
 }
 
 static void probe_job(const probe_set *s, psf_job *job)
@@ -68,11 +69,11 @@ static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, 
 }
 
 /* Create a backend for N and batch, time create, one image and the batch. */
-static int probe_size(const psf_backend_ops *ops, int npix, int batch, double *create_us,
-                      double *b1_us, double *bb_us, char *err, size_t errlen)
+static int probe_size(const psf_backend_ops *ops, int npix, int batch, const char *wisdom,
+                      double *create_us, double *b1_us, double *bb_us, char *err, size_t errlen)
 {
     probe_set s;
-    probe_set_init(&s, npix, batch);
+    probe_set_init(&s, npix, batch, wisdom);
     psf_backend *b = NULL;
     double t0 = clock_us();
     if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
@@ -113,14 +114,14 @@ static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, s
     f->gpu_d2h_us = gb.d2h_us;
     f->gpu_d2h_gbs = gb.d2h_gbs;
     for (int i = 0; i < f->nsizes; ++i)
-        if (probe_size(gpu, f->npix[i], f->big_batch[i], &f->gpu_create_us[i], &f->gpu_b1_us[i],
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], NULL, &f->gpu_create_us[i], &f->gpu_b1_us[i],
                        &f->gpu_bb_us[i], note, notelen) != 0)
             return -1;
     return 0;
 }
 
-int probe_measure(probe_figures *f, int with_gpu, char *gpu_note, size_t notelen, char *err,
-                  size_t errlen)
+int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, char *gpu_note,
+                  size_t notelen, char *err, size_t errlen)
 {
     double t0 = clock_us();
     memset(f, 0, sizeof *f);
@@ -137,8 +138,8 @@ int probe_measure(probe_figures *f, int with_gpu, char *gpu_note, size_t notelen
     if (with_gpu && gpu) f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
     else if (with_gpu) snprintf(gpu_note, notelen, "psfsim was built without CUDA");
     for (int i = 0; i < PROBE_NSIZES; ++i)
-        if (probe_size(&psf_backend_cpu, f->npix[i], 1, &f->cpu_create_us[i], &f->cpu_us[i], NULL,
-                       err, errlen) != 0)
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, fftw_wisdom, &f->cpu_create_us[i],
+                       &f->cpu_us[i], NULL, err, errlen) != 0)
             return -1;
     f->probe_us = clock_us() - t0;
     return 0;

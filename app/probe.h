@@ -28,10 +28,11 @@ typedef struct {
     double probe_us;                    /* how long the probe took */
 } probe_figures;
 
-/* Measure the CPU backend and, when with_gpu, the GPU. A GPU that fails is
+/* Measure the CPU backend (with the FFTW wisdom file psfsim runs use, or
+ * NULL) and, when with_gpu, the GPU. A GPU that fails is
  * recorded as absent (have_gpu = 0, reason in gpu_note), not an error.
  * Returns 0, or -1 with err when even the CPU cannot be measured. */
-int probe_measure(probe_figures *f, int with_gpu, char *gpu_note, size_t notelen, char *err,
-                  size_t errlen);
+int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, char *gpu_note,
+                  size_t notelen, char *err, size_t errlen);
 
 #endif

@@ -106,6 +106,15 @@ const char *probe_cache_dir(char *buf, size_t len)
     return buf;
 }
 
+const char *probe_cache_wisdom(char *buf, size_t len)
+{
+    char dir[4000], err[512];
+    if (!probe_cache_dir(dir, sizeof dir) || outputs_make_dir(dir, err, sizeof err) != 0)
+        return NULL;
+    snprintf(buf, len, "%s/fftw-wisdom-float", dir);
+    return buf;
+}
+
 /* The figures as (name, pointer) rows, so load and store share one list. */
 typedef struct {
     char name[40];

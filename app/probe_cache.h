@@ -27,6 +27,11 @@ void machine_key_read(machine_key *k);
  * place can be named (no HOME). */
 const char *probe_cache_dir(char *buf, size_t len);
 
+/* The FFTW wisdom file in the cache directory (created if need be), so
+ * measured FFTW plans are made once per machine: buf, or NULL when the
+ * directory cannot be made (psfsim then plans without wisdom). */
+const char *probe_cache_wisdom(char *buf, size_t len);
+
 /* Load the cached figures for key from dir/probe.txt. Returns 0 on a hit;
  * -1 on a miss with the reason in why (no file, other machine, corrupt). */
 int probe_cache_load(const char *dir, const machine_key *k, probe_figures *f, char *why,

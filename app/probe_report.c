@@ -91,8 +91,8 @@ static int write_csv(const probe_figures *f, const char *path, char *err, size_t
 int probe_command(const char *dir)
 {
     probe_figures f;
-    char note[512], err[1024];
-    if (probe_measure(&f, 1, note, sizeof note, err, sizeof err) != 0) {
+    char note[512], err[1024], wis[4200];
+    if (probe_measure(&f, 1, probe_cache_wisdom(wis, sizeof wis), note, sizeof note, err, sizeof err) != 0) {
         log_error("%s", err);
         return 3;
     }

@@ -12,6 +12,7 @@
 #include "manifest.h"
 #include "optics/metrics.h"
 #include "outputs.h"
+#include "probe_cache.h"
 #include "timing.h"
 
 #define ERRLEN 1024
@@ -53,6 +54,8 @@ static int open_backend(run_state *r, const psf_backend_ops *ops, char *err, siz
 {
     psf_set_desc desc;
     image_set_desc(&r->set, r->batch, &desc);
+    char wisdom[4200];
+    desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
     if (ops->create(&desc, &r->backend, err, errlen) != 0) return -1;
     r->ops = ops;
     size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;

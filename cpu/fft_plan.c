@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 static int threads_ok;
@@ -10,8 +11,39 @@ static int threads_ok;
 /* fftwf_init_threads must run once per process before any threaded plan. */
 static void init_threads(void) { threads_ok = fftwf_init_threads(); }
 
-int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, char *err,
-                        size_t errlen)
+/* Write FFTW's wisdom to a temp file beside path and rename it into place,
+ * so a concurrent psfsim never reads half a file. Failures are ignored: the
+ * wisdom is only a cache. */
+static void export_wisdom(const char *path)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    fftwf_export_wisdom_to_file(f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) unlink(tmp);
+}
+
+static fftwf_plan make_plan(cpu_fft_plan *p, int measure, const char *wisdom_path)
+{
+    int n = p->npix;
+    fftwf_plan plan = NULL;
+    if (wisdom_path) {
+        fftwf_import_wisdom_from_filename(wisdom_path);
+        plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, FFTW_MEASURE | FFTW_WISDOM_ONLY);
+    }
+    if (plan) {
+        p->measured = 1;
+        return plan;
+    }
+    plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+    p->measured = measure && plan;
+    if (p->measured && wisdom_path) export_wisdom(wisdom_path);
+    return plan;
+}
+
+int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure,
+                        const char *wisdom_path, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->npix = npix;
@@ -30,8 +62,7 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, cha
     }
     p->threads = threads > 1 ? threads : 1;
     if (threads_ok) fftwf_plan_with_nthreads(p->threads);
-    unsigned flags = measure ? FFTW_MEASURE : FFTW_ESTIMATE;
-    p->plan = fftwf_plan_dft_2d(npix, npix, p->in, p->out, FFTW_FORWARD, flags);
+    p->plan = make_plan(p, measure, wisdom_path);
     if (!p->plan) {
         snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", npix, npix);
         cpu_fft_plan_destroy(p);

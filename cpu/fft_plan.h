@@ -11,18 +11,24 @@
 typedef struct {
     int npix;
     int threads;          /* threads FFTW uses inside one transform */
+    int measured;         /* the plan was measured (from wisdom or now) */
     fftwf_plan plan;      /* out-of-place in -> out, FFTW_FORWARD */
     fftwf_complex *in;    /* N*N, row-major, pupil with the axis at index 0 */
     fftwf_complex *out;   /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
 
-/* Allocate in/out (fftwf_malloc, SIMD-aligned) and plan. measure != 0 asks
- * FFTW_MEASURE, worth it only when many images follow; planning runs before
- * any pupil is written, and in is zeroed after it, so planning never
- * clobbers data. threads > 1 uses FFTW's threads. Returns 0, or -1 with err
- * (allocation or planner failure). */
-int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, char *err,
-                        size_t errlen);
+/* Allocate in/out (fftwf_malloc, SIMD-aligned) and plan. A measured plan is
+ * 2-4x faster than an estimated one at N >= 256 but takes 0.1-1 s to make,
+ * so: with wisdom_path (FFTW's wisdom file; NULL = none) its wisdom is
+ * imported and a measured plan made from it when it has one for this size;
+ * else measure != 0 (many images follow) makes a measured plan and exports
+ * the wisdom, and measure == 0 an estimated one (FFTW manual, 4.7
+ * "Wisdom"). Planning runs before any pupil is written, and in is zeroed
+ * after it, so planning never clobbers data. threads > 1 uses FFTW's
+ * threads. Returns 0, or -1 with err (allocation or planner failure); a
+ * wisdom file that cannot be read or written is not an error. */
+int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure,
+                        const char *wisdom_path, char *err, size_t errlen);
 
 /* Transform p->in into p->out. */
 void cpu_fft_plan_execute(const cpu_fft_plan *p);

@@ -56,9 +56,9 @@ struct psf_backend {
     psf_set_desc set;
     gpu_check chk;
     int npix;
-    size_t plane;        /* N * N */
+    size_t plane; /* N * N */
     int nterms;
-    int capacity;        /* C: most fields per pass and images per sub-batch */
+    int capacity; /* C: most fields per pass and images per sub-batch */
     cudaStream_t compute, copy;
     cudaEvent_t ev_done[2];   /* sub-batch's images are in dimg[q] */
     cudaEvent_t ev_copied[2]; /* dimg[q] has reached the host */
@@ -74,7 +74,7 @@ struct psf_backend {
     gpu_pass_image *pf_img;  /* [C] */
     double *pf_coeff;        /* [C * nterms] */
     int pf_nfields, pf_nimages;
-    int npass;               /* passes so far in this run: staging parity */
+    int npass; /* passes so far in this run: staging parity */
     int staged_pending[2], copy_pending[2];
     /* Set-wide device data and the pupils. */
     gpu_pupil_set pset;
@@ -93,7 +93,10 @@ struct psf_backend {
     host_buf *buffers;
 };
 
-static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+static size_t align16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
 
 static stage_layout layout_for(int nfields, int nimages, int nterms)
 {
@@ -124,7 +127,8 @@ static void gpu_destroy(psf_backend *b)
     if (b->copy) cudaStreamSynchronize(b->copy);
     graph_release(b);
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
-    for (int i = 0; i < b->npupils; ++i) gpu_pupil_free(&b->pupils[i]);
+    for (int i = 0; i < b->npupils; ++i)
+        gpu_pupil_free(&b->pupils[i]);
     cudaFree(b->d_pupils);
     cudaFree(b->d_modes);
     cudaFree(b->d_amp_map);
@@ -143,8 +147,10 @@ static void gpu_destroy(psf_backend *b)
     while (b->buffers) { /* buffers the caller did not give back */
         host_buf *h = b->buffers;
         b->buffers = h->next;
-        if (h->pinned) cudaFreeHost(h->ptr);
-        else free(h->ptr);
+        if (h->pinned)
+            cudaFreeHost(h->ptr);
+        else
+            free(h->ptr);
         free(h);
     }
     free(b->pf_desc);
@@ -163,7 +169,8 @@ static size_t need_bytes(const psf_backend *b, long long cap, size_t work, size_
     size_t plane = b->plane;
     size_t per = plane * (sizeof(cufftComplex) + 2 * sizeof(float));
     size_t pupil = plane * 5 * sizeof(float);
-    return (size_t)cap * per + work + pupil + maps + 2 * layout_for((int)cap, (int)cap, b->nterms).bytes;
+    return (size_t)cap * per + work + pupil + maps +
+           2 * layout_for((int)cap, (int)cap, b->nterms).bytes;
 }
 
 /* Choose C: images of about GPU_SUBBATCH_BYTES, at most max_batch, halved
@@ -187,8 +194,7 @@ static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err,
             snprintf(err, errlen,
                      "gpu: not enough device memory for %dx%d images: need %.1f MiB, %.1f MiB "
                      "free of %.1f MiB",
-                     b->npix, b->npix, need / 1048576.0, free_b / 1048576.0,
-                     total_b / 1048576.0);
+                     b->npix, b->npix, need / 1048576.0, free_b / 1048576.0, total_b / 1048576.0);
             return -1;
         }
         cap = (cap + 1) / 2;
@@ -198,8 +204,7 @@ static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err,
 }
 
 /* Copy a host array to new device memory. */
-template <typename T>
-static int upload(psf_backend *b, T **dst, const T *src, size_t count)
+template <typename T> static int upload(psf_backend *b, T **dst, const T *src, size_t count)
 {
     if (GPU_CUDA(&b->chk, cudaMalloc(dst, count * sizeof(T)))) {
         *dst = NULL;
@@ -278,8 +283,9 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         }
     }
     if (set->npix < 1 || set->npix > GPU_PUPIL_MAX_NPIX) {
-        snprintf(err, errlen, "gpu: grid %dx%d outside 1..%d per side (open samples are numbered "
-                              "in 32 bits)",
+        snprintf(err, errlen,
+                 "gpu: grid %dx%d outside 1..%d per side (open samples are numbered "
+                 "in 32 bits)",
                  set->npix, set->npix, GPU_PUPIL_MAX_NPIX);
         goto fail;
     }
@@ -306,11 +312,10 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         for (int q = 0; q < 2; ++q)
             if (GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float))) ||
                 GPU_CUDA(&b->chk, cudaMalloc(&b->dstage[q], b->stage_bytes)) ||
-                GPU_CUDA(&b->chk, cudaHostAlloc(&b->stage[q], b->stage_bytes,
-                                                cudaHostAllocDefault)))
+                GPU_CUDA(&b->chk,
+                         cudaHostAlloc(&b->stage[q], b->stage_bytes, cudaHostAllocDefault)))
                 goto fail;
-        if (GPU_CUDA(&b->chk,
-                     cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
+        if (GPU_CUDA(&b->chk, cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
             goto fail;
         b->pf_desc = (gpu_field_desc *)malloc(cap * sizeof *b->pf_desc);
         b->pf_scale = (float *)malloc(cap * sizeof *b->pf_scale);
@@ -379,7 +384,8 @@ static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image
         b->pf_desc[f].opd_to_waves = comp->opd_to_waves;
         b->pf_scale[f] = (float)comp->scale;
         double *dst = b->pf_coeff + (size_t)f * b->nterms;
-        for (int t = 0; t < b->nterms; ++t) dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
+        for (int t = 0; t < b->nterms; ++t)
+            dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
     }
     return 0;
 }
@@ -422,8 +428,7 @@ static int pass_flush(psf_backend *b, int q)
     if (b->pf_nimages == 0) return 0;
     int r = b->npass++ & 1;
     /* stage[r] may still be on its way to the device for the pass before last. */
-    if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r])))
-        return -1;
+    if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r]))) return -1;
     stage_layout l = pass_pack(b, r);
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[r], b->stage[r], l.bytes,
                                           cudaMemcpyHostToDevice, b->compute)) ||
@@ -614,8 +619,10 @@ static void gpu_free_images(psf_backend *b, float *images)
         host_buf *h = *pp;
         if (h->ptr != images) continue;
         *pp = h->next;
-        if (h->pinned) cudaFreeHost(h->ptr);
-        else free(h->ptr);
+        if (h->pinned)
+            cudaFreeHost(h->ptr);
+        else
+            free(h->ptr);
         free(h);
         return;
     }
@@ -639,4 +646,7 @@ static psf_backend_ops make_ops(void)
 
 static const psf_backend_ops gpu_ops = make_ops();
 
-extern "C" const psf_backend_ops *psf_backend_gpu(void) { return &gpu_ops; }
+extern "C" const psf_backend_ops *psf_backend_gpu(void)
+{
+    return &gpu_ops;
+}

@@ -51,28 +51,50 @@ static inline void gpu_check_init(gpu_check *c, char *err, size_t errlen)
 static inline const char *gpu_cufft_error_name(cufftResult r)
 {
     switch ((int)r) {
-    case 0x0: return "CUFFT_SUCCESS";
-    case 0x1: return "CUFFT_INVALID_PLAN";
-    case 0x2: return "CUFFT_ALLOC_FAILED";
-    case 0x3: return "CUFFT_INVALID_TYPE";
-    case 0x4: return "CUFFT_INVALID_VALUE";
-    case 0x5: return "CUFFT_INTERNAL_ERROR";
-    case 0x6: return "CUFFT_EXEC_FAILED";
-    case 0x7: return "CUFFT_SETUP_FAILED";
-    case 0x8: return "CUFFT_INVALID_SIZE";
-    case 0x9: return "CUFFT_UNALIGNED_DATA";
-    case 0xA: return "CUFFT_INCOMPLETE_PARAMETER_LIST";
-    case 0xB: return "CUFFT_INVALID_DEVICE";
-    case 0xC: return "CUFFT_PARSE_ERROR";
-    case 0xD: return "CUFFT_NO_WORKSPACE";
-    case 0xE: return "CUFFT_NOT_IMPLEMENTED";
-    case 0xF: return "CUFFT_LICENSE_ERROR";
-    case 0x10: return "CUFFT_NOT_SUPPORTED";
-    case 0x11: return "CUFFT_MISSING_DEPENDENCY";
-    case 0x12: return "CUFFT_NVRTC_FAILURE";
-    case 0x13: return "CUFFT_NVJITLINK_FAILURE";
-    case 0x14: return "CUFFT_NVSHMEM_FAILURE";
-    default: return "unknown cuFFT error";
+    case 0x0:
+        return "CUFFT_SUCCESS";
+    case 0x1:
+        return "CUFFT_INVALID_PLAN";
+    case 0x2:
+        return "CUFFT_ALLOC_FAILED";
+    case 0x3:
+        return "CUFFT_INVALID_TYPE";
+    case 0x4:
+        return "CUFFT_INVALID_VALUE";
+    case 0x5:
+        return "CUFFT_INTERNAL_ERROR";
+    case 0x6:
+        return "CUFFT_EXEC_FAILED";
+    case 0x7:
+        return "CUFFT_SETUP_FAILED";
+    case 0x8:
+        return "CUFFT_INVALID_SIZE";
+    case 0x9:
+        return "CUFFT_UNALIGNED_DATA";
+    case 0xA:
+        return "CUFFT_INCOMPLETE_PARAMETER_LIST";
+    case 0xB:
+        return "CUFFT_INVALID_DEVICE";
+    case 0xC:
+        return "CUFFT_PARSE_ERROR";
+    case 0xD:
+        return "CUFFT_NO_WORKSPACE";
+    case 0xE:
+        return "CUFFT_NOT_IMPLEMENTED";
+    case 0xF:
+        return "CUFFT_LICENSE_ERROR";
+    case 0x10:
+        return "CUFFT_NOT_SUPPORTED";
+    case 0x11:
+        return "CUFFT_MISSING_DEPENDENCY";
+    case 0x12:
+        return "CUFFT_NVRTC_FAILURE";
+    case 0x13:
+        return "CUFFT_NVJITLINK_FAILURE";
+    case 0x14:
+        return "CUFFT_NVSHMEM_FAILURE";
+    default:
+        return "unknown cuFFT error";
     }
 }
 

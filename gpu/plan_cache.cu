@@ -23,8 +23,8 @@ int gpu_plan_estimate(gpu_check *chk, int npix, long long batch, size_t *work_by
     if (GPU_CUFFT(chk, cufftCreate(&h))) return -1;
     long long n[2];
     plan_dims(npix, n);
-    int rc = GPU_CUFFT(chk, cufftGetSizeMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch,
-                                                work_bytes));
+    int rc = GPU_CUFFT(
+        chk, cufftGetSizeMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch, work_bytes));
     cufftDestroy(h);
     return rc;
 }
@@ -85,8 +85,8 @@ int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cuff
     plan_dims(pc->npix, n);
     size_t work = 0;
     if (GPU_CUFFT(chk, cufftSetAutoAllocation(h, 0)) ||
-        GPU_CUFFT(chk, cufftMakePlanMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch,
-                                           &work)) ||
+        GPU_CUFFT(chk,
+                  cufftMakePlanMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch, &work)) ||
         GPU_CUFFT(chk, cufftSetStream(h, pc->stream))) {
         cufftDestroy(h);
         return -1;
@@ -112,7 +112,8 @@ int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cuff
 void gpu_plan_cache_destroy(gpu_plan_cache *pc)
 {
     if (pc->stream) cudaStreamSynchronize(pc->stream);
-    for (int i = 0; i < GPU_PLAN_CACHE_SIZE; ++i) plan_free(&pc->plans[i]);
+    for (int i = 0; i < GPU_PLAN_CACHE_SIZE; ++i)
+        plan_free(&pc->plans[i]);
     cudaFree(pc->work);
     pc->work = NULL;
     pc->work_bytes = 0;

@@ -27,15 +27,15 @@ extern "C" {
 typedef struct {
     long long batch; /* 0 = empty slot */
     cufftHandle plan;
-    size_t work_bytes;        /* work area this plan needs */
-    unsigned long long used;  /* last use, for least-recently-used eviction */
+    size_t work_bytes;       /* work area this plan needs */
+    unsigned long long used; /* last use, for least-recently-used eviction */
 } gpu_plan;
 
 typedef struct {
     int npix;            /* N */
     cudaStream_t stream; /* every plan executes here */
     gpu_plan plans[GPU_PLAN_CACHE_SIZE];
-    void *work;          /* device work area shared by all plans */
+    void *work; /* device work area shared by all plans */
     size_t work_bytes;
     unsigned long long tick;
     unsigned generation; /* bumped whenever the work area moves or a plan is destroyed:

@@ -17,10 +17,10 @@ extern "C" {
  * first_field + nfields - 1 of the pass. A job whose fields do not all fit
  * one pass is finished over several, the later ones with accumulate = 1. */
 typedef struct {
-    int image;       /* index of the image in the output buffer */
+    int image; /* index of the image in the output buffer */
     int first_field;
-    int nfields;     /* 0 gives an all-zero image (a job without components) */
-    int accumulate;  /* 1: add to the image's values; 0: overwrite them */
+    int nfields;    /* 0 gives an all-zero image (a job without components) */
+    int accumulate; /* 1: add to the image's values; 0: overwrite them */
 } gpu_pass_image;
 
 /* For each of the nimages entries e (device array, nimages <= 65535):

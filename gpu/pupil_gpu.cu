@@ -31,8 +31,7 @@ __device__ static inline int unshift(int d, int npix)
 /* Transmission of every sample (FFT order) and its open flag, plus a 0 flag
  * past the end so that the exclusive scan's last entry is nopen. The same
  * formula as aperture_fill (optics/aperture.c). */
-__global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *amp,
-                                       unsigned *flags)
+__global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *amp, unsigned *flags)
 {
     int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
     int npix = set.npix;
@@ -70,8 +69,7 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
     double x = (double)(unshift(dj, npix) - c) * pp.dx_m;
     double y = (double)(unshift(di, npix) - c) * pp.dx_m;
     if (pp.opd)
-        pp.opd[k] =
-            map_bilinear(set.opd_map, set.opd_rows, set.opd_cols, set.map_diameter_m, x, y);
+        pp.opd[k] = map_bilinear(set.opd_map, set.opd_rows, set.opd_cols, set.map_diameter_m, x, y);
     if (pp.basis) {
         double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
         for (int t = 0; t < set.nterms; ++t)
@@ -102,20 +100,19 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
     if (GPU_LAUNCH(chk, "aperture_kernel")) goto done;
     /* Number the open samples: exclusive prefix sum of the flags (CUB). */
     if (GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, flags, pp->idx,
-                                                     (long long)plane + 1, stream)) ||
+                                                    (long long)plane + 1, stream)) ||
         GPU_CUDA(chk, cudaMalloc(&scan_tmp, scan_bytes ? scan_bytes : 1)) ||
         GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, flags, pp->idx,
-                                                     (long long)plane + 1, stream)) ||
-        GPU_CUDA(chk, cudaMemcpyAsync(&nopen, pp->idx + plane, sizeof nopen,
-                                      cudaMemcpyDeviceToHost, stream)) ||
+                                                    (long long)plane + 1, stream)) ||
+        GPU_CUDA(chk, cudaMemcpyAsync(&nopen, pp->idx + plane, sizeof nopen, cudaMemcpyDeviceToHost,
+                                      stream)) ||
         GPU_CUDA(chk, cudaStreamSynchronize(stream)) ||
         GPU_CUDA(chk, cudaMemGetInfo(&free_b, &total_b)))
         goto done;
     pp->nopen = nopen;
     if (nopen > 0) {
         if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp))) goto done;
-        if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd)))
-            goto done;
+        if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) goto done;
         basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
         if (basis_bytes > 0 && basis_bytes <= GPU_PUPIL_BASIS_MAX_BYTES &&
             basis_bytes <= free_b / 2 && GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
@@ -157,7 +154,8 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *pupils,
         if (pp->basis) {
             const float *b = pp->basis + k;
             size_t nopen = pp->nopen;
-            for (int t = 0; t < set.nterms; ++t) w += c[t] * b[(size_t)t * nopen];
+            for (int t = 0; t < set.nterms; ++t)
+                w += c[t] * b[(size_t)t * nopen];
         } else if (set.nterms > 0) {
             int cc = npix / 2;
             double x = (double)(unshift(dj, npix) - cc) * pp->dx_m;
@@ -165,8 +163,8 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *pupils,
             double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
             for (int t = 0; t < set.nterms; ++t)
                 if (c[t] != 0.0)
-                    w += c[t] * (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho,
-                                                    theta);
+                    w += c[t] *
+                         (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho, theta);
         }
         /* Reduce to one wave in double, so the float trigonometry stays exact. */
         float ph = (float)(TWO_PI * (w - floor(w)));
@@ -178,12 +176,12 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *pupils,
     field[(size_t)s * plane + p] = v;
 }
 
-int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils,
-                    const gpu_field_desc *desc, const double *coeff, int nfields,
-                    cufftComplex *field, cudaStream_t stream, gpu_check *chk)
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, const gpu_field_desc *desc,
+                    const double *coeff, int nfields, cufftComplex *field, cudaStream_t stream,
+                    gpu_check *chk)
 {
     field_kernel<<<grid_for(set->npix, nfields), dim3(BX, BY), 0, stream>>>(*set, pupils, desc,
-                                                                           coeff, field);
+                                                                            coeff, field);
     return GPU_LAUNCH(chk, "field_kernel");
 }
 

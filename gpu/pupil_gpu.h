@@ -41,34 +41,34 @@ extern "C" {
 /* Everything of the set the pupil kernels need, fixed at create. Device
  * pointers. */
 typedef struct {
-    int npix;                /* N */
-    double radius_m;         /* D / 2: rho = r / radius */
-    psf_aperture_geom geom;  /* optics/aperture_geom.h, evaluated per sample */
-    const float *amp_map;    /* [map_rows * map_cols] transmission map (APERTURE_FILE), or NULL */
+    int npix;               /* N */
+    double radius_m;        /* D / 2: rho = r / radius */
+    psf_aperture_geom geom; /* optics/aperture_geom.h, evaluated per sample */
+    const float *amp_map;   /* [map_rows * map_cols] transmission map (APERTURE_FILE), or NULL */
     int map_rows, map_cols;
-    double map_diameter_m;   /* D: both maps cover the D x D square */
-    const float *opd_map;    /* [opd_rows * opd_cols] OPD map, or NULL */
+    double map_diameter_m; /* D: both maps cover the D x D square */
+    const float *opd_map;  /* [opd_rows * opd_cols] OPD map, or NULL */
     int opd_rows, opd_cols;
     int nterms;
-    const int *modes;        /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
+    const int *modes; /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
 } gpu_pupil_set;
 
 /* One pupil (one pitch). Copied by value into device memory (a table of
  * them that the field kernel indexes), so plain old data. */
 typedef struct {
-    double dx_m;    /* pupil pitch, metres */
-    size_t nopen;   /* samples with transmission > 0 */
-    unsigned *idx;  /* device [N*N], FFT order: open-sample number k, or GPU_PUPIL_CLOSED */
-    float *amp;     /* device [nopen] transmission in (0, 1] */
-    float *basis;   /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
-                       or NULL: the field kernel evaluates zernike_eval */
-    float *opd;     /* device [nopen] OPD map value (map units), or NULL without a map */
+    double dx_m;   /* pupil pitch, metres */
+    size_t nopen;  /* samples with transmission > 0 */
+    unsigned *idx; /* device [N*N], FFT order: open-sample number k, or GPU_PUPIL_CLOSED */
+    float *amp;    /* device [nopen] transmission in (0, 1] */
+    float *basis;  /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
+                      or NULL: the field kernel evaluates zernike_eval */
+    float *opd;    /* device [nopen] OPD map value (map units), or NULL without a map */
 } gpu_pupil;
 
 /* One field of a batch (a job's component): which pupil, and the OPD scale.
  * Its Zernike coefficients are row s of the pass's coefficient array. */
 typedef struct {
-    int pupil;           /* index into the device pupil table */
+    int pupil; /* index into the device pupil table */
     int reserved;
     double opd_to_waves; /* OPD map value times this = waves; 0 = no OPD */
 } gpu_field_desc;
@@ -89,9 +89,9 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
  * sine and cosine, as the CPU does). pupils: device table indexed by
  * desc[s].pupil; desc[nfields], coeff[nfields * nterms]: device. nfields
  * <= 65535. Returns 0, or -1 with chk's message (launch error). */
-int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils,
-                    const gpu_field_desc *desc, const double *coeff, int nfields,
-                    cufftComplex *field, cudaStream_t stream, gpu_check *chk);
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, const gpu_field_desc *desc,
+                    const double *coeff, int nfields, cufftComplex *field, cudaStream_t stream,
+                    gpu_check *chk);
 
 void gpu_pupil_free(gpu_pupil *pp);
 

@@ -23,6 +23,6 @@ else
   PSFSIM_CACHE_DIR="$SCRATCH/cache2" expect_exit 0 "auto without a GPU" -- "$PSFSIM" -c tiny.cfg -o tiny
   [ ! -s "$SCRATCH/stderr" ] && pass "auto without a GPU: no error output" || fail "stderr not empty"
   grep -q ",cpu$" tiny/tiny_manifest.csv && pass "auto chose the CPU" || fail "manifest backend"
-  [ ! -e cache2 ] && pass "no probe was run (no cache written)" || fail "probe ran without a GPU"
+  [ ! -e cache2/probe.txt ] && pass "no probe was run (no figures cached)" || fail "probe ran without a GPU"
 fi
 finish

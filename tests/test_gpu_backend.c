@@ -118,15 +118,15 @@ static void test_grid_sizes(void **state)
         double q;
         const char *aperture, *extra;
     } cases[] = {
-        {64, 2.0, "", "aberrations: { zernike = ( (4, 0.2), (8, 0.05) ); };"},   /* N = 128 */
+        {64, 2.0, "", "aberrations: { zernike = ( (4, 0.2), (8, 0.05) ); };"},        /* N = 128 */
         {63, 1.0, "obscuration = 0.3;", "aberrations: { zernike = ( (5, 0.1) ); };"}, /* 63 */
         {61, 2.0, "shape = \"hexagon\";", "aberrations: { zernike = ( (7, -0.1) ); };"}, /* 122 */
         {50, 2.02, "obscuration = 0.2; spiders: { count = 3; width_m = 0.05; angle_deg = 10; };",
-         "aberrations: { zernike = ( (2, 0.3), (3, -0.2), (11, 0.1) ); };"},           /* 101 */
-        {37, 3.0, "edge = \"binary\";", "sweep: { defocus = [0.0, 0.5, 1.0]; };"},      /* 111 */
-        {40, 1.5, "", "normalization = \"sum\"; sweep: { defocus = [-0.3, 0.3]; };"},  /* 60 */
-        {16, 1.0, "", ""},                                                              /* 16 */
-        {9, 1.0, "", "aberrations: { zernike = ( (6, 0.2) ); };"},                      /* 9 */
+         "aberrations: { zernike = ( (2, 0.3), (3, -0.2), (11, 0.1) ); };"},          /* 101 */
+        {37, 3.0, "edge = \"binary\";", "sweep: { defocus = [0.0, 0.5, 1.0]; };"},    /* 111 */
+        {40, 1.5, "", "normalization = \"sum\"; sweep: { defocus = [-0.3, 0.3]; };"}, /* 60 */
+        {16, 1.0, "", ""},                                                            /* 16 */
+        {9, 1.0, "", "aberrations: { zernike = ( (6, 0.2) ); };"},                    /* 9 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char what[64];
@@ -141,8 +141,8 @@ static void test_random_zernike(void **state)
 {
     (void)state;
     const char *env = getenv("PSFSIM_TEST_SEED");
-    unsigned long seed = env ? strtoul(env, NULL, 10)
-                             : (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
+    unsigned long seed =
+        env ? strtoul(env, NULL, 10) : (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
     printf("random Zernike seed %lu (PSFSIM_TEST_SEED=%lu replays it)\n", seed, seed);
     srand((unsigned)seed);
     for (int set = 0; set < 3; ++set) {
@@ -238,7 +238,8 @@ static int run_in_batches(const psf_backend_ops *ops, psf_backend *b, const load
 
 static void fill_nan(float *p, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) p[i] = NAN;
+    for (size_t i = 0; i < n; ++i)
+        p[i] = NAN;
 }
 
 static const char *REUSE_CFG =
@@ -354,9 +355,9 @@ static void test_fault_injection(void **state)
     for (size_t i = 0; i < sizeof listed / sizeof listed[0]; ++i)
         assert_int_equal(fault_once(&l, listed[i], images), 1);
     long long n = 1;
-    while (n < 1000 && fault_once(&l, n, images)) ++n;
-    printf("the sequence makes %lld checked CUDA calls; each one failed cleanly in turn\n",
-           n - 1);
+    while (n < 1000 && fault_once(&l, n, images))
+        ++n;
+    printf("the sequence makes %lld checked CUDA calls; each one failed cleanly in turn\n", n - 1);
     assert_true(n > 20 && n < 1000);
     /* Afterwards, without the variable: right images. */
     char err[1024];
@@ -412,8 +413,8 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shipped_configs), cmocka_unit_test(test_grid_sizes),
-        cmocka_unit_test(test_random_zernike),  cmocka_unit_test(test_broadband),
+        cmocka_unit_test(test_shipped_configs),  cmocka_unit_test(test_grid_sizes),
+        cmocka_unit_test(test_random_zernike),   cmocka_unit_test(test_broadband),
         cmocka_unit_test(test_poison_and_reuse), cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,269 @@
+/* Micro-benchmark of the CUDA backend (gpu/), run on the GPU machine:
+ *  1. one PSF to host memory per run() call (latency), pinned and pageable;
+ *  2. batches into pinned host memory (PSFs/s; the host link bounds it);
+ *  3. device-side compute of one pass (pupil kernel + batched cuFFT + fused
+ *     intensity kernel) against cuFFT + a plain |.|^2 pass alone, with CUDA
+ *     events, and each stage on its own.
+ * Not part of the CMake build (bench/ is the lead's); build after the
+ * project's build in /tmp/b:
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/gpu_micro.cu /tmp/b/libpsfsim_gpu.a \
+ *        /tmp/b/libpsfsim_optics.a -lcufft -o /tmp/gpu_micro && /tmp/gpu_micro */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+extern "C" {
+#include "app/backend.h"
+}
+#include "gpu/cuda_check.h"
+#include "gpu/plan_cache.h"
+#include "gpu/psf_kernels.h"
+#include "gpu/pupil_gpu.h"
+
+#define NTERMS 4
+static const int MODE_N[NTERMS] = {2, 2, 3, 4}, MODE_M[NTERMS] = {0, 2, 1, 0};
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static void die(const char *what, const char *err)
+{
+    fprintf(stderr, "gpu_micro: %s: %s\n", what, err);
+    exit(1);
+}
+
+/* N = 2n: n = N/2 samples across D = 1 m, obscured 30%. */
+static void make_desc(int npix, int max_batch, psf_set_desc *d)
+{
+    static int n[NTERMS], m[NTERMS];
+    memcpy(n, MODE_N, sizeof n);
+    memcpy(m, MODE_M, sizeof m);
+    memset(d, 0, sizeof *d);
+    d->npix = npix;
+    d->aperture.shape = APERTURE_CIRCULAR;
+    d->aperture.diameter_m = 1.0;
+    d->aperture.obscuration = 0.3;
+    d->modes.nterms = NTERMS;
+    d->modes.n = n;
+    d->modes.m = m;
+    d->max_batch = max_batch;
+    d->nimages = 1000000;
+}
+
+static psf_job *make_jobs(int npix, int count, double **coeff_out)
+{
+    psf_job *jobs = (psf_job *)calloc((size_t)count, sizeof *jobs);
+    double *coeff = (double *)malloc((size_t)count * NTERMS * sizeof *coeff);
+    for (int k = 0; k < count; ++k) {
+        for (int t = 0; t < NTERMS; ++t)
+            coeff[k * NTERMS + t] = 0.05 * (t + 1) * sin(0.1 * k + t);
+        jobs[k].ncomp = 1;
+        jobs[k].comp[0].wavelength_m = 500e-9;
+        jobs[k].comp[0].dx_m = 2.0 / npix;
+        jobs[k].comp[0].scale = 1e-9;
+        jobs[k].comp[0].coeff_waves = coeff + k * NTERMS;
+    }
+    *coeff_out = coeff;
+    return jobs;
+}
+
+/* Latency of one-image runs and throughput of batch-image runs at N. */
+static void host_figures(int npix, int batch, int nsingle, int nbatch)
+{
+    const psf_backend_ops *ops = psf_backend_gpu();
+    psf_set_desc d;
+    make_desc(npix, batch, &d);
+    char err[1024];
+    psf_backend *b;
+    double t0 = now_us();
+    if (ops->create(&d, &b, err, sizeof err)) die("create", err);
+    double t_create = now_us() - t0;
+    size_t plane = (size_t)npix * npix;
+    float *pinned = ops->alloc_images(b, (size_t)batch * plane);
+    float *pageable = (float *)malloc((size_t)batch * plane * sizeof(float));
+    double *coeff;
+    psf_job *jobs = make_jobs(npix, batch, &coeff);
+    t0 = now_us();
+    if (ops->run(b, jobs, 1, pinned, err, sizeof err)) die("run", err);
+    double t_first = now_us() - t0;
+    for (int i = 0; i < 20; ++i)
+        if (ops->run(b, jobs + i % batch, 1, pinned, err, sizeof err)) die("run", err);
+    double best = 1e30;
+    t0 = now_us();
+    for (int i = 0; i < nsingle; ++i) {
+        double t1 = now_us();
+        if (ops->run(b, jobs + i % batch, 1, pinned, err, sizeof err)) die("run", err);
+        double dt = now_us() - t1;
+        if (dt < best) best = dt;
+    }
+    double t_single = (now_us() - t0) / nsingle;
+    t0 = now_us();
+    for (int i = 0; i < nsingle / 4; ++i)
+        if (ops->run(b, jobs + i % batch, 1, pageable, err, sizeof err)) die("run", err);
+    double t_single_pageable = (now_us() - t0) / (nsingle / 4);
+    if (ops->run(b, jobs, batch, pinned, err, sizeof err)) die("run", err); /* plans */
+    t0 = now_us();
+    for (int i = 0; i < nbatch; ++i)
+        if (ops->run(b, jobs, batch, pinned, err, sizeof err)) die("run", err);
+    double t_batch = (now_us() - t0) / nbatch;
+    if (ops->run(b, jobs, batch, pageable, err, sizeof err)) die("run", err);
+    t0 = now_us();
+    for (int i = 0; i < nbatch; ++i)
+        if (ops->run(b, jobs, batch, pageable, err, sizeof err)) die("run", err);
+    double t_batch_pageable = (now_us() - t0) / nbatch;
+    double mb = batch * plane * 4.0 / 1e6;
+    printf("N=%5d create %8.1f us, first run %8.1f us | single: %7.1f us mean, %7.1f us best, "
+           "%7.1f us pageable | batch %4d: %8.0f PSF/s pinned (%5.1f GB/s), %8.0f PSF/s "
+           "pageable\n",
+           npix, t_create, t_first, t_single, best, t_single_pageable, batch, batch / t_batch * 1e6,
+           mb / t_batch * 1e-3, batch / t_batch_pageable * 1e6);
+    ops->free_images(b, pinned);
+    ops->destroy(b);
+    free(pageable);
+    free(jobs);
+    free(coeff);
+}
+
+__global__ static void abs2_kernel(const cufftComplex *f, float *out, size_t n)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = f[i].x * f[i].x + f[i].y * f[i].y;
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        if (call) die(#call, err);                                                                 \
+    } while (0)
+
+/* Device-side time per PSF of the pipeline's pass and of its parts. */
+static void device_figures(int npix, int batch, int iters)
+{
+    char err[1024];
+    gpu_check chk;
+    gpu_check_init(&chk, err, sizeof err);
+    chk.fail_at = 0;
+    size_t plane = (size_t)npix * npix;
+    psf_set_desc d;
+    make_desc(npix, batch, &d);
+    cudaStream_t s;
+    CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));
+    int *modes;
+    int nm[2 * NTERMS];
+    memcpy(nm, MODE_N, sizeof MODE_N);
+    memcpy(nm + NTERMS, MODE_M, sizeof MODE_M);
+    CK(GPU_CUDA(&chk, cudaMalloc(&modes, sizeof nm)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(modes, nm, sizeof nm, cudaMemcpyHostToDevice)));
+    gpu_pupil_set ps;
+    memset(&ps, 0, sizeof ps);
+    ps.npix = npix;
+    ps.radius_m = 0.5;
+    aperture_geom_init(&d.aperture, &ps.geom);
+    ps.map_diameter_m = 1.0;
+    ps.nterms = NTERMS;
+    ps.modes = modes;
+    gpu_pupil pp, *dpp;
+    double t0 = now_us();
+    CK(gpu_pupil_build(&pp, &ps, 2.0 / npix, s, &chk));
+    double t_build = now_us() - t0;
+    CK(GPU_CUDA(&chk, cudaMalloc(&dpp, sizeof pp)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(dpp, &pp, sizeof pp, cudaMemcpyHostToDevice)));
+    gpu_field_desc *desc = (gpu_field_desc *)calloc(batch, sizeof *desc), *ddesc;
+    double *coeff = (double *)malloc((size_t)batch * NTERMS * sizeof *coeff), *dcoeff;
+    float *scale = (float *)malloc(batch * sizeof(float)), *dscale;
+    gpu_pass_image *im = (gpu_pass_image *)calloc(batch, sizeof *im), *dim;
+    for (int k = 0; k < batch; ++k) {
+        for (int t = 0; t < NTERMS; ++t)
+            coeff[k * NTERMS + t] = 0.05 * (t + 1) * sin(0.1 * k + t);
+        scale[k] = 1e-9f;
+        im[k].image = k;
+        im[k].first_field = k;
+        im[k].nfields = 1;
+    }
+    CK(GPU_CUDA(&chk, cudaMalloc(&ddesc, batch * sizeof *desc)));
+    CK(GPU_CUDA(&chk, cudaMalloc(&dcoeff, (size_t)batch * NTERMS * sizeof *coeff)));
+    CK(GPU_CUDA(&chk, cudaMalloc(&dscale, batch * sizeof(float))));
+    CK(GPU_CUDA(&chk, cudaMalloc(&dim, batch * sizeof *im)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(ddesc, desc, batch * sizeof *desc, cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(dcoeff, coeff, (size_t)batch * NTERMS * sizeof *coeff,
+                                 cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(dscale, scale, batch * sizeof(float), cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(&chk, cudaMemcpy(dim, im, batch * sizeof *im, cudaMemcpyHostToDevice)));
+    cufftComplex *field;
+    float *img;
+    CK(GPU_CUDA(&chk, cudaMalloc(&field, (size_t)batch * plane * sizeof *field)));
+    CK(GPU_CUDA(&chk, cudaMalloc(&img, (size_t)batch * plane * sizeof *img)));
+    gpu_plan_cache pc;
+    gpu_plan_cache_init(&pc, npix, s);
+    cufftHandle plan;
+    CK(gpu_plan_cache_get(&pc, &chk, batch, &plan));
+    cudaEvent_t e0, e1;
+    CK(GPU_CUDA(&chk, cudaEventCreate(&e0)));
+    CK(GPU_CUDA(&chk, cudaEventCreate(&e1)));
+    float ms[5];
+    for (int variant = 0; variant < 5; ++variant) {
+        for (int rep = 0; rep < 2; ++rep) { /* the first repetition warms up */
+            CK(GPU_CUDA(&chk, cudaEventRecord(e0, s)));
+            for (int i = 0; i < iters; ++i) {
+                if (variant == 0 || variant == 2)
+                    CK(gpu_pupil_field(&ps, dpp, ddesc, dcoeff, batch, field, s, &chk));
+                if (variant == 0 || variant == 1 || variant == 3)
+                    CK(GPU_CUFFT(&chk, cufftExecC2C(plan, field, field, CUFFT_FORWARD)));
+                if (variant == 0 || variant == 4)
+                    CK(gpu_psf_intensity(field, dscale, dim, batch, npix, img, s, &chk));
+                if (variant == 1) {
+                    size_t n = (size_t)batch * plane;
+                    abs2_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(field, img, n);
+                    CK(GPU_LAUNCH(&chk, "abs2_kernel"));
+                }
+            }
+            CK(GPU_CUDA(&chk, cudaEventRecord(e1, s)));
+            CK(GPU_CUDA(&chk, cudaEventSynchronize(e1)));
+            CK(GPU_CUDA(&chk, cudaEventElapsedTime(&ms[variant], e0, e1)));
+        }
+    }
+    double per = 1e3 / ((double)iters * batch); /* ms -> us per PSF */
+    double bytes = plane * (8.0 + 8.0 + 4.0);   /* field write, field read, image write */
+    printf("N=%5d batch %4d (pupil build %.0f us, %zu open samples): pipeline %.3f us/PSF; "
+           "cuFFT + |.|^2 alone %.3f us/PSF: %.0f%% | field %.3f, FFT %.3f, intensity %.3f us; "
+           "field+intensity at %.0f GB/s\n",
+           npix, batch, t_build, pp.nopen, ms[0] * per, ms[1] * per, 100.0 * ms[1] / ms[0],
+           ms[2] * per, ms[3] * per, ms[4] * per, bytes / ((ms[2] + ms[4]) * per * 1e-6) * 1e-9);
+    gpu_plan_cache_destroy(&pc);
+    gpu_pupil_free(&pp);
+    cudaFree(dpp);
+    cudaFree(ddesc);
+    cudaFree(dcoeff);
+    cudaFree(dscale);
+    cudaFree(dim);
+    cudaFree(field);
+    cudaFree(img);
+    cudaFree(modes);
+    cudaStreamDestroy(s);
+    free(desc);
+    free(coeff);
+    free(scale);
+    free(im);
+}
+
+int main(void)
+{
+    host_figures(256, 1024, 2000, 10);
+    host_figures(64, 1024, 2000, 20);
+    host_figures(512, 256, 500, 10);
+    host_figures(1024, 64, 200, 5);
+    host_figures(2048, 16, 50, 5);
+    device_figures(256, 256, 20);
+    device_figures(64, 1024, 20);
+    device_figures(1024, 32, 20);
+    device_figures(2048, 8, 20);
+    return 0;
+}
