@@ -4,7 +4,7 @@
 # backend that computed it, and the images computed on the CPU after the
 # fallback are byte for byte those of a --backend cpu run.
 # Skipped without the GPU backend or without a working GPU.
-source "$(dirname "$0")/e2e_lib.sh"
+source "$(dirname "$0")/lib_e2e.sh"
 if ! "$PSFSIM" --version | grep -q 'GPU: CUDA'; then
   echo "skipped: $("$PSFSIM" --version)"
   exit 77

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Whole psfsim processes at N = 64 .. 4096, one image and a batch, with
+# --backend cpu, gpu and auto (warm probe cache), wall time of each process.
+# Also: a 64x64 single image with a warm cache, checking CUDA is never loaded
+# (LD_DEBUG shows no libcuda). Writes CSV to $1.
+set -euo pipefail
+csv="$1"
+psfsim="$BUILD/psfsim"
+work=$(mktemp -d)
+export PSFSIM_CACHE_DIR="$work/cache"
+"$psfsim" --probe -o "$work" >"$work/probe.txt"
+cp "$work/probe.txt" "$(dirname "$csv")/probe_table.txt"
+cp "$work/psfsim_probe.csv" "$(dirname "$csv")/probe.csv"
+cp "$work/psfsim_probe.png" "$(dirname "$csv")/probe.png" 2>/dev/null || true
+echo "npix,images,backend,wall_s,chosen" >"$csv"
+config() { # npix images
+  local n=$(($1 / 2)) k=$2 list
+  list=$(python3 -c "print(', '.join(f'{-1 + 2 * i / max(1, $k - 1):.6f}' for i in range($k)))")
+  cat <<CFG
+name = "b$1_$k";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; obscuration = 0.33;
+  spiders: { count = 4; width_m = 0.0264; angle_deg = 45.0; }; }; };
+sampling: { pupil_samples = $n; padding = 2.0; };
+aberrations: { zernike = ((7, 0.05)); };
+sweep: { defocus = [ $list ]; };
+output: { png: { bits = 16; }; };
+CFG
+}
+for spec in 64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5; do
+  npix=${spec%:*} k=${spec#*:}
+  config "$npix" "$k" >"$work/c.cfg"
+  for be in cpu gpu auto; do
+    t0=$(date +%s.%N)
+    "$psfsim" -q --force --backend "$be" -c "$work/c.cfg" -o "$work/o" >/dev/null
+    t1=$(date +%s.%N)
+    chosen=$(tail -n +2 "$work/o/b${npix}_${k}_manifest.csv" | head -1 | awk -F, '{print $NF}')
+    echo "$npix,$k,$be,$(awk "BEGIN { print $t1 - $t0 }"),$chosen" >>"$csv"
+  done
+done
+# 64x64, one image, warm cache: wall time and whether libcuda was loaded.
+config 64 1 >"$work/c.cfg"
+for i in 1 2 3 4 5; do
+  t0=$(date +%s.%N)
+  LD_DEBUG=libs "$psfsim" -q --force -c "$work/c.cfg" -o "$work/o" 2>"$work/lddebug" >/dev/null
+  t1=$(date +%s.%N)
+  cuda=$(grep -c "libcuda.so" "$work/lddebug" || true)
+  echo "64,1,auto-warm-ld_debug,$(awk "BEGIN { print $t1 - $t0 }"),libcuda_lines=$cuda" >>"$csv"
+done
+for i in 1 2 3 4 5; do
+  t0=$(date +%s.%N)
+  "$psfsim" -q --force -c "$work/c.cfg" -o "$work/o" >/dev/null
+  t1=$(date +%s.%N)
+  echo "64,1,auto-warm,$(awk "BEGIN { print $t1 - $t0 }"),$(tail -1 "$work/o/b64_1_manifest.csv" | awk -F, '{print $NF}')" >>"$csv"
+done
+rm -rf "$work"

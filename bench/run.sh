@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One command that builds, checks and times, on the GPU machine, in one run:
+# psfsim's GPU and CPU backends, the NumPy and CuPy reference pipelines, the
+# cuFFT + |.|^2 ceiling, and whole psfsim processes (cpu / gpu / auto).
+# Writes CSV files and RESULTS-run.md into OUTDIR (default bench/out).
+#   bench/run.sh [OUTDIR]            (on the GPU machine: source .gpu/on-device.sh first)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$root/bench/out}"
+mkdir -p "$out"
+build="${BUILD:-/tmp/psfsim-bench-build}"
+log() { echo "[bench $(date +%T)] $*" >&2; }
+
+log "build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSFSIM_WERROR=ON >/dev/null
+cmake --build "$build" >/dev/null
+log "check: GPU tests"
+ctest --test-dir "$build" --output-on-failure -R "gpu|psf_physics" >"$out/ctest_gpu.txt" 2>&1 || {
+  cat "$out/ctest_gpu.txt"; exit 1; }
+tail -3 "$out/ctest_gpu.txt" >&2
+
+{
+  echo "date,$(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu,/'
+  echo "cpu,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'),$(nproc) threads"
+  echo "cuda,$(nvcc --version | tail -1)"
+} >"$out/machine.csv"
+
+sizes_pupil="32,64,128,256,512,1024,2048"
+log "psfsim backends"
+{
+  echo "pipeline,npix,images,seconds_total,us_per_psf"
+  "$build/bench/psfsim_bench_backends" gpu 64:1000 128:1000 256:1000 512:1000 1024:1000 2048:100 4096:20
+  "$build/bench/psfsim_bench_backends" cpu 64:1000 128:1000 256:1000 512:200 1024:50 2048:10 4096:3
+} >"$out/psfsim.csv"
+log "ceiling"
+"$build/bench/psfsim_ceiling" 64 1000 128 1000 256 1000 512 1000 1024 1000 2048 100 4096 1 4096 20 \
+  >"$out/ceiling.csv"
+log "reference: CuPy"
+python3 "$root/bench/reference_cupy.py" --sizes "$sizes_pupil" --batch 1000 >"$out/cupy.csv"
+log "reference: NumPy"
+python3 "$root/bench/reference_numpy.py" --sizes "$sizes_pupil" --batch 1000 --max-seconds 8 \
+  >"$out/numpy.csv"
+log "whole processes: cpu / gpu / auto"
+BUILD="$build" bash "$root/bench/auto_bench.sh" "$out/auto.csv"
+log "report"
+python3 "$root/bench/report.py" "$out" >"$out/RESULTS-run.md"
+cat "$out/RESULTS-run.md"
