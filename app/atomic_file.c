@@ -118,6 +118,23 @@ int atomic_commit(atomic_file *af, char *err, size_t errlen)
     return 0;
 }
 
+int atomic_publish(atomic_file *af, char *err, size_t errlen)
+{
+    int e = 0;
+    errno = 0;
+    if (!af->fp) e = EBADF;
+    else if (fflush(af->fp) != 0 || ferror(af->fp)) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(af->fp)) != 0) e = errno;
+    if (!e && rename(af->tmp_path, af->final_path) != 0) e = errno;
+    if (e) {
+        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
+        atomic_abort(af);
+        return -1;
+    }
+    af->tmp_path[0] = '\0'; /* nothing left to remove: the file is in place */
+    return 0;
+}
+
 void atomic_abort(atomic_file *af)
 {
     if (af->fp) fclose(af->fp);

@@ -22,6 +22,12 @@ int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errle
  * place. Returns 0, or -1 with err; the temp file is gone either way. */
 int atomic_commit(atomic_file *af, char *err, size_t errlen);
 
+/* Flush and fsync what was written, rename the temp file into place, and
+ * keep af->fp open for appending to the now-final file (a journal: its
+ * first state is published atomically, later appends are whole lines).
+ * Returns 0, or -1 with err (the temp file is removed, fp closed). */
+int atomic_publish(atomic_file *af, char *err, size_t errlen);
+
 /* Close and remove the temp file without touching final_path. Safe after a
  * failed open/commit and after atomic_reserve_path (removes the reserved
  * name if the writer created it); af may also be all-zero. */

@@ -1,11 +1,12 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cli_usage(FILE *f)
 {
-    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--force] [-q|-v]\n"
+    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--force|--resume] [-j N] [-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -17,6 +18,9 @@ void cli_usage(FILE *f)
           "  -o, --output DIR    output directory, overriding output.dir\n"
           "  -b, --backend NAME  auto (default: the faster one), cpu or gpu\n"
           "  -f, --force         overwrite an existing image set\n"
+          "  -r, --resume        finish an interrupted set: compute only the images its\n"
+          "                      manifest does not list\n"
+          "  -j, --jobs N        writer threads (PNG/FITS encoding; default: one per CPU)\n"
           "  -q, --quiet         errors only\n"
           "  -v, --verbose       progress and backend decisions on stderr\n"
           "      --probe         measure CPU and GPU on this machine, print the table and\n"
@@ -46,13 +50,14 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         {"backend", required_argument, NULL, 'b'}, {"force", no_argument, NULL, 'f'},
         {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {"probe", no_argument, NULL, 'P'},
+        {"probe", no_argument, NULL, 'P'},         {"resume", no_argument, NULL, 'r'},
+        {"jobs", required_argument, NULL, 'j'},
         {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":c:o:b:fqvhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:o:b:fqvhVrj:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c': o->config_path = optarg; break;
         case 'o': o->output_dir = optarg; break;
@@ -69,6 +74,18 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         case 'h': o->help = 1; break;
         case 'V': o->version = 1; break;
         case 'P': o->probe = 1; break;
+        case 'r': o->resume = 1; break;
+        case 'j': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 1024) {
+                snprintf(err, errlen, "--jobs: expected a number of threads 1..1024 (got \"%s\")",
+                         optarg);
+                return -1;
+            }
+            o->jobs = (int)n;
+            break;
+        }
         case ':': snprintf(err, errlen, "%s: needs an argument", argv[optind - 1]); return -1;
         default: snprintf(err, errlen, "%s: unknown option", argv[optind - 1]); return -1;
         }
@@ -79,6 +96,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
     }
     if (!o->help && !o->version && !o->probe && !o->config_path) {
         snprintf(err, errlen, "no config file: give one with -c FILE");
+        return -1;
+    }
+    if (o->force && o->resume) {
+        snprintf(err, errlen, "--force and --resume contradict each other");
         return -1;
     }
     if (o->quiet && o->verbose) {

@@ -16,6 +16,8 @@ typedef struct {
     int quiet, verbose;      /* -q, -v */
     int help, version;       /* --help, --version */
     int probe;               /* --probe: measure and report the backends */
+    int resume;              /* --resume: compute only the images an earlier run did not finish */
+    int jobs;                /* -j: writer threads, 0 = one per CPU */
 } cli_options;
 
 /* Parse argv into o. Returns 0, or -1 with a message in err (unknown

@@ -28,6 +28,7 @@ static void set_defaults(psf_config *cfg)
     cfg->normalization = NORM_PEAK;
     cfg->png_enabled = 1;
     cfg->png_bits = 16;
+    cfg->png_compression = 1;
     cfg->png_stretch = STRETCH_LOG;
     cfg->png_dynamic_range = 1.0e6;
     cfg->fits_enabled = 0;
@@ -221,7 +222,11 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     cfg->png_stretch = (png_stretch)v; /* same order as png_stretch */
     if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0)
         return -1;
+    long long level = 1;
+    if (cfg_read_int(c, "output.png.compression", 0, 9, &level) < 0) return -1;
+    cfg->png_compression = (int)level;
     if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
+    if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
     if (!cfg->png_enabled && !cfg->fits_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
         return cfg_error(

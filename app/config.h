@@ -76,7 +76,10 @@ typedef struct {
     int png_bits; /* 8 | 16 */
     png_stretch png_stretch;
     double png_dynamic_range;
+    int png_compression; /* zlib level 0..9, default 1 (fast) */
     int fits_enabled;
+    int fits_cube;       /* with fits_enabled: one NAME_cube.fits, one plane per image,
+                            instead of one FITS file per image */
 
     backend_choice backend;
 } psf_config;

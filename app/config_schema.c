@@ -55,8 +55,10 @@ static const cfg_key schema[] = {
     {"output.png.bits", CFG_K_INT},
     {"output.png.stretch", CFG_K_STRING},
     {"output.png.dynamic_range", CFG_K_FLOAT},
+    {"output.png.compression", CFG_K_INT},
     {"output.fits", CFG_K_GROUP},
     {"output.fits.enabled", CFG_K_BOOL},
+    {"output.fits.cube", CFG_K_BOOL},
     {"backend", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])

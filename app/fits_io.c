@@ -267,3 +267,5 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
     fits_clear_errmsg();
     return ok ? 0 : -1;
 }
+
+int psf_fits_thread_safe(void) { return fits_is_reentrant(); }

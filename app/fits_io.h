@@ -33,4 +33,8 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
 int psf_fits_read_key_double(const char *path, const char *key, double *out);
 int psf_fits_read_key_string(const char *path, const char *key, char *out, size_t outlen);
 
+/* 1 when cfitsio was built reentrant (several threads may write separate
+ * files at once; fits_is_reentrant), else 0. */
+int psf_fits_thread_safe(void);
+
 #endif

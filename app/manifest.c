@@ -6,9 +6,10 @@
 
 #include "optics/sampling.h"
 
-static const char header[] =
+const char manifest_header[] =
     "index,png,fits,wavelength_nm,defocus,focus_shift_um,zernike_j,zernike_coeff,pupil_samples,"
-    "npix,pixel_scale_lambda_d,pixel_scale_arcsec,pixel_scale_um,strehl,axial_intensity,backend\n";
+    "npix,pixel_scale_lambda_d,pixel_scale_arcsec,pixel_scale_um,strehl,axial_intensity,backend,"
+    "config_hash\n";
 
 void csv_number(char *out, size_t outlen, double v)
 {
@@ -16,12 +17,12 @@ void csv_number(char *out, size_t outlen, double v)
     else snprintf(out, outlen, "%.10g", v);
 }
 
-int manifest_open(manifest_writer *w, const char *path, char *err, size_t errlen)
+int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
+                  long long nkeep, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    if (atomic_open(&w->af, path, err, errlen) != 0) return -1;
-    fputs(header, w->af.fp);
-    return 0;
+    snprintf(w->hash, sizeof w->hash, "%s", hash);
+    return journal_create(&w->j, path, manifest_header, keep, nkeep, err, errlen);
 }
 
 /* The swept Zernike terms, ';'-separated: their j and their swept values. */
@@ -56,18 +57,24 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
     swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
-    fprintf(w->af.fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s\n", k, res->png,
-            res->fits, f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4],
-            f[5], f[6], f[7], res->backend);
-    if (ferror(w->af.fp)) {
-        snprintf(err, errlen, "writing the manifest %s failed", w->af.final_path);
+    FILE *fp = journal_fp(&w->j);
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s\n", k, res->png, res->fits,
+            f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4], f[5], f[6],
+            f[7], res->backend, w->hash);
+    if (ferror(fp)) {
+        snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);
         return -1;
     }
     w->rows++;
     return 0;
 }
 
+int manifest_flush(manifest_writer *w, char *err, size_t errlen)
+{
+    return journal_flush(&w->j, err, errlen);
+}
+
 int manifest_close(manifest_writer *w, char *err, size_t errlen)
 {
-    return atomic_commit(&w->af, err, errlen);
+    return journal_close(&w->j, err, errlen);
 }

@@ -1,29 +1,39 @@
 /* NAME_manifest.csv: one row per image written, in the columns and order of
- * config-schema.md. Rows go to a temp file as images complete; closing
- * renames it into place, so the manifest is always complete and lists
- * exactly the images whose files exist. */
+ * config-schema.md, then config_hash (the config's fingerprint, which
+ * --resume checks). It is a journal (journal.h): rows are appended once an
+ * image's files are in place and flushed after each batch, so at every
+ * moment it lists only images whose files exist. */
 #ifndef PSFSIM_MANIFEST_H
 #define PSFSIM_MANIFEST_H
 
 #include <stddef.h>
 
-#include "atomic_file.h"
 #include "image_set.h"
+#include "journal.h"
 #include "outputs.h"
 
 typedef struct {
-    atomic_file af;
+    journal j;
+    char hash[24];
     long long rows;
 } manifest_writer;
 
-/* Open the temp file for path and write the header. 0 or -1 with err. */
-int manifest_open(manifest_writer *w, const char *path, char *err, size_t errlen);
+/* The manifest's header line (with its newline). */
+extern const char manifest_header[];
+
+/* Create path with the header and the kept rows (from a resumed run).
+ * hash: the config fingerprint put in every new row. 0 or -1 with err. */
+int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
+                  long long nkeep, char *err, size_t errlen);
 
 /* Append image k's row. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
                  const image_result *res, char *err, size_t errlen);
 
-/* Flush and rename into place. 0 or -1 with err. */
+/* After a batch: push the rows to disk. 0 or -1 with err. */
+int manifest_flush(manifest_writer *w, char *err, size_t errlen);
+
+/* Flush and close. 0 or -1 with err. */
 int manifest_close(manifest_writer *w, char *err, size_t errlen);
 
 /* Format v with %.10g, or "" for NaN (an empty CSV cell). */

@@ -146,12 +146,12 @@ int outputs_write_image(const image_set *s, const char *dir, long long k, const 
         outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, name);
         if (psf_png_write_image(path, img, s->samp.npix, cfg->png_bits, cfg->png_stretch,
-                            cfg->png_dynamic_range, 1, err, errlen) != 0)
+                            cfg->png_dynamic_range, cfg->png_compression, err, errlen) != 0)
             return -1;
         snprintf(res->png, sizeof res->png, "%s", name);
         *png_us = clock_us() - t0;
     }
-    if (cfg->fits_enabled) {
+    if (cfg->fits_enabled && !cfg->fits_cube) {
         double t0 = clock_us();
         outputs_image_name(cfg, k, s->nimages, "fits", name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -4,41 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "backend_select.h"
 #include "clock.h"
-#include "image_set.h"
+#include "interrupt.h"
 #include "log.h"
-#include "manifest.h"
-#include "optics/metrics.h"
-#include "outputs.h"
-#include "probe_cache.h"
-#include "timing.h"
+#include "run_state.h"
 
-#define ERRLEN 1024
-/* Host memory one batch of images may take. */
-#define BATCH_BYTES (1024.0 * 1024 * 1024)
-
-/* Everything one run holds, so cleanup is one function. */
-typedef struct {
-    const cli_options *opt;
-    psf_config cfg;
-    image_set set;
-    const char *dir;
-    backend_decision decision;
-    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
-    psf_backend *backend;
-    manifest_writer manifest;
-    timing_writer timing;
-    int manifest_open, timing_open;
-    int batch;
-    psf_job *jobs;
-    image_info *infos;
-    double *storage;
-    float *images;
-    double t_start, t_config, t_create;
-    long long written;
-} run_state;
+/* Host memory one batch of images may take (two batches are in flight). */
+#define BATCH_BYTES (512.0 * 1024 * 1024)
 
 static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
 {
@@ -49,72 +23,49 @@ static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
     return b < 1 ? 1 : (int)b;
 }
 
-/* The backend and its image buffer, for a batch of r->batch images. */
-static int open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen)
+static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
-    psf_set_desc desc;
-    image_set_desc(&r->set, r->batch, &desc);
-    char wisdom[4200];
-    desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
-    if (ops->create(&desc, &r->backend, err, errlen) != 0) return -1;
-    r->ops = ops;
-    size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;
-    r->images = ops->alloc_images(r->backend, (size_t)r->batch * plane);
-    if (r->images) return 0;
-    snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name, r->batch,
-             r->set.samp.npix, r->set.samp.npix);
-    return -1;
-}
-
-static void close_backend(run_state *r)
-{
-    if (r->images) r->ops->free_images(r->backend, r->images);
-    if (r->backend) r->ops->destroy(r->backend);
-    r->images = NULL;
-    r->backend = NULL;
-}
-
-/* The GPU failed: say so once and go on with the CPU (design.md). */
-static int fall_back_to_cpu(run_state *r, const char *why, char *err, size_t errlen)
-{
-    log_warn("%s; computing the remaining images on the CPU", why);
-    close_backend(r);
-    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
-    return open_backend(r, &psf_backend_cpu, err, errlen);
-}
-
-static int alloc_batch(run_state *r, char *err, size_t errlen)
-{
-    size_t per = image_set_storage(&r->set);
-    r->jobs = calloc((size_t)r->batch, sizeof *r->jobs);
-    r->infos = calloc((size_t)r->batch, sizeof *r->infos);
-    r->storage = calloc((size_t)r->batch * per, sizeof *r->storage);
-    if (r->jobs && r->infos && r->storage) return 0;
-    snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
-    return -1;
+    size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
+    for (int s = 0; s < WRITER_SLOTS; ++s) {
+        run_slot *sl = &r->slots[s];
+        sl->jobs = calloc(b, sizeof *sl->jobs);
+        sl->infos = calloc(b, sizeof *sl->infos);
+        sl->storage = calloc(b * per, sizeof *sl->storage);
+        sl->results = calloc(b, sizeof *sl->results);
+        sl->timings = calloc(b, sizeof *sl->timings);
+        sl->writes = calloc(b, sizeof *sl->writes);
+        if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
+            !sl->writes) {
+            snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Start the chosen backend. A forced GPU that cannot start is a usage error
  * (exit 2, nothing written); with auto the CPU takes over. */
 static int start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
-    r->batch = batch_size(r->decision.ops, r->set.samp.npix, r->set.nimages);
+    r->batch = batch_size(r->decision.ops, r->set.samp.npix, r->todo);
     *status = 3;
-    if (alloc_batch(r, err, errlen) != 0) return -1;
-    if (open_backend(r, r->decision.ops, err, errlen) == 0) {
+    if (alloc_slots(r, err, errlen) != 0) return -1;
+    if (run_open_backend(r, r->decision.ops, err, errlen) == 0) {
         *status = 0;
         return 0;
     }
-    close_backend(r);
+    run_close_backend(r);
     if (r->decision.ops == &psf_backend_cpu) return -1;
     if (r->cfg.backend == BACKEND_GPU) {
         *status = 2;
         return -1;
     }
-    char why[ERRLEN];
+    char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    if (fall_back_to_cpu(r, why, err, errlen) != 0) return -1;
+    log_warn("%s; computing the images on the CPU", why);
+    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
+             why);
+    if (run_open_backend(r, &psf_backend_cpu, err, errlen) != 0) return -1;
     *status = 0;
     return 0;
 }
@@ -126,113 +77,135 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
     if (o->backend_given) r->cfg.backend = o->backend;
     r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
+    if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
-    if (outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) return -1;
+    if (o->resume) {
+        if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
+            return -1;
+    } else if (outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
+        return -1;
+    }
+    r->todo = r->set.nimages - r->resume.ndone;
     if (backend_select(r->cfg.backend, &r->set, &r->decision, err, errlen) != 0) return -1;
     log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
              r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples, r->set.samp.padding,
              r->dir);
+    if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
     log_info("%s", r->decision.reason);
     return 0;
 }
 
-/* Create the directory and the open log files. Failures here are run-time
- * failures (exit 3), but nothing has been written yet. */
+/* Create the directory, the journals and the writers. Failures here are
+ * run-time failures (exit 3), but no image has been written yet. */
 static int start(run_state *r, char *err, size_t errlen)
 {
     if (outputs_make_dir(r->dir, err, errlen) != 0) return -1;
+    resume_clean_temps(r->dir, r->cfg.name);
     char path[CFG_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-    if (manifest_open(&r->manifest, path, err, errlen) != 0) return -1;
+    if (manifest_open(&r->manifest, path, r->hash, r->resume.manifest_rows, r->resume.nmanifest,
+                      err, errlen) != 0)
+        return -1;
     r->manifest_open = 1;
     snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
-    if (timing_open(&r->timing, path, err, errlen) != 0) return -1;
-    r->timing_open = 1;
-    return 0;
-}
-
-/* Metrics, files, manifest and timing rows of image k of the batch. */
-static int finish_image(run_state *r, int i, double compute_us, char *err, size_t errlen)
-{
-    int npix = r->set.samp.npix;
-    const float *img = r->images + (size_t)i * npix * npix;
-    const image_info *info = &r->infos[i];
-    long long k = info->params.index;
-    image_timing t = {.compute_us = compute_us};
-    double t0 = clock_us();
-    image_result res = {.backend = r->ops->name};
-    psf_peak pk = metrics_peak(img, npix);
-    res.strehl = pk.value / info->ref_peak;
-    res.axial_intensity = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
-    t.metrics_us = clock_us() - t0;
-    if (outputs_write_image(&r->set, r->dir, k, info, img, &res, &t.png_us, &t.fits_us, err,
-                            errlen) != 0)
+    if (timing_open(&r->timing, path, r->resume.timing_rows, r->resume.ntiming, err, errlen) != 0)
         return -1;
-    if (manifest_add(&r->manifest, &r->set, k, info, &res, err, errlen) != 0) return -1;
-    timing_add(&r->timing, k, res.backend, &t);
-    r->written++;
-    log_debug("image %lld: Strehl %.6g", k, res.strehl);
-    return 0;
-}
-
-static int run_batches(run_state *r, char *err, size_t errlen)
-{
-    size_t per = image_set_storage(&r->set);
-    for (long long k0 = 0; k0 < r->set.nimages; k0 += r->batch) {
-        int nb = (int)(r->set.nimages - k0 < r->batch ? r->set.nimages - k0 : r->batch);
-        for (int i = 0; i < nb; ++i)
-            if (image_set_job(&r->set, k0 + i, r->storage + (size_t)i * per, &r->jobs[i],
-                              &r->infos[i], err, errlen) != 0)
-                return -1;
-        double t0 = clock_us();
-        if (r->ops->run(r->backend, r->jobs, nb, r->images, err, errlen) != 0) {
-            if (r->ops == &psf_backend_cpu) return -1;
-            char why[ERRLEN];
-            snprintf(why, sizeof why, "%s", err);
-            if (fall_back_to_cpu(r, why, err, errlen) != 0) return -1;
-            t0 = clock_us();
-            if (r->ops->run(r->backend, r->jobs, nb, r->images, err, errlen) != 0) return -1;
-        }
-        double per_image = (clock_us() - t0) / nb;
-        for (int i = 0; i < nb; ++i)
-            if (finish_image(r, i, per_image, err, errlen) != 0) return -1;
+    r->timing_open = 1;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
+    r->writers = writer_pool_create(r->nwriters, &r->set, r->dir);
+    if (!r->writers) {
+        snprintf(err, errlen, "cannot start the writer threads");
+        return -1;
     }
+    progress_start(&r->bar, r->todo, !r->opt->quiet);
     return 0;
 }
 
-/* Close the logs: the manifest lists exactly the images written. */
+/* Stage totals and their share of the wall time: what bounds the run. */
+static void summary(run_state *r, double wall)
+{
+    timing_writer *t = &r->timing;
+    char note[128];
+    timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
+    timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
+    timing_summary(t, "backend", NAN, r->decision.reason);
+    timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
+    timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
+    timing_summary(t, "probe", NAN, r->decision.probe);
+    timing_summary(t, "images", (double)r->written, "images written by this run");
+    snprintf(note, sizeof note, "%.1f%% of the wall time", 100 * r->compute_us / wall);
+    timing_summary(t, "compute_us", r->compute_us, note);
+    snprintf(note, sizeof note, "%.1f%% of the wall time", 100 * r->metrics_us / wall);
+    timing_summary(t, "metrics_us", r->metrics_us, note);
+    snprintf(note, sizeof note, "summed over %d writer thread(s): %.1f%% of their time",
+             r->nwriters, 100 * r->png_us / (wall * r->nwriters));
+    timing_summary(t, "png_encode_write_us", r->png_us, note);
+    snprintf(note, sizeof note, "summed over %d writer thread(s): %.1f%% of their time",
+             r->nwriters, 100 * r->fits_us / (wall * r->nwriters));
+    timing_summary(t, "fits_encode_write_us", r->fits_us, note);
+    snprintf(note, sizeof note, "%.1f%% of the wall time: the compute loop waited for writers",
+             100 * r->wait_us / wall);
+    timing_summary(t, "wait_for_writers_us", r->wait_us, note);
+    timing_summary(t, "wall_us", wall, r->wait_us > r->compute_us ? "bound by writing"
+                                                                  : "bound by compute");
+}
+
+/* Close the journals: the manifest lists exactly the images written. */
 static int close_logs(run_state *r, char *err, size_t errlen)
 {
     int rc = 0;
     if (r->timing_open) {
-        timing_summary(&r->timing, "config_load_us", r->t_config - r->t_start, NULL);
-        timing_summary(&r->timing, "backend_create_us", r->t_create - r->t_config, NULL);
-        timing_summary(&r->timing, "backend", NAN, r->decision.reason);
-        timing_summary(&r->timing, "predicted_cpu_us", r->decision.cpu_us, NULL);
-        timing_summary(&r->timing, "predicted_gpu_us", r->decision.gpu_us, NULL);
-        timing_summary(&r->timing, "probe", NAN, r->decision.probe);
-        timing_summary(&r->timing, "images", (double)r->written, "images written");
-        timing_summary(&r->timing, "wall_us", clock_us() - r->t_start, NULL);
+        summary(r, clock_us() - r->t_start);
         rc |= timing_close(&r->timing, err, errlen);
         r->timing_open = 0;
     }
     if (r->manifest_open) {
         rc |= manifest_close(&r->manifest, err, errlen);
         r->manifest_open = 0;
+        if (rc == 0 && r->resume.ndone > 0) { /* one sorted set, as an uninterrupted run */
+            char path[CFG_PATH_MAX + 300];
+            snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
+            rc |= journal_sort(path, err, errlen);
+            snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
+            rc |= journal_sort(path, err, errlen);
+        }
     }
     return rc ? -1 : 0;
 }
 
 static void cleanup(run_state *r)
 {
-    if (r->timing_open) atomic_abort(&r->timing.af);
-    if (r->manifest_open) atomic_abort(&r->manifest.af);
-    close_backend(r);
-    free(r->jobs);
-    free(r->infos);
-    free(r->storage);
+    char err[RUN_ERRLEN];
+    if (r->writers) writer_pool_destroy(r->writers);
+    if (r->timing_open) timing_close(&r->timing, err, sizeof err);
+    if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
+    run_close_backend(r);
+    for (int s = 0; s < WRITER_SLOTS; ++s) {
+        run_slot *sl = &r->slots[s];
+        free(sl->jobs);
+        free(sl->infos);
+        free(sl->storage);
+        free(sl->results);
+        free(sl->timings);
+        free(sl->writes);
+    }
+    resume_free(&r->resume);
     image_set_free(&r->set);
     config_free(&r->cfg);
+}
+
+static void report(const run_state *r, int status)
+{
+    if (r->interrupted)
+        log_error("interrupted: %lld of %lld image(s) written; rerun with --resume to finish",
+                 r->written + r->resume.ndone, r->set.nimages);
+    else if (status == 0)
+        log_info("%lld image(s) written to %s in %.3f s", r->written, r->dir,
+                 (clock_us() - r->t_start) * 1e-6);
+    else if (status == 3 && r->manifest_open + r->written > 0)
+        log_error("%lld of %lld image(s) written; %s/%s_manifest.csv lists them",
+                  r->written + r->resume.ndone, r->set.nimages, r->dir, r->cfg.name);
 }
 
 int psfsim_run(const cli_options *o)
@@ -241,7 +214,8 @@ int psfsim_run(const cli_options *o)
     memset(&r, 0, sizeof r);
     r.opt = o;
     r.t_start = clock_us();
-    char err[ERRLEN] = "";
+    interrupt_install();
+    char err[RUN_ERRLEN] = "";
     int status = 0;
     int prepared = prepare(&r, err, sizeof err);
     r.t_config = clock_us();
@@ -251,21 +225,18 @@ int psfsim_run(const cli_options *o)
     } else if (start_backend(&r, err, sizeof err, &status) != 0) {
         log_error("%s", err);
     } else if ((r.t_create = clock_us(), start(&r, err, sizeof err)) != 0 ||
-               run_batches(&r, err, sizeof err) != 0) {
+               run_images(&r, err, sizeof err) != 0) {
         log_error("%s", err);
         status = 3;
     }
-    char cerr[ERRLEN];
+    progress_end(&r.bar, r.written);
+    char cerr[RUN_ERRLEN];
     if (close_logs(&r, cerr, sizeof cerr) != 0) {
         log_error("%s", cerr);
         status = 3;
     }
-    if (status == 0)
-        log_info("%lld image(s) written to %s in %.3f s", r.written, r.dir,
-                 (clock_us() - r.t_start) * 1e-6);
-    else if (status == 3 && r.written > 0)
-        log_error("%lld of %lld image(s) written; %s/%s_manifest.csv lists them", r.written,
-                  r.set.nimages, r.dir, r.cfg.name);
+    report(&r, status);
+    if (r.interrupted && status == 0) status = 130;
     cleanup(&r);
     return status;
 }

@@ -6,17 +6,18 @@
 
 #include "manifest.h"
 
-int timing_open(timing_writer *w, const char *path, char *err, size_t errlen)
+const char timing_header[] = "index,backend,compute_us,metrics_us,png_us,fits_us,total_us,note\n";
+
+int timing_open(timing_writer *w, const char *path, char *const *keep, long long nkeep, char *err,
+                size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    if (atomic_open(&w->af, path, err, errlen) != 0) return -1;
-    fputs("index,backend,compute_us,metrics_us,png_us,fits_us,total_us,note\n", w->af.fp);
-    return 0;
+    return journal_create(&w->j, path, timing_header, keep, nkeep, err, errlen);
 }
 
 void timing_add(timing_writer *w, long long k, const char *backend, const image_timing *t)
 {
-    fprintf(w->af.fp, "%lld,%s,%.3f,%.3f,%.3f,%.3f,%.3f,\n", k, backend, t->compute_us,
+    fprintf(journal_fp(&w->j), "%lld,%s,%.3f,%.3f,%.3f,%.3f,%.3f,\n", k, backend, t->compute_us,
             t->metrics_us, t->png_us, t->fits_us,
             t->compute_us + t->metrics_us + t->png_us + t->fits_us);
 }
@@ -26,15 +27,20 @@ void timing_summary(timing_writer *w, const char *name, double value_us, const c
     char v[32];
     csv_number(v, sizeof v, value_us);
     /* Notes are free text: quote them and double any quote, as RFC 4180 says. */
-    fprintf(w->af.fp, "%s,,,,,,%s,\"", name, v);
+    fprintf(journal_fp(&w->j), "%s,,,,,,%s,\"", name, v);
     for (const char *c = note ? note : ""; *c; ++c) {
-        if (*c == '"') fputc('"', w->af.fp);
-        fputc(*c, w->af.fp);
+        if (*c == '"') fputc('"', journal_fp(&w->j));
+        fputc(*c, journal_fp(&w->j));
     }
-    fputs("\"\n", w->af.fp);
+    fputs("\"\n", journal_fp(&w->j));
+}
+
+int timing_flush(timing_writer *w, char *err, size_t errlen)
+{
+    return journal_flush(&w->j, err, errlen);
 }
 
 int timing_close(timing_writer *w, char *err, size_t errlen)
 {
-    return atomic_commit(&w->af, err, errlen);
+    return journal_close(&w->j, err, errlen);
 }

@@ -125,7 +125,7 @@ static void host_figures(int npix, int batch, int nsingle, int nbatch)
            "%7.1f us pageable | batch %4d: %8.0f PSF/s pinned (%5.1f GB/s), %8.0f PSF/s "
            "pageable\n",
            npix, t_create, t_first, t_single, best, t_single_pageable, batch, batch / t_batch * 1e6,
-           mb / t_batch * 1e-3, batch / t_batch_pageable * 1e6);
+           mb / t_batch * 1e3, batch / t_batch_pageable * 1e6);
     ops->free_images(b, pinned);
     ops->destroy(b);
     free(pageable);
@@ -254,8 +254,50 @@ static void device_figures(int npix, int batch, int iters)
     free(im);
 }
 
+/* Cold cuFFT costs at N (first use of the size in the process): the size
+ * query the memory estimate makes, the plan, the first transform. */
+static void plan_figures(int npix, int batch)
+{
+    char err[1024];
+    gpu_check chk;
+    gpu_check_init(&chk, err, sizeof err);
+    chk.fail_at = 0;
+    cudaStream_t s;
+    CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));
+    cufftComplex *buf;
+    CK(GPU_CUDA(&chk, cudaMalloc(&buf, (size_t)batch * npix * npix * sizeof *buf)));
+    size_t work;
+    double t0 = now_us();
+    CK(gpu_plan_estimate(&chk, npix, batch, &work));
+    double t1 = now_us();
+    gpu_plan_cache pc;
+    gpu_plan_cache_init(&pc, npix, s);
+    cufftHandle plan;
+    CK(gpu_plan_cache_get(&pc, &chk, batch, &plan));
+    double t2 = now_us();
+    CK(GPU_CUFFT(&chk, cufftExecC2C(plan, buf, buf, CUFFT_FORWARD)));
+    CK(GPU_CUDA(&chk, cudaStreamSynchronize(s)));
+    double t3 = now_us();
+    CK(gpu_plan_cache_get(&pc, &chk, batch + 1, &plan));
+    double t4 = now_us();
+    printf("N=%5d batch %4d cold: size query %8.1f us, plan %8.1f us, first FFT %8.1f us, "
+           "plan for batch+1 %8.1f us, work area %zu B\n",
+           npix, batch, t1 - t0, t2 - t1, t3 - t2, t4 - t3, work);
+    gpu_plan_cache_destroy(&pc);
+    cudaFree(buf);
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
+    double t0 = now_us();
+    cudaFree(0);
+    printf("CUDA start (cudaFree(0)): %.1f ms\n", (now_us() - t0) * 1e-3);
+    plan_figures(256, 64);
+    plan_figures(1024, 4);
+    plan_figures(2048, 1);
+    plan_figures(101, 16);
+    plan_figures(512, 16);
     host_figures(256, 1024, 2000, 10);
     host_figures(64, 1024, 2000, 20);
     host_figures(512, 256, 500, 10);

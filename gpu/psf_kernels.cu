@@ -4,32 +4,46 @@
 #define BX 32
 #define BY 8
 
-__global__ static void intensity_kernel(const cufftComplex *field, const float *scale,
-                                        const gpu_pass_image *images, int npix, float *out)
+/* Images one thread writes: independent loads and stores in flight. */
+#define GPU_IMAGES_PER_THREAD 4
+
+/* One thread per pixel (r, c) for GPU_IMAGES_PER_THREAD consecutive entries
+ * (blockIdx.z picks the group). */
+__global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
+                                        const float *__restrict__ scale,
+                                        const gpu_pass_image *__restrict__ images, int nimages,
+                                        int npix, float *__restrict__ out)
 {
     int c = blockIdx.x * BX + threadIdx.x, r = blockIdx.y * BY + threadIdx.y;
     if (c >= npix || r >= npix) return;
-    const gpu_pass_image e = images[blockIdx.z];
     int h = npix / 2;
     int u = r >= h ? r - h : r + (npix - h);
     int v = c >= h ? c - h : c + (npix - h);
-    size_t plane = (size_t)npix * npix;
+    size_t plane = (size_t)npix * npix, pix = (size_t)r * npix + c;
     const cufftComplex *src = field + (size_t)u * npix + v;
-    float acc = 0.0f;
-    for (int f = e.first_field; f < e.first_field + e.nfields; ++f) {
-        cufftComplex z = src[(size_t)f * plane];
-        acc += scale[f] * (z.x * z.x + z.y * z.y);
+    int e0 = blockIdx.z * GPU_IMAGES_PER_THREAD;
+    int e1 = e0 + GPU_IMAGES_PER_THREAD < nimages ? e0 + GPU_IMAGES_PER_THREAD : nimages;
+#pragma unroll
+    for (int j = 0; j < GPU_IMAGES_PER_THREAD; ++j) {
+        int i = e0 + j;
+        if (i >= e1) break;
+        const gpu_pass_image e = images[i];
+        float acc = 0.0f;
+        for (int f = e.first_field; f < e.first_field + e.nfields; ++f) {
+            cufftComplex z = src[(size_t)f * plane];
+            acc += scale[f] * (z.x * z.x + z.y * z.y);
+        }
+        float *dst = out + (size_t)e.image * plane + pix;
+        *dst = e.accumulate ? *dst + acc : acc;
     }
-    float *dst = out + (size_t)e.image * plane + (size_t)r * npix + c;
-    *dst = e.accumulate ? *dst + acc : acc;
 }
 
 int gpu_psf_intensity(const cufftComplex *field, const float *scale, const gpu_pass_image *images,
                       int nimages, int npix, float *out, cudaStream_t stream, gpu_check *chk)
 {
-    dim3 grid((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY),
-              (unsigned)nimages);
-    intensity_kernel<<<grid, dim3(BX, BY), 0, stream>>>(field, scale, images, npix, out);
+    int groups = (nimages + GPU_IMAGES_PER_THREAD - 1) / GPU_IMAGES_PER_THREAD;
+    dim3 grid((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY), (unsigned)groups);
+    intensity_kernel<<<grid, dim3(BX, BY), 0, stream>>>(field, scale, images, nimages, npix, out);
     return GPU_LAUNCH(chk, "intensity_kernel");
 }
 

@@ -14,6 +14,8 @@ extern "C" {
 /* Threads of a block: 32 columns (one warp, coalesced) x 8 rows. */
 #define BX 32
 #define BY 8
+/* Fields one thread writes (see field_kernel). */
+#define GPU_FIELDS_PER_THREAD 4
 
 static dim3 grid_for(int npix, int nz)
 {
@@ -135,53 +137,95 @@ done:
     return rc;
 }
 
-/* One thread per sample of one field (blockIdx.z): see gpu_pupil_field. */
-__global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *pupils,
-                                    const gpu_field_desc *desc, const double *coeff,
-                                    cufftComplex *field)
+/* Phase of wavefront w (waves) as the CPU computes it: reduced to one wave
+ * in double, so the float trigonometry stays exact; the field a e^{i ph}. */
+__device__ static inline cufftComplex phasor(float a, double w)
+{
+    float ph = (float)(TWO_PI * (w - floor(w)));
+    float sn, cs;
+    sincosf(ph, &sn, &cs);
+    return make_float2(a * cs, a * sn);
+}
+
+/* sum_t c[t] Z_t(rho, theta) with each Z_t rounded to float as the stored
+ * basis is, for pupils kept without a basis. Not inlined: it would cost the
+ * common path its registers. */
+__device__ __noinline__ static double zernike_sum(const gpu_pupil_set *set, const double *c,
+                                                  double rho, double theta)
+{
+    double w = 0.0;
+    for (int t = 0; t < set->nterms; ++t)
+        if (c[t] != 0.0)
+            w += c[t] * (float)zernike_eval(set->modes[t], set->modes[set->nterms + t], rho, theta);
+    return w;
+}
+
+/* One thread per sample for GPU_FIELDS_PER_THREAD consecutive fields
+ * (blockIdx.z picks the group): a sample's index, transmission and basis
+ * values are read once for all fields of the same pupil, and each thread
+ * keeps several independent stores in flight (most samples are closed and
+ * only write a zero, so the kernel is bound by its writes). */
+__global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restrict__ pupils,
+                                    const gpu_field_desc *__restrict__ desc,
+                                    const double *__restrict__ coeff, int nfields,
+                                    cufftComplex *__restrict__ field)
 {
     int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
-    int npix = set.npix, s = blockIdx.z;
+    int npix = set.npix;
     if (dj >= npix || di >= npix) return;
     size_t plane = (size_t)npix * npix, p = (size_t)di * npix + dj;
-    const gpu_field_desc d = desc[s];
-    const gpu_pupil *pp = &pupils[d.pupil];
-    unsigned k = pp->idx[p];
-    cufftComplex v = make_float2(0.0f, 0.0f);
-    if (k != GPU_PUPIL_CLOSED) {
-        const double *c = coeff + (size_t)s * set.nterms;
-        double w = (pp->opd && d.opd_to_waves != 0.0) ? pp->opd[k] * d.opd_to_waves : 0.0;
-        if (pp->basis) {
-            const float *b = pp->basis + k;
-            size_t nopen = pp->nopen;
-            for (int t = 0; t < set.nterms; ++t)
-                w += c[t] * b[(size_t)t * nopen];
-        } else if (set.nterms > 0) {
-            int cc = npix / 2;
-            double x = (double)(unshift(dj, npix) - cc) * pp->dx_m;
-            double y = (double)(unshift(di, npix) - cc) * pp->dx_m;
-            double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
-            for (int t = 0; t < set.nterms; ++t)
-                if (c[t] != 0.0)
-                    w += c[t] *
-                         (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho, theta);
+    int s0 = blockIdx.z * GPU_FIELDS_PER_THREAD;
+    int s1 = s0 + GPU_FIELDS_PER_THREAD < nfields ? s0 + GPU_FIELDS_PER_THREAD : nfields;
+    int cur = -1;
+    const gpu_pupil *pp = NULL;
+    unsigned k = GPU_PUPIL_CLOSED;
+    float a = 0.0f;
+    double rho = 0.0, theta = 0.0;
+#pragma unroll
+    for (int i = 0; i < GPU_FIELDS_PER_THREAD; ++i) {
+        int s = s0 + i;
+        if (s >= s1) break;
+        const gpu_field_desc d = desc[s];
+        if (d.pupil != cur) { /* a new pupil: this sample's data in it */
+            cur = d.pupil;
+            pp = &pupils[cur];
+            k = pp->idx[p];
+            if (k != GPU_PUPIL_CLOSED) {
+                a = pp->amp[k];
+                if (!pp->basis && set.nterms > 0) {
+                    int c = npix / 2;
+                    double x = (double)(unshift(dj, npix) - c) * pp->dx_m;
+                    double y = (double)(unshift(di, npix) - c) * pp->dx_m;
+                    rho = sqrt(x * x + y * y) / set.radius_m;
+                    theta = atan2(y, x);
+                }
+            }
         }
-        /* Reduce to one wave in double, so the float trigonometry stays exact. */
-        float ph = (float)(TWO_PI * (w - floor(w)));
-        float sn, cs;
-        sincosf(ph, &sn, &cs);
-        float a = pp->amp[k];
-        v = make_float2(a * cs, a * sn);
+        cufftComplex v = make_float2(0.0f, 0.0f);
+        if (k != GPU_PUPIL_CLOSED) {
+            const double *c = coeff + (size_t)s * set.nterms;
+            double w = (pp->opd && d.opd_to_waves != 0.0) ? pp->opd[k] * d.opd_to_waves : 0.0;
+            if (pp->basis) {
+                const float *b = pp->basis + k;
+                size_t nopen = pp->nopen;
+                for (int t = 0; t < set.nterms; ++t)
+                    w += c[t] * b[(size_t)t * nopen];
+            } else {
+                w += zernike_sum(&set, c, rho, theta);
+            }
+            v = phasor(a, w);
+        }
+        field[(size_t)s * plane + p] = v;
     }
-    field[(size_t)s * plane + p] = v;
 }
 
 int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, const gpu_field_desc *desc,
                     const double *coeff, int nfields, cufftComplex *field, cudaStream_t stream,
                     gpu_check *chk)
 {
-    field_kernel<<<grid_for(set->npix, nfields), dim3(BX, BY), 0, stream>>>(*set, pupils, desc,
-                                                                            coeff, field);
+    int groups = (nfields + GPU_FIELDS_PER_THREAD - 1) / GPU_FIELDS_PER_THREAD;
+    field_kernel<<<grid_for(set->npix, groups), dim3(BX, BY), 0, stream>>>(*set, pupils, desc,
+                                                                           coeff, nfields, field);
     return GPU_LAUNCH(chk, "field_kernel");
 }
 

@@ -22,7 +22,7 @@ else
   printf 'name = "tiny";\noptics: { wavelength_nm = 500; aperture: { diameter_m = 1; }; };\nsampling: { pupil_samples = 32; };\n' >tiny.cfg
   PSFSIM_CACHE_DIR="$SCRATCH/cache2" expect_exit 0 "auto without a GPU" -- "$PSFSIM" -c tiny.cfg -o tiny
   [ ! -s "$SCRATCH/stderr" ] && pass "auto without a GPU: no error output" || fail "stderr not empty"
-  grep -q ",cpu$" tiny/tiny_manifest.csv && pass "auto chose the CPU" || fail "manifest backend"
+  [ "$(awk -F, 'NR == 2 { print $16 }' tiny/tiny_manifest.csv)" = cpu ] && pass "auto chose the CPU" || fail "manifest backend"
   [ ! -e cache2/probe.txt ] && pass "no probe was run (no figures cached)" || fail "probe ran without a GPU"
 fi
 finish

@@ -148,8 +148,16 @@ static void test_random_zernike(void **state)
     for (int set = 0; set < 3; ++set) {
         char terms[2048] = "";
         int nterm = 10 + rand() % 11;
+        int js[45]; /* distinct terms: a shuffle of Noll 1..45 */
+        for (int i = 0; i < 45; ++i)
+            js[i] = i + 1;
+        for (int i = 44; i > 0; --i) {
+            int r = rand() % (i + 1), tmp = js[i];
+            js[i] = js[r];
+            js[r] = tmp;
+        }
         for (int t = 0; t < nterm; ++t) {
-            int j = 1 + rand() % 45;
+            int j = js[t];
             double c = (rand() / (double)RAND_MAX - 0.5) * 0.6;
             size_t len = strlen(terms);
             snprintf(terms + len, sizeof terms - len, "%s(%d, %.5f)", t ? ", " : "", j, c);

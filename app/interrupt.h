@@ -1,0 +1,15 @@
+/* SIGINT and SIGTERM during a run: the handler only sets a flag (the one
+ * thing a handler may safely do, POSIX.1-2017 2.4.3); the run loop checks it
+ * between batches, lets the files in flight finish, writes a true manifest
+ * and exits 130. A second signal restores the default action (so a stuck
+ * run can still be killed). */
+#ifndef PSFSIM_INTERRUPT_H
+#define PSFSIM_INTERRUPT_H
+
+/* Install the handlers (once per run). */
+void interrupt_install(void);
+
+/* The signal received (SIGINT/SIGTERM), or 0. */
+int interrupt_pending(void);
+
+#endif

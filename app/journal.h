@@ -1,0 +1,38 @@
+/* A CSV log that is always true on disk (the manifest, the timing log): it
+ * appears atomically with its header (and, when resuming, the rows kept
+ * from before), then grows by whole lines, flushed after each batch, so a
+ * crash leaves it listing only what was finished (a write-ahead log in the
+ * manner of SQLite's journal). */
+#ifndef PSFSIM_JOURNAL_H
+#define PSFSIM_JOURNAL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "atomic_file.h"
+
+typedef struct {
+    atomic_file af;
+    char *buf; /* stdio buffer: a batch's lines go out in one write */
+} journal;
+
+/* Create path with header and keep[0..nkeep) lines (each ending in '\n').
+ * Returns 0, or -1 with err; nothing is left on failure. */
+int journal_create(journal *j, const char *path, const char *header, char *const *keep,
+                   long long nkeep, char *err, size_t errlen);
+
+/* The stream to append lines to. */
+static inline FILE *journal_fp(journal *j) { return j->af.fp; }
+
+/* Push appended lines to the file (fflush + fsync). 0, or -1 with err. */
+int journal_flush(journal *j, char *err, size_t errlen);
+
+/* Flush and close. 0, or -1 with err. Safe on a journal never created. */
+int journal_close(journal *j, char *err, size_t errlen);
+
+/* Rewrite path atomically with its data lines sorted by the integer in their
+ * first column (summary lines, whose first cell is not a number, stay at the
+ * end in their order). 0, or -1 with err. */
+int journal_sort(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,64 @@
+/* What one psfsim run holds (app/run.c prepares and closes it, app/run_loop.c
+ * computes and writes the images), so cleanup is one function. */
+#ifndef PSFSIM_RUN_STATE_H
+#define PSFSIM_RUN_STATE_H
+
+#include "backend_select.h"
+#include "cli.h"
+#include "image_set.h"
+#include "manifest.h"
+#include "progress.h"
+#include "resume.h"
+#include "timing.h"
+#include "writer_pool.h"
+
+#define RUN_ERRLEN 1024
+
+/* One batch buffer and what its images need until they are written. */
+typedef struct {
+    float *images;        /* batch * N * N, from the backend (pinned for the GPU) */
+    psf_job *jobs;
+    image_info *infos;
+    double *storage;      /* image_set_storage doubles per image */
+    image_result *results;
+    image_timing *timings;
+    write_job *writes;
+    int count;            /* images in the batch now (0 = free) */
+} run_slot;
+
+typedef struct {
+    const cli_options *opt;
+    psf_config cfg;
+    image_set set;
+    const char *dir;
+    char hash[24];
+    resume_state resume;
+    backend_decision decision;
+    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
+    psf_backend *backend;
+    int batch;
+    run_slot slots[WRITER_SLOTS];
+    writer_pool *writers;
+    int nwriters;
+    manifest_writer manifest;
+    timing_writer timing;
+    int manifest_open, timing_open;
+    progress bar;
+    long long todo;      /* images this run computes (all, or the missing ones) */
+    long long written;   /* of those, written so far */
+    int interrupted;     /* the signal that stopped the run, or 0 */
+    /* stage totals, microseconds */
+    double t_start, t_config, t_create;
+    double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
+} run_state;
+
+/* Compute and write every image still to do, in batches, overlapping the
+ * backend with the writer threads. Returns 0, or -1 with err (a run-time
+ * failure); stops early, returning 0, when interrupted (r->interrupted). */
+int run_images(run_state *r, char *err, size_t errlen);
+
+/* The backend for r->batch images per call (images buffers included). */
+int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen);
+void run_close_backend(run_state *r);
+
+#endif

@@ -1,0 +1,50 @@
+/* A pool of writer threads that encode and write images (PNG, FITS) while
+ * the backend computes the next batch (design.md, "Data flow": writers on
+ * threads). Jobs are grouped in slots (one per batch buffer): the caller
+ * reuses a slot's images only after writer_pool_wait_slot, so memory stays
+ * bounded by the slots whatever the set size. */
+#ifndef PSFSIM_WRITER_POOL_H
+#define PSFSIM_WRITER_POOL_H
+
+#include <stddef.h>
+
+#include "image_set.h"
+#include "outputs.h"
+#include "timing.h"
+
+#define WRITER_SLOTS 2
+#define WRITER_ERRLEN 512
+
+/* One image to write, and where its outcome goes (owned by the caller,
+ * valid until the slot is waited for). */
+typedef struct {
+    long long k;
+    const float *img;         /* N*N, row-major */
+    const image_info *info;
+    image_result *res;        /* res->png/fits filled on success */
+    image_timing *timing;     /* png_us, fits_us filled */
+    int status;               /* 0 written, -1 failed (message in err) */
+    char err[WRITER_ERRLEN];
+} write_job;
+
+typedef struct writer_pool writer_pool;
+
+/* Start nthreads (>= 1) writers for set s into dir. NULL on failure. */
+writer_pool *writer_pool_create(int nthreads, const image_set *s, const char *dir);
+
+/* Queue a job in slot (0 .. WRITER_SLOTS-1). The job must stay valid until
+ * the slot is waited for. Never blocks (slots bound the queue). */
+void writer_pool_submit(writer_pool *p, int slot, write_job *job);
+
+/* Wait until every job of slot is done; returns the summed busy time
+ * (microseconds) the writers spent on them. */
+double writer_pool_wait_slot(writer_pool *p, int slot);
+
+/* After the current jobs, take no more: later submissions are marked failed
+ * with "stopped". Used on SIGINT and after a write error. */
+void writer_pool_stop(writer_pool *p);
+
+/* Finish every queued job, join the threads, free. */
+void writer_pool_destroy(writer_pool *p);
+
+#endif
