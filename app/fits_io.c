@@ -269,3 +269,97 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
 }
 
 int psf_fits_thread_safe(void) { return fits_is_reentrant(); }
+
+struct psf_fits_cube {
+    atomic_file af;
+    fitsfile *f;
+    int npix;
+    long long nplanes;
+};
+
+static void cube_error(const char *path, int status, char *err, size_t errlen)
+{
+    char text[200];
+    fits_error_text(status, text, sizeof text);
+    snprintf(err, errlen, "cannot write %s: %s", path, text);
+}
+
+psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
+                                  const fits_kv *kvs, int nkv, char *err, size_t errlen)
+{
+    psf_fits_cube *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "cannot write %s: out of memory", path);
+        return NULL;
+    }
+    c->npix = npix;
+    c->nplanes = nplanes;
+    if (atomic_reserve_path(&c->af, path, err, errlen)) {
+        free(c);
+        return NULL;
+    }
+    int status = 0;
+    long naxes[3] = {npix, npix, (long)nplanes};
+    fits_create_diskfile(&c->f, c->af.tmp_path, &status);
+    fits_create_img(c->f, FLOAT_IMG, 3, naxes, &status);
+    for (int k = 0; k < nkv && !status; ++k) write_key(c->f, &kvs[k], &status);
+    if (status) {
+        cube_error(path, status, err, errlen);
+        psf_fits_cube_abort(c);
+        return NULL;
+    }
+    return c;
+}
+
+int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
+                              size_t errlen)
+{
+    int status = 0;
+    LONGLONG n = (LONGLONG)c->npix * c->npix;
+    fits_write_img(c->f, TFLOAT, 1 + plane * n, n, (void *)(uintptr_t)img, &status);
+    if (status) cube_error(c->af.final_path, status, err, errlen);
+    return status ? -1 : 0;
+}
+
+int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
+                         const char *const *units, double *const *cols, char *err, size_t errlen)
+{
+    int status = 0;
+    char **ttype = calloc((size_t)ncols, sizeof *ttype), **tform = calloc((size_t)ncols, sizeof *tform);
+    char **tunit = calloc((size_t)ncols, sizeof *tunit);
+    if (!ttype || !tform || !tunit) status = MEMORY_ALLOCATION;
+    for (int i = 0; !status && i < ncols; ++i) {
+        ttype[i] = (char *)(uintptr_t)names[i];
+        tform[i] = "1D";
+        tunit[i] = (char *)(uintptr_t)units[i];
+    }
+    if (!status) fits_create_tbl(c->f, BINARY_TBL, c->nplanes, ncols, ttype, tform, tunit, "PLANES", &status);
+    for (int i = 0; !status && i < ncols; ++i)
+        fits_write_col(c->f, TDOUBLE, i + 1, 1, 1, c->nplanes, cols[i], &status);
+    free(ttype);
+    free(tform);
+    free(tunit);
+    int cstatus = 0;
+    fits_close_file(c->f, &cstatus);
+    c->f = NULL;
+    if (!status) status = cstatus;
+    if (status) {
+        cube_error(c->af.final_path, status, err, errlen);
+        psf_fits_cube_abort(c);
+        return -1;
+    }
+    int rc = atomic_commit_path(&c->af, err, errlen);
+    free(c);
+    return rc;
+}
+
+void psf_fits_cube_abort(psf_fits_cube *c)
+{
+    if (!c) return;
+    if (c->f) {
+        int status = 0;
+        fits_close_file(c->f, &status);
+    }
+    atomic_abort(&c->af);
+    free(c);
+}

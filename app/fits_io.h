@@ -33,6 +33,31 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
 int psf_fits_read_key_double(const char *path, const char *key, double *out);
 int psf_fits_read_key_string(const char *path, const char *key, char *out, size_t outlen);
 
+/* A FITS cube: NAXIS1 = NAXIS2 = N, NAXIS3 = nplanes float32 planes (plane
+ * p = image p of a series), written plane by plane into a temp file and
+ * renamed into place by commit, with a binary-table extension PLANES of
+ * per-plane parameters (one row per plane, double columns). */
+typedef struct psf_fits_cube psf_fits_cube;
+
+/* Open the cube's temp file beside path with kvs in the primary header.
+ * NULL with err on failure (nothing left behind). */
+psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
+                                  const fits_kv *kvs, int nkv, char *err, size_t errlen);
+
+/* Write plane (0-based) from img (N*N, row-major, row 0 first). 0 or -1. */
+int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
+                              size_t errlen);
+
+/* Append the PLANES table: ncols columns named names[i] (TTYPE, <= 68
+ * characters) with units units[i] (TUNIT, may be ""), values cols[i][p]
+ * for every plane; close and rename into place. Frees c. 0 or -1 with err
+ * (then the temp file is removed). */
+int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
+                         const char *const *units, double *const *cols, char *err, size_t errlen);
+
+/* Close and remove the temp file; frees c. Safe with NULL. */
+void psf_fits_cube_abort(psf_fits_cube *c);
+
 /* 1 when cfitsio was built reentrant (several threads may write separate
  * files at once; fits_is_reentrant), else 0. */
 int psf_fits_thread_safe(void);

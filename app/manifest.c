@@ -1,6 +1,8 @@
 #include "manifest.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,4 +79,33 @@ int manifest_flush(manifest_writer *w, char *err, size_t errlen)
 int manifest_close(manifest_writer *w, char *err, size_t errlen)
 {
     return journal_close(&w->j, err, errlen);
+}
+
+int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen)
+{
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        snprintf(err, errlen, "cannot read %s back: %s", path, strerror(errno));
+        return -1;
+    }
+    atomic_file af;
+    if (atomic_open(&af, path, err, errlen) != 0) {
+        fclose(in);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    for (long long n = 0; getline(&line, &cap, in) > 0; ++n) {
+        char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        if (n == 0 || !c2) { /* the header, or not a row: as it is */
+            fputs(line, af.fp);
+            continue;
+        }
+        /* index,png,<fits>,rest: the fits cell is between the 2nd and 3rd comma */
+        char *c3 = strchr(c2 + 1, ',');
+        fprintf(af.fp, "%.*s%s%s", (int)(c2 + 1 - line), line, name, c3 ? c3 : "\n");
+    }
+    free(line);
+    fclose(in);
+    return atomic_commit(&af, err, errlen);
 }

@@ -33,6 +33,10 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 /* After a batch: push the rows to disk. 0 or -1 with err. */
 int manifest_flush(manifest_writer *w, char *err, size_t errlen);
 
+/* Rewrite the manifest at path atomically with every row's fits cell set
+ * to name (the FITS cube that holds all the images). 0 or -1 with err. */
+int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen);
+
 /* Flush and close. 0 or -1 with err. */
 int manifest_close(manifest_writer *w, char *err, size_t errlen);
 

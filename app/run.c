@@ -111,6 +111,10 @@ static int start(run_state *r, char *err, size_t errlen)
     if (timing_open(&r->timing, path, r->resume.timing_rows, r->resume.ntiming, err, errlen) != 0)
         return -1;
     r->timing_open = 1;
+    if (r->cfg.fits_enabled && r->cfg.fits_cube) {
+        if (cube_writer_open(&r->cube, &r->set, r->dir, err, errlen) != 0) return -1;
+        r->cube_open = 1;
+    }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     r->writers = writer_pool_create(r->nwriters, &r->set, r->dir);
@@ -151,8 +155,25 @@ static void summary(run_state *r, double wall)
                                                                   : "bound by compute");
 }
 
+/* The cube appears only complete; then the manifest names it. */
+static int close_cube(run_state *r, int complete, char *err, size_t errlen)
+{
+    if (!r->cube_open) return 0;
+    r->cube_open = 0;
+    if (!complete) {
+        cube_writer_abort(&r->cube);
+        return 0;
+    }
+    char name[sizeof r->cube.name];
+    snprintf(name, sizeof name, "%s", r->cube.name);
+    if (cube_writer_commit(&r->cube, err, errlen) != 0) return -1;
+    char path[CFG_PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
+    return manifest_set_fits(path, name, err, errlen);
+}
+
 /* Close the journals: the manifest lists exactly the images written. */
-static int close_logs(run_state *r, char *err, size_t errlen)
+static int close_logs(run_state *r, int complete, char *err, size_t errlen)
 {
     int rc = 0;
     if (r->timing_open) {
@@ -163,6 +184,7 @@ static int close_logs(run_state *r, char *err, size_t errlen)
     if (r->manifest_open) {
         rc |= manifest_close(&r->manifest, err, errlen);
         r->manifest_open = 0;
+        if (rc == 0) rc |= close_cube(r, complete, err, errlen);
         if (rc == 0 && r->resume.ndone > 0) { /* one sorted set, as an uninterrupted run */
             char path[CFG_PATH_MAX + 300];
             snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
@@ -178,6 +200,7 @@ static void cleanup(run_state *r)
 {
     char err[RUN_ERRLEN];
     if (r->writers) writer_pool_destroy(r->writers);
+    if (r->cube_open) cube_writer_abort(&r->cube);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
     run_close_backend(r);
@@ -231,7 +254,8 @@ int psfsim_run(const cli_options *o)
     }
     progress_end(&r.bar, r.written);
     char cerr[RUN_ERRLEN];
-    if (close_logs(&r, cerr, sizeof cerr) != 0) {
+    int complete = status == 0 && !r.interrupted && r.written + r.resume.ndone == r.set.nimages;
+    if (close_logs(&r, complete, cerr, sizeof cerr) != 0) {
         log_error("%s", cerr);
         status = 3;
     }

@@ -60,6 +60,11 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
             rc = -1;
             continue;
         }
+        if (r->cube_open && cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err,
+                                            errlen) != 0) {
+            rc = -1;
+            continue;
+        }
         if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, err, errlen) != 0) {
             rc = -1;
             continue;

@@ -5,6 +5,7 @@
 
 #include "backend_select.h"
 #include "cli.h"
+#include "cube_writer.h"
 #include "image_set.h"
 #include "manifest.h"
 #include "progress.h"
@@ -43,6 +44,8 @@ typedef struct {
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;
+    cube_writer cube;    /* output.fits.cube */
+    int cube_open;
     progress bar;
     long long todo;      /* images this run computes (all, or the missing ones) */
     long long written;   /* of those, written so far */

@@ -5,15 +5,22 @@
 #define BY 8
 
 /* Images one thread writes: independent loads and stores in flight. */
-#define GPU_IMAGES_PER_THREAD 4
+#define GPU_IMAGES_PER_THREAD 8
 
 /* One thread per pixel (r, c) for GPU_IMAGES_PER_THREAD consecutive entries
- * (blockIdx.z picks the group). */
+ * (blockIdx.z picks the group), whose descriptors the block reads once into
+ * shared memory (see field_kernel in pupil_gpu.cu: the same reasoning). */
 __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
                                         const float *__restrict__ scale,
                                         const gpu_pass_image *__restrict__ images, int nimages,
                                         int npix, float *__restrict__ out)
 {
+    __shared__ gpu_pass_image se[GPU_IMAGES_PER_THREAD];
+    int e0 = blockIdx.z * GPU_IMAGES_PER_THREAD;
+    int ne = nimages - e0 < GPU_IMAGES_PER_THREAD ? nimages - e0 : GPU_IMAGES_PER_THREAD;
+    int tid = threadIdx.y * BX + threadIdx.x;
+    if (tid < ne) se[tid] = images[e0 + tid];
+    __syncthreads();
     int c = blockIdx.x * BX + threadIdx.x, r = blockIdx.y * BY + threadIdx.y;
     if (c >= npix || r >= npix) return;
     int h = npix / 2;
@@ -21,13 +28,10 @@ __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
     int v = c >= h ? c - h : c + (npix - h);
     size_t plane = (size_t)npix * npix, pix = (size_t)r * npix + c;
     const cufftComplex *src = field + (size_t)u * npix + v;
-    int e0 = blockIdx.z * GPU_IMAGES_PER_THREAD;
-    int e1 = e0 + GPU_IMAGES_PER_THREAD < nimages ? e0 + GPU_IMAGES_PER_THREAD : nimages;
 #pragma unroll
     for (int j = 0; j < GPU_IMAGES_PER_THREAD; ++j) {
-        int i = e0 + j;
-        if (i >= e1) break;
-        const gpu_pass_image e = images[i];
+        if (j >= ne) break;
+        const gpu_pass_image e = se[j];
         float acc = 0.0f;
         for (int f = e.first_field; f < e.first_field + e.nfields; ++f) {
             cufftComplex z = src[(size_t)f * plane];

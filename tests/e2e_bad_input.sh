@@ -50,6 +50,16 @@ expect_stderr 'already holds image set "bad".*--force' "existing outputs: messag
 cmp -s first.png out/bad_0.png && pass "existing outputs untouched" || fail "existing outputs changed"
 expect_exit 0 "existing outputs with --force" -- "$PSFSIM" --force -c ok.cfg -o out
 
+{ good ''; echo 'output: { png: { compression = 12; }; };'; } >level.cfg
+expect_exit 2 "PNG compression out of range" -- "$PSFSIM" -c level.cfg -o out3
+expect_stderr 'level.cfg:4: output.png.compression: must be' "compression: message"
+{ good ''; echo 'output: { fits: { enabled = true; cube = 1; }; };'; } >cube.cfg
+expect_exit 2 "fits.cube not a boolean" -- "$PSFSIM" -c cube.cfg -o out3
+expect_stderr 'cube.cfg:4: output.fits.cube: expected true or false' "cube: message"
+expect_exit 2 "--jobs 0" -- "$PSFSIM" -j 0 -c ok.cfg -o out3
+expect_stderr 'jobs: expected a number of threads' "--jobs: message"
+[ ! -e out3 ] && pass "new keys and options: nothing written" || fail "out3 was created"
+
 expect_exit 2 "bad --backend" -- "$PSFSIM" --backend tpu -c ok.cfg -o out2
 expect_stderr 'backend: expected auto, cpu or gpu' "bad --backend: message"
 expect_exit 2 "unknown option" -- "$PSFSIM" --frobnicate -c ok.cfg

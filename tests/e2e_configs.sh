@@ -11,7 +11,7 @@ for cfg in "$SRC"/configs/*.cfg; do
   rows=$(($(wc -l <"$manifest") - 1))
   [ "$rows" -ge 1 ] || fail "$name: manifest has no rows"
   # Every file the manifest names exists, and nothing else is in the directory.
-  listed=$(tail -n +2 "$manifest" | awk -F, '{ if ($2 != "") print $2; if ($3 != "") print $3 }' | sort)
+  listed=$(tail -n +2 "$manifest" | awk -F, '{ if ($2 != "") print $2; if ($3 != "") print $3 }' | sort -u)
   present=$(ls "$out" | grep -v -e '_manifest.csv$' -e '_timing.csv$' | sort)
   if [ "$listed" = "$present" ]; then pass "$name: $rows image(s), files match the manifest"; else
     fail "$name: files differ from the manifest"; diff <(echo "$listed") <(echo "$present"); fi

@@ -1,0 +1,120 @@
+#include "cube_writer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fits_header.h"
+#include "optics/sampling.h"
+
+static void add_col(cube_writer *w, const char *name, const char *unit)
+{
+    snprintf(w->names[w->ncols], sizeof w->names[0], "%.23s", name);
+    w->units[w->ncols++] = unit;
+}
+
+/* Keywords common to every plane: the image header less its per-image
+ * values (WAVELEN, PIXELSCL, STREHL, AXIALINT, BACKEND, Z<j>: in the table). */
+static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
+{
+    image_info info;
+    memset(&info, 0, sizeof info);
+    info.wavelength_nm = s->cfg->nwavelengths > 0 ? s->cfg->wavelengths_nm[0] : 500.0;
+    image_result res = {.backend = "-"};
+    double zero[FITS_HEADER_MAX] = {0}; /* the coefficients go in the table */
+    info.coeff_units = zero;
+    fits_kv all[FITS_HEADER_MAX];
+    int n = fits_header_build(s, &info, &res, all, zkeys), m = 0;
+    static const char *const per_plane[] = {"WAVELEN", "PIXELSCL", "PIXSCLUM", "STREHL",
+                                            "AXIALINT", "BACKEND"};
+    for (int i = 0; i < n; ++i) {
+        int skip = all[i].key[0] == 'Z' && all[i].key[1] >= '0' && all[i].key[1] <= '9';
+        for (size_t j = 0; j < sizeof per_plane / sizeof *per_plane; ++j)
+            skip |= !strcmp(all[i].key, per_plane[j]);
+        if (!skip) kvs[m++] = all[i];
+    }
+    return m;
+}
+
+int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s_cube.fits", s->cfg->name);
+    add_col(w, "INDEX", "");
+    add_col(w, "WAVELEN", "m");
+    add_col(w, "DEFOCUS", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
+    add_col(w, "FOCUSSHF", "um");
+    add_col(w, "PIXELSCL", "arcsec");
+    add_col(w, "STREHL", "");
+    add_col(w, "AXIALINT", "");
+    for (int i = 0; i < s->cfg->n_sweep_zernike; ++i) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "ZSWEEP%d", s->cfg->sweep_zernike[i].j);
+        add_col(w, nm, s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
+    }
+    fits_kv kvs[FITS_HEADER_MAX];
+    char zkeys[FITS_HEADER_MAX][12];
+    int nkv = common_keys(s, kvs, zkeys);
+    for (int t = 0; t < s->modes.nterms && w->ncols < CUBE_MAX_COLS; ++t)
+        add_col(w, zkeys[t], s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
+    for (int i = 0; i < w->ncols; ++i) {
+        w->cols[i] = calloc((size_t)s->nimages, sizeof(double));
+        if (!w->cols[i]) {
+            snprintf(err, errlen, "cannot allocate the cube's table (%lld planes)", s->nimages);
+            cube_writer_abort(w);
+            return -1;
+        }
+    }
+    char path[CFG_PATH_MAX + 400];
+    snprintf(path, sizeof path, "%s/%s", dir, w->name);
+    w->cube = psf_fits_cube_open(path, s->samp.npix, s->nimages, kvs, nkv, err, errlen);
+    if (!w->cube) {
+        cube_writer_abort(w);
+        return -1;
+    }
+    return 0;
+}
+
+int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
+                    const image_result *res, const float *img, char *err, size_t errlen)
+{
+    long long k = info->params.index;
+    if (psf_fits_cube_write_plane(w->cube, k, img, err, errlen) != 0) return -1;
+    const psf_image_params *p = &info->params;
+    double v[7] = {(double)k,
+                   info->wavelength_nm * 1e-9,
+                   p->sweep_defocus,
+                   p->sweep_focus_shift_um,
+                   sampling_pixscale_arcsec(&s->samp, info->wavelength_nm * 1e-9),
+                   res->strehl,
+                   res->axial_intensity};
+    int c = 0;
+    for (; c < 7; ++c) w->cols[c][k] = v[c];
+    for (int i = 0; i < s->cfg->n_sweep_zernike; ++i) w->cols[c++][k] = p->sweep_zernike[i];
+    for (int t = 0; t < s->modes.nterms && c < w->ncols; ++t) w->cols[c++][k] = info->coeff_units[t];
+    return 0;
+}
+
+static void free_cols(cube_writer *w)
+{
+    for (int i = 0; i < w->ncols; ++i) free(w->cols[i]);
+    memset(w->cols, 0, sizeof w->cols);
+}
+
+int cube_writer_commit(cube_writer *w, char *err, size_t errlen)
+{
+    const char *names[CUBE_MAX_COLS];
+    for (int i = 0; i < w->ncols; ++i) names[i] = w->names[i];
+    int rc = psf_fits_cube_commit(w->cube, w->ncols, names, w->units, w->cols, err, errlen);
+    w->cube = NULL;
+    free_cols(w);
+    return rc;
+}
+
+void cube_writer_abort(cube_writer *w)
+{
+    psf_fits_cube_abort(w->cube);
+    w->cube = NULL;
+    free_cols(w);
+}

@@ -1,0 +1,40 @@
+/* output.fits.cube: the whole set as one FITS cube NAME_cube.fits (plane k =
+ * image k) with a PLANES table of per-plane parameters (index, wavelength,
+ * swept values, pixel scale, Strehl, axial intensity, each mode's total
+ * coefficient). The main thread writes planes as batches complete; the file
+ * appears (renamed from a temp name) only when every plane is in. An
+ * interrupted cube is discarded: --resume recomputes it. */
+#ifndef PSFSIM_CUBE_WRITER_H
+#define PSFSIM_CUBE_WRITER_H
+
+#include <stddef.h>
+
+#include "fits_io.h"
+#include "image_set.h"
+#include "outputs.h"
+
+#define CUBE_MAX_COLS 300
+
+typedef struct {
+    psf_fits_cube *cube;
+    char name[300]; /* NAME_cube.fits */
+    int ncols;
+    char names[CUBE_MAX_COLS][24];
+    const char *units[CUBE_MAX_COLS];
+    double *cols[CUBE_MAX_COLS]; /* [nimages] each */
+} cube_writer;
+
+/* Open dir/NAME_cube.fits's temp file for set s. 0 or -1 with err. */
+int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen);
+
+/* Plane k: img (N*N) and its row of the PLANES table. 0 or -1 with err. */
+int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
+                    const image_result *res, const float *img, char *err, size_t errlen);
+
+/* Write the table and rename the cube into place. 0 or -1 with err. */
+int cube_writer_commit(cube_writer *w, char *err, size_t errlen);
+
+/* Discard the temp cube (interrupted or failed run). */
+void cube_writer_abort(cube_writer *w);
+
+#endif
