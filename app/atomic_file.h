@@ -22,7 +22,7 @@ int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errle
  * place. Returns 0, or -1 with err; the temp file is gone either way. */
 int atomic_commit(atomic_file *af, char *err, size_t errlen);
 
-/* Flush and fsync what was written, rename the temp file into place, and
+/* Flush what was written, rename the temp file into place, and
  * keep af->fp open for appending to the now-final file (a journal: its
  * first state is published atomically, later appends are whole lines).
  * Returns 0, or -1 with err (the temp file is removed, fp closed). */
@@ -37,7 +37,7 @@ void atomic_abort(atomic_file *af);
  * path rather than a FILE* (cfitsio): fills af->tmp_path, fp = NULL.
  * The name is free when this returns (the writer must create it, and
  * must refuse an existing file, as fits_create_diskfile does). Commit with
- * atomic_commit_path (fsync, rename; on error the temp is removed) or give
+ * atomic_commit_path (rename; on error the temp is removed) or give
  * up with atomic_abort. Both return 0 or -1 with err naming final_path. */
 int atomic_reserve_path(atomic_file *af, const char *final_path, char *err, size_t errlen);
 int atomic_commit_path(atomic_file *af, char *err, size_t errlen);

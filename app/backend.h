@@ -1,7 +1,13 @@
 /* The backend interface: one table of functions that cpu/ and gpu/ each
  * implement (design.md, "Data flow"). A backend is created for one image set
  * (grid size, aperture, Zernike modes), plans its FFTs once there, and then
- * computes batches of images into host memory. No CUDA header is included. */
+ * computes batches of images into host memory. No CUDA header is included.
+ *
+ * Two propagations: the FFT (default; the image grid is the FFT grid, pixel
+ * lambda_c/(N dx_c)) and, when psf_set_desc.mft is set, the matrix Fourier
+ * transform (Soummer et al. 2007, Optics Express 15, 15935) from the pupil
+ * onto an npix x npix grid of any pixel (psf_component.out_pixel_rad). A
+ * backend that does not implement the MFT must refuse an MFT set in create. */
 #ifndef PSFSIM_BACKEND_H
 #define PSFSIM_BACKEND_H
 
@@ -19,6 +25,9 @@ typedef struct {
     double scale;              /* the image gets scale * |F{field}|^2 */
     const double *coeff_waves; /* [modes.nterms] Zernike RMS coefficients, waves here */
     double opd_to_waves;       /* OPD map value times this = waves; 0 = no OPD */
+    double out_pixel_rad;      /* MFT sets only: the image pixel, radians on the sky
+                                  (pixel theta_k = (k - npix/2) out_pixel_rad);
+                                  ignored by the FFT */
 } psf_component;
 
 /* One image: the weighted sum of its components' intensities. */
@@ -29,7 +38,13 @@ typedef struct {
 
 /* What is fixed over a whole image set. Pointers stay valid until destroy. */
 typedef struct {
-    int npix;           /* N: FFT and image size */
+    int npix;       /* the image size the backend writes, npix x npix: the FFT size
+                       N, or with mft the MFT's output grid (output.npix) */
+    int mft;        /* 0: FFT, the pupil sampled on the npix x npix grid;
+                       1: MFT (Soummer et al. 2007), the pupil sampled on the
+                       pupil_npix x pupil_npix grid */
+    int pupil_npix; /* mft only: G, the pupil grid (axis at sample G/2, as for the
+                       FFT), large enough to hold every open sample; 0 otherwise */
     psf_aperture aperture;
     psf_modes modes;    /* Zernike modes of every job's coeff_waves */
     const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
@@ -48,10 +63,15 @@ typedef struct {
     /* Plan for the set. Returns 0, or -1 with a message in err. */
     int (*create)(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen);
     /* Compute njobs (<= max_batch) images into images[njobs * N * N]
-     * (row-major, image k at k*N*N, optical axis at (N/2, N/2)), each
-     * sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the forward DFT, the
-     * axis sample at index 0 before and the zero frequency moved to N/2
-     * after (design.md, "Propagation"). Returns 0, or -1 with a message. */
+     * (N = set->npix; row-major, image k at k*N*N, optical axis at
+     * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
+     * forward DFT, the axis sample at index 0 before and the zero frequency
+     * moved to N/2 after (design.md, "Propagation"). With set->mft, F is
+     * the MFT instead: E(theta_r, theta_c) = sum_{i,j} P[i][j]
+     * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
+     * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =
+     * (k - N/2) out_pixel_rad_c; with N dx_c out_pixel_rad_c = lambda_c it
+     * is the same DFT. Returns 0, or -1 with a message. */
     int (*run)(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
                size_t errlen);
     void (*destroy)(psf_backend *b);

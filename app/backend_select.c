@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cost_model.h"
 #include "log.h"
@@ -42,7 +43,8 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
 }
 
 /* auto: the backend with the lower predicted wall time for the whole set. */
-static void choose_auto(const image_set *s, const psf_backend_ops *gpu, backend_decision *d)
+static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writers,
+                        backend_decision *d)
 {
     d->ops = &psf_backend_cpu;
     d->cpu_us = d->gpu_us = NAN;
@@ -58,9 +60,17 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, backend_
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the GPU is not usable");
         return;
     }
-    int ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cost_job job = {.npix = s->samp.npix,
+                    .nimages = s->nimages,
+                    .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,
+                    .batch = gpu->preferred_batch,
+                    .writers = writers > 0 ? writers : cores > 0 ? (int)cores : 1,
+                    .write_us = cost_write_us(&f, s->samp.npix, s->cfg->png_enabled,
+                                              s->cfg->fits_enabled),
+                    .gpu_started = started};
     cost_prediction p;
-    cost_predict(&f, s->samp.npix, s->nimages, ncomp, gpu->preferred_batch, started, &p);
+    cost_predict(&f, &job, &p);
     d->cpu_us = p.cpu_us;
     d->gpu_us = p.gpu_us;
     char c[32], g[32];
@@ -72,8 +82,8 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, backend_
              p.use_gpu ? "cpu" : "gpu", p.use_gpu ? c : g, started ? "" : " incl. start");
 }
 
-int backend_select(backend_choice choice, const image_set *s, backend_decision *d, char *err,
-                   size_t errlen)
+int backend_select(backend_choice choice, const image_set *s, int writers, backend_decision *d,
+                   char *err, size_t errlen)
 {
     const psf_backend_ops *gpu = psf_backend_gpu();
     d->cpu_us = d->gpu_us = NAN;
@@ -98,6 +108,6 @@ int backend_select(backend_choice choice, const image_set *s, backend_decision *
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
         return 0;
     }
-    choose_auto(s, gpu, d);
+    choose_auto(s, gpu, writers, d);
     return 0;
 }

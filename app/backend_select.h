@@ -20,9 +20,10 @@ typedef struct {
  * with the reason in err: exit 2); "auto" always succeeds: without an
  * NVIDIA GPU (no /proc/driver/nvidia, no /dev/nvidia0) it picks the CPU
  * without touching CUDA; else it predicts both backends' wall time from the
- * probe's figures (cached, or measured now and cached) and picks the lower.
+ * probe's figures (cached, or measured now and cached) and picks the lower;
+ * writers: the writer threads the run will use (0 = one per CPU).
  * With cached figures that favour the CPU, CUDA is never initialised. */
-int backend_select(backend_choice choice, const image_set *s, backend_decision *d, char *err,
-                   size_t errlen);
+int backend_select(backend_choice choice, const image_set *s, int writers, backend_decision *d,
+                   char *err, size_t errlen);
 
 #endif

@@ -43,8 +43,37 @@ static int parse_backend(const char *s, backend_choice *b)
     return 0;
 }
 
+/* s as a message shows it: control characters as '?' (so a message stays
+ * one line of text), at most 200 bytes. Returns buf. */
+static const char *shown(const char *s, char *buf, size_t len)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < len && i < 200; ++i)
+        buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+/* "-z: unknown option" for a short option, named alone even inside a
+ * cluster (-qz, where getopt leaves optind on the cluster), or the whole
+ * element for a long one ("--frob", "--force=1"). */
+static void unknown_option(int argc, char **argv, char *err, size_t errlen)
+{
+    char arg[256];
+    const char *cur = optind < argc ? argv[optind] : NULL; /* a cluster still being read */
+    const char *prev = optind > 0 ? argv[optind - 1] : "";
+    int in_cluster = optopt > 0 && cur && cur[0] == '-' && cur[1] != '-' && strchr(cur + 1, optopt);
+    if (in_cluster || (optopt > 0 && !(prev[0] == '-' && prev[1] == '-'))) {
+        char opt[2] = {(char)optopt, '\0'};
+        snprintf(err, errlen, "-%s: unknown option", shown(opt, arg, sizeof arg));
+    } else {
+        snprintf(err, errlen, "%s: unknown option", shown(prev, arg, sizeof arg));
+    }
+}
+
 int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
 {
+    char arg[256];
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"output", required_argument, NULL, 'o'},
         {"backend", required_argument, NULL, 'b'}, {"force", no_argument, NULL, 'f'},
@@ -54,7 +83,7 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         {"jobs", required_argument, NULL, 'j'},
         {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then also forgets a cluster left half-read (-zq) */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":c:o:b:fqvhVrj:", longopts, NULL)) != -1) {
@@ -63,7 +92,8 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         case 'o': o->output_dir = optarg; break;
         case 'b':
             if (parse_backend(optarg, &o->backend) != 0) {
-                snprintf(err, errlen, "--backend: expected auto, cpu or gpu (got \"%s\")", optarg);
+                snprintf(err, errlen, "--backend: expected auto, cpu or gpu (got \"%s\")",
+                         shown(optarg, arg, sizeof arg));
                 return -1;
             }
             o->backend_given = 1;
@@ -80,18 +110,22 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             long n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 1024) {
                 snprintf(err, errlen, "--jobs: expected a number of threads 1..1024 (got \"%s\")",
-                         optarg);
+                         shown(optarg, arg, sizeof arg));
                 return -1;
             }
             o->jobs = (int)n;
             break;
         }
-        case ':': snprintf(err, errlen, "%s: needs an argument", argv[optind - 1]); return -1;
-        default: snprintf(err, errlen, "%s: unknown option", argv[optind - 1]); return -1;
+        case ':':
+            snprintf(err, errlen, "%s: needs an argument",
+                     shown(argv[optind - 1], arg, sizeof arg));
+            return -1;
+        default: unknown_option(argc, argv, err, errlen); return -1;
         }
     }
     if (optind < argc) {
-        snprintf(err, errlen, "%s: unexpected argument (the config goes after -c)", argv[optind]);
+        snprintf(err, errlen, "%s: unexpected argument (the config goes after -c)",
+                 shown(argv[optind], arg, sizeof arg));
         return -1;
     }
     if (!o->help && !o->version && !o->probe && !o->config_path) {

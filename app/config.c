@@ -204,12 +204,37 @@ static int read_sampling(cfg_ctx *c, psf_config *cfg)
     return 0;
 }
 
+/* Smallest output.npix: the same floor as pupil_samples. */
+#define CFG_MIN_OUT_NPIX 8
+
+/* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
+ * block: the micrometre pixel needs f_number). Unset values stay 0. */
+static int read_output_grid(cfg_ctx *c, psf_config *cfg)
+{
+    long long npix = 0;
+    if (cfg_read_int(c, "output.npix", CFG_MIN_OUT_NPIX, CFG_MAX_FFT_SIZE, &npix) < 0) return -1;
+    cfg->out_npix = (int)npix;
+    if (cfg_read_float(c, "output.pixel_scale", 0.0, 1, &cfg->out_pixel_scale) < 0) return -1;
+    const char *ukey = "output.pixel_scale_um";
+    int r = cfg_read_float(c, ukey, 0.0, 1, &cfg->out_pixel_scale_um);
+    if (r < 0) return -1;
+    if (r == 1 && cfg_get(c, "output.pixel_scale"))
+        return cfg_error(c, cfg_get(c, ukey), ukey,
+                         "give only one of output.pixel_scale and output.pixel_scale_um");
+    if (r == 1 && !(cfg->f_number > 0))
+        return cfg_error(c, cfg_get(c, ukey), ukey,
+                         "needs optics.f_number (a focal-plane pixel becomes an angle through "
+                         "the focal length f_number * D)");
+    return 0;
+}
+
 static int read_output(cfg_ctx *c, psf_config *cfg)
 {
     static const char *const stretches[] = {"linear", "log", "sqrt"};
     int r = cfg_read_string(c, "output.dir", cfg->output_dir, sizeof cfg->output_dir);
     if (r < 0) return -1;
     if (r == 0) snprintf(cfg->output_dir, sizeof cfg->output_dir, "out/%s", cfg->name);
+    if (read_output_grid(c, cfg)) return -1;
     if (cfg_read_bool(c, "output.png.enabled", &cfg->png_enabled) < 0) return -1;
     long long bits = 16;
     if (cfg_read_int(c, "output.png.bits", 8, 16, &bits) < 0) return -1;

@@ -72,6 +72,17 @@ typedef struct {
 
     /* output */
     char output_dir[CFG_PATH_MAX];
+    /* The output grid (README, "Conventions"). 0 = not set: npix defaults to
+     * the FFT size N, the pixel to n/N lambda_ref/D. When the grid they
+     * define differs from the FFT's, image_set computes every image by MFT. */
+    int out_npix;              /* output.npix, 8..65536 */
+    double out_pixel_scale;    /* output.pixel_scale, lambda_ref/D (lambda_ref: the
+                                  image's shortest wavelength) */
+    double out_pixel_scale_um; /* output.pixel_scale_um, focal-plane um (needs
+                                  f_number; exclusive with out_pixel_scale) */
+    /* Not a key: tests set it after config_load to compute by MFT even
+     * where the FFT is exact (image_set_init reads it). */
+    int mft_force;
     int png_enabled;
     int png_bits; /* 8 | 16 */
     png_stretch png_stretch;
@@ -97,7 +108,8 @@ typedef struct {
  * 0-based. Files named in the config are checked to exist
  * and be readable (messages name the resolved path); @include resolves
  * against the config's directory too. Limits: pupil_samples and
- * N = floor(padding * n + 0.5) <= 65536, spiders.count <= 1000, at most
+ * N = floor(padding * n + 0.5) <= 65536, output.npix in 8..65536,
+ * spiders.count <= 1000, at most
  * 64 broadband wavelengths (PSF_MAX_COMPONENTS), at most 10,000,000
  * images. Nothing is written. cfg is zeroed first; free it with
  * config_free also after an error. Returns 0 on success. */

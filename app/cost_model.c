@@ -38,20 +38,29 @@ void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us
     *a_us = a[best];
 }
 
-void cost_predict(const probe_figures *f, int npix, long long nimages, int ncomp, int batch,
-                  int gpu_started, cost_prediction *p)
+double cost_write_us(const probe_figures *f, int npix, int png, int fits)
 {
-    double fields = (double)nimages * (ncomp > 0 ? ncomp : 1);
-    p->cpu_us = interp(f, f->cpu_create_us, npix) + fields * cost_cpu_image_us(f, npix);
+    double mpix = (double)npix * npix * 1e-6;
+    return (png ? f->png_us_per_mpix : 0.0) * mpix + (fits ? f->fits_us_per_mpix : 0.0) * mpix;
+}
+
+void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *p)
+{
+    int npix = job->npix, w = job->writers > 0 ? job->writers : 1;
+    double k = (double)job->nimages, fields = k * (job->ncomp > 0 ? job->ncomp : 1);
+    double write = k * job->write_us;
+    p->cpu_us = interp(f, f->cpu_create_us, npix) +
+                fmax(fields * cost_cpu_image_us(f, npix), write / (w > 1 ? w - 1 : 1)) +
+                job->write_us;
     p->gpu_start_us = 0.0;
     p->gpu_us = INFINITY;
     if (f->have_gpu) {
         double a, c;
         cost_gpu_batch(f, npix, &a, &c);
-        if (batch < 1) batch = 1;
-        double nbatches = ceil((double)nimages / batch);
-        p->gpu_start_us = gpu_started ? 0.0 : f->gpu_start_us;
-        p->gpu_us = p->gpu_start_us + interp(f, f->gpu_create_us, npix) + nbatches * a + fields * c;
+        double nbatches = ceil(k / (job->batch > 0 ? job->batch : 1));
+        p->gpu_start_us = job->gpu_started ? 0.0 : f->gpu_start_us;
+        p->gpu_us = p->gpu_start_us + interp(f, f->gpu_create_us, npix) +
+                    fmax(nbatches * a + fields * c, write / w) + job->write_us;
     }
     p->use_gpu = p->gpu_us < p->cpu_us;
 }

@@ -22,10 +22,26 @@ double cost_cpu_image_us(const probe_figures *f, int npix);
  * a = fixed cost of one run() call (launches, syncs), c = per image. */
 void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us);
 
-/* Predict a set of nimages images of npix x npix, each the sum of ncomp
- * monochromatic fields, run in batches of at most batch images on the GPU.
- * gpu_started: the process already has a CUDA context (no start cost). */
-void cost_predict(const probe_figures *f, int npix, long long nimages, int ncomp, int batch,
-                  int gpu_started, cost_prediction *p);
+/* A whole job, as the cost model sees it. */
+typedef struct {
+    int npix;
+    long long nimages;
+    int ncomp;             /* fields per image (wavelengths) */
+    int batch;             /* GPU images per run() call */
+    int writers;           /* writer threads encoding PNG/FITS */
+    double write_us;       /* encode + write of one image, one thread (cost_write_us) */
+    int gpu_started;       /* the process already has a CUDA context */
+} cost_job;
+
+/* One image's PNG (png != 0) and FITS (fits != 0) encode + write time. */
+double cost_write_us(const probe_figures *f, int npix, int png, int fits);
+
+/* Predict the job's wall time on each backend. The writers overlap the
+ * compute (app/writer_pool.h), so each backend takes its set-up, then the
+ * longer of compute and writing, then the last image's write:
+ *   CPU: setup + max(K fields t_cpu(N), K w / max(1, W - 1)) + w
+ *   GPU: start + setup + max(nb a + K fields c, K w / W) + w
+ * (on the CPU the compute thread takes one of the W cores). */
+void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *p);
 
 #endif

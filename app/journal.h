@@ -24,7 +24,8 @@ int journal_create(journal *j, const char *path, const char *header, char *const
 /* The stream to append lines to. */
 static inline FILE *journal_fp(journal *j) { return j->af.fp; }
 
-/* Push appended lines to the file (fflush + fsync). 0, or -1 with err. */
+/* Push appended lines to the file (fflush: safe against the process being
+ * killed; no fsync, see atomic_file.c). 0, or -1 with err. */
 int journal_flush(journal *j, char *err, size_t errlen);
 
 /* Flush and close. 0, or -1 with err. Safe on a journal never created. */

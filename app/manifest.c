@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "optics/sampling.h"
-
 const char manifest_header[] =
     "index,png,fits,wavelength_nm,defocus,focus_shift_um,zernike_j,zernike_coeff,pupil_samples,"
     "npix,pixel_scale_lambda_d,pixel_scale_arcsec,pixel_scale_um,strehl,axial_intensity,backend,"
@@ -47,15 +45,14 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
-    double wl_m = info->wavelength_nm * 1e-9;
     char f[9][32], js[512], cs[1024];
     csv_number(f[0], 32, info->wavelength_nm);
     csv_number(f[1], 32, p->sweep_defocus);
     csv_number(f[2], 32, p->sweep_focus_shift_um);
-    csv_number(f[3], 32, sampling_pixscale_lambda_d(&s->samp));
-    csv_number(f[4], 32, sampling_pixscale_arcsec(&s->samp, wl_m));
-    csv_number(f[5], 32,
-               cfg->f_number > 0 ? sampling_pixscale_um(&s->samp, wl_m, cfg->f_number) : NAN);
+    /* The image grid's pixel (the FFT's, or the MFT's output grid). */
+    csv_number(f[3], 32, image_set_pixel_scale_lambda_d(s, info));
+    csv_number(f[4], 32, image_set_pixel_scale_arcsec(s, info));
+    csv_number(f[5], 32, image_set_pixel_scale_um(s, info));
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
     swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);

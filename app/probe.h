@@ -14,7 +14,8 @@ typedef struct {
     int npix[PROBE_NSIZES];
     int big_batch[PROBE_NSIZES];        /* images in the "large batch" run at each N */
     int cpu_threads;                    /* threads the CPU backend uses (large grids) */
-    double cpu_create_us[PROBE_NSIZES]; /* CPU backend create (FFTW plan) */
+    double cpu_create_us[PROBE_NSIZES]; /* CPU set-up: create (FFTW plan) + the first
+                                           run's one-time work (aperture, basis) */
     double cpu_us[PROBE_NSIZES];        /* CPU: one image, median */
     int have_gpu;                       /* the GPU figures below were measured */
     char gpu_name[256];
@@ -22,9 +23,12 @@ typedef struct {
     double gpu_launch_us;               /* empty kernel round trip */
     double gpu_h2d_us, gpu_d2h_us;      /* small pinned copies */
     double gpu_d2h_gbs;                 /* pinned device-to-host bandwidth */
-    double gpu_create_us[PROBE_NSIZES]; /* GPU backend create (plans, buffers) */
+    double gpu_create_us[PROBE_NSIZES]; /* GPU set-up: create (plans, buffers) + the
+                                           first run's one-time work */
     double gpu_b1_us[PROBE_NSIZES];     /* GPU: one image to host memory, median */
     double gpu_bb_us[PROBE_NSIZES];     /* GPU: big_batch images to host memory, median */
+    double png_us_per_mpix;             /* 16-bit log PNG encode + write, one thread */
+    double fits_us_per_mpix;            /* FITS float32 write, one thread */
     double probe_us;                    /* how long the probe took */
 } probe_figures;
 

@@ -16,7 +16,7 @@
 #include "gpu/gpu_probe.h"
 #include "outputs.h"
 
-#define CACHE_MAGIC "psfsim-probe 1"
+#define CACHE_MAGIC "psfsim-probe 2"
 
 static const char *const key_names[MACHINE_KEY_FIELDS] = {
     "machine.gpus", "machine.driver", "machine.cudart", "machine.cufft",
@@ -136,6 +136,8 @@ static int fig_rows(probe_figures *f, fig_row *rows)
     ROW_D("gpu_d2h_us", &f->gpu_d2h_us);
     ROW_D("gpu_d2h_gbs", &f->gpu_d2h_gbs);
     ROW_D("probe_us", &f->probe_us);
+    ROW_D("png_us_per_mpix", &f->png_us_per_mpix);
+    ROW_D("fits_us_per_mpix", &f->fits_us_per_mpix);
     for (int s = 0; s < PROBE_NSIZES; ++s) {
         char b[40];
 #define ROW_S(kind, label, ptr) (snprintf(b, sizeof b, "%s.%d", label, s), kind(b, ptr))
@@ -150,7 +152,7 @@ static int fig_rows(probe_figures *f, fig_row *rows)
     return n;
 }
 
-#define FIG_ROWS_MAX (9 + 7 * PROBE_NSIZES)
+#define FIG_ROWS_MAX (11 + 7 * PROBE_NSIZES)
 
 static void cache_path(const char *dir, char *out, size_t len)
 {

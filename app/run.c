@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "interrupt.h"
+#include "limits.h"
 #include "log.h"
 #include "run_state.h"
 
@@ -86,7 +87,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     r->todo = r->set.nimages - r->resume.ndone;
-    if (backend_select(r->cfg.backend, &r->set, &r->decision, err, errlen) != 0) return -1;
+    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
+    if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0)
+        return -1;
     log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
              r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples, r->set.samp.padding,
              r->dir);
@@ -117,6 +120,7 @@ static int start(run_state *r, char *err, size_t errlen)
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
+    if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
     r->writers = writer_pool_create(r->nwriters, &r->set, r->dir);
     if (!r->writers) {
         snprintf(err, errlen, "cannot start the writer threads");

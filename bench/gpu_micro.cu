@@ -4,7 +4,7 @@
  *  3. device-side compute of one pass (pupil kernel + batched cuFFT + fused
  *     intensity kernel) against cuFFT + a plain |.|^2 pass alone, with CUDA
  *     events, and each stage on its own.
- * Not part of the CMake build (bench/ is the lead's); build after the
+ * Built by bench/CMakeLists.txt as psfsim_gpu_micro; by hand, after the
  * project's build in /tmp/b:
  *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/gpu_micro.cu /tmp/b/libpsfsim_gpu.a \
  *        /tmp/b/libpsfsim_optics.a -lcufft -o /tmp/gpu_micro && /tmp/gpu_micro */
@@ -170,6 +170,7 @@ static void device_figures(int npix, int batch, int iters)
     ps.map_diameter_m = 1.0;
     ps.nterms = NTERMS;
     ps.modes = modes;
+    ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     gpu_pupil pp, *dpp;
     double t0 = now_us();
     CK(gpu_pupil_build(&pp, &ps, 2.0 / npix, s, &chk));
@@ -214,7 +215,8 @@ static void device_figures(int npix, int batch, int iters)
             CK(GPU_CUDA(&chk, cudaEventRecord(e0, s)));
             for (int i = 0; i < iters; ++i) {
                 if (variant == 0 || variant == 2)
-                    CK(gpu_pupil_field(&ps, dpp, ddesc, dcoeff, batch, field, s, &chk));
+                    CK(gpu_pupil_field(&ps, dpp, pp.basis != NULL, ddesc, dcoeff, batch, field, s,
+                                       &chk));
                 if (variant == 0 || variant == 1 || variant == 3)
                     CK(GPU_CUFFT(&chk, cufftExecC2C(plan, field, field, CUFFT_FORWARD)));
                 if (variant == 0 || variant == 4)

@@ -56,6 +56,12 @@ def main():
         print("|---|---|---|---|---|")
         for n in sorted(dev):
             print(f"| {n} | {dev[n][0]} | {dev[n][1]:.2f} | {us('ceiling', n):.2f} | {us('ceiling', n) / dev[n][1]:.2f} |")
+    micro = out / "gpu_micro.txt"
+    if micro.exists():
+        print("\n### GPU backend stages (bench/gpu_micro.cu, CUDA events)\n")
+        print("```")
+        print(micro.read_text().rstrip())
+        print("```")
     auto = rows(out / "auto.csv")
     if auto:
         print("\n### Whole psfsim processes (wall seconds; 16-bit PNG output)\n")

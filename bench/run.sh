@@ -10,6 +10,10 @@ out="${1:-$root/bench/out}"
 mkdir -p "$out"
 build="${BUILD:-/tmp/psfsim-bench-build}"
 log() { echo "[bench $(date +%T)] $*" >&2; }
+# Whatever happens, bring back what was measured (the device tool returns at
+# most 8 files: one archive and the report).
+save() { [ -n "${OUT:-}" ] && tar czf "$OUT/bench.tgz" -C "$out" . 2>/dev/null; true; }
+trap save EXIT
 
 log "build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSFSIM_WERROR=ON >/dev/null
@@ -36,13 +40,18 @@ log "psfsim backends"
 log "ceiling"
 "$build/bench/psfsim_ceiling" 64 1000 128 1000 256 1000 512 1000 1024 1000 2048 100 4096 1 4096 20 \
   >"$out/ceiling.csv"
+log "GPU backend stages (CUDA events)"
+"$build/bench/psfsim_gpu_micro" >"$out/gpu_micro.txt"
 log "reference: CuPy"
 python3 "$root/bench/reference_cupy.py" --sizes "$sizes_pupil" --batch 1000 >"$out/cupy.csv"
 log "reference: NumPy"
 python3 "$root/bench/reference_numpy.py" --sizes "$sizes_pupil" --batch 1000 --max-seconds 8 \
   >"$out/numpy.csv"
 log "whole processes: cpu / gpu / auto"
-BUILD="$build" bash "$root/bench/auto_bench.sh" "$out/auto.csv"
+BUILD="$build" bash "$root/bench/auto_bench.sh" "$out/auto.csv" 2>"$out/auto_stderr.txt" ||
+  { log "whole-process bench failed:"; tail -5 "$out/auto_stderr.txt" >&2; }
 log "report"
 python3 "$root/bench/report.py" "$out" >"$out/RESULTS-run.md"
 cat "$out/RESULTS-run.md"
+[ -n "${OUT:-}" ] && cp "$out/RESULTS-run.md" "$OUT/"
+true

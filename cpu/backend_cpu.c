@@ -1,5 +1,7 @@
 /* The FFTW3 backend: psf_backend_cpu (app/backend.h). One plan per set,
- * pupils cached per pupil pitch, images computed one after another. */
+ * pupils cached per pupil pitch, images computed one after another. An MFT
+ * set (psf_set_desc.mft) plans no FFT: its images are two matrix products
+ * each (cpu/mft.h), with the transform matrices cached per component. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,22 +10,42 @@
 
 #include "app/backend.h"
 #include "fft_plan.h"
+#include "mft.h"
 #include "pupil_cache.h"
 
 /* Grids from this size up use FFTW's threads inside one transform; below it
  * the threads' start-up costs more than they save. */
 #define CPU_THREADED_MIN_NPIX 512
-/* Measuring a plan takes 0.1-1 s (0.17 s at N = 256, 0.5 s at 1024 on the
- * development machine) and saves 2-4x per transform: it pays off from about
- * this many pixels to transform in the set. With wisdom it is free. */
-#define CPU_MEASURE_MIN_WORK (16.0 * 1024 * 1024)
+/* Measuring a plan takes 0.1-1 s on 2 cores (0.17 s at N = 256, 0.5 s at
+ * 1024) and up to ~10 s at N = 4096 with 16 threads (H200 machine, one
+ * run), and saves 2-4x per transform from N = 256 up: worth it for sets of
+ * at least max(64, 2^26 / N^2) images. With wisdom it is free. */
+static int worth_measuring(const psf_set_desc *set)
+{
+    double n2 = (double)set->npix * set->npix;
+    double need = fmax(64.0, 67108864.0 / n2);
+    return (double)set->nimages >= need;
+}
+/* MFT matrices kept at once: one per component of a broadband image (a
+ * monochromatic sweep with output.pixel_scale needs one for all images). */
+#define CPU_MFT_TABLES PSF_MAX_COMPONENTS
+/* ... and at most this many bytes of them; past it the oldest is rebuilt
+ * when needed again (a sweep of many wavelengths at a fixed um pixel). */
+#define CPU_MFT_TABLE_BYTES (1024.0 * 1024 * 1024)
 
 struct psf_backend {
     psf_set_desc set;
     cpu_fft_plan fft;
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
-    int current; /* pupil whose samples are in fft.in, -1 = none */
+    int current; /* pupil whose samples are in fft.in (FFT) or mft_in (MFT), -1 = none */
+    /* MFT sets only */
+    cpu_mft_table tables[CPU_MFT_TABLES];
+    int ntables, evict; /* tables in use; the next one to replace when full */
+    cpu_mft_work work;
+    int mft_threads;       /* threads one large transform may use */
+    fftwf_complex *mft_in; /* the current pupil's compact box, rows x cols */
+    size_t mft_in_cap;     /* complex values mft_in holds */
 };
 
 static int cpu_threads(const psf_set_desc *set)
@@ -39,6 +61,10 @@ static void cpu_destroy(psf_backend *b)
     if (!b) return;
     for (int i = 0; i < b->npupils; ++i) cpu_pupil_free(&b->pupils[i]);
     cpu_fft_plan_destroy(&b->fft);
+    for (int i = 0; i < b->ntables; ++i)
+        cpu_mft_table_free(&b->tables[i]);
+    cpu_mft_work_free(&b->work);
+    free(b->mft_in);
     free(b);
 }
 
@@ -52,9 +78,22 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
     }
     b->set = *set;
     b->current = -1;
-    double work = (double)set->npix * set->npix * (double)(set->nimages > 0 ? set->nimages : 1);
-    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), work >= CPU_MEASURE_MIN_WORK,
-                            set->fftw_wisdom, err, errlen) != 0) {
+    if (set->mft) { /* no FFT to plan; matrices are made as components come */
+        if (set->npix < 1 || set->pupil_npix < 1) {
+            snprintf(err, errlen, "cpu: MFT grid %d x %d from a pupil grid of %d x %d", set->npix,
+                     set->npix, set->pupil_npix, set->pupil_npix);
+            free(b);
+            return -1;
+        }
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        b->mft_threads = set->threads > 0 ? set->threads : ncpu > 0 ? (int)ncpu : 1;
+        *out = b;
+        return 0;
+    }
+    /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
+    const char *wisdom = set->npix >= 128 ? set->fftw_wisdom : NULL;
+    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), worth_measuring(set),
+                            wisdom, err, errlen) != 0) {
         free(b);
         return -1;
     }
@@ -71,8 +110,95 @@ static int pupil_for(psf_backend *b, double dx_m, char *err, size_t errlen)
         snprintf(err, errlen, "cpu: more than %d pupil pitches in one set", PSF_MAX_COMPONENTS);
         return -1;
     }
-    if (cpu_pupil_build(&b->pupils[b->npupils], &b->set, dx_m, err, errlen) != 0) return -1;
+    int rc = b->set.mft ? cpu_pupil_build_compact(&b->pupils[b->npupils], &b->set,
+                                                  b->set.pupil_npix, dx_m, err, errlen)
+                        : cpu_pupil_build(&b->pupils[b->npupils], &b->set, dx_m, err, errlen);
+    if (rc != 0) return -1;
     return b->npupils++;
+}
+
+/* The MFT matrix for a = dx p / lambda covering pupil offsets j0 .. j0 +
+ * nj - 1, built on first use (a depends on the pitch, the wavelength and
+ * the output pixel only through their ratio, so a monochromatic sweep at a
+ * fixed pixel in lambda/D shares one). NULL with err on failure. */
+static const cpu_mft_table *table_for(psf_backend *b, double a, int j0, int nj, char *err,
+                                      size_t errlen)
+{
+    int m = b->set.npix;
+    double bytes = 0.0;
+    for (int i = 0; i < b->ntables; ++i) {
+        const cpu_mft_table *t = &b->tables[i];
+        if (t->npix == m && fabs(t->a - a) <= 1e-12 * a && t->j0 <= j0 && t->j0 + t->nj >= j0 + nj)
+            return t;
+        bytes += (double)cpu_mft_table_bytes(t->npix, t->nj);
+    }
+    int slot = b->ntables;
+    if (slot == CPU_MFT_TABLES ||
+        (slot > 0 && bytes + (double)cpu_mft_table_bytes(m, nj) > CPU_MFT_TABLE_BYTES)) {
+        slot = b->evict;
+        b->evict = (b->evict + 1) % b->ntables;
+        cpu_mft_table_free(&b->tables[slot]);
+    }
+    if (cpu_mft_table_build(&b->tables[slot], a, m, j0, nj, err, errlen) != 0) {
+        if (slot < b->ntables) { /* keep the table list dense */
+            b->tables[slot] = b->tables[b->ntables - 1];
+            memset(&b->tables[--b->ntables], 0, sizeof b->tables[0]);
+            b->evict = 0;
+        }
+        return NULL;
+    }
+    if (slot == b->ntables) b->ntables++;
+    return &b->tables[slot];
+}
+
+/* image = sum_c scale_c |MFT{field_c}|^2 (app/backend.h). */
+static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, char *err,
+                           size_t errlen)
+{
+    int m = b->set.npix;
+    memset(image, 0, (size_t)m * m * sizeof *image);
+    for (int c = 0; c < job->ncomp; ++c) {
+        const psf_component *comp = &job->comp[c];
+        if (!(comp->out_pixel_rad > 0.0) || !(comp->wavelength_m > 0.0) || !(comp->dx_m > 0.0)) {
+            snprintf(err, errlen,
+                     "cpu: MFT component %d without a positive pixel, wavelength "
+                     "and pitch",
+                     c);
+            return -1;
+        }
+        int p = pupil_for(b, comp->dx_m, err, errlen);
+        if (p < 0) return -1;
+        const cpu_pupil *pp = &b->pupils[p];
+        if (pp->rows == 0) continue; /* nothing open */
+        size_t box = (size_t)pp->rows * (size_t)pp->cols;
+        if (b->current != p) { /* a fresh, zeroed box for this pupil's samples */
+            if (box > b->mft_in_cap) {
+                free(b->mft_in);
+                b->mft_in = malloc(box * sizeof *b->mft_in);
+                b->mft_in_cap = b->mft_in ? box : 0;
+                if (!b->mft_in) {
+                    b->current = -1;
+                    snprintf(err, errlen, "cpu: cannot allocate the %d x %d MFT pupil", pp->rows,
+                             pp->cols);
+                    return -1;
+                }
+            }
+            memset(b->mft_in, 0, box * sizeof *b->mft_in);
+            b->current = p;
+        }
+        cpu_pupil_field(pp, b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves, b->mft_in);
+        int row_off = pp->row0 - pp->grid / 2, col_off = pp->col0 - pp->grid / 2;
+        int j0 = row_off < col_off ? row_off : col_off;
+        int j1 = row_off + pp->rows > col_off + pp->cols ? row_off + pp->rows : col_off + pp->cols;
+        const cpu_mft_table *t = table_for(b, comp->dx_m * comp->out_pixel_rad / comp->wavelength_m,
+                                           j0, j1 - j0, err, errlen);
+        if (!t) return -1;
+        if (cpu_mft_accumulate(t, (const float *)b->mft_in, pp->rows, pp->cols, row_off, col_off,
+                               (float)comp->scale, b->mft_threads, &b->work, image, err,
+                               errlen) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* image += scale |out|^2 with the zero frequency moved from 0 to N/2. */
@@ -92,6 +218,7 @@ static void accumulate_shifted(const fftwf_complex *out, int npix, float scale, 
 
 static int cpu_run_one(psf_backend *b, const psf_job *job, float *image, char *err, size_t errlen)
 {
+    if (b->set.mft) return cpu_run_one_mft(b, job, image, err, errlen);
     int npix = b->set.npix;
     memset(image, 0, (size_t)npix * npix * sizeof *image);
     for (int c = 0; c < job->ncomp; ++c) {

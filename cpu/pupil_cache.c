@@ -16,8 +16,28 @@ static int fail(cpu_pupil *pp, char *err, size_t errlen, const char *what)
     return -1;
 }
 
-/* Index of the open samples and their FFT destinations (ifftshift). */
-static int collect_open(cpu_pupil *pp, const float *amp, int npix)
+/* The smallest box of rows and columns holding every open sample. */
+static void find_box(cpu_pupil *pp, const float *amp, int npix)
+{
+    int r0 = npix, r1 = -1, c0 = npix, c1 = -1;
+    for (int i = 0; i < npix; ++i)
+        for (int j = 0; j < npix; ++j) {
+            if (amp[(size_t)i * npix + j] <= 0.0f) continue;
+            r0 = i < r0 ? i : r0;
+            r1 = i > r1 ? i : r1;
+            c0 = j < c0 ? j : c0;
+            c1 = j > c1 ? j : c1;
+        }
+    pp->grid = npix;
+    pp->row0 = r1 < 0 ? 0 : r0;
+    pp->col0 = c1 < 0 ? 0 : c0;
+    pp->rows = r1 < 0 ? 0 : r1 - r0 + 1;
+    pp->cols = c1 < 0 ? 0 : c1 - c0 + 1;
+}
+
+/* Index of the open samples and their destinations: FFT (compact = 0):
+ * ifftshift onto the N x N grid; compact: the box of find_box. */
+static int collect_open(cpu_pupil *pp, const float *amp, int npix, int compact)
 {
     size_t n = (size_t)npix * npix, nopen = 0;
     for (size_t i = 0; i < n; ++i) nopen += amp[i] > 0.0f;
@@ -25,13 +45,15 @@ static int collect_open(cpu_pupil *pp, const float *amp, int npix)
     pp->dest = malloc((nopen ? nopen : 1) * sizeof *pp->dest);
     pp->amp = malloc((nopen ? nopen : 1) * sizeof *pp->amp);
     if (!pp->dest || !pp->amp) return -1;
+    if (compact) find_box(pp, amp, npix);
     size_t k = 0;
     for (int i = 0; i < npix; ++i) {
         int di = (i - npix / 2 + npix) % npix;
         for (int j = 0; j < npix; ++j) {
             float a = amp[(size_t)i * npix + j];
             if (a <= 0.0f) continue;
-            pp->dest[k] = di * npix + (j - npix / 2 + npix) % npix;
+            pp->dest[k] = compact ? (i - pp->row0) * pp->cols + (j - pp->col0)
+                                  : di * npix + (j - npix / 2 + npix) % npix;
             pp->amp[k++] = a;
         }
     }
@@ -39,9 +61,9 @@ static int collect_open(cpu_pupil *pp, const float *amp, int npix)
 }
 
 /* Zernike values at the open samples, in the order of collect_open. */
-static void fill_basis(cpu_pupil *pp, const psf_set_desc *set, const float *amp, double dx_m)
+static void fill_basis(cpu_pupil *pp, const psf_set_desc *set, int npix, const float *amp,
+                       double dx_m)
 {
-    int npix = set->npix;
     double radius = 0.5 * set->aperture.diameter_m;
     size_t nopen = pp->nopen, k = 0;
     for (int i = 0; i < npix; ++i) {
@@ -65,12 +87,12 @@ static void gather(const float *grid, const float *amp, size_t n, float *out)
         if (amp[i] > 0.0f) out[k++] = grid[i];
 }
 
-int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err,
-                    size_t errlen)
+/* The pupil on the npix x npix grid, destinations for the FFT or compact. */
+static int build(cpu_pupil *pp, const psf_set_desc *set, int npix, double dx_m, int compact,
+                 char *err, size_t errlen)
 {
     memset(pp, 0, sizeof *pp);
     pp->dx_m = dx_m;
-    int npix = set->npix;
     size_t n = (size_t)npix * npix;
     float *amp = malloc(n * sizeof *amp);
     if (!amp) return fail(pp, err, errlen, "the aperture grid");
@@ -79,7 +101,7 @@ int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *e
         cpu_pupil_free(pp);
         return -1;
     }
-    if (collect_open(pp, amp, npix) != 0) {
+    if (collect_open(pp, amp, npix, compact) != 0) {
         free(amp);
         return fail(pp, err, errlen, "the pupil sample list");
     }
@@ -89,7 +111,7 @@ int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *e
         free(amp);
         return fail(pp, err, errlen, "the Zernike basis");
     }
-    fill_basis(pp, set, amp, dx_m);
+    fill_basis(pp, set, npix, amp, dx_m);
     if (set->opd_map) {
         float *grid = malloc(n * sizeof *grid);
         pp->opd = malloc((pp->nopen ? pp->nopen : 1) * sizeof *pp->opd);
@@ -105,6 +127,22 @@ int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *e
     }
     free(amp);
     return 0;
+}
+
+int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err, size_t errlen)
+{
+    return build(pp, set, set->npix, dx_m, 0, err, errlen);
+}
+
+int cpu_pupil_build_compact(cpu_pupil *pp, const psf_set_desc *set, int grid, double dx_m,
+                            char *err, size_t errlen)
+{
+    if (grid < 1) {
+        snprintf(err, errlen, "cpu: pupil grid %d x %d is empty", grid, grid);
+        memset(pp, 0, sizeof *pp);
+        return -1;
+    }
+    return build(pp, set, grid, dx_m, 1, err, errlen);
 }
 
 void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,

@@ -1,7 +1,9 @@
 /* The CPU backend's per-set pupil: the open samples of the aperture for one
  * pupil pitch, with each one's FFT-input index, transmission, Zernike basis
  * values and OPD, computed once per set and reused for every image (only
- * the coefficients change from image to image). */
+ * the coefficients change from image to image). The same sample list serves
+ * the MFT (cpu/mft.h), which wants the field in a compact buffer: the
+ * smallest box of grid rows and columns holding every open sample. */
 #ifndef PSFSIM_CPU_PUPIL_CACHE_H
 #define PSFSIM_CPU_PUPIL_CACHE_H
 
@@ -14,10 +16,16 @@
 typedef struct {
     double dx_m;   /* pupil pitch this pupil was built for, metres */
     size_t nopen;  /* samples with transmission > 0 */
-    int *dest;     /* [nopen] index into the N*N FFT input, axis sample at 0 */
+    int *dest;     /* [nopen] index into the N*N FFT input, axis sample at 0;
+                      compact pupils: index (i - row0) * cols + (j - col0) into
+                      the rows x cols box */
     float *amp;    /* [nopen] transmission in (0, 1] */
     float *basis;  /* [nterms * nopen] Z_k at each open sample (unit RMS) */
     float *opd;    /* [nopen] OPD map value, or NULL without a map */
+    /* Compact pupils only (cpu_pupil_build_compact); 0 for FFT pupils. */
+    int grid;       /* G: the pupil grid, sample (i, j) at ((i - G/2) dx, (j - G/2) dx) */
+    int row0, col0; /* the box's first grid row and column */
+    int rows, cols; /* the box's size (0 x 0 when no sample is open) */
 } cpu_pupil;
 
 /* Build the pupil of set at pitch dx_m. The N x N grid is centred as in
@@ -27,8 +35,17 @@ typedef struct {
 int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err,
                     size_t errlen);
 
-/* Write A exp(+i 2 pi W) at the open samples of in (N*N, the rest of in
- * must already be zero), W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves. */
+/* The same pupil for the MFT: sampled on the grid x grid grid centred as in
+ * aperture.h (sample (i, j) at x = (j - grid/2) dx_m, y = (i - grid/2) dx_m,
+ * the same values as cpu_pupil_build's grid has at the same positions), with
+ * dest indexing the compact rows x cols box (row0, col0, rows, cols set).
+ * Returns 0, or -1 with err (allocation, aperture geometry). */
+int cpu_pupil_build_compact(cpu_pupil *pp, const psf_set_desc *set, int grid, double dx_m,
+                            char *err, size_t errlen);
+
+/* Write A exp(+i 2 pi W) at the open samples of in (N*N, or rows*cols for a
+ * compact pupil; the rest of in must already be zero),
+ * W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves. */
 void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
                      double opd_to_waves, fftwf_complex *in);
 

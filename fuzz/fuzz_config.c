@@ -28,8 +28,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* What config.h promises of a loaded config. */
 static void check_config(const psf_config *c)
 {
-    FUZZ_REQUIRE(c->name[0] && strspn(c->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                               "0123456789_.-") == strlen(c->name),
+    FUZZ_REQUIRE(c->name[0] &&
+                     strspn(c->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789_.-") == strlen(c->name),
                  "name \"%s\"", c->name);
     FUZZ_REQUIRE(c->pupil_samples >= 8 && c->pupil_samples <= 65536, "n = %d", c->pupil_samples);
     FUZZ_REQUIRE(isfinite(c->padding) && c->padding >= 1.0, "padding %g", c->padding);
@@ -85,8 +86,7 @@ static void check_set(const psf_config *c)
         for (int j = 0; j < job->ncomp; ++j)
             FUZZ_REQUIRE(isfinite(job->comp[j].scale) && job->comp[j].scale >= 0 &&
                              isfinite(job->comp[j].dx_m) && job->comp[j].dx_m > 0,
-                         "component %d: scale %g, dx %g", j, job->comp[j].scale,
-                         job->comp[j].dx_m);
+                         "component %d: scale %g, dx %g", j, job->comp[j].scale, job->comp[j].dx_m);
     }
     free(job);
     free(storage);

@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_message(err, "map.fits");
         FUZZ_REQUIRE(!img && rows == 0 && cols == 0, "outputs set on error");
     } else {
-        FUZZ_REQUIRE(rows > 0 && cols > 0 && (long long)rows * cols <= (1LL << 28), "%d x %d",
-                     rows, cols);
+        FUZZ_REQUIRE(rows > 0 && cols > 0 && (long long)rows * cols <= (1LL << 28), "%d x %d", rows,
+                     cols);
     }
     free(img);
 

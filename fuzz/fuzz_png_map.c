@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_message(err, "map.png");
         FUZZ_REQUIRE(!img && rows == 0 && cols == 0, "outputs set on error");
     } else {
-        FUZZ_REQUIRE(rows > 0 && cols > 0 && (long long)rows * cols <= (1LL << 28), "%d x %d",
-                     rows, cols);
+        FUZZ_REQUIRE(rows > 0 && cols > 0 && (long long)rows * cols <= (1LL << 28), "%d x %d", rows,
+                     cols);
         FUZZ_REQUIRE(maxval == 255 || maxval == 65535, "maxval %d", maxval);
         for (long long i = 0; i < (long long)rows * cols; ++i)
             FUZZ_REQUIRE(img[i] >= 0 && img[i] <= maxval, "level %g", img[i]);

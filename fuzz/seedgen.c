@@ -176,7 +176,9 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[2];
-    if (!strcmp(argv[1], "png")) pngs();
-    else fitses();
+    if (!strcmp(argv[1], "png"))
+        pngs();
+    else
+        fitses();
     return 0;
 }

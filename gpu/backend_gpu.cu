@@ -83,12 +83,14 @@ struct psf_backend {
     gpu_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
     gpu_pupil *d_pupils; /* device copy of pupils[] */
+    int all_basis;       /* every pupil so far keeps its Zernike basis */
     gpu_plan_cache plans;
     int plans_ready;
     /* The single-image path's CUDA graph: one pass of graph_nfields fields. */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
     int graph_nfields;
+    int graph_all_basis;
     unsigned graph_generation;
     host_buf *buffers;
 };
@@ -238,6 +240,13 @@ static int upload_set(psf_backend *b)
         ps->opd_cols = s->opd_cols;
     }
     ps->nterms = b->nterms;
+    ps->basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
+    const char *mb = getenv("PSFSIM_GPU_BASIS_MAX_MB");
+    if (mb && *mb) {
+        char *end;
+        long long v = strtoll(mb, &end, 10);
+        if (*end == '\0' && v >= 0) ps->basis_max_bytes = (size_t)v << 20;
+    }
     if (b->nterms > 0) {
         int *nm = (int *)malloc(2 * (size_t)b->nterms * sizeof *nm);
         if (!nm) {
@@ -265,11 +274,19 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         return -1;
     }
     gpu_check_init(&b->chk, err, errlen);
+    if (set->mft) { /* app/backend.h: a backend without the MFT refuses such sets */
+        snprintf(err, errlen,
+                 "gpu: the matrix Fourier transform (an output grid other than the "
+                 "FFT's) is not implemented on the GPU");
+        free(b);
+        return -1;
+    }
     b->set = *set;
     if (b->set.max_batch < 1) b->set.max_batch = 1;
     b->npix = set->npix;
     b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
     b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    b->all_basis = 1;
     int ndev = 0;
     size_t work = 0, maps = 0;
     /* No device, no driver: say so plainly, it is the common case. */
@@ -362,6 +379,7 @@ static int pupil_for(psf_backend *b, double dx_m)
         gpu_pupil_free(&b->pupils[i]);
         return -1;
     }
+    if (b->nterms > 0 && b->pupils[i].nopen > 0 && !b->pupils[i].basis) b->all_basis = 0;
     b->npupils++;
     return i;
 }
@@ -410,9 +428,9 @@ static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfield
     unsigned char *d = b->dstage[r];
     if (nfields > 0) {
         cufftHandle plan;
-        if (gpu_pupil_field(&b->pset, b->d_pupils, (const gpu_field_desc *)(d + l->desc),
-                            (const double *)(d + l->coeff), nfields, b->field, b->compute,
-                            &b->chk) ||
+        if (gpu_pupil_field(&b->pset, b->d_pupils, b->all_basis,
+                            (const gpu_field_desc *)(d + l->desc), (const double *)(d + l->coeff),
+                            nfields, b->field, b->compute, &b->chk) ||
             gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan) ||
             GPU_CUFFT(&b->chk, cufftExecC2C(plan, b->field, b->field, CUFFT_FORWARD)))
             return -1;
@@ -531,6 +549,7 @@ static int graph_make(psf_backend *b, int nfields)
         return -1;
     }
     b->graph_nfields = nfields;
+    b->graph_all_basis = b->all_basis;
     b->graph_generation = b->plans.generation;
     return 0;
 }
@@ -542,7 +561,7 @@ static int run_single(psf_backend *b, const psf_job *job, float *image)
     int nfields = b->pf_nfields;
     pass_pack(b, 0);
     b->pf_nfields = b->pf_nimages = 0;
-    if ((!b->graph_exec || b->graph_nfields != nfields ||
+    if ((!b->graph_exec || b->graph_nfields != nfields || b->graph_all_basis != b->all_basis ||
          b->graph_generation != b->plans.generation) &&
         graph_make(b, nfields))
         return -1;

@@ -116,8 +116,8 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
         if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp))) goto done;
         if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) goto done;
         basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
-        if (basis_bytes > 0 && basis_bytes <= GPU_PUPIL_BASIS_MAX_BYTES &&
-            basis_bytes <= free_b / 2 && GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
+        if (basis_bytes > 0 && basis_bytes <= set->basis_max_bytes && basis_bytes <= free_b / 2 &&
+            GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
             goto done;
         compact_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, *pp, amp_grid);
         if (GPU_LAUNCH(chk, "compact_kernel")) goto done;
@@ -148,8 +148,10 @@ __device__ static inline cufftComplex phasor(float a, double w)
 }
 
 /* sum_t c[t] Z_t(rho, theta) with each Z_t rounded to float as the stored
- * basis is, for pupils kept without a basis. Not inlined: it would cost the
- * common path its registers. */
+ * basis is, for pupils kept without a basis. Only field_kernel<false>
+ * calls it: the call alone took the kernel from 38 to 84 registers (half
+ * the occupancy), which the common case, every pupil with its basis,
+ * should not pay. */
 __device__ __noinline__ static double zernike_sum(const gpu_pupil_set *set, const double *c,
                                                   double rho, double theta)
 {
@@ -168,6 +170,7 @@ __device__ __noinline__ static double zernike_sum(const gpu_pupil_set *set, cons
  * and pupils are read once per block into shared memory, leaving one global
  * load (the sample's index) before the stores; a sample's index,
  * transmission and basis values serve all fields of the same pupil. */
+template <bool ALL_BASIS>
 __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restrict__ pupils,
                                     const gpu_field_desc *__restrict__ desc,
                                     const double *__restrict__ coeff, int nfields,
@@ -198,7 +201,7 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
             k = pp->idx[p];
             if (k != GPU_PUPIL_CLOSED) {
                 a = pp->amp[k];
-                if (!pp->basis && set.nterms > 0) {
+                if (!ALL_BASIS && !pp->basis && set.nterms > 0) {
                     int c = npix / 2;
                     double x = (double)(unshift(dj, npix) - c) * pp->dx_m;
                     double y = (double)(unshift(di, npix) - c) * pp->dx_m;
@@ -213,7 +216,7 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
             const double *c = coeff + (size_t)s * set.nterms;
             double ow = sd[i].opd_to_waves;
             double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
-            if (pp->basis) {
+            if (ALL_BASIS || pp->basis) {
                 const float *b = pp->basis + k;
                 size_t nopen = pp->nopen;
                 for (int t = 0; t < set.nterms; ++t)
@@ -227,13 +230,16 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
     }
 }
 
-int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, const gpu_field_desc *desc,
-                    const double *coeff, int nfields, cufftComplex *field, cudaStream_t stream,
-                    gpu_check *chk)
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
+                    const gpu_field_desc *desc, const double *coeff, int nfields,
+                    cufftComplex *field, cudaStream_t stream, gpu_check *chk)
 {
     int groups = (nfields + GPU_FIELDS_PER_THREAD - 1) / GPU_FIELDS_PER_THREAD;
-    field_kernel<<<grid_for(set->npix, groups), dim3(BX, BY), 0, stream>>>(*set, pupils, desc,
-                                                                           coeff, nfields, field);
+    dim3 grid = grid_for(set->npix, groups), block(BX, BY);
+    if (all_basis || set->nterms == 0)
+        field_kernel<true><<<grid, block, 0, stream>>>(*set, pupils, desc, coeff, nfields, field);
+    else
+        field_kernel<false><<<grid, block, 0, stream>>>(*set, pupils, desc, coeff, nfields, field);
     return GPU_LAUNCH(chk, "field_kernel");
 }
 
@@ -251,7 +257,8 @@ int gpu_pupil_load_kernels(gpu_check *chk)
     cudaFuncAttributes a;
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, aperture_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, compact_kernel)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel<true>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel<false>)))
         return -1;
     return 0;
 }

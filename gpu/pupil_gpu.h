@@ -35,7 +35,8 @@ extern "C" {
 #define GPU_PUPIL_MAX_NPIX 65535
 /* The basis is kept (nterms * nopen floats) only up to this size and half
  * the free device memory; above it the field kernel evaluates zernike_eval
- * itself for every image (slower, same values up to float rounding). */
+ * itself for every image (slower, same values). PSFSIM_GPU_BASIS_MAX_MB
+ * overrides the size (read in create; tests set 0 to exercise that path). */
 #define GPU_PUPIL_BASIS_MAX_BYTES ((size_t)2 << 30)
 
 /* Everything of the set the pupil kernels need, fixed at create. Device
@@ -50,7 +51,8 @@ typedef struct {
     const float *opd_map;  /* [opd_rows * opd_cols] OPD map, or NULL */
     int opd_rows, opd_cols;
     int nterms;
-    const int *modes; /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
+    const int *modes;       /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
+    size_t basis_max_bytes; /* largest basis kept (GPU_PUPIL_BASIS_MAX_BYTES) */
 } gpu_pupil_set;
 
 /* One pupil (one pitch). Copied by value into device memory (a table of
@@ -77,7 +79,7 @@ typedef struct {
  * to learn nopen). Uses aperture_sample and map_bilinear
  * (optics/aperture_geom.h, optics/map_sample.h) and zernike_eval, the same
  * code as the CPU backend. Keeps the basis when it is at most
- * GPU_PUPIL_BASIS_MAX_BYTES and half of the free memory. Returns 0, or -1
+ * set->basis_max_bytes and half of the free memory. Returns 0, or -1
  * with chk's message; on failure pp holds nothing. */
 int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
                     gpu_check *chk);
@@ -88,10 +90,13 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
  * waves (accumulated in double and reduced to one wave before the float
  * sine and cosine, as the CPU does). pupils: device table indexed by
  * desc[s].pupil; desc[nfields], coeff[nfields * nterms]: device. nfields
- * <= 65535. Returns 0, or -1 with chk's message (launch error). */
-int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, const gpu_field_desc *desc,
-                    const double *coeff, int nfields, cufftComplex *field, cudaStream_t stream,
-                    gpu_check *chk);
+ * <= 65535. all_basis: 1 when every pupil the fields use has its basis
+ * (the lean kernel), 0 when some may not (a kernel that can evaluate
+ * zernike_eval, at half the occupancy). Returns 0, or -1 with chk's
+ * message (launch error). */
+int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
+                    const gpu_field_desc *desc, const double *coeff, int nfields,
+                    cufftComplex *field, cudaStream_t stream, gpu_check *chk);
 
 void gpu_pupil_free(gpu_pupil *pp);
 

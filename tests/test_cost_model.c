@@ -37,6 +37,15 @@ static void synthetic(probe_figures *f)
     }
 }
 
+/* The job without output cost (write_us 0, one writer): compute alone. */
+static void predict(const probe_figures *f, int npix, long long nimages, int ncomp, int batch,
+                    int started, cost_prediction *p)
+{
+    cost_job job = {.npix = npix, .nimages = nimages, .ncomp = ncomp, .batch = batch,
+                    .writers = 1, .write_us = 0.0, .gpu_started = started};
+    cost_predict(f, &job, p);
+}
+
 static void test_interpolation_exact_at_probe_sizes(void **state)
 {
     (void)state;
@@ -61,14 +70,14 @@ static void test_start_cost(void **state)
     probe_figures f;
     synthetic(&f);
     cost_prediction p;
-    cost_predict(&f, 256, 1, 1, 1024, 0, &p);
+    predict(&f, 256, 1, 1, 1024, 0, &p);
     assert_false(p.use_gpu);
     assert_float_equal(p.gpu_start_us, 250e3, 1e-9);
-    cost_predict(&f, 256, 1, 1, 1024, 1, &p);
+    predict(&f, 256, 1, 1, 1024, 1, &p);
     assert_float_equal(p.gpu_start_us, 0.0, 1e-9);
     /* cpu 2e-3*524288+10 = 1058.6 us; gpu 2000 (plan) + 30 + 26.2 = 2056 us */
     assert_false(p.use_gpu);
-    cost_predict(&f, 1024, 1, 1, 1024, 1, &p);
+    predict(&f, 1024, 1, 1, 1024, 1, &p);
     assert_true(p.use_gpu); /* 20981 us vs 2554 us */
 }
 
@@ -79,9 +88,9 @@ static void test_batch_effect(void **state)
     probe_figures f;
     synthetic(&f);
     cost_prediction p;
-    cost_predict(&f, 64, 10, 1, 1024, 0, &p);
+    predict(&f, 64, 10, 1, 1024, 0, &p);
     assert_false(p.use_gpu);
-    cost_predict(&f, 64, 100000, 1, 1024, 0, &p);
+    predict(&f, 64, 100000, 1, 1024, 0, &p);
     /* cpu 100000 * 49.2 us = 4.9 s; gpu 0.25 s + 98 batches * 30 us + 100000 * 1.2 us */
     assert_true(p.use_gpu);
     assert_true(p.gpu_us < 0.5 * p.cpu_us);
@@ -98,14 +107,14 @@ static void test_decision_at_crossover(void **state)
     cost_prediction p;
     while (hi - lo > 1) { /* bisect the smallest count the GPU wins */
         long long mid = (lo + hi) / 2;
-        cost_predict(&f, 256, mid, 1, 1024, 0, &p);
+        predict(&f, 256, mid, 1, 1024, 0, &p);
         if (p.use_gpu) hi = mid;
         else lo = mid;
     }
-    cost_predict(&f, 256, lo, 1, 1024, 0, &p);
+    predict(&f, 256, lo, 1, 1024, 0, &p);
     assert_false(p.use_gpu);
     assert_true(p.gpu_us >= p.cpu_us);
-    cost_predict(&f, 256, hi, 1, 1024, 0, &p);
+    predict(&f, 256, hi, 1, 1024, 0, &p);
     assert_true(p.use_gpu);
     /* cpu 1048.6 k + 10; gpu 252000 + 30 ceil(k/1024) + 26.2 k: k ~ 245 */
     assert_true(hi > 200 && hi < 300);
@@ -118,9 +127,38 @@ static void test_components(void **state)
     probe_figures f;
     synthetic(&f);
     cost_prediction p1, p3;
-    cost_predict(&f, 128, 100, 1, 1024, 1, &p1);
-    cost_predict(&f, 128, 100, 3, 1024, 1, &p3);
+    predict(&f, 128, 100, 1, 1024, 1, &p1);
+    predict(&f, 128, 100, 3, 1024, 1, &p3);
     assert_float_equal(p3.cpu_us - 10, 3 * (p1.cpu_us - 10), 1e-6);
+}
+
+/* Writing-bound sets: 1000 images of 256x256 whose PNGs take 3.5 ms each
+ * on 16 writers (0.22 s) while the CPU computes them in 0.1 s: both wait
+ * for the writers, so the GPU's start cost decides for the CPU. With 1
+ * writer the writing dominates either way and the start cost still does. */
+static void test_writing_bound(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    for (int i = 0; i < PROBE_NSIZES; ++i) f.cpu_us[i] /= 10; /* a fast CPU: 105 us at 256 */
+    f.png_us_per_mpix = 3500.0 / (256 * 256 * 1e-6);
+    cost_job job = {.npix = 256, .nimages = 1000, .ncomp = 1, .batch = 1024, .writers = 16,
+                    .write_us = cost_write_us(&f, 256, 1, 0), .gpu_started = 0};
+    assert_float_equal(job.write_us, 3500.0, 1e-6);
+    cost_prediction p;
+    cost_predict(&f, &job, &p);
+    /* cpu: 10 + max(104.9 ms, 3.5 s / 15) + 3.5 ms; gpu: 250 ms + 2 ms + max(.., 3.5 s / 16) + 3.5 ms */
+    assert_float_equal(p.cpu_us, 10 + 3.5e6 / 15 + 3500, 1.0);
+    assert_float_equal(p.gpu_us, 250e3 + 2000 + 3.5e6 / 16 + 3500, 1.0);
+    assert_false(p.use_gpu);
+    /* Without PNGs the compute decides: 0.1 s of CPU against 0.25 s of start. */
+    job.write_us = 0.0;
+    cost_predict(&f, &job, &p);
+    assert_false(p.use_gpu);
+    job.nimages = 100000; /* 10.5 s of CPU against 0.25 s + 2.7 s of GPU */
+    cost_predict(&f, &job, &p);
+    assert_true(p.use_gpu);
 }
 
 static void test_no_gpu(void **state)
@@ -130,7 +168,7 @@ static void test_no_gpu(void **state)
     synthetic(&f);
     f.have_gpu = 0;
     cost_prediction p;
-    cost_predict(&f, 4096, 1000000, 1, 1024, 1, &p);
+    predict(&f, 4096, 1000000, 1, 1024, 1, &p);
     assert_false(p.use_gpu);
     assert_true(isinf(p.gpu_us));
     assert_true(probe_crossover(&f, 0) == 0.0);
@@ -158,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_batch_effect),
         cmocka_unit_test(test_decision_at_crossover),
         cmocka_unit_test(test_components),
+        cmocka_unit_test(test_writing_bound),
         cmocka_unit_test(test_no_gpu),
         cmocka_unit_test(test_crossover_report),
     };

@@ -20,6 +20,7 @@
 
 #include "app/backend.h"
 #include "app/config.h"
+#include "app/fits_io.h"
 #include "app/image_set.h"
 #include "psf_harness.h"
 #include "testutil.h"
@@ -180,6 +181,56 @@ static void test_broadband(void **state)
                 " }; sampling: { pupil_samples = 64; padding = 2.5; };"
                 " aberrations: { zernike = ( (4, 0.1), (9, 0.05) ); };"
                 " sweep: { defocus = [0.0, 0.2, 0.4, 0.6, 0.8]; };");
+}
+
+/* A transmission map (aperture shape "file") and an OPD map, both FITS, on
+ * a broadband set: the maps are sampled on the device with map_bilinear. */
+static void test_maps(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("gpu_maps");
+    assert_non_null(dir);
+    char tpath[4200], opath[4200], err[1024];
+    snprintf(tpath, sizeof tpath, "%s/pupil.fits", dir);
+    snprintf(opath, sizeof opath, "%s/opd.fits", dir);
+    enum { MT = 64, MO = 48 };
+    static float tm[MT * MT], om[MO * MO];
+    for (int r = 0; r < MT; ++r)
+        for (int c = 0; c < MT; ++c) {
+            double x = (c + 0.5) / MT - 0.5, y = (r + 0.5) / MT - 0.5;
+            tm[r * MT + c] =
+                x * x + y * y < 0.25 ? (float)(0.6 + 0.4 * sin(7.0 * x) * cos(5.0 * y)) : 0.0f;
+        }
+    for (int r = 0; r < MO; ++r)
+        for (int c = 0; c < MO; ++c) {
+            double x = (c + 0.5) / MO - 0.5, y = (r + 0.5) / MO - 0.5;
+            om[r * MO + c] = (float)(80.0 * sin(9.0 * x) * cos(6.0 * y) + 30.0 * x);
+        }
+    assert_int_equal(psf_fits_write_image(tpath, tm, MT, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(psf_fits_write_image(opath, om, MO, NULL, 0, err, sizeof err), 0);
+    compare_all("maps: transmission file + OPD map",
+                fmt("name = \"maps\"; optics: { wavelengths_nm = [500.0, 650.0];"
+                    " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
+                    " obscuration = 0.1; spiders: { count = 3; width_m = 0.02; angle_deg = 30; };"
+                    " }; }; sampling: { pupil_samples = 60; padding = 2.0; };"
+                    " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
+                    " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };",
+                    tpath, opath));
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Pupils kept without their Zernike basis (as when it would not fit the
+ * device): the field kernel evaluates zernike_eval itself. */
+static void test_no_basis(void **state)
+{
+    (void)state;
+    setenv("PSFSIM_GPU_BASIS_MAX_MB", "0", 1);
+    compare_all("no basis (zernike_eval per image)",
+                fmt(BASE, "obscuration = 0.3;", 80, 2.0,
+                    "aberrations: { zernike = ( (4, 0.2), (7, -0.1), (12, 0.05), (22, 0.03) ); };"
+                    " sweep: { defocus = [0.0, 0.4, 0.8]; };"));
+    unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
 }
 
 /* A config loaded for calling a backend's ops directly. */
@@ -415,15 +466,21 @@ static int gpu_present(char *why, size_t whylen)
 int main(void)
 {
     unsetenv("PSFSIM_GPU_FAIL_AT");
+    unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
     char why[1100];
     if (!gpu_present(why, sizeof why)) {
         printf("skipped: %s\n", why);
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shipped_configs),  cmocka_unit_test(test_grid_sizes),
-        cmocka_unit_test(test_random_zernike),   cmocka_unit_test(test_broadband),
-        cmocka_unit_test(test_poison_and_reuse), cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_shipped_configs),
+        cmocka_unit_test(test_grid_sizes),
+        cmocka_unit_test(test_random_zernike),
+        cmocka_unit_test(test_broadband),
+        cmocka_unit_test(test_maps),
+        cmocka_unit_test(test_no_basis),
+        cmocka_unit_test(test_poison_and_reuse),
+        cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

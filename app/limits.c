@@ -1,0 +1,457 @@
+/* Memory and disk limits checked before any work (limits.h). */
+#include "limits.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "writer_pool.h"
+
+#define KIB 1024ULL
+#define MIB (1024ULL * KIB)
+#define GIB (1024ULL * MIB)
+
+/* app/run.c: host memory of one batch of images, and the CPU's batch. */
+#define LIMITS_BATCH_BYTES (512ULL * MIB)
+/* cpu/backend_cpu.c: MFT tables kept beyond the one being built. */
+#define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)
+/* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
+ * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
+#define LIMITS_WRITER_STATE (1ULL * MIB)
+#define LIMITS_BASE_BYTES (64ULL * MIB)
+/* FITS: cards in one 2880-byte block, and the fixed keywords of
+ * fits_header.c with room for the long strings' CONTINUE cards. */
+#define FITS_BLOCK 2880ULL
+#define FITS_CARDS_PER_BLOCK 36ULL
+#define FITS_FIXED_CARDS 64ULL
+
+/* Saturating arithmetic: sizes past 2^64 stay at UINT64_MAX. */
+static unsigned long long sat_add(unsigned long long a, unsigned long long b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static unsigned long long sat_mul(unsigned long long a, unsigned long long b)
+{
+    if (a == 0 || b == 0) return 0;
+    return a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static unsigned long long round_up(unsigned long long v, unsigned long long unit)
+{
+    if (unit <= 1) return v;
+    unsigned long long r = v % unit;
+    return r ? sat_add(v, unit - r) : v;
+}
+
+static unsigned long long min_ull(unsigned long long a, unsigned long long b)
+{
+    return a < b ? a : b;
+}
+
+void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < KIB) {
+        snprintf(out, outlen, "%llu bytes", bytes);
+        return;
+    }
+    double v = (double)bytes / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        ++u;
+    }
+    snprintf(out, outlen, "%.1f %s", v, units[u]);
+}
+
+/* Pupil pitches the CPU backend caches: one per broadband wavelength. */
+static int pupil_pitches(const image_set *s)
+{
+    int n = s->cfg->nwavelengths;
+    return n > 1 ? n : 1;
+}
+
+void limits_memory_need(const image_set *s, int nwriters, long long todo, limits_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    const unsigned long long mpix = (unsigned long long)s->samp.npix;
+    const unsigned long long plane = mpix * mpix; /* <= 2^32 */
+    const unsigned long long n = (unsigned long long)s->samp.pupil_samples;
+    const unsigned long long p =
+        (unsigned long long)(s->pupil_npix > 0 ? s->pupil_npix : s->samp.npix);
+    const unsigned long long pgrid = p * p;
+    const unsigned long long npitch = (unsigned long long)pupil_pitches(s);
+
+    if (s->mft) {
+        int nwl = s->cfg->nwavelengths > s->cfg->n_sweep_wavelength ? s->cfg->nwavelengths
+                                                                    : s->cfg->n_sweep_wavelength;
+        unsigned long long table = 8ULL * p * mpix;
+        unsigned long long tables = min_ull(sat_mul(table, (unsigned long long)(nwl > 0 ? nwl : 1)),
+                                            sat_add(LIMITS_MFT_TABLE_BYTES, table));
+        m->fft = sat_add(sat_add(tables, 8ULL * pgrid), sat_add(8ULL * p * mpix, 8ULL * plane));
+    } else {
+        unsigned long long nfft = s->fft_npix > 0 ? (unsigned long long)s->fft_npix : mpix;
+        m->fft = 16ULL * nfft * nfft; /* 2 x N^2 complex float */
+    }
+
+    unsigned long long img_bytes = 4ULL * plane;
+    unsigned long long b = LIMITS_BATCH_BYTES / (img_bytes ? img_bytes : 1);
+    if (b > (unsigned long long)psf_backend_cpu.preferred_batch)
+        b = (unsigned long long)psf_backend_cpu.preferred_batch;
+    if (todo > 0 && b > (unsigned long long)todo) b = (unsigned long long)todo;
+    if (b < 1) b = 1;
+    m->batch = (int)b;
+    m->images = sat_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
+
+    unsigned long long open = min_ull(pgrid, (n + 2) * (n + 2));
+    unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)s->modes.nterms);
+    m->pupils = sat_mul(sat_mul(open, per_sample), npitch);
+    m->scratch = 4ULL * pgrid * (s->opd_map ? 2ULL : 1ULL); /* aperture (+ OPD) grid */
+
+    m->nwriters = nwriters > 0 ? nwriters : 1;
+    m->writers =
+        sat_mul((unsigned long long)m->nwriters, sat_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
+    m->base = LIMITS_BASE_BYTES;
+    m->total = sat_add(sat_add(sat_add(m->fft, m->images), sat_add(m->pupils, m->scratch)),
+                       sat_add(m->writers, m->base));
+}
+
+void limits_disk_need(const image_set *s, long long todo, unsigned long long block, limits_disk *d)
+{
+    memset(d, 0, sizeof *d);
+    const psf_config *cfg = s->cfg;
+    const unsigned long long mpix = (unsigned long long)s->samp.npix;
+    const unsigned long long k = todo > 0 ? (unsigned long long)todo : 0;
+    if (block < 1) block = 1;
+    if (cfg->png_enabled) {
+        unsigned long long raw = mpix * (1ULL + mpix * (unsigned long long)(cfg->png_bits / 8));
+        d->png_bytes = raw + raw / 256 + 8 * KIB;
+    }
+    unsigned long long fits_header = 0, fits_data = 0;
+    if (cfg->fits_enabled) {
+        unsigned long long cards = FITS_FIXED_CARDS + (unsigned long long)s->modes.nterms;
+        fits_header = FITS_BLOCK * ((cards + FITS_CARDS_PER_BLOCK - 1) / FITS_CARDS_PER_BLOCK);
+        fits_data = 4ULL * mpix * mpix;
+        d->fits_bytes = fits_header + round_up(fits_data, FITS_BLOCK);
+    }
+    unsigned long long total = 0, files = 0;
+    if (d->png_bytes) {
+        total = sat_mul(k, round_up(d->png_bytes, block) + block);
+        files = k;
+    }
+    if (d->fits_bytes && cfg->fits_cube) {
+        /* One file: the header, every plane, the PLANES table (a row per plane). */
+        unsigned long long cube = sat_add(sat_mul(k, fits_data), sat_mul(k, 256));
+        cube = sat_add(round_up(cube, FITS_BLOCK), 4 * fits_header + 4 * FITS_BLOCK);
+        total = sat_add(total, round_up(cube, block) + block);
+        files += 1;
+    } else if (d->fits_bytes) {
+        total = sat_add(total, sat_mul(k, round_up(d->fits_bytes, block) + block));
+        files += k;
+    }
+    unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
+    unsigned long long logs = sat_add(sat_mul(k, row), 16 * KIB);
+    total = sat_add(total, round_up(logs, block) + 2 * block);
+    d->total = total;
+    d->files = files + 2 + 4; /* manifest, timing and their temp files */
+}
+
+/* A decimal number of bytes from the first line of path ("max" -> 0). */
+static unsigned long long read_number_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char buf[64] = "";
+    unsigned long long v = 0;
+    if (fgets(buf, sizeof buf, f) && buf[0] >= '0' && buf[0] <= '9') v = strtoull(buf, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* MemAvailable from /proc/meminfo, bytes; 0 when absent. */
+static unsigned long long mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return sat_mul(kb, KIB);
+}
+
+/* What the process's memory cgroup still allows: memory.max minus
+ * memory.current (cgroup v2, at the path /proc/self/cgroup names, else at
+ * the root of /sys/fs/cgroup), or v1's limit_in_bytes minus
+ * usage_in_bytes. 0 when there is no limit. */
+static unsigned long long mem_cgroup(void)
+{
+    char rel[2048] = "";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (f) {
+        char line[2048];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "0::", 3) == 0) {
+                snprintf(rel, sizeof rel, "%s", line + 3);
+                rel[strcspn(rel, "\n")] = '\0';
+                break;
+            }
+        }
+        fclose(f);
+    }
+    const char *bases[2] = {rel, ""};
+    for (int i = 0; i < 2; ++i) {
+        char max[2100], cur[2100];
+        snprintf(max, sizeof max, "/sys/fs/cgroup%s/memory.max", bases[i]);
+        snprintf(cur, sizeof cur, "/sys/fs/cgroup%s/memory.current", bases[i]);
+        unsigned long long lim = read_number_file(max);
+        if (lim > 0) {
+            unsigned long long used = read_number_file(cur);
+            return lim > used ? lim - used : 1;
+        }
+    }
+    unsigned long long lim = read_number_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if (lim > 0 && lim < (1ULL << 62)) { /* v1 writes ~2^63 for "no limit" */
+        unsigned long long used = read_number_file("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+        return lim > used ? lim - used : 1;
+    }
+    return 0;
+}
+
+/* dir, or its nearest existing ancestor ("." for a relative path whose
+ * first component is missing), into out. */
+static void existing_ancestor(const char *dir, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", dir && dir[0] ? dir : ".");
+    struct stat st;
+    while (stat(out, &st) != 0) {
+        char *slash = strrchr(out, '/');
+        while (slash && slash > out && slash[1] == '\0') { /* trailing slashes */
+            *slash = '\0';
+            slash = strrchr(out, '/');
+        }
+        if (!slash) {
+            snprintf(out, outlen, ".");
+            return;
+        }
+        if (slash == out) {
+            out[1] = '\0';
+            return;
+        }
+        *slash = '\0';
+    }
+}
+
+/* Bytes of the files of set name in dir (outputs.c's NAME_*.png/.fits/.csv). */
+static unsigned long long set_bytes(const char *dir, const char *name)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t n = strlen(name);
+    unsigned long long sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, name, n) != 0 || e->d_name[n] != '_') continue;
+        const char *ext = strrchr(e->d_name, '.');
+        if (!ext || (strcmp(ext, ".png") && strcmp(ext, ".fits") && strcmp(ext, ".csv"))) continue;
+        char path[4096 + 512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+            sum = sat_add(sum, (unsigned long long)st.st_size);
+    }
+    closedir(d);
+    return sum;
+}
+
+void limits_probe(const char *dir, const char *name, int force, limits_machine *mc)
+{
+    memset(mc, 0, sizeof *mc);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0)
+        mc->mem_physical = sat_mul((unsigned long long)pages, (unsigned long long)psize);
+    mc->mem_available = mem_available();
+    mc->mem_cgroup = mem_cgroup();
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        mc->mem_rlimit = (unsigned long long)rl.rlim_cur;
+
+    existing_ancestor(dir, mc->fs_path, sizeof mc->fs_path);
+    struct statvfs vfs;
+    if (statvfs(mc->fs_path, &vfs) == 0) {
+        unsigned long long frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
+        mc->block = frsize >= 512 ? frsize : 512;
+        mc->disk_free = sat_mul((unsigned long long)vfs.f_bavail, frsize);
+        if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
+        if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
+    }
+    if (force && dir) mc->reclaim = set_bytes(dir, name);
+}
+
+/* "FILE:LINE: " for key in the config (the line libconfig reports; the
+ * @include'd file when it comes from one), "FILE: " without a line, into
+ * out. The config parsed before, so it parses again. */
+static void key_prefix(const psf_config *cfg, const char *key, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s: ", cfg->path);
+    if (!key) return;
+    config_t lc;
+    config_init(&lc);
+    char dir[4096] = "";
+    const char *slash = strrchr(cfg->path, '/');
+    if (slash) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash == cfg->path ? 1 : slash - cfg->path),
+                 cfg->path);
+        config_set_include_dir(&lc, dir);
+    }
+    if (config_read_file(&lc, cfg->path)) {
+        const config_setting_t *s = config_lookup(&lc, key);
+        unsigned line = s ? config_setting_source_line(s) : 0;
+        const char *file = s ? config_setting_source_file(s) : NULL;
+        if (line > 0 && file && strcmp(file, cfg->path) != 0 && file[0] != '/' && dir[0])
+            snprintf(out, outlen, "%s/%s:%u: %s: ", dir, file, line, key);
+        else if (line > 0)
+            snprintf(out, outlen, "%s:%u: %s: ", file ? file : cfg->path, line, key);
+        else
+            snprintf(out, outlen, "%s: %s: ", cfg->path, key);
+    }
+    config_destroy(&lc);
+    for (char *c = out; *c; ++c) /* one line, as config messages */
+        if ((unsigned char)*c < 0x20) *c = ' ';
+}
+
+/* The smallest known memory bound and its description. */
+static unsigned long long memory_bound(const limits_machine *mc, char *what, size_t len)
+{
+    char a[32], b[32];
+    unsigned long long bound = mc->mem_available ? mc->mem_available : mc->mem_physical;
+    limits_format_bytes(mc->mem_available, a, sizeof a);
+    limits_format_bytes(mc->mem_physical, b, sizeof b);
+    if (mc->mem_available)
+        snprintf(what, len, "%s available (MemAvailable) of %s physical", a, b);
+    else
+        snprintf(what, len, "%s physical", b);
+    if (mc->mem_cgroup && (!bound || mc->mem_cgroup < bound)) {
+        bound = mc->mem_cgroup;
+        limits_format_bytes(mc->mem_cgroup, a, sizeof a);
+        size_t used = strlen(what);
+        snprintf(what + used, len - used, "; %s left under the cgroup's memory limit", a);
+    }
+    if (mc->mem_rlimit && (!bound || mc->mem_rlimit < bound)) {
+        bound = mc->mem_rlimit;
+        limits_format_bytes(mc->mem_rlimit, a, sizeof a);
+        size_t used = strlen(what);
+        snprintf(what + used, len - used, "; address space limited to %s (ulimit -v)", a);
+    }
+    return bound;
+}
+
+static int check_memory(const image_set *s, const limits_memory *m, const limits_machine *mc,
+                        char *err, size_t errlen)
+{
+    char what[512];
+    unsigned long long bound = memory_bound(mc, what, sizeof what);
+    if (!bound || m->total <= bound) return 0;
+    const psf_config *cfg = s->cfg;
+    char prefix[4400], total[32], fft[32], img[32], pup[32], scr[32], wr[32];
+    key_prefix(cfg, "sampling.pupil_samples", prefix, sizeof prefix);
+    limits_format_bytes(m->total, total, sizeof total);
+    limits_format_bytes(m->fft, fft, sizeof fft);
+    limits_format_bytes(m->images, img, sizeof img);
+    limits_format_bytes(m->pupils, pup, sizeof pup);
+    limits_format_bytes(m->scratch, scr, sizeof scr);
+    limits_format_bytes(m->writers, wr, sizeof wr);
+    char grid[160];
+    if (s->mft)
+        snprintf(grid, sizeof grid, "%d x %d images by MFT from a %d x %d pupil grid", s->samp.npix,
+                 s->samp.npix, s->pupil_npix, s->pupil_npix);
+    else
+        snprintf(grid, sizeof grid, "a %d x %d FFT grid (pupil_samples %d, padding %.4g)",
+                 s->fft_npix > 0 ? s->fft_npix : s->samp.npix,
+                 s->fft_npix > 0 ? s->fft_npix : s->samp.npix, s->samp.pupil_samples,
+                 s->samp.padding);
+    snprintf(err, errlen,
+             "%s%s needs %s of memory on the CPU backend (%s %s, images %s in %d batches of "
+             "%d, pupils %s, scratch %s, %d writer thread(s) %s), more than this machine can "
+             "give: %s; lower sampling.pupil_samples or sampling.padding",
+             prefix, grid, total, s->mft ? "MFT" : "FFT buffers", fft, img, WRITER_SLOTS, m->batch,
+             pup, scr, m->nwriters, wr, what);
+    return -1;
+}
+
+static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
+                      const limits_machine *mc, long long todo, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    int space = mc->disk_free && d->total > sat_add(mc->disk_free, mc->reclaim);
+    int inodes = mc->inodes_free && d->files > mc->inodes_free;
+    if (!space && !inodes) return 0;
+    char prefix[4400], kinds[64] = "";
+    const char *key = cfg->n_sweep_wavelength || cfg->n_sweep_defocus || cfg->n_sweep_focus_shift ||
+                              cfg->n_sweep_zernike
+                          ? "sweep"
+                          : "sampling.pupil_samples";
+    key_prefix(cfg, key, prefix, sizeof prefix);
+    if (cfg->png_enabled) snprintf(kinds, sizeof kinds, "PNG %d-bit", cfg->png_bits);
+    if (cfg->fits_enabled) {
+        size_t used = strlen(kinds);
+        snprintf(kinds + used, sizeof kinds - used, "%s%s", used ? " + " : "",
+                 cfg->fits_cube ? "FITS cube" : "FITS");
+    }
+    if (space) {
+        char need[32], have[32], back[64] = "";
+        limits_format_bytes(d->total, need, sizeof need);
+        limits_format_bytes(mc->disk_free, have, sizeof have);
+        if (mc->reclaim) {
+            char r[32];
+            limits_format_bytes(mc->reclaim, r, sizeof r);
+            snprintf(back, sizeof back, " (and %s in the set it replaces)", r);
+        }
+        snprintf(err, errlen,
+                 "%s%lld image(s) of %d x %d (%s) need up to %s in %s, but its file system "
+                 "(%s) has %s free%s",
+                 prefix, todo, s->samp.npix, s->samp.npix, kinds, need, dir, mc->fs_path, have,
+                 back);
+    } else {
+        snprintf(err, errlen,
+                 "%s%lld image(s) (%s) need %llu files in %s, but its file system (%s) has "
+                 "%llu free inodes",
+                 prefix, todo, kinds, d->files, dir, mc->fs_path, mc->inodes_free);
+    }
+    return -1;
+}
+
+int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
+                    const limits_machine *mc, char *err, size_t errlen)
+{
+    int nwriters = o && o->jobs > 0 ? o->jobs : 0;
+    if (nwriters == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        nwriters = n > 0 ? (int)n : 1;
+    }
+    limits_memory m;
+    limits_memory_need(s, nwriters, todo, &m);
+    if (check_memory(s, &m, mc, err, errlen) != 0) return -1;
+    limits_disk d;
+    limits_disk_need(s, todo, mc->block ? mc->block : 4096, &d);
+    return check_disk(s, dir, &d, mc, todo, err, errlen);
+}
+
+int limits_check(const image_set *s, const char *dir, const cli_options *o, long long todo,
+                 char *err, size_t errlen)
+{
+    limits_machine mc;
+    limits_probe(dir, s->cfg->name, o && o->force, &mc);
+    return limits_evaluate(s, dir, o, todo, &mc, err, errlen);
+}
