@@ -52,6 +52,9 @@ typedef struct {
     int max_batch;      /* most jobs one run() call gets */
     long long nimages;  /* images in the whole set: backends plan harder for big sets */
     int threads;        /* CPU threads to use; 0 = choose */
+    int fft_measure;    /* CPU: 1 = measure FFTW plans even for a small set
+                           (psfsim --probe, to leave wisdom behind); 0 = only
+                           when the set repays it */
     const char *fftw_wisdom; /* FFTW wisdom file the CPU backend reads and
                                 updates (plans measured once per machine); NULL = none */
 } psf_set_desc;

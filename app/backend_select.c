@@ -12,9 +12,12 @@
 /* "0.41 ms" / "212 ms" / "3.2 s" */
 static void fmt_time(char *out, size_t len, double us)
 {
-    if (us < 1e3) snprintf(out, len, "%.3g us", us);
-    else if (us < 1e6) snprintf(out, len, "%.3g ms", us * 1e-3);
-    else snprintf(out, len, "%.3g s", us * 1e-6);
+    if (us < 1e3)
+        snprintf(out, len, "%.3g us", us);
+    else if (us < 1e6)
+        snprintf(out, len, "%.3g ms", us * 1e-3);
+    else
+        snprintf(out, len, "%.3g s", us * 1e-6);
 }
 
 /* The probe's figures: cached when the machine is the same, else measured
@@ -29,7 +32,8 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
         return 0;
     }
     log_info("latency probe: %s; measuring", cdir ? why : "no cache directory (no HOME)");
-    if (probe_measure(f, 1, probe_cache_wisdom(wis, sizeof wis), why, sizeof why, err, sizeof err) != 0) {
+    if (probe_measure(f, 1, probe_cache_wisdom(wis, sizeof wis), 0, why, sizeof why, err,
+                      sizeof err) != 0) {
         log_warn("latency probe failed: %s", err);
         return -1;
     }
@@ -65,9 +69,11 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writ
                     .nimages = s->nimages,
                     .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,
                     .batch = gpu->preferred_batch,
-                    .writers = writers > 0 ? writers : cores > 0 ? (int)cores : 1,
-                    .write_us = cost_write_us(&f, s->samp.npix, s->cfg->png_enabled,
-                                              s->cfg->fits_enabled),
+                    .writers = writers > 0 ? writers
+                               : cores > 0 ? (int)cores
+                                           : 1,
+                    .write_us =
+                        cost_write_us(&f, s->samp.npix, s->cfg->png_enabled, s->cfg->fits_enabled),
                     .gpu_started = started};
     cost_prediction p;
     cost_predict(&f, &job, &p);
@@ -77,9 +83,9 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writ
     fmt_time(c, sizeof c, p.cpu_us);
     fmt_time(g, sizeof g, p.gpu_us);
     if (p.use_gpu) d->ops = gpu;
-    snprintf(d->reason, sizeof d->reason, "backend %s: predicted %s %s vs %s %s%s",
-             d->ops->name, p.use_gpu ? "gpu" : "cpu", p.use_gpu ? g : c,
-             p.use_gpu ? "cpu" : "gpu", p.use_gpu ? c : g, started ? "" : " incl. start");
+    snprintf(d->reason, sizeof d->reason, "backend %s: predicted %s %s vs %s %s%s", d->ops->name,
+             p.use_gpu ? "gpu" : "cpu", p.use_gpu ? g : c, p.use_gpu ? "cpu" : "gpu",
+             p.use_gpu ? c : g, started ? "" : " incl. start");
 }
 
 int backend_select(backend_choice choice, const image_set *s, int writers, backend_decision *d,
@@ -90,8 +96,9 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
     d->probe[0] = '\0';
     if (choice == BACKEND_GPU) {
         if (!gpu) {
-            snprintf(err, errlen, "--backend gpu: this psfsim was built without the CUDA backend "
-                                  "(GPU backend not built)");
+            snprintf(err, errlen,
+                     "--backend gpu: this psfsim was built without the CUDA backend "
+                     "(GPU backend not built)");
             return -1;
         }
         d->ops = gpu;
@@ -106,6 +113,11 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
     if (!gpu) {
         d->ops = &psf_backend_cpu;
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
+        return 0;
+    }
+    if (s->mft) { /* the GPU backend has no MFT yet: never start CUDA for nothing */
+        d->ops = &psf_backend_cpu;
+        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the MFT output grid runs on the CPU");
         return 0;
     }
     choose_auto(s, gpu, writers, d);

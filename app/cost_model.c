@@ -3,7 +3,10 @@
 #include <math.h>
 
 /* Work of one N x N FFT in units of N^2 log2 N. */
-static double fft_work(double npix) { return npix * npix * log2(npix); }
+static double fft_work(double npix)
+{
+    return npix * npix * log2(npix);
+}
 
 /* Interpolate y(N) given at the probe sizes: log-log between them, scaled
  * by FFT work beyond them. */
@@ -13,12 +16,16 @@ static double interp(const probe_figures *f, const double *y, int npix)
     if (npix <= f->npix[0]) return y[0] * fft_work(npix) / fft_work(f->npix[0]);
     if (npix >= f->npix[n - 1]) return y[n - 1] * fft_work(npix) / fft_work(f->npix[n - 1]);
     int i = 0;
-    while (f->npix[i + 1] < npix) ++i;
+    while (f->npix[i + 1] < npix)
+        ++i;
     double t = log((double)npix / f->npix[i]) / log((double)f->npix[i + 1] / f->npix[i]);
     return exp(log(y[i]) + t * (log(y[i + 1]) - log(y[i])));
 }
 
-double cost_cpu_image_us(const probe_figures *f, int npix) { return interp(f, f->cpu_us, npix); }
+double cost_cpu_image_us(const probe_figures *f, int npix)
+{
+    return interp(f, f->cpu_us, npix);
+}
 
 void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us)
 {
@@ -34,7 +41,8 @@ void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us
     /* The fixed cost is launch-bound, not FFT-bound: nearest probed size. */
     int best = 0;
     for (int i = 1; i < f->nsizes; ++i)
-        if (fabs(log((double)f->npix[i] / npix)) < fabs(log((double)f->npix[best] / npix))) best = i;
+        if (fabs(log((double)f->npix[i] / npix)) < fabs(log((double)f->npix[best] / npix)))
+            best = i;
     *a_us = a[best];
 }
 

@@ -7,10 +7,10 @@
 #include "probe.h"
 
 typedef struct {
-    double cpu_us;     /* CPU: plan + images x per-image time */
-    double gpu_us;     /* GPU: start (unless started) + plan + batches; INFINITY without a GPU */
+    double cpu_us;       /* CPU: plan + images x per-image time */
+    double gpu_us;       /* GPU: start (unless started) + plan + batches; INFINITY without a GPU */
     double gpu_start_us; /* the start cost included in gpu_us (0 when started) */
-    int use_gpu;       /* gpu_us < cpu_us */
+    int use_gpu;         /* gpu_us < cpu_us */
 } cost_prediction;
 
 /* Per-image CPU time at grid npix: log-log interpolation between the probed
@@ -26,11 +26,11 @@ void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us
 typedef struct {
     int npix;
     long long nimages;
-    int ncomp;             /* fields per image (wavelengths) */
-    int batch;             /* GPU images per run() call */
-    int writers;           /* writer threads encoding PNG/FITS */
-    double write_us;       /* encode + write of one image, one thread (cost_write_us) */
-    int gpu_started;       /* the process already has a CUDA context */
+    int ncomp;       /* fields per image (wavelengths) */
+    int batch;       /* GPU images per run() call */
+    int writers;     /* writer threads encoding PNG/FITS */
+    double write_us; /* encode + write of one image, one thread (cost_write_us) */
+    int gpu_started; /* the process already has a CUDA context */
 } cost_job;
 
 /* One image's PNG (png != 0) and FITS (fits != 0) encode + write time. */

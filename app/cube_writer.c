@@ -21,6 +21,8 @@ static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     image_info info;
     memset(&info, 0, sizeof info);
     info.wavelength_nm = s->cfg->nwavelengths > 0 ? s->cfg->wavelengths_nm[0] : 500.0;
+    for (int c = 1; c < s->cfg->nwavelengths; ++c) /* the shortest: the pixel scale's reference */
+        if (s->cfg->wavelengths_nm[c] < info.wavelength_nm) info.wavelength_nm = s->cfg->wavelengths_nm[c];
     image_result res = {.backend = "-"};
     double zero[FITS_HEADER_MAX] = {0}; /* the coefficients go in the table */
     info.coeff_units = zero;
@@ -86,7 +88,7 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
                    info->wavelength_nm * 1e-9,
                    p->sweep_defocus,
                    p->sweep_focus_shift_um,
-                   sampling_pixscale_arcsec(&s->samp, info->wavelength_nm * 1e-9),
+                   image_set_pixel_scale_arcsec(s, info),
                    res->strehl,
                    res->axial_intensity};
     int c = 0;

@@ -1,6 +1,7 @@
 #include "journal.h"
 
 #include <errno.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,17 +22,34 @@ int journal_create(journal *j, const char *path, const char *header, char *const
         j->buf = NULL;
         return -1;
     }
+    off_t pos = ftello(j->af.fp);
+    j->good = pos > 0 ? (long long)pos : 0;
     return 0;
 }
 
 /* Lines reach the file (fflush): safe against the process being killed. */
 int journal_flush(journal *j, char *err, size_t errlen)
 {
-    if (fflush(j->af.fp) != 0 || ferror(j->af.fp)) {
-        snprintf(err, errlen, "cannot write %s: %s", j->af.final_path,
-                 strerror(errno ? errno : EIO));
+    if (j->failed) {
+        snprintf(err, errlen, "cannot write %s: an earlier write to it failed", j->af.final_path);
         return -1;
     }
+    errno = 0;
+    if (fflush(j->af.fp) != 0 || ferror(j->af.fp)) {
+        int e = errno ? errno : EIO;
+        /* Part of the lines may be in the file, a line cut anywhere: drop
+         * the rest (__fpurge), cut the file back to its last whole line and
+         * write nothing more, so it lists only what was logged before. */
+        __fpurge(j->af.fp);
+        int fd = fileno(j->af.fp);
+        if (ftruncate(fd, (off_t)j->good) != 0 || lseek(fd, (off_t)j->good, SEEK_SET) < 0)
+            e = errno; /* the file may now end in part of a line: say why */
+        j->failed = 1;
+        snprintf(err, errlen, "cannot write %s: %s", j->af.final_path, strerror(e));
+        return -1;
+    }
+    off_t pos = ftello(j->af.fp);
+    if (pos > 0) j->good = (long long)pos;
     return 0;
 }
 
@@ -40,6 +58,7 @@ int journal_close(journal *j, char *err, size_t errlen)
     int rc = 0;
     if (j->af.fp) {
         rc = journal_flush(j, err, errlen);
+        if (j->failed) __fpurge(j->af.fp); /* lines added since: not written */
         if (fclose(j->af.fp) != 0 && rc == 0) {
             snprintf(err, errlen, "cannot write %s: %s", j->af.final_path, strerror(errno));
             rc = -1;

@@ -13,7 +13,9 @@
 
 typedef struct {
     atomic_file af;
-    char *buf; /* stdio buffer: a batch's lines go out in one write */
+    char *buf;      /* stdio buffer: a batch's lines go out in one write */
+    long long good; /* bytes of whole lines in the file after the last good flush */
+    int failed;     /* a flush failed: the file was cut back to good; no more writes */
 } journal;
 
 /* Create path with header and keep[0..nkeep) lines (each ending in '\n').
@@ -25,7 +27,11 @@ int journal_create(journal *j, const char *path, const char *header, char *const
 static inline FILE *journal_fp(journal *j) { return j->af.fp; }
 
 /* Push appended lines to the file (fflush: safe against the process being
- * killed; no fsync, see atomic_file.c). 0, or -1 with err. */
+ * killed; no fsync, see atomic_file.c). 0, or -1 with err. When the write
+ * fails (a full disk: ENOSPC; EFBIG), the lines since the last good flush
+ * are dropped and the file is cut back to the end of the last whole line
+ * written before them, so it never ends in part of a line; the journal
+ * then takes no more lines (later flushes and close return -1). */
 int journal_flush(journal *j, char *err, size_t errlen);
 
 /* Flush and close. 0, or -1 with err. Safe on a journal never created. */

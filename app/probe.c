@@ -23,7 +23,7 @@ typedef struct {
     psf_set_desc desc;
 } probe_set;
 
-static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom)
+static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom, int measure)
 {
     static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
     static const double c[PROBE_TERMS] = {0.1, 0.05, 0.02};
@@ -32,20 +32,21 @@ static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom
     memcpy(s->m, m, sizeof m);
     memcpy(s->coeff, c, sizeof c);
     s->desc.npix = npix;
-    s->desc.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0,
-                                      .obscuration = 0.3};
+    s->desc.aperture =
+        (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0, .obscuration = 0.3};
     s->desc.modes = (psf_modes){.nterms = PROBE_TERMS, .n = s->n, .m = s->m};
     s->desc.max_batch = batch;
     s->desc.nimages = batch;
     s->desc.fftw_wisdom = wisdom;
+    s->desc.fft_measure = measure;
 }
 
 static void probe_job(const probe_set *s, psf_job *job)
 {
     memset(job, 0, sizeof *job);
     job->ncomp = 1;
-    job->comp[0] = (psf_component){.wavelength_m = 500e-9, .dx_m = 2.0 / s->desc.npix,
-                                   .scale = 1.0, .coeff_waves = s->coeff};
+    job->comp[0] = (psf_component){
+        .wavelength_m = 500e-9, .dx_m = 2.0 / s->desc.npix, .scale = 1.0, .coeff_waves = s->coeff};
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -56,16 +57,18 @@ static int cmp_double(const void *a, const void *b)
 
 /* Median wall time of reps run() calls of nb images after one warm-up,
  * whose time goes to *first_us when not NULL. */
-static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, int nb,
-                     float *img, int reps, double *us, double *first_us, char *err, size_t errlen)
+static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, int nb, float *img,
+                     int reps, double *us, double *first_us, char *err, size_t errlen)
 {
     double t[16];
     if (reps > 16) reps = 16;
     for (int i = -1; i < reps; ++i) {
         double t0 = clock_us();
         if (ops->run(b, jobs, nb, img, err, errlen) != 0) return -1;
-        if (i >= 0) t[i] = clock_us() - t0;
-        else if (first_us) *first_us = clock_us() - t0;
+        if (i >= 0)
+            t[i] = clock_us() - t0;
+        else if (first_us)
+            *first_us = clock_us() - t0;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     *us = t[reps / 2];
@@ -74,10 +77,11 @@ static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, 
 
 /* Create a backend for N and batch, time create, one image and the batch. */
 static int probe_size(const psf_backend_ops *ops, int npix, int batch, const char *wisdom,
-                      double *create_us, double *b1_us, double *bb_us, char *err, size_t errlen)
+                      int measure, double *create_us, double *b1_us, double *bb_us, char *err,
+                      size_t errlen)
 {
     probe_set s;
-    probe_set_init(&s, npix, batch, wisdom);
+    probe_set_init(&s, npix, batch, wisdom, measure);
     psf_backend *b = NULL;
     double t0 = clock_us();
     if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
@@ -86,15 +90,15 @@ static int probe_size(const psf_backend_ops *ops, int npix, int batch, const cha
     float *img = ops->alloc_images(b, (size_t)batch * npix * npix);
     int rc = -1;
     if (jobs && img) {
-        for (int i = 0; i < batch; ++i) probe_job(&s, &jobs[i]);
+        for (int i = 0; i < batch; ++i)
+            probe_job(&s, &jobs[i]);
         /* Fewer repeats for big grids keeps the whole probe well under a second. */
         int reps = npix <= 256 ? 9 : 3;
         double first = 0;
         rc = time_runs(ops, b, jobs, 1, img, reps, b1_us, &first, err, errlen);
         /* The first run builds the pupil (aperture, basis): a set-up cost. */
         if (rc == 0 && first > *b1_us) *create_us += first - *b1_us;
-        if (rc == 0 && bb_us)
-            rc = time_runs(ops, b, jobs, batch, img, 3, bb_us, NULL, err, errlen);
+        if (rc == 0 && bb_us) rc = time_runs(ops, b, jobs, batch, img, 3, bb_us, NULL, err, errlen);
     } else {
         snprintf(err, errlen, "probe: out of memory");
     }
@@ -122,8 +126,8 @@ static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, s
     f->gpu_d2h_us = gb.d2h_us;
     f->gpu_d2h_gbs = gb.d2h_gbs;
     for (int i = 0; i < f->nsizes; ++i)
-        if (probe_size(gpu, f->npix[i], f->big_batch[i], NULL, &f->gpu_create_us[i], &f->gpu_b1_us[i],
-                       &f->gpu_bb_us[i], note, notelen) != 0)
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], NULL, 0, &f->gpu_create_us[i],
+                       &f->gpu_b1_us[i], &f->gpu_bb_us[i], note, notelen) != 0)
             return -1;
     return 0;
 }
@@ -162,8 +166,8 @@ static void probe_writers(probe_figures *f)
     free(img);
 }
 
-int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, char *gpu_note,
-                  size_t notelen, char *err, size_t errlen)
+int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int measure_plans,
+                  char *gpu_note, size_t notelen, char *err, size_t errlen)
 {
     double t0 = clock_us();
     memset(f, 0, sizeof *f);
@@ -177,11 +181,13 @@ int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, char 
     }
     const psf_backend_ops *gpu = psf_backend_gpu();
     /* GPU first: its start cost is only real as the process's first CUDA call. */
-    if (with_gpu && gpu) f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
-    else if (with_gpu) snprintf(gpu_note, notelen, "psfsim was built without CUDA");
+    if (with_gpu && gpu)
+        f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
+    else if (with_gpu)
+        snprintf(gpu_note, notelen, "psfsim was built without CUDA");
     for (int i = 0; i < PROBE_NSIZES; ++i)
-        if (probe_size(&psf_backend_cpu, f->npix[i], 1, fftw_wisdom, &f->cpu_create_us[i],
-                       &f->cpu_us[i], NULL, err, errlen) != 0)
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, fftw_wisdom, measure_plans,
+                       &f->cpu_create_us[i], &f->cpu_us[i], NULL, err, errlen) != 0)
             return -1;
     probe_writers(f);
     f->probe_us = clock_us() - t0;

@@ -33,10 +33,12 @@ typedef struct {
 } probe_figures;
 
 /* Measure the CPU backend (with the FFTW wisdom file psfsim runs use, or
- * NULL) and, when with_gpu, the GPU. A GPU that fails is
+ * NULL; measure_plans: measure FFTW plans for the probed sizes, leaving
+ * their wisdom for later runs, as psfsim --probe does) and, when with_gpu,
+ * the GPU. A GPU that fails is
  * recorded as absent (have_gpu = 0, reason in gpu_note), not an error.
  * Returns 0, or -1 with err when even the CPU cannot be measured. */
-int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, char *gpu_note,
-                  size_t notelen, char *err, size_t errlen);
+int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int measure_plans,
+                  char *gpu_note, size_t notelen, char *err, size_t errlen);
 
 #endif

@@ -37,9 +37,12 @@ static const char *winner(const probe_figures *f, int i, int big)
 
 static void print_crossover(FILE *out, const char *label, double x)
 {
-    if (x < 0) fprintf(out, "crossover %s: the GPU wins at every probed size\n", label);
-    else if (x == 0) fprintf(out, "crossover %s: the CPU wins at every probed size\n", label);
-    else fprintf(out, "crossover %s: GPU faster from N ~ %.0f\n", label, x);
+    if (x < 0)
+        fprintf(out, "crossover %s: the GPU wins at every probed size\n", label);
+    else if (x == 0)
+        fprintf(out, "crossover %s: the CPU wins at every probed size\n", label);
+    else
+        fprintf(out, "crossover %s: GPU faster from N ~ %.0f\n", label, x);
 }
 
 void probe_print_table(const probe_figures *f, FILE *out)
@@ -49,19 +52,20 @@ void probe_print_table(const probe_figures *f, FILE *out)
         fprintf(out,
                 "GPU: %s: start %.0f ms, launch round trip %.1f us, pinned copy %.1f us "
                 "(to device) %.1f us (to host), %.1f GB/s to host\n",
-                f->gpu_name, f->gpu_start_us * 1e-3, f->gpu_launch_us, f->gpu_h2d_us,
-                f->gpu_d2h_us, f->gpu_d2h_gbs);
-    else fputs("GPU: none usable\n", out);
-    fprintf(out, "%6s %12s %12s %6s %6s %12s %6s\n", "N", "cpu_us", "gpu_b1_us", "win_b1",
-            "batch", "gpu_bb_us", "win_bb");
+                f->gpu_name, f->gpu_start_us * 1e-3, f->gpu_launch_us, f->gpu_h2d_us, f->gpu_d2h_us,
+                f->gpu_d2h_gbs);
+    else
+        fputs("GPU: none usable\n", out);
+    fprintf(out, "%6s %12s %12s %6s %6s %12s %6s\n", "N", "cpu_us", "gpu_b1_us", "win_b1", "batch",
+            "gpu_bb_us", "win_bb");
     for (int i = 0; i < f->nsizes; ++i) {
         if (f->have_gpu)
             fprintf(out, "%6d %12.1f %12.1f %6s %6d %12.2f %6s\n", f->npix[i], f->cpu_us[i],
                     f->gpu_b1_us[i], winner(f, i, 0), f->big_batch[i], gpu_per_image(f, i, 1),
                     winner(f, i, 1));
         else
-            fprintf(out, "%6d %12.1f %12s %6s %6d %12s %6s\n", f->npix[i], f->cpu_us[i], "-",
-                    "cpu", f->big_batch[i], "-", "cpu");
+            fprintf(out, "%6d %12.1f %12s %6s %6d %12s %6s\n", f->npix[i], f->cpu_us[i], "-", "cpu",
+                    f->big_batch[i], "-", "cpu");
     }
     fputs("(times per image to host memory, medians; GPU start cost not included)\n", out);
     print_crossover(out, "at batch 1", probe_crossover(f, 0));
@@ -92,7 +96,8 @@ int probe_command(const char *dir)
 {
     probe_figures f;
     char note[512], err[1024], wis[4200];
-    if (probe_measure(&f, 1, probe_cache_wisdom(wis, sizeof wis), note, sizeof note, err, sizeof err) != 0) {
+    if (probe_measure(&f, 1, probe_cache_wisdom(wis, sizeof wis), 1, note, sizeof note, err,
+                      sizeof err) != 0) {
         log_error("%s", err);
         return 3;
     }
@@ -116,7 +121,9 @@ int probe_command(const char *dir)
         log_error("%s", err);
         return 3;
     }
-    if (rc == 0) printf("wrote %s\n", png);
-    else printf("plot not written: %s\n", err);
+    if (rc == 0)
+        printf("wrote %s\n", png);
+    else
+        printf("plot not written: %s\n", err);
     return 0;
 }

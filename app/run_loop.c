@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "interrupt.h"
@@ -42,6 +43,20 @@ void run_close_backend(run_state *r)
     r->backend = NULL;
 }
 
+/* Remove the files of a written image (res's names in r->dir). */
+static void forget_image(run_state *r, const image_result *res)
+{
+    char path[CFG_PATH_MAX + 600];
+    if (res->png[0]) {
+        snprintf(path, sizeof path, "%s/%s", r->dir, res->png);
+        unlink(path);
+    }
+    if (res->fits[0]) {
+        snprintf(path, sizeof path, "%s/%s", r->dir, res->fits);
+        unlink(path);
+    }
+}
+
 /* Wait for a slot's writes and log them: manifest and timing rows in index
  * order, flushed, so the manifest lists exactly the images whose files are
  * in place. Returns -1 with err when one of them failed. */
@@ -52,7 +67,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     double t0 = clock_us();
     r->write_busy_us += writer_pool_wait_slot(r->writers, s);
     r->wait_us += clock_us() - t0;
-    int rc = 0;
+    int rc = 0, added = 0;
     for (int i = 0; i < sl->count; ++i) {
         const write_job *w = &sl->writes[i];
         if (w->status != 0) {
@@ -73,14 +88,22 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         r->png_us += w->timing->png_us;
         r->fits_us += w->timing->fits_us;
         r->written++;
+        added++;
     }
-    sl->count = 0;
     char ferr[RUN_ERRLEN];
-    if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0 ||
-        timing_flush(&r->timing, ferr, sizeof ferr) != 0) {
+    if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0) {
+        /* The rows did not reach the manifest (a full disk): their images
+         * go too, so the manifest still lists exactly the images present. */
+        for (int i = 0; i < sl->count; ++i)
+            if (sl->writes[i].status == 0) forget_image(r, sl->writes[i].res);
+        r->written -= added;
+        if (rc == 0) snprintf(err, errlen, "%s", ferr);
+        rc = -1;
+    } else if (timing_flush(&r->timing, ferr, sizeof ferr) != 0) {
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
     }
+    sl->count = 0;
     progress_update(&r->bar, r->written);
     return rc;
 }
@@ -155,8 +178,9 @@ static void submit(run_state *r, int s, int nb, double compute_share_us)
     int npix = r->set.samp.npix;
     for (int i = 0; i < nb; ++i) {
         double t0 = clock_us();
-        const float *img = sl->images + (size_t)i * npix * npix;
-        const image_info *info = &sl->infos[i];
+        float *img = sl->images + (size_t)i * npix * npix;
+        image_info *info = &sl->infos[i];
+        image_set_finish_image(&r->set, info, img); /* MFT "sum": divide by the image's sum */
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
         res->backend = r->ops->name;

@@ -2,7 +2,8 @@
 # Whole psfsim processes at N = 64 .. 4096, one image and a batch, with
 # --backend cpu, gpu and auto (warm probe cache), wall time of each process.
 # Also: a 64x64 single image with a warm cache, checking CUDA is never loaded
-# (LD_DEBUG shows no libcuda). Writes CSV to $1.
+# (LD_DEBUG shows no libcuda). Three repeats per cell, backends in rotated
+# order. Writes CSV to $1.
 set -uo pipefail
 csv="$1"
 psfsim="$BUILD/psfsim"
@@ -29,14 +30,15 @@ CFG
 for spec in 64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5; do
   npix=${spec%:*} k=${spec#*:}
   config "$npix" "$k" >"$work/c.cfg"
-  for be in cpu gpu auto; do
+  orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu") # three repeats, rotated
+  for rep in 0 1 2; do for be in ${orders[$rep]}; do
     t0=$(date +%s.%N)
     "$psfsim" -q --force --backend "$be" -c "$work/c.cfg" -o "$work/o" >/dev/null || {
       echo "$npix,$k,$be,nan,failed" >>"$csv"; continue; }
     t1=$(date +%s.%N)
     chosen=$(tail -n +2 "$work/o/b${npix}_${k}_manifest.csv" | head -1 | awk -F, '{print $16}')
     echo "$npix,$k,$be,$(awk "BEGIN { print $t1 - $t0 }"),$chosen" >>"$csv"
-  done
+  done; done
 done
 # 64x64, one image, warm cache: wall time and whether libcuda was loaded.
 config 64 1 >"$work/c.cfg"

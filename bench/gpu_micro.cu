@@ -309,5 +309,7 @@ int main(void)
     device_figures(64, 1024, 20);
     device_figures(1024, 32, 20);
     device_figures(2048, 8, 20);
+    device_figures(4096, 1, 20);
+    host_figures(4096, 4, 20, 5);
     return 0;
 }

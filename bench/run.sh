@@ -50,6 +50,9 @@ python3 "$root/bench/reference_numpy.py" --sizes "$sizes_pupil" --batch 1000 --m
 log "whole processes: cpu / gpu / auto"
 BUILD="$build" bash "$root/bench/auto_bench.sh" "$out/auto.csv" 2>"$out/auto_stderr.txt" ||
   { log "whole-process bench failed:"; tail -5 "$out/auto_stderr.txt" >&2; }
+log "image sets: 10,000 PNGs"
+BUILD="$build" bash "$root/bench/sets_bench.sh" "$out/sets.csv" 2>"$out/sets_stderr.txt" ||
+  log "image-set bench failed"
 log "report"
 python3 "$root/bench/report.py" "$out" >"$out/RESULTS-run.md"
 cat "$out/RESULTS-run.md"

@@ -22,6 +22,7 @@
  * at least max(64, 2^26 / N^2) images. With wisdom it is free. */
 static int worth_measuring(const psf_set_desc *set)
 {
+    if (set->fft_measure) return 1;
     double n2 = (double)set->npix * set->npix;
     double need = fmax(64.0, 67108864.0 / n2);
     return (double)set->nimages >= need;

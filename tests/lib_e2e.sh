@@ -5,6 +5,26 @@ set -u
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
 cd "$SCRATCH"
+# PSFSIM_WRAPPER, when set in the environment (scripts/test.sh's valgrind
+# stage), runs every psfsim of the test under it, e.g.
+#   PSFSIM_WRAPPER="valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+# $PSFSIM becomes a script that execs "$PSFSIM_WRAPPER psfsim ARGS"; valgrind
+# writes one report per process to $SCRATCH.vg/, and finish() fails the test
+# when any holds an error (exit codes a test ignores included).
+PSFSIM_VG_DIR=""
+if [ -n "${PSFSIM_WRAPPER:-}" ]; then
+  PSFSIM_VG_DIR="$SCRATCH.vg"
+  rm -rf "$PSFSIM_VG_DIR"
+  mkdir -p "$PSFSIM_VG_DIR"
+  vg_log=""
+  case "$PSFSIM_WRAPPER" in *valgrind*) vg_log="--log-file=$PSFSIM_VG_DIR/vg.%p.log" ;; esac
+  printf '#!/bin/sh
+exec %s %s "%s" "$@"
+' "$PSFSIM_WRAPPER" "$vg_log" "$PSFSIM" \
+    >"$PSFSIM_VG_DIR/psfsim"
+  chmod +x "$PSFSIM_VG_DIR/psfsim"
+  PSFSIM="$PSFSIM_VG_DIR/psfsim"
+fi
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
@@ -21,7 +41,17 @@ expect_stderr() {
   if grep -Eq -- "$1" "$SCRATCH/stderr"; then pass "$2"; else
     fail "$2: stderr lacks /$1/"; sed 's/^/  stderr: /' "$SCRATCH/stderr"; fi
 }
+# wrapper_clean: 0 when no valgrind report of this test holds an error.
+wrapper_clean() {
+  [ -n "$PSFSIM_VG_DIR" ] || return 0
+  local bad
+  bad=$(grep -l 'ERROR SUMMARY: [1-9]' "$PSFSIM_VG_DIR"/vg.*.log 2>/dev/null)
+  [ -z "$bad" ] && return 0
+  for f in $bad; do echo "  valgrind: $f"; sed 's/^/    /' "$f" | tail -40; done
+  return 1
+}
 finish() {
+  wrapper_clean || fail "valgrind reported errors (above)"
   if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
   echo "$failures check(s) failed"; exit 1
 }

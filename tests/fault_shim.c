@@ -1,0 +1,270 @@
+/* Fault injection for the end-to-end tests (e2e_faults.sh): an LD_PRELOAD
+ * library that makes the file system fail under psfsim the way a full disk,
+ * a directory taken away or a dying disk does, at a chosen moment, with no
+ * race. It wraps the C library's file creation and syncing calls and
+ * counts the files created under one directory; from the n-th on it fails
+ * them. Controlled by the environment:
+ *
+ *   PSFSIM_FAULT_DIR=DIR     only files created under DIR (as psfsim names
+ *                            them: give psfsim -o DIR with the same string)
+ *                            count and fail. Without it the shim does nothing.
+ *   PSFSIM_FAULT_FULL_AT=N   disk full from the N-th file created (1-based)
+ *                            on: the file is created, but /dev/full stands
+ *                            behind its descriptor, so every write to it
+ *                            fails with ENOSPC, buffered or not.
+ *   PSFSIM_FAULT_EACCES_AT=N from the N-th creation on, creating fails with
+ *                            EACCES (the directory became unwritable).
+ *   PSFSIM_FAULT_RMDIR_AT=N  just before the N-th creation, DIR and all in
+ *                            it is removed (rm -rf), as by another process.
+ *   PSFSIM_FAULT_FSYNC_AT=N  the N-th and later fsync/fdatasync of any file
+ *                            fail with EIO (an I/O error surfacing late).
+ *   PSFSIM_FAULT_RENAME_AT=N the N-th and later renames into DIR fail with
+ *                            ENOSPC (a directory that cannot grow).
+ *   PSFSIM_FAULT_LOG=FILE    one line per injected fault ("full PATH", ...).
+ *
+ * "Creation" is mkstemp and friends (atomic_file.c's temp files), fopen /
+ * fopen64 in a writing mode (cfitsio creating a FITS file) and open /
+ * open64 / openat with O_CREAT. Counters are atomic: psfsim's writer
+ * threads create files concurrently. Sources: dlsym(3) RTLD_NEXT for the
+ * real calls; /dev/full(4) for ENOSPC on every write. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Public for LD_PRELOAD: the wrapped calls (declared here, as the headers
+ * may map some to their 64-bit names). */
+int mkstemp(char *tmpl);
+int mkstemp64(char *tmpl);
+int mkostemp(char *tmpl, int flags);
+int mkostemp64(char *tmpl, int flags);
+FILE *fopen(const char *path, const char *mode);
+FILE *fopen64(const char *path, const char *mode);
+int open(const char *path, int flags, ...);
+int open64(const char *path, int flags, ...);
+int openat(int dirfd, const char *path, int flags, ...);
+int fsync(int fd);
+int fdatasync(int fd);
+int rename(const char *from, const char *to);
+
+static long env_long(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : 0;
+}
+
+static void *real(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "fault_shim: no %s in the C library\n", name);
+        abort();
+    }
+    return f;
+}
+
+static void note(const char *what, const char *path)
+{
+    const char *log = getenv("PSFSIM_FAULT_LOG");
+    if (!log) return;
+    FILE *(*ropen)(const char *, const char *) = real("fopen");
+    FILE *f = ropen(log, "a");
+    if (!f) return;
+    fprintf(f, "%s %s\n", what, path ? path : "");
+    fclose(f);
+}
+
+/* 1 when path lies under PSFSIM_FAULT_DIR. */
+static int in_scope(const char *path)
+{
+    const char *dir = getenv("PSFSIM_FAULT_DIR");
+    if (!dir || !*dir || !path) return 0;
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+typedef enum { FAULT_NONE, FAULT_FULL, FAULT_EACCES } fault;
+
+static long g_creations, g_fsyncs, g_renames;
+
+/* Count a creation of path and say which fault it meets; removes the
+ * directory first when PSFSIM_FAULT_RMDIR_AT says so. */
+static fault on_create(const char *path)
+{
+    if (!in_scope(path)) return FAULT_NONE;
+    long k = __atomic_add_fetch(&g_creations, 1, __ATOMIC_SEQ_CST);
+    long rmdir_at = env_long("PSFSIM_FAULT_RMDIR_AT");
+    if (rmdir_at > 0 && k == rmdir_at) {
+        note("rmdir", getenv("PSFSIM_FAULT_DIR"));
+        nftw(getenv("PSFSIM_FAULT_DIR"), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    long eacces_at = env_long("PSFSIM_FAULT_EACCES_AT");
+    if (eacces_at > 0 && k >= eacces_at) {
+        note("eacces", path);
+        return FAULT_EACCES;
+    }
+    long full_at = env_long("PSFSIM_FAULT_FULL_AT");
+    if (full_at > 0 && k >= full_at) {
+        note("full", path);
+        return FAULT_FULL;
+    }
+    return FAULT_NONE;
+}
+
+/* Put /dev/full behind fd (the file itself stays, empty). */
+static void make_full(int fd)
+{
+    int (*ropen)(const char *, int, ...) = real("open");
+    int full = ropen("/dev/full", O_WRONLY | O_CLOEXEC);
+    if (full < 0) return;
+    dup2(full, fd);
+    close(full);
+}
+
+static int wrap_mkstemp(const char *name, char *tmpl, int flags, int with_flags)
+{
+    fault f = on_create(tmpl);
+    if (f == FAULT_EACCES) {
+        errno = EACCES;
+        return -1;
+    }
+    int fd;
+    if (with_flags) {
+        int (*r)(char *, int) = real(name);
+        fd = r(tmpl, flags);
+    } else {
+        int (*r)(char *) = real(name);
+        fd = r(tmpl);
+    }
+    if (fd >= 0 && f == FAULT_FULL) make_full(fd);
+    return fd;
+}
+
+int mkstemp(char *tmpl) { return wrap_mkstemp("mkstemp", tmpl, 0, 0); }
+int mkstemp64(char *tmpl) { return wrap_mkstemp("mkstemp64", tmpl, 0, 0); }
+int mkostemp(char *tmpl, int flags) { return wrap_mkstemp("mkostemp", tmpl, flags, 1); }
+int mkostemp64(char *tmpl, int flags) { return wrap_mkstemp("mkostemp64", tmpl, flags, 1); }
+
+static FILE *wrap_fopen(const char *name, const char *path, const char *mode)
+{
+    FILE *(*r)(const char *, const char *) = real(name);
+    int writing = mode && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'));
+    fault f = writing ? on_create(path) : FAULT_NONE;
+    if (f == FAULT_EACCES) {
+        errno = EACCES;
+        return NULL;
+    }
+    FILE *fp = r(path, mode);
+    if (fp && f == FAULT_FULL) make_full(fileno(fp));
+    return fp;
+}
+
+FILE *fopen(const char *path, const char *mode) { return wrap_fopen("fopen", path, mode); }
+FILE *fopen64(const char *path, const char *mode) { return wrap_fopen("fopen64", path, mode); }
+
+static int wrap_open(const char *name, int dirfd, const char *path, int flags, mode_t mode)
+{
+    fault f = (flags & O_CREAT) ? on_create(path) : FAULT_NONE;
+    if (f == FAULT_EACCES) {
+        errno = EACCES;
+        return -1;
+    }
+    int fd;
+    if (dirfd == -1000) {
+        int (*r)(const char *, int, ...) = real(name);
+        fd = r(path, flags, mode);
+    } else {
+        int (*r)(int, const char *, int, ...) = real(name);
+        fd = r(dirfd, path, flags, mode);
+    }
+    if (fd >= 0 && f == FAULT_FULL) make_full(fd);
+    return fd;
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+    return (flags & O_CREAT) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return wrap_open("open", -1000, path, flags, m);
+}
+
+int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return wrap_open("open64", -1000, path, flags, m);
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return wrap_open("openat", dirfd, path, flags, m);
+}
+
+static int sync_fails(const char *name, int fd)
+{
+    long at = env_long("PSFSIM_FAULT_FSYNC_AT");
+    if (at <= 0 || !getenv("PSFSIM_FAULT_DIR")) return 0;
+    long k = __atomic_add_fetch(&g_fsyncs, 1, __ATOMIC_SEQ_CST);
+    if (k < at) return 0;
+    char fdname[32];
+    snprintf(fdname, sizeof fdname, "%s fd %d", name, fd);
+    note("eio", fdname);
+    return 1;
+}
+
+int fsync(int fd)
+{
+    if (sync_fails("fsync", fd)) {
+        errno = EIO;
+        return -1;
+    }
+    int (*r)(int) = real("fsync");
+    return r(fd);
+}
+
+int fdatasync(int fd)
+{
+    if (sync_fails("fdatasync", fd)) {
+        errno = EIO;
+        return -1;
+    }
+    int (*r)(int) = real("fdatasync");
+    return r(fd);
+}
+
+int rename(const char *from, const char *to)
+{
+    long at = env_long("PSFSIM_FAULT_RENAME_AT");
+    if (at > 0 && in_scope(to) && __atomic_add_fetch(&g_renames, 1, __ATOMIC_SEQ_CST) >= at) {
+        note("rename", to);
+        errno = ENOSPC;
+        return -1;
+    }
+    int (*r)(const char *, const char *) = real("rename");
+    return r(from, to);
+}
