@@ -15,6 +15,9 @@ log() { echo "[bench $(date +%T)] $*" >&2; }
 save() { [ -n "${OUT:-}" ] && tar czf "$OUT/bench.tgz" -C "$out" . 2>/dev/null; true; }
 trap save EXIT
 
+# PARTS: all (default) or a comma list of backends,refs,micro,auto,sets.
+parts="${PARTS:-all}"
+want() { [ "$parts" = all ] || [[ ",$parts," == *",$1,"* ]]; }
 log "build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSFSIM_WERROR=ON >/dev/null
 cmake --build "$build" >/dev/null
@@ -31,6 +34,7 @@ tail -3 "$out/ctest_gpu.txt" >&2
 } >"$out/machine.csv"
 
 sizes_pupil="32,64,128,256,512,1024,2048"
+if want backends; then
 log "psfsim backends"
 {
   echo "pipeline,npix,images,seconds_total,us_per_psf"
@@ -40,19 +44,28 @@ log "psfsim backends"
 log "ceiling"
 "$build/bench/psfsim_ceiling" 64 1000 128 1000 256 1000 512 1000 1024 1000 2048 100 4096 1 4096 20 \
   >"$out/ceiling.csv"
+fi
+if want micro; then
 log "GPU backend stages (CUDA events)"
 "$build/bench/psfsim_gpu_micro" >"$out/gpu_micro.txt"
+fi
+if want refs; then
 log "reference: CuPy"
 python3 "$root/bench/reference_cupy.py" --sizes "$sizes_pupil" --batch 1000 >"$out/cupy.csv"
 log "reference: NumPy"
 python3 "$root/bench/reference_numpy.py" --sizes "$sizes_pupil" --batch 1000 --max-seconds 8 \
   >"$out/numpy.csv"
+fi
+if want auto; then
 log "whole processes: cpu / gpu / auto"
 BUILD="$build" bash "$root/bench/auto_bench.sh" "$out/auto.csv" 2>"$out/auto_stderr.txt" ||
   { log "whole-process bench failed:"; tail -5 "$out/auto_stderr.txt" >&2; }
+fi
+if want sets; then
 log "image sets: 10,000 PNGs"
 BUILD="$build" bash "$root/bench/sets_bench.sh" "$out/sets.csv" 2>"$out/sets_stderr.txt" ||
   log "image-set bench failed"
+fi
 log "report"
 python3 "$root/bench/report.py" "$out" >"$out/RESULTS-run.md"
 cat "$out/RESULTS-run.md"
