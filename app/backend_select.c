@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cost_model.h"
+#include "gpu_module.h"
 #include "log.h"
 #include "probe.h"
 #include "probe_cache.h"
@@ -47,8 +48,7 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
 }
 
 /* auto: the backend with the lower predicted wall time for the whole set. */
-static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writers,
-                        backend_decision *d)
+static void choose_auto(const image_set *s, int writers, backend_decision *d)
 {
     d->ops = &psf_backend_cpu;
     d->cpu_us = d->gpu_us = NAN;
@@ -68,7 +68,7 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writ
     cost_job job = {.npix = s->samp.npix,
                     .nimages = s->nimages,
                     .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,
-                    .batch = gpu->preferred_batch,
+                    .batch = PSF_GPU_PREFERRED_BATCH,
                     .writers = writers > 0 ? writers
                                : cores > 0 ? (int)cores
                                            : 1,
@@ -82,7 +82,9 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writ
     char c[32], g[32];
     fmt_time(c, sizeof c, p.cpu_us);
     fmt_time(g, sizeof g, p.gpu_us);
-    if (p.use_gpu) d->ops = gpu;
+    const psf_backend_ops *gpu = p.use_gpu ? psf_backend_gpu() : NULL; /* loads the module */
+    if (gpu) d->ops = gpu;
+    p.use_gpu = gpu != NULL;
     snprintf(d->reason, sizeof d->reason, "backend %s: predicted %s %s vs %s %s%s", d->ops->name,
              p.use_gpu ? "gpu" : "cpu", p.use_gpu ? g : c, p.use_gpu ? "cpu" : "gpu",
              p.use_gpu ? c : g, started ? "" : " incl. start");
@@ -91,10 +93,10 @@ static void choose_auto(const image_set *s, const psf_backend_ops *gpu, int writ
 int backend_select(backend_choice choice, const image_set *s, int writers, backend_decision *d,
                    char *err, size_t errlen)
 {
-    const psf_backend_ops *gpu = psf_backend_gpu();
     d->cpu_us = d->gpu_us = NAN;
     d->probe[0] = '\0';
     if (choice == BACKEND_GPU) {
+        const psf_backend_ops *gpu = psf_backend_gpu();
         if (!gpu) {
             snprintf(err, errlen,
                      "--backend gpu: this psfsim was built without the CUDA backend "
@@ -110,7 +112,7 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
         snprintf(d->reason, sizeof d->reason, "backend cpu: requested");
         return 0;
     }
-    if (!gpu) {
+    if (!gpu_module_present()) { /* a stat: the module is not loaded for this */
         d->ops = &psf_backend_cpu;
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
         return 0;
@@ -120,6 +122,6 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the MFT output grid runs on the CPU");
         return 0;
     }
-    choose_auto(s, gpu, writers, d);
+    choose_auto(s, writers, d);
     return 0;
 }

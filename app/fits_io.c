@@ -3,6 +3,7 @@
  * syntax: a '[' or '!' in a directory name means nothing special). */
 #include "fits_io.h"
 
+#include <errno.h>
 #include <fitsio.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "fits_scan.h"
 
 /* Largest map psf_fits_read_image accepts, in pixels (16384 x 16384). */
 #define FITS_READ_MAX_PIXELS (1LL << 28)
@@ -132,10 +134,13 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
      * row. cfitsio converts to big-endian in its own buffer (the input is
      * not modified), hence the cast. */
     fits_write_img(f, TFLOAT, 1, (LONGLONG)npix * npix, (void *)(uintptr_t)img, &status);
+    int sys = status ? errno : 0; /* a failed write's reason (cfitsio keeps only its code) */
     if (f) {
         int cstatus = 0;
+        errno = 0;
         fits_close_file(f, &cstatus);
         if (!status) status = cstatus;
+        if (cstatus && !sys) sys = errno; /* the data is flushed at close */
     }
     if (status) {
         char text[200];
@@ -143,6 +148,8 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
         atomic_abort(&af);
         if (bad_key)
             snprintf(err, errlen, "cannot write %s: keyword %s: %s", path, bad_key, text);
+        else if (sys && (status == WRITE_ERROR || status == FILE_NOT_CLOSED))
+            snprintf(err, errlen, "cannot write %s: %s (%s)", path, strerror(sys), text);
         else
             snprintf(err, errlen, "cannot write %s: %s", path, text);
         return -1;
@@ -157,6 +164,10 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
     fitsfile *f = NULL;
     int status = 0;
     char text[300];
+    /* The headers on the way to the image are checked before cfitsio
+     * parses them (fits_scan.h: cfitsio trusts malformed table headers). */
+    int hdu = 0, naxis = 0, type = 0;
+    if (fits_scan_first_image(path, &hdu, err, errlen) != 0) return -1;
     if (fits_open_diskfile(&f, path, READONLY, &status)) {
         fits_error_text(status, text, sizeof text);
         snprintf(err, errlen, "cannot open %s: %s%s", path, text,
@@ -164,16 +175,9 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
         return -1;
     }
     /* The first image HDU with data: the primary array, or the first image
-     * extension after an empty primary (NAXIS = 0). */
-    int nhdu = 0, naxis = 0, hdu = 1;
-    fits_get_num_hdus(f, &nhdu, &status);
-    for (; hdu <= nhdu && !status; ++hdu) {
-        int type = 0;
-        fits_movabs_hdu(f, hdu, &type, &status);
-        if (status || type != IMAGE_HDU) continue;
-        fits_get_img_dim(f, &naxis, &status);
-        if (naxis != 0) break;
-    }
+     * extension after an empty primary (NAXIS = 0), as fits_scan found it. */
+    fits_movabs_hdu(f, hdu, &type, &status);
+    if (!status && type == IMAGE_HDU) fits_get_img_dim(f, &naxis, &status);
     if (!status && naxis != 2) {
         fits_close_file(f, &status);
         if (naxis == 0)

@@ -4,13 +4,13 @@
 #include "cli.h"
 #include "log.h"
 #include "probe_report.h"
-#include "backend.h"
+#include "gpu_module.h"
 #include "run.h"
 
 static void print_version(void)
 {
     printf("psfsim %s (%s)\n", PSFSIM_VERSION,
-           psf_backend_gpu() ? "CPU: FFTW3; GPU: CUDA, cuFFT" : "CPU: FFTW3; no GPU backend");
+           gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT" : "CPU: FFTW3; no GPU backend");
 }
 
 int main(int argc, char **argv)

@@ -21,12 +21,16 @@
 
 typedef struct {
     char msg[256]; /* libpng's error text */
+    int sys;       /* errno when libpng gave up: a failed fwrite's reason */
 } png_err_ctx;
 
 static void on_png_error(png_structp png, png_const_charp msg)
 {
     png_err_ctx *ctx = (png_err_ctx *)png_get_error_ptr(png);
-    if (ctx) snprintf(ctx->msg, sizeof ctx->msg, "%s", msg ? msg : "unknown error");
+    if (ctx) {
+        ctx->sys = errno;
+        snprintf(ctx->msg, sizeof ctx->msg, "%s", msg ? msg : "unknown error");
+    }
     png_longjmp(png, 1);
 }
 
@@ -159,20 +163,25 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
     }
     job.fp = af.fp;
 
-    png_err_ctx ectx = {{0}};
+    png_err_ctx ectx = {{0}, 0};
     png_structp png =
         png_create_write_struct(PNG_LIBPNG_VER_STRING, &ectx, on_png_error, on_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     int rc = -1;
     if (!png || !info)
         snprintf(ectx.msg, sizeof ectx.msg, "cannot initialise libpng (out of memory?)");
-    else
+    else {
+        errno = 0; /* what a failed fwrite leaves here is the reason to give */
         rc = png_write_body(png, info, &job);
+    }
     if (png) png_destroy_write_struct(&png, info ? &info : NULL);
     free(job.row8);
     if (rc) {
         atomic_abort(&af);
-        snprintf(err, errlen, "cannot write %s: %s", path, ectx.msg);
+        if (ectx.sys && strcmp(ectx.msg, "Write Error") == 0) /* libpng's failed fwrite */
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(ectx.sys));
+        else
+            snprintf(err, errlen, "cannot write %s: %s", path, ectx.msg);
         return -1;
     }
     return atomic_commit(&af, err, errlen);
@@ -295,7 +304,7 @@ int psf_png_read_gray(const char *path, float **data, int *rows, int *cols, int 
         snprintf(err, errlen, "%s: not a PNG file", path);
         return -1;
     }
-    png_err_ctx ectx = {{0}};
+    png_err_ctx ectx = {{0}, 0};
     png_structp png =
         png_create_read_struct(PNG_LIBPNG_VER_STRING, &ectx, on_png_error, on_png_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;

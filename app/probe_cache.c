@@ -13,7 +13,7 @@
 #include <fftw3.h>
 
 #include "atomic_file.h"
-#include "gpu/gpu_probe.h"
+#include "gpu_module.h"
 #include "outputs.h"
 
 #define CACHE_MAGIC "psfsim-probe 2"
@@ -84,8 +84,10 @@ void machine_key_read(machine_key *k)
     if (read_field("/proc/driver/nvidia/version", "NVRM version:", k->value[1],
                    sizeof k->value[1]) != 0)
         snprintf(k->value[1], sizeof k->value[1], "none");
-    snprintf(k->value[2], sizeof k->value[2], "%d", gpu_runtime_version());
-    snprintf(k->value[3], sizeof k->value[3], "%d", gpu_cufft_version());
+    /* cudart is static in the module and cuFFT ships with the toolkit: the
+     * toolkit's version names both, and is known without loading anything. */
+    snprintf(k->value[2], sizeof k->value[2], "cuda-%s", gpu_module_toolkit());
+    snprintf(k->value[3], sizeof k->value[3], "cufft-of-cuda-%s", gpu_module_toolkit());
     token(k->value[4], sizeof k->value[4], fftwf_version);
     if (read_field("/proc/cpuinfo", "model name", k->value[5], sizeof k->value[5]) != 0)
         snprintf(k->value[5], sizeof k->value[5], "unknown");

@@ -1,20 +1,59 @@
 #!/usr/bin/env bash
-# The README's second command: build and run the whole test suite, twice:
+# The README's second command: build and run the whole test suite, in four
+# stages (each stops the script at its first failure):
 #  1. the default build (with the CUDA backend when nvcc is present; GPU
 #     tests skip without a GPU), warnings as errors;
 #  2. a CPU-only build (-DPSFSIM_CUDA=OFF) under AddressSanitizer and
-#     UndefinedBehaviorSanitizer.
+#     UndefinedBehaviorSanitizer, the whole suite again;
+#  3. the end-to-end tests (ctest -L e2e) of a CPU-only build under
+#     valgrind memcheck: no error, no definite leak (tests/lib_e2e.sh runs
+#     psfsim under PSFSIM_WRAPPER);
+#  4. a short fuzz run (ctest -L fuzz): the libFuzzer targets of fuzz/ built
+#     with clang, ASan and UBSan, PSFSIM_FUZZ_SECONDS (45) seconds each.
+# Third-party leaks are suppressed by fuzz/lsan.supp and tests/valgrind.supp
+# (libconfig's lexer only). PSFSIM_TEST_STAGES="1 2 3 4" picks stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+stages=${PSFSIM_TEST_STAGES:-1 2 3 4}
+want() { [[ " $stages " == *" $1 "* ]]; }
+stage() { echo "test.sh: stage $1: $2 ($(date +%T))"; }
 run_suite() { # build-dir, cmake options...
   local dir=$1; shift
   cmake -S . -B "$dir" -G Ninja -DPSFSIM_WERROR=ON "$@"
   cmake --build "$dir" -j "$jobs"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
-run_suite build-test -DCMAKE_BUILD_TYPE=Release
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPSFSIM_CUDA=OFF -DPSFSIM_SANITIZE=ON \
-  -DPSFSIM_CAIRO=OFF # fontconfig, under cairo, keeps caches LeakSanitizer reports
+if want 1; then
+  stage 1 "default build"
+  run_suite build-test -DCMAKE_BUILD_TYPE=Release
+fi
+if want 2; then
+  stage 2 "ASan + UBSan"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp \
+    run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPSFSIM_CUDA=OFF -DPSFSIM_SANITIZE=ON \
+    -DPSFSIM_CAIRO=OFF # fontconfig, under cairo, keeps caches LeakSanitizer reports
+fi
+if want 3; then
+  stage 3 "end-to-end tests under valgrind memcheck"
+  cmake -S . -B build-valgrind -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPSFSIM_CUDA=OFF -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
+  cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim
+  PSFSIM_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+--errors-for-leak-kinds=definite --suppressions=$PWD/tests/valgrind.supp" \
+    ctest --test-dir build-valgrind --output-on-failure -j "$jobs" -L e2e
+fi
+if want 4; then
+  stage 4 "fuzz smoke run"
+  command -v clang >/dev/null || { echo "test.sh: the fuzz stage needs clang (scripts/install-deps.sh)"; exit 1; }
+  cmake -S . -B build-fuzz -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DPSFSIM_FUZZ=ON -DPSFSIM_CUDA=OFF -DPSFSIM_SANITIZE=ON \
+    -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
+  cmake --build build-fuzz -j "$jobs" --target fuzz_config fuzz_png_map fuzz_fits_map fuzz_cli
+  LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp \
+    ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L fuzz
+  grep -h -E '^(stat::number_of_executed_units|Done|#[0-9]+.*DONE)' \
+    build-fuzz/Testing/Temporary/LastTest.log | sed 's/^/test.sh: fuzz: /' || true
+fi
 echo "test.sh: all suites passed"

@@ -152,10 +152,22 @@ static int wrap_mkstemp(const char *name, char *tmpl, int flags, int with_flags)
     return fd;
 }
 
-int mkstemp(char *tmpl) { return wrap_mkstemp("mkstemp", tmpl, 0, 0); }
-int mkstemp64(char *tmpl) { return wrap_mkstemp("mkstemp64", tmpl, 0, 0); }
-int mkostemp(char *tmpl, int flags) { return wrap_mkstemp("mkostemp", tmpl, flags, 1); }
-int mkostemp64(char *tmpl, int flags) { return wrap_mkstemp("mkostemp64", tmpl, flags, 1); }
+int mkstemp(char *tmpl)
+{
+    return wrap_mkstemp("mkstemp", tmpl, 0, 0);
+}
+int mkstemp64(char *tmpl)
+{
+    return wrap_mkstemp("mkstemp64", tmpl, 0, 0);
+}
+int mkostemp(char *tmpl, int flags)
+{
+    return wrap_mkstemp("mkostemp", tmpl, flags, 1);
+}
+int mkostemp64(char *tmpl, int flags)
+{
+    return wrap_mkstemp("mkostemp64", tmpl, flags, 1);
+}
 
 static FILE *wrap_fopen(const char *name, const char *path, const char *mode)
 {
@@ -171,8 +183,14 @@ static FILE *wrap_fopen(const char *name, const char *path, const char *mode)
     return fp;
 }
 
-FILE *fopen(const char *path, const char *mode) { return wrap_fopen("fopen", path, mode); }
-FILE *fopen64(const char *path, const char *mode) { return wrap_fopen("fopen64", path, mode); }
+FILE *fopen(const char *path, const char *mode)
+{
+    return wrap_fopen("fopen", path, mode);
+}
+FILE *fopen64(const char *path, const char *mode)
+{
+    return wrap_fopen("fopen64", path, mode);
+}
 
 static int wrap_open(const char *name, int dirfd, const char *path, int flags, mode_t mode)
 {

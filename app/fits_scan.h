@@ -1,0 +1,31 @@
+/* A check of a FITS file's structure before cfitsio reads it (issue 6).
+ * cfitsio 4.2 trusts some header values it cannot parse: a binary table
+ * whose NAXIS1 is not a number makes it read an uninitialised variable
+ * and allocate that many bytes (found by fuzz_fits_map). So psfsim walks
+ * the headers itself first, up to the image it will read, and hands
+ * cfitsio only files whose HDUs on the way are well formed. */
+#ifndef PSFSIM_FITS_SCAN_H
+#define PSFSIM_FITS_SCAN_H
+
+#include <stddef.h>
+
+/* Find the first HDU holding an image with NAXIS >= 1 in the FITS file at
+ * path, reading its headers as the FITS standard 4.0 lays them out (sec. 3:
+ * 2880-byte blocks of 80-byte cards, sec. 4.4.1: the mandatory keywords).
+ * The HDUs before it and its own header must be: the primary HDU (SIMPLE
+ * = T first), then image extensions (XTENSION = 'IMAGE') or tile-compressed
+ * images (XTENSION = 'BINTABLE' with ZIMAGE = T); BITPIX one of 8, 16, 32,
+ * 64, -32, -64; NAXIS 0..999; NAXISn, PCOUNT, GCOUNT, TFIELDS, ZNAXIS,
+ * ZNAXISn integers >= 0 (GCOUNT = 1, NAXIS <= 2 for a table); every
+ * mandatory value an integer written as one; the data sizes they give must
+ * fit in 2^62 bytes, and the data of the HDUs before the image in the file
+ * (the image's own data are cfitsio's to read). A table or any other extension before
+ * the image is refused (a map is an image, not a table).
+ * Returns 0 with *hdu (1-based), or -1 with a message in err naming path,
+ * the HDU and the card, e.g. "m.fits: not a valid FITS file: HDU 2:
+ * NAXIS1 = '\x8c...' is not an integer" (bytes outside printable ASCII
+ * shown as '?'). A file with no such image: "m.fits: no image in this FITS
+ * file". Reads at most the headers up to the image (no data). */
+int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen);
+
+#endif
