@@ -44,6 +44,24 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
+/* auto chose the GPU for a set big enough to repay it: create the GPU in a
+ * thread while the CPU computes the first batches (app/gpu_warmup.h). */
+static int start_warm(run_state *r, char *err, size_t errlen)
+{
+    psf_set_desc desc;
+    image_set_desc(&r->set, r->batch, &desc);
+    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
+    if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
+    if (run_open_backend(r, &psf_backend_cpu, err, errlen) != 0) {
+        gpu_warmup_discard(&r->warm);
+        run_close_backend(r);
+        return -1;
+    }
+    r->warming = 1;
+    log_info("starting the GPU in the background; the CPU computes the first images");
+    return 0;
+}
+
 /* Start the chosen backend. A forced GPU that cannot start is a usage error
  * (exit 2, nothing written); with auto the CPU takes over. */
 static int start_backend(run_state *r, char *err, size_t errlen, int *status)
@@ -51,6 +69,11 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
     r->batch = batch_size(r->decision.ops, r->set.samp.npix, r->todo);
     *status = 3;
     if (alloc_slots(r, err, errlen) != 0) return -1;
+    if (r->decision.ops != &psf_backend_cpu && r->cfg.backend == BACKEND_AUTO &&
+        r->todo > 2 * RUN_WARM_BATCH && start_warm(r, err, errlen) == 0) {
+        *status = 0;
+        return 0;
+    }
     if (run_open_backend(r, r->decision.ops, err, errlen) == 0) {
         *status = 0;
         return 0;
@@ -204,6 +227,7 @@ static void cleanup(run_state *r)
 {
     char err[RUN_ERRLEN];
     if (r->writers) writer_pool_destroy(r->writers);
+    if (r->warming) gpu_warmup_discard(&r->warm);
     if (r->cube_open) cube_writer_abort(&r->cube);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);

@@ -127,7 +127,8 @@ static int fill_slot(run_state *r, int s, long long *next, char *err, size_t err
     run_slot *sl = &r->slots[s];
     size_t per = image_set_storage(&r->set);
     int nb = 0;
-    while (nb < r->batch && *next < r->set.nimages) {
+    int limit = r->warming ? RUN_WARM_BATCH : r->batch;
+    while (nb < limit && *next < r->set.nimages) {
         long long k = (*next)++;
         if (r->resume.done && r->resume.done[k]) continue;
         if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
@@ -196,6 +197,26 @@ static void submit(run_state *r, int s, int nb, double compute_share_us)
     sl->count = nb;
 }
 
+/* The GPU created in the background is ready: once the writers are done
+ * with the CPU's buffers, take it (or, if it failed, stay on the CPU). */
+static int adopt_gpu(run_state *r, char *err, size_t errlen)
+{
+    if (retire_all(r, err, errlen) != 0) return -1;
+    r->warming = 0;
+    if (gpu_warmup_join(&r->warm) != 0) {
+        log_warn("%s; computing the images on the CPU", r->warm.err);
+        snprintf(r->decision.reason, sizeof r->decision.reason,
+                 "backend cpu: fallback after: %.200s", r->warm.err);
+        return 0;
+    }
+    run_close_backend(r);
+    r->backend = r->warm.backend;
+    r->ops = r->warm.ops;
+    for (int s = 0; s < WRITER_SLOTS; ++s) r->slots[s].images = r->warm.images[s];
+    log_info("the GPU is ready after %lld image(s) on the CPU", r->written);
+    return 0;
+}
+
 int run_images(run_state *r, char *err, size_t errlen)
 {
     long long next = 0;
@@ -206,6 +227,10 @@ int run_images(run_state *r, char *err, size_t errlen)
             break;
         }
         if ((r->interrupted = interrupt_pending())) break;
+        if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
         int nb = fill_slot(r, s, &next, err, errlen);
         if (nb <= 0) {
             rc = nb;

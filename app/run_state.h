@@ -6,6 +6,7 @@
 #include "backend_select.h"
 #include "cli.h"
 #include "cube_writer.h"
+#include "gpu_warmup.h"
 #include "image_set.h"
 #include "manifest.h"
 #include "progress.h"
@@ -14,6 +15,8 @@
 #include "writer_pool.h"
 
 #define RUN_ERRLEN 1024
+/* Images per CPU batch while the GPU starts: small, to switch soon. */
+#define RUN_WARM_BATCH 32
 
 /* One batch buffer and what its images need until they are written. */
 typedef struct {
@@ -39,6 +42,8 @@ typedef struct {
     psf_backend *backend;
     int batch;
     run_slot slots[WRITER_SLOTS];
+    gpu_warmup warm;     /* the GPU being created while the CPU starts the set */
+    int warming;
     writer_pool *writers;
     int nwriters;
     manifest_writer manifest;

@@ -1,15 +1,16 @@
-/* Checked CUDA and cuFFT calls with fault injection. Every CUDA runtime and
- * cuFFT call of the GPU backend whose failure matters goes through GPU_CUDA,
- * GPU_CUFFT or GPU_LAUNCH, so that
+/* Checked CUDA, cuFFT and cuBLAS calls with fault injection. Every CUDA
+ * runtime, cuFFT and cuBLAS call of the GPU backend whose failure matters
+ * goes through GPU_CUDA, GPU_CUFFT, GPU_CUBLAS or GPU_LAUNCH, so that
  *  - a failure writes one message naming the call, where it is, and the
- *    error (cudaGetErrorString / gpu_cufft_error_name) into the checker's
- *    err buffer, and the caller can release what it holds and return -1;
+ *    error (cudaGetErrorString / gpu_cufft_error_name /
+ *    gpu_cublas_error_name) into the checker's err buffer, and the caller
+ *    can release what it holds and return -1;
  *  - PSFSIM_GPU_FAIL_AT=n (read once per backend, in create) makes the n-th
  *    checked call of that backend instance fail with "injected fault at CUDA
  *    call n" instead of being made, so every failure path can be tested
  *    without a broken GPU. The call is skipped rather than made and then
  *    reported failed, so an injected allocation never leaks.
- * Release calls (cudaFree, cufftDestroy, ...) on cleanup paths are not
+ * Release calls (cudaFree, cufftDestroy, cublasDestroy, ...) on cleanup paths are not
  * checked: there is nothing left to do when they fail.
  *
  * Usage: if (GPU_CUDA(&b->chk, cudaMalloc(&p, bytes))) goto fail; */
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -98,6 +100,36 @@ static inline const char *gpu_cufft_error_name(cufftResult r)
     }
 }
 
+/* Name of a cuBLAS status code: numeric cases, as for cuFFT, so that the
+ * message does not depend on the toolkit having cublasGetStatusName. */
+static inline const char *gpu_cublas_error_name(cublasStatus_t r)
+{
+    switch ((int)r) {
+    case 0:
+        return "CUBLAS_STATUS_SUCCESS";
+    case 1:
+        return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3:
+        return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7:
+        return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8:
+        return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11:
+        return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13:
+        return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14:
+        return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15:
+        return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case 16:
+        return "CUBLAS_STATUS_LICENSE_ERROR";
+    default:
+        return "unknown cuBLAS error";
+    }
+}
+
 /* The function name of a call's source text: "cudaMalloc(&p, n)" -> "cudaMalloc". */
 static inline void gpu_check_callname(const char *call, char *out, size_t outlen)
 {
@@ -151,6 +183,18 @@ static inline int gpu_check_cufft_result(gpu_check *c, cufftResult r, const char
     return -1;
 }
 
+static inline int gpu_check_cublas_result(gpu_check *c, cublasStatus_t r, const char *call,
+                                          const char *file, int line)
+{
+    if (r == CUBLAS_STATUS_SUCCESS) return 0;
+    char name[64];
+    gpu_check_callname(call, name, sizeof name);
+    if (c->err && c->errlen)
+        snprintf(c->err, c->errlen, "gpu: %s failed (%s:%d): %s (cuBLAS status %d)", name,
+                 gpu_check_basename(file), line, gpu_cublas_error_name(r), (int)r);
+    return -1;
+}
+
 /* Each evaluates to 0 on success, -1 (message written) on failure. The call
  * is made only when the injector lets it. */
 #define GPU_CUDA(chk, call)                                                                        \
@@ -159,6 +203,9 @@ static inline int gpu_check_cufft_result(gpu_check *c, cufftResult r, const char
 #define GPU_CUFFT(chk, call)                                                                       \
     (-(gpu_check_inject((chk), #call, __FILE__, __LINE__) ||                                       \
        gpu_check_cufft_result((chk), (call), #call, __FILE__, __LINE__) != 0))
+#define GPU_CUBLAS(chk, call)                                                                      \
+    (-(gpu_check_inject((chk), #call, __FILE__, __LINE__) ||                                       \
+       gpu_check_cublas_result((chk), (call), #call, __FILE__, __LINE__) != 0))
 /* After a kernel launch: the launch's own error (bad configuration, no
  * kernel image for this GPU). Errors while the kernel runs surface at the
  * next synchronising call, which is checked too. */

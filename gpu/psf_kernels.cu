@@ -9,7 +9,10 @@
 
 /* One thread per pixel (r, c) for GPU_IMAGES_PER_THREAD consecutive entries
  * (blockIdx.z picks the group), whose descriptors the block reads once into
- * shared memory (see field_kernel in pupil_gpu.cu: the same reasoning). */
+ * shared memory (see field_kernel in pupil_gpu.cu: the same reasoning).
+ * SHIFT: the FFT's layout (zero frequency at 0, moved to N/2); without it
+ * the field is already centred (the MFT's). */
+template <bool SHIFT>
 __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
                                         const float *__restrict__ scale,
                                         const gpu_pass_image *__restrict__ images, int nimages,
@@ -24,8 +27,8 @@ __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
     int c = blockIdx.x * BX + threadIdx.x, r = blockIdx.y * BY + threadIdx.y;
     if (c >= npix || r >= npix) return;
     int h = npix / 2;
-    int u = r >= h ? r - h : r + (npix - h);
-    int v = c >= h ? c - h : c + (npix - h);
+    int u = !SHIFT ? r : r >= h ? r - h : r + (npix - h);
+    int v = !SHIFT ? c : c >= h ? c - h : c + (npix - h);
     size_t plane = (size_t)npix * npix, pix = (size_t)r * npix + c;
     const cufftComplex *src = field + (size_t)u * npix + v;
 #pragma unroll
@@ -42,17 +45,35 @@ __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
     }
 }
 
+static dim3 grid_for(int nimages, int npix)
+{
+    int groups = (nimages + GPU_IMAGES_PER_THREAD - 1) / GPU_IMAGES_PER_THREAD;
+    return dim3((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY),
+                (unsigned)groups);
+}
+
 int gpu_psf_intensity(const cufftComplex *field, const float *scale, const gpu_pass_image *images,
                       int nimages, int npix, float *out, cudaStream_t stream, gpu_check *chk)
 {
-    int groups = (nimages + GPU_IMAGES_PER_THREAD - 1) / GPU_IMAGES_PER_THREAD;
-    dim3 grid((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY), (unsigned)groups);
-    intensity_kernel<<<grid, dim3(BX, BY), 0, stream>>>(field, scale, images, nimages, npix, out);
+    intensity_kernel<true><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
+        field, scale, images, nimages, npix, out);
+    return GPU_LAUNCH(chk, "intensity_kernel");
+}
+
+int gpu_psf_intensity_centred(const cufftComplex *field, const float *scale,
+                              const gpu_pass_image *images, int nimages, int npix, float *out,
+                              cudaStream_t stream, gpu_check *chk)
+{
+    intensity_kernel<false><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
+        field, scale, images, nimages, npix, out);
     return GPU_LAUNCH(chk, "intensity_kernel");
 }
 
 int gpu_psf_load_kernels(gpu_check *chk)
 {
     cudaFuncAttributes a;
-    return GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel));
+    return GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<true>)) ||
+                   GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<false>))
+               ? -1
+               : 0;
 }

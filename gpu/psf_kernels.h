@@ -1,6 +1,7 @@
 /* The fused last step of the GPU pipeline: fftshift + |.|^2 + scale +
  * accumulation over a job's fields, written as the centred intensity image
- * (the twin of accumulate_shifted in cpu/backend_cpu.c). */
+ * (the twin of accumulate_shifted in cpu/backend_cpu.c); without the shift
+ * for the MFT, whose output is centred already (add_power in cpu/mft.c). */
 #ifndef PSFSIM_GPU_PSF_KERNELS_H
 #define PSFSIM_GPU_PSF_KERNELS_H
 
@@ -35,7 +36,14 @@ typedef struct {
 int gpu_psf_intensity(const cufftComplex *field, const float *scale, const gpu_pass_image *images,
                       int nimages, int npix, float *out, cudaStream_t stream, gpu_check *chk);
 
-/* Load the intensity kernel now (see gpu_pupil_load_kernels). Returns 0,
+/* The same for fields already centred (the MFT's E, axis at (N/2, N/2)):
+ * out[e.image*N*N + r*N + c] = (e.accumulate ? itself : 0) + sum_f
+ * scale[f] |field_f[r*N + c]|^2, no shift (cpu/mft.c's add_power). */
+int gpu_psf_intensity_centred(const cufftComplex *field, const float *scale,
+                              const gpu_pass_image *images, int nimages, int npix, float *out,
+                              cudaStream_t stream, gpu_check *chk);
+
+/* Load the intensity kernels now (see gpu_pupil_load_kernels). Returns 0,
  * or -1 with chk's message. */
 int gpu_psf_load_kernels(gpu_check *chk);
 

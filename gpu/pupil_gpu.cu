@@ -22,10 +22,14 @@ static dim3 grid_for(int npix, int nz)
     return dim3((unsigned)((npix + BX - 1) / BX), (unsigned)((npix + BY - 1) / BY), (unsigned)nz);
 }
 
-/* Pupil row i and column j of FFT-order position (di, dj): the inverse of
- * di = (i - N/2) mod N. */
-__device__ static inline int unshift(int d, int npix)
+/* Threads of a block of the open-sample kernel (one sample each). */
+#define OPEN_THREADS 256
+
+/* Pupil row i (or column j) of stored position di (dj): in FFT order the
+ * inverse of di = (i - N/2) mod N; in natural order di itself. */
+__device__ static inline int unshift(int d, int npix, int natural)
 {
+    if (natural) return d;
     int i = d + npix / 2;
     return i >= npix ? i - npix : i;
 }
@@ -39,8 +43,8 @@ __global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *am
     int npix = set.npix;
     if (dj >= npix || di >= npix) return;
     int c = npix / 2;
-    double x = (double)(unshift(dj, npix) - c) * dx_m;
-    double y = (double)(unshift(di, npix) - c) * dx_m;
+    double x = (double)(unshift(dj, npix, set.natural) - c) * dx_m;
+    double y = (double)(unshift(di, npix, set.natural) - c) * dx_m;
     float t = aperture_sample(&set.geom, x, y, dx_m);
     if (set.amp_map && t != 0.0f)
         t *= map_bilinear(set.amp_map, set.map_rows, set.map_cols, set.map_diameter_m, x, y);
@@ -66,10 +70,11 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
         return;
     }
     unsigned k = pp.idx[p];
+    pp.pos[k] = (unsigned)p; /* p < N^2 <= 2^32 - 1 (GPU_PUPIL_MAX_NPIX) */
     pp.amp[k] = a;
     int c = npix / 2;
-    double x = (double)(unshift(dj, npix) - c) * pp.dx_m;
-    double y = (double)(unshift(di, npix) - c) * pp.dx_m;
+    double x = (double)(unshift(dj, npix, set.natural) - c) * pp.dx_m;
+    double y = (double)(unshift(di, npix, set.natural) - c) * pp.dx_m;
     if (pp.opd)
         pp.opd[k] = map_bilinear(set.opd_map, set.opd_rows, set.opd_cols, set.map_diameter_m, x, y);
     if (pp.basis) {
@@ -113,7 +118,9 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
         goto done;
     pp->nopen = nopen;
     if (nopen > 0) {
-        if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp))) goto done;
+        if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp)) ||
+            GPU_CUDA(chk, cudaMalloc(&pp->pos, nopen * sizeof *pp->pos)))
+            goto done;
         if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) goto done;
         basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
         if (basis_bytes > 0 && basis_bytes <= set->basis_max_bytes && basis_bytes <= free_b / 2 &&
@@ -203,8 +210,8 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
                 a = pp->amp[k];
                 if (!ALL_BASIS && !pp->basis && set.nterms > 0) {
                     int c = npix / 2;
-                    double x = (double)(unshift(dj, npix) - c) * pp->dx_m;
-                    double y = (double)(unshift(di, npix) - c) * pp->dx_m;
+                    double x = (double)(unshift(dj, npix, set.natural) - c) * pp->dx_m;
+                    double y = (double)(unshift(di, npix, set.natural) - c) * pp->dx_m;
                     rho = sqrt(x * x + y * y) / set.radius_m;
                     theta = atan2(y, x);
                 }
@@ -243,9 +250,91 @@ int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_b
     return GPU_LAUNCH(chk, "field_kernel");
 }
 
+/* One thread per open sample k (of the largest pupil) for
+ * GPU_FIELDS_PER_THREAD consecutive fields (blockIdx.z picks the group):
+ * field_kernel's work without the closed samples, whose zeros the field
+ * buffer already holds. The sample's position, transmission and basis
+ * values are read once per pupil and serve all the group's fields of that
+ * pupil; the values written are field_kernel's, bit for bit. */
+template <bool ALL_BASIS>
+__global__ static void field_open_kernel(gpu_pupil_set set, const gpu_pupil *__restrict__ pupils,
+                                         const gpu_field_desc *__restrict__ desc,
+                                         const double *__restrict__ coeff, int nfields,
+                                         cufftComplex *__restrict__ field)
+{
+    __shared__ gpu_field_desc sd[GPU_FIELDS_PER_THREAD];
+    __shared__ gpu_pupil sp[GPU_FIELDS_PER_THREAD];
+    int s0 = blockIdx.z * GPU_FIELDS_PER_THREAD;
+    int nf = nfields - s0 < GPU_FIELDS_PER_THREAD ? nfields - s0 : GPU_FIELDS_PER_THREAD;
+    if ((int)threadIdx.x < nf) {
+        sd[threadIdx.x] = desc[s0 + threadIdx.x];
+        sp[threadIdx.x] = pupils[sd[threadIdx.x].pupil];
+    }
+    __syncthreads();
+    size_t k = (size_t)blockIdx.x * OPEN_THREADS + threadIdx.x;
+    int npix = set.npix;
+    size_t plane = (size_t)npix * npix;
+    int open = 0;
+    unsigned p = 0;
+    float a = 0.0f;
+    double rho = 0.0, theta = 0.0;
+#pragma unroll
+    for (int i = 0; i < GPU_FIELDS_PER_THREAD; ++i) {
+        if (i >= nf) break;
+        const gpu_pupil *pp = &sp[i];
+        if (i == 0 || sd[i].pupil != sd[i - 1].pupil) { /* this sample in a new pupil */
+            open = k < pp->nopen;
+            if (open) {
+                p = pp->pos[k];
+                a = pp->amp[k];
+                if (!ALL_BASIS && !pp->basis && set.nterms > 0) {
+                    int c = npix / 2;
+                    int dj = (int)(p % (unsigned)npix), di = (int)(p / (unsigned)npix);
+                    double x = (double)(unshift(dj, npix, set.natural) - c) * pp->dx_m;
+                    double y = (double)(unshift(di, npix, set.natural) - c) * pp->dx_m;
+                    rho = sqrt(x * x + y * y) / set.radius_m;
+                    theta = atan2(y, x);
+                }
+            }
+        }
+        if (!open) continue;
+        int s = s0 + i;
+        const double *c = coeff + (size_t)s * set.nterms;
+        double ow = sd[i].opd_to_waves;
+        double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
+        if (ALL_BASIS || pp->basis) {
+            const float *b = pp->basis + k;
+            size_t nopen = pp->nopen;
+            for (int t = 0; t < set.nterms; ++t)
+                w += c[t] * b[(size_t)t * nopen];
+        } else {
+            w += zernike_sum(&set, c, rho, theta);
+        }
+        field[(size_t)s * plane + p] = phasor(a, w);
+    }
+}
+
+int gpu_pupil_field_open(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
+                         const gpu_field_desc *desc, const double *coeff, int nfields,
+                         size_t max_open, cufftComplex *field, cudaStream_t stream,
+                         gpu_check *chk)
+{
+    if (nfields < 1 || max_open == 0) return 0; /* nothing open: the zeros are the fields */
+    int groups = (nfields + GPU_FIELDS_PER_THREAD - 1) / GPU_FIELDS_PER_THREAD;
+    dim3 grid((unsigned)((max_open + OPEN_THREADS - 1) / OPEN_THREADS), 1, (unsigned)groups);
+    if (all_basis || set->nterms == 0)
+        field_open_kernel<true>
+            <<<grid, OPEN_THREADS, 0, stream>>>(*set, pupils, desc, coeff, nfields, field);
+    else
+        field_open_kernel<false>
+            <<<grid, OPEN_THREADS, 0, stream>>>(*set, pupils, desc, coeff, nfields, field);
+    return GPU_LAUNCH(chk, "field_open_kernel");
+}
+
 void gpu_pupil_free(gpu_pupil *pp)
 {
     cudaFree(pp->idx);
+    cudaFree(pp->pos);
     cudaFree(pp->amp);
     cudaFree(pp->basis);
     cudaFree(pp->opd);
@@ -258,7 +347,9 @@ int gpu_pupil_load_kernels(gpu_check *chk)
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, aperture_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, compact_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel<true>)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel<false>)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_kernel<false>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_open_kernel<true>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, field_open_kernel<false>)))
         return -1;
     return 0;
 }

@@ -8,9 +8,18 @@
  * Layouts. The N x N grid is centred as in optics/aperture.h (sample (i, j)
  * at x = (j - N/2) dx, y = (i - N/2) dx); everything indexed by pixel is in
  * FFT order: sample (i, j) is stored at p = ((i - N/2) mod N) * N +
- * ((j - N/2) mod N), so the optical axis is at index 0 (ifftshift). Open
- * samples are numbered k = 0..nopen-1 in increasing p, so neighbouring
- * threads read neighbouring basis values. */
+ * ((j - N/2) mod N), so the optical axis is at index 0 (ifftshift). For the
+ * MFT (gpu_pupil_set.natural) the grid is the G x G pupil grid, centred the
+ * same way, in natural order instead: p = i * G + j (cpu_pupil_build_compact's
+ * grid). Open samples are numbered k = 0..nopen-1 in increasing p, so
+ * neighbouring threads read neighbouring basis values.
+ *
+ * Two field kernels. The dense one writes every sample of a field (zeros at
+ * the closed ones); the open-sample one writes only the open samples, for a
+ * field buffer whose other samples are known to be zero already (the FFT is
+ * out of place and the MFT's products read their input, so a buffer keeps
+ * its zeros from pass to pass). At N = 4096 the open samples are ~18% of the
+ * grid. */
 #ifndef PSFSIM_GPU_PUPIL_GPU_H
 #define PSFSIM_GPU_PUPIL_GPU_H
 
@@ -42,7 +51,8 @@ extern "C" {
 /* Everything of the set the pupil kernels need, fixed at create. Device
  * pointers. */
 typedef struct {
-    int npix;               /* N */
+    int npix;               /* N: the grid (the FFT's, or the MFT's pupil grid G) */
+    int natural;            /* 0: FFT order (the FFT's input); 1: natural order (the MFT's) */
     double radius_m;        /* D / 2: rho = r / radius */
     psf_aperture_geom geom; /* optics/aperture_geom.h, evaluated per sample */
     const float *amp_map;   /* [map_rows * map_cols] transmission map (APERTURE_FILE), or NULL */
@@ -60,7 +70,8 @@ typedef struct {
 typedef struct {
     double dx_m;   /* pupil pitch, metres */
     size_t nopen;  /* samples with transmission > 0 */
-    unsigned *idx; /* device [N*N], FFT order: open-sample number k, or GPU_PUPIL_CLOSED */
+    unsigned *idx; /* device [N*N], grid order: open-sample number k, or GPU_PUPIL_CLOSED */
+    unsigned *pos; /* device [nopen]: the grid position p of open sample k (idx inverted) */
     float *amp;    /* device [nopen] transmission in (0, 1] */
     float *basis;  /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
                       or NULL: the field kernel evaluates zernike_eval */
@@ -85,7 +96,7 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
                     gpu_check *chk);
 
 /* Write nfields pupil fields into field (device, nfields x N*N cufftComplex,
- * FFT order, field s at s*N*N): A exp(+i 2 pi W) at open samples, 0 at the
+ * grid order, field s at s*N*N): A exp(+i 2 pi W) at open samples, 0 at the
  * others, with W = sum_t coeff[s*nterms + t] Z_t + opd * opd_to_waves in
  * waves (accumulated in double and reduced to one wave before the float
  * sine and cosine, as the CPU does). pupils: device table indexed by
@@ -97,6 +108,17 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
 int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
                     const gpu_field_desc *desc, const double *coeff, int nfields,
                     cufftComplex *field, cudaStream_t stream, gpu_check *chk);
+
+/* The same fields as gpu_pupil_field, but only the open samples of each
+ * field's pupil are written: the caller guarantees that every other sample
+ * of field s is already zero (it holds a field of the same pupil, or was
+ * written by gpu_pupil_field with that pupil). max_open: the largest nopen of
+ * the pupils the fields use (the grid's size). Returns 0, or -1 with chk's
+ * message (launch error). */
+int gpu_pupil_field_open(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
+                         const gpu_field_desc *desc, const double *coeff, int nfields,
+                         size_t max_open, cufftComplex *field, cudaStream_t stream,
+                         gpu_check *chk);
 
 void gpu_pupil_free(gpu_pupil *pp);
 

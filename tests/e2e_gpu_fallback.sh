@@ -68,6 +68,38 @@ for c in "auto 3" "auto 40" "gpu 40"; do
   fi
 done
 
+# A set big enough for auto to pick the GPU: the CPU computes the first
+# images while the GPU starts in the background, then the GPU takes over;
+# with a fault in that background start the CPU computes them all.
+vals=$(awk 'BEGIN { for (i = 0; i < 3000; ++i) printf "%s%.5f", (i ? ", " : ""), -1 + 2 * i / 2999 }')
+cat >"$SCRATCH/big.cfg" <<CFG
+name = "big";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 128; padding = 2.0; };
+sweep: { defocus = [ $vals ]; };
+output: { png: { enabled = false; }; fits: { enabled = true; }; };
+CFG
+for n in 0 3; do
+  out="$SCRATCH/big_$n"
+  expect_exit 0 "auto, 3000 images, PSFSIM_GPU_FAIL_AT=$n" -- \
+    env PSFSIM_GPU_FAIL_AT="$n" "$PSFSIM" -v --backend auto -c "$SCRATCH/big.cfg" -o "$out"
+  rows=$(($(wc -l <"$out/big_manifest.csv") - 1))
+  files=$(ls "$out" | grep -c '\.fits$')
+  [ "$rows" -eq 3000 ] && [ "$files" -eq 3000 ] && pass "auto, fault $n: all 3000 images" ||
+    fail "auto, fault $n: $rows rows, $files files"
+  ngpu=$(awk -F, 'NR > 1 && $16 == "gpu"' "$out/big_manifest.csv" | wc -l)
+  if grep -q "backend gpu: predicted" "$SCRATCH/stderr"; then
+    if [ "$n" = 0 ]; then
+      [ "$ngpu" -gt 0 ] && pass "auto chose the GPU and it took over ($ngpu of 3000)" || fail "GPU never took over"
+    else
+      [ "$ngpu" -eq 0 ] && grep -q "injected fault" "$SCRATCH/stderr" &&
+        pass "fault in the background start: all images on the CPU, reported" || fail "fault: $ngpu on the GPU"
+    fi
+  else
+    echo "auto did not choose the GPU here: the warm-up path is not exercised"
+  fi
+done
+
 # Without a fault the forced GPU computes everything itself.
 expect_exit 0 "--backend gpu without a fault" -- "$PSFSIM" -q --backend gpu -c "$cfg" -o "$SCRATCH/gpu"
 LAST_NCPU=0
