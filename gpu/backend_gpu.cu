@@ -1,22 +1,35 @@
 /* The CUDA backend: psf_backend_gpu() (app/backend.h), the twin of
- * cpu/backend_cpu.c. Per set (create): device check, the memory estimate,
- * streams, events, every buffer for the largest batch, the maps and Zernike
- * modes on the device. Per pitch (first use in run): the pupil, built on the
- * device (gpu/pupil_gpu.h). Per run: the jobs are split into sub-batches of
- * whole images; each sub-batch is one or more FFT passes (one pupil-field
- * kernel, one batched cuFFT, one fused intensity kernel each) on the compute
- * stream into one of two device image buffers, whose copy to the host runs
- * on the copy stream while the next sub-batch computes. A single-image run
- * replays a CUDA graph of its pass instead.
+ * cpu/backend_cpu.c. Per set (create): the device (set->device), the memory
+ * estimate, streams, events, every buffer for the largest batch, the maps
+ * and Zernike modes on the device. Per pitch (first use in run): the pupil,
+ * built on the device (gpu/pupil_gpu.h). Per run: the jobs are split into
+ * sub-batches of whole images; each sub-batch is one or more passes (one
+ * pupil-field kernel, one batched out-of-place cuFFT or, for an MFT set,
+ * two batched cuBLAS products (gpu/mft_gpu.h), one fused intensity kernel
+ * each) on the compute stream into one of two device image buffers, whose
+ * copy to the host runs on the copy stream while the next sub-batch
+ * computes. A single-image FFT run replays a CUDA graph of its pass instead.
  *
- * Every CUDA/cuFFT call is checked (gpu/cuda_check.h); any failure returns
- * -1 with a message, and the app computes the remaining images on the CPU. */
+ * The field buffer keeps its zeros: the FFT is out of place and the MFT's
+ * products only read it, so once a slot holds a field of pupil p, the next
+ * field of p there needs only its open samples written
+ * (gpu_pupil_field_open); a slot that held another pupil, or whose state is
+ * unknown (after create, after a failure), is rewritten whole
+ * (gpu_pupil_field). At N = 4096 that is 18% of the samples instead of all.
+ *
+ * Every entry point selects the set's device first (cudaSetDevice), so
+ * backends on several devices can be driven from any threads of one process.
+ *
+ * Every CUDA/cuFFT/cuBLAS call is checked (gpu/cuda_check.h); any failure
+ * returns -1 with a message, and the app computes the remaining images on
+ * the CPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -25,6 +38,7 @@ extern "C" {
 }
 
 #include "cuda_check.h"
+#include "mft_gpu.h"
 #include "plan_cache.h"
 #include "psf_kernels.h"
 #include "pupil_gpu.h"
@@ -39,6 +53,15 @@ extern "C" {
 /* Device memory left unclaimed by the estimate: other processes, the CUDA
  * context's own growth, cuFFT's plan data, the CUB scan's scratch. */
 #define GPU_MEMORY_MARGIN ((size_t)256 << 20)
+/* MFT matrices kept at once: twice the components of one image, so that a
+ * job's own matrices (at most PSF_MAX_COMPONENTS) never have to make room
+ * for each other; ... */
+#define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
+/* ... and about this many bytes of them (cpu/backend_cpu.c's figure); past
+ * it the least recently used is rebuilt when needed again. */
+#define GPU_MFT_TABLE_BYTES ((size_t)1 << 30)
+/* The 4 pointer arrays of an MFT pass, in its staged tables. */
+#define GPU_MFT_PTRS 4
 
 /* A host buffer handed out by alloc_images. */
 typedef struct host_buf {
@@ -47,23 +70,34 @@ typedef struct host_buf {
     struct host_buf *next;
 } host_buf;
 
-/* Where the tables of one pass lie in a staging buffer (bytes, 16-aligned). */
+/* Where the tables of one pass lie in a staging buffer (bytes, 16-aligned).
+ * ptrs: MFT sets only, GPU_MFT_PTRS arrays of nfields device pointers: the
+ * fields' W, P (pupil field), T and E (gpu_mft_apply's w, p, t, e). */
 typedef struct {
-    size_t desc, scale, images, coeff, bytes;
+    size_t desc, scale, images, coeff, ptrs, bytes;
 } stage_layout;
 
 struct psf_backend {
     psf_set_desc set;
     gpu_check chk;
-    int npix;
-    size_t plane; /* N * N */
+    int device;     /* CUDA device index (set->device) */
+    int device_set; /* create got as far as selecting it */
+    int mft;    /* set->mft: two matrix products instead of the FFT */
+    int npix;   /* N: the images' size (the FFT's, or the MFT's M) */
+    size_t plane; /* N * N: one image, one transformed field */
+    int grid;     /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
+    size_t pplane; /* grid * grid: one slot of the field buffer */
     int nterms;
     int capacity; /* C: most fields per pass and images per sub-batch */
     cudaStream_t compute, copy;
     cudaEvent_t ev_done[2];   /* sub-batch's images are in dimg[q] */
     cudaEvent_t ev_copied[2]; /* dimg[q] has reached the host */
     cudaEvent_t ev_staged[2]; /* stage[r] has reached dstage[r] */
-    cufftComplex *field;      /* device [C * N*N]: the pass's pupil fields, transformed in place */
+    cufftComplex *field;      /* device [C * grid^2]: the pass's pupil fields (zero where
+                                 slot_pupil's pupil is closed) */
+    cufftComplex *spec;       /* device [C * N*N]: their transforms (FFT out of place, or E) */
+    cufftComplex *mft_t;      /* MFT: device [C * N*G], the products' intermediate T */
+    int *slot_pupil;          /* [C]: the pupil whose field slot s holds, -1 = unknown */
     float *dimg[2];           /* device [C * N*N] each: a sub-batch's images */
     unsigned char *stage[2];  /* pinned host pass tables, stage_bytes each */
     unsigned char *dstage[2]; /* their device copies */
@@ -73,6 +107,7 @@ struct psf_backend {
     float *pf_scale;         /* [C] */
     gpu_pass_image *pf_img;  /* [C] */
     double *pf_coeff;        /* [C * nterms] */
+    void **pf_ptr;           /* MFT: [GPU_MFT_PTRS * C], array a's entry f at a * C + f */
     int pf_nfields, pf_nimages;
     int npass; /* passes so far in this run: staging parity */
     int staged_pending[2], copy_pending[2];
@@ -84,6 +119,12 @@ struct psf_backend {
     int npupils;
     gpu_pupil *d_pupils; /* device copy of pupils[] */
     int all_basis;       /* every pupil so far keeps its Zernike basis */
+    /* MFT sets: cuBLAS on the compute stream, the matrices, and the one
+     * each component of the job being added uses. */
+    cublasHandle_t blas;
+    gpu_mft_table tables[GPU_MFT_TABLES];
+    unsigned long long table_tick, job_serial, pass_epoch;
+    int job_table[PSF_MAX_COMPONENTS];
     gpu_plan_cache plans;
     int plans_ready;
     /* The single-image path's CUDA graph: one pass of graph_nfields fields. */
@@ -91,6 +132,8 @@ struct psf_backend {
     cudaGraphExec_t graph_exec;
     int graph_nfields;
     int graph_all_basis;
+    int graph_dense;          /* captured with the whole-grid field kernel */
+    size_t graph_max_open;    /* ... or the open-sample one over this many samples */
     unsigned graph_generation;
     host_buf *buffers;
 };
@@ -100,14 +143,15 @@ static size_t align16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
-static stage_layout layout_for(int nfields, int nimages, int nterms)
+static stage_layout layout_for(int nfields, int nimages, int nterms, int mft)
 {
     stage_layout l;
     l.desc = 0;
     l.scale = align16((size_t)nfields * sizeof(gpu_field_desc));
     l.images = align16(l.scale + (size_t)nfields * sizeof(float));
     l.coeff = align16(l.images + (size_t)nimages * sizeof(gpu_pass_image));
-    l.bytes = l.coeff + (size_t)nfields * nterms * sizeof(double);
+    l.ptrs = align16(l.coeff + (size_t)nfields * nterms * sizeof(double));
+    l.bytes = l.ptrs + (mft ? (size_t)GPU_MFT_PTRS * nfields * sizeof(void *) : 0);
     if (l.bytes == 0) l.bytes = 16;
     return l;
 }
@@ -121,9 +165,17 @@ static void graph_release(psf_backend *b)
     b->graph_nfields = 0;
 }
 
+/* Every slot's contents unknown: the next pass writes whole fields. */
+static void slots_forget(psf_backend *b)
+{
+    for (int s = 0; s < b->capacity && b->slot_pupil; ++s)
+        b->slot_pupil[s] = -1;
+}
+
 static void gpu_destroy(psf_backend *b)
 {
     if (!b) return;
+    if (b->device_set) cudaSetDevice(b->device); /* whatever thread calls: this device's */
     /* Nothing queued may outlive the memory it uses. */
     if (b->compute) cudaStreamSynchronize(b->compute);
     if (b->copy) cudaStreamSynchronize(b->copy);
@@ -131,11 +183,16 @@ static void gpu_destroy(psf_backend *b)
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
     for (int i = 0; i < b->npupils; ++i)
         gpu_pupil_free(&b->pupils[i]);
+    for (int i = 0; i < GPU_MFT_TABLES; ++i)
+        gpu_mft_table_free(&b->tables[i]);
+    if (b->blas) cublasDestroy(b->blas);
     cudaFree(b->d_pupils);
     cudaFree(b->d_modes);
     cudaFree(b->d_amp_map);
     cudaFree(b->d_opd_map);
     cudaFree(b->field);
+    cudaFree(b->spec);
+    cudaFree(b->mft_t);
     for (int q = 0; q < 2; ++q) {
         cudaFree(b->dimg[q]);
         cudaFree(b->dstage[q]);
@@ -159,20 +216,31 @@ static void gpu_destroy(psf_backend *b)
     free(b->pf_scale);
     free(b->pf_img);
     free(b->pf_coeff);
+    free(b->pf_ptr);
+    free(b->slot_pupil);
     free(b);
+    /* A failed call leaves its error as the thread's last error, which the
+     * next launch check (cudaGetLastError) would report as its own. */
+    (void)cudaGetLastError();
 }
 
-/* Device memory one capacity C needs, besides the work area: the fields,
- * two image buffers, the staging tables, and one pupil's build (the index,
- * its temporaries and the per-sample arrays; the basis is sized against the
- * memory free when it is built). */
+/* Device memory one capacity C needs, besides the work area: the fields
+ * (grid^2 each) and their transforms (N^2 each: the FFT is out of place),
+ * for the MFT its intermediate (N G) and one matrix, two image buffers,
+ * the staging tables, and one pupil's build (the index, its temporaries
+ * and the per-sample arrays; the basis is sized against the memory free
+ * when it is built). */
 static size_t need_bytes(const psf_backend *b, long long cap, size_t work, size_t maps)
 {
-    size_t plane = b->plane;
-    size_t per = plane * (sizeof(cufftComplex) + 2 * sizeof(float));
-    size_t pupil = plane * 5 * sizeof(float);
-    return (size_t)cap * per + work + pupil + maps +
-           2 * layout_for((int)cap, (int)cap, b->nterms).bytes;
+    size_t plane = b->plane, pplane = b->pplane, ng = (size_t)b->npix * (size_t)b->grid;
+    size_t per = (pplane + plane) * sizeof(cufftComplex) + 2 * plane * sizeof(float);
+    size_t fixed = pplane * 5 * sizeof(float);
+    if (b->mft) {
+        per += ng * sizeof(cufftComplex);
+        fixed += gpu_mft_table_bytes(b->npix, b->grid);
+    }
+    return (size_t)cap * per + work + fixed + maps +
+           2 * layout_for((int)cap, (int)cap, b->nterms, b->mft).bytes;
 }
 
 /* Choose C: images of about GPU_SUBBATCH_BYTES, at most max_batch, halved
@@ -189,7 +257,7 @@ static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err,
     if (cap < 1) cap = 1;
     size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
     for (;;) {
-        if (gpu_plan_estimate(&b->chk, b->npix, cap, work) != 0) return -1;
+        if (!b->mft && gpu_plan_estimate(&b->chk, b->npix, cap, work) != 0) return -1;
         size_t need = need_bytes(b, cap, *work, maps);
         if (need <= avail) break;
         if (cap == 1) {
@@ -221,7 +289,8 @@ static int upload_set(psf_backend *b)
     const psf_set_desc *s = &b->set;
     gpu_pupil_set *ps = &b->pset;
     memset(ps, 0, sizeof *ps);
-    ps->npix = b->npix;
+    ps->npix = b->grid;
+    ps->natural = b->mft; /* the MFT's pupil grid is row-major, the FFT's in FFT order */
     ps->radius_m = 0.5 * s->aperture.diameter_m;
     aperture_geom_init(&s->aperture, &ps->geom);
     ps->map_diameter_m = s->aperture.diameter_m;
@@ -274,19 +343,17 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         return -1;
     }
     gpu_check_init(&b->chk, err, errlen);
-    if (set->mft) { /* app/backend.h: a backend without the MFT refuses such sets */
-        snprintf(err, errlen,
-                 "gpu: the matrix Fourier transform (an output grid other than the "
-                 "FFT's) is not implemented on the GPU");
-        free(b);
-        return -1;
-    }
     b->set = *set;
     if (b->set.max_batch < 1) b->set.max_batch = 1;
+    b->device = set->device;
+    b->mft = set->mft != 0;
     b->npix = set->npix;
     b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
+    b->grid = b->mft ? set->pupil_npix : set->npix;
+    b->pplane = (size_t)b->grid * (size_t)(b->grid > 0 ? b->grid : 0);
     b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
     b->all_basis = 1;
+    b->pass_epoch = 1; /* tables start at epoch 0: in no pass */
     int ndev = 0;
     size_t work = 0, maps = 0;
     /* No device, no driver: say so plainly, it is the common case. */
@@ -299,6 +366,14 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             goto fail;
         }
     }
+    if (set->device < 0 || set->device >= ndev) {
+        snprintf(err, errlen, "gpu: CUDA device %d asked for, but %d device%s visible (0..%d)",
+                 set->device, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
+        goto fail;
+    }
+    /* Everything below (context, memory, streams, plans, cuBLAS) is this device's. */
+    if (GPU_CUDA(&b->chk, cudaSetDevice(b->device))) goto fail;
+    b->device_set = 1;
     if (set->npix < 1 || set->npix > GPU_PUPIL_MAX_NPIX) {
         snprintf(err, errlen,
                  "gpu: grid %dx%d outside 1..%d per side (open samples are numbered "
@@ -306,12 +381,19 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
                  set->npix, set->npix, GPU_PUPIL_MAX_NPIX);
         goto fail;
     }
+    if (b->mft && (b->grid < 1 || b->grid > GPU_PUPIL_MAX_NPIX)) {
+        snprintf(err, errlen, "gpu: MFT pupil grid %dx%d outside 1..%d per side", b->grid,
+                 b->grid, GPU_PUPIL_MAX_NPIX);
+        goto fail;
+    }
     if (aperture_check(&set->aperture, err, errlen) != 0) goto fail;
     if (set->aperture.shape == APERTURE_FILE)
         maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
     if (set->opd_map) maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
     /* Load the kernels now (lazy module loading would put it on the first run). */
-    if (gpu_pupil_load_kernels(&b->chk) || gpu_psf_load_kernels(&b->chk)) goto fail;
+    if (gpu_pupil_load_kernels(&b->chk) || gpu_psf_load_kernels(&b->chk) ||
+        (b->mft && gpu_mft_load_kernels(&b->chk)))
+        goto fail;
     if (choose_capacity(b, maps, &work, err, errlen) != 0) goto fail;
     if (GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->compute, cudaStreamNonBlocking)) ||
         GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->copy, cudaStreamNonBlocking)))
@@ -323,8 +405,12 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             goto fail;
     {
         size_t cap = (size_t)b->capacity;
-        b->stage_bytes = layout_for(b->capacity, b->capacity, b->nterms).bytes;
-        if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->plane * sizeof(cufftComplex))))
+        b->stage_bytes = layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
+        if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->pplane * sizeof(cufftComplex))) ||
+            GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex))))
+            goto fail;
+        if (b->mft && GPU_CUDA(&b->chk, cudaMalloc(&b->mft_t, cap * (size_t)b->npix * b->grid *
+                                                                  sizeof(cufftComplex))))
             goto fail;
         for (int q = 0; q < 2; ++q)
             if (GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float))) ||
@@ -338,15 +424,32 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         b->pf_scale = (float *)malloc(cap * sizeof *b->pf_scale);
         b->pf_img = (gpu_pass_image *)malloc(cap * sizeof *b->pf_img);
         b->pf_coeff = (double *)malloc((cap * b->nterms + 1) * sizeof *b->pf_coeff);
-        if (!b->pf_desc || !b->pf_scale || !b->pf_img || !b->pf_coeff) {
+        b->pf_ptr = (void **)malloc(GPU_MFT_PTRS * cap * sizeof *b->pf_ptr);
+        b->slot_pupil = (int *)malloc(cap * sizeof *b->slot_pupil);
+        if (!b->pf_desc || !b->pf_scale || !b->pf_img || !b->pf_coeff || !b->pf_ptr ||
+            !b->slot_pupil) {
             snprintf(err, errlen, "gpu: out of host memory");
             goto fail;
         }
+        slots_forget(b); /* cudaMalloc'd: contents unknown */
     }
     if (upload_set(b) != 0) goto fail;
-    gpu_plan_cache_init(&b->plans, b->npix, b->compute);
-    b->plans_ready = 1;
-    if (gpu_plan_cache_reserve(&b->plans, &b->chk, work) != 0) goto fail;
+    if (b->mft) {
+        /* cuBLAS on the compute stream, full single precision: DEFAULT_MATH
+         * uses no reduced-precision (TF32) tensor cores, which the
+         * comparison with the CPU's float products would notice. */
+        if (GPU_CUBLAS(&b->chk, cublasCreate(&b->blas))) {
+            b->blas = NULL;
+            goto fail;
+        }
+        if (GPU_CUBLAS(&b->chk, cublasSetStream(b->blas, b->compute)) ||
+            GPU_CUBLAS(&b->chk, cublasSetMathMode(b->blas, CUBLAS_DEFAULT_MATH)))
+            goto fail;
+    } else {
+        gpu_plan_cache_init(&b->plans, b->npix, b->compute);
+        b->plans_ready = 1;
+        if (gpu_plan_cache_reserve(&b->plans, &b->chk, work) != 0) goto fail;
+    }
     b->chk.err = NULL; /* no message buffer between calls */
     *out = b;
     return 0;
