@@ -52,6 +52,8 @@ typedef struct {
     int max_batch;      /* most jobs one run() call gets */
     long long nimages;  /* images in the whole set: backends plan harder for big sets */
     int threads;        /* CPU threads to use; 0 = choose */
+    int device;         /* the CUDA device index, 0 = the first visible
+                           (CUDA_VISIBLE_DEVICES); ignored by the CPU */
     int fft_measure;    /* CPU: 1 = measure FFTW plans even for a small set
                            (psfsim --probe, to leave wisdom behind); 0 = only
                            when the set repays it */

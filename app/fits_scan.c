@@ -220,7 +220,7 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
     if (!h->seen_naxis) return bad(c, "NAXIS is missing");
     for (long long i = 0; i < h->naxis; ++i) {
         if (!h->seen_axis[i]) {
-            char key[16];
+            char key[32];
             snprintf(key, sizeof key, "NAXIS%lld", i + 1);
             return bad(c, "%s is missing", key);
         }

@@ -2,15 +2,19 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "interrupt.h"
 #include "log.h"
 #include "probe_report.h"
 #include "gpu_module.h"
+#include "mpi_run.h"
 #include "run.h"
 
 static void print_version(void)
 {
     printf("psfsim %s (%s)\n", PSFSIM_VERSION,
            gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT" : "CPU: FFTW3; no GPU backend");
+    char lib[128];
+    if (mpi_library(lib, sizeof lib)) printf("MPI: %s (mpirun -n K psfsim splits a set)\n", lib);
 }
 
 int main(int argc, char **argv)
@@ -32,5 +36,16 @@ int main(int argc, char **argv)
     }
     log_set_level(o.quiet ? LOG_ERROR : o.verbose ? LOG_INFO : LOG_WARN);
     if (o.probe) return probe_command(o.output_dir ? o.output_dir : ".");
-    return psfsim_run(&o);
+    mpi_world w; /* MPI only when mpirun started psfsim (app/mpi_run.h) */
+    if (mpi_world_start(&argc, &argv, &w, err, sizeof err) != 0) {
+        fprintf(stderr, "psfsim: %s\n", err);
+        return 3;
+    }
+    int status = psfsim_run(&o, &w);
+    /* An interrupted rank leaves without MPI_Finalize: another may be dead. */
+    if (mpi_world_end(&w, !interrupt_pending(), err, sizeof err) != 0) {
+        fprintf(stderr, "psfsim: %s\n", err);
+        if (status == 0) status = 3;
+    }
+    return status;
 }

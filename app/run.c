@@ -10,6 +10,7 @@
 #include "interrupt.h"
 #include "limits.h"
 #include "log.h"
+#include "mpi_journal.h"
 #include "run_state.h"
 
 /* Host memory one batch of images may take (two batches are in flight). */
@@ -50,6 +51,7 @@ static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_set_desc desc;
     image_set_desc(&r->set, r->batch, &desc);
+    desc.device = mpi_gpu_device(r->mpi); /* MPI: by local rank; else 0 */
     size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
     if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
     if (run_open_backend(r, &psf_backend_cpu, err, errlen) != 0) {
@@ -94,36 +96,105 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
     return 0;
 }
 
-/* Load, validate and plan: everything that can fail before a file is written. */
+static int is_root(const run_state *r) { return !r->mpi || r->mpi->rank == 0; }
+
+/* Load, validate and plan: everything that can fail before a file is written.
+ * With MPI every rank does this (its own backend choice); only rank 0 checks
+ * the output directory for an earlier set. */
 static int prepare(run_state *r, char *err, size_t errlen)
 {
     const cli_options *o = r->opt;
     if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
     if (o->backend_given) r->cfg.backend = o->backend;
     r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
+    if (r->mpi && r->cfg.fits_enabled && r->cfg.fits_cube) {
+        snprintf(err, errlen,
+                 "%s: output.fits.cube: one cube file cannot be written by %d MPI ranks; run "
+                 "this set as one process",
+                 o->config_path, r->mpi->size);
+        return -1;
+    }
     if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
             return -1;
-    } else if (outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
+    } else if (is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
         return -1;
     }
     r->todo = r->set.nimages - r->resume.ndone;
+    r->k_begin = 0;
+    r->k_end = r->set.nimages;
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0)
         return -1;
-    log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
-             r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples, r->set.samp.padding,
-             r->dir);
-    if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
-    log_info("%s", r->decision.reason);
+    if (is_root(r)) {
+        log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
+                 r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
+                 r->set.samp.padding, r->dir);
+        if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
+    }
+    if (!r->mpi) log_info("%s", r->decision.reason);
     return 0;
 }
 
-/* Create the directory, the journals and the writers. Failures here are
- * run-time failures (exit 3), but no image has been written yet. */
-static int start(run_state *r, char *err, size_t errlen)
+/* MPI: every rank learns the worst status (and rank 0's) so that all go on
+ * or none does; a rank logs its own error unless rank 0 failed too (then
+ * rank 0's message, the same for a config error, says it once). err: this
+ * rank's message. A failed collective makes the status 3. */
+static void agree(run_state *r, int *status, const char *err)
+{
+    int mine = *status, s0 = *status;
+    char merr[RUN_ERRLEN] = "";
+    if (r->mpi && (mpi_bcast(r->mpi, &s0, sizeof s0, merr, sizeof merr) != 0 ||
+                   mpi_max_int(r->mpi, status, merr, sizeof merr) != 0)) {
+        log_error("rank %d: %s", r->mpi->rank, merr);
+        *status = 3;
+    }
+    if (mine == 0 || !err[0]) return;
+    if (!r->mpi || r->mpi->rank == 0) log_error("%s", err);
+    else if (s0 == 0) log_error("rank %d: %s", r->mpi->rank, err);
+}
+
+/* MPI: this rank's block of the images to compute (mpi_split, README "Many
+ * hosts: MPI") as the index range [k_begin, k_end) that the image loop
+ * walks, skipping images done earlier. Rank 0's view of which images are
+ * done is broadcast, so the blocks of all ranks are disjoint and cover the
+ * set whatever each rank read. 0, or -1 with err (an MPI failure). */
+static int split(run_state *r, char *err, size_t errlen)
+{
+    long long n = r->set.nimages;
+    unsigned char *done = r->resume.done;
+    if (done) {
+        if (mpi_bcast(r->mpi, done, (size_t)n, err, errlen) != 0) return -1;
+        r->resume.ndone = 0;
+        for (long long k = 0; k < n; ++k) r->resume.ndone += done[k] != 0;
+    }
+    long long first, count, pos = 0;
+    mpi_split(n - r->resume.ndone, r->mpi->size, r->mpi->rank, &first, &count);
+    r->k_begin = r->k_end = 0;
+    r->todo = count;
+    for (long long k = 0; count > 0 && k < n; ++k) {
+        if (done && done[k]) continue;
+        if (pos == first) r->k_begin = k;
+        if (pos == first + count - 1) {
+            r->k_end = k + 1;
+            break;
+        }
+        pos++;
+    }
+    if (count > 0)
+        log_info("rank %d of %d (host %s, local rank %d): images %lld-%lld (%lld to compute); %s",
+                 r->mpi->rank, r->mpi->size, r->mpi->host, r->mpi->local_rank, r->k_begin,
+                 r->k_end - 1, count, r->decision.reason);
+    else
+        log_info("rank %d of %d: no image to compute", r->mpi->rank, r->mpi->size);
+    return 0;
+}
+
+/* Create the directory and the journals (rank 0 of an MPI run: then every
+ * rank appends to them, rank 0 included, app/mpi_journal.h). */
+static int create_journals(run_state *r, char *err, size_t errlen)
 {
     if (outputs_make_dir(r->dir, err, errlen) != 0) return -1;
     resume_clean_temps(r->dir, r->cfg.name);
@@ -133,15 +204,59 @@ static int start(run_state *r, char *err, size_t errlen)
                       err, errlen) != 0)
         return -1;
     r->manifest_open = 1;
+    if (r->mpi && mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
     snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
     if (timing_open(&r->timing, path, r->resume.timing_rows, r->resume.ntiming, err, errlen) != 0)
         return -1;
     r->timing_open = 1;
+    if (r->mpi && mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
+    return 0;
+}
+
+/* MPI ranks other than 0: append to the journals rank 0 created. */
+static int attach_journals(run_state *r, char *err, size_t errlen)
+{
+    char path[CFG_PATH_MAX + 300];
+    memset(&r->manifest, 0, sizeof r->manifest);
+    snprintf(r->manifest.hash, sizeof r->manifest.hash, "%s", r->hash);
+    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
+    if (mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
+    r->manifest_open = 1;
+    snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
+    if (mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
+    r->timing_open = 1;
+    return 0;
+}
+
+/* Create the directory, the journals and the writers. Failures here are
+ * run-time failures (exit 3), but no image has been written yet. With MPI,
+ * rank 0 creates the directory and the journals before any rank writes
+ * (a broadcast of its result: when it failed, the others stop with exit 3
+ * and an empty err, rank 0 having said why). */
+static int start(run_state *r, char *err, size_t errlen)
+{
+    int rc = is_root(r) ? create_journals(r, err, errlen) : 0;
+    if (r->mpi) {
+        r->shared = 1;
+        int rc0 = rc;
+        char merr[RUN_ERRLEN];
+        if (mpi_bcast(r->mpi, &rc0, sizeof rc0, merr, sizeof merr) != 0) {
+            snprintf(err, errlen, "%s", merr);
+            return -1;
+        }
+        if (rc0 != 0 && !is_root(r)) {
+            snprintf(err, errlen, "rank 0 could not create the output files");
+            return -1;
+        }
+        if (!is_root(r)) rc = attach_journals(r, err, errlen);
+    }
+    if (rc != 0) return -1;
     if (r->cfg.fits_enabled && r->cfg.fits_cube) {
         if (cube_writer_open(&r->cube, &r->set, r->dir, err, errlen) != 0) return -1;
         r->cube_open = 1;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
     r->writers = writer_pool_create(r->nwriters, &r->set, r->dir);
@@ -153,33 +268,106 @@ static int start(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* Stage totals and their share of the wall time: what bounds the run. */
-static void summary(run_state *r, double wall)
+/* One rank's figures, gathered on rank 0 at the end of an MPI run (raw
+ * bytes: one build on every rank). For a plain run: the process's own. */
+typedef struct {
+    int status, nwriters, local_rank, device;
+    long long k_begin, k_end, todo, written;
+    double wall_us, compute_us, metrics_us, png_us, fits_us, wait_us;
+    char host[64];
+    char reason[192]; /* the rank's backend decision */
+    char err[256];    /* its error when status != 0 */
+} rank_report;
+
+static void fill_report(const run_state *r, int status, const char *err, double wall,
+                        rank_report *p)
+{
+    memset(p, 0, sizeof *p);
+    p->status = status;
+    p->nwriters = r->nwriters > 0 ? r->nwriters : 1;
+    p->local_rank = r->mpi ? r->mpi->local_rank : 0;
+    p->device = mpi_gpu_device(r->mpi);
+    p->k_begin = r->k_begin;
+    p->k_end = r->k_end;
+    p->todo = r->todo;
+    p->written = r->written;
+    p->wall_us = wall;
+    p->compute_us = r->compute_us;
+    p->metrics_us = r->metrics_us;
+    p->png_us = r->png_us;
+    p->fits_us = r->fits_us;
+    p->wait_us = r->wait_us;
+    snprintf(p->host, sizeof p->host, "%s", r->mpi ? r->mpi->host : "");
+    snprintf(p->reason, sizeof p->reason, "%.191s", r->decision.reason);
+    snprintf(p->err, sizeof p->err, "%s", status && err[0] ? err : status ? "see its log" : "");
+}
+
+/* Stage totals and their share of the wall time: what bounds the run.
+ * rep[0..n): every rank's figures (one for a plain run); the stage totals
+ * are their sums, the shares of the ranks' summed wall time. */
+static void summary(run_state *r, double wall, const rank_report *rep, int n)
 {
     timing_writer *t = &r->timing;
-    char note[128];
+    rank_report sum = rep[0];
+    double walls = rep[0].wall_us, writer_time = rep[0].wall_us * rep[0].nwriters;
+    for (int i = 1; i < n; ++i) {
+        sum.written += rep[i].written;
+        sum.compute_us += rep[i].compute_us;
+        sum.metrics_us += rep[i].metrics_us;
+        sum.png_us += rep[i].png_us;
+        sum.fits_us += rep[i].fits_us;
+        sum.wait_us += rep[i].wait_us;
+        sum.nwriters += rep[i].nwriters;
+        walls += rep[i].wall_us;
+        writer_time += rep[i].wall_us * rep[i].nwriters;
+    }
+    if (n == 1) walls = writer_time = 0; /* the plain run's notes, as always */
+    char note[512], of[64];
+    snprintf(of, sizeof of, n > 1 ? "summed over %d MPI ranks: " : "", n);
     timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
     timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
     timing_summary(t, "backend", NAN, r->decision.reason);
     timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
     timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
     timing_summary(t, "probe", NAN, r->decision.probe);
-    timing_summary(t, "images", (double)r->written, "images written by this run");
-    snprintf(note, sizeof note, "%.1f%% of the wall time", 100 * r->compute_us / wall);
-    timing_summary(t, "compute_us", r->compute_us, note);
-    snprintf(note, sizeof note, "%.1f%% of the wall time", 100 * r->metrics_us / wall);
-    timing_summary(t, "metrics_us", r->metrics_us, note);
-    snprintf(note, sizeof note, "summed over %d writer thread(s): %.1f%% of their time",
-             r->nwriters, 100 * r->png_us / (wall * r->nwriters));
-    timing_summary(t, "png_encode_write_us", r->png_us, note);
-    snprintf(note, sizeof note, "summed over %d writer thread(s): %.1f%% of their time",
-             r->nwriters, 100 * r->fits_us / (wall * r->nwriters));
-    timing_summary(t, "fits_encode_write_us", r->fits_us, note);
-    snprintf(note, sizeof note, "%.1f%% of the wall time: the compute loop waited for writers",
-             100 * r->wait_us / wall);
-    timing_summary(t, "wait_for_writers_us", r->wait_us, note);
-    timing_summary(t, "wall_us", wall, r->wait_us > r->compute_us ? "bound by writing"
-                                                                  : "bound by compute");
+    snprintf(note, sizeof note, "images written by this run%s", n > 1 ? ", all ranks" : "");
+    timing_summary(t, "images", (double)sum.written, note);
+    double base = n > 1 ? walls : wall;
+    snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.compute_us / base);
+    timing_summary(t, "compute_us", sum.compute_us, note);
+    snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.metrics_us / base);
+    timing_summary(t, "metrics_us", sum.metrics_us, note);
+    double wbase = n > 1 ? writer_time : wall * r->nwriters;
+    snprintf(note, sizeof note, "summed over %d writer thread(s)%s: %.1f%% of their time",
+             sum.nwriters, n > 1 ? " of all ranks" : "", 100 * sum.png_us / wbase);
+    timing_summary(t, "png_encode_write_us", sum.png_us, note);
+    snprintf(note, sizeof note, "summed over %d writer thread(s)%s: %.1f%% of their time",
+             sum.nwriters, n > 1 ? " of all ranks" : "", 100 * sum.fits_us / wbase);
+    timing_summary(t, "fits_encode_write_us", sum.fits_us, note);
+    snprintf(note, sizeof note, "%s%.1f%% of the wall time: the compute loop waited for writers",
+             of, 100 * sum.wait_us / base);
+    timing_summary(t, "wait_for_writers_us", sum.wait_us, note);
+    timing_summary(t, "wall_us", wall, sum.wait_us > sum.compute_us ? "bound by writing"
+                                                                    : "bound by compute");
+    if (n == 1) return;
+    char lib[128];
+    snprintf(note, sizeof note, "%s; blocks of whole %d-image units (README, Many hosts: MPI)",
+             mpi_library(lib, sizeof lib) ? lib : "MPI", MPI_SPLIT_UNIT);
+    timing_summary(t, "mpi_ranks", (double)n, note);
+    for (int i = 0; i < n; ++i) { /* rank_R: its wall time, block, host and backend */
+        char name[32], block[64];
+        const rank_report *p = &rep[i];
+        snprintf(name, sizeof name, "rank_%d", i);
+        if (p->todo > 0)
+            snprintf(block, sizeof block, "images %lld-%lld", p->k_begin, p->k_end - 1);
+        else
+            snprintf(block, sizeof block, "no images");
+        snprintf(note, sizeof note,
+                 "%s, %lld written, host %s, local rank %d (GPU %d if used), %.150s%s%.120s",
+                 block, p->written, p->host, p->local_rank, p->device, p->reason,
+                 p->status ? "; failed: " : "", p->status ? p->err : "");
+        timing_summary(t, name, p->wall_us, note);
+    }
 }
 
 /* The cube appears only complete; then the manifest names it. */
@@ -199,12 +387,26 @@ static int close_cube(run_state *r, int complete, char *err, size_t errlen)
     return manifest_set_fits(path, name, err, errlen);
 }
 
+/* Sort the manifest and the timing log by index: one ordered set, as an
+ * uninterrupted single-process run writes it. */
+static int sort_logs(run_state *r, char *err, size_t errlen)
+{
+    char path[CFG_PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
+    int rc = journal_sort(path, err, errlen);
+    snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
+    return rc | journal_sort(path, err, errlen);
+}
+
 /* Close the journals: the manifest lists exactly the images written. */
 static int close_logs(run_state *r, int complete, char *err, size_t errlen)
 {
     int rc = 0;
     if (r->timing_open) {
-        summary(r, clock_us() - r->t_start);
+        rank_report me;
+        double wall = clock_us() - r->t_start;
+        fill_report(r, 0, "", wall, &me);
+        summary(r, wall, &me, 1);
         rc |= timing_close(&r->timing, err, errlen);
         r->timing_open = 0;
     }
@@ -212,15 +414,83 @@ static int close_logs(run_state *r, int complete, char *err, size_t errlen)
         rc |= manifest_close(&r->manifest, err, errlen);
         r->manifest_open = 0;
         if (rc == 0) rc |= close_cube(r, complete, err, errlen);
-        if (rc == 0 && r->resume.ndone > 0) { /* one sorted set, as an uninterrupted run */
-            char path[CFG_PATH_MAX + 300];
-            snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-            rc |= journal_sort(path, err, errlen);
-            snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
-            rc |= journal_sort(path, err, errlen);
-        }
+        if (rc == 0 && r->resume.ndone > 0) rc |= sort_logs(r, err, errlen);
     }
     return rc ? -1 : 0;
+}
+
+/* Flush and close a shared journal (mpi_journal_flush first: a failure
+ * then never cuts the file that other ranks append to). */
+static int close_shared(int *open, journal *j, char *err, size_t errlen)
+{
+    if (!*open) return 0;
+    *open = 0;
+    char e[RUN_ERRLEN];
+    int rc = mpi_journal_flush(j, err, errlen);
+    if (journal_close(j, e, sizeof e) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s", e);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The end of an MPI run. Each rank flushes and closes its journals; an
+ * interrupted rank (SIGTERM: mpirun stops the job because a rank died, or
+ * was stopped itself) stops there, without another collective, the
+ * journals true but unsorted (--resume sorts them). Otherwise every rank's
+ * status and figures go to rank 0, which appends the run summary, sorts
+ * the manifest and the timing log, names each failed rank's index range,
+ * and returns 3 when any rank failed. *status: this rank's status, updated;
+ * *total: rank 0, the images written by all ranks. */
+static void finish_mpi(run_state *r, int *status, const char *err, long long *total)
+{
+    char e[RUN_ERRLEN] = "";
+    *total = r->written;
+    int jrc = 0;
+    if (!is_root(r) || r->interrupted) {
+        jrc |= close_shared(&r->timing_open, &r->timing.j, e, sizeof e);
+        jrc |= close_shared(&r->manifest_open, &r->manifest.j, e, sizeof e);
+    } else {
+        jrc |= run_flush_timing(r, e, sizeof e);
+        jrc |= run_flush_manifest(r, e, sizeof e);
+    }
+    if (jrc != 0) {
+        log_error("rank %d: %s", r->mpi->rank, e);
+        if (*status == 0) *status = 3;
+    }
+    if (r->interrupted) return;
+    double wall = clock_us() - r->t_start;
+    int n = r->mpi->size;
+    rank_report me, *all = is_root(r) ? calloc((size_t)n, sizeof *all) : NULL;
+    fill_report(r, *status, jrc ? e : err, wall, &me);
+    char merr[RUN_ERRLEN];
+    if (mpi_gather(r->mpi, &me, sizeof me, all ? (void *)all : (void *)&me, merr, sizeof merr) !=
+        0) {
+        log_error("rank %d: %s", r->mpi->rank, merr);
+        *status = 3;
+    } else if (is_root(r) && all) {
+        int failed = 0;
+        for (int i = 1; i < n; ++i) *total += all[i].written;
+        for (int i = 0; i < n; ++i) {
+            if (all[i].status == 0) continue;
+            failed = 1;
+            if (all[i].todo > 0)
+                log_error("rank %d (images %lld-%lld) failed: %s; rerun with --resume", i,
+                          all[i].k_begin, all[i].k_end - 1, all[i].err);
+            else
+                log_error("rank %d failed: %s", i, all[i].err);
+        }
+        if (r->timing_open) summary(r, wall, all, n);
+        jrc = close_shared(&r->timing_open, &r->timing.j, e, sizeof e);
+        jrc |= close_shared(&r->manifest_open, &r->manifest.j, e, sizeof e);
+        if (jrc == 0) jrc = sort_logs(r, e, sizeof e);
+        if (jrc != 0) log_error("%s", e);
+        if (failed || jrc != 0) *status = 3;
+    } else if (is_root(r)) {
+        log_error("cannot allocate the ranks' reports");
+        *status = 3;
+    }
+    free(all);
 }
 
 static void cleanup(run_state *r)
@@ -246,48 +516,79 @@ static void cleanup(run_state *r)
     config_free(&r->cfg);
 }
 
-static void report(const run_state *r, int status)
+/* written: the images this run wrote (with MPI on rank 0: all ranks'). */
+static void report(const run_state *r, int status, long long written)
 {
-    if (r->interrupted)
+    char who[96] = "";
+    if (r->mpi && r->todo > 0)
+        snprintf(who, sizeof who, "rank %d (images %lld-%lld): ", r->mpi->rank, r->k_begin,
+                 r->k_end - 1);
+    else if (r->mpi)
+        snprintf(who, sizeof who, "rank %d: ", r->mpi->rank);
+    if (r->interrupted && r->mpi)
+        log_error("%sinterrupted: %lld of its %lld image(s) written; rerun with --resume to "
+                  "finish",
+                  who, written, r->todo);
+    else if (r->interrupted)
         log_error("interrupted: %lld of %lld image(s) written; rerun with --resume to finish",
-                 r->written + r->resume.ndone, r->set.nimages);
+                  written + r->resume.ndone, r->set.nimages);
+    else if (!is_root(r))
+        return; /* rank 0 reports the set */
     else if (status == 0)
-        log_info("%lld image(s) written to %s in %.3f s", r->written, r->dir,
+        log_info("%lld image(s) written to %s in %.3f s", written, r->dir,
                  (clock_us() - r->t_start) * 1e-6);
-    else if (status == 3 && r->manifest_open + r->written > 0)
+    else if (status == 3 && r->manifest_open + written > 0)
         log_error("%lld of %lld image(s) written; %s/%s_manifest.csv lists them",
-                  r->written + r->resume.ndone, r->set.nimages, r->dir, r->cfg.name);
+                  written + r->resume.ndone, r->set.nimages, r->dir, r->cfg.name);
 }
 
-int psfsim_run(const cli_options *o)
+int psfsim_run(const cli_options *o, const mpi_world *w)
 {
     run_state r;
     memset(&r, 0, sizeof r);
     r.opt = o;
+    r.mpi = w && w->active && w->size > 1 ? w : NULL;
     r.t_start = clock_us();
     interrupt_install();
     char err[RUN_ERRLEN] = "";
-    int status = 0;
-    int prepared = prepare(&r, err, sizeof err);
+    int status = prepare(&r, err, sizeof err) != 0 ? 2 : 0;
     r.t_config = clock_us();
-    if (prepared != 0) {
-        log_error("%s", err);
-        status = 2;
-    } else if (start_backend(&r, err, sizeof err, &status) != 0) {
-        log_error("%s", err);
-    } else if ((r.t_create = clock_us(), start(&r, err, sizeof err)) != 0 ||
-               run_images(&r, err, sizeof err) != 0) {
-        log_error("%s", err);
+    agree(&r, &status, err); /* MPI: all ranks go on, or none */
+    if (status == 0 && r.mpi && split(&r, err, sizeof err) != 0) {
+        log_error("rank %d: %s", r.mpi->rank, err);
         status = 3;
+    }
+    if (status == 0) {
+        err[0] = '\0';
+        start_backend(&r, err, sizeof err, &status);
+        agree(&r, &status, err); /* nothing is written unless every rank has its backend */
+    }
+    int started = status == 0; /* with MPI: every rank, or none */
+    if (started) {
+        r.t_create = clock_us();
+        err[0] = '\0';
+        if (start(&r, err, sizeof err) != 0 || run_images(&r, err, sizeof err) != 0) {
+            if (err[0] && r.mpi)
+                log_error("rank %d (images %lld-%lld): %s", r.mpi->rank, r.k_begin, r.k_end - 1,
+                          err);
+            else if (err[0])
+                log_error("%s", err);
+            status = 3;
+        }
     }
     progress_end(&r.bar, r.written);
-    char cerr[RUN_ERRLEN];
-    int complete = status == 0 && !r.interrupted && r.written + r.resume.ndone == r.set.nimages;
-    if (close_logs(&r, complete, cerr, sizeof cerr) != 0) {
-        log_error("%s", cerr);
-        status = 3;
+    long long written = r.written;
+    if (r.mpi && started) {
+        finish_mpi(&r, &status, err, &written);
+    } else {
+        char cerr[RUN_ERRLEN];
+        int complete = status == 0 && !r.interrupted && r.written + r.resume.ndone == r.set.nimages;
+        if (close_logs(&r, complete, cerr, sizeof cerr) != 0) {
+            log_error("%s", cerr);
+            status = 3;
+        }
     }
-    report(&r, status);
+    report(&r, status, written);
     if (r.interrupted && status == 0) status = 130;
     cleanup(&r);
     return status;

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "interrupt.h"
 #include "log.h"
+#include "mpi_journal.h"
 #include "optics/metrics.h"
 #include "probe_cache.h"
 #include "run_state.h"
@@ -17,6 +18,7 @@ int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t
 {
     psf_set_desc desc;
     image_set_desc(&r->set, r->batch, &desc);
+    desc.device = mpi_gpu_device(r->mpi); /* MPI: by local rank; else 0 */
     char wisdom[4200];
     desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
     if (ops->create(&desc, &r->backend, err, errlen) != 0) return -1;
@@ -41,6 +43,18 @@ void run_close_backend(run_state *r)
     }
     if (r->backend) r->ops->destroy(r->backend);
     r->backend = NULL;
+}
+
+int run_flush_manifest(run_state *r, char *err, size_t errlen)
+{
+    return r->shared ? mpi_journal_flush(&r->manifest.j, err, errlen)
+                     : manifest_flush(&r->manifest, err, errlen);
+}
+
+int run_flush_timing(run_state *r, char *err, size_t errlen)
+{
+    return r->shared ? mpi_journal_flush(&r->timing.j, err, errlen)
+                     : timing_flush(&r->timing, err, errlen);
 }
 
 /* Remove the files of a written image (res's names in r->dir). */
@@ -70,9 +84,11 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     int rc = 0, added = 0;
     for (int i = 0; i < sl->count; ++i) {
         const write_job *w = &sl->writes[i];
-        if (w->status != 0) {
-            if (rc == 0 && strcmp(w->err, "stopped") != 0) snprintf(err, errlen, "%s", w->err);
-            rc = -1;
+        if (w->status != 0) { /* "stopped": not written, after a failure or a signal */
+            if (strcmp(w->err, "stopped") != 0) {
+                if (rc == 0) snprintf(err, errlen, "%s", w->err);
+                rc = -1;
+            }
             continue;
         }
         if (r->cube_open && cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err,
@@ -91,7 +107,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         added++;
     }
     char ferr[RUN_ERRLEN];
-    if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0) {
+    if (run_flush_manifest(r, ferr, sizeof ferr) != 0) {
         /* The rows did not reach the manifest (a full disk): their images
          * go too, so the manifest still lists exactly the images present. */
         for (int i = 0; i < sl->count; ++i)
@@ -99,7 +115,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         r->written -= added;
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
-    } else if (timing_flush(&r->timing, ferr, sizeof ferr) != 0) {
+    } else if (run_flush_timing(r, ferr, sizeof ferr) != 0) {
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
     }
@@ -112,7 +128,7 @@ static int retire_all(run_state *r, char *err, size_t errlen)
 {
     int rc = 0;
     for (int s = 0; s < WRITER_SLOTS; ++s) {
-        char e[RUN_ERRLEN];
+        char e[RUN_ERRLEN] = "";
         if (retire(r, s, e, sizeof e) != 0 && rc == 0) {
             snprintf(err, errlen, "%s", e);
             rc = -1;
@@ -121,14 +137,15 @@ static int retire_all(run_state *r, char *err, size_t errlen)
     return rc;
 }
 
-/* The jobs of the next images still to do, from *next on. Returns how many. */
+/* The jobs of the next images still to do, from *next on, below r->k_end
+ * (this process's range). Returns how many. */
 static int fill_slot(run_state *r, int s, long long *next, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
     size_t per = image_set_storage(&r->set);
     int nb = 0;
     int limit = r->warming ? RUN_WARM_BATCH : r->batch;
-    while (nb < limit && *next < r->set.nimages) {
+    while (nb < limit && *next < r->k_end) {
         long long k = (*next)++;
         if (r->resume.done && r->resume.done[k]) continue;
         if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
@@ -219,7 +236,7 @@ static int adopt_gpu(run_state *r, char *err, size_t errlen)
 
 int run_images(run_state *r, char *err, size_t errlen)
 {
-    long long next = 0;
+    long long next = r->k_begin;
     int s = 0, rc = 0;
     for (;;) {
         if (retire(r, s, err, errlen) != 0) {

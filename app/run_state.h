@@ -9,6 +9,7 @@
 #include "gpu_warmup.h"
 #include "image_set.h"
 #include "manifest.h"
+#include "mpi_run.h"
 #include "progress.h"
 #include "resume.h"
 #include "timing.h"
@@ -32,6 +33,7 @@ typedef struct {
 
 typedef struct {
     const cli_options *opt;
+    const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
     const char *dir;
@@ -49,10 +51,14 @@ typedef struct {
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;
+    int shared;          /* the journals are shared with other ranks (app/mpi_journal.h) */
     cube_writer cube;    /* output.fits.cube */
     int cube_open;
     progress bar;
-    long long todo;      /* images this run computes (all, or the missing ones) */
+    long long todo;      /* images this run computes (all, or the missing ones; with
+                            MPI, this rank's block of them) */
+    long long k_begin, k_end; /* the image indices this process covers, [k_begin, k_end):
+                                 the whole set, or this rank's block (mpi_split) */
     long long written;   /* of those, written so far */
     int interrupted;     /* the signal that stopped the run, or 0 */
     /* stage totals, microseconds */
@@ -68,5 +74,10 @@ int run_images(run_state *r, char *err, size_t errlen);
 /* The backend for r->batch images per call (images buffers included). */
 int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen);
 void run_close_backend(run_state *r);
+
+/* Flush the manifest's / the timing log's appended lines: journal_flush, or
+ * for journals shared by MPI ranks mpi_journal_flush. 0, or -1 with err. */
+int run_flush_manifest(run_state *r, char *err, size_t errlen);
+int run_flush_timing(run_state *r, char *err, size_t errlen);
 
 #endif

@@ -1,7 +1,8 @@
 # Decide whether to build the CUDA backend and define the psfsim_gpu target.
 # With CUDA: nvcc compiles gpu/*.cu for sm_90 with PTX for later chips
 # (CMAKE_CUDA_ARCHITECTURES overrides); cudart is linked statically so psfsim
-# starts on a machine with no driver, and cuFFT is linked as a shared library.
+# starts on a machine with no driver, and cuFFT and cuBLAS (the MFT's matrix
+# products) are linked as shared libraries.
 # Without CUDA there is no module and psfsim is CPU-only (app/gpu_module.c).
 set(PSFSIM_HAVE_CUDA OFF)
 if(NOT PSFSIM_CUDA STREQUAL "OFF")
@@ -33,9 +34,9 @@ if(PSFSIM_HAVE_CUDA)
   target_include_directories(psfsim_gpu_objs PUBLIC ${PROJECT_SOURCE_DIR})
   target_compile_options(psfsim_gpu_objs PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>
                                                  $<$<COMPILE_LANGUAGE:C>:${PSFSIM_C_WARNINGS}>)
-  target_link_libraries(psfsim_gpu_objs PUBLIC CUDA::cudart_static CUDA::cufft)
+  target_link_libraries(psfsim_gpu_objs PUBLIC CUDA::cudart_static CUDA::cufft CUDA::cublas)
   add_library(psfsim_gpu STATIC $<TARGET_OBJECTS:psfsim_gpu_objs>)
-  target_link_libraries(psfsim_gpu PUBLIC psfsim_optics CUDA::cudart_static CUDA::cufft)
+  target_link_libraries(psfsim_gpu PUBLIC psfsim_optics CUDA::cudart_static CUDA::cufft CUDA::cublas)
   target_compile_definitions(psfsim_gpu PUBLIC PSFSIM_HAVE_CUDA=1)
   target_include_directories(psfsim_gpu PUBLIC ${PROJECT_SOURCE_DIR})
   set_property(TARGET psfsim_optics PROPERTY POSITION_INDEPENDENT_CODE ON)

@@ -82,11 +82,11 @@ struct psf_backend {
     gpu_check chk;
     int device;     /* CUDA device index (set->device) */
     int device_set; /* create got as far as selecting it */
-    int mft;    /* set->mft: two matrix products instead of the FFT */
-    int npix;   /* N: the images' size (the FFT's, or the MFT's M) */
-    size_t plane; /* N * N: one image, one transformed field */
-    int grid;     /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
-    size_t pplane; /* grid * grid: one slot of the field buffer */
+    int mft;        /* set->mft: two matrix products instead of the FFT */
+    int npix;       /* N: the images' size (the FFT's, or the MFT's M) */
+    size_t plane;   /* N * N: one image, one transformed field */
+    int grid;       /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
+    size_t pplane;  /* grid * grid: one slot of the field buffer */
     int nterms;
     int capacity; /* C: most fields per pass and images per sub-batch */
     cudaStream_t compute, copy;
@@ -132,8 +132,8 @@ struct psf_backend {
     cudaGraphExec_t graph_exec;
     int graph_nfields;
     int graph_all_basis;
-    int graph_dense;          /* captured with the whole-grid field kernel */
-    size_t graph_max_open;    /* ... or the open-sample one over this many samples */
+    int graph_dense;       /* captured with the whole-grid field kernel */
+    size_t graph_max_open; /* ... or the open-sample one over this many samples */
     unsigned graph_generation;
     host_buf *buffers;
 };
@@ -151,7 +151,8 @@ static stage_layout layout_for(int nfields, int nimages, int nterms, int mft)
     l.images = align16(l.scale + (size_t)nfields * sizeof(float));
     l.coeff = align16(l.images + (size_t)nimages * sizeof(gpu_pass_image));
     l.ptrs = align16(l.coeff + (size_t)nfields * nterms * sizeof(double));
-    l.bytes = l.ptrs + (mft ? (size_t)GPU_MFT_PTRS * nfields * sizeof(void *) : 0);
+    l.bytes = mft ? l.ptrs + (size_t)GPU_MFT_PTRS * nfields * sizeof(void *)
+                  : l.coeff + (size_t)nfields * nterms * sizeof(double);
     if (l.bytes == 0) l.bytes = 16;
     return l;
 }
@@ -382,8 +383,8 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         goto fail;
     }
     if (b->mft && (b->grid < 1 || b->grid > GPU_PUPIL_MAX_NPIX)) {
-        snprintf(err, errlen, "gpu: MFT pupil grid %dx%d outside 1..%d per side", b->grid,
-                 b->grid, GPU_PUPIL_MAX_NPIX);
+        snprintf(err, errlen, "gpu: MFT pupil grid %dx%d outside 1..%d per side", b->grid, b->grid,
+                 GPU_PUPIL_MAX_NPIX);
         goto fail;
     }
     if (aperture_check(&set->aperture, err, errlen) != 0) goto fail;
@@ -487,7 +488,69 @@ static int pupil_for(psf_backend *b, double dx_m)
     return i;
 }
 
-/* Add a job's fields comp[c0 .. c0+n-1] as image `image` of the pass. */
+static int pass_flush(psf_backend *b, int q);
+
+/* The MFT matrix for a = dx p / lambda, built on first use: a depends on
+ * the pitch, the wavelength and the output pixel only through their ratio,
+ * so (as on the CPU) a monochromatic sweep at a fixed pixel in lambda/D
+ * shares one. When every slot is taken or the matrices would pass
+ * GPU_MFT_TABLE_BYTES, the least recently used one that the job being
+ * added does not need is replaced: after the pass being filled has been
+ * enqueued, if it uses that one, and after the queued work that may read
+ * it is done. q: the sub-batch's image buffer (that pass's). Returns the
+ * slot, or -1 with chk's message. */
+static int table_for(psf_backend *b, double a, int q)
+{
+    size_t one = gpu_mft_table_bytes(b->npix, b->grid), bytes = 0;
+    int empty = -1, victim = -1;
+    for (int i = 0; i < GPU_MFT_TABLES; ++i) {
+        gpu_mft_table *t = &b->tables[i];
+        if (!t->w) {
+            if (empty < 0) empty = i;
+            continue;
+        }
+        if (fabs(t->a - a) <= 1e-12 * a) {
+            t->used = ++b->table_tick;
+            t->job = b->job_serial;
+            return i;
+        }
+        bytes += one;
+        if (t->job != b->job_serial && (victim < 0 || t->used < b->tables[victim].used)) victim = i;
+    }
+    int slot = empty;
+    if (victim >= 0 && (empty < 0 || bytes + one > GPU_MFT_TABLE_BYTES)) {
+        if (b->tables[victim].epoch == b->pass_epoch && pass_flush(b, q)) return -1;
+        if (GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))) return -1;
+        gpu_mft_table_free(&b->tables[victim]);
+        slot = victim;
+    }
+    if (slot < 0) { /* cannot happen: a job holds at most half the slots */
+        snprintf(b->chk.err, b->chk.errlen, "gpu: more than %d MFT matrices at once",
+                 GPU_MFT_TABLES);
+        return -1;
+    }
+    gpu_mft_table *t = &b->tables[slot];
+    if (gpu_mft_table_build(t, a, b->npix, b->grid, b->compute, &b->chk)) return -1;
+    t->used = ++b->table_tick;
+    t->job = b->job_serial;
+    return slot;
+}
+
+/* The matrices of every component of job, into job_table[] (MFT sets). */
+static int tables_for_job(psf_backend *b, const psf_job *job, int q)
+{
+    ++b->job_serial;
+    for (int c = 0; c < job->ncomp; ++c) {
+        const psf_component *comp = &job->comp[c];
+        int t = table_for(b, comp->dx_m * comp->out_pixel_rad / comp->wavelength_m, q);
+        if (t < 0) return -1;
+        b->job_table[c] = t;
+    }
+    return 0;
+}
+
+/* Add a job's fields comp[c0 .. c0+n-1] as image `image` of the pass (for
+ * an MFT set, after tables_for_job for this job). */
 static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image)
 {
     gpu_pass_image *e = &b->pf_img[b->pf_nimages++];
@@ -495,6 +558,7 @@ static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image
     e->first_field = b->pf_nfields;
     e->nfields = n;
     e->accumulate = c0 > 0;
+    size_t cap = (size_t)b->capacity;
     for (int c = c0; c < c0 + n; ++c) {
         const psf_component *comp = &job->comp[c];
         int f = b->pf_nfields++;
@@ -507,6 +571,14 @@ static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image
         double *dst = b->pf_coeff + (size_t)f * b->nterms;
         for (int t = 0; t < b->nterms; ++t)
             dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
+        if (b->mft) { /* gpu_mft_apply's w, p, t, e for slot f */
+            gpu_mft_table *t = &b->tables[b->job_table[c]];
+            t->epoch = b->pass_epoch; /* in use by this pass */
+            b->pf_ptr[0 * cap + f] = t->w;
+            b->pf_ptr[1 * cap + f] = b->field + (size_t)f * b->pplane;
+            b->pf_ptr[2 * cap + f] = b->mft_t + (size_t)f * b->npix * b->grid;
+            b->pf_ptr[3 * cap + f] = b->spec + (size_t)f * b->plane;
+        }
     }
     return 0;
 }
@@ -514,33 +586,80 @@ static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image
 /* Pack the pass's tables into host staging buffer r. */
 static stage_layout pass_pack(psf_backend *b, int r)
 {
-    stage_layout l = layout_for(b->pf_nfields, b->pf_nimages, b->nterms);
+    int nf = b->pf_nfields;
+    stage_layout l = layout_for(nf, b->pf_nimages, b->nterms, b->mft);
     unsigned char *s = b->stage[r];
-    memcpy(s + l.desc, b->pf_desc, (size_t)b->pf_nfields * sizeof *b->pf_desc);
-    memcpy(s + l.scale, b->pf_scale, (size_t)b->pf_nfields * sizeof *b->pf_scale);
+    memcpy(s + l.desc, b->pf_desc, (size_t)nf * sizeof *b->pf_desc);
+    memcpy(s + l.scale, b->pf_scale, (size_t)nf * sizeof *b->pf_scale);
     memcpy(s + l.images, b->pf_img, (size_t)b->pf_nimages * sizeof *b->pf_img);
-    memcpy(s + l.coeff, b->pf_coeff, (size_t)b->pf_nfields * b->nterms * sizeof *b->pf_coeff);
+    memcpy(s + l.coeff, b->pf_coeff, (size_t)nf * b->nterms * sizeof *b->pf_coeff);
+    if (b->mft)
+        for (int a = 0; a < GPU_MFT_PTRS; ++a)
+            memcpy(s + l.ptrs + (size_t)a * nf * sizeof(void *),
+                   b->pf_ptr + (size_t)a * b->capacity, (size_t)nf * sizeof(void *));
     return l;
 }
 
+/* Whether the pass being filled needs the whole-grid field kernel: some
+ * field's slot holds another pupil's field, or contents unknown. max_open:
+ * the most open samples of its pupils (the open-sample kernel's grid). */
+static int pass_dense(const psf_backend *b, size_t *max_open)
+{
+    int dense = 0;
+    *max_open = 0;
+    for (int f = 0; f < b->pf_nfields; ++f) {
+        int p = b->pf_desc[f].pupil;
+        dense |= b->slot_pupil[f] != p;
+        if (b->pupils[p].nopen > *max_open) *max_open = b->pupils[p].nopen;
+    }
+    return dense;
+}
+
+/* The pass being filled is enqueued: its slots hold its pupils' fields. */
+static void pass_done(psf_backend *b)
+{
+    for (int f = 0; f < b->pf_nfields; ++f)
+        b->slot_pupil[f] = b->pf_desc[f].pupil;
+}
+
 /* Enqueue one pass whose tables are in dstage[r] (layout l) on the compute
- * stream: pupil fields, batched FFT, intensities into out. */
+ * stream: pupil fields (the whole grid when dense, else the open samples of
+ * at most max_open per pupil), the batched out-of-place FFT or the MFT's
+ * two products into spec, intensities into out. */
 static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfields, int nimages,
-                        float *out)
+                        float *out, int dense, size_t max_open)
 {
     unsigned char *d = b->dstage[r];
     if (nfields > 0) {
-        cufftHandle plan;
-        if (gpu_pupil_field(&b->pset, b->d_pupils, b->all_basis,
-                            (const gpu_field_desc *)(d + l->desc), (const double *)(d + l->coeff),
-                            nfields, b->field, b->compute, &b->chk) ||
-            gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan) ||
-            GPU_CUFFT(&b->chk, cufftExecC2C(plan, b->field, b->field, CUFFT_FORWARD)))
+        const gpu_field_desc *desc = (const gpu_field_desc *)(d + l->desc);
+        const double *coeff = (const double *)(d + l->coeff);
+        if (dense ? gpu_pupil_field(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
+                                    b->field, b->compute, &b->chk)
+                  : gpu_pupil_field_open(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
+                                         max_open, b->field, b->compute, &b->chk))
             return -1;
+        if (b->mft) {
+            void **ptrs = (void **)(d + l->ptrs); /* device addresses: not read here */
+            size_t nf = (size_t)nfields;
+            if (gpu_mft_apply(b->blas, b->npix, b->grid, (const cuComplex *const *)ptrs,
+                              (const cuComplex *const *)(ptrs + nf),
+                              (cuComplex *const *)(ptrs + 2 * nf),
+                              (cuComplex *const *)(ptrs + 3 * nf), nfields, &b->chk))
+                return -1;
+        } else {
+            cufftHandle plan;
+            /* Out of place: the field buffer keeps its zeros for the next pass. */
+            if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan) ||
+                GPU_CUFFT(&b->chk, cufftExecC2C(plan, b->field, b->spec, CUFFT_FORWARD)))
+                return -1;
+        }
     }
-    return gpu_psf_intensity(b->field, (const float *)(d + l->scale),
-                             (const gpu_pass_image *)(d + l->images), nimages, b->npix, out,
-                             b->compute, &b->chk);
+    const float *scale = (const float *)(d + l->scale);
+    const gpu_pass_image *img = (const gpu_pass_image *)(d + l->images);
+    return b->mft
+               ? gpu_psf_intensity_centred(b->spec, scale, img, nimages, b->npix, out, b->compute,
+                                           &b->chk)
+               : gpu_psf_intensity(b->spec, scale, img, nimages, b->npix, out, b->compute, &b->chk);
 }
 
 /* Run the pass being filled: stage its tables, enqueue it into dimg[q]. */
@@ -550,14 +669,18 @@ static int pass_flush(psf_backend *b, int q)
     int r = b->npass++ & 1;
     /* stage[r] may still be on its way to the device for the pass before last. */
     if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r]))) return -1;
+    size_t max_open;
+    int dense = pass_dense(b, &max_open);
     stage_layout l = pass_pack(b, r);
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[r], b->stage[r], l.bytes,
                                           cudaMemcpyHostToDevice, b->compute)) ||
         GPU_CUDA(&b->chk, cudaEventRecord(b->ev_staged[r], b->compute)))
         return -1;
     b->staged_pending[r] = 1;
-    int rc = pass_enqueue(b, r, &l, b->pf_nfields, b->pf_nimages, b->dimg[q]);
+    int rc = pass_enqueue(b, r, &l, b->pf_nfields, b->pf_nimages, b->dimg[q], dense, max_open);
+    if (rc == 0) pass_done(b);
     b->pf_nfields = b->pf_nimages = 0;
+    b->pass_epoch++;
     return rc;
 }
 
@@ -568,6 +691,11 @@ static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int 
     int cap = b->capacity;
     for (int j = 0; j < njobs; ++j) {
         const psf_job *job = &jobs[j];
+        /* A job that fits a pass is not split over two: passes of like jobs
+         * then repeat one layout, each slot keeps its pupil (the open-sample
+         * kernel), and a job's intensities add up in the CPU's order. */
+        if (job->ncomp <= cap && b->pf_nfields + job->ncomp > cap && pass_flush(b, q)) return -1;
+        if (b->mft && tables_for_job(b, job, q)) return -1;
         if (job->ncomp == 0) { /* an image with no light: zeros */
             if (pass_add(b, job, 0, 0, j)) return -1;
         }
@@ -619,18 +747,18 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
 /* Capture one pass of nfields fields for one image from stage[0] into
  * dimg[0] as a CUDA graph (the H2D copy of the tables, the pupil kernel,
  * cuFFT, the intensity kernel): one launch instead of four or five. */
-static int graph_make(psf_backend *b, int nfields)
+static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
 {
     graph_release(b);
     cufftHandle plan;
     /* Plan first: planning allocates, which a capturing stream forbids. */
     if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
-    stage_layout l = layout_for(nfields, 1, b->nterms);
+    stage_layout l = layout_for(nfields, 1, b->nterms, 0);
     if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
         return -1;
     int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
                                                cudaMemcpyHostToDevice, b->compute));
-    if (rc == 0) rc = pass_enqueue(b, 0, &l, nfields, 1, b->dimg[0]);
+    if (rc == 0) rc = pass_enqueue(b, 0, &l, nfields, 1, b->dimg[0], dense, max_open);
     cudaGraph_t g = NULL;
     if (rc != 0) { /* leave the stream usable */
         cudaStreamEndCapture(b->compute, &g);
@@ -653,27 +781,59 @@ static int graph_make(psf_backend *b, int nfields)
     }
     b->graph_nfields = nfields;
     b->graph_all_basis = b->all_basis;
+    b->graph_dense = dense;
+    b->graph_max_open = max_open;
     b->graph_generation = b->plans.generation;
     return 0;
 }
 
-/* One image whose fields fit one pass: replay the graph, copy, wait. */
+/* One image whose fields fit one pass (FFT sets): replay the graph, copy,
+ * wait. The graph is re-made when the pass's shape changes, e.g. from the
+ * whole-grid field kernel (first image) to the open-sample one (the next). */
 static int run_single(psf_backend *b, const psf_job *job, float *image)
 {
     if (pass_add(b, job, 0, job->ncomp, 0)) return -1;
     int nfields = b->pf_nfields;
+    size_t max_open;
+    int dense = pass_dense(b, &max_open);
     pass_pack(b, 0);
-    b->pf_nfields = b->pf_nimages = 0;
     if ((!b->graph_exec || b->graph_nfields != nfields || b->graph_all_basis != b->all_basis ||
-         b->graph_generation != b->plans.generation) &&
-        graph_make(b, nfields))
+         b->graph_generation != b->plans.generation || b->graph_dense != dense ||
+         (!dense && b->graph_max_open != max_open)) &&
+        graph_make(b, nfields, dense, max_open))
         return -1;
-    return GPU_CUDA(&b->chk, cudaGraphLaunch(b->graph_exec, b->compute)) ||
-                   GPU_CUDA(&b->chk, cudaMemcpyAsync(image, b->dimg[0], b->plane * sizeof(float),
-                                                     cudaMemcpyDeviceToHost, b->compute)) ||
-                   GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))
-               ? -1
-               : 0;
+    int rc = GPU_CUDA(&b->chk, cudaGraphLaunch(b->graph_exec, b->compute)) ||
+                     GPU_CUDA(&b->chk, cudaMemcpyAsync(image, b->dimg[0], b->plane * sizeof(float),
+                                                       cudaMemcpyDeviceToHost, b->compute)) ||
+                     GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))
+                 ? -1
+                 : 0;
+    if (rc == 0) pass_done(b);
+    b->pf_nfields = b->pf_nimages = 0;
+    return rc;
+}
+
+/* Check a job's components as the CPU does (cpu_run_one_mft), so both
+ * backends refuse the same jobs. */
+static int check_job(psf_backend *b, const psf_job *job, int j)
+{
+    if (job->ncomp < 0 || job->ncomp > PSF_MAX_COMPONENTS) {
+        snprintf(b->chk.err, b->chk.errlen, "gpu: job %d has %d components (0..%d)", j, job->ncomp,
+                 PSF_MAX_COMPONENTS);
+        return -1;
+    }
+    for (int c = 0; c < job->ncomp && b->mft; ++c) {
+        const psf_component *comp = &job->comp[c];
+        if (!(comp->out_pixel_rad > 0.0) || !(comp->wavelength_m > 0.0) || !(comp->dx_m > 0.0) ||
+            !isfinite(comp->dx_m * comp->out_pixel_rad / comp->wavelength_m)) {
+            snprintf(b->chk.err, b->chk.errlen,
+                     "gpu: MFT component %d of job %d without a positive pixel, wavelength and "
+                     "pitch",
+                     c, j);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
@@ -685,18 +845,15 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     b->pf_nfields = b->pf_nimages = 0;
     memset(b->staged_pending, 0, sizeof b->staged_pending);
     memset(b->copy_pending, 0, sizeof b->copy_pending);
-    int rc = 0;
+    /* This thread may have another device current (app/backend.h: any thread). */
+    int rc = GPU_CUDA(&b->chk, cudaSetDevice(b->device));
     /* Every pupil first: building one waits for the device. */
     for (int j = 0; j < njobs && rc == 0; ++j) {
-        if (jobs[j].ncomp < 0 || jobs[j].ncomp > PSF_MAX_COMPONENTS) {
-            snprintf(err, errlen, "gpu: job %d has %d components (0..%d)", j, jobs[j].ncomp,
-                     PSF_MAX_COMPONENTS);
-            rc = -1;
-        }
+        rc = check_job(b, &jobs[j], j);
         for (int c = 0; c < jobs[j].ncomp && rc == 0; ++c)
             if (pupil_for(b, jobs[j].comp[c].dx_m) < 0) rc = -1;
     }
-    if (rc == 0 && njobs == 1 && jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
+    if (rc == 0 && !b->mft && njobs == 1 && jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
         rc = run_single(b, &jobs[0], images);
     else if (rc == 0 && njobs > 0)
         rc = run_batched(b, jobs, njobs, images);
@@ -704,6 +861,8 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
         /* No copy may land in images after we return: the caller reuses them. */
         cudaStreamSynchronize(b->compute);
         cudaStreamSynchronize(b->copy);
+        slots_forget(b);          /* what the failed pass left in the field buffer is unknown */
+        (void)cudaGetLastError(); /* not the next call's error */
     }
     b->chk.err = NULL;
     return rc;
@@ -719,9 +878,11 @@ static float *gpu_alloc_images(psf_backend *b, size_t nfloats)
     b->chk.err = err;
     b->chk.errlen = sizeof err;
     void *p = NULL;
-    if (GPU_CUDA(&b->chk, cudaHostAlloc(&p, nfloats * sizeof(float), cudaHostAllocDefault)) == 0) {
+    if (GPU_CUDA(&b->chk, cudaSetDevice(b->device)) == 0 &&
+        GPU_CUDA(&b->chk, cudaHostAlloc(&p, nfloats * sizeof(float), cudaHostAllocDefault)) == 0) {
         h->pinned = 1;
     } else {
+        (void)cudaGetLastError(); /* absorbed: not the next call's error */
         p = malloc(nfloats * sizeof(float));
     }
     b->chk.err = NULL;
@@ -737,6 +898,7 @@ static float *gpu_alloc_images(psf_backend *b, size_t nfloats)
 
 static void gpu_free_images(psf_backend *b, float *images)
 {
+    if (cudaSetDevice(b->device) != cudaSuccess) (void)cudaGetLastError();
     for (host_buf **pp = &b->buffers; *pp; pp = &(*pp)->next) {
         host_buf *h = *pp;
         if (h->ptr != images) continue;

@@ -63,8 +63,8 @@ void gpu_mft_table_free(gpu_mft_table *t)
 }
 
 int gpu_mft_apply(cublasHandle_t h, int npix, int grid, const cuComplex *const *w,
-                  const cuComplex *const *p, cuComplex *const *t, cuComplex *const *e,
-                  int nfields, gpu_check *chk)
+                  const cuComplex *const *p, cuComplex *const *t, cuComplex *const *e, int nfields,
+                  gpu_check *chk)
 {
     if (nfields < 1) return 0;
     const cuComplex one = make_float2(1.0f, 0.0f), zero = make_float2(0.0f, 0.0f);

@@ -35,10 +35,10 @@ extern "C" {
 /* One transform matrix, built on the device for one a and kept while its
  * component key (pupil pitch, wavelength, output pixel) recurs. */
 typedef struct {
-    double a;      /* cycles per (pupil sample x image pixel): dx p / lambda */
-    int npix;      /* M */
-    int grid;      /* G */
-    cuComplex *w;  /* device [G * M]: W[k][j] at j * M + k (column-major M x G); NULL = empty */
+    double a;     /* cycles per (pupil sample x image pixel): dx p / lambda */
+    int npix;     /* M */
+    int grid;     /* G */
+    cuComplex *w; /* device [G * M]: W[k][j] at j * M + k (column-major M x G); NULL = empty */
     unsigned long long used;  /* last use (least recently used is replaced first) */
     unsigned long long job;   /* the job whose components last asked for it */
     unsigned long long epoch; /* the pass that last referenced it */
@@ -61,8 +61,8 @@ void gpu_mft_table_free(gpu_mft_table *t);
  * device pointers. Runs on the handle's stream. Returns 0, or -1 with
  * chk's message. */
 int gpu_mft_apply(cublasHandle_t h, int npix, int grid, const cuComplex *const *w,
-                  const cuComplex *const *p, cuComplex *const *t, cuComplex *const *e,
-                  int nfields, gpu_check *chk);
+                  const cuComplex *const *p, cuComplex *const *t, cuComplex *const *e, int nfields,
+                  gpu_check *chk);
 
 /* Load the table kernel now (see gpu_pupil_load_kernels). Returns 0, or -1
  * with chk's message. */

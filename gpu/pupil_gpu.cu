@@ -155,10 +155,10 @@ __device__ static inline cufftComplex phasor(float a, double w)
 }
 
 /* sum_t c[t] Z_t(rho, theta) with each Z_t rounded to float as the stored
- * basis is, for pupils kept without a basis. Only field_kernel<false>
- * calls it: the call alone took the kernel from 38 to 84 registers (half
- * the occupancy), which the common case, every pupil with its basis,
- * should not pay. */
+ * basis is, for pupils kept without a basis. Only field_kernel<false> and
+ * field_open_kernel<false> call it: the call alone took the kernel from 38
+ * to 84 registers (half the occupancy), which the common case, every pupil
+ * with its basis, should not pay. */
 __device__ __noinline__ static double zernike_sum(const gpu_pupil_set *set, const double *c,
                                                   double rho, double theta)
 {
@@ -316,8 +316,7 @@ __global__ static void field_open_kernel(gpu_pupil_set set, const gpu_pupil *__r
 
 int gpu_pupil_field_open(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
                          const gpu_field_desc *desc, const double *coeff, int nfields,
-                         size_t max_open, cufftComplex *field, cudaStream_t stream,
-                         gpu_check *chk)
+                         size_t max_open, cufftComplex *field, cudaStream_t stream, gpu_check *chk)
 {
     if (nfields < 1 || max_open == 0) return 0; /* nothing open: the zeros are the fields */
     int groups = (nfields + GPU_FIELDS_PER_THREAD - 1) / GPU_FIELDS_PER_THREAD;

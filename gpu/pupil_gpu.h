@@ -117,8 +117,7 @@ int gpu_pupil_field(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_b
  * message (launch error). */
 int gpu_pupil_field_open(const gpu_pupil_set *set, const gpu_pupil *pupils, int all_basis,
                          const gpu_field_desc *desc, const double *coeff, int nfields,
-                         size_t max_open, cufftComplex *field, cudaStream_t stream,
-                         gpu_check *chk);
+                         size_t max_open, cufftComplex *field, cudaStream_t stream, gpu_check *chk);
 
 void gpu_pupil_free(gpu_pupil *pp);
 

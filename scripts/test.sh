@@ -9,13 +9,18 @@
 #     valgrind memcheck: no error, no definite leak (tests/lib_e2e.sh runs
 #     psfsim under PSFSIM_WRAPPER);
 #  4. a short fuzz run (ctest -L fuzz): the libFuzzer targets of fuzz/ built
-#     with clang, ASan and UBSan, PSFSIM_FUZZ_SECONDS (45) seconds each.
+#     with clang, ASan and UBSan, PSFSIM_FUZZ_SECONDS (default 45) seconds
+#     each, two at a time on two cores.
 # Third-party leaks are suppressed by fuzz/lsan.supp and tests/valgrind.supp
-# (libconfig's lexer only). PSFSIM_TEST_STAGES="1 2 3 4" picks stages.
+# (libconfig's lexer only).
+#  mpi. the MPI build (-DPSFSIM_MPI=ON, CPU only) and its test, ctest -R mpi:
+#     mpirun --oversubscribe -n 3 equals one process byte for byte; a rank
+#     killed mid-run (tests/e2e_mpi.sh). About half a minute on 2 cores.
+# PSFSIM_TEST_STAGES="1 2 3 4 mpi" picks stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-stages=${PSFSIM_TEST_STAGES:-1 2 3 4}
+stages=${PSFSIM_TEST_STAGES:-1 2 3 4 mpi}
 want() { [[ " $stages " == *" $1 "* ]]; }
 stage() { echo "test.sh: stage $1: $2 ($(date +%T))"; }
 run_suite() { # build-dir, cmake options...
@@ -49,11 +54,20 @@ if want 4; then
   command -v clang >/dev/null || { echo "test.sh: the fuzz stage needs clang (scripts/install-deps.sh)"; exit 1; }
   cmake -S . -B build-fuzz -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DPSFSIM_FUZZ=ON -DPSFSIM_CUDA=OFF -DPSFSIM_SANITIZE=ON \
-    -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
+    -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF -DPSFSIM_FUZZ_SECONDS="${PSFSIM_FUZZ_SECONDS:-45}"
   cmake --build build-fuzz -j "$jobs" --target fuzz_config fuzz_png_map fuzz_fits_map fuzz_cli
   LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp \
     ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L fuzz
-  grep -h -E '^(stat::number_of_executed_units|Done|#[0-9]+.*DONE)' \
-    build-fuzz/Testing/Temporary/LastTest.log | sed 's/^/test.sh: fuzz: /' || true
+  # What each target ran: libFuzzer's last status line (executions, cov, ft).
+  awk '/ Testing: fuzz_/ { t = $NF } /^#[0-9]+[ \t]+DONE/ { print "test.sh: " t ": " $0 }' \
+    build-fuzz/Testing/Temporary/LastTest.log || true
+fi
+if want mpi; then
+  stage mpi "MPI build, mpirun -n 3"
+  command -v mpirun >/dev/null || { echo "test.sh: the mpi stage needs openmpi-bin libopenmpi-dev (scripts/install-deps.sh)"; exit 1; }
+  cmake -S . -B build-mpi -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DPSFSIM_MPI=ON \
+    -DPSFSIM_CUDA=OFF -DPSFSIM_BENCH=OFF
+  cmake --build build-mpi -j "$jobs" --target psfsim
+  ctest --test-dir build-mpi --output-on-failure -R mpi --no-tests=error
 fi
 echo "test.sh: all suites passed"

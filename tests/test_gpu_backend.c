@@ -3,9 +3,15 @@
  * Zernike sets, a broadband set, output buffers poisoned with NaN, plans
  * reused across runs and batch sizes, and injected CUDA faults (every
  * checked call in turn fails cleanly and a fresh backend works after).
+ * Large grids keep their field buffer's zeros through the out-of-place FFT
+ * (the same bits for the same job, whatever ran before). Device selection:
+ * device 0 named, a device that is not there refused, a backend created on
+ * one thread and driven from others, and two backends on devices 0 and 1
+ * giving the same images (skipped with fewer than two devices).
  * Skipped (exit 77) when psfsim has no GPU backend or no CUDA device. */
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -437,6 +443,250 @@ static void test_fault_injection(void **state)
     unload(&l);
 }
 
+/* Same bits, printed where they differ first. */
+static void assert_same_bits(const float *a, const float *b, size_t n, const char *what)
+{
+    if (memcmp(a, b, n * sizeof *a) == 0) return;
+    size_t i = 0;
+    while (i < n && memcmp(a + i, b + i, sizeof *a) == 0)
+        ++i;
+    fail_msg("%s: pixel %zu differs: %.9g vs %.9g", what, i, a[i], b[i]);
+}
+
+/* A set without a config: N x N, an obscured circular pupil of n = N/2
+ * samples across D = 1 m, four Zernike modes (as bench/gpu_micro.cu). */
+static int g_mode_n[4] = {2, 2, 3, 4}, g_mode_m[4] = {0, 2, 1, 0};
+
+static void direct_desc(int npix, int max_batch, psf_set_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->npix = npix;
+    d->aperture.shape = APERTURE_CIRCULAR;
+    d->aperture.diameter_m = 1.0;
+    d->aperture.obscuration = 0.3;
+    d->modes.nterms = 4;
+    d->modes.n = g_mode_n;
+    d->modes.m = g_mode_m;
+    d->max_batch = max_batch;
+    d->nimages = 1000;
+}
+
+static void direct_job(psf_job *job, int npix, const double *coeff)
+{
+    memset(job, 0, sizeof *job);
+    job->ncomp = 1;
+    job->comp[0].wavelength_m = 500e-9;
+    job->comp[0].dx_m = 2.0 / npix;
+    job->comp[0].scale = 1e-9;
+    job->comp[0].coeff_waves = coeff;
+}
+
+/* The FFT is out of place so that the field buffer keeps its zeros and the
+ * field kernel writes only the open samples once a slot holds the pupil.
+ * If cuFFT wrote into its input (it documents that for complex-to-real
+ * transforms only), a job run after another would differ from the same job
+ * run first: at large N (multi-pass transforms) and a non-power of 2, on
+ * the single-image (graph) and the batched paths, the image of job A is the
+ * same bits after A' and after A again, and as a fresh backend's. */
+static void test_input_kept(void **state)
+{
+    (void)state;
+    static const int sizes[] = {4096, 3000, 2048};
+    static const double ca[4] = {0.05, -0.1, 0.08, 0.2}, cb[4] = {-0.2, 0.15, 0.0, -0.05};
+    char err[1024];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+        int npix = sizes[i];
+        size_t plane = (size_t)npix * npix;
+        psf_set_desc d;
+        direct_desc(npix, 2, &d);
+        psf_job jobs[3];
+        direct_job(&jobs[0], npix, ca);
+        direct_job(&jobs[1], npix, cb);
+        jobs[2] = jobs[0];
+        psf_backend *b = NULL;
+        int rc = gpu->create(&d, &b, err, sizeof err);
+        if (rc != 0) printf("create: %s\n", err);
+        assert_int_equal(rc, 0);
+        float *img = gpu->alloc_images(b, 3 * plane), *first = malloc(plane * sizeof *first);
+        assert_true(img && first);
+        /* Single-image runs: A (whole grid written), A' (open samples), A. */
+        for (int k = 0; k < 3; ++k)
+            assert_int_equal(gpu->run(b, &jobs[k], 1, img + (size_t)k * plane, err, sizeof err), 0);
+        memcpy(first, img, plane * sizeof *first);
+        assert_same_bits(img + 2 * plane, first, plane, "A after A' (one image per run)");
+        /* Batched runs (sub-batches of one at these sizes). */
+        fill_nan(img, 3 * plane);
+        assert_int_equal(gpu->run(b, jobs, 3, img, err, sizeof err), 0);
+        assert_same_bits(img, first, plane, "A (batched)");
+        assert_same_bits(img + 2 * plane, first, plane, "A after A' (batched)");
+        gpu->free_images(b, img);
+        gpu->destroy(b);
+        /* A fresh backend's A: the same bits. */
+        assert_int_equal(gpu->create(&d, &b, err, sizeof err), 0);
+        float *fresh = malloc(plane * sizeof *fresh);
+        assert_non_null(fresh);
+        assert_int_equal(gpu->run(b, &jobs[0], 1, fresh, err, sizeof err), 0);
+        gpu->destroy(b);
+        assert_same_bits(fresh, first, plane, "a fresh backend's A");
+        double peak = 0.0;
+        for (size_t p = 0; p < plane; ++p)
+            peak = fmax(peak, first[p]);
+        printf("N = %d: the same bits for A first, after A', batched and fresh (peak %.6g)\n", npix,
+               peak);
+        assert_true(peak > 0.0);
+        free(fresh);
+        free(first);
+    }
+}
+
+/* Calls of a backend from a thread of its own. */
+typedef struct {
+    int what; /* 0 create, 1 run in batches, 2 destroy */
+    psf_set_desc desc;
+    psf_backend *b;
+    const loaded *l;
+    int per;
+    float *img;
+    int rc;
+    char err[1024];
+} thread_call;
+
+static void *thread_main(void *arg)
+{
+    thread_call *t = arg;
+    if (t->what == 0)
+        t->rc = gpu->create(&t->desc, &t->b, t->err, sizeof t->err);
+    else if (t->what == 1)
+        t->rc = run_in_batches(gpu, t->b, t->l, t->per, t->img, t->err, sizeof t->err);
+    else
+        gpu->destroy(t->b);
+    return NULL;
+}
+
+static void on_thread(thread_call *t)
+{
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, thread_main, t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+/* device = 0 named: a backend created on one thread, run on this one and
+ * on another, destroyed on a third, gives the CPU's images; a device that
+ * is not there is refused with a message naming it. */
+static void test_device_selection(void **state)
+{
+    (void)state;
+    loaded l;
+    load(&l, REUSE_CFG, 8);
+    size_t total = (size_t)l.nimages * l.plane;
+    long long n_cpu;
+    int npix_cpu;
+    float *cpu = harness_compute_all(REUSE_CFG, NULL, &n_cpu, &npix_cpu);
+    assert_non_null(cpu);
+    thread_call t;
+    memset(&t, 0, sizeof t);
+    t.desc = l.desc;
+    t.desc.device = 0;
+    on_thread(&t);
+    if (t.rc != 0) printf("create on a thread: %s\n", t.err);
+    assert_int_equal(t.rc, 0);
+    psf_backend *b = t.b;
+    float *img = gpu->alloc_images(b, total), *other = malloc(total * sizeof *other);
+    assert_true(img && other);
+    char err[1024];
+    fill_nan(img, total);
+    assert_int_equal(run_in_batches(gpu, b, &l, 3, img, err, sizeof err), 0);
+    double d = tu_rel_l2(img, cpu, total);
+    printf("device 0, created on another thread: rel L2 %.3g to the CPU\n", d);
+    assert_true(d <= TOL);
+    t.what = 1;
+    t.l = &l;
+    t.per = 3;
+    t.img = other;
+    fill_nan(other, total);
+    on_thread(&t);
+    assert_int_equal(t.rc, 0);
+    assert_same_bits(other, img, total, "run on another thread");
+    gpu->free_images(b, img);
+    t.what = 2;
+    on_thread(&t);
+    static const int bad[] = {99, -1};
+    for (int i = 0; i < 2; ++i) {
+        psf_set_desc dd = l.desc;
+        dd.device = bad[i];
+        psf_backend *nb = NULL;
+        assert_int_equal(gpu->create(&dd, &nb, err, sizeof err), -1);
+        assert_null(nb);
+        printf("device %d: %s\n", bad[i], err);
+        char want[64];
+        snprintf(want, sizeof want, "CUDA device %d asked for", bad[i]);
+        assert_non_null(strstr(err, want));
+    }
+    free(other);
+    free(cpu);
+    unload(&l);
+}
+
+/* Two backends on devices 0 and 1 in one process: the same images, run one
+ * after the other from this thread and at the same time from two threads.
+ * Skipped with fewer than two devices. */
+static void test_two_devices(void **state)
+{
+    (void)state;
+    loaded l;
+    load(&l, REUSE_CFG, 8);
+    size_t total = (size_t)l.nimages * l.plane;
+    char err[1024];
+    psf_backend *b[2] = {NULL, NULL};
+    for (int dev = 0; dev < 2; ++dev) {
+        psf_set_desc d = l.desc;
+        d.device = dev;
+        if (gpu->create(&d, &b[dev], err, sizeof err) != 0) {
+            printf("device %d: %s\n", dev, err);
+            assert_true(dev == 1 && strstr(err, "asked for, but"));
+            gpu->destroy(b[0]);
+            unload(&l);
+            skip(); /* one device: nothing to compare */
+        }
+    }
+    float *img[2], *again[2];
+    for (int dev = 0; dev < 2; ++dev) {
+        img[dev] = gpu->alloc_images(b[dev], total);
+        again[dev] = gpu->alloc_images(b[dev], total);
+        assert_true(img[dev] && again[dev]);
+    }
+    for (int round = 0; round < 2; ++round) /* alternate devices from this thread */
+        for (int dev = 0; dev < 2; ++dev) {
+            fill_nan(img[dev], total);
+            assert_int_equal(run_in_batches(gpu, b[dev], &l, 3, img[dev], err, sizeof err), 0);
+        }
+    assert_same_bits(img[1], img[0], total, "device 1 vs device 0");
+    thread_call t[2];
+    pthread_t th[2];
+    for (int dev = 0; dev < 2; ++dev) {
+        memset(&t[dev], 0, sizeof t[dev]);
+        t[dev].what = 1;
+        t[dev].b = b[dev];
+        t[dev].l = &l;
+        t[dev].per = 3;
+        t[dev].img = again[dev];
+        fill_nan(again[dev], total);
+        assert_int_equal(pthread_create(&th[dev], NULL, thread_main, &t[dev]), 0);
+    }
+    for (int dev = 0; dev < 2; ++dev) {
+        assert_int_equal(pthread_join(th[dev], NULL), 0);
+        assert_int_equal(t[dev].rc, 0);
+        assert_same_bits(again[dev], img[0], total, "concurrent runs on two devices");
+    }
+    printf("devices 0 and 1: the same bits, one after the other and at the same time\n");
+    for (int dev = 0; dev < 2; ++dev) {
+        gpu->free_images(b[dev], img[dev]);
+        gpu->free_images(b[dev], again[dev]);
+        gpu->destroy(b[dev]);
+    }
+    unload(&l);
+}
+
 /* Is there a GPU to test? why says what is missing. */
 static int gpu_present(char *why, size_t whylen)
 {
@@ -481,6 +731,9 @@ int main(void)
         cmocka_unit_test(test_no_basis),
         cmocka_unit_test(test_poison_and_reuse),
         cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_input_kept),
+        cmocka_unit_test(test_device_selection),
+        cmocka_unit_test(test_two_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

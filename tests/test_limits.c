@@ -118,6 +118,31 @@ static void test_memory_batch_bounds(void **state)
     unload(&l);
 }
 
+/* The MFT (output.npix other than N): no FFT buffers but twiddle tables,
+ * the pupil box and the transform's scratch, on a pupil grid of n + 4. */
+static void test_memory_need_mft(void **state)
+{
+    (void)state;
+    loaded l;
+    load("name = \"mft\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 64; };\n"
+         "output: { npix = 100; };\n",
+         &l);
+    assert_int_equal(l.set.mft, 1);
+    assert_int_equal(l.set.samp.npix, 100);
+    assert_int_equal(l.set.pupil_npix, 68);
+    limits_memory m;
+    limits_memory_need(&l.set, 1, 1, &m);
+    /* One table 8 P M, the box 8 P^2, scratch 8 P M + 8 M^2. */
+    assert_int_equal(m.fft, 8ULL * 68 * 100 * 2 + 8ULL * 68 * 68 + 8ULL * 100 * 100);
+    assert_int_equal(m.images, (unsigned long long)WRITER_SLOTS * 4 * 100 * 100);
+    assert_int_equal(m.pupils, 4356ULL * 4 * 3); /* (64 + 2)^2 < 68^2 open samples */
+    assert_int_equal(m.scratch, 4ULL * 68 * 68);
+    assert_int_equal(m.writers, 2ULL * 100 * 100 + 100 + MIB);
+    unload(&l);
+}
+
 static void test_disk_need_by_hand(void **state)
 {
     (void)state;
@@ -336,7 +361,7 @@ int main(void)
         cmocka_unit_test(test_disk_need_by_hand),       cmocka_unit_test(test_disk_need_8bit_cube),
         cmocka_unit_test(test_evaluate_memory),         cmocka_unit_test(test_evaluate_disk),
         cmocka_unit_test(test_largest_set_no_overflow), cmocka_unit_test(test_format_bytes),
-        cmocka_unit_test(test_probe_this_machine),
+        cmocka_unit_test(test_probe_this_machine),      cmocka_unit_test(test_memory_need_mft),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
