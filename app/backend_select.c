@@ -117,11 +117,6 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
         return 0;
     }
-    if (s->mft) { /* the GPU backend has no MFT yet: never start CUDA for nothing */
-        d->ops = &psf_backend_cpu;
-        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the MFT output grid runs on the CPU");
-        return 0;
-    }
     choose_auto(s, writers, d);
     return 0;
 }

@@ -57,9 +57,9 @@ void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *
     int npix = job->npix, w = job->writers > 0 ? job->writers : 1;
     double k = (double)job->nimages, fields = k * (job->ncomp > 0 ? job->ncomp : 1);
     double write = k * job->write_us;
-    p->cpu_us = interp(f, f->cpu_create_us, npix) +
-                fmax(fields * cost_cpu_image_us(f, npix), write / (w > 1 ? w - 1 : 1)) +
-                job->write_us;
+    double compute = fields * cost_cpu_image_us(f, npix);
+    p->cpu_us = interp(f, f->cpu_create_us, npix) + job->write_us +
+                (npix < 512 ? (compute + write) / w : fmax(compute, write / (w > 1 ? w - 1 : 1)));
     p->gpu_start_us = 0.0;
     p->gpu_us = INFINITY;
     if (f->have_gpu) {

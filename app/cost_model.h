@@ -38,10 +38,14 @@ double cost_write_us(const probe_figures *f, int npix, int png, int fits);
 
 /* Predict the job's wall time on each backend. The writers overlap the
  * compute (app/writer_pool.h), so each backend takes its set-up, then the
- * longer of compute and writing, then the last image's write:
- *   CPU: setup + max(K fields t_cpu(N), K w / max(1, W - 1)) + w
- *   GPU: start + setup + max(nb a + K fields c, K w / W) + w
- * (on the CPU the compute thread takes one of the W cores). */
+ * compute and the writing, then the last image's write (w):
+ *   CPU, N < 512: setup + (K fields t_cpu(N) + K w) / W + w
+ *     (images spread over the W cores, which the writers share);
+ *   CPU, N >= 512: setup + max(K fields t_cpu(N), K w / max(1, W - 1)) + w
+ *     (FFTW's threads take the cores for each transform in turn);
+ *   GPU: start + setup + max(nb a + K fields c, K w / W) + w.
+ * MFT sets use the FFT's figures at the output size: a first-order guess
+ * (the GPU's MFT is 70-130x the CPU's, gpu/NOTES.md, so the choice holds). */
 void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *p);
 
 #endif

@@ -1,8 +1,11 @@
 /* The FFTW3 backend: psf_backend_cpu (app/backend.h). One plan per set,
- * pupils cached per pupil pitch, images computed one after another. An MFT
+ * pupils cached per pupil pitch; below N = 512 the images of a run are
+ * spread over threads (one FFT buffer pair each), from 512 up FFTW's own
+ * threads share each transform. An MFT
  * set (psf_set_desc.mft) plans no FFT: its images are two matrix products
  * each (cpu/mft.h), with the transform matrices cached per component. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +37,20 @@ static int worth_measuring(const psf_set_desc *set)
  * when needed again (a sweep of many wavelengths at a fixed um pixel). */
 #define CPU_MFT_TABLE_BYTES (1024.0 * 1024 * 1024)
 
+/* Most threads one run() spreads its images over (FFT path, N < 512). */
+#define CPU_MAX_LANES 64
+
+/* One thread's FFT buffers for image-parallel runs; lane 0 is b->fft's. */
+typedef struct {
+    fftwf_complex *in, *out;
+    int current; /* pupil whose samples are in `in`, -1 = none */
+} cpu_lane;
+
 struct psf_backend {
     psf_set_desc set;
     cpu_fft_plan fft;
+    cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
+    int nlanes;                    /* image-parallel threads, 1 = none */
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
     int current; /* pupil whose samples are in fft.in (FFT) or mft_in (MFT), -1 = none */
@@ -57,10 +71,27 @@ static int cpu_threads(const psf_set_desc *set)
     return n > 0 ? (int)n : 1;
 }
 
+/* Images of one run() computed in parallel, one FFT buffer pair per thread,
+ * sharing the plan (fftwf_execute_dft is thread-safe, FFTW manual 5.4):
+ * for grids below CPU_THREADED_MIN_NPIX, where FFTW's own threads do not pay. */
+static int image_lanes(const psf_set_desc *set)
+{
+    if (set->mft || set->npix >= CPU_THREADED_MIN_NPIX) return 1;
+    long n = set->threads > 0 ? set->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > CPU_MAX_LANES) n = CPU_MAX_LANES;
+    if (n > set->max_batch) n = set->max_batch;
+    return n > 1 ? (int)n : 1;
+}
+
 static void cpu_destroy(psf_backend *b)
 {
     if (!b) return;
-    for (int i = 0; i < b->npupils; ++i) cpu_pupil_free(&b->pupils[i]);
+    for (int i = 1; i < CPU_MAX_LANES; ++i) {
+        fftwf_free(b->lanes[i].in);
+        fftwf_free(b->lanes[i].out);
+    }
+    for (int i = 0; i < b->npupils; ++i)
+        cpu_pupil_free(&b->pupils[i]);
     cpu_fft_plan_destroy(&b->fft);
     for (int i = 0; i < b->ntables; ++i)
         cpu_mft_table_free(&b->tables[i]);
@@ -93,11 +124,12 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
     }
     /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
     const char *wisdom = set->npix >= 128 ? set->fftw_wisdom : NULL;
-    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), worth_measuring(set),
-                            wisdom, err, errlen) != 0) {
+    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), worth_measuring(set), wisdom, err,
+                            errlen) != 0) {
         free(b);
         return -1;
     }
+    b->nlanes = image_lanes(set);
     *out = b;
     return 0;
 }
@@ -217,31 +249,129 @@ static void accumulate_shifted(const fftwf_complex *out, int npix, float scale, 
     }
 }
 
-static int cpu_run_one(psf_backend *b, const psf_job *job, float *image, char *err, size_t errlen)
+/* One image through lane l (its pupils already built: pupil_index). */
+static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
+                      float *image)
 {
-    if (b->set.mft) return cpu_run_one_mft(b, job, image, err, errlen);
     int npix = b->set.npix;
     memset(image, 0, (size_t)npix * npix * sizeof *image);
     for (int c = 0; c < job->ncomp; ++c) {
         const psf_component *comp = &job->comp[c];
-        int p = pupil_for(b, comp->dx_m, err, errlen);
-        if (p < 0) return -1;
-        if (b->current >= 0 && b->current != p) cpu_pupil_clear(&b->pupils[b->current], b->fft.in);
-        b->current = p;
+        int p = pupil_index[c];
+        if (l->current >= 0 && l->current != p) cpu_pupil_clear(&b->pupils[l->current], l->in);
+        l->current = p;
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
-                        b->fft.in);
-        cpu_fft_plan_execute(&b->fft);
-        accumulate_shifted(b->fft.out, npix, (float)comp->scale, image);
+                        l->in);
+        fftwf_execute_dft(b->fft.plan, l->in, l->out);
+        accumulate_shifted(l->out, npix, (float)comp->scale, image);
     }
+}
+
+/* Build (serially: the planner and the caches are not thread-safe) every
+ * pupil the jobs need; pupil_index[k * PSF_MAX_COMPONENTS + c]. */
+static int build_pupils(psf_backend *b, const psf_job *jobs, int njobs, int *pupil_index, char *err,
+                        size_t errlen)
+{
+    for (int k = 0; k < njobs; ++k)
+        for (int c = 0; c < jobs[k].ncomp; ++c) {
+            int p = pupil_for(b, jobs[k].comp[c].dx_m, err, errlen);
+            if (p < 0) return -1;
+            pupil_index[k * PSF_MAX_COMPONENTS + c] = p;
+        }
     return 0;
+}
+
+typedef struct {
+    psf_backend *b;
+    int lane, nlanes, njobs;
+    const psf_job *jobs;
+    const int *pupil_index;
+    float *images;
+} lane_task;
+
+/* Lane t computes images t, t + T, t + 2T, ...: each image is computed the
+ * same whatever the lane, so results do not depend on the thread count. */
+static void *lane_main(void *arg)
+{
+    const lane_task *t = arg;
+    size_t plane = (size_t)t->b->set.npix * t->b->set.npix;
+    for (int k = t->lane; k < t->njobs; k += t->nlanes)
+        fft_image(t->b, &t->b->lanes[t->lane], &t->jobs[k],
+                  t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS, t->images + (size_t)k * plane);
+    return NULL;
+}
+
+/* Lane buffers beyond lane 0, zeroed (pupil samples are written, the rest
+ * must stay zero). Returns how many lanes are usable. */
+static int ready_lanes(psf_backend *b, int want)
+{
+    size_t n = (size_t)b->set.npix * b->set.npix;
+    b->lanes[0] = (cpu_lane){.in = b->fft.in, .out = b->fft.out, .current = b->current};
+    int got = 1;
+    for (; got < want; ++got) {
+        cpu_lane *l = &b->lanes[got];
+        if (!l->in) {
+            l->in = fftwf_malloc(n * sizeof *l->in);
+            l->out = fftwf_malloc(n * sizeof *l->out);
+            if (!l->in || !l->out) {
+                fftwf_free(l->in);
+                fftwf_free(l->out);
+                l->in = l->out = NULL;
+                break;
+            }
+            memset(l->in, 0, n * sizeof *l->in);
+            l->current = -1;
+        }
+    }
+    return got;
+}
+
+static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+                       size_t errlen)
+{
+    int *pupil_index = malloc((size_t)njobs * PSF_MAX_COMPONENTS * sizeof *pupil_index);
+    if (!pupil_index) {
+        snprintf(err, errlen, "cpu: out of memory");
+        return -1;
+    }
+    int rc = build_pupils(b, jobs, njobs, pupil_index, err, errlen);
+    int nl = njobs < b->nlanes ? njobs : b->nlanes;
+    if (rc == 0) nl = ready_lanes(b, nl);
+    lane_task tasks[CPU_MAX_LANES];
+    pthread_t threads[CPU_MAX_LANES];
+    int started = 1;
+    for (int t = 0; rc == 0 && t < nl; ++t)
+        tasks[t] = (lane_task){.b = b,
+                               .lane = t,
+                               .nlanes = nl,
+                               .njobs = njobs,
+                               .jobs = jobs,
+                               .pupil_index = pupil_index,
+                               .images = images};
+    for (int t = 1; rc == 0 && t < nl; ++t, ++started)
+        if (pthread_create(&threads[t], NULL, lane_main, &tasks[t]) != 0) break;
+    if (rc == 0 && started < nl) { /* fewer threads than planned: redo the split */
+        for (int t = 1; t < started; ++t)
+            pthread_join(threads[t], NULL);
+        nl = 1;
+        tasks[0].nlanes = 1;
+        started = 1;
+    }
+    if (rc == 0) lane_main(&tasks[0]);
+    for (int t = 1; rc == 0 && t < started; ++t)
+        pthread_join(threads[t], NULL);
+    if (rc == 0) b->current = b->lanes[0].current;
+    free(pupil_index);
+    return rc;
 }
 
 static int cpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
                    size_t errlen)
 {
+    if (!b->set.mft) return cpu_run_fft(b, jobs, njobs, images, err, errlen);
     size_t plane = (size_t)b->set.npix * b->set.npix;
     for (int k = 0; k < njobs; ++k)
-        if (cpu_run_one(b, &jobs[k], images + (size_t)k * plane, err, errlen) != 0) return -1;
+        if (cpu_run_one_mft(b, &jobs[k], images + (size_t)k * plane, err, errlen) != 0) return -1;
     return 0;
 }
 

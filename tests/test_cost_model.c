@@ -148,15 +148,18 @@ static void test_writing_bound(void **state)
     assert_float_equal(job.write_us, 3500.0, 1e-6);
     cost_prediction p;
     cost_predict(&f, &job, &p);
-    /* cpu: 10 + max(104.9 ms, 3.5 s / 15) + 3.5 ms; gpu: 250 ms + 2 ms + max(.., 3.5 s / 16) + 3.5 ms */
-    assert_float_equal(p.cpu_us, 10 + 3.5e6 / 15 + 3500, 1.0);
+    /* cpu: 10 + (104.9 ms + 3.5 s) / 16 + 3.5 ms; gpu: 250 ms + 2 ms + max(.., 3.5 s / 16) + 3.5 ms */
+    assert_float_equal(p.cpu_us, 10 + (1000 * 0.2e-3 * 256 * 256 * 8 + 3.5e6) / 16 + 3500, 1.0);
     assert_float_equal(p.gpu_us, 250e3 + 2000 + 3.5e6 / 16 + 3500, 1.0);
     assert_false(p.use_gpu);
     /* Without PNGs the compute decides: 0.1 s of CPU against 0.25 s of start. */
     job.write_us = 0.0;
     cost_predict(&f, &job, &p);
     assert_false(p.use_gpu);
-    job.nimages = 100000; /* 10.5 s of CPU against 0.25 s + 2.7 s of GPU */
+    job.nimages = 100000; /* 10.5 s of CPU on 16 cores (0.66 s) against 0.25 s + 2.9 s of GPU */
+    cost_predict(&f, &job, &p);
+    assert_false(p.use_gpu);
+    job.writers = 1; /* ... but 10.5 s on one core */
     cost_predict(&f, &job, &p);
     assert_true(p.use_gpu);
 }
