@@ -22,7 +22,7 @@ log "build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSFSIM_WERROR=ON >/dev/null
 cmake --build "$build" >/dev/null
 log "check: GPU tests"
-ctest --test-dir "$build" --output-on-failure -R "gpu|psf_physics" >"$out/ctest_gpu.txt" 2>&1 || {
+ctest --test-dir "$build" --output-on-failure -R "gpu|mft|psf_physics" >"$out/ctest_gpu.txt" 2>&1 || {
   cat "$out/ctest_gpu.txt"; exit 1; }
 tail -3 "$out/ctest_gpu.txt" >&2
 
