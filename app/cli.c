@@ -30,7 +30,8 @@ void cli_usage(FILE *f)
           "  -V, --version       version and build options\n"
           "\n"
           "Exit status: 0 all images written; 2 usage or config error (nothing\n"
-          "written); 3 run-time failure (the manifest lists the images written).\n",
+          "written); 3 run-time failure (the manifest lists the images written);\n"
+          "130 interrupted (the manifest lists the images written; --resume finishes).\n",
           f);
 }
 
@@ -130,6 +131,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
     }
     if (!o->help && !o->version && !o->probe && !o->config_path) {
         snprintf(err, errlen, "no config file: give one with -c FILE");
+        return -1;
+    }
+    if (o->probe && o->config_path) {
+        snprintf(err, errlen, "--probe measures this machine and takes no config (-c)");
         return -1;
     }
     if (o->force && o->resume) {

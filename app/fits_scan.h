@@ -13,14 +13,14 @@
  * path, reading its headers as the FITS standard 4.0 lays them out (sec. 3:
  * 2880-byte blocks of 80-byte cards, sec. 4.4.1: the mandatory keywords).
  * The HDUs before it and its own header must be: the primary HDU (SIMPLE
- * = T first), then image extensions (XTENSION = 'IMAGE') or tile-compressed
- * images (XTENSION = 'BINTABLE' with ZIMAGE = T); BITPIX one of 8, 16, 32,
- * 64, -32, -64; NAXIS 0..999; NAXISn, PCOUNT, GCOUNT, TFIELDS, ZNAXIS,
- * ZNAXISn integers >= 0 (GCOUNT = 1, NAXIS <= 2 for a table); every
- * mandatory value an integer written as one; the data sizes they give must
- * fit in 2^62 bytes, and the data of the HDUs before the image in the file
- * (the image's own data are cfitsio's to read). A table or any other extension before
- * the image is refused (a map is an image, not a table).
+ * = T first), then image extensions (XTENSION = 'IMAGE'); BITPIX one of 8,
+ * 16, 32, 64, -32, -64; NAXIS 0..999; NAXISn (all present), PCOUNT,
+ * GCOUNT, TFIELDS integers >= 0, each written as an integer; the data sizes
+ * they give must fit in 2^62 bytes and in the file (so nothing is
+ * allocated for data a truncated file does not hold). A table
+ * or any other extension before the image is refused (a map is an image,
+ * not a table), and so is a tile-compressed image (ZIMAGE = T): cfitsio
+ * 4.2's decompressor reads past its buffers on a crafted tile.
  * Returns 0 with *hdu (1-based), or -1 with a message in err naming path,
  * the HDU and the card, e.g. "m.fits: not a valid FITS file: HDU 2:
  * NAXIS1 = '\x8c...' is not an integer" (bytes outside printable ASCII

@@ -55,6 +55,14 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     s->pixel_ld = s->pixel_um > 0 ? 0.0 : cfg->out_pixel_scale > 0 ? cfg->out_pixel_scale : fft_ld;
 }
 
+/* A map that cannot be used: the message names the config and the key. */
+static int map_error(const psf_config *cfg, const char *key, const char *why, char *err,
+                     size_t errlen)
+{
+    snprintf(err, errlen, "%.900s: %s: %.900s", cfg->path, key, why);
+    return -1;
+}
+
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -70,17 +78,18 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
+    char why[1024];
     if (cfg->aperture.shape == APERTURE_FILE) {
         if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows,
-                                   &s->map_cols, err, errlen) != 0)
-            return -1;
+                                   &s->map_cols, why, sizeof why) != 0)
+            return map_error(cfg, "optics.aperture.file", why, err, errlen);
         s->aperture.map = s->aperture_map;
         s->aperture.map_rows = s->map_rows;
         s->aperture.map_cols = s->map_cols;
     }
     if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map,
-                                          &s->opd_rows, &s->opd_cols, err, errlen) != 0)
-        return -1;
+                                          &s->opd_rows, &s->opd_cols, why, sizeof why) != 0)
+        return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
     return jobs_modeset(cfg, &s->modes, err, errlen);
 }
 

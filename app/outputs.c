@@ -2,12 +2,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "log.h"
 #include "fits_header.h"
 #include "fits_io.h"
 #include "png_io.h"
@@ -106,6 +108,38 @@ int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, 
     return check_creatable(dir, err, errlen);
 }
 
+/* 1 when name is a file this set (cfg, nimages) writes. */
+static int in_this_set(const psf_config *cfg, long long nimages, const char *name)
+{
+    char want[512];
+    snprintf(want, sizeof want, "%s_cube.fits", cfg->name);
+    if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
+    const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
+    char *end;
+    long long k = strtoll(digits, &end, 10);
+    if (end != ext || end == digits || k < 0 || k >= nimages) return 0;
+    int png = !strcmp(ext, ".png"), fits = !strcmp(ext, ".fits");
+    if (!(png && cfg->png_enabled) && !(fits && cfg->fits_enabled && !cfg->fits_cube)) return 0;
+    outputs_image_name(cfg, k, nimages, ext + 1, want, sizeof want);
+    return !strcmp(name, want);
+}
+
+void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *ext = strrchr(e->d_name, '.');
+        if (!is_set_file(e->d_name, cfg->name) || !ext || !strcmp(ext, ".csv")) continue;
+        if (in_this_set(cfg, nimages, e->d_name)) continue;
+        char path[CFG_PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) log_info("removed %s, left by the earlier set", path);
+    }
+    closedir(d);
+}
+
 int outputs_make_dir(const char *dir, char *err, size_t errlen)
 {
     char path[CFG_PATH_MAX];
@@ -130,7 +164,7 @@ void outputs_image_name(const psf_config *cfg, long long k, long long nimages, c
                         char *out, size_t outlen)
 {
     int digits = 1;
-    for (long long v = nimages - 1; v >= 10; v /= 10) ++digits;
+    for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10) ++digits;
     snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
 }
 

@@ -15,6 +15,12 @@
  * Returns 0, or -1 with a message naming the path. Touches nothing. */
 int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen);
 
+/* After a complete --force run: remove the files of an earlier set of this
+ * name that this set did not write (NAME_k.png/.fits of another k or digit
+ * count, a format now disabled, a cube no longer asked for). Manifest and
+ * timing log were replaced. Failures are ignored (the files stay). */
+void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages);
+
 /* mkdir -p dir. Returns 0 or -1 with err. */
 int outputs_make_dir(const char *dir, char *err, size_t errlen);
 

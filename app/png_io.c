@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atomic_file.h"
 
@@ -258,6 +259,17 @@ static int png_read_body(png_structp png, png_infop info, png_read_job *job)
         snprintf(job->refuse, sizeof job->refuse,
                  "PNG of %lu x %lu pixels is too large (at most %zu pixels)", (unsigned long)w,
                  (unsigned long)h, PNG_READ_MAX_PIXELS);
+        return -1;
+    }
+    /* deflate packs at most 1032 bytes into one (RFC 1951: a 258-byte match
+     * in 2 bits at best): a file too short for its rows is truncated, found
+     * before a buffer is allocated for the image it claims. */
+    struct stat st;
+    double raw = (double)h * (1.0 + ((double)w * depth + 7) / 8);
+    if (fstat(fileno(job->fp), &st) == 0 && raw > 1032.0 * (double)st.st_size + 65536.0) {
+        snprintf(job->refuse, sizeof job->refuse,
+                 "truncated PNG: %lu x %lu pixels cannot fit in %lld bytes", (unsigned long)w,
+                 (unsigned long)h, (long long)st.st_size);
         return -1;
     }
     if (depth < 8) png_set_expand_gray_1_2_4_to_8(png);

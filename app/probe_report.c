@@ -6,6 +6,7 @@
 
 #include "atomic_file.h"
 #include "log.h"
+#include "outputs.h"
 #include "probe_cache.h"
 #include "probe_plot.h"
 
@@ -96,6 +97,10 @@ int probe_command(const char *dir)
 {
     probe_figures f;
     char note[512], err[1024], wis[4200];
+    if (outputs_make_dir(dir, err, sizeof err) != 0) { /* before the work, not after */
+        log_error("%s", err);
+        return 2;
+    }
     if (probe_measure(&f, 1, probe_cache_wisdom(wis, sizeof wis), 1, note, sizeof note, err,
                       sizeof err) != 0) {
         log_error("%s", err);

@@ -11,6 +11,7 @@
 #include "limits.h"
 #include "log.h"
 #include "mpi_journal.h"
+#include "probe_cache.h"
 #include "run_state.h"
 
 /* Host memory one batch of images may take (two batches are in flight). */
@@ -82,7 +83,13 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
     }
     run_close_backend(r);
     if (r->decision.ops == &psf_backend_cpu) return -1;
-    if (r->cfg.backend == BACKEND_GPU) {
+    if (r->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
+        machine_key key;
+        machine_key_read(&key);
+        char why[RUN_ERRLEN];
+        snprintf(why, sizeof why, "%.900s", err);
+        snprintf(err, errlen, "--backend gpu: %s (%.900s)",
+                 key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
         *status = 2;
         return -1;
     }
@@ -323,7 +330,8 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     }
     if (n == 1) walls = writer_time = 0; /* the plain run's notes, as always */
     char note[512], of[64];
-    snprintf(of, sizeof of, n > 1 ? "summed over %d MPI ranks: " : "", n);
+    of[0] = '\0'; /* (an empty format is a clang -Wformat-zero-length error) */
+    if (n > 1) snprintf(of, sizeof of, "summed over %d MPI ranks: ", n);
     timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
     timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
     timing_summary(t, "backend", NAN, r->decision.reason);
@@ -347,8 +355,10 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     snprintf(note, sizeof note, "%s%.1f%% of the wall time: the compute loop waited for writers",
              of, 100 * sum.wait_us / base);
     timing_summary(t, "wait_for_writers_us", sum.wait_us, note);
-    timing_summary(t, "wall_us", wall, sum.wait_us > sum.compute_us ? "bound by writing"
-                                                                    : "bound by compute");
+    /* Writing bounds the run when the compute loop waited for the writers a
+     * tenth of the time or more (they were the slower stage). */
+    timing_summary(t, "wall_us", wall, sum.wait_us >= 0.1 * wall ? "bound by writing"
+                                                                 : "bound by compute");
     if (n == 1) return;
     char lib[128];
     snprintf(note, sizeof note, "%s; blocks of whole %d-image units (README, Many hosts: MPI)",
@@ -529,6 +539,9 @@ static void report(const run_state *r, int status, long long written)
         log_error("%sinterrupted: %lld of its %lld image(s) written; rerun with --resume to "
                   "finish",
                   who, written, r->todo);
+    else if (r->interrupted && r->cfg.fits_enabled && r->cfg.fits_cube)
+        log_error("interrupted: the FITS cube is incomplete and was not written; rerun with "
+                  "--resume to compute the set again");
     else if (r->interrupted)
         log_error("interrupted: %lld of %lld image(s) written; rerun with --resume to finish",
                   written + r->resume.ndone, r->set.nimages);
@@ -590,6 +603,9 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     }
     report(&r, status, written);
     if (r.interrupted && status == 0) status = 130;
+    /* --force replaced the set: what the earlier one wrote and this one did
+     * not (more images, another format) must not pass for part of it. */
+    if (status == 0 && o->force && is_root(&r)) outputs_remove_stale(&r.cfg, r.dir, r.set.nimages);
     cleanup(&r);
     return status;
 }

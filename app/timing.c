@@ -24,8 +24,8 @@ void timing_add(timing_writer *w, long long k, const char *backend, const image_
 
 void timing_summary(timing_writer *w, const char *name, double value_us, const char *note)
 {
-    char v[32];
-    csv_number(v, sizeof v, value_us);
+    char v[32] = "";
+    if (!isnan(value_us)) snprintf(v, sizeof v, "%.3f", value_us); /* as the image rows */
     /* Notes are free text: quote them and double any quote, as RFC 4180 says. */
     fprintf(journal_fp(&w->j), "%s,,,,,,%s,\"", name, v);
     for (const char *c = note ? note : ""; *c; ++c) {

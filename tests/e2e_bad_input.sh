@@ -49,6 +49,14 @@ expect_exit 2 "existing outputs without --force" -- "$PSFSIM" -c ok.cfg -o out
 expect_stderr 'already holds image set "bad".*--force' "existing outputs: message"
 cmp -s first.png out/bad_0.png && pass "existing outputs untouched" || fail "existing outputs changed"
 expect_exit 0 "existing outputs with --force" -- "$PSFSIM" --force -c ok.cfg -o out
+# --force with a smaller set: the earlier set's extra images go.
+{ good ''; echo 'sweep: { defocus = [0.0, 0.1, 0.2, 0.3]; };'; } >four.cfg
+sed -i 's/name = "bad"/name = "sm"/' four.cfg
+sed 's/, 0.2, 0.3//' four.cfg >two.cfg
+expect_exit 0 "a set of 4" -- "$PSFSIM" -q -c four.cfg -o small
+expect_exit 0 "--force with a set of 2" -- "$PSFSIM" -q --force -c two.cfg -o small
+[ "$(ls small | grep -c '\.png$')" -eq 2 ] && [ ! -e small/sm_2.png ] &&
+  pass "--force: the earlier set's extra images removed" || fail "--force left: $(ls small)"
 
 { good ''; echo 'output: { png: { compression = 12; }; };'; } >level.cfg
 expect_exit 2 "PNG compression out of range" -- "$PSFSIM" -c level.cfg -o out3
@@ -59,6 +67,9 @@ expect_stderr 'cube.cfg:4: output.fits.cube: expected true or false' "cube: mess
 expect_exit 2 "--jobs 0" -- "$PSFSIM" -j 0 -c ok.cfg -o out3
 expect_stderr 'jobs: expected a number of threads' "--jobs: message"
 [ ! -e out3 ] && pass "new keys and options: nothing written" || fail "out3 was created"
+
+expect_exit 2 "--probe with -c" -- "$PSFSIM" --probe -c ok.cfg
+expect_stderr 'probe.*-c' "--probe with -c: message"
 
 expect_exit 2 "bad --backend" -- "$PSFSIM" --backend tpu -c ok.cfg -o out2
 expect_stderr 'backend: expected auto, cpu or gpu' "bad --backend: message"
