@@ -126,8 +126,10 @@ int atomic_publish(atomic_file *af, char *err, size_t errlen)
 {
     int e = 0;
     errno = 0;
-    if (!af->fp) e = EBADF;
-    else if (fflush(af->fp) != 0 || ferror(af->fp)) e = errno ? errno : EIO;
+    if (!af->fp)
+        e = EBADF;
+    else if (fflush(af->fp) != 0 || ferror(af->fp))
+        e = errno ? errno : EIO;
     if (!e && rename(af->tmp_path, af->final_path) != 0) e = errno;
     if (e) {
         snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));

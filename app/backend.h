@@ -46,17 +46,17 @@ typedef struct {
     int pupil_npix; /* mft only: G, the pupil grid (axis at sample G/2, as for the
                        FFT), large enough to hold every open sample; 0 otherwise */
     psf_aperture aperture;
-    psf_modes modes;    /* Zernike modes of every job's coeff_waves */
+    psf_modes modes;      /* Zernike modes of every job's coeff_waves */
     const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
     int opd_rows, opd_cols;
-    int max_batch;      /* most jobs one run() call gets */
-    long long nimages;  /* images in the whole set: backends plan harder for big sets */
-    int threads;        /* CPU threads to use; 0 = choose */
-    int device;         /* the CUDA device index, 0 = the first visible
-                           (CUDA_VISIBLE_DEVICES); ignored by the CPU */
-    int fft_measure;    /* CPU: 1 = measure FFTW plans even for a small set
-                           (psfsim --probe, to leave wisdom behind); 0 = only
-                           when the set repays it */
+    int max_batch;           /* most jobs one run() call gets */
+    long long nimages;       /* images in the whole set: backends plan harder for big sets */
+    int threads;             /* CPU threads to use; 0 = choose */
+    int device;              /* the CUDA device index, 0 = the first visible
+                                (CUDA_VISIBLE_DEVICES); ignored by the CPU */
+    int fft_measure;         /* CPU: 1 = measure FFTW plans even for a small set
+                                (psfsim --probe, to leave wisdom behind); 0 = only
+                                when the set repays it */
     const char *fftw_wisdom; /* FFTW wisdom file the CPU backend reads and
                                 updates (plans measured once per machine); NULL = none */
 } psf_set_desc;

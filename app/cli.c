@@ -6,7 +6,8 @@
 
 void cli_usage(FILE *f)
 {
-    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--force|--resume] [-j N] [-q|-v]\n"
+    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--force|--resume] [-j N] "
+          "[-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -37,10 +38,14 @@ void cli_usage(FILE *f)
 
 static int parse_backend(const char *s, backend_choice *b)
 {
-    if (!strcmp(s, "auto")) *b = BACKEND_AUTO;
-    else if (!strcmp(s, "cpu")) *b = BACKEND_CPU;
-    else if (!strcmp(s, "gpu")) *b = BACKEND_GPU;
-    else return -1;
+    if (!strcmp(s, "auto"))
+        *b = BACKEND_AUTO;
+    else if (!strcmp(s, "cpu"))
+        *b = BACKEND_CPU;
+    else if (!strcmp(s, "gpu"))
+        *b = BACKEND_GPU;
+    else
+        return -1;
     return 0;
 }
 
@@ -76,21 +81,24 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
 {
     char arg[256];
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"output", required_argument, NULL, 'o'},
+        {"config", required_argument, NULL, 'c'},  {"output", required_argument, NULL, 'o'},
         {"backend", required_argument, NULL, 'b'}, {"force", no_argument, NULL, 'f'},
         {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
         {"probe", no_argument, NULL, 'P'},         {"resume", no_argument, NULL, 'r'},
-        {"jobs", required_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0}};
+        {"jobs", required_argument, NULL, 'j'},    {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     optind = 0; /* 0, not 1: glibc then also forgets a cluster left half-read (-zq) */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":c:o:b:fqvhVrj:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': o->config_path = optarg; break;
-        case 'o': o->output_dir = optarg; break;
+        case 'c':
+            o->config_path = optarg;
+            break;
+        case 'o':
+            o->output_dir = optarg;
+            break;
         case 'b':
             if (parse_backend(optarg, &o->backend) != 0) {
                 snprintf(err, errlen, "--backend: expected auto, cpu or gpu (got \"%s\")",
@@ -99,13 +107,27 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             }
             o->backend_given = 1;
             break;
-        case 'f': o->force = 1; break;
-        case 'q': o->quiet = 1; break;
-        case 'v': o->verbose = 1; break;
-        case 'h': o->help = 1; break;
-        case 'V': o->version = 1; break;
-        case 'P': o->probe = 1; break;
-        case 'r': o->resume = 1; break;
+        case 'f':
+            o->force = 1;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'v':
+            o->verbose = 1;
+            break;
+        case 'h':
+            o->help = 1;
+            break;
+        case 'V':
+            o->version = 1;
+            break;
+        case 'P':
+            o->probe = 1;
+            break;
+        case 'r':
+            o->resume = 1;
+            break;
         case 'j': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -121,7 +143,9 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             snprintf(err, errlen, "%s: needs an argument",
                      shown(argv[optind - 1], arg, sizeof arg));
             return -1;
-        default: unknown_option(argc, argv, err, errlen); return -1;
+        default:
+            unknown_option(argc, argv, err, errlen);
+            return -1;
         }
     }
     if (optind < argc) {

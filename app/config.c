@@ -349,6 +349,7 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(EISDIR));
         return -1;
     }
+    if (cfg_check_includes(path, c.dir, err, errlen) != 0) return -1;
     config_init(&c.lc);
     if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
     int rc = config_read_file(&c.lc, path) ? read_all(&c, cfg) : syntax_error(&c);

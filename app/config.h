@@ -89,8 +89,8 @@ typedef struct {
     double png_dynamic_range;
     int png_compression; /* zlib level 0..9, default 1 (fast) */
     int fits_enabled;
-    int fits_cube;       /* with fits_enabled: one NAME_cube.fits, one plane per image,
-                            instead of one FITS file per image */
+    int fits_cube; /* with fits_enabled: one NAME_cube.fits, one plane per image,
+                      instead of one FITS file per image */
 
     backend_choice backend;
 } psf_config;

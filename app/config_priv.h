@@ -87,6 +87,17 @@ int cfg_read_numbers(cfg_ctx *c, const char *path, int positive, double **out, i
 int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, const char *given,
                      char *resolved, size_t len);
 
+/* ---- config_include.c ---- */
+
+/* Check every file an @include line of path names (nested ones too, up to
+ * libconfig's depth of 10), resolved against dir ("" = as written) as
+ * libconfig resolves them: each must be a regular file, since libconfig
+ * 1.5 exits the process (flex's "input in flex scanner failed") when one
+ * is a directory. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": is a
+ * directory, not a config file" (or "is not a regular file") in err.
+ * Missing files are left to libconfig ("cannot open include file"). */
+int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen);
+
 /* ---- config_sweep.c ---- */
 
 /* The aberrations block (convention, units, Zernike terms, OPD map) and the

@@ -22,14 +22,15 @@ static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     memset(&info, 0, sizeof info);
     info.wavelength_nm = s->cfg->nwavelengths > 0 ? s->cfg->wavelengths_nm[0] : 500.0;
     for (int c = 1; c < s->cfg->nwavelengths; ++c) /* the shortest: the pixel scale's reference */
-        if (s->cfg->wavelengths_nm[c] < info.wavelength_nm) info.wavelength_nm = s->cfg->wavelengths_nm[c];
+        if (s->cfg->wavelengths_nm[c] < info.wavelength_nm)
+            info.wavelength_nm = s->cfg->wavelengths_nm[c];
     image_result res = {.backend = "-"};
     double zero[FITS_HEADER_MAX] = {0}; /* the coefficients go in the table */
     info.coeff_units = zero;
     fits_kv all[FITS_HEADER_MAX];
     int n = fits_header_build(s, &info, &res, all, zkeys), m = 0;
-    static const char *const per_plane[] = {"WAVELEN", "PIXELSCL", "PIXSCLUM", "STREHL",
-                                            "AXIALINT", "BACKEND"};
+    static const char *const per_plane[] = {"WAVELEN", "PIXELSCL", "PIXSCLUM",
+                                            "STREHL",  "AXIALINT", "BACKEND"};
     for (int i = 0; i < n; ++i) {
         int skip = all[i].key[0] == 'Z' && all[i].key[1] >= '0' && all[i].key[1] <= '9';
         for (size_t j = 0; j < sizeof per_plane / sizeof *per_plane; ++j)
@@ -92,22 +93,27 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
                    res->strehl,
                    res->axial_intensity};
     int c = 0;
-    for (; c < 7; ++c) w->cols[c][k] = v[c];
-    for (int i = 0; i < s->cfg->n_sweep_zernike; ++i) w->cols[c++][k] = p->sweep_zernike[i];
-    for (int t = 0; t < s->modes.nterms && c < w->ncols; ++t) w->cols[c++][k] = info->coeff_units[t];
+    for (; c < 7; ++c)
+        w->cols[c][k] = v[c];
+    for (int i = 0; i < s->cfg->n_sweep_zernike; ++i)
+        w->cols[c++][k] = p->sweep_zernike[i];
+    for (int t = 0; t < s->modes.nterms && c < w->ncols; ++t)
+        w->cols[c++][k] = info->coeff_units[t];
     return 0;
 }
 
 static void free_cols(cube_writer *w)
 {
-    for (int i = 0; i < w->ncols; ++i) free(w->cols[i]);
+    for (int i = 0; i < w->ncols; ++i)
+        free(w->cols[i]);
     memset(w->cols, 0, sizeof w->cols);
 }
 
 int cube_writer_commit(cube_writer *w, char *err, size_t errlen)
 {
     const char *names[CUBE_MAX_COLS];
-    for (int i = 0; i < w->ncols; ++i) names[i] = w->names[i];
+    for (int i = 0; i < w->ncols; ++i)
+        names[i] = w->names[i];
     int rc = psf_fits_cube_commit(w->cube, w->ncols, names, w->units, w->cols, err, errlen);
     w->cube = NULL;
     free_cols(w);

@@ -10,12 +10,14 @@ static int mode_index(zernike_convention conv, int n, int m)
 {
     int am = m < 0 ? -m : m;
     switch (conv) {
-    case ZCONV_ANSI: return (n * (n + 2) + m) / 2;
+    case ZCONV_ANSI:
+        return (n * (n + 2) + m) / 2;
     case ZCONV_FRINGE: {
         int h = 1 + (n + am) / 2;
         return h * h - 2 * am + (m < 0 ? 1 : 0);
     }
-    default: return zernike_nm_to_noll(n, m);
+    default:
+        return zernike_nm_to_noll(n, m);
     }
 }
 

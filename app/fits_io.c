@@ -92,7 +92,7 @@ static int text_ok(const char *s)
 }
 
 int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
-                     char *err, size_t errlen)
+                         char *err, size_t errlen)
 {
     if (npix <= 0) {
         snprintf(err, errlen, "%s: cannot write a FITS image of %d x %d pixels", path, npix, npix);
@@ -157,7 +157,8 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
     return atomic_commit_path(&af, err, errlen);
 }
 
-int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err, size_t errlen)
+int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
+                        size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;
@@ -272,7 +273,10 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
     return ok ? 0 : -1;
 }
 
-int psf_fits_thread_safe(void) { return fits_is_reentrant(); }
+int psf_fits_thread_safe(void)
+{
+    return fits_is_reentrant();
+}
 
 struct psf_fits_cube {
     atomic_file af;
@@ -288,8 +292,8 @@ static void cube_error(const char *path, int status, char *err, size_t errlen)
     snprintf(err, errlen, "cannot write %s: %s", path, text);
 }
 
-psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
-                                  const fits_kv *kvs, int nkv, char *err, size_t errlen)
+psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
+                                  int nkv, char *err, size_t errlen)
 {
     psf_fits_cube *c = calloc(1, sizeof *c);
     if (!c) {
@@ -306,7 +310,8 @@ psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
     long naxes[3] = {npix, npix, (long)nplanes};
     fits_create_diskfile(&c->f, c->af.tmp_path, &status);
     fits_create_img(c->f, FLOAT_IMG, 3, naxes, &status);
-    for (int k = 0; k < nkv && !status; ++k) write_key(c->f, &kvs[k], &status);
+    for (int k = 0; k < nkv && !status; ++k)
+        write_key(c->f, &kvs[k], &status);
     if (status) {
         cube_error(path, status, err, errlen);
         psf_fits_cube_abort(c);
@@ -329,7 +334,8 @@ int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
                          const char *const *units, double *const *cols, char *err, size_t errlen)
 {
     int status = 0;
-    char **ttype = calloc((size_t)ncols, sizeof *ttype), **tform = calloc((size_t)ncols, sizeof *tform);
+    char **ttype = calloc((size_t)ncols, sizeof *ttype),
+         **tform = calloc((size_t)ncols, sizeof *tform);
     char **tunit = calloc((size_t)ncols, sizeof *tunit);
     if (!ttype || !tform || !tunit) status = MEMORY_ALLOCATION;
     for (int i = 0; !status && i < ncols; ++i) {
@@ -337,7 +343,9 @@ int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
         tform[i] = "1D";
         tunit[i] = (char *)(uintptr_t)units[i];
     }
-    if (!status) fits_create_tbl(c->f, BINARY_TBL, c->nplanes, ncols, ttype, tform, tunit, "PLANES", &status);
+    if (!status)
+        fits_create_tbl(c->f, BINARY_TBL, c->nplanes, ncols, ttype, tform, tunit, "PLANES",
+                        &status);
     for (int i = 0; !status && i < ncols; ++i)
         fits_write_col(c->f, TDOUBLE, i + 1, 1, 1, c->nplanes, cols[i], &status);
     free(ttype);

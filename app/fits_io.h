@@ -8,7 +8,7 @@
 typedef enum { FITS_KV_DOUBLE, FITS_KV_INT, FITS_KV_STRING } fits_kv_type;
 
 typedef struct {
-    const char *key;     /* <= 8 characters, upper case */
+    const char *key; /* <= 8 characters, upper case */
     fits_kv_type type;
     double d;
     long long i;
@@ -20,13 +20,13 @@ typedef struct {
  * row, NAXIS1 = columns) with the given keywords, atomically. Returns 0, or
  * -1 with a message naming the path and cfitsio's error text in err. */
 int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
-                     char *err, size_t errlen);
+                         char *err, size_t errlen);
 
 /* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
  * row-major, row 0 = the first stored row). *data is malloc'd.
  * Returns 0 or -1 with err (missing, not 2-D, truncated). */
 int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
-                    size_t errlen);
+                        size_t errlen);
 
 /* Read one keyword of a FITS file's primary header as double / string
  * (for tests and tools). Return 0, or -1 if absent. */
@@ -41,8 +41,8 @@ typedef struct psf_fits_cube psf_fits_cube;
 
 /* Open the cube's temp file beside path with kvs in the primary header.
  * NULL with err on failure (nothing left behind). */
-psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
-                                  const fits_kv *kvs, int nkv, char *err, size_t errlen);
+psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
+                                  int nkv, char *err, size_t errlen);
 
 /* Write plane (0-based) from img (N*N, row-major, row 0 first). 0 or -1. */
 int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,

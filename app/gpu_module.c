@@ -119,4 +119,7 @@ int gpu_module_probe(gpu_basics *out, char *err, size_t errlen)
     return m->probe(out, err, errlen);
 }
 
-const char *gpu_module_toolkit(void) { return PSFSIM_CUDA_TOOLKIT; }
+const char *gpu_module_toolkit(void)
+{
+    return PSFSIM_CUDA_TOOLKIT;
+}

@@ -42,7 +42,10 @@ int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_set_de
     return 0;
 }
 
-int gpu_warmup_ready(gpu_warmup *w) { return w->started && atomic_load(&w->done); }
+int gpu_warmup_ready(gpu_warmup *w)
+{
+    return w->started && atomic_load(&w->done);
+}
 
 int gpu_warmup_join(gpu_warmup *w)
 {

@@ -17,11 +17,11 @@
 typedef struct {
     const psf_backend_ops *ops;
     psf_set_desc desc;
-    size_t image_floats;        /* per slot buffer */
+    size_t image_floats; /* per slot buffer */
     pthread_t thread;
     int started;
-    atomic_int done;            /* the thread has finished (ok or not) */
-    int rc;                     /* 0: backend and images ready */
+    atomic_int done; /* the thread has finished (ok or not) */
+    int rc;          /* 0: backend and images ready */
     psf_backend *backend;
     float *images[WARMUP_SLOTS];
     char err[512];

@@ -80,15 +80,15 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     choose_propagation(s, cfg);
     char why[1024];
     if (cfg->aperture.shape == APERTURE_FILE) {
-        if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows,
-                                   &s->map_cols, why, sizeof why) != 0)
+        if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows, &s->map_cols,
+                                   why, sizeof why) != 0)
             return map_error(cfg, "optics.aperture.file", why, err, errlen);
         s->aperture.map = s->aperture_map;
         s->aperture.map_rows = s->map_rows;
         s->aperture.map_cols = s->map_cols;
     }
-    if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map,
-                                          &s->opd_rows, &s->opd_cols, why, sizeof why) != 0)
+    if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
+                                          &s->opd_cols, why, sizeof why) != 0)
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
     return jobs_modeset(cfg, &s->modes, err, errlen);
 }
@@ -164,7 +164,8 @@ static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_
 static double min_wavelength(const psf_image_params *p)
 {
     double m = p->wl_nm[0];
-    for (int c = 1; c < p->nwl; ++c) m = fmin(m, p->wl_nm[c]);
+    for (int c = 1; c < p->nwl; ++c)
+        m = fmin(m, p->wl_nm[c]);
     return m;
 }
 
@@ -204,7 +205,8 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         peak += comp->scale * a->sum_a * a->sum_a;
     }
     if (cfg->normalization == NORM_PEAK) {
-        for (int c = 0; c < job->ncomp; ++c) job->comp[c].scale /= peak;
+        for (int c = 0; c < job->ncomp; ++c)
+            job->comp[c].scale /= peak;
         peak = 1.0;
     }
     info->wavelength_nm = wl_ref;

@@ -36,7 +36,7 @@ typedef struct {
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
     int map_rows, map_cols;
-    float *opd_map;        /* NULL without aberrations.opd_map */
+    float *opd_map; /* NULL without aberrations.opd_map */
     int opd_rows, opd_cols;
     long long nimages;
     int nsums;

@@ -22,4 +22,7 @@ void interrupt_install(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-int interrupt_pending(void) { return (int)g_signal; }
+int interrupt_pending(void)
+{
+    return (int)g_signal;
+}

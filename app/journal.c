@@ -16,7 +16,8 @@ int journal_create(journal *j, const char *path, const char *header, char *const
     j->buf = malloc(JOURNAL_BUF);
     if (j->buf) setvbuf(j->af.fp, j->buf, _IOFBF, JOURNAL_BUF);
     fputs(header, j->af.fp);
-    for (long long i = 0; i < nkeep; ++i) fputs(keep[i], j->af.fp);
+    for (long long i = 0; i < nkeep; ++i)
+        fputs(keep[i], j->af.fp);
     if (atomic_publish(&j->af, err, errlen) != 0) {
         free(j->buf);
         j->buf = NULL;
@@ -93,7 +94,10 @@ static char **read_lines(const char *path, long long *n)
     return lines;
 }
 
-static int is_data(const char *l) { return l[0] >= '0' && l[0] <= '9'; }
+static int is_data(const char *l)
+{
+    return l[0] >= '0' && l[0] <= '9';
+}
 
 static int by_index(const void *a, const void *b)
 {
@@ -114,19 +118,24 @@ int journal_sort(const char *path, char *err, size_t errlen)
     char **data = malloc((size_t)n * sizeof *data), **rest = malloc((size_t)n * sizeof *rest);
     long long nr = 0;
     for (long long i = 1; data && rest && i < n; ++i) {
-        if (is_data(lines[i])) data[nd++] = lines[i];
-        else rest[nr++] = lines[i];
+        if (is_data(lines[i]))
+            data[nd++] = lines[i];
+        else
+            rest[nr++] = lines[i];
     }
     int rc = -1;
     atomic_file af;
     if (data && rest && atomic_open(&af, path, err, errlen) == 0) {
         qsort(data, (size_t)nd, sizeof *data, by_index);
         fputs(lines[0], af.fp);
-        for (long long i = 0; i < nd; ++i) fputs(data[i], af.fp);
-        for (long long i = 0; i < nr; ++i) fputs(rest[i], af.fp);
+        for (long long i = 0; i < nd; ++i)
+            fputs(data[i], af.fp);
+        for (long long i = 0; i < nr; ++i)
+            fputs(rest[i], af.fp);
         rc = atomic_commit(&af, err, errlen);
     }
-    for (long long i = 0; i < n; ++i) free(lines[i]);
+    for (long long i = 0; i < n; ++i)
+        free(lines[i]);
     free(lines);
     free(data);
     free(rest);

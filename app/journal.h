@@ -24,7 +24,10 @@ int journal_create(journal *j, const char *path, const char *header, char *const
                    long long nkeep, char *err, size_t errlen);
 
 /* The stream to append lines to. */
-static inline FILE *journal_fp(journal *j) { return j->af.fp; }
+static inline FILE *journal_fp(journal *j)
+{
+    return j->af.fp;
+}
 
 /* Push appended lines to the file (fflush: safe against the process being
  * killed; no fsync, see atomic_file.c). 0, or -1 with err. When the write

@@ -289,7 +289,7 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
 
     existing_ancestor(dir, mc->fs_path, sizeof mc->fs_path);
     struct statvfs vfs;
-    if (statvfs(mc->fs_path, &vfs) == 0) {
+    if (statvfs(mc->fs_path, &vfs) == 0 && vfs.f_blocks > 0) { /* 0 blocks: no figures (FUSE) */
         unsigned long long frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
         mc->block = frsize >= 512 ? frsize : 512;
         mc->disk_free = sat_mul((unsigned long long)vfs.f_bavail, frsize);

@@ -69,7 +69,7 @@ typedef struct {
     unsigned long long mem_available; /* /proc/meminfo MemAvailable */
     unsigned long long mem_cgroup;    /* cgroup memory.max - memory.current (v2; v1 alike) */
     unsigned long long mem_rlimit;    /* RLIMIT_AS (ulimit -v), when set */
-    unsigned long long disk_free;     /* statvfs f_bavail * f_frsize */
+    unsigned long long disk_free;     /* statvfs f_bavail * f_frsize (unknown: f_blocks = 0) */
     unsigned long long inodes_free;   /* statvfs f_favail (0: the file system has no limit) */
     unsigned long long block;         /* f_frsize, >= 512 */
     unsigned long long reclaim;       /* with --force: bytes of the old set's files, freed as

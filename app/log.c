@@ -5,8 +5,14 @@
 
 static log_level g_level = LOG_WARN;
 
-void log_set_level(log_level level) { g_level = level; }
-log_level log_get_level(void) { return g_level; }
+void log_set_level(log_level level)
+{
+    g_level = level;
+}
+log_level log_get_level(void)
+{
+    return g_level;
+}
 
 void log_msg(log_level level, const char *fmt, ...)
 {

@@ -13,8 +13,10 @@ const char manifest_header[] =
 
 void csv_number(char *out, size_t outlen, double v)
 {
-    if (isnan(v)) out[0] = '\0';
-    else snprintf(out, outlen, "%.10g", v);
+    if (isnan(v))
+        out[0] = '\0';
+    else
+        snprintf(out, outlen, "%.10g", v);
 }
 
 int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,

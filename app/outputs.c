@@ -164,7 +164,8 @@ void outputs_image_name(const psf_config *cfg, long long k, long long nimages, c
                         char *out, size_t outlen)
 {
     int digits = 1;
-    for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10) ++digits;
+    for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10)
+        ++digits;
     snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
 }
 
@@ -180,7 +181,7 @@ int outputs_write_image(const image_set *s, const char *dir, long long k, const 
         outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, name);
         if (psf_png_write_image(path, img, s->samp.npix, cfg->png_bits, cfg->png_stretch,
-                            cfg->png_dynamic_range, cfg->png_compression, err, errlen) != 0)
+                                cfg->png_dynamic_range, cfg->png_compression, err, errlen) != 0)
             return -1;
         snprintf(res->png, sizeof res->png, "%s", name);
         *png_us = clock_us() - t0;

@@ -19,6 +19,9 @@
 
 /* Largest map psf_png_read_gray accepts, in pixels (16384 x 16384). */
 #define PNG_READ_MAX_PIXELS ((size_t)1 << 28)
+/* Largest buffer libpng may allocate for one ancillary chunk (its own
+ * default when built with limits, PNG_USER_CHUNK_MALLOC_MAX). */
+#define PNG_READ_CHUNK_MAX ((png_alloc_size_t)8000000)
 
 typedef struct {
     char msg[256]; /* libpng's error text */
@@ -244,6 +247,13 @@ static int png_read_body(png_structp png, png_infop info, png_read_job *job)
     if (setjmp(png_jmpbuf(png))) return -1;
     png_init_io(png, job->fp);
     png_set_sig_bytes(png, 8);
+    /* libpng 1.6.39 allocates what a text or profile chunk's length claims
+     * before reading it: a 100-byte file with a zTXt of "1.4 GB" asked for
+     * that much (fuzz_png_map). A map needs none of them: skip them unread
+     * (PNG_HANDLE_CHUNK_NEVER), and cap what other chunks may take. */
+    static const png_byte skipped[] = "zTXt\0iTXt\0tEXt\0iCCP\0sPLT\0eXIf";
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, 6);
+    png_set_chunk_malloc_max(png, PNG_READ_CHUNK_MAX);
     png_read_info(png, info);
     png_uint_32 w, h;
     int depth, ctype, interlace;

@@ -19,7 +19,7 @@
  * bits: 8 or 16 (anything outside 1..16 is taken as 16).
  * 16-bit values are native uint16; psf_png_write_image swaps to big-endian. */
 void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch stretch,
-                        double dynamic_range, unsigned short *out);
+                            double dynamic_range, unsigned short *out);
 
 /* Write precomputed grey levels (N x N, row-major, row 0 = top row; native
  * uint16 values 0..2^bits-1, e.g. from psf_png_stretch_levels or computed on
@@ -28,16 +28,14 @@ void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch st
  * message naming the path in err (bad size/bits/level, I/O or libpng
  * error); on error no file and no temp file is left. */
 int psf_png_write_levels(const char *path, const unsigned short *levels, int npix, int bits,
-                     int compression, char *err, size_t errlen);
+                         int compression, char *err, size_t errlen);
 
 /* Write img atomically (atomic_file.h) as a grayscale PNG of bits 8 or 16.
  * compression: zlib level 0..9 (1 is fast and psfsim's default).
  * Returns 0, or -1 with a message naming the path in err. (psf_ prefix:
  * libpng has a png_write_image of its own.) */
-int psf_png_write_image(const char *path, const float *img,
-                                                          int npix, int bits, png_stretch stretch,
-                                                          double dynamic_range, int compression,
-                                                          char *err, size_t errlen);
+int psf_png_write_image(const char *path, const float *img, int npix, int bits, png_stretch stretch,
+                        double dynamic_range, int compression, char *err, size_t errlen);
 
 /* Read an 8- or 16-bit grayscale PNG (palette/RGB/alpha are refused with a
  * message). *data (malloc'd, rows x cols, row-major, row 0 = top) gets the
@@ -47,6 +45,6 @@ int psf_png_write_image(const char *path, const float *img,
  * unreadable file, not a PNG, refused colour type, truncated or corrupt
  * data, more than 2^28 pixels; *data is NULL and *rows = *cols = 0 then. */
 int psf_png_read_gray(const char *path, float **data, int *rows, int *cols, int *maxval, char *err,
-                  size_t errlen);
+                      size_t errlen);
 
 #endif

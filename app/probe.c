@@ -189,8 +189,10 @@ int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int m
     double tl = clock_us();
     const psf_backend_ops *gpu = with_gpu ? psf_backend_gpu() : NULL;
     double load_us = clock_us() - tl;
-    if (gpu) f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
-    else if (with_gpu) snprintf(gpu_note, notelen, "psfsim was built without CUDA");
+    if (gpu)
+        f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
+    else if (with_gpu)
+        snprintf(gpu_note, notelen, "psfsim was built without CUDA");
     if (f->have_gpu) f->gpu_start_us += load_us;
     for (int i = 0; i < PROBE_NSIZES; ++i)
         if (probe_size(&psf_backend_cpu, f->npix[i], 1, fftw_wisdom, measure_plans,

@@ -19,17 +19,20 @@
 #define CACHE_MAGIC "psfsim-probe 2"
 
 static const char *const key_names[MACHINE_KEY_FIELDS] = {
-    "machine.gpus", "machine.driver", "machine.cudart", "machine.cufft",
+    "machine.gpus", "machine.driver", "machine.cudart",  "machine.cufft",
     "machine.fftw", "machine.cpu",    "machine.threads", "machine.psfsim"};
 
 /* Copy s into out, trimmed, with spaces and control characters made '_' so
  * a value is one token. */
 static void token(char *out, size_t len, const char *s)
 {
-    while (*s && isspace((unsigned char)*s)) ++s;
+    while (*s && isspace((unsigned char)*s))
+        ++s;
     size_t n = 0;
-    for (; *s && n + 1 < len; ++s) out[n++] = isgraph((unsigned char)*s) ? *s : '_';
-    while (n > 0 && out[n - 1] == '_') --n;
+    for (; *s && n + 1 < len; ++s)
+        out[n++] = isgraph((unsigned char)*s) ? *s : '_';
+    while (n > 0 && out[n - 1] == '_')
+        --n;
     out[n] = '\0';
 }
 
@@ -91,7 +94,8 @@ void machine_key_read(machine_key *k)
     token(k->value[4], sizeof k->value[4], fftwf_version);
     if (read_field("/proc/cpuinfo", "model name", k->value[5], sizeof k->value[5]) != 0)
         snprintf(k->value[5], sizeof k->value[5], "unknown");
-    else memmove(k->value[5], k->value[5] + (k->value[5][0] == ':'), strlen(k->value[5]));
+    else
+        memmove(k->value[5], k->value[5] + (k->value[5][0] == ':'), strlen(k->value[5]));
     token(k->value[5], sizeof k->value[5], k->value[5][0] == '_' ? k->value[5] + 1 : k->value[5]);
     snprintf(k->value[6], sizeof k->value[6], "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     snprintf(k->value[7], sizeof k->value[7], "%s", PSFSIM_VERSION);
@@ -101,10 +105,14 @@ const char *probe_cache_dir(char *buf, size_t len)
 {
     const char *own = getenv("PSFSIM_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    if (own && *own) snprintf(buf, len, "%s", own);
-    else if (xdg && *xdg == '/') snprintf(buf, len, "%s/psfsim", xdg);
-    else if (home && *home) snprintf(buf, len, "%s/.cache/psfsim", home);
-    else return NULL;
+    if (own && *own)
+        snprintf(buf, len, "%s", own);
+    else if (xdg && *xdg == '/')
+        snprintf(buf, len, "%s/psfsim", xdg);
+    else if (home && *home)
+        snprintf(buf, len, "%s/.cache/psfsim", home);
+    else
+        return NULL;
     return buf;
 }
 
@@ -127,8 +135,10 @@ typedef struct {
 static int fig_rows(probe_figures *f, fig_row *rows)
 {
     int n = 0;
-#define ROW_D(label, ptr) (snprintf(rows[n].name, 40, "%s", label), rows[n].d = (ptr), rows[n++].i = NULL)
-#define ROW_I(label, ptr) (snprintf(rows[n].name, 40, "%s", label), rows[n].i = (ptr), rows[n++].d = NULL)
+#define ROW_D(label, ptr)                                                                          \
+    (snprintf(rows[n].name, 40, "%s", label), rows[n].d = (ptr), rows[n++].i = NULL)
+#define ROW_I(label, ptr)                                                                          \
+    (snprintf(rows[n].name, 40, "%s", label), rows[n].i = (ptr), rows[n++].d = NULL)
     ROW_I("nsizes", &f->nsizes);
     ROW_I("cpu_threads", &f->cpu_threads);
     ROW_I("have_gpu", &f->have_gpu);
@@ -212,8 +222,10 @@ static int parse(FILE *fp, const machine_key *k, probe_figures *f, char *why, si
                 char *end;
                 double v = strtod(value, &end);
                 if (*end) break;
-                if (rows[i].d) *rows[i].d = v;
-                else *rows[i].i = (int)v;
+                if (rows[i].d)
+                    *rows[i].d = v;
+                else
+                    *rows[i].i = (int)v;
                 seen_fig++;
             }
     }
@@ -251,13 +263,16 @@ int probe_cache_store(const char *dir, const machine_key *k, const probe_figures
     atomic_file af;
     if (atomic_open(&af, path, err, errlen) != 0) return -1;
     fprintf(af.fp, "%s\n", CACHE_MAGIC);
-    for (int i = 0; i < MACHINE_KEY_FIELDS; ++i) fprintf(af.fp, "%s %s\n", key_names[i], k->value[i]);
+    for (int i = 0; i < MACHINE_KEY_FIELDS; ++i)
+        fprintf(af.fp, "%s %s\n", key_names[i], k->value[i]);
     probe_figures copy = *f;
     fig_row rows[FIG_ROWS_MAX];
     int nrows = fig_rows(&copy, rows);
     for (int i = 0; i < nrows; ++i) {
-        if (rows[i].d) fprintf(af.fp, "%s %.17g\n", rows[i].name, *rows[i].d);
-        else fprintf(af.fp, "%s %d\n", rows[i].name, *rows[i].i);
+        if (rows[i].d)
+            fprintf(af.fp, "%s %.17g\n", rows[i].name, *rows[i].d);
+        else
+            fprintf(af.fp, "%s %d\n", rows[i].name, *rows[i].i);
     }
     fputs("end\n", af.fp);
     return atomic_commit(&af, err, errlen);

@@ -27,15 +27,22 @@ typedef struct {
     double xmin, xmax, ymin, ymax; /* log10 ranges */
 } axes;
 
-static double px(const axes *a, double n) { return L + (log10(n) - a->xmin) / (a->xmax - a->xmin) * (W - L - R); }
-static double py(const axes *a, double us) { return H - B - (log10(us) - a->ymin) / (a->ymax - a->ymin) * (H - T - B); }
+static double px(const axes *a, double n)
+{
+    return L + (log10(n) - a->xmin) / (a->xmax - a->xmin) * (W - L - R);
+}
+static double py(const axes *a, double us)
+{
+    return H - B - (log10(us) - a->ymin) / (a->ymax - a->ymin) * (H - T - B);
+}
 
 static void ranges(const probe_figures *f, axes *a)
 {
     double lo = f->cpu_us[0], hi = f->cpu_us[0];
     for (int i = 0; i < f->nsizes; ++i) {
         double v[3] = {f->cpu_us[i], f->gpu_b1_us[i], f->gpu_bb_us[i] / f->big_batch[i]};
-        for (int k = 0; k < (f->have_gpu ? 3 : 1); ++k) lo = fmin(lo, v[k]), hi = fmax(hi, v[k]);
+        for (int k = 0; k < (f->have_gpu ? 3 : 1); ++k)
+            lo = fmin(lo, v[k]), hi = fmax(hi, v[k]);
     }
     a->xmin = log10(f->npix[0]) - 0.1;
     a->xmax = log10(f->npix[f->nsizes - 1]) + 0.1;
@@ -81,11 +88,13 @@ static void series(cairo_t *cr, const probe_figures *f, const axes *a, int which
     cairo_set_source_rgb(cr, r, g, b);
     cairo_set_line_width(cr, 2.5);
     for (int i = 0; i < f->nsizes; ++i) {
-        double v = which == 0 ? f->cpu_us[i]
+        double v = which == 0   ? f->cpu_us[i]
                    : which == 1 ? f->gpu_b1_us[i]
                                 : f->gpu_bb_us[i] / f->big_batch[i];
-        if (i == 0) cairo_move_to(cr, px(a, f->npix[i]), py(a, v));
-        else cairo_line_to(cr, px(a, f->npix[i]), py(a, v));
+        if (i == 0)
+            cairo_move_to(cr, px(a, f->npix[i]), py(a, v));
+        else
+            cairo_line_to(cr, px(a, f->npix[i]), py(a, v));
     }
     cairo_stroke(cr);
     cairo_move_to(cr, L + 15, T + 20 + 18 * row);
@@ -112,7 +121,7 @@ static void crossover(cairo_t *cr, const axes *a, double n, double r, double g, 
 static cairo_status_t write_fp(void *closure, const unsigned char *data, unsigned int len)
 {
     return fwrite(data, 1, len, (FILE *)closure) == len ? CAIRO_STATUS_SUCCESS
-                                                         : CAIRO_STATUS_WRITE_ERROR;
+                                                        : CAIRO_STATUS_WRITE_ERROR;
 }
 
 int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen)

@@ -20,7 +20,8 @@ static void draw(const progress *p, long long done, double now)
     double eta = rate > 0 ? (p->total - done) / rate : 0;
     int fill = p->total > 0 ? (int)(BAR_WIDTH * done / p->total) : BAR_WIDTH;
     char bar[BAR_WIDTH + 1];
-    for (int i = 0; i < BAR_WIDTH; ++i) bar[i] = i < fill ? '=' : ' ';
+    for (int i = 0; i < BAR_WIDTH; ++i)
+        bar[i] = i < fill ? '=' : ' ';
     bar[BAR_WIDTH] = '\0';
     fprintf(stderr, "\r[%s] %lld/%lld images, %.0f img/s, ETA %.1f s ", bar, done, p->total, rate,
             eta);

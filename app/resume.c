@@ -18,9 +18,11 @@ int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
     }
     uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 offset basis */
     int c;
-    while ((c = fgetc(f)) != EOF) h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ULL;
+    while ((c = fgetc(f)) != EOF)
+        h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ULL;
     fclose(f);
-    for (const char *v = PSFSIM_VERSION; *v; ++v) h = (h ^ (uint64_t)(unsigned char)*v) * 1099511628211ULL;
+    for (const char *v = PSFSIM_VERSION; *v; ++v)
+        h = (h ^ (uint64_t)(unsigned char)*v) * 1099511628211ULL;
     snprintf(out, 24, "%016llx", (unsigned long long)h);
     return 0;
 }
@@ -61,8 +63,8 @@ static int keep(char ***rows, long long *n, const char *line)
 
 #define NCOLS 17 /* manifest columns, config_hash last */
 
-static int read_manifest(const psf_config *cfg, const char *dir, const char *hash,
-                         resume_state *rs, FILE *f, const char *path, char *err, size_t errlen)
+static int read_manifest(const psf_config *cfg, const char *dir, const char *hash, resume_state *rs,
+                         FILE *f, const char *path, char *err, size_t errlen)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -141,7 +143,8 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
 
 static void free_rows(char **rows, long long n)
 {
-    for (long long i = 0; i < n; ++i) free(rows[i]);
+    for (long long i = 0; i < n; ++i)
+        free(rows[i]);
     free(rows);
 }
 

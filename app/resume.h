@@ -12,11 +12,11 @@
 
 typedef struct {
     long long nimages;
-    unsigned char *done;   /* [nimages] 1 = finished earlier */
+    unsigned char *done; /* [nimages] 1 = finished earlier */
     long long ndone;
-    char **manifest_rows;  /* the manifest lines of the done images, verbatim */
+    char **manifest_rows; /* the manifest lines of the done images, verbatim */
     long long nmanifest;
-    char **timing_rows;    /* their timing lines */
+    char **timing_rows; /* their timing lines */
     long long ntiming;
 } resume_state;
 

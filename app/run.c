@@ -103,7 +103,10 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
     return 0;
 }
 
-static int is_root(const run_state *r) { return !r->mpi || r->mpi->rank == 0; }
+static int is_root(const run_state *r)
+{
+    return !r->mpi || r->mpi->rank == 0;
+}
 
 /* Load, validate and plan: everything that can fail before a file is written.
  * With MPI every rank does this (its own backend choice); only rank 0 checks
@@ -133,12 +136,11 @@ static int prepare(run_state *r, char *err, size_t errlen)
     r->k_begin = 0;
     r->k_end = r->set.nimages;
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
-    if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0)
-        return -1;
+    if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0) return -1;
     if (is_root(r)) {
         log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
-                 r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
-                 r->set.samp.padding, r->dir);
+                 r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples, r->set.samp.padding,
+                 r->dir);
         if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
     }
     if (!r->mpi) log_info("%s", r->decision.reason);
@@ -159,8 +161,10 @@ static void agree(run_state *r, int *status, const char *err)
         *status = 3;
     }
     if (mine == 0 || !err[0]) return;
-    if (!r->mpi || r->mpi->rank == 0) log_error("%s", err);
-    else if (s0 == 0) log_error("rank %d: %s", r->mpi->rank, err);
+    if (!r->mpi || r->mpi->rank == 0)
+        log_error("%s", err);
+    else if (s0 == 0)
+        log_error("rank %d: %s", r->mpi->rank, err);
 }
 
 /* MPI: this rank's block of the images to compute (mpi_split, README "Many
@@ -175,7 +179,8 @@ static int split(run_state *r, char *err, size_t errlen)
     if (done) {
         if (mpi_bcast(r->mpi, done, (size_t)n, err, errlen) != 0) return -1;
         r->resume.ndone = 0;
-        for (long long k = 0; k < n; ++k) r->resume.ndone += done[k] != 0;
+        for (long long k = 0; k < n; ++k)
+            r->resume.ndone += done[k] != 0;
     }
     long long first, count, pos = 0;
     mpi_split(n - r->resume.ndone, r->mpi->size, r->mpi->rank, &first, &count);
@@ -357,8 +362,8 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     timing_summary(t, "wait_for_writers_us", sum.wait_us, note);
     /* Writing bounds the run when the compute loop waited for the writers a
      * tenth of the time or more (they were the slower stage). */
-    timing_summary(t, "wall_us", wall, sum.wait_us >= 0.1 * wall ? "bound by writing"
-                                                                 : "bound by compute");
+    timing_summary(t, "wall_us", wall,
+                   sum.wait_us >= 0.1 * wall ? "bound by writing" : "bound by compute");
     if (n == 1) return;
     char lib[128];
     snprintf(note, sizeof note, "%s; blocks of whole %d-image units (README, Many hosts: MPI)",
@@ -373,8 +378,8 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
         else
             snprintf(block, sizeof block, "no images");
         snprintf(note, sizeof note,
-                 "%s, %lld written, host %s, local rank %d (GPU %d if used), %.150s%s%.120s",
-                 block, p->written, p->host, p->local_rank, p->device, p->reason,
+                 "%s, %lld written, host %s, local rank %d (GPU %d if used), %.150s%s%.120s", block,
+                 p->written, p->host, p->local_rank, p->device, p->reason,
                  p->status ? "; failed: " : "", p->status ? p->err : "");
         timing_summary(t, name, p->wall_us, note);
     }
@@ -480,7 +485,8 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
         *status = 3;
     } else if (is_root(r) && all) {
         int failed = 0;
-        for (int i = 1; i < n; ++i) *total += all[i].written;
+        for (int i = 1; i < n; ++i)
+            *total += all[i].written;
         for (int i = 0; i < n; ++i) {
             if (all[i].status == 0) continue;
             failed = 1;

@@ -91,8 +91,8 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
             }
             continue;
         }
-        if (r->cube_open && cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err,
-                                            errlen) != 0) {
+        if (r->cube_open &&
+            cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen) != 0) {
             rc = -1;
             continue;
         }
@@ -148,8 +148,8 @@ static int fill_slot(run_state *r, int s, long long *next, char *err, size_t err
     while (nb < limit && *next < r->k_end) {
         long long k = (*next)++;
         if (r->resume.done && r->resume.done[k]) continue;
-        if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
-                          &sl->infos[nb], err, errlen) != 0)
+        if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb], &sl->infos[nb],
+                          err, errlen) != 0)
             return -1;
         nb++;
     }
@@ -162,7 +162,8 @@ static int fall_back_to_cpu(run_state *r, const char *why, char *err, size_t err
 {
     log_warn("%s; computing the remaining images on the CPU", why);
     int s_busy = 0;
-    for (int s = 0; s < WRITER_SLOTS; ++s) s_busy |= r->slots[s].count > 0;
+    for (int s = 0; s < WRITER_SLOTS; ++s)
+        s_busy |= r->slots[s].count > 0;
     if (s_busy && retire_all(r, err, errlen) != 0) return -1;
     run_close_backend(r);
     snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
@@ -207,8 +208,11 @@ static void submit(run_state *r, int s, int nb, double compute_share_us)
         sl->timings[i] = (image_timing){.compute_us = compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
         r->metrics_us += sl->timings[i].metrics_us;
-        sl->writes[i] = (write_job){.k = info->params.index, .img = img, .info = info,
-                                    .res = res, .timing = &sl->timings[i]};
+        sl->writes[i] = (write_job){.k = info->params.index,
+                                    .img = img,
+                                    .info = info,
+                                    .res = res,
+                                    .timing = &sl->timings[i]};
         writer_pool_submit(r->writers, s, &sl->writes[i]);
     }
     sl->count = nb;
@@ -229,7 +233,8 @@ static int adopt_gpu(run_state *r, char *err, size_t errlen)
     run_close_backend(r);
     r->backend = r->warm.backend;
     r->ops = r->warm.ops;
-    for (int s = 0; s < WRITER_SLOTS; ++s) r->slots[s].images = r->warm.images[s];
+    for (int s = 0; s < WRITER_SLOTS; ++s)
+        r->slots[s].images = r->warm.images[s];
     log_info("the GPU is ready after %lld image(s) on the CPU", r->written);
     return 0;
 }

@@ -21,14 +21,14 @@
 
 /* One batch buffer and what its images need until they are written. */
 typedef struct {
-    float *images;        /* batch * N * N, from the backend (pinned for the GPU) */
+    float *images; /* batch * N * N, from the backend (pinned for the GPU) */
     psf_job *jobs;
     image_info *infos;
-    double *storage;      /* image_set_storage doubles per image */
+    double *storage; /* image_set_storage doubles per image */
     image_result *results;
     image_timing *timings;
     write_job *writes;
-    int count;            /* images in the batch now (0 = free) */
+    int count; /* images in the batch now (0 = free) */
 } run_slot;
 
 typedef struct {
@@ -44,23 +44,23 @@ typedef struct {
     psf_backend *backend;
     int batch;
     run_slot slots[WRITER_SLOTS];
-    gpu_warmup warm;     /* the GPU being created while the CPU starts the set */
+    gpu_warmup warm; /* the GPU being created while the CPU starts the set */
     int warming;
     writer_pool *writers;
     int nwriters;
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;
-    int shared;          /* the journals are shared with other ranks (app/mpi_journal.h) */
-    cube_writer cube;    /* output.fits.cube */
+    int shared;       /* the journals are shared with other ranks (app/mpi_journal.h) */
+    cube_writer cube; /* output.fits.cube */
     int cube_open;
     progress bar;
-    long long todo;      /* images this run computes (all, or the missing ones; with
-                            MPI, this rank's block of them) */
+    long long todo;           /* images this run computes (all, or the missing ones; with
+                                 MPI, this rank's block of them) */
     long long k_begin, k_end; /* the image indices this process covers, [k_begin, k_end):
                                  the whole set, or this rank's block (mpi_split) */
-    long long written;   /* of those, written so far */
-    int interrupted;     /* the signal that stopped the run, or 0 */
+    long long written;        /* of those, written so far */
+    int interrupted;          /* the signal that stopped the run, or 0 */
     /* stage totals, microseconds */
     double t_start, t_config, t_create;
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;

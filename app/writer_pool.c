@@ -32,7 +32,8 @@ struct writer_pool {
 static node *take(writer_pool *p)
 {
     pthread_mutex_lock(&p->mu);
-    while (!p->head && !p->closing) pthread_cond_wait(&p->work, &p->mu);
+    while (!p->head && !p->closing)
+        pthread_cond_wait(&p->work, &p->mu);
     node *n = p->head;
     if (n) {
         p->head = n->next;
@@ -116,8 +117,10 @@ void writer_pool_submit(writer_pool *p, int slot, write_job *job)
     n->slot = slot;
     n->next = NULL;
     pthread_mutex_lock(&p->mu);
-    if (p->tail) p->tail->next = n;
-    else p->head = n;
+    if (p->tail)
+        p->tail->next = n;
+    else
+        p->head = n;
     p->tail = n;
     p->pending[slot]++;
     pthread_cond_signal(&p->work);
@@ -127,7 +130,8 @@ void writer_pool_submit(writer_pool *p, int slot, write_job *job)
 double writer_pool_wait_slot(writer_pool *p, int slot)
 {
     pthread_mutex_lock(&p->mu);
-    while (p->pending[slot] > 0) pthread_cond_wait(&p->done, &p->mu);
+    while (p->pending[slot] > 0)
+        pthread_cond_wait(&p->done, &p->mu);
     double busy = p->busy_us[slot];
     p->busy_us[slot] = 0;
     pthread_mutex_unlock(&p->mu);
@@ -148,7 +152,8 @@ void writer_pool_destroy(writer_pool *p)
     p->closing = 1;
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->nthreads; ++i) pthread_join(p->threads[i], NULL);
+    for (int i = 0; i < p->nthreads; ++i)
+        pthread_join(p->threads[i], NULL);
     free(p->threads);
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->fits_mu);

@@ -19,11 +19,11 @@
  * valid until the slot is waited for). */
 typedef struct {
     long long k;
-    const float *img;         /* N*N, row-major */
+    const float *img; /* N*N, row-major */
     const image_info *info;
-    image_result *res;        /* res->png/fits filled on success */
-    image_timing *timing;     /* png_us, fits_us filled */
-    int status;               /* 0 written, -1 failed (message in err) */
+    image_result *res;    /* res->png/fits filled on success */
+    image_timing *timing; /* png_us, fits_us filled */
+    int status;           /* 0 written, -1 failed (message in err) */
     char err[WRITER_ERRLEN];
 } write_job;
 

@@ -46,8 +46,8 @@ static int bench(const psf_backend_ops *ops, int npix, long long images)
     float *img = ops->alloc_images(b, (size_t)batch * npix * npix);
     for (int i = 0; i < batch; ++i) {
         jobs[i].ncomp = 1;
-        jobs[i].comp[0] = (psf_component){.wavelength_m = 500e-9, .dx_m = 2.0 / npix,
-                                          .scale = 1.0, .coeff_waves = coeff};
+        jobs[i].comp[0] = (psf_component){
+            .wavelength_m = 500e-9, .dx_m = 2.0 / npix, .scale = 1.0, .coeff_waves = coeff};
     }
     int rc = 0, reps = npix <= 512 ? 51 : npix <= 2048 ? 11 : 5;
     double t[51];
@@ -58,7 +58,8 @@ static int bench(const psf_backend_ops *ops, int npix, long long images)
     }
     if (rc == 0) {
         qsort(t, (size_t)reps, sizeof *t, cmp);
-        printf("psfsim_%s_single,%d,1,%.6f,%.2f\n", ops->name, npix, t[reps / 2], t[reps / 2] * 1e6);
+        printf("psfsim_%s_single,%d,1,%.6f,%.2f\n", ops->name, npix, t[reps / 2],
+               t[reps / 2] * 1e6);
         fflush(stdout);
     }
     if (rc == 0 && images > 1) {

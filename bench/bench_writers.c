@@ -34,8 +34,8 @@ int main(int argc, char **argv)
     char err[1024];
     psf_config cfg;
     image_set set;
-    if (config_load(argv[1], &cfg, err, sizeof err) || image_set_init(&set, &cfg, err, sizeof err) ||
-        outputs_make_dir(argv[2], err, sizeof err)) {
+    if (config_load(argv[1], &cfg, err, sizeof err) ||
+        image_set_init(&set, &cfg, err, sizeof err) || outputs_make_dir(argv[2], err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -51,8 +51,7 @@ int main(int argc, char **argv)
     psf_backend *b;
     if (psf_backend_cpu.create(&desc, &b, err, sizeof err)) return 1;
     for (int i = 0; i < nd; ++i)
-        if (image_set_job(&set, i, storage + i * per, &jobs[i],
-                          &infos[i], err, sizeof err))
+        if (image_set_job(&set, i, storage + i * per, &jobs[i], &infos[i], err, sizeof err))
             return 1;
     if (psf_backend_cpu.run(b, jobs, nd, imgs, err, sizeof err)) return 1;
     psf_backend_cpu.destroy(b);
@@ -69,8 +68,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < CHUNK && k0 + i < total; ++i) {
             int j = slot * CHUNK + i, d = (int)((k0 + i) % nd);
             res[j] = (image_result){.backend = "none"};
-            w[j] = (write_job){.k = k0 + i, .img = imgs + (size_t)d * plane, .info = &infos[d],
-                               .res = &res[j], .timing = &tim[j]};
+            w[j] = (write_job){.k = k0 + i,
+                               .img = imgs + (size_t)d * plane,
+                               .info = &infos[d],
+                               .res = &res[j],
+                               .timing = &tim[j]};
             writer_pool_submit(pool, slot, &w[j]);
         }
     }

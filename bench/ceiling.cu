@@ -90,6 +90,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s N BATCH [N BATCH ...]\n", argv[0]);
         return 2;
     }
-    for (int i = 1; i + 1 < argc; i += 2) run(atoi(argv[i]), atoi(argv[i + 1]));
+    for (int i = 1; i + 1 < argc; i += 2)
+        run(atoi(argv[i]), atoi(argv[i + 1]));
     return 0;
 }

@@ -9,7 +9,10 @@ static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 static int threads_ok;
 
 /* fftwf_init_threads must run once per process before any threaded plan. */
-static void init_threads(void) { threads_ok = fftwf_init_threads(); }
+static void init_threads(void)
+{
+    threads_ok = fftwf_init_threads();
+}
 
 /* Write FFTW's wisdom to a temp file beside path and rename it into place,
  * so a concurrent psfsim never reads half a file. Failures are ignored: the
@@ -30,13 +33,15 @@ static fftwf_plan make_plan(cpu_fft_plan *p, int measure, const char *wisdom_pat
     fftwf_plan plan = NULL;
     if (wisdom_path) {
         fftwf_import_wisdom_from_filename(wisdom_path);
-        plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, FFTW_MEASURE | FFTW_WISDOM_ONLY);
+        plan =
+            fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, FFTW_MEASURE | FFTW_WISDOM_ONLY);
     }
     if (plan) {
         p->measured = 1;
         return plan;
     }
-    plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+    plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD,
+                             measure ? FFTW_MEASURE : FFTW_ESTIMATE);
     p->measured = measure && plan;
     if (p->measured && wisdom_path) export_wisdom(wisdom_path);
     return plan;
@@ -72,7 +77,10 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure,
     return 0;
 }
 
-void cpu_fft_plan_execute(const cpu_fft_plan *p) { fftwf_execute(p->plan); }
+void cpu_fft_plan_execute(const cpu_fft_plan *p)
+{
+    fftwf_execute(p->plan);
+}
 
 void cpu_fft_plan_destroy(cpu_fft_plan *p)
 {

@@ -10,11 +10,11 @@
 
 typedef struct {
     int npix;
-    int threads;          /* threads FFTW uses inside one transform */
-    int measured;         /* the plan was measured (from wisdom or now) */
-    fftwf_plan plan;      /* out-of-place in -> out, FFTW_FORWARD */
-    fftwf_complex *in;    /* N*N, row-major, pupil with the axis at index 0 */
-    fftwf_complex *out;   /* N*N, row-major, zero frequency at index 0 */
+    int threads;        /* threads FFTW uses inside one transform */
+    int measured;       /* the plan was measured (from wisdom or now) */
+    fftwf_plan plan;    /* out-of-place in -> out, FFTW_FORWARD */
+    fftwf_complex *in;  /* N*N, row-major, pupil with the axis at index 0 */
+    fftwf_complex *out; /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
 
 /* Allocate in/out (fftwf_malloc, SIMD-aligned) and plan. A measured plan is

@@ -40,7 +40,8 @@ static void find_box(cpu_pupil *pp, const float *amp, int npix)
 static int collect_open(cpu_pupil *pp, const float *amp, int npix, int compact)
 {
     size_t n = (size_t)npix * npix, nopen = 0;
-    for (size_t i = 0; i < n; ++i) nopen += amp[i] > 0.0f;
+    for (size_t i = 0; i < n; ++i)
+        nopen += amp[i] > 0.0f;
     pp->nopen = nopen;
     pp->dest = malloc((nopen ? nopen : 1) * sizeof *pp->dest);
     pp->amp = malloc((nopen ? nopen : 1) * sizeof *pp->amp);
@@ -52,8 +53,10 @@ static int collect_open(cpu_pupil *pp, const float *amp, int npix, int compact)
         for (int j = 0; j < npix; ++j) {
             float a = amp[(size_t)i * npix + j];
             if (a <= 0.0f) continue;
-            pp->dest[k] = compact ? (i - pp->row0) * pp->cols + (j - pp->col0)
-                                  : di * npix + (j - npix / 2 + npix) % npix;
+            /* unsigned: (N - 1) N + N - 1 < 2^32 overflows int from N = 46341 */
+            pp->dest[k] =
+                compact ? (unsigned)((i - pp->row0) * pp->cols + (j - pp->col0))
+                        : (unsigned)di * (unsigned)npix + (unsigned)((j - npix / 2 + npix) % npix);
             pp->amp[k++] = a;
         }
     }
@@ -120,8 +123,8 @@ static int build(cpu_pupil *pp, const psf_set_desc *set, int npix, double dx_m, 
             free(amp);
             return fail(pp, err, errlen, "the OPD map");
         }
-        wavefront_resample_map(set->opd_map, set->opd_rows, set->opd_cols,
-                               set->aperture.diameter_m, npix, dx_m, grid);
+        wavefront_resample_map(set->opd_map, set->opd_rows, set->opd_cols, set->aperture.diameter_m,
+                               npix, dx_m, grid);
         gather(grid, amp, n, pp->opd);
         free(grid);
     }
@@ -151,7 +154,8 @@ void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
     size_t nopen = pp->nopen;
     int has_opd = pp->opd && opd_to_waves != 0.0;
     int flat = !has_opd;
-    for (int t = 0; t < nterms && flat; ++t) flat = coeff_waves[t] == 0.0;
+    for (int t = 0; t < nterms && flat; ++t)
+        flat = coeff_waves[t] == 0.0;
     if (flat) { /* no aberration: a real field, no trigonometry */
         for (size_t k = 0; k < nopen; ++k) {
             in[pp->dest[k]][0] = pp->amp[k];
@@ -162,7 +166,8 @@ void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
     const double two_pi = 2.0 * M_PI;
     for (size_t k = 0; k < nopen; ++k) {
         double w = has_opd ? pp->opd[k] * opd_to_waves : 0.0;
-        for (int t = 0; t < nterms; ++t) w += coeff_waves[t] * pp->basis[(size_t)t * nopen + k];
+        for (int t = 0; t < nterms; ++t)
+            w += coeff_waves[t] * pp->basis[(size_t)t * nopen + k];
         /* Reduce to one wave in double, so float trigonometry stays exact. */
         float ph = (float)(two_pi * (w - floor(w)));
         in[pp->dest[k]][0] = pp->amp[k] * cosf(ph);
@@ -172,7 +177,8 @@ void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
 
 void cpu_pupil_clear(const cpu_pupil *pp, fftwf_complex *in)
 {
-    for (size_t k = 0; k < pp->nopen; ++k) in[pp->dest[k]][0] = in[pp->dest[k]][1] = 0.0f;
+    for (size_t k = 0; k < pp->nopen; ++k)
+        in[pp->dest[k]][0] = in[pp->dest[k]][1] = 0.0f;
 }
 
 void cpu_pupil_free(cpu_pupil *pp)

@@ -14,14 +14,14 @@
 #include "app/backend.h"
 
 typedef struct {
-    double dx_m;   /* pupil pitch this pupil was built for, metres */
-    size_t nopen;  /* samples with transmission > 0 */
-    int *dest;     /* [nopen] index into the N*N FFT input, axis sample at 0;
+    double dx_m;    /* pupil pitch this pupil was built for, metres */
+    size_t nopen;   /* samples with transmission > 0 */
+    unsigned *dest; /* [nopen] index into the N*N FFT input (< 2^32), axis sample at 0;
                       compact pupils: index (i - row0) * cols + (j - col0) into
                       the rows x cols box */
-    float *amp;    /* [nopen] transmission in (0, 1] */
-    float *basis;  /* [nterms * nopen] Z_k at each open sample (unit RMS) */
-    float *opd;    /* [nopen] OPD map value, or NULL without a map */
+    float *amp;     /* [nopen] transmission in (0, 1] */
+    float *basis;   /* [nterms * nopen] Z_k at each open sample (unit RMS) */
+    float *opd;     /* [nopen] OPD map value, or NULL without a map */
     /* Compact pupils only (cpu_pupil_build_compact); 0 for FFT pupils. */
     int grid;       /* G: the pupil grid, sample (i, j) at ((i - G/2) dx, (j - G/2) dx) */
     int row0, col0; /* the box's first grid row and column */
@@ -32,8 +32,7 @@ typedef struct {
  * aperture.h; sample (i, j) goes to FFT index ((i - N/2) mod N) * N +
  * ((j - N/2) mod N), i.e. ifftshift, so the axis is at index 0.
  * Returns 0, or -1 with err (allocation, aperture geometry). */
-int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err,
-                    size_t errlen);
+int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err, size_t errlen);
 
 /* The same pupil for the MFT: sampled on the grid x grid grid centred as in
  * aperture.h (sample (i, j) at x = (j - grid/2) dx_m, y = (i - grid/2) dx_m,

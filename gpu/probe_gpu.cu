@@ -59,8 +59,8 @@ static int time_launch(cudaStream_t s, double *us, char *err, size_t errlen)
 }
 
 /* Median time of a pinned copy of bytes in direction kind, with a sync. */
-static int time_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
-                     cudaStream_t s, double *us, char *err, size_t errlen)
+static int time_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s,
+                     double *us, char *err, size_t errlen)
 {
     double t[PROBE_REPS];
     int reps = bytes > 4096 ? 5 : PROBE_REPS;
@@ -75,8 +75,7 @@ static int time_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind ki
     return 0;
 }
 
-static int measure(gpu_basics *out, void *host, void *dev, cudaStream_t s, char *err,
-                   size_t errlen)
+static int measure(gpu_basics *out, void *host, void *dev, cudaStream_t s, char *err, size_t errlen)
 {
     double big_us;
     if (time_launch(s, &out->launch_us, err, errlen) != 0 ||
@@ -121,5 +120,11 @@ extern "C" int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen)
     return rc;
 }
 
-extern "C" int gpu_runtime_version(void) { return CUDART_VERSION; }
-extern "C" int gpu_cufft_version(void) { return CUFFT_VERSION; }
+extern "C" int gpu_runtime_version(void)
+{
+    return CUDART_VERSION;
+}
+extern "C" int gpu_cufft_version(void)
+{
+    return CUFFT_VERSION;
+}

@@ -70,8 +70,7 @@ done:
     return imgs;
 }
 
-int harness_compute(const char *cfg_text, long long k, const psf_backend_ops *ops,
-                    psf_result *out)
+int harness_compute(const char *cfg_text, long long k, const psf_backend_ops *ops, psf_result *out)
 {
     if (!ops) ops = &psf_backend_cpu;
     memset(out, 0, sizeof *out);

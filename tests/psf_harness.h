@@ -15,8 +15,7 @@ typedef struct {
 
 /* Compute image k of the config text with backend ops (NULL = CPU).
  * Returns 0, or -1 after printing the error. Free with harness_free. */
-int harness_compute(const char *cfg_text, long long k, const psf_backend_ops *ops,
-                    psf_result *out);
+int harness_compute(const char *cfg_text, long long k, const psf_backend_ops *ops, psf_result *out);
 /* Compute all images of the config text into one malloc'd array
  * (nimages * npix * npix); *nimages and *npix set. NULL on error. */
 float *harness_compute_all(const char *cfg_text, const psf_backend_ops *ops, long long *nimages,

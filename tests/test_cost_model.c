@@ -41,8 +41,13 @@ static void synthetic(probe_figures *f)
 static void predict(const probe_figures *f, int npix, long long nimages, int ncomp, int batch,
                     int started, cost_prediction *p)
 {
-    cost_job job = {.npix = npix, .nimages = nimages, .ncomp = ncomp, .batch = batch,
-                    .writers = 1, .write_us = 0.0, .gpu_started = started};
+    cost_job job = {.npix = npix,
+                    .nimages = nimages,
+                    .ncomp = ncomp,
+                    .batch = batch,
+                    .writers = 1,
+                    .write_us = 0.0,
+                    .gpu_started = started};
     cost_predict(f, &job, p);
 }
 
@@ -108,8 +113,10 @@ static void test_decision_at_crossover(void **state)
     while (hi - lo > 1) { /* bisect the smallest count the GPU wins */
         long long mid = (lo + hi) / 2;
         predict(&f, 256, mid, 1, 1024, 0, &p);
-        if (p.use_gpu) hi = mid;
-        else lo = mid;
+        if (p.use_gpu)
+            hi = mid;
+        else
+            lo = mid;
     }
     predict(&f, 256, lo, 1, 1024, 0, &p);
     assert_false(p.use_gpu);
@@ -141,14 +148,21 @@ static void test_writing_bound(void **state)
     (void)state;
     probe_figures f;
     synthetic(&f);
-    for (int i = 0; i < PROBE_NSIZES; ++i) f.cpu_us[i] /= 10; /* a fast CPU: 105 us at 256 */
+    for (int i = 0; i < PROBE_NSIZES; ++i)
+        f.cpu_us[i] /= 10; /* a fast CPU: 105 us at 256 */
     f.png_us_per_mpix = 3500.0 / (256 * 256 * 1e-6);
-    cost_job job = {.npix = 256, .nimages = 1000, .ncomp = 1, .batch = 1024, .writers = 16,
-                    .write_us = cost_write_us(&f, 256, 1, 0), .gpu_started = 0};
+    cost_job job = {.npix = 256,
+                    .nimages = 1000,
+                    .ncomp = 1,
+                    .batch = 1024,
+                    .writers = 16,
+                    .write_us = cost_write_us(&f, 256, 1, 0),
+                    .gpu_started = 0};
     assert_float_equal(job.write_us, 3500.0, 1e-6);
     cost_prediction p;
     cost_predict(&f, &job, &p);
-    /* cpu: 10 + (104.9 ms + 3.5 s) / 16 + 3.5 ms; gpu: 250 ms + 2 ms + max(.., 3.5 s / 16) + 3.5 ms */
+    /* cpu: 10 + (104.9 ms + 3.5 s) / 16 + 3.5 ms; gpu: 250 ms + 2 ms + max(.., 3.5 s / 16) + 3.5 ms
+     */
     assert_float_equal(p.cpu_us, 10 + (1000 * 0.2e-3 * 256 * 256 * 8 + 3.5e6) / 16 + 3500, 1.0);
     assert_float_equal(p.gpu_us, 250e3 + 2000 + 3.5e6 / 16 + 3500, 1.0);
     assert_false(p.use_gpu);
@@ -186,7 +200,8 @@ static void test_crossover_report(void **state)
     assert_true(probe_crossover(&f, 1) < 0);
     /* Make the GPU slow at batch 1: 500 us fixed; CPU = GPU between 256 (1048
      * vs 526) and 128 (229 vs 500.8): interpolated in log N. */
-    for (int i = 0; i < PROBE_NSIZES; ++i) f.gpu_b1_us[i] += 470;
+    for (int i = 0; i < PROBE_NSIZES; ++i)
+        f.gpu_b1_us[i] += 470;
     double x = probe_crossover(&f, 0);
     assert_true(x > 128 && x < 256);
 }

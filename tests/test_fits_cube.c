@@ -13,12 +13,12 @@
 
 #include "testutil.h"
 
-#define CFG_TEXT \
-    "name = \"c\";\n" \
-    "optics: { wavelength_nm = 550.0; f_number = 10; aperture: { diameter_m = 1.0; " \
-    "obscuration = 0.2; }; };\n" \
-    "sampling: { pupil_samples = 32; padding = 2.0; };\n" \
-    "sweep: { defocus = [-0.5, 0.0, 0.5]; zernike = ((7, [0.0, 0.1])); };\n" \
+#define CFG_TEXT                                                                                   \
+    "name = \"c\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; f_number = 10; aperture: { diameter_m = 1.0; "               \
+    "obscuration = 0.2; }; };\n"                                                                   \
+    "sampling: { pupil_samples = 32; padding = 2.0; };\n"                                          \
+    "sweep: { defocus = [-0.5, 0.0, 0.5]; zernike = ((7, [0.0, 0.1])); };\n"                       \
     "output: { png: { enabled = false; }; fits: { enabled = true; cube = %s; }; };\n"
 
 static void run(const char *dir, const char *cube, const char *out)
@@ -27,8 +27,8 @@ static void run(const char *dir, const char *cube, const char *out)
     snprintf(cfg, sizeof cfg, "%s/%s.cfg", dir, cube);
     snprintf(text, sizeof text, CFG_TEXT, cube);
     assert_int_equal(tu_write_file(cfg, text), 0);
-    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s/%s'", getenv("PSFSIM_BIN"),
-             cfg, dir, out);
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s/%s'", getenv("PSFSIM_BIN"), cfg,
+             dir, out);
     assert_int_equal(system(cmd), 0);
 }
 

@@ -25,7 +25,8 @@ static void write_config(const char *path, int n)
     fprintf(f, "name = \"m\";\noptics: { wavelength_nm = 500; aperture: { diameter_m = 1; }; };\n"
                "sampling: { pupil_samples = 32; padding = 2.0; };\n"
                "output: { png: { bits = 8; compression = 0; }; };\nsweep: { defocus = [");
-    for (int i = 0; i < n; ++i) fprintf(f, "%s%.6f", i ? ", " : "", -1.0 + 2.0 * i / (n - 1));
+    for (int i = 0; i < n; ++i)
+        fprintf(f, "%s%.6f", i ? ", " : "", -1.0 + 2.0 * i / (n - 1));
     fprintf(f, "]; };\n");
     fclose(f);
 }

@@ -275,7 +275,8 @@ static void test_write_16bit_big_endian(void **state)
     img[1 * N + 0] = 0xABCD; /* row 1, column 0 */
     img[2 * N + 2] = 65535.0f;
     img[4 * N + 3] = 0x00FF;
-    assert_int_equal(psf_png_write_image(path, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err), 0);
+    assert_int_equal(psf_png_write_image(path, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err),
+                     0);
     assert_int_equal(tu_count_entries(dir), 1);
 
     raw_png p;
@@ -322,7 +323,8 @@ static void test_write_8bit(void **state)
     img[0 * N + 3] = 255.0f;
     img[3 * N + 0] = 100.0f;
     img[1 * N + 2] = 1.0f;
-    assert_int_equal(psf_png_write_image(path, img, N, 8, STRETCH_LINEAR, 1e6, 9, err, sizeof err), 0);
+    assert_int_equal(psf_png_write_image(path, img, N, 8, STRETCH_LINEAR, 1e6, 9, err, sizeof err),
+                     0);
     raw_png p;
     assert_int_equal(raw_png_read(path, &p), 0);
     assert_int_equal(p.w, N);
@@ -395,9 +397,9 @@ static void test_write_degenerate_images(void **state)
         for (int s = 0; s < 3; ++s) {
             for (int bits = 8; bits <= 16; bits += 8) {
                 snprintf(path, sizeof path, "%s/%s_%d_%d.png", dir, cases[c].name, s, bits);
-                assert_int_equal(
-                    psf_png_write_image(path, cases[c].img, N, bits, all[s], 1e4, 1, err, sizeof err),
-                    0);
+                assert_int_equal(psf_png_write_image(path, cases[c].img, N, bits, all[s], 1e4, 1,
+                                                     err, sizeof err),
+                                 0);
                 raw_png p;
                 assert_int_equal(raw_png_read(path, &p), 0);
                 assert_int_equal(p.w, N);
@@ -436,8 +438,10 @@ static void test_write_replaces_and_compression(void **state)
     snprintf(path0, sizeof path0, "%s/c0.png", dir);
     snprintf(path9, sizeof path9, "%s/c9.png", dir);
     assert_int_equal(tu_write_file(path0, "not a png, replaced"), 0);
-    assert_int_equal(psf_png_write_image(path0, img, N, 16, STRETCH_LOG, 1e6, 0, err, sizeof err), 0);
-    assert_int_equal(psf_png_write_image(path9, img, N, 16, STRETCH_LOG, 1e6, 9, err, sizeof err), 0);
+    assert_int_equal(psf_png_write_image(path0, img, N, 16, STRETCH_LOG, 1e6, 0, err, sizeof err),
+                     0);
+    assert_int_equal(psf_png_write_image(path9, img, N, 16, STRETCH_LOG, 1e6, 9, err, sizeof err),
+                     0);
     assert_true(file_size(path9) < file_size(path0));
     assert_true(file_size(path0) > 2 * N * N); /* level 0: stored */
     raw_png a, b;
@@ -461,19 +465,23 @@ static void test_write_errors(void **state)
     char path[4096], err[512] = "";
     float img[4] = {1, 2, 3, 4};
     snprintf(path, sizeof path, "%s/missing/sub/psf.png", dir);
-    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 1, err, sizeof err), -1);
+    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 1, err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, path));
     assert_int_equal(tu_count_entries(dir), 0);
 
     snprintf(path, sizeof path, "%s/psf.png", dir);
     err[0] = '\0';
-    assert_int_equal(psf_png_write_image(path, img, 2, 12, STRETCH_LOG, 1e6, 1, err, sizeof err), -1);
+    assert_int_equal(psf_png_write_image(path, img, 2, 12, STRETCH_LOG, 1e6, 1, err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, path));
     err[0] = '\0';
-    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 10, err, sizeof err), -1);
+    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 10, err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, path));
     err[0] = '\0';
-    assert_int_equal(psf_png_write_image(path, img, 0, 16, STRETCH_LOG, 1e6, 1, err, sizeof err), -1);
+    assert_int_equal(psf_png_write_image(path, img, 0, 16, STRETCH_LOG, 1e6, 1, err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, path));
     assert_int_equal(tu_count_entries(dir), 0);
 
@@ -483,7 +491,8 @@ static void test_write_errors(void **state)
     snprintf(inner, sizeof inner, "%s/x", path);
     assert_int_equal(tu_write_file(inner, "x"), 0);
     err[0] = '\0';
-    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 1, err, sizeof err), -1);
+    assert_int_equal(psf_png_write_image(path, img, 2, 16, STRETCH_LOG, 1e6, 1, err, sizeof err),
+                     -1);
     assert_non_null(strstr(err, path));
     assert_int_equal(tu_count_entries(dir), 1);
     tu_rmtree(dir);
@@ -610,7 +619,8 @@ static void test_read_refused_types(void **state)
         float *data = (float *)1;
         int rows = 7, cols = 7, maxval = 7;
         err[0] = '\0';
-        assert_int_equal(psf_png_read_gray(path, &data, &rows, &cols, &maxval, err, sizeof err), -1);
+        assert_int_equal(psf_png_read_gray(path, &data, &rows, &cols, &maxval, err, sizeof err),
+                         -1);
         assert_null(data);
         assert_int_equal(rows, 0);
         assert_int_equal(cols, 0);
@@ -636,12 +646,14 @@ static void test_read_broken_files(void **state)
 
     /* Truncated in half (inside IDAT), and at every few bytes. */
     snprintf(path, sizeof path, "%s/cut.png", dir);
-    assert_int_equal(psf_png_write_image(path, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err), 0);
+    assert_int_equal(psf_png_write_image(path, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err),
+                     0);
     const long full = file_size(path);
     assert_true(full > 1000);
     char good[4096];
     snprintf(good, sizeof good, "%s/good.png", dir);
-    assert_int_equal(psf_png_write_image(good, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err), 0);
+    assert_int_equal(psf_png_write_image(good, img, N, 16, STRETCH_LINEAR, 1e6, 1, err, sizeof err),
+                     0);
     truncate_to(path, full / 2);
     err[0] = '\0';
     assert_int_equal(psf_png_read_gray(path, &data, &rows, &cols, &maxval, err, sizeof err), -1);
@@ -659,7 +671,8 @@ static void test_read_broken_files(void **state)
         assert_int_equal(fwrite(buf, 1, (size_t)n, f), (size_t)n);
         fclose(f);
         err[0] = '\0';
-        assert_int_equal(psf_png_read_gray(path, &data, &rows, &cols, &maxval, err, sizeof err), -1);
+        assert_int_equal(psf_png_read_gray(path, &data, &rows, &cols, &maxval, err, sizeof err),
+                         -1);
         assert_null(data);
         assert_non_null(strstr(err, path));
     }

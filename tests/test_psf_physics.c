@@ -53,8 +53,8 @@ static void test_airy_first_zero_and_ee(void **state)
         int b = 30;
         for (int k = 30; k < 50; ++k)
             if (prof[k] < prof[b]) b = k;
-        r0 += (b + 0.5 * (prof[b - 1] - prof[b + 1]) /
-                       (prof[b - 1] - 2 * prof[b] + prof[b + 1])) / (4.0 * q);
+        r0 += (b + 0.5 * (prof[b - 1] - prof[b + 1]) / (prof[b - 1] - 2 * prof[b] + prof[b + 1])) /
+              (4.0 * q);
     }
     printf("first dark ring at %.4f lambda/D\n", r0);
     assert_true(fabs(r0 - 1.2197) < 0.002);
@@ -67,7 +67,8 @@ static void test_airy_first_zero_and_ee(void **state)
     char err[256];
     assert_int_equal(aperture_fill(&ap, npix, 1.0 / n, amp, err, sizeof err), 0);
     double sum_a = 0;
-    for (size_t i = 0; i < (size_t)npix * npix; ++i) sum_a += amp[i];
+    for (size_t i = 0; i < (size_t)npix * npix; ++i)
+        sum_a += amp[i];
     free(amp);
     double ee_img = metrics_encircled_energy(r.img, npix, h, h, 1.2197 * q);
     double ee = ee_img * metrics_total(r.img, npix) / ((double)npix * npix / sum_a);
@@ -182,18 +183,18 @@ static void test_tilt_direction_and_pixel_scale(void **state)
 {
     (void)state;
     psf_result r;
-    assert_int_equal(harness_compute(CIRCULAR(64, 2, "aberrations: { zernike = ((2, 0.5)); };"), 0,
-                                     NULL, &r),
-                     0);
+    assert_int_equal(
+        harness_compute(CIRCULAR(64, 2, "aberrations: { zernike = ((2, 0.5)); };"), 0, NULL, &r),
+        0);
     psf_peak pk = metrics_peak(r.img, r.npix);
     assert_int_equal(pk.row, r.npix / 2);
     assert_int_equal(pk.col, r.npix / 2 + 4); /* 4 * 0.5 * 2 */
-    assert_true(r.strehl > 0.999);           /* tilt does not lower the Strehl */
+    assert_true(r.strehl > 0.999);            /* tilt does not lower the Strehl */
     assert_true(r.axial < 0.05);
     harness_free(&r);
-    assert_int_equal(harness_compute(CIRCULAR(64, 3, "aberrations: { zernike = ((3, 0.25)); };"), 0,
-                                     NULL, &r),
-                     0);
+    assert_int_equal(
+        harness_compute(CIRCULAR(64, 3, "aberrations: { zernike = ((3, 0.25)); };"), 0, NULL, &r),
+        0);
     pk = metrics_peak(r.img, r.npix);
     assert_int_equal(pk.row, r.npix / 2 + 3); /* 4 * 0.25 * 3 */
     assert_int_equal(pk.col, r.npix / 2);

@@ -2,8 +2,10 @@
  * the entry point of the fuzz target of that name (fuzz/fuzz_<target>.c)
  * and must give a clean error: -1, no output left, and one line of
  * printable text that names the file. These are the inputs the fuzzers
- * (and the hardening of issue 6) found to crash, leak, read uninitialised
- * memory or print garbage; run here in every build, they keep the fixes:
+ * (and the hardening of issue 6) found to crash, exit, leak, read
+ * uninitialised memory, allocate what a header claims (ctest runs this
+ * test with ASan's max_allocation_size_mb=256) or print garbage; run here
+ * in every build, they keep the fixes:
  *  - config/: config_load (then the image set, for a small valid config);
  *  - png_map/, fits_map/: psf_png_read_gray / psf_fits_read_image and
  *    maps_load_transmission / maps_load_opd on the file as it is; a FITS
