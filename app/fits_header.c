@@ -4,23 +4,6 @@
 
 #include "optics/sampling.h"
 
-/* Index of mode (n, m) in the config's convention (inverse of
- * zernike_index_to_nm; Noll 1976, ANSI Z80.28, Fringe). */
-static int mode_index(zernike_convention conv, int n, int m)
-{
-    int am = m < 0 ? -m : m;
-    switch (conv) {
-    case ZCONV_ANSI:
-        return (n * (n + 2) + m) / 2;
-    case ZCONV_FRINGE: {
-        int h = 1 + (n + am) / 2;
-        return h * h - 2 * am + (m < 0 ? 1 : 0);
-    }
-    default:
-        return zernike_nm_to_noll(n, m);
-    }
-}
-
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
@@ -76,7 +59,7 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
     for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
-        snprintf(zkeys[t], 12, "Z%d", mode_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
+        snprintf(zkeys[t], 12, "Z%d", zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
         kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");
     }
     return n;

@@ -924,7 +924,7 @@ static psf_backend_ops make_ops(void)
     o.destroy = gpu_destroy;
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
-    o.preferred_batch = 1024;
+    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* app/backend.h: the cost model uses it too */
     return o;
 }
 
