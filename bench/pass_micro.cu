@@ -7,10 +7,8 @@
  *  - MFT sets: open-sample field kernel on the G x G grid + the two batched
  *    cuBLAS products + the centred intensity kernel, and the products alone.
  * bench/gpu_micro.cu measures the host-side figures (latency, batches).
- * Not part of the build (cmake/cuda.cmake compiles the .cu files of gpu/
- * itself, not of gpu/bench/); by hand, after the project's build in /tmp/b:
- *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/pass_micro.cu (or the CMake target psfsim_pass_micro) /tmp/b/libpsfsim_gpu.a \
- *        /tmp/b/libpsfsim_optics.a -lcufft -lcublas -lm -o /tmp/pass_micro && /tmp/pass_micro */
+ * Built by bench/CMakeLists.txt as psfsim_pass_micro (with CUDA); run
+ * /tmp/b/bench/psfsim_pass_micro on the GPU machine. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
