@@ -59,7 +59,8 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
     for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
-        snprintf(zkeys[t], 12, "Z%d", zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
+        snprintf(zkeys[t], 12, "Z%d",
+                 zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
         kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");
     }
     return n;

@@ -50,7 +50,7 @@ static int host_is_little_endian(void)
 }
 
 void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch stretch,
-                        double dynamic_range, unsigned short *out)
+                            double dynamic_range, unsigned short *out)
 {
     if (npix <= 0) return;
     const size_t n = (size_t)npix * (size_t)npix;
@@ -141,7 +141,7 @@ static int png_write_body(png_structp png, png_infop info, const png_write_job *
 }
 
 int psf_png_write_levels(const char *path, const unsigned short *levels, int npix, int bits,
-                     int compression, char *err, size_t errlen)
+                         int compression, char *err, size_t errlen)
 {
     if (npix <= 0 || npix > 1000000) {
         snprintf(err, errlen, "%s: cannot write a PNG of %d x %d pixels", path, npix, npix);
@@ -192,7 +192,7 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
 }
 
 int psf_png_write_image(const char *path, const float *img, int npix, int bits, png_stretch stretch,
-                    double dynamic_range, int compression, char *err, size_t errlen)
+                        double dynamic_range, int compression, char *err, size_t errlen)
 {
     if (npix <= 0 || npix > 1000000) {
         snprintf(err, errlen, "%s: cannot write a PNG of %d x %d pixels", path, npix, npix);
@@ -309,7 +309,7 @@ static int png_read_body(png_structp png, png_infop info, png_read_job *job)
 }
 
 int psf_png_read_gray(const char *path, float **data, int *rows, int *cols, int *maxval, char *err,
-                  size_t errlen)
+                      size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;

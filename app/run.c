@@ -8,19 +8,16 @@
 
 #include "clock.h"
 #include "interrupt.h"
-#include "limits.h"
+#include "set_limits.h"
 #include "log.h"
 #include "mpi_journal.h"
 #include "probe_cache.h"
 #include "run_state.h"
 
-/* Host memory one batch of images may take (two batches are in flight). */
-#define BATCH_BYTES (512.0 * 1024 * 1024)
-
 static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
 {
     double per = (double)npix * npix * sizeof(float);
-    long long b = (long long)(BATCH_BYTES / per);
+    long long b = (long long)(RUN_BATCH_BYTES / per);
     if (b > ops->preferred_batch) b = ops->preferred_batch;
     if (b > nimages) b = nimages;
     return b < 1 ? 1 : (int)b;

@@ -293,6 +293,12 @@ stop_fill_cont() { # WHAT DIR NAME NPIX ACTION: run psfsim on c.cfg, ACTION whil
   local pid=$! i=0
   while [ ! -s "$dir/${name}_manifest.csv" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
   kill -STOP $pid 2>/dev/null
+  # kill returns before every thread has stopped: wait until all have, or
+  # a writer could still rename a file into the directory being removed.
+  for _ in $(seq 500); do
+    grep -qv '^T' <(for t in /proc/$pid/task/*/stat; do awk '{ print $3 }' "$t" 2>/dev/null; done) || break
+    sleep 0.01
+  done
   $action
   kill -CONT $pid 2>/dev/null
   wait $pid

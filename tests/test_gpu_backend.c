@@ -35,7 +35,7 @@
 
 static const psf_backend_ops *gpu;
 
-static char *fmt(const char *f, ...)
+__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
 {
     static char buf[8192];
     va_list ap;

@@ -15,7 +15,7 @@
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/image_set.h"
-#include "app/limits.h"
+#include "app/set_limits.h"
 #include "app/writer_pool.h"
 #include "testutil.h"
 

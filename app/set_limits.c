@@ -1,5 +1,7 @@
-/* Memory and disk limits checked before any work (limits.h). */
-#include "limits.h"
+/* Memory and disk limits checked before any work (set_limits.h). */
+#include "set_limits.h"
+
+#include "run_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +23,7 @@
 #define GIB (1024ULL * MIB)
 
 /* app/run.c: host memory of one batch of images, and the CPU's batch. */
-#define LIMITS_BATCH_BYTES (512ULL * MIB)
+#define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
 /* cpu/backend_cpu.c: MFT tables kept beyond the one being built. */
 #define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)
 /* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
