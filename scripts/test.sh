@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: build and run the whole test suite, in four
 # stages (each stops the script at its first failure):
-#  1. the default build (with the CUDA backend when nvcc is present; GPU
+#  1. a format check (clang-format --dry-run --Werror over the sources), then
+#     the default build (with the CUDA backend when nvcc is present; GPU
 #     tests skip without a GPU), warnings as errors;
 #  2. a CPU-only build (-DPSFSIM_CUDA=OFF) under AddressSanitizer and
 #     UndefinedBehaviorSanitizer, the whole suite again;
@@ -30,7 +31,8 @@ run_suite() { # build-dir, cmake options...
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
 if want 1; then
-  stage 1 "default build"
+  stage 1 "format check (clang-format, .clang-format) and default build"
+  clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' '*.cu')
   run_suite build-test -DCMAKE_BUILD_TYPE=Release
 fi
 if want 2; then
