@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's second command: build and run the whole test suite, in four
+# The README's second command: build and run the whole test suite, in five
 # stages (each stops the script at its first failure):
 #  1. a format check (clang-format --dry-run --Werror over the sources), then
 #     the default build (with the CUDA backend when nvcc is present; GPU
