@@ -135,9 +135,15 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0) return -1;
     if (is_root(r)) {
-        log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
-                 r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples, r->set.samp.padding,
-                 r->dir);
+        if (r->set.mft)
+            log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g lambda/D) into "
+                     "%s",
+                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
+                     r->set.pixel_ld, r->dir);
+        else
+            log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
+                     r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
+                     r->set.samp.padding, r->dir);
         if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
     }
     if (!r->mpi) log_info("%s", r->decision.reason);

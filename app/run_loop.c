@@ -91,10 +91,14 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
             }
             continue;
         }
-        if (r->cube_open &&
-            cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen) != 0) {
-            rc = -1;
-            continue;
+        if (r->cube_open) { /* the cube's planes: FITS writing, on this thread */
+            double tc = clock_us();
+            int bad = cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen);
+            w->timing->fits_us += clock_us() - tc;
+            if (bad) {
+                rc = -1;
+                continue;
+            }
         }
         if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, err, errlen) != 0) {
             rc = -1;
