@@ -6,15 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define JOURNAL_BUF (4 << 20)
-
 int journal_create(journal *j, const char *path, const char *header, char *const *keep,
                    long long nkeep, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
     if (atomic_open(&j->af, path, err, errlen) != 0) return -1;
-    j->buf = malloc(JOURNAL_BUF);
-    if (j->buf) setvbuf(j->af.fp, j->buf, _IOFBF, JOURNAL_BUF);
+    j->buf = malloc(JOURNAL_BUF_BYTES);
+    if (j->buf) setvbuf(j->af.fp, j->buf, _IOFBF, JOURNAL_BUF_BYTES);
     fputs(header, j->af.fp);
     for (long long i = 0; i < nkeep; ++i)
         fputs(keep[i], j->af.fp);
@@ -40,10 +38,12 @@ int journal_flush(journal *j, char *err, size_t errlen)
         int e = errno ? errno : EIO;
         /* Part of the lines may be in the file, a line cut anywhere: drop
          * the rest (__fpurge), cut the file back to its last whole line and
-         * write nothing more, so it lists only what was logged before. */
+         * write nothing more, so it lists only what was logged before. A
+         * shared file is not cut: other processes' lines may follow ours. */
         __fpurge(j->af.fp);
         int fd = fileno(j->af.fp);
-        if (ftruncate(fd, (off_t)j->good) != 0 || lseek(fd, (off_t)j->good, SEEK_SET) < 0)
+        if (!j->shared &&
+            (ftruncate(fd, (off_t)j->good) != 0 || lseek(fd, (off_t)j->good, SEEK_SET) < 0))
             e = errno; /* the file may now end in part of a line: say why */
         j->failed = 1;
         snprintf(err, errlen, "cannot write %s: %s", j->af.final_path, strerror(e));

@@ -16,7 +16,13 @@ typedef struct {
     char *buf;      /* stdio buffer: a batch's lines go out in one write */
     long long good; /* bytes of whole lines in the file after the last good flush */
     int failed;     /* a flush failed: the file was cut back to good; no more writes */
+    int shared;     /* other processes append to the file too (MPI ranks,
+                       app/mpi_journal.h): a failed flush never cuts it back */
 } journal;
+
+/* The stdio buffer of a journal's stream: a batch's lines (at most ~1024
+ * rows of ~250 bytes) fit, so a flush is one write(). */
+#define JOURNAL_BUF_BYTES (4 << 20)
 
 /* Create path with header and keep[0..nkeep) lines (each ending in '\n').
  * Returns 0, or -1 with err; nothing is left on failure. */

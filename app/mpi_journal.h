@@ -18,16 +18,12 @@
 /* Point j at path for appending: close j's stream if it has one (flushing
  * it: j is then the creator's journal, already published), open path with
  * fopen "a" (the file must exist) and give it the journal's buffer.
+ * The journal is marked shared: journal_flush then never cuts the file back
+ * after a failed write (other ranks' lines may follow this rank's last good
+ * one); a write cut short by a full disk may leave part of one line, which
+ * the next rank's line then continues (--resume skips such a line unless
+ * its cells still look whole: README).
  * Returns 0, or -1 with err naming the path; j then holds no stream. */
 int mpi_journal_append(journal *j, const char *path, char *err, size_t errlen);
-
-/* journal_flush for a shared journal: push the buffered lines (one write).
- * On failure (a full disk) the lines still buffered are dropped and the
- * journal takes no more (j->failed, so journal_close does not cut the file
- * back either: other ranks' lines may follow this rank's last good one).
- * A write cut short by the disk may leave part of one line, which the next
- * rank's line then continues; --resume skips such a line unless its
- * cells still look whole (rare: README). Returns 0, or -1 with err. */
-int mpi_journal_flush(journal *j, char *err, size_t errlen);
 
 #endif

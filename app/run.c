@@ -252,7 +252,6 @@ static int start(run_state *r, char *err, size_t errlen)
 {
     int rc = is_root(r) ? create_journals(r, err, errlen) : 0;
     if (r->mpi) {
-        r->shared = 1;
         int rc0 = rc;
         char merr[RUN_ERRLEN];
         if (mpi_bcast(r->mpi, &rc0, sizeof rc0, merr, sizeof merr) != 0) {
@@ -437,19 +436,13 @@ static int close_logs(run_state *r, int complete, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-/* Flush and close a shared journal (mpi_journal_flush first: a failure
- * then never cuts the file that other ranks append to). */
-static int close_shared(int *open, journal *j, char *err, size_t errlen)
+/* Close a journal this run still has open (a shared one is never cut back
+ * on a failed flush: journal.h). */
+static int close_journal(int *open, journal *j, char *err, size_t errlen)
 {
     if (!*open) return 0;
     *open = 0;
-    char e[RUN_ERRLEN];
-    int rc = mpi_journal_flush(j, err, errlen);
-    if (journal_close(j, e, sizeof e) != 0 && rc == 0) {
-        snprintf(err, errlen, "%s", e);
-        rc = -1;
-    }
-    return rc;
+    return journal_close(j, err, errlen);
 }
 
 /* The end of an MPI run. Each rank flushes and closes its journals; an
@@ -466,11 +459,11 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
     *total = r->written;
     int jrc = 0;
     if (!is_root(r) || r->interrupted) {
-        jrc |= close_shared(&r->timing_open, &r->timing.j, e, sizeof e);
-        jrc |= close_shared(&r->manifest_open, &r->manifest.j, e, sizeof e);
+        jrc |= close_journal(&r->timing_open, &r->timing.j, e, sizeof e);
+        jrc |= close_journal(&r->manifest_open, &r->manifest.j, e, sizeof e);
     } else {
-        jrc |= run_flush_timing(r, e, sizeof e);
-        jrc |= run_flush_manifest(r, e, sizeof e);
+        jrc |= timing_flush(&r->timing, e, sizeof e);
+        jrc |= manifest_flush(&r->manifest, e, sizeof e);
     }
     if (jrc != 0) {
         log_error("rank %d: %s", r->mpi->rank, e);
@@ -500,8 +493,8 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
                 log_error("rank %d failed: %s", i, all[i].err);
         }
         if (r->timing_open) summary(r, wall, all, n);
-        jrc = close_shared(&r->timing_open, &r->timing.j, e, sizeof e);
-        jrc |= close_shared(&r->manifest_open, &r->manifest.j, e, sizeof e);
+        jrc = close_journal(&r->timing_open, &r->timing.j, e, sizeof e);
+        jrc |= close_journal(&r->manifest_open, &r->manifest.j, e, sizeof e);
         if (jrc == 0) jrc = sort_logs(r, e, sizeof e);
         if (jrc != 0) log_error("%s", e);
         if (failed || jrc != 0) *status = 3;

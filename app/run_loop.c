@@ -9,7 +9,6 @@
 #include "clock.h"
 #include "interrupt.h"
 #include "log.h"
-#include "mpi_journal.h"
 #include "optics/metrics.h"
 #include "probe_cache.h"
 #include "run_state.h"
@@ -43,18 +42,6 @@ void run_close_backend(run_state *r)
     }
     if (r->backend) r->ops->destroy(r->backend);
     r->backend = NULL;
-}
-
-int run_flush_manifest(run_state *r, char *err, size_t errlen)
-{
-    return r->shared ? mpi_journal_flush(&r->manifest.j, err, errlen)
-                     : manifest_flush(&r->manifest, err, errlen);
-}
-
-int run_flush_timing(run_state *r, char *err, size_t errlen)
-{
-    return r->shared ? mpi_journal_flush(&r->timing.j, err, errlen)
-                     : timing_flush(&r->timing, err, errlen);
 }
 
 /* Remove the files of a written image (res's names in r->dir). */
@@ -111,7 +98,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         added++;
     }
     char ferr[RUN_ERRLEN];
-    if (run_flush_manifest(r, ferr, sizeof ferr) != 0) {
+    if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0) {
         /* The rows did not reach the manifest (a full disk): their images
          * go too, so the manifest still lists exactly the images present. */
         for (int i = 0; i < sl->count; ++i)
@@ -119,7 +106,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         r->written -= added;
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
-    } else if (run_flush_timing(r, ferr, sizeof ferr) != 0) {
+    } else if (timing_flush(&r->timing, ferr, sizeof ferr) != 0) {
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
     }

@@ -54,7 +54,6 @@ typedef struct {
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;
-    int shared;       /* the journals are shared with other ranks (app/mpi_journal.h) */
     cube_writer cube; /* output.fits.cube */
     int cube_open;
     progress bar;
@@ -77,10 +76,5 @@ int run_images(run_state *r, char *err, size_t errlen);
 /* The backend for r->batch images per call (images buffers included). */
 int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen);
 void run_close_backend(run_state *r);
-
-/* Flush the manifest's / the timing log's appended lines: journal_flush, or
- * for journals shared by MPI ranks mpi_journal_flush. 0, or -1 with err. */
-int run_flush_manifest(run_state *r, char *err, size_t errlen);
-int run_flush_timing(run_state *r, char *err, size_t errlen);
 
 #endif
