@@ -87,6 +87,11 @@ typedef struct {
     void (*free_images)(psf_backend *b, float *images);
     /* Most images per run() call worth giving this backend (the app's batch). */
     int preferred_batch;
+    /* Devices this backend can compute on (psf_set_desc.device 0..n-1):
+     * the CUDA devices visible to the process (cudaGetDeviceCount, so
+     * CUDA_VISIBLE_DEVICES counts), 1 for the CPU. Returns n >= 1, or -1
+     * with err (no driver, no device). */
+    int (*device_count)(char *err, size_t errlen);
 } psf_backend_ops;
 
 extern const psf_backend_ops psf_backend_cpu;

@@ -47,8 +47,21 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
     return 0;
 }
 
+/* The probe's relative speed of each listed device, summed: the GPUs'
+ * throughput in units of device 0's (cost_job.gpu_speed). */
+static double devices_speed(const probe_figures *f, const backend_decision *d)
+{
+    double speed = 0;
+    for (int i = 0; i < d->ndevices; ++i) {
+        int dev = d->devices[i];
+        speed += dev < PROBE_MAX_GPUS ? f->gpu_rel_speed[dev] : 0.0; /* 0: failed in the probe */
+    }
+    return speed > 0 ? speed : 1.0;
+}
+
 /* auto: the backend with the lower predicted wall time for the whole set. */
-static void choose_auto(const image_set *s, int writers, backend_decision *d)
+static int choose_auto(const image_set *s, int writers, const gpu_list *gpus, backend_decision *d,
+                       char *err, size_t errlen)
 {
     d->ops = &psf_backend_cpu;
     d->cpu_us = d->gpu_us = NAN;
@@ -56,14 +69,18 @@ static void choose_auto(const image_set *s, int writers, backend_decision *d)
     machine_key_read(&key);
     if (!key.gpu_present) {
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, no NVIDIA GPU on this machine");
-        return;
+        return 0;
     }
     probe_figures f;
     int started;
     if (figures(&key, &f, &started, d) != 0 || !f.have_gpu) {
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, the GPU is not usable");
-        return;
+        return 0;
     }
+    /* The probe counted the devices (CUDA_VISIBLE_DEVICES is in the key). */
+    if (gpu_list_resolve(gpus, f.gpu_count > 0 ? f.gpu_count : 1, d->devices, &d->ndevices, err,
+                         errlen) != 0)
+        return -1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cost_job job = {.npix = s->samp.npix,
                     .nimages = s->nimages,
@@ -74,7 +91,8 @@ static void choose_auto(const image_set *s, int writers, backend_decision *d)
                                            : 1,
                     .write_us =
                         cost_write_us(&f, s->samp.npix, s->cfg->png_enabled, s->cfg->fits_enabled),
-                    .gpu_started = started};
+                    .gpu_started = started,
+                    .gpu_speed = devices_speed(&f, d)};
     cost_prediction p;
     cost_predict(&f, &job, &p);
     d->cpu_us = p.cpu_us;
@@ -88,13 +106,30 @@ static void choose_auto(const image_set *s, int writers, backend_decision *d)
     snprintf(d->reason, sizeof d->reason, "backend %s: predicted %s %s vs %s %s%s", d->ops->name,
              p.use_gpu ? "gpu" : "cpu", p.use_gpu ? g : c, p.use_gpu ? "cpu" : "gpu",
              p.use_gpu ? c : g, started ? "" : " incl. start");
+    return 0;
 }
 
-int backend_select(backend_choice choice, const image_set *s, int writers, backend_decision *d,
-                   char *err, size_t errlen)
+/* --backend gpu: the listed devices among those CUDA sees. */
+static int forced_devices(const psf_backend_ops *gpu, const gpu_list *gpus, backend_decision *d,
+                          char *err, size_t errlen)
+{
+    char why[256];
+    int count = gpu->device_count(why, sizeof why);
+    if (count < 1) { /* no device: device 0's start says why (exit 2) */
+        d->ndevices = 1;
+        d->devices[0] = gpus->all || gpus->n == 0 ? 0 : gpus->dev[0];
+        return 0;
+    }
+    return gpu_list_resolve(gpus, count, d->devices, &d->ndevices, err, errlen);
+}
+
+int backend_select(backend_choice choice, const image_set *s, int writers, const gpu_list *gpus,
+                   backend_decision *d, char *err, size_t errlen)
 {
     d->cpu_us = d->gpu_us = NAN;
     d->probe[0] = '\0';
+    d->ndevices = 1;
+    d->devices[0] = 0;
     if (choice == BACKEND_GPU) {
         const psf_backend_ops *gpu = psf_backend_gpu();
         if (!gpu) {
@@ -105,7 +140,7 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
         }
         d->ops = gpu;
         snprintf(d->reason, sizeof d->reason, "backend gpu: requested");
-        return 0;
+        return forced_devices(gpu, gpus, d, err, errlen);
     }
     if (choice == BACKEND_CPU) {
         d->ops = &psf_backend_cpu;
@@ -117,6 +152,5 @@ int backend_select(backend_choice choice, const image_set *s, int writers, backe
         snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
         return 0;
     }
-    choose_auto(s, writers, d);
-    return 0;
+    return choose_auto(s, writers, gpus, d, err, errlen);
 }

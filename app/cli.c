@@ -6,8 +6,8 @@
 
 void cli_usage(FILE *f)
 {
-    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--force|--resume] [-j N] "
-          "[-q|-v]\n"
+    fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--gpus all|LIST]\n"
+          "              [--force|--resume] [-j N] [-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -18,6 +18,8 @@ void cli_usage(FILE *f)
           "  -c, --config FILE   config file (libconfig syntax; see the README)\n"
           "  -o, --output DIR    output directory, overriding output.dir\n"
           "  -b, --backend NAME  auto (default: the faster one), cpu or gpu\n"
+          "  -g, --gpus LIST     the GPUs to share the set: all (default) or device\n"
+          "                      indices such as 0,2 (after CUDA_VISIBLE_DEVICES)\n"
           "  -f, --force         overwrite an existing image set\n"
           "  -r, --resume        finish an interrupted set: compute only the images its\n"
           "                      manifest does not list\n"
@@ -80,18 +82,25 @@ static void unknown_option(int argc, char **argv, char *err, size_t errlen)
 int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
 {
     char arg[256];
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},  {"output", required_argument, NULL, 'o'},
-        {"backend", required_argument, NULL, 'b'}, {"force", no_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {"probe", no_argument, NULL, 'P'},         {"resume", no_argument, NULL, 'r'},
-        {"jobs", required_argument, NULL, 'j'},    {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"backend", required_argument, NULL, 'b'},
+                                             {"force", no_argument, NULL, 'f'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"probe", no_argument, NULL, 'P'},
+                                             {"resume", no_argument, NULL, 'r'},
+                                             {"jobs", required_argument, NULL, 'j'},
+                                             {"gpus", required_argument, NULL, 'g'},
+                                             {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
+    gpu_list_all(&o->gpus);
     optind = 0; /* 0, not 1: glibc then also forgets a cluster left half-read (-zq) */
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":c:o:b:fqvhVrj:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:o:b:g:fqvhVrj:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
             o->config_path = optarg;
@@ -106,6 +115,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                 return -1;
             }
             o->backend_given = 1;
+            break;
+        case 'g':
+            if (gpu_list_parse(optarg, &o->gpus, err, errlen) != 0) return -1;
+            o->gpus_given = 1;
             break;
         case 'f':
             o->force = 1;
@@ -163,6 +176,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
     }
     if (o->force && o->resume) {
         snprintf(err, errlen, "--force and --resume contradict each other");
+        return -1;
+    }
+    if (o->gpus_given && o->backend_given && o->backend == BACKEND_CPU) {
+        snprintf(err, errlen, "--gpus chooses GPUs, and --backend cpu uses none");
         return -1;
     }
     if (o->quiet && o->verbose) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "gpu_list.h"
 
 typedef struct {
     const char *config_path; /* -c FILE */
@@ -18,10 +19,13 @@ typedef struct {
     int probe;               /* --probe: measure and report the backends */
     int resume;              /* --resume: compute only the images an earlier run did not finish */
     int jobs;                /* -j: writer threads, 0 = one per CPU */
+    gpu_list gpus;           /* --gpus: the GPUs to use (default all visible) */
+    int gpus_given;          /* --gpus was on the command line */
 } cli_options;
 
 /* Parse argv into o. Returns 0, or -1 with a message in err (unknown
- * option, missing argument, bad --backend value, no -c). */
+ * option, missing argument, bad --backend, --jobs or --gpus value, no -c,
+ * --gpus with --backend cpu). */
 int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen);
 
 void cli_usage(FILE *f);

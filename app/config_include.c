@@ -4,7 +4,10 @@
  * config's own directory); the first read then fails and its flex scanner
  * calls exit(2) from inside config_read_file ("input in flex scanner
  * failed", no file, no line). Found by fuzz_config. So every file an
- * @include names, nested ones too, must be a regular, readable file first. */
+ * @include names, nested ones too, must be a regular, readable file first.
+ * A file that includes itself, directly or through others, is refused
+ * here too: libconfig would read it again at every level down to its
+ * depth limit, k^10 reads for k includes per file (a fuzz_config timeout). */
 #include "config_priv.h"
 
 #include <errno.h>
@@ -15,6 +18,28 @@
 
 /* libconfig's own limit (scanctx.c: MAX_INCLUDE_DEPTH). */
 #define INCLUDE_MAX_DEPTH 10
+#define INCLUDE_MEMO 64 /* files remembered as checked */
+
+/* A file by identity (st_dev, st_ino), and the walk's state: the chain of
+ * files open now (for cycles) and the files already checked, with the
+ * depth they were checked at (a file reached again no deeper needs no
+ * second look). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    int depth;
+} file_id;
+
+typedef struct {
+    file_id chain[INCLUDE_MAX_DEPTH + 1];
+    file_id done[INCLUDE_MEMO];
+    int ndone;
+} include_walk;
+
+static int same_file(const file_id *a, const struct stat *st)
+{
+    return a->dev == st->st_dev && a->ino == st->st_ino;
+}
 
 static int include_error(char *err, size_t errlen, const char *file, int line, const char *name,
                          const char *why)
@@ -59,8 +84,15 @@ static char *slurp(const char *file, size_t *len)
  * line, blanks, "@include", blanks, a quote, then the name up to the next
  * quote, newlines included; libconfig keeps the name as a C string, so a
  * NUL ends it. Names with a backslash (escapes) are refused. */
-static int check_file(const char *file, const char *dir, int depth, char *err, size_t errlen)
+static int check_file(include_walk *w, const char *file, const char *dir, int depth, char *err,
+                      size_t errlen)
 {
+    struct stat self;
+    int known = stat(file, &self) == 0;
+    if (!known) memset(&self, 0, sizeof self); /* inode 0: matches no file */
+    for (int i = 0; known && i < w->ndone; ++i)
+        if (same_file(&w->done[i], &self) && w->done[i].depth <= depth) return 0;
+    w->chain[depth] = (file_id){self.st_dev, self.st_ino, depth};
     size_t len = 0;
     char *text = slurp(file, &len);
     if (!text) return 0; /* libconfig reports it (the config itself: checked by the caller) */
@@ -107,15 +139,30 @@ static int check_file(const char *file, const char *dir, int depth, char *err, s
                                                    : "is not a regular file");
             break;
         }
-        rc = check_file(resolved, dir, depth + 1, err, errlen);
+        for (int i = 0; i <= depth && rc == 0; ++i)
+            if (same_file(&w->chain[i], &st))
+                rc = include_error(err, errlen, file, lineno, name,
+                                   i == depth ? "the file includes itself"
+                                              : "an include cycle (the file includes a file "
+                                                "that includes it)");
+        if (rc == 0) rc = check_file(w, resolved, dir, depth + 1, err, errlen);
     }
     free(text);
+    if (rc == 0 && known && w->ndone < INCLUDE_MEMO)
+        w->done[w->ndone++] = (file_id){self.st_dev, self.st_ino, depth};
     return rc;
 }
 
 int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen)
 {
-    if (check_file(path, dir ? dir : "", 0, err, errlen) == 0) return 0;
+    include_walk *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int rc = check_file(w, path, dir ? dir : "", 0, err, errlen);
+    free(w);
+    if (rc == 0) return 0;
     cfg_one_line(err);
     return -1;
 }

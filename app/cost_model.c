@@ -22,6 +22,21 @@ static double interp(const probe_figures *f, const double *y, int npix)
     return exp(log(y[i]) + t * (log(y[i + 1]) - log(y[i])));
 }
 
+/* A set-up cost at N: interpolated between the probe sizes; beyond them
+ * it grows with the grid's area (the pupil fill, the buffers, the plans'
+ * memory: N^2 work, not the FFT's N^2 log N), and below them it stays
+ * (fixed costs do not shrink). */
+static double setup_us(const probe_figures *f, const double *y, int npix)
+{
+    int n = f->nsizes;
+    if (npix <= f->npix[0]) return y[0];
+    if (npix >= f->npix[n - 1]) {
+        double r = (double)npix / f->npix[n - 1];
+        return y[n - 1] * r * r;
+    }
+    return interp(f, y, npix);
+}
+
 double cost_cpu_image_us(const probe_figures *f, int npix)
 {
     return interp(f, f->cpu_us, npix);
@@ -58,7 +73,7 @@ void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *
     double k = (double)job->nimages, fields = k * (job->ncomp > 0 ? job->ncomp : 1);
     double write = k * job->write_us;
     double compute = fields * cost_cpu_image_us(f, npix);
-    p->cpu_us = interp(f, f->cpu_create_us, npix) + job->write_us +
+    p->cpu_us = setup_us(f, f->cpu_create_us, npix) + job->write_us +
                 (npix < 512 ? (compute + write) / w : fmax(compute, write / (w > 1 ? w - 1 : 1)));
     p->gpu_start_us = 0.0;
     p->gpu_us = INFINITY;
@@ -67,8 +82,9 @@ void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *
         cost_gpu_batch(f, npix, &a, &c);
         double nbatches = ceil(k / (job->batch > 0 ? job->batch : 1));
         p->gpu_start_us = job->gpu_started ? 0.0 : f->gpu_start_us;
-        p->gpu_us = p->gpu_start_us + interp(f, f->gpu_create_us, npix) +
-                    fmax(nbatches * a + fields * c, write / w) + job->write_us;
+        double speed = job->gpu_speed > 0 ? job->gpu_speed : 1.0;
+        p->gpu_us = p->gpu_start_us + setup_us(f, f->gpu_create_us, npix) +
+                    fmax((nbatches * a + fields * c) / speed, write / w) + job->write_us;
     }
     p->use_gpu = p->gpu_us < p->cpu_us;
 }

@@ -26,11 +26,14 @@ void cost_gpu_batch(const probe_figures *f, int npix, double *a_us, double *c_us
 typedef struct {
     int npix;
     long long nimages;
-    int ncomp;       /* fields per image (wavelengths) */
-    int batch;       /* GPU images per run() call */
-    int writers;     /* writer threads encoding PNG/FITS */
-    double write_us; /* encode + write of one image, one thread (cost_write_us) */
-    int gpu_started; /* the process already has a CUDA context */
+    int ncomp;        /* fields per image (wavelengths) */
+    int batch;        /* GPU images per run() call */
+    int writers;      /* writer threads encoding PNG/FITS */
+    double write_us;  /* encode + write of one image, one thread (cost_write_us) */
+    int gpu_started;  /* the process already has a CUDA context */
+    double gpu_speed; /* the GPUs sharing the set, in units of device 0's
+                         throughput (probe_figures.gpu_rel_speed summed);
+                         0 = one GPU */
 } cost_job;
 
 /* One image's PNG (png != 0) and FITS (fits != 0) encode + write time. */
@@ -43,7 +46,9 @@ double cost_write_us(const probe_figures *f, int npix, int png, int fits);
  *     (images spread over the W cores, which the writers share);
  *   CPU, N >= 512: setup + max(K fields t_cpu(N), K w / max(1, W - 1)) + w
  *     (FFTW's threads take the cores for each transform in turn);
- *   GPU: start + setup + max(nb a + K fields c, K w / W) + w.
+ *   GPU: start + setup + max((nb a + K fields c) / S, K w / W) + w
+ *     (S = gpu_speed: the batches spread over the GPUs, which start side
+ *     by side; the writers serve all of them).
  * MFT sets use the FFT's figures at the output size: a first-order guess
  * (the GPU's MFT is 70-130x the CPU's, gpu/NOTES.md, so the choice holds). */
 void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *p);

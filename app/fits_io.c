@@ -1,4 +1,7 @@
-/* FITS images through cfitsio. Files are opened and created with the
+/* FITS images through cfitsio: the FITS module, libpsfsim-fits.so
+ * (fits_module.h), whose table psfsim calls through (app/fits_module.c);
+ * each function has the contract of the fits_io.h function of the same
+ * name with the psf_fits_ prefix. Files are opened and created with the
  * *_diskfile calls, which take the name literally (no extended filename
  * syntax: a '[' or '!' in a directory name means nothing special). */
 #include "fits_io.h"
@@ -12,7 +15,9 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "fits_module.h"
 #include "fits_scan.h"
+#include "module_loader.h"
 
 /* Largest map psf_fits_read_image accepts, in pixels (16384 x 16384). */
 #define FITS_READ_MAX_PIXELS (1LL << 28)
@@ -91,8 +96,8 @@ static int text_ok(const char *s)
     return 1;
 }
 
-int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
-                         char *err, size_t errlen)
+static int write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
+                       char *err, size_t errlen)
 {
     if (npix <= 0) {
         snprintf(err, errlen, "%s: cannot write a FITS image of %d x %d pixels", path, npix, npix);
@@ -157,8 +162,8 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
     return atomic_commit_path(&af, err, errlen);
 }
 
-int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
-                        size_t errlen)
+static int read_image(const char *path, float **data, int *rows, int *cols, char *err,
+                      size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;
@@ -234,7 +239,7 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
     return 0;
 }
 
-int psf_fits_read_key_double(const char *path, const char *key, double *out)
+static int read_key_double(const char *path, const char *key, double *out)
 {
     fitsfile *f = NULL;
     int status = 0;
@@ -253,7 +258,7 @@ int psf_fits_read_key_double(const char *path, const char *key, double *out)
     return 0;
 }
 
-int psf_fits_read_key_string(const char *path, const char *key, char *out, size_t outlen)
+static int read_key_string(const char *path, const char *key, char *out, size_t outlen)
 {
     fitsfile *f = NULL;
     int status = 0;
@@ -273,7 +278,7 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
     return ok ? 0 : -1;
 }
 
-int psf_fits_thread_safe(void)
+static int thread_safe(void)
 {
     return fits_is_reentrant();
 }
@@ -285,6 +290,8 @@ struct psf_fits_cube {
     long long nplanes;
 };
 
+static void cube_abort(psf_fits_cube *c);
+
 static void cube_error(const char *path, int status, char *err, size_t errlen)
 {
     char text[200];
@@ -292,8 +299,8 @@ static void cube_error(const char *path, int status, char *err, size_t errlen)
     snprintf(err, errlen, "cannot write %s: %s", path, text);
 }
 
-psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
-                                  int nkv, char *err, size_t errlen)
+static psf_fits_cube *cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
+                                int nkv, char *err, size_t errlen)
 {
     psf_fits_cube *c = calloc(1, sizeof *c);
     if (!c) {
@@ -314,14 +321,14 @@ psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes,
         write_key(c->f, &kvs[k], &status);
     if (status) {
         cube_error(path, status, err, errlen);
-        psf_fits_cube_abort(c);
+        cube_abort(c);
         return NULL;
     }
     return c;
 }
 
-int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
-                              size_t errlen)
+static int cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
+                            size_t errlen)
 {
     int status = 0;
     LONGLONG n = (LONGLONG)c->npix * c->npix;
@@ -330,8 +337,8 @@ int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *im
     return status ? -1 : 0;
 }
 
-int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
-                         const char *const *units, double *const *cols, char *err, size_t errlen)
+static int cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
+                       const char *const *units, double *const *cols, char *err, size_t errlen)
 {
     int status = 0;
     char **ttype = calloc((size_t)ncols, sizeof *ttype),
@@ -357,7 +364,7 @@ int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
     if (!status) status = cstatus;
     if (status) {
         cube_error(c->af.final_path, status, err, errlen);
-        psf_fits_cube_abort(c);
+        cube_abort(c);
         return -1;
     }
     int rc = atomic_commit_path(&c->af, err, errlen);
@@ -365,7 +372,7 @@ int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
     return rc;
 }
 
-void psf_fits_cube_abort(psf_fits_cube *c)
+static void cube_abort(psf_fits_cube *c)
 {
     if (!c) return;
     if (c->f) {
@@ -375,3 +382,17 @@ void psf_fits_cube_abort(psf_fits_cube *c)
     atomic_abort(&c->af);
     free(c);
 }
+
+PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
+    .abi = FITS_MODULE_ABI,
+    .size = sizeof(fits_module_ops),
+    .write_image = write_image,
+    .read_image = read_image,
+    .read_key_double = read_key_double,
+    .read_key_string = read_key_string,
+    .cube_open = cube_open,
+    .cube_write_plane = cube_write_plane,
+    .cube_commit = cube_commit,
+    .cube_abort = cube_abort,
+    .thread_safe = thread_safe,
+};

@@ -1,5 +1,9 @@
 /* FITS images through cfitsio: float32 PSF output with header keywords,
- * and 2-D map input (aperture, OPD). */
+ * and 2-D map input (aperture, OPD). The code (app/fits_io.c) is the FITS
+ * module, libpsfsim-fits.so, which these functions load on first use
+ * (fits_module.h): when it cannot be loaded each fails with err saying so
+ * ("cannot write PATH: cannot load FITS support: no libpsfsim-fits.so in
+ * ..."), the key readers return -1 and psf_fits_thread_safe 0. */
 #ifndef PSFSIM_FITS_IO_H
 #define PSFSIM_FITS_IO_H
 
@@ -59,7 +63,8 @@ int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
 void psf_fits_cube_abort(psf_fits_cube *c);
 
 /* 1 when cfitsio was built reentrant (several threads may write separate
- * files at once; fits_is_reentrant), else 0. */
+ * files at once; fits_is_reentrant), else 0 (also when the FITS module
+ * cannot be loaded). Loads the module. */
 int psf_fits_thread_safe(void);
 
 #endif

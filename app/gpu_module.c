@@ -1,16 +1,12 @@
 #include "gpu_module.h"
 
-#include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "log.h"
+#include "module_loader.h"
 
 #ifndef PSFSIM_CUDA_TOOLKIT
 #define PSFSIM_CUDA_TOOLKIT "none"
@@ -29,62 +25,32 @@ typedef struct {
 static gpu_module g_module;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* Candidate paths, in order; returns how many were written. */
-static int candidates(char (*paths)[PATH_MAX + 64], int max)
-{
-    int n = 0;
-    const char *env = getenv("PSFSIM_GPU_MODULE");
-    if (env && *env && n < max) snprintf(paths[n++], sizeof paths[0], "%.*s", PATH_MAX, env);
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return n;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return n;
-    *slash = '\0';
-    static const char *const rel[] = {"", "/..", "/../lib/psfsim"};
-    for (size_t i = 0; i < sizeof rel / sizeof *rel && n < max; ++i)
-        snprintf(paths[n++], sizeof paths[0], "%.*s%s/" MODULE_NAME, PATH_MAX - 40, exe, rel[i]);
-    return n;
-}
-
-static int find(char *out, size_t outlen)
-{
-    char paths[4][PATH_MAX + 64];
-    int n = candidates(paths, 4);
-    struct stat st;
-    for (int i = 0; i < n; ++i)
-        if (stat(paths[i], &st) == 0 && S_ISREG(st.st_mode)) {
-            snprintf(out, outlen, "%.*s", (int)outlen - 1, paths[i]);
-            return 0;
-        }
-    return -1;
-}
-
 static void load(void)
 {
-    char path[PATH_MAX + 64];
-    if (find(path, sizeof path) != 0) {
+    static const char *const symbols[] = {"psf_backend_gpu", "gpu_probe_basics"};
+    void *entries[2];
+    char path[MODULE_PATH_MAX], why[sizeof g_module.error];
+    module_status st;
+    void *h = module_load(MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, entries, 2, &st, path,
+                          sizeof path, why, sizeof why);
+    if (st == MODULE_NOT_FOUND) {
         snprintf(g_module.error, sizeof g_module.error,
                  "psfsim was built without the CUDA backend (no " MODULE_NAME ")");
         return;
     }
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(g_module.error, sizeof g_module.error, "cannot load the CUDA backend: %s",
-                 dlerror());
+    if (st == MODULE_LOAD_FAILED) {
+        snprintf(g_module.error, sizeof g_module.error, "cannot load the CUDA backend: %.450s",
+                 why);
         return;
     }
-    /* POSIX: function pointers from dlsym go through a data pointer. */
-    void *b = dlsym(h, "psf_backend_gpu"), *p = dlsym(h, "gpu_probe_basics");
-    if (!b || !p) {
+    if (!h) {
         snprintf(g_module.error, sizeof g_module.error, "%.400s: not a psfsim GPU module", path);
-        dlclose(h);
         return;
     }
     g_module.handle = h;
-    memcpy(&g_module.backend, &b, sizeof b);
-    memcpy(&g_module.probe, &p, sizeof p);
+    /* POSIX: function pointers from dlsym go through a data pointer. */
+    memcpy(&g_module.backend, &entries[0], sizeof entries[0]);
+    memcpy(&g_module.probe, &entries[1], sizeof entries[1]);
 }
 
 static const gpu_module *module(void)
@@ -95,8 +61,8 @@ static const gpu_module *module(void)
 
 int gpu_module_present(void)
 {
-    char path[PATH_MAX + 64];
-    return find(path, sizeof path) == 0;
+    char path[MODULE_PATH_MAX];
+    return module_find(MODULE_NAME, "PSFSIM_GPU_MODULE", path, sizeof path) == 0;
 }
 
 const psf_backend_ops *psf_backend_gpu(void)

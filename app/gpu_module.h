@@ -5,7 +5,8 @@
  * psfsim built or installed without the module is simply CPU-only.
  * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
  * executable, one directory up (build trees: tests/, bench/), and in
- * ../lib/psfsim/ (an installed tree). */
+ * ../lib/psfsim/ (an installed tree): app/module_loader.h, shared with the
+ * FITS and plot modules. */
 #ifndef PSFSIM_GPU_MODULE_H
 #define PSFSIM_GPU_MODULE_H
 

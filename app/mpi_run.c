@@ -1,6 +1,5 @@
 #include "mpi_run.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,25 +18,6 @@ void mpi_split(long long ntodo, int size, int rank, long long *first, long long 
     if (b > e) b = e;
     *first = b;
     *count = e - b;
-}
-
-int mpi_gpu_device(const mpi_world *w)
-{
-    if (!w || w->size <= 1) return 0;
-    int n = 0;
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    if (vis) {
-        for (const char *c = vis; *c; ++c)
-            n += *c == ',';
-        n += vis[0] != '\0';
-    } else {
-        DIR *d = opendir("/proc/driver/nvidia/gpus");
-        struct dirent *e;
-        while (d && (e = readdir(d)))
-            n += e->d_name[0] != '.';
-        if (d) closedir(d);
-    }
-    return n > 0 ? w->local_rank % n : 0;
 }
 
 #ifdef PSFSIM_HAVE_MPI

@@ -58,12 +58,6 @@ int mpi_gather(const mpi_world *w, const void *mine, size_t n, void *all, char *
 #define MPI_SPLIT_UNIT 64 /* the CPU backend's batch; a GPU batch is 16 units */
 void mpi_split(long long ntodo, int size, int rank, long long *first, long long *count);
 
-/* The CUDA device for this rank: local_rank modulo the devices visible
- * (CUDA_VISIBLE_DEVICES' entries when it is set, else the GPUs under
- * /proc/driver/nvidia/gpus), read without initialising CUDA; 0 when none
- * is seen or for a plain run. For psf_set_desc.device. */
-int mpi_gpu_device(const mpi_world *w);
-
 /* "Open MPI v4.1.4, ..." (MPI_Get_library_version, first line) into buf,
  * or NULL when built without MPI. */
 const char *mpi_library(char *buf, size_t len);

@@ -23,7 +23,8 @@ typedef struct {
     psf_set_desc desc;
 } probe_set;
 
-static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom, int measure)
+static void probe_set_init(probe_set *s, int npix, int batch, int device, const char *wisdom,
+                           int measure)
 {
     static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
     static const double c[PROBE_TERMS] = {0.1, 0.05, 0.02};
@@ -39,6 +40,7 @@ static void probe_set_init(probe_set *s, int npix, int batch, const char *wisdom
     s->desc.nimages = batch;
     s->desc.fftw_wisdom = wisdom;
     s->desc.fft_measure = measure;
+    s->desc.device = device;
 }
 
 static void probe_job(const probe_set *s, psf_job *job)
@@ -75,13 +77,14 @@ static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, 
     return 0;
 }
 
-/* Create a backend for N and batch, time create, one image and the batch. */
-static int probe_size(const psf_backend_ops *ops, int npix, int batch, const char *wisdom,
-                      int measure, double *create_us, double *b1_us, double *bb_us, char *err,
-                      size_t errlen)
+/* Create a backend for N and batch on device, time create, one image and
+ * the batch. */
+static int probe_size(const psf_backend_ops *ops, int npix, int batch, int device,
+                      const char *wisdom, int measure, double *create_us, double *b1_us,
+                      double *bb_us, char *err, size_t errlen)
 {
     probe_set s;
-    probe_set_init(&s, npix, batch, wisdom, measure);
+    probe_set_init(&s, npix, batch, device, wisdom, measure);
     psf_backend *b = NULL;
     if (measure && wisdom) { /* measure the plans once, into the wisdom... */
         if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
@@ -120,6 +123,30 @@ static int big_batch(int npix)
     return b < 4 ? 4 : b > 1024 ? 1024 : (int)b;
 }
 
+/* Every other device against device 0: the large batch at PROBE_REL_NPIX
+ * (the throughput that shares a set among GPUs). A device that fails is
+ * left out of "all" (its speed 0 means: do not count it). */
+static int probe_devices(probe_figures *f, const psf_backend_ops *gpu, char *note, size_t notelen)
+{
+    int ref = 0;
+    while (ref < f->nsizes && f->npix[ref] != PROBE_REL_NPIX)
+        ++ref;
+    if (ref == f->nsizes) return -1;
+    f->gpu_rel_speed[0] = 1.0;
+    for (int d = 1; d < f->gpu_count; ++d) {
+        double create, b1, bb;
+        char why[512];
+        if (probe_size(gpu, PROBE_REL_NPIX, f->big_batch[ref], d, NULL, 0, &create, &b1, &bb, why,
+                       sizeof why) != 0 ||
+            !(bb > 0)) {
+            snprintf(note, notelen, "GPU %d: %s", d, why);
+            continue;
+        }
+        f->gpu_rel_speed[d] = f->gpu_bb_us[ref] / bb;
+    }
+    return 0;
+}
+
 static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, size_t notelen)
 {
     gpu_basics gb;
@@ -131,10 +158,22 @@ static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, s
     f->gpu_d2h_us = gb.d2h_us;
     f->gpu_d2h_gbs = gb.d2h_gbs;
     for (int i = 0; i < f->nsizes; ++i)
-        if (probe_size(gpu, f->npix[i], f->big_batch[i], NULL, 0, &f->gpu_create_us[i],
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, 0, &f->gpu_create_us[i],
                        &f->gpu_b1_us[i], &f->gpu_bb_us[i], note, notelen) != 0)
             return -1;
-    return 0;
+    /* The first set-up at each size also loads that size's cuFFT kernels
+     * (CUDA's lazy module loading): 4 ms one time, 200 ms another on the
+     * H200 machine (bench/RESULTS.md, run 4). A second set-up shows the
+     * steady cost; the lower of the two is kept. */
+    for (int i = 0; i < f->nsizes; ++i) {
+        double create, b1;
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, 0, &create, &b1, NULL, note,
+                       notelen) == 0 &&
+            create < f->gpu_create_us[i])
+            f->gpu_create_us[i] = create;
+    }
+    f->gpu_count = gb.device_count < PROBE_MAX_GPUS ? gb.device_count : PROBE_MAX_GPUS;
+    return probe_devices(f, gpu, note, notelen);
 }
 
 /* Encode + write cost of one 256x256 image, per megapixel: a 16-bit log
@@ -195,7 +234,7 @@ int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int m
         snprintf(gpu_note, notelen, "psfsim was built without CUDA");
     if (f->have_gpu) f->gpu_start_us += load_us;
     for (int i = 0; i < PROBE_NSIZES; ++i)
-        if (probe_size(&psf_backend_cpu, f->npix[i], 1, fftw_wisdom, measure_plans,
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, fftw_wisdom, measure_plans,
                        &f->cpu_create_us[i], &f->cpu_us[i], NULL, err, errlen) != 0)
             return -1;
     probe_writers(f);

@@ -16,11 +16,11 @@
 #include "gpu_module.h"
 #include "outputs.h"
 
-#define CACHE_MAGIC "psfsim-probe 2"
+#define CACHE_MAGIC "psfsim-probe 3"
 
 static const char *const key_names[MACHINE_KEY_FIELDS] = {
-    "machine.gpus", "machine.driver", "machine.cudart",  "machine.cufft",
-    "machine.fftw", "machine.cpu",    "machine.threads", "machine.psfsim"};
+    "machine.gpus", "machine.driver",  "machine.cudart", "machine.cufft",  "machine.fftw",
+    "machine.cpu",  "machine.threads", "machine.psfsim", "machine.visible"};
 
 /* Copy s into out, trimmed, with spaces and control characters made '_' so
  * a value is one token. */
@@ -99,6 +99,12 @@ void machine_key_read(machine_key *k)
     token(k->value[5], sizeof k->value[5], k->value[5][0] == '_' ? k->value[5] + 1 : k->value[5]);
     snprintf(k->value[6], sizeof k->value[6], "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     snprintf(k->value[7], sizeof k->value[7], "%s", PSFSIM_VERSION);
+    /* The devices CUDA shows (and their count, which the probe measured). */
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis)
+        token(k->value[8], sizeof k->value[8], vis[0] ? vis : "empty");
+    else
+        snprintf(k->value[8], sizeof k->value[8], "unset");
 }
 
 const char *probe_cache_dir(char *buf, size_t len)
@@ -150,6 +156,12 @@ static int fig_rows(probe_figures *f, fig_row *rows)
     ROW_D("probe_us", &f->probe_us);
     ROW_D("png_us_per_mpix", &f->png_us_per_mpix);
     ROW_D("fits_us_per_mpix", &f->fits_us_per_mpix);
+    ROW_I("gpu_count", &f->gpu_count);
+    for (int d = 0; d < PROBE_MAX_GPUS; ++d) {
+        char b[40];
+        snprintf(b, sizeof b, "gpu_rel_speed.%d", d);
+        ROW_D(b, &f->gpu_rel_speed[d]);
+    }
     for (int s = 0; s < PROBE_NSIZES; ++s) {
         char b[40];
 #define ROW_S(kind, label, ptr) (snprintf(b, sizeof b, "%s.%d", label, s), kind(b, ptr))
@@ -164,7 +176,7 @@ static int fig_rows(probe_figures *f, fig_row *rows)
     return n;
 }
 
-#define FIG_ROWS_MAX (11 + 7 * PROBE_NSIZES)
+#define FIG_ROWS_MAX (12 + PROBE_MAX_GPUS + 7 * PROBE_NSIZES)
 
 static void cache_path(const char *dir, char *out, size_t len)
 {
@@ -182,7 +194,10 @@ static int figures_valid(const probe_figures *f)
                              isfinite(f->gpu_bb_us[s]) && f->gpu_create_us[s] >= 0))
             return 0;
     }
-    return !f->have_gpu || (f->gpu_start_us >= 0 && isfinite(f->gpu_start_us));
+    for (int d = 0; d < PROBE_MAX_GPUS; ++d)
+        if (!(f->gpu_rel_speed[d] >= 0 && isfinite(f->gpu_rel_speed[d]))) return 0;
+    return !f->have_gpu || (f->gpu_start_us >= 0 && isfinite(f->gpu_start_us) &&
+                            f->gpu_count >= 1 && f->gpu_count <= PROBE_MAX_GPUS);
 }
 
 /* Parse "name value" lines; every key field and figure must be there once. */

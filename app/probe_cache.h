@@ -3,7 +3,8 @@
  * as a small "key value" text file written atomically. The machine key is
  * read without initialising CUDA: GPUs and driver from /proc/driver/nvidia,
  * CUDA runtime and cuFFT versions compiled in, FFTW's version, the CPU
- * model and thread count. A different key, a corrupt or truncated file:
+ * model and thread count, and CUDA_VISIBLE_DEVICES (the devices the
+ * probe counted and compared). A different key, a corrupt or truncated file:
  * the cache misses and psfsim probes again. */
 #ifndef PSFSIM_PROBE_CACHE_H
 #define PSFSIM_PROBE_CACHE_H
@@ -12,10 +13,10 @@
 
 #include "probe.h"
 
-#define MACHINE_KEY_FIELDS 8
+#define MACHINE_KEY_FIELDS 9
 
 typedef struct {
-    /* gpus, driver, cudart, cufft, fftw, cpu, threads, psfsim */
+    /* gpus, driver, cudart, cufft, fftw, cpu, threads, psfsim, visible */
     char value[MACHINE_KEY_FIELDS][256];
     int gpu_present; /* /proc/driver/nvidia lists a GPU (or /dev/nvidia0 exists) */
 } machine_key;

@@ -1,20 +1,13 @@
-#include "probe_plot.h"
-
+/* The --probe plot drawn with cairo: the plot module, libpsfsim-plot.so
+ * (plot_module.h), built only when cairo is found; psfsim calls it through
+ * app/plot_module.c, so only --probe maps cairo. */
+#include <cairo.h>
 #include <math.h>
 #include <stdio.h>
 
 #include "atomic_file.h"
-#include "probe_report.h"
-
-#ifndef PSFSIM_HAVE_CAIRO
-int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen)
-{
-    (void)f, (void)path;
-    snprintf(err, errlen, "psfsim was built without cairo");
-    return 1;
-}
-#else
-#include <cairo.h>
+#include "module_loader.h"
+#include "plot_module.h"
 
 #define W 800
 #define H 520
@@ -124,7 +117,9 @@ static cairo_status_t write_fp(void *closure, const unsigned char *data, unsigne
                                                         : CAIRO_STATUS_WRITE_ERROR;
 }
 
-int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen)
+/* plot_module_ops.draw. */
+static int draw(const probe_figures *f, const double crossovers[2], const char *path, char *err,
+                size_t errlen)
 {
     cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
     cairo_t *cr = cairo_create(sf);
@@ -137,8 +132,8 @@ int probe_plot(const probe_figures *f, const char *path, char *err, size_t errle
         snprintf(big, sizeof big, "GPU, large batch (per image)");
         series(cr, f, &a, 1, 0.85, 0.3, 0.1, "GPU, one image", 1);
         series(cr, f, &a, 2, 0.1, 0.6, 0.2, big, 2);
-        crossover(cr, &a, probe_crossover(f, 0), 0.85, 0.3, 0.1);
-        crossover(cr, &a, probe_crossover(f, 1), 0.1, 0.6, 0.2);
+        crossover(cr, &a, crossovers[0], 0.85, 0.3, 0.1);
+        crossover(cr, &a, crossovers[1], 0.1, 0.6, 0.2);
     }
     cairo_destroy(cr);
     atomic_file af;
@@ -153,4 +148,9 @@ int probe_plot(const probe_figures *f, const char *path, char *err, size_t errle
     cairo_surface_destroy(sf);
     return rc;
 }
-#endif
+
+PSFSIM_MODULE_EXPORT const plot_module_ops psf_plot_module_entry = {
+    .abi = PLOT_MODULE_ABI,
+    .size = sizeof(plot_module_ops),
+    .draw = draw,
+};

@@ -1,6 +1,7 @@
 /* The probe's plot: time per image against N, log-log, for the CPU and the
  * GPU at batch 1 and at the large batch, crossovers marked. Drawn with cairo
- * (cairographics.org) when psfsim is built with it. */
+ * (cairographics.org) by the plot module, libpsfsim-plot.so, built when
+ * cairo is found and loaded only here (plot_module.h). */
 #ifndef PSFSIM_PROBE_PLOT_H
 #define PSFSIM_PROBE_PLOT_H
 
@@ -9,7 +10,8 @@
 #include "probe.h"
 
 /* Write the plot to path (PNG, atomically). Returns 0; 1 when built without
- * cairo (reason in err); -1 with err on failure. */
+ * cairo (no plot module) or when the module cannot be loaded (reason in
+ * err: the plot is skipped); -1 with err on failure. */
 int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen);
 
 #endif

@@ -57,6 +57,15 @@ void probe_print_table(const probe_figures *f, FILE *out)
                 f->gpu_d2h_gbs);
     else
         fputs("GPU: none usable\n", out);
+    if (f->have_gpu && f->gpu_count > 1) { /* the figures below are device 0's */
+        fprintf(out,
+                "GPUs: %d visible; large-batch speed at %dx%d relative to GPU 0:", f->gpu_count,
+                PROBE_REL_NPIX, PROBE_REL_NPIX);
+        for (int d = 1; d < f->gpu_count && d < PROBE_MAX_GPUS; ++d)
+            fprintf(out, " GPU %d %.2f%s", d, f->gpu_rel_speed[d],
+                    f->gpu_rel_speed[d] > 0 ? "" : " (failed: left out)");
+        fputc('\n', out);
+    }
     fprintf(out, "%6s %12s %12s %6s %6s %12s %6s\n", "N", "cpu_us", "gpu_b1_us", "win_b1", "batch",
             "gpu_bb_us", "win_bb");
     for (int i = 0; i < f->nsizes; ++i) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fits_module.h"
 #include "interrupt.h"
 #include "set_limits.h"
 #include "log.h"
@@ -26,7 +27,7 @@ static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
     size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
-    for (int s = 0; s < WRITER_SLOTS; ++s) {
+    for (int s = 0; s < r->nlanes * WRITER_SLOTS; ++s) {
         run_slot *sl = &r->slots[s];
         sl->jobs = calloc(b, sizeof *sl->jobs);
         sl->infos = calloc(b, sizeof *sl->infos);
@@ -43,22 +44,113 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* auto chose the GPU for a set big enough to repay it: create the GPU in a
+/* PSFSIM_TEST_LANES=n (2..RUN_MAX_LANES): a CPU run computes with n CPU
+ * lanes sharing the queue, as n GPUs would, so that the multi-device path
+ * is tested on machines without GPUs (tests/e2e_lanes.sh). 1 otherwise. */
+static int test_cpu_lanes(void)
+{
+    const char *s = getenv("PSFSIM_TEST_LANES");
+    int n = s ? atoi(s) : 1;
+    return n >= 2 && n <= RUN_MAX_LANES ? n : 1;
+}
+
+/* The lanes: one per GPU the decision names (one per MPI rank: the rank's
+ * GPU by local rank), one for the CPU. */
+static void plan_lanes(run_state *r)
+{
+    const backend_decision *d = &r->decision;
+    int gpu = d->ops != &psf_backend_cpu;
+    r->nlanes = gpu && !r->mpi && d->ndevices > 1 ? d->ndevices : gpu ? 1 : test_cpu_lanes();
+    long long batches = (r->todo + r->batch - 1) / r->batch; /* no lane without a batch */
+    if (r->nlanes > batches) r->nlanes = batches > 0 ? (int)batches : 1;
+    for (int l = 0; l < r->nlanes; ++l) {
+        r->lanes[l].first_slot = l * WRITER_SLOTS;
+        r->lanes[l].device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
+    }
+    if (gpu && r->mpi && d->ndevices > 0) /* a rank's GPU: by local rank */
+        r->lanes[0].device = d->devices[r->mpi->local_rank % d->ndevices];
+    atomic_init(&r->gpus_alive, gpu ? r->nlanes : 0);
+    atomic_init(&r->failed, 0);
+}
+
+static void desc_for(const run_state *r, const run_lane *ln, psf_set_desc *desc)
+{
+    image_set_desc(&r->set, r->batch, desc);
+    desc->device = ln->device;
+}
+
+/* auto chose one GPU for a set big enough to repay it: create the GPU in a
  * thread while the CPU computes the first batches (app/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_set_desc desc;
-    image_set_desc(&r->set, r->batch, &desc);
-    desc.device = mpi_gpu_device(r->mpi); /* MPI: by local rank; else 0 */
+    desc_for(r, &r->lanes[0], &desc);
     size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
     if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
-    if (run_open_backend(r, &psf_backend_cpu, err, errlen) != 0) {
+    if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
-        run_close_backend(r);
+        run_close_lane(r, &r->lanes[0]);
         return -1;
     }
+    atomic_store(&r->gpus_alive, 0); /* until it is adopted */
     r->warming = 1;
     log_info("starting the GPU in the background; the CPU computes the first images");
+    return 0;
+}
+
+/* Several GPUs: create their backends side by side (a context each, 0.3-
+ * 0.5 s), keep those that start; one that does not is named and left out.
+ * 0, or -1 with the first failure in err when none starts. */
+static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
+{
+    gpu_warmup *w = calloc(RUN_MAX_LANES, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "cannot allocate the GPUs' start-up state");
+        return -1;
+    }
+    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
+    int n = r->nlanes, kept = 0;
+    for (int l = 0; l < n; ++l) {
+        psf_set_desc desc;
+        desc_for(r, &r->lanes[l], &desc);
+        if (gpu_warmup_start(&w[l], r->decision.ops, &desc, floats) != 0) w[l].rc = -1;
+    }
+    for (int l = 0; l < n; ++l) {
+        int dev = r->lanes[l].device;
+        if (w[l].started ? gpu_warmup_join(&w[l]) != 0 : 1) {
+            if (!kept && !err[0])
+                snprintf(err, errlen, "%s", w[l].started ? w[l].err : "no thread");
+            log_warn("GPU %d: %s; the other GPUs take its images", dev,
+                     w[l].started ? w[l].err : "cannot start a thread");
+            continue;
+        }
+        run_lane *ln = &r->lanes[kept];
+        *ln = (run_lane){.ops = w[l].ops,
+                         .backend = w[l].backend,
+                         .device = dev,
+                         .first_slot = kept * WRITER_SLOTS};
+        for (int s = 0; s < WRITER_SLOTS; ++s)
+            r->slots[ln->first_slot + s].images = w[l].images[s];
+        kept++;
+    }
+    free(w);
+    r->nlanes = kept > 0 ? kept : 1;
+    atomic_store(&r->gpus_alive, kept);
+    return kept > 0 ? 0 : -1;
+}
+
+static void close_lanes(run_state *r)
+{
+    for (int l = 0; l < r->nlanes; ++l)
+        run_close_lane(r, &r->lanes[l]);
+}
+
+/* One backend per lane, made one after the other (the CPU's planner is
+ * not thread-safe). 0, or -1 with err. */
+static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen)
+{
+    for (int l = 0; l < r->nlanes; ++l)
+        if (run_open_lane(r, &r->lanes[l], ops, err, errlen) != 0) return -1;
     return 0;
 }
 
@@ -66,20 +158,37 @@ static int start_warm(run_state *r, char *err, size_t errlen)
  * (exit 2, nothing written); with auto the CPU takes over. */
 static int start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
-    r->batch = batch_size(r->decision.ops, r->set.samp.npix, r->todo);
+    const psf_backend_ops *ops = r->decision.ops;
+    r->batch = batch_size(ops, r->set.samp.npix, r->todo);
     *status = 3;
+    plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
-    if (r->decision.ops != &psf_backend_cpu && r->cfg.backend == BACKEND_AUTO &&
-        r->todo > 2 * RUN_WARM_BATCH && start_warm(r, err, errlen) == 0) {
+    int gpu = ops != &psf_backend_cpu;
+    if (gpu && r->nlanes == 1 && r->cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
+        start_warm(r, err, errlen) == 0) {
         *status = 0;
         return 0;
     }
-    if (run_open_backend(r, r->decision.ops, err, errlen) == 0) {
+    err[0] = '\0';
+    int rc =
+        gpu && r->nlanes > 1 ? open_gpu_lanes(r, err, errlen) : open_lanes(r, ops, err, errlen);
+    if (rc == 0) {
+        if (r->nlanes > 1 && gpu) {
+            char list[128];
+            int dev[RUN_MAX_LANES];
+            for (int l = 0; l < r->nlanes; ++l)
+                dev[l] = r->lanes[l].device;
+            size_t len = strlen(r->decision.reason);
+            snprintf(r->decision.reason + len, sizeof r->decision.reason - len, " on GPUs %s",
+                     gpu_list_format(dev, r->nlanes, list, sizeof list));
+            log_info("the set is shared by GPUs %s (one queue of %d-image batches)", list,
+                     r->batch);
+        }
         *status = 0;
         return 0;
     }
-    run_close_backend(r);
-    if (r->decision.ops == &psf_backend_cpu) return -1;
+    close_lanes(r);
+    if (!gpu) return -1;
     if (r->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
         machine_key key;
         machine_key_read(&key);
@@ -95,7 +204,10 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
     log_warn("%s; computing the images on the CPU", why);
     snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
              why);
-    if (run_open_backend(r, &psf_backend_cpu, err, errlen) != 0) return -1;
+    r->nlanes = 1;
+    r->lanes[0].device = 0;
+    atomic_store(&r->gpus_alive, 0);
+    if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) return -1;
     *status = 0;
     return 0;
 }
@@ -122,6 +234,13 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
+    /* FITS output needs the FITS module: a psfsim without it says so before
+     * any work (exit 2, nothing written), not after the first image. */
+    char ferr[RUN_ERRLEN];
+    if (r->cfg.fits_enabled && fits_module_load(ferr, sizeof ferr) != 0) {
+        snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
+        return -1;
+    }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
@@ -133,7 +252,8 @@ static int prepare(run_state *r, char *err, size_t errlen)
     r->k_begin = 0;
     r->k_end = r->set.nimages;
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
-    if (backend_select(r->cfg.backend, &r->set, o->jobs, &r->decision, err, errlen) != 0) return -1;
+    if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
+        return -1;
     if (is_root(r)) {
         if (r->set.mft)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g lambda/D) into "
@@ -273,7 +393,7 @@ static int start(run_state *r, char *err, size_t errlen)
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
-    r->writers = writer_pool_create(r->nwriters, &r->set, r->dir);
+    r->writers = writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->dir);
     if (!r->writers) {
         snprintf(err, errlen, "cannot start the writer threads");
         return -1;
@@ -300,7 +420,7 @@ static void fill_report(const run_state *r, int status, const char *err, double 
     p->status = status;
     p->nwriters = r->nwriters > 0 ? r->nwriters : 1;
     p->local_rank = r->mpi ? r->mpi->local_rank : 0;
-    p->device = mpi_gpu_device(r->mpi);
+    p->device = r->lanes[0].device;
     p->k_begin = r->k_begin;
     p->k_end = r->k_end;
     p->todo = r->todo;
@@ -314,6 +434,26 @@ static void fill_report(const run_state *r, int status, const char *err, double 
     snprintf(p->host, sizeof p->host, "%s", r->mpi ? r->mpi->host : "");
     snprintf(p->reason, sizeof p->reason, "%.191s", r->decision.reason);
     snprintf(p->err, sizeof p->err, "%s", status && err[0] ? err : status ? "see its log" : "");
+}
+
+/* Several lanes (GPUs): each one's share of the images and its compute
+ * time, in the timing log and with -v (a slower or busier GPU takes fewer). */
+static void lane_summary(run_state *r)
+{
+    if (r->nlanes < 2) return;
+    long long all = 0;
+    for (int l = 0; l < r->nlanes; ++l)
+        all += r->lanes[l].images;
+    for (int l = 0; l < r->nlanes; ++l) {
+        const run_lane *ln = &r->lanes[l];
+        char name[32], note[160];
+        snprintf(name, sizeof name, "lane_%d", l);
+        snprintf(note, sizeof note, "%s %d: %lld image(s), %.1f%% of this run's, compute %.0f us",
+                 ln->ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->device, ln->images,
+                 all ? 100.0 * ln->images / all : 0.0, ln->compute_us);
+        timing_summary(&r->timing, name, (double)ln->images, note);
+        log_info("%s", note);
+    }
 }
 
 /* Stage totals and their share of the wall time: what bounds the run.
@@ -339,6 +479,7 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     char note[512], of[64];
     of[0] = '\0'; /* (an empty format is a clang -Wformat-zero-length error) */
     if (n > 1) snprintf(of, sizeof of, "summed over %d MPI ranks: ", n);
+    if (n == 1 && r->nlanes > 1) snprintf(of, sizeof of, "summed over %d GPUs: ", r->nlanes);
     timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
     timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
     timing_summary(t, "backend", NAN, r->decision.reason);
@@ -347,7 +488,7 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     timing_summary(t, "probe", NAN, r->decision.probe);
     snprintf(note, sizeof note, "images written by this run%s", n > 1 ? ", all ranks" : "");
     timing_summary(t, "images", (double)sum.written, note);
-    double base = n > 1 ? walls : wall;
+    double base = n > 1 ? walls : wall * r->nlanes; /* lanes: each has the wall time */
     snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.compute_us / base);
     timing_summary(t, "compute_us", sum.compute_us, note);
     snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.metrics_us / base);
@@ -365,7 +506,8 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     /* Writing bounds the run when the compute loop waited for the writers a
      * tenth of the time or more (they were the slower stage). */
     timing_summary(t, "wall_us", wall,
-                   sum.wait_us >= 0.1 * wall ? "bound by writing" : "bound by compute");
+                   sum.wait_us >= 0.1 * wall * r->nlanes ? "bound by writing" : "bound by compute");
+    lane_summary(r);
     if (n == 1) return;
     char lib[128];
     snprintf(note, sizeof note, "%s; blocks of whole %d-image units (README, Many hosts: MPI)",
@@ -431,7 +573,9 @@ static int close_logs(run_state *r, int complete, char *err, size_t errlen)
         rc |= manifest_close(&r->manifest, err, errlen);
         r->manifest_open = 0;
         if (rc == 0) rc |= close_cube(r, complete, err, errlen);
-        if (rc == 0 && r->resume.ndone > 0) rc |= sort_logs(r, err, errlen);
+        /* Rows come in completion order when several lanes computed, and
+         * after the kept rows on --resume. */
+        if (rc == 0 && (r->resume.ndone > 0 || r->nlanes > 1)) rc |= sort_logs(r, err, errlen);
     }
     return rc ? -1 : 0;
 }
@@ -513,8 +657,9 @@ static void cleanup(run_state *r)
     if (r->cube_open) cube_writer_abort(&r->cube);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
-    run_close_backend(r);
-    for (int s = 0; s < WRITER_SLOTS; ++s) {
+    close_lanes(r);
+    pthread_mutex_destroy(&r->mu);
+    for (int s = 0; s < RUN_MAX_LANES * WRITER_SLOTS; ++s) {
         run_slot *sl = &r->slots[s];
         free(sl->jobs);
         free(sl->infos);
@@ -564,6 +709,8 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     r.opt = o;
     r.mpi = w && w->active && w->size > 1 ? w : NULL;
     r.t_start = clock_us();
+    r.nlanes = 1;
+    pthread_mutex_init(&r.mu, NULL);
     interrupt_install();
     char err[RUN_ERRLEN] = "";
     int status = prepare(&r, err, sizeof err) != 0 ? 2 : 0;

@@ -13,18 +13,18 @@
 #include "probe_cache.h"
 #include "run_state.h"
 
-int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen)
+int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
 {
     psf_set_desc desc;
     image_set_desc(&r->set, r->batch, &desc);
-    desc.device = mpi_gpu_device(r->mpi); /* MPI: by local rank; else 0 */
+    desc.device = ln->device;
     char wisdom[4200];
     desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
-    if (ops->create(&desc, &r->backend, err, errlen) != 0) return -1;
-    r->ops = ops;
+    if (ops->create(&desc, &ln->backend, err, errlen) != 0) return -1;
+    ln->ops = ops;
     size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;
-    for (int s = 0; s < WRITER_SLOTS; ++s) {
-        r->slots[s].images = ops->alloc_images(r->backend, (size_t)r->batch * plane);
+    for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
+        r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
         if (!r->slots[s].images) {
             snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name,
                      r->batch, r->set.samp.npix, r->set.samp.npix);
@@ -34,14 +34,14 @@ int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t
     return 0;
 }
 
-void run_close_backend(run_state *r)
+void run_close_lane(run_state *r, run_lane *ln)
 {
-    for (int s = 0; s < WRITER_SLOTS; ++s) {
-        if (r->slots[s].images) r->ops->free_images(r->backend, r->slots[s].images);
+    for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
+        if (r->slots[s].images) ln->ops->free_images(ln->backend, r->slots[s].images);
         r->slots[s].images = NULL;
     }
-    if (r->backend) r->ops->destroy(r->backend);
-    r->backend = NULL;
+    if (ln->backend) ln->ops->destroy(ln->backend);
+    ln->backend = NULL;
 }
 
 /* Remove the files of a written image (res's names in r->dir). */
@@ -58,16 +58,11 @@ static void forget_image(run_state *r, const image_result *res)
     }
 }
 
-/* Wait for a slot's writes and log them: manifest and timing rows in index
- * order, flushed, so the manifest lists exactly the images whose files are
- * in place. Returns -1 with err when one of them failed. */
-static int retire(run_state *r, int s, char *err, size_t errlen)
+/* Log slot sl's written images (r->mu held): manifest and timing rows,
+ * flushed, so the manifest lists exactly the images whose files are in
+ * place. Returns -1 with err when one of them failed. */
+static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
 {
-    run_slot *sl = &r->slots[s];
-    if (sl->count == 0) return 0;
-    double t0 = clock_us();
-    r->write_busy_us += writer_pool_wait_slot(r->writers, s);
-    r->wait_us += clock_us() - t0;
     int rc = 0, added = 0;
     for (int i = 0; i < sl->count; ++i) {
         const write_job *w = &sl->writes[i];
@@ -110,15 +105,34 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         if (rc == 0) snprintf(err, errlen, "%s", ferr);
         rc = -1;
     }
-    sl->count = 0;
     progress_update(&r->bar, r->written);
     return rc;
 }
 
-static int retire_all(run_state *r, char *err, size_t errlen)
+/* Wait for slot s's writes, then log them (in completion order: with
+ * several lanes the journals are sorted at the end, app/run.c). Only the
+ * slot's own lane, or the main thread after the lanes, retires a slot. */
+static int retire(run_state *r, int s, char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    if (sl->count == 0) return 0;
+    double t0 = clock_us();
+    double busy = writer_pool_wait_slot(r->writers, s);
+    double waited = clock_us() - t0;
+    pthread_mutex_lock(&r->mu);
+    r->write_busy_us += busy;
+    r->wait_us += waited;
+    int rc = log_slot(r, sl, err, errlen);
+    pthread_mutex_unlock(&r->mu);
+    sl->count = 0;
+    return rc;
+}
+
+/* Retire slots [first, first + n): 0, or -1 with the first error. */
+static int retire_range(run_state *r, int first, int n, char *err, size_t errlen)
 {
     int rc = 0;
-    for (int s = 0; s < WRITER_SLOTS; ++s) {
+    for (int s = first; s < first + n; ++s) {
         char e[RUN_ERRLEN] = "";
         if (retire(r, s, e, sizeof e) != 0 && rc == 0) {
             snprintf(err, errlen, "%s", e);
@@ -128,64 +142,87 @@ static int retire_all(run_state *r, char *err, size_t errlen)
     return rc;
 }
 
-/* The jobs of the next images still to do, from *next on, below r->k_end
- * (this process's range). Returns how many. */
-static int fill_slot(run_state *r, int s, long long *next, char *err, size_t errlen)
+/* The jobs of the next images still to do, from the queue (r->next) on,
+ * below r->k_end (this process's range), into slot s. Returns how many. */
+static int fill_slot(run_state *r, int s, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
     size_t per = image_set_storage(&r->set);
-    int nb = 0;
+    int nb = 0, rc = 0;
     int limit = r->warming ? RUN_WARM_BATCH : r->batch;
-    while (nb < limit && *next < r->k_end) {
-        long long k = (*next)++;
+    pthread_mutex_lock(&r->mu);
+    while (nb < limit && r->next < r->k_end) {
+        long long k = r->next++;
         if (r->resume.done && r->resume.done[k]) continue;
         if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb], &sl->infos[nb],
-                          err, errlen) != 0)
-            return -1;
+                          err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
         nb++;
     }
-    return nb;
+    pthread_mutex_unlock(&r->mu);
+    return rc ? rc : nb;
 }
 
-/* The GPU failed: say so once and go on with the CPU (design.md). The
- * writers must be done with every slot before the GPU's buffers go. */
-static int fall_back_to_cpu(run_state *r, const char *why, char *err, size_t errlen)
+/* "" for a one-lane run, else "GPU 1: ", naming the lane in messages. */
+static const char *lane_name(const run_state *r, const run_lane *ln, char *buf, size_t len)
 {
-    log_warn("%s; computing the remaining images on the CPU", why);
-    int s_busy = 0;
-    for (int s = 0; s < WRITER_SLOTS; ++s)
-        s_busy |= r->slots[s].count > 0;
-    if (s_busy && retire_all(r, err, errlen) != 0) return -1;
-    run_close_backend(r);
-    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
-    return run_open_backend(r, &psf_backend_cpu, err, errlen);
+    buf[0] = '\0';
+    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->device);
+    return buf;
 }
 
-/* Run the backend on slot s's nb jobs, falling back to the CPU once. */
-static int compute(run_state *r, int s, int nb, char *err, size_t errlen)
+/* Lane ln's GPU failed: say so once and go on with the CPU (design.md). The
+ * writers must be done with the lane's slots before the GPU's buffers go.
+ * With several lanes the CPU backend is made under r->mu (FFTW's planner
+ * is not thread-safe), and the lane stops after this batch while another
+ * GPU lane is alive (ln->retiring). */
+static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *err, size_t errlen)
+{
+    char name[32];
+    lane_name(r, ln, name, sizeof name);
+    int others = atomic_fetch_sub(&r->gpus_alive, 1) - 1;
+    if (r->nlanes > 1 && others > 0)
+        log_warn("%s%s; its batch is computed on the CPU, the other GPUs take the rest", name, why);
+    else
+        log_warn("%s%s; computing the remaining images on the CPU", name, why);
+    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
+    run_close_lane(r, ln);
+    pthread_mutex_lock(&r->mu);
+    snprintf(r->decision.reason, sizeof r->decision.reason,
+             "backend cpu: fallback after: %.16s%.200s", name, why);
+    int rc = run_open_lane(r, ln, &psf_backend_cpu, err, errlen);
+    pthread_mutex_unlock(&r->mu);
+    ln->retiring = r->nlanes > 1 && others > 0;
+    return rc;
+}
+
+/* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
+static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
 {
     double t0 = clock_us();
-    if (r->ops->run(r->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) == 0) {
-        r->compute_us += clock_us() - t0;
+    if (ln->ops->run(ln->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) == 0) {
+        ln->compute_us += clock_us() - t0;
         return 0;
     }
-    if (r->ops == &psf_backend_cpu) return -1;
+    if (ln->ops == &psf_backend_cpu) return -1;
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    if (fall_back_to_cpu(r, why, err, errlen) != 0) return -1;
+    if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
     t0 = clock_us();
-    if (r->ops->run(r->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) != 0)
+    if (ln->ops->run(ln->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) != 0)
         return -1;
-    r->compute_us += clock_us() - t0;
+    ln->compute_us += clock_us() - t0;
     return 0;
 }
 
 /* Metrics of each image of slot s, then hand it to the writers. */
-static void submit(run_state *r, int s, int nb, double compute_share_us)
+static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
 {
     run_slot *sl = &r->slots[s];
     int npix = r->set.samp.npix;
+    double metrics_us = 0;
     for (int i = 0; i < nb; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * npix * npix;
@@ -193,27 +230,34 @@ static void submit(run_state *r, int s, int nb, double compute_share_us)
         image_set_finish_image(&r->set, info, img); /* MFT "sum": divide by the image's sum */
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
-        res->backend = r->ops->name;
+        res->backend = ln->ops->name;
         res->strehl = metrics_peak(img, npix).value / info->ref_peak;
         res->axial_intensity = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
         sl->timings[i] = (image_timing){.compute_us = compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
-        r->metrics_us += sl->timings[i].metrics_us;
+        metrics_us += sl->timings[i].metrics_us;
         sl->writes[i] = (write_job){.k = info->params.index,
                                     .img = img,
                                     .info = info,
                                     .res = res,
                                     .timing = &sl->timings[i]};
-        writer_pool_submit(r->writers, s, &sl->writes[i]);
     }
+    /* The slot's count is set before its first job can finish. */
     sl->count = nb;
+    ln->images += nb;
+    pthread_mutex_lock(&r->mu);
+    r->metrics_us += metrics_us;
+    pthread_mutex_unlock(&r->mu);
+    for (int i = 0; i < nb; ++i)
+        writer_pool_submit(r->writers, s, &sl->writes[i]);
 }
 
-/* The GPU created in the background is ready: once the writers are done
- * with the CPU's buffers, take it (or, if it failed, stay on the CPU). */
-static int adopt_gpu(run_state *r, char *err, size_t errlen)
+/* The GPU created in the background is ready (one-lane runs): once the
+ * writers are done with the CPU's buffers, take it (or, if it failed, stay
+ * on the CPU). */
+static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
 {
-    if (retire_all(r, err, errlen) != 0) return -1;
+    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
     r->warming = 0;
     if (gpu_warmup_join(&r->warm) != 0) {
         log_warn("%s; computing the images on the CPU", r->warm.err);
@@ -221,48 +265,82 @@ static int adopt_gpu(run_state *r, char *err, size_t errlen)
                  "backend cpu: fallback after: %.200s", r->warm.err);
         return 0;
     }
-    run_close_backend(r);
-    r->backend = r->warm.backend;
-    r->ops = r->warm.ops;
+    run_close_lane(r, ln);
+    ln->backend = r->warm.backend;
+    ln->ops = r->warm.ops;
     for (int s = 0; s < WRITER_SLOTS; ++s)
-        r->slots[s].images = r->warm.images[s];
+        r->slots[ln->first_slot + s].images = r->warm.images[s];
+    atomic_store(&r->gpus_alive, 1);
     log_info("the GPU is ready after %lld image(s) on the CPU", r->written);
     return 0;
 }
 
+/* One lane's loop: take a batch from the queue into its next slot (once
+ * the writers are done with that slot), compute it, hand it to the
+ * writers. Returns 0 when the queue is empty, the run interrupted or
+ * another lane failed; -1 with err on a failure. */
+static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
+{
+    for (int i = 0;; i = (i + 1) % WRITER_SLOTS) {
+        int s = ln->first_slot + i;
+        if (retire(r, s, err, errlen) != 0) return -1;
+        if (interrupt_pending() || atomic_load(&r->failed)) return 0;
+        if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, ln, err, errlen) != 0)
+            return -1;
+        int nb = fill_slot(r, s, err, errlen);
+        if (nb <= 0) return nb;
+        double t0 = clock_us();
+        if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
+        submit(r, ln, s, nb, (clock_us() - t0) / nb);
+        if (ln->retiring) return 0;
+    }
+}
+
+/* A lane's thread: its loop, then on failure stop the others and the writers. */
+static void *lane_main(void *arg)
+{
+    run_lane *ln = arg;
+    run_state *r = ln->run;
+    ln->err[0] = '\0';
+    ln->rc = lane_loop(r, ln, ln->err, sizeof ln->err);
+    if (ln->rc != 0) {
+        atomic_store(&r->failed, 1);
+        writer_pool_stop(r->writers); /* nothing new after a failure */
+    }
+    return NULL;
+}
+
 int run_images(run_state *r, char *err, size_t errlen)
 {
-    long long next = r->k_begin;
-    int s = 0, rc = 0;
-    for (;;) {
-        if (retire(r, s, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        if ((r->interrupted = interrupt_pending())) break;
-        if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        int nb = fill_slot(r, s, &next, err, errlen);
-        if (nb <= 0) {
-            rc = nb;
-            break;
-        }
-        double t0 = clock_us();
-        if (compute(r, s, nb, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        submit(r, s, nb, (clock_us() - t0) / nb);
-        s = (s + 1) % WRITER_SLOTS;
+    r->next = r->k_begin;
+    int started[RUN_MAX_LANES] = {0};
+    for (int l = 1; l < r->nlanes; ++l) {
+        r->lanes[l].run = r;
+        started[l] = pthread_create(&r->lanes[l].thread, NULL, lane_main, &r->lanes[l]) == 0;
+        if (!started[l])
+            log_warn("cannot start a thread for GPU %d; the others take its images",
+                     r->lanes[l].device);
     }
-    if (rc != 0) writer_pool_stop(r->writers); /* nothing new after a failure */
+    r->lanes[0].run = r;
+    lane_main(&r->lanes[0]); /* the first lane on this thread */
+    int rc = r->lanes[0].rc;
+    if (rc != 0) snprintf(err, errlen, "%s", r->lanes[0].err);
+    for (int l = 1; l < r->nlanes; ++l) {
+        if (!started[l]) continue;
+        pthread_join(r->lanes[l].thread, NULL);
+        if (r->lanes[l].rc != 0 && rc == 0) {
+            snprintf(err, errlen, "%s", r->lanes[l].err);
+            rc = -1;
+        }
+    }
     char e[RUN_ERRLEN];
-    if (retire_all(r, e, sizeof e) != 0 && rc == 0) {
+    if (retire_range(r, 0, r->nlanes * WRITER_SLOTS, e, sizeof e) != 0 && rc == 0) {
         snprintf(err, errlen, "%s", e);
         rc = -1;
     }
+    r->compute_us = 0;
+    for (int l = 0; l < r->nlanes; ++l)
+        r->compute_us += r->lanes[l].compute_us;
     if (!r->interrupted) r->interrupted = interrupt_pending();
     return rc;
 }

@@ -3,6 +3,9 @@
 #ifndef PSFSIM_RUN_STATE_H
 #define PSFSIM_RUN_STATE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "backend_select.h"
 #include "cli.h"
 #include "cube_writer.h"
@@ -21,6 +24,8 @@
 #define RUN_BATCH_BYTES (512.0 * 1024 * 1024)
 /* Images per CPU batch while the GPU starts: small, to switch soon. */
 #define RUN_WARM_BATCH 32
+/* Computing devices one process drives (every GPU of a host; gpu_list.h). */
+#define RUN_MAX_LANES GPU_LIST_MAX
 
 /* One batch buffer and what its images need until they are written. */
 typedef struct {
@@ -34,7 +39,29 @@ typedef struct {
     int count; /* images in the batch now (0 = free) */
 } run_slot;
 
+typedef struct run_state run_state;
+
+/* One computing device (a lane): its backend and its WRITER_SLOTS batch
+ * buffers (r->slots[first_slot ..]). A one-device run has one lane, run
+ * by the main thread; with several GPUs each lane has a thread, and all
+ * take their batches from one queue (r->next), so a slower device takes
+ * fewer (issue 7). */
 typedef struct {
+    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
+    psf_backend *backend;
+    int device;       /* psf_set_desc.device: the CUDA device of a GPU lane */
+    int first_slot;   /* its slots: r->slots[first_slot .. first_slot + WRITER_SLOTS) */
+    int retiring;     /* a GPU lane that failed: it finishes its batch and stops
+                         while another GPU lane is alive */
+    long long images; /* images it computed */
+    double compute_us;
+    run_state *run; /* the run it belongs to (for its thread) */
+    pthread_t thread;
+    int rc; /* its loop's result: 0, or -1 with err */
+    char err[RUN_ERRLEN];
+} run_lane;
+
+struct run_state {
     const cli_options *opt;
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
@@ -43,11 +70,15 @@ typedef struct {
     char hash[24];
     resume_state resume;
     backend_decision decision;
-    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
-    psf_backend *backend;
     int batch;
-    run_slot slots[WRITER_SLOTS];
-    gpu_warmup warm; /* the GPU being created while the CPU starts the set */
+    run_lane lanes[RUN_MAX_LANES];
+    int nlanes;
+    run_slot slots[RUN_MAX_LANES * WRITER_SLOTS];
+    pthread_mutex_t mu;    /* with several lanes: the queue, the journals, the totals */
+    long long next;        /* the queue: the next image index to hand out */
+    atomic_int gpus_alive; /* GPU lanes not failed */
+    atomic_int failed;     /* a lane failed: the others stop */
+    gpu_warmup warm;       /* the GPU being created while the CPU starts the set */
     int warming;
     writer_pool *writers;
     int nwriters;
@@ -66,15 +97,16 @@ typedef struct {
     /* stage totals, microseconds */
     double t_start, t_config, t_create;
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
-} run_state;
+};
 
 /* Compute and write every image still to do, in batches, overlapping the
  * backend with the writer threads. Returns 0, or -1 with err (a run-time
  * failure); stops early, returning 0, when interrupted (r->interrupted). */
 int run_images(run_state *r, char *err, size_t errlen);
 
-/* The backend for r->batch images per call (images buffers included). */
-int run_open_backend(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen);
-void run_close_backend(run_state *r);
+/* Lane ln's backend for r->batch images per call on ln->device (its slots'
+ * image buffers included). 0, or -1 with err. */
+int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen);
+void run_close_lane(run_state *r, run_lane *ln);
 
 #endif

@@ -20,8 +20,9 @@ struct writer_pool {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     node *head, *tail;
-    int pending[WRITER_SLOTS]; /* jobs of each slot not finished */
-    double busy_us[WRITER_SLOTS];
+    int nslots;
+    int *pending;    /* [nslots] jobs of each slot not finished */
+    double *busy_us; /* [nslots] */
     int stopping, closing;
     int nthreads;
     pthread_t *threads;
@@ -79,10 +80,11 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-writer_pool *writer_pool_create(int nthreads, const image_set *s, const char *dir)
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir)
 {
     writer_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->nslots = nslots;
     p->set = s;
     p->dir = dir;
     p->fits_serial = s->cfg->fits_enabled && !psf_fits_thread_safe();
@@ -91,7 +93,9 @@ writer_pool *writer_pool_create(int nthreads, const image_set *s, const char *di
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     p->threads = calloc((size_t)nthreads, sizeof *p->threads);
-    if (!p->threads) {
+    p->pending = calloc((size_t)nslots, sizeof *p->pending);
+    p->busy_us = calloc((size_t)nslots, sizeof *p->busy_us);
+    if (!p->threads || !p->pending || !p->busy_us) {
         writer_pool_destroy(p);
         return NULL;
     }
@@ -155,6 +159,8 @@ void writer_pool_destroy(writer_pool *p)
     for (int i = 0; i < p->nthreads; ++i)
         pthread_join(p->threads[i], NULL);
     free(p->threads);
+    free(p->pending);
+    free(p->busy_us);
     pthread_mutex_destroy(&p->mu);
     pthread_mutex_destroy(&p->fits_mu);
     pthread_cond_destroy(&p->work);

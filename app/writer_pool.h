@@ -12,7 +12,7 @@
 #include "outputs.h"
 #include "timing.h"
 
-#define WRITER_SLOTS 2
+#define WRITER_SLOTS 2 /* batch buffers per computing device (run_lane) */
 #define WRITER_ERRLEN 512
 
 /* One image to write, and where its outcome goes (owned by the caller,
@@ -29,10 +29,11 @@ typedef struct {
 
 typedef struct writer_pool writer_pool;
 
-/* Start nthreads (>= 1) writers for set s into dir. NULL on failure. */
-writer_pool *writer_pool_create(int nthreads, const image_set *s, const char *dir);
+/* Start nthreads (>= 1) writers for set s into dir, with nslots (>= 1)
+ * slots (WRITER_SLOTS per computing device). NULL on failure. */
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir);
 
-/* Queue a job in slot (0 .. WRITER_SLOTS-1). The job must stay valid until
+/* Queue a job in slot (0 .. nslots-1). The job must stay valid until
  * the slot is waited for. Never blocks (slots bound the queue). */
 void writer_pool_submit(writer_pool *p, int slot, write_job *job);
 

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     if (psf_backend_cpu.run(b, jobs, nd, imgs, err, sizeof err)) return 1;
     psf_backend_cpu.destroy(b);
     /* Write total images, slot-bounded like psfsim's loop. */
-    writer_pool *pool = writer_pool_create((int)nthreads, &set, argv[2]);
+    writer_pool *pool = writer_pool_create((int)nthreads, WRITER_SLOTS, &set, argv[2]);
     enum { CHUNK = 256 };
     write_job *w = calloc(2 * CHUNK, sizeof *w);
     image_result *res = calloc(2 * CHUNK, sizeof *res);

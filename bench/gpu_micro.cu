@@ -149,7 +149,7 @@ static void device_figures(int npix, int batch, int iters)
 {
     char err[1024];
     gpu_check chk;
-    gpu_check_init(&chk, err, sizeof err);
+    gpu_check_init(&chk, 0, err, sizeof err);
     chk.fail_at = 0;
     size_t plane = (size_t)npix * npix;
     psf_set_desc d;
@@ -262,7 +262,7 @@ static void plan_figures(int npix, int batch)
 {
     char err[1024];
     gpu_check chk;
-    gpu_check_init(&chk, err, sizeof err);
+    gpu_check_init(&chk, 0, err, sizeof err);
     chk.fail_at = 0;
     cudaStream_t s;
     CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));

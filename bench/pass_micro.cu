@@ -76,7 +76,7 @@ typedef struct {
 static void bench_init(bench *b, int grid, int natural, double dx, int batch)
 {
     memset(b, 0, sizeof *b);
-    gpu_check_init(&b->chk, g_err, sizeof g_err);
+    gpu_check_init(&b->chk, 0, g_err, sizeof g_err);
     b->chk.fail_at = 0;
     CK(GPU_CUDA(&b->chk, cudaStreamCreate(&b->s)));
     int nm[2 * NTERMS];

@@ -99,6 +99,56 @@ def main():
             print("\n64x64, one image, warm probe cache (auto):\n")
             for r in warm:
                 print(f"- {r[2]}: {float(r[3]) * 1e3:.1f} ms, {r[4]}")
+    ranks_table(out)
+
+
+def ranks_table(out):
+    """bench/ranks_bench.sh: 1, 2, 4 MPI ranks sharing one GPU."""
+    p = out / "ranks.csv"
+    if not p.exists():
+        return
+    with p.open() as f:
+        lines = f.read().splitlines()
+    notes = [l for l in lines if l.startswith("#")]
+    recs = list(csv.DictReader(l for l in lines if not l.startswith("#")))
+    if not recs:
+        return
+    cells = defaultdict(list)
+    for r in recs:
+        cells[(r["case"], r["launcher"], int(r["ranks"]))].append(r)
+
+    def num(r, k, scale=1.0):
+        try:
+            return float(r[k]) * scale
+        except (KeyError, TypeError, ValueError):
+            return float("nan")
+
+    def median(rs):  # the repeat with the median wall time (its stage totals too)
+        ok = sorted((r for r in rs if num(r, "wall_s") == num(r, "wall_s")), key=lambda r: num(r, "wall_s"))
+        return ok[len(ok) // 2] if ok else rs[0]
+    images = max(int(r["images"]) for r in recs)
+    print(f"\n### Several MPI ranks on one GPU: {images:,} images of 256x256 (bench/ranks_bench.sh)\n")
+    print("`mpirun -n R --bind-to none psfsim -c set.cfg`, every rank on GPU 0; \"none\": psfsim without "
+          "mpirun. The repeat with the median wall time of each cell; stage totals from psfsim's timing "
+          "log, summed over the ranks (compute, wait) or over all writer threads (encode + write).\n")
+    print("| output | launcher | ranks | repeats | wall s | images/s | vs mpirun 1 rank | backend | compute s | "
+          "encode + write s | compute loop waited for writers s | slowest rank s | bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (case, launcher, ranks), rs in sorted(cells.items(), key=lambda kv: (kv[0][0] != "png", kv[0][1] == "none", kv[0][2])):
+        m = median(rs)
+        one = cells.get((case, "mpirun", 1))
+        base = num(median(one), "wall_s") if one else float("nan")
+        wall = num(m, "wall_s")
+        enc = num(m, "png_encode_write_us", 1e-6) if case == "png" else num(m, "fits_encode_write_us", 1e-6)
+        slow = num(m, "max_rank_wall_us", 1e-6)
+        print(f"| {case} | {launcher} | {ranks} | {len(rs)} | {wall:.2f} | {num(m, 'images_per_s'):,.0f} | "
+              f"{base / wall:.2f}x | {m['backends']} | {num(m, 'compute_us', 1e-6):.2f} | {enc:.2f} | "
+              f"{num(m, 'wait_for_writers_us', 1e-6):.2f} | {'-' if slow != slow else f'{slow:.2f}'} | {m['bound']} |")
+    if notes:
+        print("\n```")
+        for n in notes:
+            print(n)
+        print("```")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ log() { echo "[bench $(date +%T)] $*" >&2; }
 save() { [ -n "${OUT:-}" ] && tar czf "$OUT/bench.tgz" -C "$out" . 2>/dev/null; true; }
 trap save EXIT
 
-# PARTS: all (default) or a comma list of backends,refs,micro,auto,sets.
+# PARTS: all (default) or a comma list of backends,refs,micro,auto,sets,ranks.
 parts="${PARTS:-all}"
 want() { [ "$parts" = all ] || [[ ",$parts," == *",$1,"* ]]; }
 log "build"
@@ -65,6 +65,29 @@ if want sets; then
 log "image sets: 10,000 PNGs"
 BUILD="$build" bash "$root/bench/sets_bench.sh" "$out/sets.csv" 2>"$out/sets_stderr.txt" ||
   log "image-set bench failed"
+fi
+if want ranks; then
+  # Issue 7: 1, 2 and 4 MPI ranks sharing the one GPU (bench/ranks_bench.sh;
+  # IMAGES, default 20000). Needs Open MPI: on the GPU machine source
+  # .gpu/on-device-mpi.sh after .gpu/on-device.sh (bench/device/).
+  if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    mpibuild="${MPI_BUILD:-$build-mpi}"
+    log "ranks: MPI build ($(command -v mpicc))"
+    echo "mpi,$(mpirun --version 2>&1 | head -1),$(command -v mpirun)" >>"$out/machine.csv"
+    if cmake -S "$root" -B "$mpibuild" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPSFSIM_WERROR=ON \
+      -DPSFSIM_MPI=ON -DMPI_C_COMPILER="$(command -v mpicc)" -DPSFSIM_BENCH=OFF -DBUILD_TESTING=OFF \
+      >"$out/ranks_build.txt" 2>&1 && cmake --build "$mpibuild" --target psfsim >>"$out/ranks_build.txt" 2>&1; then
+      grep -h "Found MPI_C" "$out/ranks_build.txt" >&2 || true
+      log "ranks: mpirun -n 1, 2, 4 on one GPU"
+      BUILD="$mpibuild" bash "$root/bench/ranks_bench.sh" "$out/ranks.csv" 2>"$out/ranks_stderr.txt" ||
+        { log "ranks bench failed:"; tail -5 "$out/ranks_stderr.txt" >&2; }
+    else
+      log "ranks: the MPI build failed:"
+      tail -20 "$out/ranks_build.txt" >&2
+    fi
+  else
+    log "ranks: skipped: no mpicc/mpirun (source .gpu/on-device-mpi.sh)"
+  fi
 fi
 log "report"
 python3 "$root/bench/report.py" "$out" >"$out/RESULTS-run.md"

@@ -387,6 +387,13 @@ static void cpu_free_images(psf_backend *b, float *images)
     free(images);
 }
 
+static int cpu_device_count(char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return 1; /* the CPU: one device, its cores shared by FFTW's threads */
+}
+
 const psf_backend_ops psf_backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
@@ -395,4 +402,5 @@ const psf_backend_ops psf_backend_cpu = {
     .alloc_images = cpu_alloc_images,
     .free_images = cpu_free_images,
     .preferred_batch = 64,
+    .device_count = cpu_device_count,
 };

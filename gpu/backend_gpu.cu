@@ -343,7 +343,7 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         snprintf(err, errlen, "gpu: out of host memory");
         return -1;
     }
-    gpu_check_init(&b->chk, err, errlen);
+    gpu_check_init(&b->chk, set->device, err, errlen);
     b->set = *set;
     if (b->set.max_batch < 1) b->set.max_batch = 1;
     b->device = set->device;
@@ -912,6 +912,18 @@ static void gpu_free_images(psf_backend *b, float *images)
     }
 }
 
+static int gpu_device_count(char *err, size_t errlen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) {
+        snprintf(err, errlen, "no CUDA device: %s",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+        return -1;
+    }
+    return n;
+}
+
 /* Filled field by field, so that the table stays right if app/backend.h
  * reorders or adds members. */
 static psf_backend_ops make_ops(void)
@@ -925,6 +937,7 @@ static psf_backend_ops make_ops(void)
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
     o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* app/backend.h: the cost model uses it too */
+    o.device_count = gpu_device_count;
     return o;
 }
 

@@ -34,12 +34,14 @@ typedef struct {
 } gpu_check;
 
 /* Read PSFSIM_GPU_FAIL_AT (a positive integer; anything else = no fault)
- * and point messages at err. */
-static inline void gpu_check_init(gpu_check *c, char *err, size_t errlen)
+ * and point messages at err. With PSFSIM_GPU_FAIL_DEVICE=d the fault is
+ * injected only into backends of CUDA device d (one GPU of several failing,
+ * tests/e2e_gpu_multi.sh). */
+static inline void gpu_check_init(gpu_check *c, int device, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    const char *s = getenv("PSFSIM_GPU_FAIL_AT");
-    if (s && *s) {
+    const char *s = getenv("PSFSIM_GPU_FAIL_AT"), *d = getenv("PSFSIM_GPU_FAIL_DEVICE");
+    if (s && *s && !(d && *d && atoi(d) != device)) {
         char *end;
         long long n = strtoll(s, &end, 10);
         if (*end == '\0' && n > 0) c->fail_at = n;

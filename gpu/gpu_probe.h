@@ -17,6 +17,7 @@ typedef struct {
     double h2d_us;    /* 4-byte pinned host-to-device copy + sync, median */
     double d2h_us;    /* 4-byte pinned device-to-host copy + sync, median */
     double d2h_gbs;   /* 64 MiB pinned device-to-host copy, GB/s (1e9 B/s) */
+    int device_count; /* CUDA devices visible to the process (cudaGetDeviceCount) */
 } gpu_basics;
 
 /* Measure device 0. The first CUDA call of the process should be this one,

@@ -101,6 +101,7 @@ extern "C" int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen)
         failed(cudaFree(0), "creating the CUDA context", err, errlen))
         return -1;
     out->start_us = now_us() - t0;
+    out->device_count = count;
     cudaDeviceProp prop;
     if (failed(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties", err, errlen))
         return -1;

@@ -178,6 +178,58 @@ static void test_writing_bound(void **state)
     assert_true(p.use_gpu);
 }
 
+/* Set-up beyond the probed sizes grows with the grid's area (N^2), not
+ * the FFT's N^2 log N; below them it stays at the smallest size's. */
+static void test_setup_scaling(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    cost_prediction p;
+    predict(&f, 2048, 1, 1, 1, 1, &p);
+    /* cpu: set-up 10 us x (2048/1024)^2 + one image (no writers' share: K w = 0) */
+    assert_float_equal(p.cpu_us, 10 * 4 + cost_cpu_image_us(&f, 2048), 1e-6 * p.cpu_us);
+    /* gpu: set-up 2000 us x 4 + one batch of one image */
+    double a, c;
+    cost_gpu_batch(&f, 2048, &a, &c);
+    assert_float_equal(p.gpu_us, 2000 * 4 + a + c, 1e-6 * p.gpu_us);
+    predict(&f, 32, 1, 1, 1, 1, &p);
+    assert_float_equal(p.cpu_us, 10 + cost_cpu_image_us(&f, 32), 1e-9);
+}
+
+/* Several GPUs share the batches: the compute part divides by their summed
+ * speed (two equal GPUs: half), the start and set-up do not; the writers
+ * bound it as before. */
+static void test_several_gpus(void **state)
+{
+    (void)state;
+    probe_figures f;
+    synthetic(&f);
+    cost_job job = {.npix = 256,
+                    .nimages = 100000,
+                    .ncomp = 1,
+                    .batch = 1024,
+                    .writers = 1,
+                    .write_us = 0.0,
+                    .gpu_started = 1};
+    cost_prediction one, two, slow;
+    cost_predict(&f, &job, &one);
+    job.gpu_speed = 2.0;
+    cost_predict(&f, &job, &two);
+    double fixed = 2000; /* set-up at 256 */
+    assert_float_equal(two.gpu_us - fixed, (one.gpu_us - fixed) / 2, 1e-6 * one.gpu_us);
+    job.gpu_speed = 1.5; /* a second GPU at half device 0's speed */
+    cost_predict(&f, &job, &slow);
+    assert_float_equal(slow.gpu_us - fixed, (one.gpu_us - fixed) / 1.5, 1e-6 * one.gpu_us);
+    /* Bound by writing (1 ms per image on one writer): more GPUs change nothing. */
+    job.write_us = 1000.0;
+    job.gpu_speed = 1.0;
+    cost_predict(&f, &job, &one);
+    job.gpu_speed = 2.0;
+    cost_predict(&f, &job, &two);
+    assert_float_equal(two.gpu_us, one.gpu_us, 1e-9 * one.gpu_us);
+}
+
 static void test_no_gpu(void **state)
 {
     (void)state;
@@ -215,6 +267,8 @@ int main(void)
         cmocka_unit_test(test_decision_at_crossover),
         cmocka_unit_test(test_components),
         cmocka_unit_test(test_writing_bound),
+        cmocka_unit_test(test_setup_scaling),
+        cmocka_unit_test(test_several_gpus),
         cmocka_unit_test(test_no_gpu),
         cmocka_unit_test(test_crossover_report),
     };

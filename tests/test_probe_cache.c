@@ -34,6 +34,9 @@ static void figures(probe_figures *f)
         f->gpu_bb_us[i] = 300 + i / 3.0;
         f->gpu_create_us[i] = 2000;
     }
+    f->gpu_count = 2; /* two devices, the second 5% slower */
+    f->gpu_rel_speed[0] = 1.0;
+    f->gpu_rel_speed[1] = 0.95;
 }
 
 static char *dir;
@@ -66,6 +69,8 @@ static void test_round_trip(void **state)
     assert_int_equal(g.nsizes, f.nsizes);
     assert_int_equal(g.have_gpu, 1);
     assert_true(g.gpu_start_us == f.gpu_start_us); /* %.17g: exact */
+    assert_int_equal(g.gpu_count, 2);
+    assert_true(g.gpu_rel_speed[1] == 0.95 && g.gpu_rel_speed[2] == 0.0);
     for (int i = 0; i < PROBE_NSIZES; ++i) {
         assert_int_equal(g.npix[i], f.npix[i]);
         assert_int_equal(g.big_batch[i], f.big_batch[i]);
@@ -180,6 +185,30 @@ static void test_machine_key_fields(void **state)
     assert_non_null(strstr(k.value[4], "fftw-3"));
 }
 
+/* The probe counted and compared the devices CUDA showed it: another
+ * CUDA_VISIBLE_DEVICES is another machine for the cache. */
+static void test_visible_devices_in_key(void **state)
+{
+    (void)state;
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    machine_key k, k1;
+    machine_key_read(&k);
+    probe_figures f, g;
+    figures(&f);
+    char err[512], why[512];
+    assert_int_equal(probe_cache_store(dir, &k, &f, err, sizeof err), 0);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    machine_key_read(&k1);
+    assert_int_equal(probe_cache_load(dir, &k1, &g, why, sizeof why), -1);
+    assert_non_null(strstr(why, "machine.visible"));
+    setenv("CUDA_VISIBLE_DEVICES", "", 1); /* set but empty: no device, also a key */
+    machine_key_read(&k1);
+    assert_string_equal(k1.value[8], "empty");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    machine_key_read(&k1);
+    assert_int_equal(probe_cache_load(dir, &k1, &g, why, sizeof why), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +218,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_and_unwritable, setup, teardown),
         cmocka_unit_test(test_cache_dir_environment),
         cmocka_unit_test(test_machine_key_fields),
+        cmocka_unit_test_setup_teardown(test_visible_devices_in_key, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
