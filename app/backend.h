@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "../optics/aperture.h"
+#include "../optics/aperture_cache.h"
 #include "../optics/wavefront.h"
 
 #define PSF_MAX_COMPONENTS 64 /* wavelengths summed into one (broadband) image */
@@ -49,16 +50,19 @@ typedef struct {
     psf_modes modes;      /* Zernike modes of every job's coeff_waves */
     const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
     int opd_rows, opd_cols;
-    int max_batch;           /* most jobs one run() call gets */
-    long long nimages;       /* images in the whole set: backends plan harder for big sets */
-    int threads;             /* CPU threads to use; 0 = choose */
-    int device;              /* the CUDA device index, 0 = the first visible
-                                (CUDA_VISIBLE_DEVICES); ignored by the CPU */
-    int fft_measure;         /* CPU: 1 = measure FFTW plans even for a small set
-                                (psfsim --probe, to leave wisdom behind); 0 = only
-                                when the set repays it */
-    const char *fftw_wisdom; /* FFTW wisdom file the CPU backend reads and
-                                updates (plans measured once per machine); NULL = none */
+    aperture_cache *aperture_grids; /* NULL, or grids of this aperture already filled
+                                       (optics/aperture_cache.h): a backend that fills
+                                       the aperture on the host takes them from here */
+    int max_batch;                  /* most jobs one run() call gets */
+    long long nimages;              /* images in the whole set: backends plan harder for big sets */
+    int threads;                    /* CPU threads to use; 0 = choose */
+    int device;                     /* the CUDA device index, 0 = the first visible
+                                       (CUDA_VISIBLE_DEVICES); ignored by the CPU */
+    int fft_measure;                /* CPU: 1 = measure FFTW plans even for a small set
+                                       (psfsim --probe, to leave wisdom behind); 0 = only
+                                       when the set repays it */
+    const char *fftw_wisdom;        /* FFTW wisdom file the CPU backend reads and
+                                       updates (plans measured once per machine); NULL = none */
 } psf_set_desc;
 
 typedef struct psf_backend psf_backend;

@@ -133,9 +133,7 @@ int backend_select(backend_choice choice, const image_set *s, int writers, const
     if (choice == BACKEND_GPU) {
         const psf_backend_ops *gpu = psf_backend_gpu();
         if (!gpu) {
-            snprintf(err, errlen,
-                     "--backend gpu: this psfsim was built without the CUDA backend "
-                     "(GPU backend not built)");
+            snprintf(err, errlen, "backend gpu: %s", gpu_module_error());
             return -1;
         }
         d->ops = gpu;
@@ -149,7 +147,9 @@ int backend_select(backend_choice choice, const image_set *s, int writers, const
     }
     if (!gpu_module_present()) { /* a stat: the module is not loaded for this */
         d->ops = &psf_backend_cpu;
-        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, built without CUDA");
+        snprintf(d->reason, sizeof d->reason, "backend cpu: auto, %s",
+                 gpu_module_built() ? "the CUDA backend's module is missing (see --version)"
+                                    : "built without CUDA");
         return 0;
     }
     return choose_auto(s, writers, gpus, d, err, errlen);

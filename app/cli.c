@@ -178,10 +178,6 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         snprintf(err, errlen, "--force and --resume contradict each other");
         return -1;
     }
-    if (o->gpus_given && o->backend_given && o->backend == BACKEND_CPU) {
-        snprintf(err, errlen, "--gpus chooses GPUs, and --backend cpu uses none");
-        return -1;
-    }
     if (o->quiet && o->verbose) {
         snprintf(err, errlen, "-q and -v contradict each other");
         return -1;

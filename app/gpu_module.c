@@ -34,8 +34,12 @@ static void load(void)
     void *h = module_load(MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, entries, 2, &st, path,
                           sizeof path, why, sizeof why);
     if (st == MODULE_NOT_FOUND) {
-        snprintf(g_module.error, sizeof g_module.error,
-                 "psfsim was built without the CUDA backend (no " MODULE_NAME ")");
+        if (!gpu_module_built())
+            snprintf(g_module.error, sizeof g_module.error,
+                     "psfsim was built without the CUDA backend");
+        else
+            snprintf(g_module.error, sizeof g_module.error,
+                     "the CUDA backend's module is missing: %.450s", why);
         return;
     }
     if (st == MODULE_LOAD_FAILED) {
@@ -88,4 +92,15 @@ int gpu_module_probe(gpu_basics *out, char *err, size_t errlen)
 const char *gpu_module_toolkit(void)
 {
     return PSFSIM_CUDA_TOOLKIT;
+}
+
+int gpu_module_built(void)
+{
+    return strcmp(PSFSIM_CUDA_TOOLKIT, "none") != 0;
+}
+
+const char *gpu_module_error(void)
+{
+    const gpu_module *m = module();
+    return m->handle ? "" : m->error;
 }

@@ -25,4 +25,13 @@ int gpu_module_probe(gpu_basics *out, char *err, size_t errlen);
  * probe cache's machine key, known without loading anything. */
 const char *gpu_module_toolkit(void);
 
+/* 1 when psfsim was built with the CUDA backend (its module may still be
+ * missing from the installation). */
+int gpu_module_built(void);
+
+/* Why the module cannot be used ("psfsim was built without the CUDA
+ * backend", "the CUDA backend's module is missing: no libpsfsim-gpu.so
+ * in ...", a dlopen error), loading it if need be; "" when it loaded. */
+const char *gpu_module_error(void);
+
 #endif

@@ -90,11 +90,13 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
                                           &s->opd_cols, why, sizeof why) != 0)
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
+    s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     return jobs_modeset(cfg, &s->modes, err, errlen);
 }
 
 void image_set_free(image_set *s)
 {
+    aperture_cache_free(s->grids);
     free(s->aperture_map);
     free(s->opd_map);
     jobs_modeset_free(&s->modes);
@@ -114,6 +116,7 @@ void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc)
     desc->opd_map = s->opd_map;
     desc->opd_rows = s->opd_rows;
     desc->opd_cols = s->opd_cols;
+    desc->aperture_grids = s->grids;
     desc->max_batch = max_batch;
     desc->nimages = s->nimages;
 }
@@ -125,7 +128,7 @@ size_t image_set_storage(const image_set *s)
 }
 
 /* S1 and S2 of the aperture at pitch dx_m on the pupil grid (the backend's),
- * computed once per pitch. */
+ * computed once per pitch; the grid stays in s->grids for the CPU backend. */
 static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_t errlen)
 {
     for (int i = 0; i < s->nsums; ++i)
@@ -141,7 +144,7 @@ static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_
         snprintf(err, errlen, "cannot allocate the %dx%d aperture grid", npix, npix);
         return NULL;
     }
-    if (aperture_fill(&s->aperture, npix, dx_m, amp, err, errlen) != 0) {
+    if (aperture_cache_fill(s->grids, &s->aperture, npix, dx_m, amp, err, errlen) != 0) {
         free(amp);
         return NULL;
     }

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "config.h"
 #include "jobs.h"
+#include "optics/aperture_cache.h"
 #include "optics/sampling.h"
 
 typedef struct {
@@ -41,7 +42,14 @@ typedef struct {
     long long nimages;
     int nsums;
     aperture_sums sums[PSF_MAX_COMPONENTS];
+    aperture_cache *grids; /* the aperture grids filled for the sums, which the CPU
+                              backend's pupils reuse (psf_set_desc.aperture_grids);
+                              NULL: none kept */
 } image_set;
+
+/* Bytes of aperture grids a set keeps for its backend (IMAGE_SET_GRIDS_BYTES:
+ * one 4096x4096 grid; app/set_limits.c counts them). */
+#define IMAGE_SET_GRIDS_BYTES (64ULL << 20)
 
 /* What the writers and the manifest need to know of image k. */
 typedef struct {

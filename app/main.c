@@ -12,7 +12,9 @@
 static void print_version(void)
 {
     printf("psfsim %s (%s)\n", PSFSIM_VERSION,
-           gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT" : "CPU: FFTW3; no GPU backend");
+           gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT"
+           : gpu_module_built() ? "CPU: FFTW3; the GPU module, libpsfsim-gpu.so, is missing"
+                                : "CPU: FFTW3; no GPU backend");
     char lib[128];
     if (mpi_library(lib, sizeof lib)) printf("MPI: %s (mpirun -n K psfsim splits a set)\n", lib);
 }

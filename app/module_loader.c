@@ -30,7 +30,10 @@ static int candidates(const char *name, const char *env, char (*paths)[MODULE_PA
 {
     int n = 0;
     const char *val = env ? getenv(env) : NULL;
-    if (val && *val && n < max) snprintf(paths[n++], sizeof paths[0], "%.*s", PATH_MAX, val);
+    if (val && *val && n < max) { /* the user's path is the only one: no silent other module */
+        snprintf(paths[n++], sizeof paths[0], "%.*s", PATH_MAX, val);
+        return n;
+    }
     char dir[PATH_MAX];
     if (exe_dir(dir, sizeof dir) != 0) return n;
     static const char *const rel[] = {"", "/..", "/../lib/psfsim"};
@@ -57,7 +60,10 @@ static void not_found(const char *name, const char *env, char *err, size_t errle
 {
     const char *val = env ? getenv(env) : NULL;
     char at[PATH_MAX + 64] = "", dir[PATH_MAX] = "";
-    if (val && *val) snprintf(at, sizeof at, " at %s ($%s),", val, env);
+    if (val && *val) {
+        snprintf(err, errlen, "no %s at %s ($%s)", name, val, env);
+        return;
+    }
     if (exe_dir(dir, sizeof dir) != 0) {
         snprintf(err, errlen, "no %s%s and the executable's directory is unknown", name, at);
         return;

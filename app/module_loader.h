@@ -5,7 +5,8 @@
  * libraries; app/fits_module.c) and libpsfsim-plot.so (cairo, the --probe
  * plot; app/plot_module.c). Each costs 1-5 ms of process start-up when
  * linked, more than a whole 64x64 PSF (issue 4).
- * A module NAME is looked for at $ENV (when set and not empty), then beside
+ * A module NAME is looked for at $ENV alone when that is set and not empty
+ * (a path the user gave is never silently passed over), else beside
  * the running executable, one directory up (build trees: tests/, bench/
  * and fuzz/ hold executables that link psfsim_app) and in ../lib/psfsim/
  * (an installed tree: bin/psfsim, lib/psfsim/NAME). */

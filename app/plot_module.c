@@ -8,6 +8,10 @@
 #include "probe_plot.h"
 #include "probe_report.h"
 
+#ifndef PSFSIM_PLOT_BUILT
+#define PSFSIM_PLOT_BUILT 0 /* CMake: 1 when the plot module is built (cairo) */
+#endif
+
 int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen)
 {
     static const char *const symbols[] = {PLOT_MODULE_ENTRY};
@@ -17,8 +21,10 @@ int probe_plot(const probe_figures *f, const char *path, char *err, size_t errle
     /* Called once per process (psfsim --probe): no need to keep the table. */
     if (!module_load(PLOT_MODULE_NAME, "PSFSIM_PLOT_MODULE", symbols, &entry, 1, &st, mpath,
                      sizeof mpath, why, sizeof why)) {
-        if (st == MODULE_NOT_FOUND)
+        if (st == MODULE_NOT_FOUND && !PSFSIM_PLOT_BUILT)
             snprintf(err, errlen, "psfsim was built without cairo (%s)", why);
+        else if (st == MODULE_NOT_FOUND)
+            snprintf(err, errlen, "the plot module is missing (%s)", why);
         else
             snprintf(err, errlen, "cannot load the plot module: %s", why);
         return 1;

@@ -231,7 +231,7 @@ int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int m
     if (gpu)
         f->have_gpu = probe_gpu(f, gpu, gpu_note, notelen) == 0;
     else if (with_gpu)
-        snprintf(gpu_note, notelen, "psfsim was built without CUDA");
+        snprintf(gpu_note, notelen, "%s", gpu_module_error());
     if (f->have_gpu) f->gpu_start_us += load_us;
     for (int i = 0; i < PROBE_NSIZES; ++i)
         if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, fftw_wisdom, measure_plans,

@@ -194,7 +194,7 @@ static int start_backend(run_state *r, char *err, size_t errlen, int *status)
         machine_key_read(&key);
         char why[RUN_ERRLEN];
         snprintf(why, sizeof why, "%.900s", err);
-        snprintf(err, errlen, "--backend gpu: %s (%.900s)",
+        snprintf(err, errlen, "backend gpu: %s (%.900s)",
                  key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
         *status = 2;
         return -1;
@@ -255,7 +255,11 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
     if (is_root(r)) {
-        if (r->set.mft)
+        if (r->set.mft && r->set.pixel_um > 0)
+            log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g um) into %s",
+                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
+                     r->set.pixel_um, r->dir);
+        else if (r->set.mft)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g lambda/D) into "
                      "%s",
                      r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
@@ -464,8 +468,11 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     timing_writer *t = &r->timing;
     rank_report sum = rep[0];
     double walls = rep[0].wall_us, writer_time = rep[0].wall_us * rep[0].nwriters;
+    for (int i = 1; i < n; ++i) /* the run lasts until its slowest rank is done */
+        if (rep[i].wall_us > wall) wall = rep[i].wall_us;
     for (int i = 1; i < n; ++i) {
         sum.written += rep[i].written;
+        sum.todo += rep[i].todo;
         sum.compute_us += rep[i].compute_us;
         sum.metrics_us += rep[i].metrics_us;
         sum.png_us += rep[i].png_us;
@@ -510,8 +517,12 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     lane_summary(r);
     if (n == 1) return;
     char lib[128];
-    snprintf(note, sizeof note, "%s; blocks of whole %d-image units (README, Many hosts: MPI)",
-             mpi_library(lib, sizeof lib) ? lib : "MPI", MPI_SPLIT_UNIT);
+    long long u = (sum.todo + n - 1) / n; /* mpi_split's unit */
+    if (u > MPI_SPLIT_UNIT) u = MPI_SPLIT_UNIT;
+    snprintf(note, sizeof note,
+             "%s; blocks of whole %lld-image units, U = min(%d, ceil(T/K)) (README, Many hosts: "
+             "MPI)",
+             mpi_library(lib, sizeof lib) ? lib : "MPI", u > 0 ? u : 1, MPI_SPLIT_UNIT);
     timing_summary(t, "mpi_ranks", (double)n, note);
     for (int i = 0; i < n; ++i) { /* rank_R: its wall time, block, host and backend */
         char name[32], block[64];
@@ -739,6 +750,13 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
         }
     }
     progress_end(&r.bar, r.written);
+    /* A signal after the last image was handed to the writers stopped
+     * nothing: the set is complete, not interrupted (exit 0, no --resume
+     * hint). With MPI the other ranks may be gone: left as interrupted. */
+    if (r.interrupted && !r.mpi && status == 0 && r.written == r.todo) {
+        log_warn("signal received after the last image: the set is complete");
+        r.interrupted = 0;
+    }
     long long written = r.written;
     if (r.mpi && started) {
         finish_mpi(&r, &status, err, &written);

@@ -119,6 +119,7 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)s->modes.nterms);
     m->pupils = sat_mul(sat_mul(open, per_sample), npitch);
     m->scratch = 4ULL * pgrid * (s->opd_map ? 2ULL : 1ULL); /* aperture (+ OPD) grid */
+    m->scratch = sat_add(m->scratch, min_ull(sat_mul(4ULL * pgrid, npitch), IMAGE_SET_GRIDS_BYTES));
 
     m->nwriters = nwriters > 0 ? nwriters : 1;
     m->writers =

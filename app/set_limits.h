@@ -29,8 +29,9 @@
  *    open samples' index, transmission, T basis values and OPD, 4 bytes
  *    each, for at most min(P^2, (n + 2)^2) samples (cpu/pupil_cache.c);
  *  - scratch: the aperture grid, with the resampled OPD map, while a pupil
- *    is built, 4 P^2 each (cpu/pupil_cache.c; the aperture sums' grid of
- *    app/image_set.c is freed before);
+ *    is built, 4 P^2 each (cpu/pupil_cache.c), and the aperture grids the set
+ *    keeps for the backend, 4 P^2 per pupil pitch up to 64 MiB
+ *    (IMAGE_SET_GRIDS_BYTES, app/image_set.c);
  *  - writers: per writer thread the PNG levels 2 M^2 and 1 MiB for zlib,
  *    libpng and cfitsio state (app/png_io.c, app/writer_pool.c);
  *  - base: 64 MiB for the program, its libraries and FFTW's plans. */

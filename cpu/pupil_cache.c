@@ -99,7 +99,8 @@ static int build(cpu_pupil *pp, const psf_set_desc *set, int npix, double dx_m, 
     size_t n = (size_t)npix * npix;
     float *amp = malloc(n * sizeof *amp);
     if (!amp) return fail(pp, err, errlen, "the aperture grid");
-    if (aperture_fill(&set->aperture, npix, dx_m, amp, err, errlen) != 0) {
+    if (aperture_cache_fill(set->aperture_grids, &set->aperture, npix, dx_m, amp, err, errlen) !=
+        0) {
         free(amp);
         cpu_pupil_free(pp);
         return -1;

@@ -54,7 +54,23 @@ PSFSIM_FITS_MODULE="$SCRATCH/png.cfg" expect_exit 2 "lone psfsim, a module that 
   "$lone" -q -c fits.cfg -o lone_fits3
 expect_stderr "output\.fits: cannot load FITS support: .*png\.cfg" "not a library: dlopen's reason"
 expect_exit 0 "lone psfsim: --probe" -- "$lone" --probe -o lone_probe
-grep -q "plot not written: psfsim was built without cairo (no libpsfsim-plot.so" "$SCRATCH/stdout" &&
+grep -Eq "plot not written: (psfsim was built without cairo|the plot module is missing) \(no libpsfsim-plot.so" "$SCRATCH/stdout" &&
   pass "lone psfsim: --probe skips the plot with a message" || fail "--probe: $(grep plot "$SCRATCH/stdout")"
 [ -s lone_probe/psfsim_probe.csv ] && pass "lone psfsim: probe CSV written" || fail "no probe CSV"
+if "$bin" --version | grep -q 'GPU: CUDA'; then # built with CUDA: the lone copy says what is missing
+  "$lone" --version | grep -q 'the GPU module, libpsfsim-gpu.so, is missing' &&
+    pass "lone psfsim --version: the GPU module is missing, not 'built without'" ||
+    fail "lone --version: $("$lone" --version | head -1)"
+  cfg plain '' >plain.cfg
+  expect_exit 2 "lone psfsim --backend gpu" -- "$lone" -q --backend gpu -c plain.cfg -o lone_gpu
+  expect_stderr "the CUDA backend's module is missing: no libpsfsim-gpu.so in" \
+    "lone --backend gpu: names the missing module"
+fi
+
+# A module path the user gives is the only one tried, even with a module
+# beside psfsim: a wrong one is an error, not silently another module.
+PSFSIM_FITS_MODULE="$SCRATCH/none.so" expect_exit 2 "PSFSIM_FITS_MODULE naming no file" -- \
+  "$bin" -q -c fits.cfg -o wrong_module
+expect_stderr "no libpsfsim-fits\.so at $SCRATCH/none\.so \(\\\$PSFSIM_FITS_MODULE\)" \
+  "the message names the variable and its path"
 finish
