@@ -73,18 +73,12 @@ static void plan_lanes(run_state *r)
     atomic_init(&r->failed, 0);
 }
 
-static void desc_for(const run_state *r, const run_lane *ln, psf_set_desc *desc)
-{
-    image_set_desc(&r->set, r->batch, desc);
-    desc->device = ln->device;
-}
-
 /* auto chose one GPU for a set big enough to repay it: create the GPU in a
  * thread while the CPU computes the first batches (app/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_set_desc desc;
-    desc_for(r, &r->lanes[0], &desc);
+    run_lane_desc(r, &r->lanes[0], &desc);
     size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
     if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
@@ -112,7 +106,7 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
     int n = r->nlanes, kept = 0;
     for (int l = 0; l < n; ++l) {
         psf_set_desc desc;
-        desc_for(r, &r->lanes[l], &desc);
+        run_lane_desc(r, &r->lanes[l], &desc);
         if (gpu_warmup_start(&w[l], r->decision.ops, &desc, floats) != 0) w[l].rc = -1;
     }
     for (int l = 0; l < n; ++l) {

@@ -13,11 +13,16 @@
 #include "probe_cache.h"
 #include "run_state.h"
 
+void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc)
+{
+    image_set_desc(&r->set, r->batch, desc);
+    desc->device = ln->device;
+}
+
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
 {
     psf_set_desc desc;
-    image_set_desc(&r->set, r->batch, &desc);
-    desc.device = ln->device;
+    run_lane_desc(r, ln, &desc);
     char wisdom[4200];
     desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
     if (ops->create(&desc, &ln->backend, err, errlen) != 0) return -1;

@@ -104,6 +104,10 @@ struct run_state {
  * failure); stops early, returning 0, when interrupted (r->interrupted). */
 int run_images(run_state *r, char *err, size_t errlen);
 
+/* The set as lane ln's backend is created for: r->batch images per call,
+ * on ln->device. */
+void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc);
+
 /* Lane ln's backend for r->batch images per call on ln->device (its slots'
  * image buffers included). 0, or -1 with err. */
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen);

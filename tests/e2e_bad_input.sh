@@ -66,6 +66,12 @@ expect_exit 2 "fits.cube not a boolean" -- "$PSFSIM" -c cube.cfg -o out3
 expect_stderr 'cube.cfg:4: output.fits.cube: expected true or false' "cube: message"
 expect_exit 2 "--jobs 0" -- "$PSFSIM" -j 0 -c ok.cfg -o out3
 expect_stderr 'jobs: expected a number of threads' "--jobs: message"
+expect_exit 2 "--gpus x" -- "$PSFSIM" --gpus x -c ok.cfg -o out3
+expect_stderr 'gpus: expected "all" or device indices like 0,2 \(bad entry "x"\)' "--gpus x: message"
+expect_exit 2 "--gpus 0,0" -- "$PSFSIM" --gpus 0,0 -c ok.cfg -o out3
+expect_stderr 'gpus: device 0 listed twice' "--gpus 0,0: message"
+expect_exit 2 "--gpus 1,,2" -- "$PSFSIM" --gpus 1,,2 -c ok.cfg -o out3
+expect_stderr 'bad entry ""' "--gpus 1,,2: message"
 [ ! -e out3 ] && pass "new keys and options: nothing written" || fail "out3 was created"
 
 expect_exit 2 "--probe with -c" -- "$PSFSIM" --probe -c ok.cfg
