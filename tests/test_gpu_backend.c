@@ -35,16 +35,6 @@
 
 static const psf_backend_ops *gpu;
 
-__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
-{
-    static char buf[8192];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, sizeof buf, f, ap);
-    va_end(ap);
-    return buf;
-}
-
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -138,7 +128,8 @@ static void test_grid_sizes(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char what[64];
         snprintf(what, sizeof what, "n=%d padding=%g", cases[i].n, cases[i].q);
-        compare_all(what, fmt(BASE, cases[i].aperture, cases[i].n, cases[i].q, cases[i].extra));
+        compare_all(what,
+                    tu_format(BASE, cases[i].aperture, cases[i].n, cases[i].q, cases[i].extra));
     }
 }
 
@@ -172,8 +163,8 @@ static void test_random_zernike(void **state)
         char extra[2300];
         snprintf(extra, sizeof extra, "aberrations: { zernike = ( %s ); };", terms);
         printf("  set %d: %s\n", set, terms);
-        compare_all("random Zernike set",
-                    fmt(BASE, set == 1 ? "obscuration = 0.25;" : "", 96, 2.0 + 0.5 * set, extra));
+        compare_all("random Zernike set", tu_format(BASE, set == 1 ? "obscuration = 0.25;" : "", 96,
+                                                    2.0 + 0.5 * set, extra));
     }
 }
 
@@ -214,14 +205,15 @@ static void test_maps(void **state)
         }
     assert_int_equal(psf_fits_write_image(tpath, tm, MT, NULL, 0, err, sizeof err), 0);
     assert_int_equal(psf_fits_write_image(opath, om, MO, NULL, 0, err, sizeof err), 0);
-    compare_all("maps: transmission file + OPD map",
-                fmt("name = \"maps\"; optics: { wavelengths_nm = [500.0, 650.0];"
-                    " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
-                    " obscuration = 0.1; spiders: { count = 3; width_m = 0.02; angle_deg = 30; };"
-                    " }; }; sampling: { pupil_samples = 60; padding = 2.0; };"
-                    " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
-                    " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };",
-                    tpath, opath));
+    compare_all(
+        "maps: transmission file + OPD map",
+        tu_format("name = \"maps\"; optics: { wavelengths_nm = [500.0, 650.0];"
+                  " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
+                  " obscuration = 0.1; spiders: { count = 3; width_m = 0.02; angle_deg = 30; };"
+                  " }; }; sampling: { pupil_samples = 60; padding = 2.0; };"
+                  " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
+                  " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };",
+                  tpath, opath));
     tu_rmtree(dir);
     free(dir);
 }
@@ -232,10 +224,11 @@ static void test_no_basis(void **state)
 {
     (void)state;
     setenv("PSFSIM_GPU_BASIS_MAX_MB", "0", 1);
-    compare_all("no basis (zernike_eval per image)",
-                fmt(BASE, "obscuration = 0.3;", 80, 2.0,
-                    "aberrations: { zernike = ( (4, 0.2), (7, -0.1), (12, 0.05), (22, 0.03) ); };"
-                    " sweep: { defocus = [0.0, 0.4, 0.8]; };"));
+    compare_all(
+        "no basis (zernike_eval per image)",
+        tu_format(BASE, "obscuration = 0.3;", 80, 2.0,
+                  "aberrations: { zernike = ( (4, 0.2), (7, -0.1), (12, 0.05), (22, 0.03) ); };"
+                  " sweep: { defocus = [0.0, 0.4, 0.8]; };"));
     unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
 }
 

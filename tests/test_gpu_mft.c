@@ -29,18 +29,6 @@
 
 static const psf_backend_ops *gpu;
 
-static char *fmt(const char *f, ...)
-{
-    static char buf[4][8192];
-    static int slot;
-    slot = (slot + 1) % 4;
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf[slot], sizeof buf[slot], f, ap);
-    va_end(ap);
-    return buf[slot];
-}
-
 /* A config loaded for calling a backend's ops directly (the MFT forced when
  * force is set: psf_config.mft_force, the test hook). */
 typedef struct {
@@ -182,9 +170,9 @@ static void test_monochromatic(void **state)
         {20, 9, 0.5, "", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
-        compare_mft(
-            fmt("mono n=%d M=%d pixel %g", cases[i].n, cases[i].m, cases[i].pix),
-            fmt(MONO, cases[i].aperture, cases[i].n, cases[i].extra, cases[i].m, cases[i].pix));
+        compare_mft(tu_format("mono n=%d M=%d pixel %g", cases[i].n, cases[i].m, cases[i].pix),
+                    tu_format(MONO, cases[i].aperture, cases[i].n, cases[i].extra, cases[i].m,
+                              cases[i].pix));
 }
 
 #define BROADBAND                                                                                  \
@@ -198,10 +186,10 @@ static void test_broadband(void **state)
 {
     (void)state;
     compare_mft("broadband, pixel 0.2 lambda_ref/D, even M",
-                fmt(BROADBAND, 64, 96, "pixel_scale = 0.2;"));
+                tu_format(BROADBAND, 64, 96, "pixel_scale = 0.2;"));
     compare_mft("broadband, pixel 0.31 lambda_ref/D, odd M",
-                fmt(BROADBAND, 57, 75, "pixel_scale = 0.31;"));
-    compare_mft("broadband, pixel 0.9 um", fmt(BROADBAND, 64, 64, "pixel_scale_um = 0.9;"));
+                tu_format(BROADBAND, 57, 75, "pixel_scale = 0.31;"));
+    compare_mft("broadband, pixel 0.9 um", tu_format(BROADBAND, 64, 64, "pixel_scale_um = 0.9;"));
 }
 
 /* A transmission map and an OPD map (sampled on the MFT's pupil grid). */
@@ -228,15 +216,16 @@ static void test_maps(void **state)
         }
     assert_int_equal(psf_fits_write_image(tpath, tm, MT, NULL, 0, err, sizeof err), 0);
     assert_int_equal(psf_fits_write_image(opath, om, MO, NULL, 0, err, sizeof err), 0);
-    compare_mft("maps: transmission file + OPD map",
-                fmt("name = \"maps\"; optics: { wavelengths_nm = [500.0, 650.0];"
-                    " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
-                    " obscuration = 0.1; spiders: { count = 3; width_m = 0.02; angle_deg = 30; };"
-                    " }; }; sampling: { pupil_samples = 60; };"
-                    " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
-                    " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };"
-                    " output: { npix = 81; pixel_scale = 0.45; };",
-                    tpath, opath));
+    compare_mft(
+        "maps: transmission file + OPD map",
+        tu_format("name = \"maps\"; optics: { wavelengths_nm = [500.0, 650.0];"
+                  " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
+                  " obscuration = 0.1; spiders: { count = 3; width_m = 0.02; angle_deg = 30; };"
+                  " }; }; sampling: { pupil_samples = 60; };"
+                  " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
+                  " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };"
+                  " output: { npix = 81; pixel_scale = 0.45; };",
+                  tpath, opath));
     tu_rmtree(dir);
     free(dir);
 }
@@ -247,11 +236,12 @@ static void test_no_basis(void **state)
 {
     (void)state;
     setenv("PSFSIM_GPU_BASIS_MAX_MB", "0", 1);
-    compare_mft("no basis (zernike_eval per image)",
-                fmt(MONO, "obscuration = 0.3;", 70,
-                    "aberrations: { zernike = ( (2, 0.3), (4, 0.2), (7, -0.1), (12, 0.05) ); };"
-                    " sweep: { defocus = [0.0, 0.4, 0.8]; };",
-                    90, 0.33));
+    compare_mft(
+        "no basis (zernike_eval per image)",
+        tu_format(MONO, "obscuration = 0.3;", 70,
+                  "aberrations: { zernike = ( (2, 0.3), (4, 0.2), (7, -0.1), (12, 0.05) ); };"
+                  " sweep: { defocus = [0.0, 0.4, 0.8]; };",
+                  90, 0.33));
     unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
 }
 
@@ -263,13 +253,13 @@ static void test_mft_equals_fft(void **state)
     const int ns[] = {64, 51, 40};
     const double qs[] = {2.0, 1.9, 3.0}; /* N = 128, 97, 120 */
     for (int c = 0; c < 3; ++c) {
-        const char *t =
-            fmt("name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m = 1.0; "
-                "obscuration = 0.3; spiders: { count = 3; width_m = 0.04; angle_deg = 17; }; }; }; "
-                "sampling: { pupil_samples = %d; padding = %.3f; }; "
-                "aberrations: { zernike = ((2, 0.4), (3, -0.25), (4, 0.3), (6, 0.2), (7, -0.15), "
-                "(11, 0.1)); }; sweep: { defocus = [0.0, 0.5]; };",
-                ns[c], qs[c]);
+        const char *t = tu_format(
+            "name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m = 1.0; "
+            "obscuration = 0.3; spiders: { count = 3; width_m = 0.04; angle_deg = 17; }; }; }; "
+            "sampling: { pupil_samples = %d; padding = %.3f; }; "
+            "aberrations: { zernike = ((2, 0.4), (3, -0.25), (4, 0.3), (6, 0.2), (7, -0.15), "
+            "(11, 0.1)); }; sweep: { defocus = [0.0, 0.5]; };",
+            ns[c], qs[c]);
         loaded lf, lm;
         load(&lf, t, 0, 4);
         load(&lm, t, 1, 4);
@@ -302,12 +292,13 @@ static void test_many_matrices(void **state)
         size_t len = strlen(wl);
         snprintf(wl + len, sizeof wl - len, "%s%.2f", i ? ", " : "", 450.0 + 1.25 * i);
     }
-    const char *text = fmt("name = \"w\"; optics: { f_number = 10; aperture: { diameter_m = 1.0;"
-                           " obscuration = 0.25; }; }; sampling: { pupil_samples = 16; };"
-                           " aberrations: { zernike = ((4, 0.1)); };"
-                           " sweep: { wavelength_nm = [%s]; }; output: { npix = 24; pixel_scale_um "
-                           "= 1.7; };",
-                           wl);
+    const char *text =
+        tu_format("name = \"w\"; optics: { f_number = 10; aperture: { diameter_m = 1.0;"
+                  " obscuration = 0.25; }; }; sampling: { pupil_samples = 16; };"
+                  " aberrations: { zernike = ((4, 0.1)); };"
+                  " sweep: { wavelength_nm = [%s]; }; output: { npix = 24; pixel_scale_um "
+                  "= 1.7; };",
+                  wl);
     loaded l;
     load(&l, text, 0, count);
     assert_int_equal(l.set.mft, 1);
@@ -333,7 +324,7 @@ static void test_reuse(void **state)
 {
     (void)state;
     loaded l;
-    load(&l, fmt(BROADBAND, 48, 70, "pixel_scale = 0.27;"), 0, 8);
+    load(&l, tu_format(BROADBAND, 48, 70, "pixel_scale = 0.27;"), 0, 8);
     size_t total = (size_t)l.nimages * l.plane;
     float *cpu = compute_all(&l, &psf_backend_cpu, 4);
     char err[1024];
@@ -407,7 +398,7 @@ static void test_fault_injection(void **state)
 {
     (void)state;
     loaded l;
-    load(&l, fmt(BROADBAND, 32, 40, "pixel_scale = 0.3;"), 0, 4);
+    load(&l, tu_format(BROADBAND, 32, 40, "pixel_scale = 0.3;"), 0, 4);
     size_t total = (size_t)l.nimages * l.plane;
     float *images = malloc(total * sizeof *images);
     assert_non_null(images);
@@ -467,13 +458,13 @@ static void test_timing(void **state)
 #endif
     static const int ns[] = {128, 256, 512}, ms[] = {256, 512, 1024};
     for (int c = 0; c < 3; ++c) {
-        const char *text =
-            fmt("name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; "
-                "obscuration = 0.3; }; }; sampling: { pupil_samples = %d; }; "
-                "aberrations: { zernike = ((4, 0.1), (7, 0.05)); }; sweep: { defocus = [0.0, 0.01, "
-                "0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.14, "
-                "0.15]; }; output: { npix = %d; pixel_scale = 0.25; };",
-                ns[c], ms[c]);
+        const char *text = tu_format(
+            "name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; "
+            "obscuration = 0.3; }; }; sampling: { pupil_samples = %d; }; "
+            "aberrations: { zernike = ((4, 0.1), (7, 0.05)); }; sweep: { defocus = [0.0, 0.01, "
+            "0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.14, "
+            "0.15]; }; output: { npix = %d; pixel_scale = 0.25; };",
+            ns[c], ms[c]);
         loaded l;
         load(&l, text, 0, 16);
         double tc = ms_per_image(&l, &psf_backend_cpu), tg = ms_per_image(&l, gpu);

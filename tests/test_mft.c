@@ -77,18 +77,6 @@ static void compute(const char *text, long long k, int force_mft, computed *out)
     assert_int_equal(rc, 0);
 }
 
-static char *text_of(const char *fmt, ...)
-{
-    static char buf[4][4096];
-    static int slot;
-    slot = (slot + 1) % 4;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf[slot], sizeof buf[slot], fmt, ap);
-    va_end(ap);
-    return buf[slot];
-}
-
 /* A pupil box of rows x cols (interleaved complex) with some zero samples
  * and a whole zero row, from a fixed pseudo-random sequence. */
 static float *random_box(int rows, int cols)
@@ -190,14 +178,15 @@ static void test_mft_threads_same_result(void **state)
 static void test_one_wavelength_set_is_monochromatic(void **state)
 {
     (void)state;
-    const char *base = "name = \"t\"; optics: { %s aperture: { diameter_m = 2.0; obscuration = "
-                       "0.25; }; }; sampling: { pupil_samples = 48; padding = 2.5; }; "
-                       "aberrations: { zernike = ((4, 0.1), (8, -0.07)); }; %s";
+#define BASE_TWO_WAYS                                                                              \
+    "name = \"t\"; optics: { %s aperture: { diameter_m = 2.0; obscuration = 0.25; }; }; "          \
+    "sampling: { pupil_samples = 48; padding = 2.5; }; "                                           \
+    "aberrations: { zernike = ((4, 0.1), (8, -0.07)); }; %s"
     const char *grids[2] = {"", "output: { npix = 100; pixel_scale = 0.3; };"};
     for (int g = 0; g < 2; ++g) {
         computed mono, set;
-        compute(text_of(base, "wavelength_nm = 550;", grids[g]), 0, 0, &mono);
-        compute(text_of(base, "wavelengths_nm = [550.0];", grids[g]), 0, 0, &set);
+        compute(tu_format(BASE_TWO_WAYS, "wavelength_nm = 550;", grids[g]), 0, 0, &mono);
+        compute(tu_format(BASE_TWO_WAYS, "wavelengths_nm = [550.0];", grids[g]), 0, 0, &set);
         assert_int_equal(mono.mft, g);
         assert_int_equal(set.npix, mono.npix);
         double d = tu_rel_l2(set.img, mono.img, (size_t)mono.npix * mono.npix);
@@ -218,7 +207,7 @@ static void test_mft_equals_fft(void **state)
     const double qs[] = {2.0, 1.51, 1.9, 2.5, 3.0}; /* N = 128, 97, 97, 128, 120 */
     const char *norms[] = {"peak", "peak", "sum", "peak", "sum"};
     for (int c = 0; c < 5; ++c) {
-        const char *t = text_of(
+        const char *t = tu_format(
             "name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m = 1.0; "
             "obscuration = 0.3; spiders: { count = 3; width_m = 0.04; angle_deg = 17; }; }; }; "
             "sampling: { pupil_samples = %d; padding = %.3f; }; normalization = \"%s\"; "
@@ -399,8 +388,9 @@ static void test_choice_of_path(void **state)
 {
     (void)state;
     /* n = 50, padding 2: N = 100, pixel 0.5 lambda/D = 0.5 * 0.5 um * 10 = 2.5 um. */
-    const char *base = "name = \"t\"; optics: { wavelength_nm = 500; f_number = 10; aperture: "
-                       "{ diameter_m = 1.0; }; }; sampling: { pupil_samples = 50; }; %s";
+#define BASE_PATH                                                                                  \
+    "name = \"t\"; optics: { wavelength_nm = 500; f_number = 10; aperture: "                       \
+    "{ diameter_m = 1.0; }; }; sampling: { pupil_samples = 50; }; %s"
     const struct {
         const char *out;
         int mft, npix;
@@ -417,10 +407,10 @@ static void test_choice_of_path(void **state)
         {"output: { pixel_scale_um = 1.0; };", 1, 100, 0.2},
     };
     computed fft;
-    compute(text_of(base, ""), 0, 0, &fft);
+    compute(tu_format(BASE_PATH, ""), 0, 0, &fft);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         computed r;
-        compute(text_of(base, cases[c].out), 0, 0, &r);
+        compute(tu_format(BASE_PATH, cases[c].out), 0, 0, &r);
         printf("%-48s -> %s, %d x %d, %.7g lambda/D\n", cases[c].out[0] ? cases[c].out : "(none)",
                r.mft ? "MFT" : "FFT", r.npix, r.npix, r.pix_ld);
         assert_int_equal(r.mft, cases[c].mft);

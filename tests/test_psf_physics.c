@@ -18,20 +18,10 @@
 #include "psf_harness.h"
 #include "testutil.h"
 
-static char *config_text(const char *fmt, ...)
-{
-    static char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 #define CIRCULAR(n, q, extra)                                                                      \
-    config_text("name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; }; };" \
-                " sampling: { pupil_samples = %d; padding = %.6f; }; %s",                          \
-                (n), (double)(q), (extra))
+    tu_format("name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; }; };"   \
+              " sampling: { pupil_samples = %d; padding = %.6f; }; %s",                            \
+              (n), (double)(q), (extra))
 
 /* Airy: first minimum of the azimuthal profile at 1.2197 lambda/D, and 83.8%
  * of the energy through the aperture inside it (Born & Wolf 8.5.2). */

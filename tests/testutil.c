@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +64,16 @@ double tu_rel_l2(const float *a, const float *b, size_t n)
         den += (double)b[i] * b[i];
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+char *tu_format(const char *fmt, ...)
+{
+    static char buf[4][8192];
+    static int slot;
+    slot = (slot + 1) % 4;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf[slot], sizeof buf[slot], fmt, ap);
+    va_end(ap);
+    return buf[slot];
 }

@@ -16,5 +16,8 @@ int tu_write_file(const char *path, const char *text);
 int tu_count_entries(const char *dir);
 /* Relative L2 difference ||a - b|| / ||b||, accumulated in double. */
 double tu_rel_l2(const float *a, const float *b, size_t n);
+/* printf into one of 4 rotating static buffers of 8 KiB (config text and
+ * messages built inline); valid until the 4th call after. */
+char *tu_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
