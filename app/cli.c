@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text_shown.h"
+
 void cli_usage(FILE *f)
 {
     fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--gpus all|LIST]\n"
@@ -51,15 +53,10 @@ static int parse_backend(const char *s, backend_choice *b)
     return 0;
 }
 
-/* s as a message shows it: control characters as '?' (so a message stays
- * one line of text), at most 200 bytes. Returns buf. */
+/* s as a message shows it (text_shown.h), at most 200 bytes. Returns buf. */
 static const char *shown(const char *s, char *buf, size_t len)
 {
-    size_t i = 0;
-    for (; s[i] && i + 1 < len && i < 200; ++i)
-        buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-    buf[i] = '\0';
-    return buf;
+    return text_shown(s, 200, buf, len);
 }
 
 /* "-z: unknown option" for a short option, named alone even inside a

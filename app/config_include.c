@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "text_shown.h"
+
 /* libconfig's own limit (scanctx.c: MAX_INCLUDE_DEPTH). */
 #define INCLUDE_MAX_DEPTH 10
 #define INCLUDE_MEMO 64 /* files remembered as checked */
@@ -45,11 +47,8 @@ static int include_error(char *err, size_t errlen, const char *file, int line, c
                          const char *why)
 {
     char shown[256];
-    size_t n = 0;
-    for (; name[n] && n + 1 < sizeof shown; ++n)
-        shown[n] = (unsigned char)name[n] < 0x20 || name[n] == 0x7f ? '?' : name[n];
-    shown[n] = '\0';
-    snprintf(err, errlen, "%s:%d: @include \"%s\": %s", file, line, shown, why);
+    snprintf(err, errlen, "%s:%d: @include \"%s\": %s", file, line,
+             text_shown(name, sizeof shown, shown, sizeof shown), why);
     return -1;
 }
 

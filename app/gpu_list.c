@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text_shown.h"
+
 void gpu_list_all(gpu_list *l)
 {
     memset(l, 0, sizeof *l);
@@ -35,14 +37,10 @@ int gpu_list_parse(const char *s, gpu_list *l, char *err, size_t errlen)
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         int d;
         if (parse_index(p, len, &d) != 0) {
-            char shown[41]; /* the entry as a one-line message shows it */
-            size_t k = 0;
-            for (; k < len && k < 40; ++k)
-                shown[k] = (unsigned char)p[k] < 0x20 || p[k] == 0x7f ? '?' : p[k];
-            shown[k] = '\0';
+            char shown[41]; /* at most 40 bytes of the entry */
             snprintf(err, errlen,
                      "--gpus: expected \"all\" or device indices like 0,2 (bad entry \"%s\")",
-                     shown);
+                     text_shown(p, len, shown, sizeof shown));
             return -1;
         }
         for (int i = 0; i < l->n; ++i)

@@ -5,12 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+long long mpi_split_unit(long long ntodo, int size)
+{
+    if (ntodo <= 0 || size < 1) return 0;
+    long long unit = (ntodo + size - 1) / size;
+    return unit > MPI_SPLIT_UNIT ? MPI_SPLIT_UNIT : unit;
+}
+
 void mpi_split(long long ntodo, int size, int rank, long long *first, long long *count)
 {
     *first = *count = 0;
     if (ntodo <= 0 || size < 1 || rank < 0 || rank >= size) return;
-    long long unit = (ntodo + size - 1) / size;
-    if (unit > MPI_SPLIT_UNIT) unit = MPI_SPLIT_UNIT;
+    long long unit = mpi_split_unit(ntodo, size);
     long long nunits = (ntodo + unit - 1) / unit;
     long long u0 = (long long)rank * nunits / size, u1 = (long long)(rank + 1) * nunits / size;
     long long b = u0 * unit, e = u1 * unit;

@@ -58,6 +58,10 @@ int mpi_gather(const mpi_world *w, const void *mine, size_t n, void *all, char *
 #define MPI_SPLIT_UNIT 64 /* the CPU backend's batch; a GPU batch is 16 units */
 void mpi_split(long long ntodo, int size, int rank, long long *first, long long *count);
 
+/* U of the split above for ntodo images over size ranks (0 when there is
+ * nothing to split). */
+long long mpi_split_unit(long long ntodo, int size);
+
 /* "Open MPI v4.1.4, ..." (MPI_Get_library_version, first line) into buf,
  * or NULL when built without MPI. */
 const char *mpi_library(char *buf, size_t len);

@@ -511,8 +511,7 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     lane_summary(r);
     if (n == 1) return;
     char lib[128];
-    long long u = (sum.todo + n - 1) / n; /* mpi_split's unit */
-    if (u > MPI_SPLIT_UNIT) u = MPI_SPLIT_UNIT;
+    long long u = mpi_split_unit(sum.todo, n);
     snprintf(note, sizeof note,
              "%s; blocks of whole %lld-image units, U = min(%d, ceil(T/K)) (README, Many hosts: "
              "MPI)",
