@@ -4,8 +4,6 @@
  * config_sweep.c; messages and typed getters in config_read.c. */
 #include "config_priv.h"
 
-#include "backend.h" /* PSF_MAX_COMPONENTS: wavelengths in one image */
-
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,9 +82,9 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         if (cfg_read_numbers(c, "optics.wavelengths_nm", 1, &cfg->wavelengths_nm,
                              &cfg->nwavelengths) < 0)
             return -1;
-        if (cfg->nwavelengths > PSF_MAX_COMPONENTS)
+        if (cfg->nwavelengths > CFG_MAX_WAVELENGTHS)
             return cfg_error(c, set, "optics.wavelengths_nm",
-                             "must hold at most %d wavelengths (got %d)", PSF_MAX_COMPONENTS,
+                             "must hold at most %d wavelengths (got %d)", CFG_MAX_WAVELENGTHS,
                              cfg->nwavelengths);
         int nw = 0;
         if (w) {

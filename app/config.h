@@ -8,12 +8,15 @@
 
 #include "../optics/aperture.h"
 #include "../optics/zernike.h"
+#include "png_io.h" /* png_stretch */
 
 #define CFG_PATH_MAX 4096
+/* Most wavelengths in one broadband image; the set model holds the backend
+ * interface's PSF_MAX_COMPONENTS to at least this (app/image_set.c). */
+#define CFG_MAX_WAVELENGTHS 64
 
 typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
-typedef enum { STRETCH_LINEAR = 0, STRETCH_LOG = 1, STRETCH_SQRT = 2 } png_stretch;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
 
 typedef struct {
@@ -110,7 +113,7 @@ typedef struct {
  * against the config's directory too. Limits: pupil_samples and
  * N = floor(padding * n + 0.5) <= 65536, output.npix in 8..65536,
  * spiders.count <= 1000, at most
- * 64 broadband wavelengths (PSF_MAX_COMPONENTS), at most 10,000,000
+ * CFG_MAX_WAVELENGTHS (64) broadband wavelengths, at most 10,000,000
  * images. Nothing is written. cfg is zeroed first; free it with
  * config_free also after an error. Returns 0 on success. */
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);

@@ -11,7 +11,7 @@
 
 #include "fits_io.h"
 #include "image_set.h"
-#include "outputs.h"
+#include "image_result.h"
 
 #define CUBE_MAX_COLS 300
 

@@ -4,7 +4,7 @@
 
 #include "fits_io.h"
 #include "image_set.h"
-#include "outputs.h"
+#include "image_result.h"
 
 #define FITS_HEADER_FIXED 20
 #define FITS_HEADER_MAX (FITS_HEADER_FIXED + 256)

@@ -69,6 +69,8 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     s->cfg = cfg;
     s->aperture = cfg->aperture;
     s->nimages = config_image_count(cfg);
+    _Static_assert(CFG_MAX_WAVELENGTHS <= PSF_MAX_COMPONENTS,
+                   "a config's wavelengths must fit in one psf_job");
     if (cfg->nwavelengths > PSF_MAX_COMPONENTS) {
         snprintf(err, errlen, "%s: optics.wavelengths_nm: at most %d wavelengths (got %d)",
                  cfg->path, PSF_MAX_COMPONENTS, cfg->nwavelengths);

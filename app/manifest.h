@@ -10,7 +10,7 @@
 
 #include "image_set.h"
 #include "journal.h"
-#include "outputs.h"
+#include "image_result.h"
 
 typedef struct {
     journal j;

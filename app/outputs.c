@@ -140,26 +140,6 @@ void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nima
     closedir(d);
 }
 
-int outputs_make_dir(const char *dir, char *err, size_t errlen)
-{
-    char path[CFG_PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1;; ++p) {
-        int end = (*p == '\0');
-        if (*p == '/' || end) {
-            *p = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "cannot create output directory %s: %s", path,
-                         strerror(errno));
-                return -1;
-            }
-            if (end) break;
-            *p = '/';
-        }
-    }
-    return 0;
-}
-
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
                         char *out, size_t outlen)
 {

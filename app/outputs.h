@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "image_result.h"
 #include "image_set.h"
 
 /* Check, before anything is written, that dir can be used: it is a
@@ -21,20 +22,10 @@ int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, 
  * timing log were replaced. Failures are ignored (the files stay). */
 void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages);
 
-/* mkdir -p dir. Returns 0 or -1 with err. */
-int outputs_make_dir(const char *dir, char *err, size_t errlen);
-
 /* File name (no directory) of image k of nimages: NAME_k.EXT with k
  * zero-padded to the number of digits of nimages - 1. */
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
                         char *out, size_t outlen);
-
-/* Per-image results the writers, the manifest and the timing log share. */
-typedef struct {
-    char png[512], fits[512]; /* file names written ("" = not written) */
-    double strehl, axial_intensity;
-    const char *backend;
-} image_result;
 
 /* Write image k's PNG and/or FITS into dir as the config asks, each
  * atomically. png_us/fits_us get the time each took. Returns 0, or -1 with

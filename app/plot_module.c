@@ -6,13 +6,13 @@
 
 #include "module_loader.h"
 #include "probe_plot.h"
-#include "probe_report.h"
 
 #ifndef PSFSIM_PLOT_BUILT
 #define PSFSIM_PLOT_BUILT 0 /* CMake: 1 when the plot module is built (cairo) */
 #endif
 
-int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen)
+int probe_plot(const probe_figures *f, const double crossovers[2], const char *path, char *err,
+               size_t errlen)
 {
     static const char *const symbols[] = {PLOT_MODULE_ENTRY};
     void *entry = NULL;
@@ -34,11 +34,6 @@ int probe_plot(const probe_figures *f, const char *path, char *err, size_t errle
         snprintf(err, errlen, "cannot load the plot module: %.400s is of another psfsim version",
                  mpath);
         return 1;
-    }
-    double crossovers[2] = {0, 0};
-    if (f->have_gpu) {
-        crossovers[0] = probe_crossover(f, 0);
-        crossovers[1] = probe_crossover(f, 1);
     }
     return m->draw(f, crossovers, path, err, errlen);
 }

@@ -5,7 +5,8 @@
 
 #include <stddef.h>
 
-#include "config.h" /* png_stretch */
+/* How intensities map onto grey levels (output.png.stretch). */
+typedef enum { STRETCH_LINEAR = 0, STRETCH_LOG = 1, STRETCH_SQRT = 2 } png_stretch;
 
 /* Map an N x N intensity image (row-major, row 0 = top row of the PNG) to
  * grey levels 0..2^bits-1 with the stretch (design.md, "Outputs"):

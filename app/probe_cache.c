@@ -14,7 +14,7 @@
 
 #include "atomic_file.h"
 #include "gpu_module.h"
-#include "outputs.h"
+#include "make_dir.h"
 
 #define CACHE_MAGIC "psfsim-probe 3"
 
@@ -125,8 +125,7 @@ const char *probe_cache_dir(char *buf, size_t len)
 const char *probe_cache_wisdom(char *buf, size_t len)
 {
     char dir[4000], err[512];
-    if (!probe_cache_dir(dir, sizeof dir) || outputs_make_dir(dir, err, sizeof err) != 0)
-        return NULL;
+    if (!probe_cache_dir(dir, sizeof dir) || make_dir(dir, err, sizeof err) != 0) return NULL;
     snprintf(buf, len, "%s/fftw-wisdom-float", dir);
     return buf;
 }
@@ -272,7 +271,7 @@ int probe_cache_load(const char *dir, const machine_key *k, probe_figures *f, ch
 int probe_cache_store(const char *dir, const machine_key *k, const probe_figures *f, char *err,
                       size_t errlen)
 {
-    if (outputs_make_dir(dir, err, errlen) != 0) return -1;
+    if (make_dir(dir, err, errlen) != 0) return -1;
     char path[4200];
     cache_path(dir, path, sizeof path);
     atomic_file af;

@@ -9,9 +9,12 @@
 
 #include "probe.h"
 
-/* Write the plot to path (PNG, atomically). Returns 0; 1 when built without
- * cairo (no plot module) or when the module cannot be loaded (reason in
- * err: the plot is skipped); -1 with err on failure. */
-int probe_plot(const probe_figures *f, const char *path, char *err, size_t errlen);
+/* Write the plot to path (PNG, atomically), marking crossovers[0] and
+ * crossovers[1], the crossover sizes N at batch 1 and at the large batch
+ * (0: none marked), which the caller computes (probe_crossover). Returns 0;
+ * 1 when built without cairo (no plot module) or when the module cannot be
+ * loaded (reason in err: the plot is skipped); -1 with err on failure. */
+int probe_plot(const probe_figures *f, const double crossovers[2], const char *path, char *err,
+               size_t errlen);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "atomic_file.h"
 #include "log.h"
-#include "outputs.h"
+#include "make_dir.h"
 #include "probe_cache.h"
 #include "probe_plot.h"
 
@@ -106,7 +106,7 @@ int probe_command(const char *dir)
 {
     probe_figures f;
     char note[512], err[1024], wis[4200];
-    if (outputs_make_dir(dir, err, sizeof err) != 0) { /* before the work, not after */
+    if (make_dir(dir, err, sizeof err) != 0) { /* before the work, not after */
         log_error("%s", err);
         return 2;
     }
@@ -130,7 +130,12 @@ int probe_command(const char *dir)
         return 3;
     }
     printf("wrote %s\n", csv);
-    int rc = probe_plot(&f, png, err, sizeof err);
+    double crossovers[2] = {0, 0};
+    if (f.have_gpu) {
+        crossovers[0] = probe_crossover(&f, 0);
+        crossovers[1] = probe_crossover(&f, 1);
+    }
+    int rc = probe_plot(&f, crossovers, png, err, sizeof err);
     if (rc < 0) {
         log_error("%s", err);
         return 3;

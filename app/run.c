@@ -11,6 +11,7 @@
 #include "interrupt.h"
 #include "set_limits.h"
 #include "log.h"
+#include "make_dir.h"
 #include "mpi_journal.h"
 #include "probe_cache.h"
 #include "run_state.h"
@@ -329,7 +330,7 @@ static int split(run_state *r, char *err, size_t errlen)
  * rank appends to them, rank 0 included, app/mpi_journal.h). */
 static int create_journals(run_state *r, char *err, size_t errlen)
 {
-    if (outputs_make_dir(r->dir, err, errlen) != 0) return -1;
+    if (make_dir(r->dir, err, errlen) != 0) return -1;
     resume_clean_temps(r->dir, r->cfg.name);
     char path[CFG_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app/image_set.h"
+#include "app/make_dir.h"
 #include "app/outputs.h"
 #include "app/writer_pool.h"
 
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
     psf_config cfg;
     image_set set;
     if (config_load(argv[1], &cfg, err, sizeof err) ||
-        image_set_init(&set, &cfg, err, sizeof err) || outputs_make_dir(argv[2], err, sizeof err)) {
+        image_set_init(&set, &cfg, err, sizeof err) || make_dir(argv[2], err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
