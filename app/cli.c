@@ -1,10 +1,10 @@
-#include "cli.h"
+#include "app/cli.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "text_shown.h"
+#include "app/base/text_shown.h"
 
 void cli_usage(FILE *f)
 {

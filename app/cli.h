@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "gpu_list.h"
+#include "app/config/config.h"
+#include "app/select/gpu_list.h"
 
 typedef struct {
     const char *config_path; /* -c FILE */

@@ -1,11 +1,11 @@
-#include "cube_writer.h"
+#include "app/cube_writer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fits_header.h"
+#include "app/fits_header.h"
 #include "optics/sampling.h"
 
 static void add_col(cube_writer *w, const char *name, const char *unit)

@@ -9,9 +9,9 @@
 
 #include <stddef.h>
 
-#include "fits_io.h"
-#include "image_set.h"
-#include "image_result.h"
+#include "app/formats/fits_io.h"
+#include "app/set/image_set.h"
+#include "app/image_result.h"
 
 #define CUBE_MAX_COLS 300
 

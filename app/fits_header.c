@@ -1,4 +1,4 @@
-#include "fits_header.h"
+#include "app/fits_header.h"
 
 #include <stdio.h>
 

@@ -2,9 +2,9 @@
 #ifndef PSFSIM_FITS_HEADER_H
 #define PSFSIM_FITS_HEADER_H
 
-#include "fits_io.h"
-#include "image_set.h"
-#include "image_result.h"
+#include "app/formats/fits_io.h"
+#include "app/set/image_set.h"
+#include "app/image_result.h"
 
 #define FITS_HEADER_FIXED 20
 #define FITS_HEADER_MAX (FITS_HEADER_FIXED + 256)

@@ -1,13 +1,13 @@
 /* psfsim: point-spread-function images from a config file. */
 #include <stdio.h>
 
-#include "cli.h"
-#include "interrupt.h"
-#include "log.h"
-#include "probe_report.h"
-#include "gpu_module.h"
-#include "mpi_run.h"
-#include "run.h"
+#include "app/cli.h"
+#include "app/base/interrupt.h"
+#include "app/base/log.h"
+#include "app/select/probe_report.h"
+#include "app/select/gpu_module.h"
+#include "app/mpi_run.h"
+#include "app/run.h"
 
 static void print_version(void)
 {

@@ -1,4 +1,4 @@
-#include "manifest.h"
+#include "app/manifest.h"
 
 #include <errno.h>
 #include <math.h>

@@ -8,9 +8,9 @@
 
 #include <stddef.h>
 
-#include "image_set.h"
-#include "journal.h"
-#include "image_result.h"
+#include "app/set/image_set.h"
+#include "app/formats/journal.h"
+#include "app/image_result.h"
 
 typedef struct {
     journal j;

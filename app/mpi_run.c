@@ -1,4 +1,4 @@
-#include "mpi_run.h"
+#include "app/mpi_run.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "outputs.h"
+#include "app/outputs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "fits_header.h"
-#include "fits_io.h"
-#include "png_io.h"
+#include "app/base/clock.h"
+#include "app/base/log.h"
+#include "app/fits_header.h"
+#include "app/formats/fits_io.h"
+#include "app/formats/png_io.h"
 
 /* 1 when name is a file an earlier run of this config wrote. */
 static int is_set_file(const char *name, const char *set)

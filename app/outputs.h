@@ -5,9 +5,9 @@
 
 #include <stddef.h>
 
-#include "config.h"
-#include "image_result.h"
-#include "image_set.h"
+#include "app/config/config.h"
+#include "app/image_result.h"
+#include "app/set/image_set.h"
 
 /* Check, before anything is written, that dir can be used: it is a
  * directory or can be created (its nearest existing ancestor is a writable

@@ -1,9 +1,9 @@
-#include "progress.h"
+#include "app/progress.h"
 
 #include <stdio.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "app/base/clock.h"
 
 #define BAR_WIDTH 30
 

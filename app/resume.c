@@ -1,4 +1,4 @@
-#include "resume.h"
+#include "app/resume.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "app/config/config.h"
 
 typedef struct {
     long long nimages;

@@ -1,4 +1,4 @@
-#include "run.h"
+#include "app/run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -6,15 +6,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "fits_module.h"
-#include "interrupt.h"
-#include "set_limits.h"
-#include "log.h"
-#include "make_dir.h"
-#include "mpi_journal.h"
-#include "probe_cache.h"
-#include "run_state.h"
+#include "app/base/clock.h"
+#include "app/formats/fits_module.h"
+#include "app/base/interrupt.h"
+#include "app/set_limits.h"
+#include "app/base/log.h"
+#include "app/base/make_dir.h"
+#include "app/formats/mpi_journal.h"
+#include "app/select/probe_cache.h"
+#include "app/run_state.h"
 
 static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
 {
@@ -47,7 +47,7 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
 
 /* PSFSIM_TEST_LANES=n (2..RUN_MAX_LANES): a CPU run computes with n CPU
  * lanes sharing the queue, as n GPUs would, so that the multi-device path
- * is tested on machines without GPUs (tests/e2e_lanes.sh). 1 otherwise. */
+ * is tested on machines without GPUs (tests/e2e/e2e_lanes.sh). 1 otherwise. */
 static int test_cpu_lanes(void)
 {
     const char *s = getenv("PSFSIM_TEST_LANES");
@@ -75,7 +75,7 @@ static void plan_lanes(run_state *r)
 }
 
 /* auto chose one GPU for a set big enough to repay it: create the GPU in a
- * thread while the CPU computes the first batches (app/gpu_warmup.h). */
+ * thread while the CPU computes the first batches (app/select/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_set_desc desc;
@@ -327,7 +327,7 @@ static int split(run_state *r, char *err, size_t errlen)
 }
 
 /* Create the directory and the journals (rank 0 of an MPI run: then every
- * rank appends to them, rank 0 included, app/mpi_journal.h). */
+ * rank appends to them, rank 0 included, app/formats/mpi_journal.h). */
 static int create_journals(run_state *r, char *err, size_t errlen)
 {
     if (make_dir(r->dir, err, errlen) != 0) return -1;

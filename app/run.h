@@ -2,8 +2,8 @@
 #ifndef PSFSIM_RUN_H
 #define PSFSIM_RUN_H
 
-#include "cli.h"
-#include "mpi_run.h"
+#include "app/cli.h"
+#include "app/mpi_run.h"
 
 /* Run the job o describes. Returns the exit status: 0 every image written,
  * 2 usage or config error (nothing written), 3 run-time failure (the

@@ -6,12 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "interrupt.h"
-#include "log.h"
+#include "app/base/clock.h"
+#include "app/base/interrupt.h"
+#include "app/base/log.h"
 #include "optics/metrics.h"
-#include "probe_cache.h"
-#include "run_state.h"
+#include "app/select/probe_cache.h"
+#include "app/run_state.h"
 
 void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc)
 {

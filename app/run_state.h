@@ -6,17 +6,17 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "backend_select.h"
-#include "cli.h"
-#include "cube_writer.h"
-#include "gpu_warmup.h"
-#include "image_set.h"
-#include "manifest.h"
-#include "mpi_run.h"
-#include "progress.h"
-#include "resume.h"
-#include "timing.h"
-#include "writer_pool.h"
+#include "app/select/backend_select.h"
+#include "app/cli.h"
+#include "app/cube_writer.h"
+#include "app/select/gpu_warmup.h"
+#include "app/set/image_set.h"
+#include "app/manifest.h"
+#include "app/mpi_run.h"
+#include "app/progress.h"
+#include "app/resume.h"
+#include "app/timing.h"
+#include "app/writer_pool.h"
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);

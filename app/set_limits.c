@@ -1,7 +1,7 @@
 /* Memory and disk limits checked before any work (set_limits.h). */
-#include "set_limits.h"
+#include "app/set_limits.h"
 
-#include "run_state.h"
+#include "app/run_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "writer_pool.h"
+#include "backend/backend.h"
+#include "app/writer_pool.h"
 
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)

@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "cli.h"
-#include "image_set.h"
+#include "app/cli.h"
+#include "app/set/image_set.h"
 
 /* Host memory of one run on the CPU backend, bytes (saturating at
  * UINT64_MAX). Terms, with N the FFT size, M the image size, P the pupil
@@ -31,9 +31,9 @@
  *  - scratch: the aperture grid, with the resampled OPD map, while a pupil
  *    is built, 4 P^2 each (cpu/pupil_cache.c), and the aperture grids the set
  *    keeps for the backend, 4 P^2 per pupil pitch up to 64 MiB
- *    (IMAGE_SET_GRIDS_BYTES, app/image_set.c);
+ *    (IMAGE_SET_GRIDS_BYTES, app/set/image_set.c);
  *  - writers: per writer thread the PNG levels 2 M^2 and 1 MiB for zlib,
- *    libpng and cfitsio state (app/png_io.c, app/writer_pool.c);
+ *    libpng and cfitsio state (app/formats/png_io.c, app/writer_pool.c);
  *  - base: 64 MiB for the program, its libraries and FFTW's plans. */
 typedef struct {
     unsigned long long fft, images, pupils, scratch, writers, base;

@@ -1,10 +1,10 @@
-#include "timing.h"
+#include "app/timing.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "manifest.h"
+#include "app/manifest.h"
 
 const char timing_header[] = "index,backend,compute_us,metrics_us,png_us,fits_us,total_us,note\n";
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "journal.h"
+#include "app/formats/journal.h"
 
 typedef struct {
     journal j;

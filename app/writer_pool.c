@@ -1,12 +1,12 @@
-#include "writer_pool.h"
+#include "app/writer_pool.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "fits_io.h"
+#include "app/base/clock.h"
+#include "app/formats/fits_io.h"
 
 typedef struct node {
     write_job *job;

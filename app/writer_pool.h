@@ -8,9 +8,9 @@
 
 #include <stddef.h>
 
-#include "image_set.h"
-#include "outputs.h"
-#include "timing.h"
+#include "app/set/image_set.h"
+#include "app/outputs.h"
+#include "app/timing.h"
 
 #define WRITER_SLOTS 2 /* batch buffers per computing device (run_lane) */
 #define WRITER_ERRLEN 512

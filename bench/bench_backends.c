@@ -1,4 +1,4 @@
-/* psfsim's backends timed through their own interface (app/backend.h), as
+/* psfsim's backends timed through their own interface (backend/backend.h), as
  * psfsim runs them: a circular pupil of n = N/2 samples with coma and
  * defocus (the reference pipelines' rho^2 cos(phi) is no Zernike term; the
  * work per sample is the same), images to host memory.
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/backend.h"
+#include "backend/backend.h"
 
 static double now_s(void)
 {

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/image_set.h"
-#include "app/make_dir.h"
+#include "app/set/image_set.h"
+#include "app/base/make_dir.h"
 #include "app/outputs.h"
 #include "app/writer_pool.h"
 

@@ -18,7 +18,7 @@
 #include <cufft.h>
 
 extern "C" {
-#include "app/backend.h"
+#include "backend/backend.h"
 }
 #include "gpu/cuda_check.h"
 #include "gpu/plan_cache.h"

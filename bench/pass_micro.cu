@@ -20,7 +20,7 @@
 #include <cufft.h>
 
 extern "C" {
-#include "app/backend.h"
+#include "backend/backend.h"
 }
 #include "gpu/cuda_check.h"
 #include "gpu/mft_gpu.h"

@@ -1,4 +1,4 @@
-/* The FFTW3 backend: psf_backend_cpu (app/backend.h). One plan per set,
+/* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set,
  * pupils cached per pupil pitch; below N = 512 the images of a run are
  * spread over threads (one FFT buffer pair each), from 512 up FFTW's own
  * threads share each transform. An MFT
@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/backend.h"
-#include "fft_plan.h"
-#include "mft.h"
-#include "pupil_cache.h"
+#include "backend/backend.h"
+#include "cpu/fft_plan.h"
+#include "cpu/mft.h"
+#include "cpu/pupil_cache.h"
 
 /* Grids from this size up use FFTW's threads inside one transform; below it
  * the threads' start-up costs more than they save. */
@@ -184,7 +184,7 @@ static const cpu_mft_table *table_for(psf_backend *b, double a, int j0, int nj, 
     return &b->tables[slot];
 }
 
-/* image = sum_c scale_c |MFT{field_c}|^2 (app/backend.h). */
+/* image = sum_c scale_c |MFT{field_c}|^2 (backend/backend.h). */
 static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, char *err,
                            size_t errlen)
 {

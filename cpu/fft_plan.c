@@ -1,4 +1,4 @@
-#include "fft_plan.h"
+#include "cpu/fft_plan.h"
 
 #include <pthread.h>
 #include <stdio.h>

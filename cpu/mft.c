@@ -7,7 +7,7 @@
  * and four scalars of A (from four sequential streams). The loops are
  * blocked so that the panels being reused stay in the L2 cache. Zero pupil
  * samples and rows are skipped through index lists. */
-#include "mft.h"
+#include "cpu/mft.h"
 
 #include <math.h>
 #include <pthread.h>

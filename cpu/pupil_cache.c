@@ -1,4 +1,4 @@
-#include "pupil_cache.h"
+#include "cpu/pupil_cache.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 
 #include <fftw3.h>
 
-#include "app/backend.h"
+#include "backend/backend.h"
 
 typedef struct {
     double dx_m;    /* pupil pitch this pupil was built for, metres */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "app/cli.h"
-#include "fuzz_util.h"
+#include "fuzz/fuzz_util.h"
 
 #define MAX_ARGS 64
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/config.h"
-#include "app/image_set.h"
-#include "app/log.h"
-#include "fuzz_util.h"
+#include "app/config/config.h"
+#include "app/set/image_set.h"
+#include "app/base/log.h"
+#include "fuzz/fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "app/fits_io.h"
-#include "app/fits_module.h"
-#include "app/log.h"
-#include "app/maps.h"
-#include "fuzz_util.h"
+#include "app/formats/fits_io.h"
+#include "app/formats/fits_module.h"
+#include "app/base/log.h"
+#include "app/set/maps.h"
+#include "fuzz/fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

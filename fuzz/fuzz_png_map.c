@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "app/log.h"
-#include "app/maps.h"
-#include "app/png_io.h"
-#include "fuzz_util.h"
+#include "app/base/log.h"
+#include "app/set/maps.h"
+#include "app/formats/png_io.h"
+#include "fuzz/fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

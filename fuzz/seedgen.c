@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/fits_io.h"
-#include "app/png_io.h"
+#include "app/formats/fits_io.h"
+#include "app/formats/png_io.h"
 
 static const char *dir;
 

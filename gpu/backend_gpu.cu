@@ -1,4 +1,4 @@
-/* The CUDA backend: psf_backend_gpu() (app/backend.h), the twin of
+/* The CUDA backend: psf_backend_gpu() (backend/backend.h), the twin of
  * cpu/backend_cpu.c. Per set (create): the device (set->device), the memory
  * estimate, streams, events, every buffer for the largest batch, the maps
  * and Zernike modes on the device. Per pitch (first use in run): the pupil,
@@ -34,14 +34,14 @@
 #include <cufft.h>
 
 extern "C" {
-#include "app/backend.h"
+#include "backend/backend.h"
 }
 
-#include "cuda_check.h"
-#include "mft_gpu.h"
-#include "plan_cache.h"
-#include "psf_kernels.h"
-#include "pupil_gpu.h"
+#include "gpu/cuda_check.h"
+#include "gpu/mft_gpu.h"
+#include "gpu/plan_cache.h"
+#include "gpu/psf_kernels.h"
+#include "gpu/pupil_gpu.h"
 
 /* Aim for sub-batches of about this many image bytes: big enough that a
  * pass's launches and the copy's set-up are small next to its transfer
@@ -845,7 +845,7 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     b->pf_nfields = b->pf_nimages = 0;
     memset(b->staged_pending, 0, sizeof b->staged_pending);
     memset(b->copy_pending, 0, sizeof b->copy_pending);
-    /* This thread may have another device current (app/backend.h: any thread). */
+    /* This thread may have another device current (backend/backend.h: any thread). */
     int rc = GPU_CUDA(&b->chk, cudaSetDevice(b->device));
     /* Every pupil first: building one waits for the device. */
     for (int j = 0; j < njobs && rc == 0; ++j) {
@@ -924,7 +924,7 @@ static int gpu_device_count(char *err, size_t errlen)
     return n;
 }
 
-/* Filled field by field, so that the table stays right if app/backend.h
+/* Filled field by field, so that the table stays right if backend/backend.h
  * reorders or adds members. */
 static psf_backend_ops make_ops(void)
 {
@@ -936,7 +936,7 @@ static psf_backend_ops make_ops(void)
     o.destroy = gpu_destroy;
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
-    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* app/backend.h: the cost model uses it too */
+    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* backend/backend.h: the cost model uses it too */
     o.device_count = gpu_device_count;
     return o;
 }

@@ -36,7 +36,7 @@ typedef struct {
 /* Read PSFSIM_GPU_FAIL_AT (a positive integer; anything else = no fault)
  * and point messages at err. With PSFSIM_GPU_FAIL_DEVICE=d the fault is
  * injected only into backends of CUDA device d (one GPU of several failing,
- * tests/e2e_gpu_multi.sh). */
+ * tests/e2e/e2e_gpu_multi.sh). */
 static inline void gpu_check_init(gpu_check *c, int device, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);

@@ -1,4 +1,4 @@
-#include "mft_gpu.h"
+#include "gpu/mft_gpu.h"
 
 #include <math.h>
 #include <string.h>

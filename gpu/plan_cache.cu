@@ -1,4 +1,4 @@
-#include "plan_cache.h"
+#include "gpu/plan_cache.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
 
 #include <cub/device/device_scan.cuh>
 
-#include "pupil_gpu.h"
+#include "gpu/pupil_gpu.h"
 
 extern "C" {
 #include "optics/map_sample.h"

@@ -29,7 +29,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include "cuda_check.h"
+#include "gpu/cuda_check.h"
 
 #ifdef __cplusplus
 extern "C" {

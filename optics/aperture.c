@@ -1,9 +1,9 @@
 /* Aperture validation and the pupil transmission grid. The per-sample
  * formulas live in aperture_geom.h and map_sample.h, shared with the GPU
  * kernels; this file only checks the description and loops over the grid. */
-#include "aperture.h"
-#include "aperture_geom.h"
-#include "map_sample.h"
+#include "optics/aperture.h"
+#include "optics/aperture_geom.h"
+#include "optics/map_sample.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -20,8 +20,8 @@
  * the obscuration is taken as if the obscuration were not cut by the
  * hexagon's sides, an error below the area of the vanes in the hexagon's
  * corners outside the obscuration's inscribed part. */
-#include "aperture.h"
-#include "aperture_geom.h"
+#include "optics/aperture.h"
+#include "optics/aperture_geom.h"
 
 #include <math.h>
 #include <stdlib.h>

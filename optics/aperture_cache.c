@@ -1,4 +1,4 @@
-#include "aperture_cache.h"
+#include "optics/aperture_cache.h"
 
 #include <math.h>
 #include <pthread.h>

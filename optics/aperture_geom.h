@@ -18,14 +18,14 @@
  * cell crossed by two or more (corners) is split 4 x 4, down to three levels
  * (cells of dx/64), and the last level's corner cells are point-sampled 4 x 4.
  * Error budget per sample (tested against brute force in
- * tests/test_optics_aperture.c): circle linearisation <= 0.35 APG_CURV_TOL
+ * tests/optics/test_optics_aperture.c): circle linearisation <= 0.35 APG_CURV_TOL
  * ~ 1.8e-4, and each point-sampled corner cell <= 1/8 of its (dx/64)^2 area,
  * 3e-5, so well under 1e-3 for the few corner cells a sample holds. */
 #ifndef PSFSIM_APERTURE_GEOM_H
 #define PSFSIM_APERTURE_GEOM_H
 
-#include "aperture.h"
-#include "psf_hd.h"
+#include "optics/aperture.h"
+#include "optics/psf_hd.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
 #ifndef PSFSIM_MAP_SAMPLE_H
 #define PSFSIM_MAP_SAMPLE_H
 
-#include "psf_hd.h"
+#include "optics/psf_hd.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
  * Imaging and Aberrations II, ch. 1: encircled energy as the fraction of the
  * total power inside a circle about the centre, FWHM of the azimuthal
  * average). Pixel (i, j) covers [i - 0.5, i + 0.5] x [j - 0.5, j + 0.5]. */
-#include "metrics.h"
+#include "optics/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * Optics, 3rd ed., sec. 4.2 and 5.3: the focal plane is the pupil's Fourier
  * transform scaled by lambda f, so an N-point DFT of pitch dx has frequency
  * pitch 1 / (N dx), i.e. an angle lambda / (N dx)). */
-#include "sampling.h"
+#include "optics/sampling.h"
 
 #include <math.h>
 #include <stdio.h>

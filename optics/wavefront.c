@@ -1,9 +1,9 @@
 /* Wavefront error over the pupil grid: Zernike sums, OPD maps, focus shift
  * (design.md, "Aberrations"). The per-sample formulas (zernike.h,
  * map_sample.h) are the ones the GPU kernels use. */
-#include "wavefront.h"
-#include "map_sample.h"
-#include "zernike.h"
+#include "optics/wavefront.h"
+#include "optics/map_sample.h"
+#include "optics/zernike.h"
 
 #include <math.h>
 

@@ -6,7 +6,7 @@
  * matches the classic 37-term Fringe set for j <= 36 only: OpticStudio's
  * Z37 is (12, 0), which is j = 49 here, while j = 37 here is (6, 6) (the
  * ordering prysm's 49-term Fringe set uses). */
-#include "zernike.h"
+#include "optics/zernike.h"
 
 #include <math.h>
 

@@ -6,7 +6,7 @@
 #ifndef PSFSIM_ZERNIKE_H
 #define PSFSIM_ZERNIKE_H
 
-#include "psf_hd.h"
+#include "optics/psf_hd.h"
 
 #include <math.h>
 

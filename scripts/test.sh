@@ -7,16 +7,16 @@
 #  2. a CPU-only build (-DPSFSIM_CUDA=OFF) under AddressSanitizer and
 #     UndefinedBehaviorSanitizer, the whole suite again;
 #  3. the end-to-end tests (ctest -L e2e) of a CPU-only build under
-#     valgrind memcheck: no error, no definite leak (tests/lib_e2e.sh runs
+#     valgrind memcheck: no error, no definite leak (tests/e2e/lib_e2e.sh runs
 #     psfsim under PSFSIM_WRAPPER);
 #  4. a short fuzz run (ctest -L fuzz): the libFuzzer targets of fuzz/ built
 #     with clang, ASan and UBSan, PSFSIM_FUZZ_SECONDS (default 45) seconds
 #     each, two at a time on two cores.
-# Third-party leaks are suppressed by fuzz/lsan.supp and tests/valgrind.supp
+# Third-party leaks are suppressed by fuzz/lsan.supp and tests/e2e/valgrind.supp
 # (libconfig's lexer only).
 #  mpi. the MPI build (-DPSFSIM_MPI=ON, CPU only) and its test, ctest -R mpi:
 #     mpirun --oversubscribe -n 3 equals one process byte for byte; a rank
-#     killed mid-run (tests/e2e_mpi.sh). About half a minute on 2 cores.
+#     killed mid-run (tests/e2e/e2e_mpi.sh). About half a minute on 2 cores.
 # PSFSIM_TEST_STAGES="1 2 3 4 mpi" picks stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ if want 3; then
     -DPSFSIM_CUDA=OFF -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
   cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim
   PSFSIM_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
---errors-for-leak-kinds=definite --suppressions=$PWD/tests/valgrind.supp" \
+--errors-for-leak-kinds=definite --suppressions=$PWD/tests/e2e/valgrind.supp" \
     ctest --test-dir build-valgrind --output-on-failure -j "$jobs" -L e2e
 fi
 if want 4; then

@@ -1,0 +1,32 @@
+#include "app/base/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static log_level g_level = LOG_WARN;
+
+void log_set_level(log_level level)
+{
+    g_level = level;
+}
+log_level log_get_level(void)
+{
+    return g_level;
+}
+
+void log_msg(log_level level, const char *fmt, ...)
+{
+    if (level > g_level || level == LOG_QUIET) return;
+    /* The whole line in one write: MPI ranks share one stderr, and the
+     * lanes' threads log too; pieces written apart interleave. */
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(line, sizeof line, "psfsim: ");
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = m < 0 ? (size_t)n : (size_t)n + (size_t)m;
+    if (len > sizeof line - 2) len = sizeof line - 2; /* cut: keep the newline */
+    line[len++] = '\n';
+    fwrite(line, 1, len, stderr);
+}

@@ -1,0 +1,104 @@
+/* Finding and loading psfsim's modules (module_loader.h). */
+#include "app/base/module_loader.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_CANDIDATES 4
+
+/* The directory of the running executable into dir (no trailing slash);
+ * 0, or -1 when /proc/self/exe cannot be read. */
+static int exe_dir(char *dir, size_t dirlen)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    snprintf(dir, dirlen, "%s", exe);
+    return 0;
+}
+
+/* Candidate paths, in order; returns how many were written. */
+static int candidates(const char *name, const char *env, char (*paths)[MODULE_PATH_MAX], int max)
+{
+    int n = 0;
+    const char *val = env ? getenv(env) : NULL;
+    if (val && *val && n < max) { /* the user's path is the only one: no silent other module */
+        snprintf(paths[n++], sizeof paths[0], "%.*s", PATH_MAX, val);
+        return n;
+    }
+    char dir[PATH_MAX];
+    if (exe_dir(dir, sizeof dir) != 0) return n;
+    static const char *const rel[] = {"", "/..", "/../lib/psfsim"};
+    for (size_t i = 0; i < sizeof rel / sizeof *rel && n < max; ++i)
+        snprintf(paths[n++], sizeof paths[0], "%.*s%s/%.40s", PATH_MAX - 60, dir, rel[i], name);
+    return n;
+}
+
+int module_find(const char *name, const char *env, char *path, size_t pathlen)
+{
+    char paths[MAX_CANDIDATES][MODULE_PATH_MAX];
+    int n = candidates(name, env, paths, MAX_CANDIDATES);
+    struct stat st;
+    for (int i = 0; i < n; ++i)
+        if (stat(paths[i], &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(path, pathlen, "%s", paths[i]);
+            return 0;
+        }
+    return -1;
+}
+
+/* "no NAME at $ENV (VALUE), in DIR, its parent or DIR/../lib/psfsim". */
+static void not_found(const char *name, const char *env, char *err, size_t errlen)
+{
+    const char *val = env ? getenv(env) : NULL;
+    char at[PATH_MAX + 64] = "", dir[PATH_MAX] = "";
+    if (val && *val) {
+        snprintf(err, errlen, "no %s at %s ($%s)", name, val, env);
+        return;
+    }
+    if (exe_dir(dir, sizeof dir) != 0) {
+        snprintf(err, errlen, "no %s%s and the executable's directory is unknown", name, at);
+        return;
+    }
+    snprintf(err, errlen, "no %s%s in %s, %s/.. or %s/../lib/psfsim", name, at, dir, dir, dir);
+}
+
+void *module_load(const char *name, const char *env, const char *const *symbols, void **entries,
+                  int nsym, module_status *status, char *path, size_t pathlen, char *err,
+                  size_t errlen)
+{
+    char found[MODULE_PATH_MAX];
+    if (path && pathlen) path[0] = '\0';
+    if (module_find(name, env, found, sizeof found) != 0) {
+        not_found(name, env, err, errlen);
+        *status = MODULE_NOT_FOUND;
+        return NULL;
+    }
+    if (path && pathlen) snprintf(path, pathlen, "%s", found);
+    void *h = dlopen(found, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "%s", why ? why : found);
+        *status = MODULE_LOAD_FAILED;
+        return NULL;
+    }
+    for (int i = 0; i < nsym; ++i) {
+        entries[i] = dlsym(h, symbols[i]);
+        if (!entries[i]) {
+            snprintf(err, errlen, "%s: no %s", found, symbols[i]);
+            dlclose(h);
+            *status = MODULE_NO_ENTRY;
+            return NULL;
+        }
+    }
+    *status = MODULE_OK;
+    return h;
+}

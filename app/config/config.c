@@ -1,0 +1,383 @@
+/* config_load: parse with libconfig, hold the tree to the schema
+ * (config_schema.c), then read and range-check each section against
+ * config-schema.md. The aberrations and sweep sections are in
+ * config_sweep.c; messages and typed getters in config_read.c. */
+#include "app/config/config_priv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void set_defaults(psf_config *cfg)
+{
+    cfg->f_number = 0.0;
+    cfg->aperture.shape = APERTURE_CIRCULAR;
+    cfg->aperture.obscuration = 0.0;
+    cfg->aperture.spider_count = 0;
+    cfg->aperture.edge = EDGE_GREY;
+    cfg->padding = 2.0;
+    cfg->zconv = ZCONV_NOLL;
+    cfg->zunits = ZUNITS_WAVES;
+    cfg->opd_units = ZUNITS_NM;
+    cfg->opd_scale = 1.0;
+    cfg->normalization = NORM_PEAK;
+    cfg->png_enabled = 1;
+    cfg->png_bits = 16;
+    cfg->png_compression = 1;
+    cfg->png_stretch = STRETCH_LOG;
+    cfg->png_dynamic_range = 1.0e6;
+    cfg->fits_enabled = 0;
+    cfg->backend = BACKEND_AUTO;
+}
+
+static int read_name(cfg_ctx *c, psf_config *cfg)
+{
+    int r = cfg_read_string(c, "name", cfg->name, sizeof cfg->name);
+    if (r < 0) return -1;
+    if (r == 0) return cfg_missing(c, "name", NULL);
+    const config_setting_t *s = cfg_get(c, "name");
+    if (strspn(cfg->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+        strlen(cfg->name))
+        return cfg_error(c, s, "name",
+                         "must hold only letters, digits, '_', '.' and '-' (got \"%s\")",
+                         cfg->name);
+    if (strcmp(cfg->name, ".") == 0 || strcmp(cfg->name, "..") == 0)
+        return cfg_error(c, s, "name", "must not be \".\" or \"..\"");
+    return 0;
+}
+
+/* optics.wavelength_nm | optics.wavelengths_nm (+ weights), f_number. */
+static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
+{
+    const config_setting_t *one = cfg_get(c, "optics.wavelength_nm");
+    const config_setting_t *set = cfg_get(c, "optics.wavelengths_nm");
+    const config_setting_t *w = cfg_get(c, "optics.weights");
+    const config_setting_t *swept = cfg_get(c, "sweep.wavelength_nm");
+    if (one && set)
+        return cfg_error(c, set, "optics.wavelengths_nm",
+                         "give only one of optics.wavelength_nm and optics.wavelengths_nm");
+    if (set && swept)
+        return cfg_error(c, swept, "sweep.wavelength_nm",
+                         "cannot be used with optics.wavelengths_nm (a broadband set): sweep "
+                         "single wavelengths or give one broadband set");
+    if (!one && !set && !swept)
+        return cfg_missing(c, "optics.wavelength_nm",
+                           "(or optics.wavelengths_nm, or sweep.wavelength_nm)");
+    if (w && !set)
+        return cfg_error(c, w, "optics.weights", "only allowed with optics.wavelengths_nm");
+    if (one) {
+        double v = 0;
+        if (cfg_read_float(c, "optics.wavelength_nm", 0.0, 1, &v) < 0) return -1;
+        cfg->wavelengths_nm = malloc(sizeof(double));
+        cfg->weights = malloc(sizeof(double));
+        if (!cfg->wavelengths_nm || !cfg->weights)
+            return cfg_error(c, one, "optics.wavelength_nm", "out of memory");
+        cfg->nwavelengths = 1;
+        cfg->wavelengths_nm[0] = v;
+        cfg->weights[0] = 1.0;
+    } else if (set) {
+        if (cfg_read_numbers(c, "optics.wavelengths_nm", 1, &cfg->wavelengths_nm,
+                             &cfg->nwavelengths) < 0)
+            return -1;
+        if (cfg->nwavelengths > CFG_MAX_WAVELENGTHS)
+            return cfg_error(c, set, "optics.wavelengths_nm",
+                             "must hold at most %d wavelengths (got %d)", CFG_MAX_WAVELENGTHS,
+                             cfg->nwavelengths);
+        int nw = 0;
+        if (w) {
+            if (cfg_read_numbers(c, "optics.weights", 0, &cfg->weights, &nw) < 0) return -1;
+            if (nw != cfg->nwavelengths)
+                return cfg_error(c, w, "optics.weights",
+                                 "must have as many values as optics.wavelengths_nm (%d) (got %d)",
+                                 cfg->nwavelengths, nw);
+            double sum = 0;
+            for (int i = 0; i < nw; ++i) {
+                if (cfg->weights[i] < 0) {
+                    char key[64], got[64];
+                    snprintf(key, sizeof key, "optics.weights[%d]", i);
+                    cfg_fmt_double(cfg->weights[i], got, sizeof got);
+                    return cfg_error(c, config_setting_get_elem(w, (unsigned)i), key,
+                                     "must be >= 0 (got %s)", got);
+                }
+                sum += cfg->weights[i];
+            }
+            if (!(sum > 0) || !isfinite(sum))
+                return cfg_error(c, w, "optics.weights", "must have a positive, finite sum");
+            for (int i = 0; i < nw; ++i)
+                cfg->weights[i] /= sum;
+        } else {
+            cfg->weights = malloc((size_t)cfg->nwavelengths * sizeof(double));
+            if (!cfg->weights) return cfg_error(c, set, "optics.wavelengths_nm", "out of memory");
+            for (int i = 0; i < cfg->nwavelengths; ++i)
+                cfg->weights[i] = 1.0 / cfg->nwavelengths;
+        }
+    }
+    if (cfg_read_float(c, "optics.f_number", 0.0, 1, &cfg->f_number) < 0) return -1;
+    return 0;
+}
+
+static int read_aperture(cfg_ctx *c, psf_config *cfg)
+{
+    psf_aperture *a = &cfg->aperture;
+    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    static const char *const edges[] = {"grey", "binary"};
+    int v = 0;
+    if (!cfg_get(c, "optics.aperture")) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 3, 0, &v) < 0) return -1;
+    a->shape = (psf_aperture_shape)v; /* same order as psf_aperture_shape */
+    int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
+    if (r < 0) return -1;
+    if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
+        return -1;
+    if (!(a->obscuration >= 0.0 && a->obscuration < 1.0)) {
+        char got[64];
+        cfg_fmt_double(a->obscuration, got, sizeof got);
+        return cfg_error(c, cfg_get(c, "optics.aperture.obscuration"),
+                         "optics.aperture.obscuration", "must be in [0, 1) (got %s)", got);
+    }
+    if (cfg_get(c, "optics.aperture.spiders")) {
+        long long count = 0;
+        r = cfg_read_int(c, "optics.aperture.spiders.count", 0, CFG_MAX_SPIDERS, &count);
+        if (r < 0) return -1;
+        if (r == 0)
+            return cfg_missing(c, "optics.aperture.spiders.count",
+                               "(optics.aperture.spiders is given)");
+        a->spider_count = (int)count;
+        const char *wkey = "optics.aperture.spiders.width_m";
+        r = cfg_read_float(c, wkey, 0.0, 1, &a->spider_width_m);
+        if (r < 0) return -1;
+        if (r == 0 && count > 0) return cfg_missing(c, wkey, "(spiders.count is above 0)");
+        if (r == 1 && a->spider_width_m >= a->diameter_m) {
+            char got[64], d[64];
+            cfg_fmt_double(a->spider_width_m, got, sizeof got);
+            cfg_fmt_double(a->diameter_m, d, sizeof d);
+            return cfg_error(c, cfg_get(c, wkey), wkey,
+                             "must be < optics.aperture.diameter_m (%s) (got %s)", d, got);
+        }
+        if (cfg_read_float(c, "optics.aperture.spiders.angle_deg", -HUGE_VAL, 0,
+                           &a->spider_angle_deg) < 0)
+            return -1;
+    }
+    if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;
+    a->edge = v == 1 ? EDGE_BINARY : EDGE_GREY;
+
+    const char *fkey = "optics.aperture.file";
+    const config_setting_t *fs = cfg_get(c, fkey);
+    if (a->shape == APERTURE_FILE && !fs) return cfg_missing(c, fkey, "(shape = \"file\")");
+    if (a->shape != APERTURE_FILE && fs)
+        return cfg_error(c, fs, fkey, "only used with shape = \"file\" (shape is \"%s\")",
+                         shapes[a->shape]);
+    if (fs) {
+        char given[CFG_PATH_MAX];
+        if (cfg_read_string(c, fkey, given, sizeof given) < 0) return -1;
+        if (cfg_resolve_file(c, fs, fkey, given, cfg->aperture_file, sizeof cfg->aperture_file))
+            return -1;
+    }
+    return 0;
+}
+
+static int read_sampling(cfg_ctx *c, psf_config *cfg)
+{
+    long long n = 0;
+    int r = cfg_read_int(c, "sampling.pupil_samples", 8, CFG_MAX_PUPIL_SAMPLES, &n);
+    if (r < 0) return -1;
+    if (r == 0) return cfg_missing(c, "sampling.pupil_samples", NULL);
+    cfg->pupil_samples = (int)n;
+    if (cfg_read_float(c, "sampling.padding", 1.0, 0, &cfg->padding) < 0) return -1;
+    double big = floor(cfg->padding * (double)n + 0.5);
+    if (big > CFG_MAX_FFT_SIZE) {
+        const char *key =
+            cfg_get(c, "sampling.padding") ? "sampling.padding" : "sampling.pupil_samples";
+        char pad[64];
+        cfg_fmt_double(cfg->padding, pad, sizeof pad);
+        return cfg_error(c, cfg_get(c, key), key,
+                         "FFT size N = floor(padding * pupil_samples + 0.5) = floor(%s * %lld + "
+                         "0.5) = %.0f must be <= %d",
+                         pad, n, big, CFG_MAX_FFT_SIZE);
+    }
+    return 0;
+}
+
+/* Smallest output.npix: the same floor as pupil_samples. */
+#define CFG_MIN_OUT_NPIX 8
+
+/* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
+ * block: the micrometre pixel needs f_number). Unset values stay 0. */
+static int read_output_grid(cfg_ctx *c, psf_config *cfg)
+{
+    long long npix = 0;
+    if (cfg_read_int(c, "output.npix", CFG_MIN_OUT_NPIX, CFG_MAX_FFT_SIZE, &npix) < 0) return -1;
+    cfg->out_npix = (int)npix;
+    if (cfg_read_float(c, "output.pixel_scale", 0.0, 1, &cfg->out_pixel_scale) < 0) return -1;
+    const char *ukey = "output.pixel_scale_um";
+    int r = cfg_read_float(c, ukey, 0.0, 1, &cfg->out_pixel_scale_um);
+    if (r < 0) return -1;
+    if (r == 1 && cfg_get(c, "output.pixel_scale"))
+        return cfg_error(c, cfg_get(c, ukey), ukey,
+                         "give only one of output.pixel_scale and output.pixel_scale_um");
+    if (r == 1 && !(cfg->f_number > 0))
+        return cfg_error(c, cfg_get(c, ukey), ukey,
+                         "needs optics.f_number (a focal-plane pixel becomes an angle through "
+                         "the focal length f_number * D)");
+    return 0;
+}
+
+static int read_output(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const stretches[] = {"linear", "log", "sqrt"};
+    int r = cfg_read_string(c, "output.dir", cfg->output_dir, sizeof cfg->output_dir);
+    if (r < 0) return -1;
+    if (r == 0) snprintf(cfg->output_dir, sizeof cfg->output_dir, "out/%s", cfg->name);
+    if (read_output_grid(c, cfg)) return -1;
+    if (cfg_read_bool(c, "output.png.enabled", &cfg->png_enabled) < 0) return -1;
+    long long bits = 16;
+    if (cfg_read_int(c, "output.png.bits", 8, 16, &bits) < 0) return -1;
+    if (bits != 8 && bits != 16)
+        return cfg_error(c, cfg_get(c, "output.png.bits"), "output.png.bits",
+                         "must be 8 or 16 (got %lld)", bits);
+    cfg->png_bits = (int)bits;
+    int v = 0;
+    if (cfg_read_enum(c, "output.png.stretch", stretches, 3, 1, &v) < 0) return -1;
+    cfg->png_stretch = (png_stretch)v; /* same order as png_stretch */
+    if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0)
+        return -1;
+    long long level = 1;
+    if (cfg_read_int(c, "output.png.compression", 0, 9, &level) < 0) return -1;
+    cfg->png_compression = (int)level;
+    if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
+    if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
+    if (!cfg->png_enabled && !cfg->fits_enabled) {
+        const config_setting_t *s = cfg_get(c, "output.png.enabled");
+        return cfg_error(
+            c, s ? s : cfg_get(c, "output.fits.enabled"), "output",
+            "nothing to write: output.png.enabled or output.fits.enabled must be true");
+    }
+    return 0;
+}
+
+static int read_all(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const norms[] = {"peak", "sum"};
+    static const char *const backends[] = {"auto", "cpu", "gpu"};
+    int v = 0;
+    if (cfg_schema_check(c)) return -1;
+    if (read_name(c, cfg)) return -1;
+    if (read_wavelengths(c, cfg)) return -1;
+    if (read_aperture(c, cfg)) return -1;
+    if (read_sampling(c, cfg)) return -1;
+    if (cfg_read_aberrations(c, cfg)) return -1;
+    if (cfg_read_enum(c, "normalization", norms, 2, 0, &v) < 0) return -1;
+    cfg->normalization = v == 1 ? NORM_SUM : NORM_PEAK;
+    if (cfg_read_sweep(c, cfg)) return -1;
+    if (read_output(c, cfg)) return -1;
+    if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
+    cfg->backend = (backend_choice)v; /* same order as backend_choice */
+    return 0;
+}
+
+/* libconfig's parse error as "FILE:LINE: syntax error: TEXT". */
+static int syntax_error(cfg_ctx *c)
+{
+    const char *file = config_error_file(&c->lc) ? config_error_file(&c->lc) : c->file;
+    char inc[CFG_PATH_MAX + 8];
+    if (strcmp(file, c->file) != 0 && file[0] != '/' && c->dir[0]) {
+        snprintf(inc, sizeof inc, "%s/%s", c->dir, file); /* an @include'd file */
+        file = inc;
+    }
+    const char *text = config_error_text(&c->lc) ? config_error_text(&c->lc) : "";
+    int line = config_error_line(&c->lc);
+    if (config_error_type(&c->lc) == CONFIG_ERR_FILE_IO) {
+        snprintf(c->err, c->errlen, "%s: cannot read: %s", file, text);
+        return -1;
+    }
+    const char *hint = strstr(text, "mismatched element type")
+                           ? " (an array [ ] holds one type: write 450.0, not 450, or use a "
+                             "list ( ))"
+                           : "";
+    if (strcmp(text, "syntax error") == 0)
+        snprintf(c->err, c->errlen, "%s:%d: syntax error", file, line);
+    else
+        snprintf(c->err, c->errlen, "%s:%d: syntax error: %s%s", file, line, text, hint);
+    cfg_one_line(c->err);
+    return -1;
+}
+
+int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
+{
+    char dummy[1];
+    memset(cfg, 0, sizeof *cfg);
+    set_defaults(cfg);
+    if (!err || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!path || !path[0]) {
+        snprintf(err, errlen, "config: no file given");
+        return -1;
+    }
+    cfg_ctx c = {.file = path, .err = err, .errlen = errlen};
+    size_t len = strlen(path);
+    if (len >= CFG_PATH_MAX) {
+        snprintf(err, errlen, "%.64s...: path too long (more than %d characters)", path,
+                 CFG_PATH_MAX - 1);
+        return -1;
+    }
+    memcpy(cfg->path, path, len + 1);
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t dl = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(c.dir, path, dl);
+        c.dir[dl] = '\0';
+    }
+    /* libconfig reports an unreadable file without the reason: find it first. */
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    int isdir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
+    fclose(f);
+    if (isdir) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(EISDIR));
+        return -1;
+    }
+    if (cfg_check_includes(path, c.dir, err, errlen) != 0) return -1;
+    config_init(&c.lc);
+    if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
+    int rc = config_read_file(&c.lc, path) ? read_all(&c, cfg) : syntax_error(&c);
+    config_destroy(&c.lc);
+    return rc;
+}
+
+void config_free(psf_config *cfg)
+{
+    if (!cfg) return;
+    free(cfg->wavelengths_nm);
+    free(cfg->weights);
+    free(cfg->zernike);
+    free(cfg->sweep_wavelength_nm);
+    free(cfg->sweep_defocus);
+    free(cfg->sweep_focus_shift_um);
+    if (cfg->sweep_zernike)
+        for (int i = 0; i < cfg->n_sweep_zernike; ++i)
+            free(cfg->sweep_zernike[i].values);
+    free(cfg->sweep_zernike);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+long long config_image_count(const psf_config *cfg)
+{
+    long long k = 1;
+    if (cfg->n_sweep_wavelength > 0) k *= cfg->n_sweep_wavelength;
+    if (cfg->n_sweep_defocus > 0) k *= cfg->n_sweep_defocus;
+    if (cfg->n_sweep_focus_shift > 0) k *= cfg->n_sweep_focus_shift;
+    for (int i = 0; i < cfg->n_sweep_zernike; ++i)
+        if (cfg->sweep_zernike[i].nvalues > 0) k *= cfg->sweep_zernike[i].nvalues;
+    return k;
+}

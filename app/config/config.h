@@ -1,0 +1,129 @@
+/* A psfsim config file, loaded with libconfig and validated against
+ * ../shared/config-schema.md (the public contract: keys, types, units,
+ * defaults, ranges). */
+#ifndef PSFSIM_CONFIG_H
+#define PSFSIM_CONFIG_H
+
+#include <stddef.h>
+
+#include "optics/aperture.h"
+#include "optics/zernike.h"
+#include "app/formats/png_io.h" /* png_stretch */
+
+#define CFG_PATH_MAX 4096
+/* Most wavelengths in one broadband image; the set model holds the backend
+ * interface's PSF_MAX_COMPONENTS to at least this (app/set/image_set.c). */
+#define CFG_MAX_WAVELENGTHS 64
+
+typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
+typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
+typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
+
+typedef struct {
+    int j;        /* index in the config's convention */
+    int n, m;     /* radial order, signed azimuthal frequency */
+    double coeff; /* RMS, in units */
+} cfg_zernike_term;
+
+typedef struct {
+    int j, n, m;
+    int nvalues;
+    double *values; /* added to that term's coefficient, in units */
+} cfg_zernike_sweep;
+
+typedef struct {
+    char path[CFG_PATH_MAX]; /* the config file as given (for messages) */
+    char name[256];
+
+    /* optics */
+    /* 1 = monochromatic (optics.wavelength_nm); with only sweep.wavelength_nm
+     * given, 1 holding the first swept value (each image's own wavelength
+     * comes from jobs_image_params). */
+    int nwavelengths;
+    double *wavelengths_nm;           /* [nwavelengths], nm */
+    double *weights;                  /* [nwavelengths], normalised to sum 1 (default equal) */
+    double f_number;                  /* 0 = not set */
+    psf_aperture aperture;            /* map/map_rows/map_cols left empty: app loads the file */
+    char aperture_file[CFG_PATH_MAX]; /* shape = "file": resolved path */
+
+    /* sampling */
+    int pupil_samples;
+    double padding;
+
+    /* aberrations */
+    zernike_convention zconv;
+    zernike_units zunits;
+    int nzernike;
+    cfg_zernike_term *zernike;   /* [nzernike], in the order written, distinct j */
+    char opd_file[CFG_PATH_MAX]; /* "" = none; resolved path */
+    zernike_units opd_units;     /* "nm" (default) or "waves" at each job's wavelength */
+    /* aberrations.opd_map.scale (a key added to the schema; default 1.0):
+     * OPD in opd_units = scale * file value (PNG counts or FITS values) */
+    double opd_scale;
+
+    psf_normalization normalization;
+
+    /* sweep (nvalues 0 = not swept) */
+    int n_sweep_wavelength;
+    double *sweep_wavelength_nm;
+    int n_sweep_defocus;
+    double *sweep_defocus;
+    int n_sweep_focus_shift;
+    double *sweep_focus_shift_um;
+    int n_sweep_zernike;
+    cfg_zernike_sweep *sweep_zernike; /* [n_sweep_zernike], in the order written */
+
+    /* output */
+    char output_dir[CFG_PATH_MAX];
+    /* The output grid (README, "Conventions"). 0 = not set: npix defaults to
+     * the FFT size N, the pixel to n/N lambda_ref/D. When the grid they
+     * define differs from the FFT's, image_set computes every image by MFT. */
+    int out_npix;              /* output.npix, 8..65536 */
+    double out_pixel_scale;    /* output.pixel_scale, lambda_ref/D (lambda_ref: the
+                                  image's shortest wavelength) */
+    double out_pixel_scale_um; /* output.pixel_scale_um, focal-plane um (needs
+                                  f_number; exclusive with out_pixel_scale) */
+    /* Not a key: tests set it after config_load to compute by MFT even
+     * where the FFT is exact (image_set_init reads it). */
+    int mft_force;
+    int png_enabled;
+    int png_bits; /* 8 | 16 */
+    png_stretch png_stretch;
+    double png_dynamic_range;
+    int png_compression; /* zlib level 0..9, default 1 (fast) */
+    int fits_enabled;
+    int fits_cube; /* with fits_enabled: one NAME_cube.fits, one plane per image,
+                      instead of one FITS file per image */
+
+    backend_choice backend;
+} psf_config;
+
+/* Load and validate path. Relative file paths inside the config (aperture,
+ * OPD map) resolve against the config's directory; output.dir is relative to
+ * the current directory. On error returns -1 and writes one message naming
+ * the file, line and key to err, e.g.
+ *   "defocus.cfg:12: sampling.padding: must be >= 1 (got 0.5)"
+ * and "defocus.cfg:7: optics.wavelenght_nm: unknown key (did you mean
+ * optics.wavelength_nm?)"; a syntax error reads "FILE:LINE: syntax error:
+ * TEXT" (libconfig's text; without ": TEXT" when that is just "syntax
+ * error"), a missing key "FILE: key: required key missing", an unreadable
+ * config "FILE: cannot read: REASON". List elements are named key[i],
+ * 0-based. Files named in the config are checked to exist
+ * and be readable (messages name the resolved path); @include resolves
+ * against the config's directory too. Limits: pupil_samples and
+ * N = floor(padding * n + 0.5) <= 65536, output.npix in 8..65536,
+ * spiders.count <= 1000, at most
+ * CFG_MAX_WAVELENGTHS (64) broadband wavelengths, at most 10,000,000
+ * images. Nothing is written. cfg is zeroed first; free it with
+ * config_free also after an error. Returns 0 on success. */
+int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);
+
+/* Free what config_load allocated (after success or an error) and zero cfg;
+ * a second call is harmless. Does not free aperture.map (the app's). */
+void config_free(psf_config *cfg);
+
+/* Number of images the config's sweep makes (product of the swept list
+ * lengths; 1 without a sweep). Computed in 64 bits. */
+long long config_image_count(const psf_config *cfg);
+
+#endif

@@ -1,0 +1,70 @@
+/* FITS images through cfitsio: float32 PSF output with header keywords,
+ * and 2-D map input (aperture, OPD). The code (app/formats/fits_io.c) is the FITS
+ * module, libpsfsim-fits.so, which these functions load on first use
+ * (fits_module.h): when it cannot be loaded each fails with err saying so
+ * ("cannot write PATH: cannot load FITS support: no libpsfsim-fits.so in
+ * ..."), the key readers return -1 and psf_fits_thread_safe 0. */
+#ifndef PSFSIM_FITS_IO_H
+#define PSFSIM_FITS_IO_H
+
+#include <stddef.h>
+
+typedef enum { FITS_KV_DOUBLE, FITS_KV_INT, FITS_KV_STRING } fits_kv_type;
+
+typedef struct {
+    const char *key; /* <= 8 characters, upper case */
+    fits_kv_type type;
+    double d;
+    long long i;
+    const char *s;
+    const char *comment; /* may be NULL */
+} fits_kv;
+
+/* Write an N x N float32 primary image (array row 0 = the first stored
+ * row, NAXIS1 = columns) with the given keywords, atomically. Returns 0, or
+ * -1 with a message naming the path and cfitsio's error text in err. */
+int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
+                         char *err, size_t errlen);
+
+/* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
+ * row-major, row 0 = the first stored row). *data is malloc'd.
+ * Returns 0 or -1 with err (missing, not 2-D, truncated). */
+int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
+                        size_t errlen);
+
+/* Read one keyword of a FITS file's primary header as double / string
+ * (for tests and tools). Return 0, or -1 if absent. */
+int psf_fits_read_key_double(const char *path, const char *key, double *out);
+int psf_fits_read_key_string(const char *path, const char *key, char *out, size_t outlen);
+
+/* A FITS cube: NAXIS1 = NAXIS2 = N, NAXIS3 = nplanes float32 planes (plane
+ * p = image p of a series), written plane by plane into a temp file and
+ * renamed into place by commit, with a binary-table extension PLANES of
+ * per-plane parameters (one row per plane, double columns). */
+typedef struct psf_fits_cube psf_fits_cube;
+
+/* Open the cube's temp file beside path with kvs in the primary header.
+ * NULL with err on failure (nothing left behind). */
+psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
+                                  int nkv, char *err, size_t errlen);
+
+/* Write plane (0-based) from img (N*N, row-major, row 0 first). 0 or -1. */
+int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
+                              size_t errlen);
+
+/* Append the PLANES table: ncols columns named names[i] (TTYPE, <= 68
+ * characters) with units units[i] (TUNIT, may be ""), values cols[i][p]
+ * for every plane; close and rename into place. Frees c. 0 or -1 with err
+ * (then the temp file is removed). */
+int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
+                         const char *const *units, double *const *cols, char *err, size_t errlen);
+
+/* Close and remove the temp file; frees c. Safe with NULL. */
+void psf_fits_cube_abort(psf_fits_cube *c);
+
+/* 1 when cfitsio was built reentrant (several threads may write separate
+ * files at once; fits_is_reentrant), else 0 (also when the FITS module
+ * cannot be loaded). Loads the module. */
+int psf_fits_thread_safe(void);
+
+#endif

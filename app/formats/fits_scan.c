@@ -1,0 +1,310 @@
+/* FITS structure check before cfitsio (fits_scan.h). */
+#include "app/formats/fits_scan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FITS_BLOCK 2880
+#define FITS_CARD 80
+/* Headers longer than this many blocks are refused (100,000 cards). */
+#define FITS_MAX_HEADER_BLOCKS 2800
+#define FITS_MAX_BYTES (1LL << 62)
+
+/* What one header says about its HDU. */
+typedef struct {
+    int primary;       /* SIMPLE (1) or XTENSION (0) */
+    char xtension[24]; /* the extension type, trimmed */
+    long long bitpix, naxis, naxes[999];
+    unsigned char seen_axis[999];
+    long long pcount, gcount;
+    int zimage; /* ZIMAGE = T: a tile-compressed image */
+    int seen_bitpix, seen_naxis, seen_pcount, seen_gcount, seen_tfields;
+    long long tfields;
+} fits_hdu_info;
+
+typedef struct {
+    const char *path;
+    int hdu; /* 1-based, for messages */
+    char *err;
+    size_t errlen;
+} scan_ctx;
+
+/* The card's value field (columns 11..80) up to a comment, as printable text. */
+static void shown_value(const char *card, char *out, size_t outlen)
+{
+    size_t n = 0;
+    for (int i = 10; i < FITS_CARD && card[i] != '/' && n + 1 < outlen; ++i)
+        out[n++] = (card[i] >= 32 && card[i] <= 126) ? card[i] : '?';
+    while (n > 0 && out[n - 1] == ' ')
+        --n;
+    size_t start = 0;
+    while (start < n && out[start] == ' ')
+        ++start;
+    memmove(out, out + start, n - start);
+    out[n - start] = '\0';
+}
+
+static int bad(scan_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "PATH: not a valid FITS file: HDU k: MESSAGE" into c->err; returns -1. */
+static int bad(scan_ctx *c, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->errlen, "%s: not a valid FITS file: HDU %d: %s", c->path, c->hdu, msg);
+    return -1;
+}
+
+/* The 8-character keyword of card, trimmed, into key[9]; bytes outside
+ * printable ASCII become '?' (the key goes into messages). */
+static void card_key(const char *card, char *key)
+{
+    int n = 8;
+    for (int i = 0; i < 8; ++i)
+        key[i] = (card[i] >= 32 && card[i] <= 126) ? card[i] : '?';
+    while (n > 0 && key[n - 1] == ' ')
+        --n;
+    key[n] = '\0';
+}
+
+/* The integer value of a value card ("KEY     = " then spaces, an optional
+ * sign, digits, spaces, then the end or a '/' comment). */
+static int card_integer(scan_ctx *c, const char *card, const char *key, long long *v)
+{
+    char shown[80];
+    if (card[8] != '=' || card[9] != ' ') return bad(c, "%s has no value", key);
+    int i = 10;
+    while (i < FITS_CARD && card[i] == ' ')
+        ++i;
+    int neg = 0;
+    if (i < FITS_CARD && (card[i] == '+' || card[i] == '-')) neg = card[i++] == '-';
+    long long x = 0;
+    int digits = 0;
+    for (; i < FITS_CARD && card[i] >= '0' && card[i] <= '9'; ++i, ++digits) {
+        if (x > (FITS_MAX_BYTES - 9) / 10) {
+            shown_value(card, shown, sizeof shown);
+            return bad(c, "%s = %s is too large", key, shown);
+        }
+        x = 10 * x + (card[i] - '0');
+    }
+    while (i < FITS_CARD && card[i] == ' ')
+        ++i;
+    if (!digits || (i < FITS_CARD && card[i] != '/')) {
+        shown_value(card, shown, sizeof shown);
+        return bad(c, "%s = %s is not an integer", key, shown);
+    }
+    *v = neg ? -x : x;
+    return 0;
+}
+
+/* A logical value card: 1 for T, 0 for F, -1 (message) otherwise. */
+static int card_logical(scan_ctx *c, const char *card, const char *key)
+{
+    char shown[80];
+    shown_value(card, shown, sizeof shown);
+    if (card[8] == '=' && !strcmp(shown, "T")) return 1;
+    if (card[8] == '=' && !strcmp(shown, "F")) return 0;
+    return bad(c, "%s = %s is not T or F", key, shown);
+}
+
+static int nonneg(scan_ctx *c, const char *key, long long v, long long max)
+{
+    if (v >= 0 && v <= max) return 0;
+    return bad(c, "%s = %lld (must be 0..%lld)", key, v, max);
+}
+
+/* One card of a header into h. */
+static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
+{
+    char key[9];
+    card_key(card, key);
+    if (index == 0) {
+        if (c->hdu == 1) {
+            if (strcmp(key, "SIMPLE") != 0) return bad(c, "the first card is %s, not SIMPLE", key);
+            if (card_logical(c, card, key) != 1) return bad(c, "SIMPLE is not T");
+            h->primary = 1;
+            return 0;
+        }
+        if (strcmp(key, "XTENSION") != 0) return bad(c, "the first card is %s, not XTENSION", key);
+        char v[80];
+        shown_value(card, v, sizeof v);
+        size_t n = strlen(v);
+        if (card[8] != '=' || n < 2 || v[0] != '\'' || v[n - 1] != '\'')
+            return bad(c, "XTENSION = %s is not a string", v);
+        v[n - 1] = '\0';
+        n = strlen(v + 1);
+        while (n > 0 && v[n] == ' ')
+            v[n--] = '\0';
+        snprintf(h->xtension, sizeof h->xtension, "%s", v + 1);
+        return 0;
+    }
+    long long v = 0;
+    if (!strcmp(key, "BITPIX")) {
+        if (card_integer(c, card, key, &v)) return -1;
+        if (v != 8 && v != 16 && v != 32 && v != 64 && v != -32 && v != -64)
+            return bad(c, "BITPIX = %lld (must be 8, 16, 32, 64, -32 or -64)", v);
+        h->bitpix = v;
+        h->seen_bitpix = 1;
+    } else if (!strcmp(key, "NAXIS")) {
+        if (card_integer(c, card, key, &v) || nonneg(c, key, v, 999)) return -1;
+        h->naxis = v;
+        h->seen_naxis = 1;
+    } else if (!strncmp(key, "NAXIS", 5) && key[5] >= '1' && key[5] <= '9') {
+        char *end;
+        long n = strtol(key + 5, &end, 10);
+        if (*end == '\0' && n >= 1 && n <= 999) {
+            if (card_integer(c, card, key, &v) || nonneg(c, key, v, FITS_MAX_BYTES)) return -1;
+            h->naxes[n - 1] = v;
+            h->seen_axis[n - 1] = 1;
+        }
+    } else if (!strcmp(key, "PCOUNT")) {
+        if (card_integer(c, card, key, &v) || nonneg(c, key, v, FITS_MAX_BYTES)) return -1;
+        h->pcount = v;
+        h->seen_pcount = 1;
+    } else if (!strcmp(key, "GCOUNT")) {
+        if (card_integer(c, card, key, &v) || nonneg(c, key, v, FITS_MAX_BYTES)) return -1;
+        h->gcount = v;
+        h->seen_gcount = 1;
+    } else if (!strcmp(key, "TFIELDS")) {
+        if (card_integer(c, card, key, &v) || nonneg(c, key, v, 999)) return -1;
+        h->tfields = v;
+        h->seen_tfields = 1;
+    } else if (!strcmp(key, "ZIMAGE")) {
+        int z = card_logical(c, card, key);
+        if (z < 0) return -1;
+        h->zimage = z;
+    }
+    return 0;
+}
+
+/* Bytes of the HDU's data (FITS 4.0 eq. 1 and 2), or -1 past 2^62. */
+static long long data_bytes(const fits_hdu_info *h)
+{
+    if (h->naxis == 0) return 0;
+    long long n = 1;
+    for (long long i = 0; i < h->naxis; ++i) {
+        long long a = h->naxes[i];
+        if (a != 0 && n > FITS_MAX_BYTES / a) return -1;
+        n *= a;
+    }
+    long long g = h->primary ? 1 : h->gcount, p = h->primary ? 0 : h->pcount;
+    if (n > FITS_MAX_BYTES - p) return -1;
+    n += p;
+    long long b = (h->bitpix < 0 ? -h->bitpix : h->bitpix) / 8;
+    if (g != 0 && n > FITS_MAX_BYTES / (b * g)) return -1;
+    return n * b * g;
+}
+
+/* The HDU's header is complete: are the mandatory keywords there and sane? */
+static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
+{
+    if (!h->seen_bitpix) return bad(c, "BITPIX is missing");
+    if (!h->seen_naxis) return bad(c, "NAXIS is missing");
+    for (long long i = 0; i < h->naxis; ++i) {
+        if (!h->seen_axis[i]) {
+            char key[32];
+            snprintf(key, sizeof key, "NAXIS%lld", i + 1);
+            return bad(c, "%s is missing", key);
+        }
+    }
+    if (!h->primary) {
+        if (!h->seen_pcount || !h->seen_gcount)
+            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension", h->xtension);
+        /* cfitsio's tile decompression (4.2) reads past its buffers on a
+         * crafted tile (fits_rdecomp_short, found by fuzz_fits_map): psfsim
+         * takes no compressed image. */
+        if (h->zimage)
+            return bad(c, "a tile-compressed image (ZIMAGE = T): psfsim reads uncompressed "
+                          "images only (funpack uncompresses it)");
+        if (strcmp(h->xtension, "IMAGE") != 0)
+            return bad(c, "a %s extension before any image (a map must be an image)", h->xtension);
+    }
+    if (data_bytes(h) < 0) return bad(c, "the data size overflows");
+    return 0;
+}
+
+int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
+{
+    *hdu = 0;
+    scan_ctx c = {.path = path, .hdu = 1, .err = err, .errlen = errlen};
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : 0;
+    fits_hdu_info h; /* 9 KB */
+    char block[FITS_BLOCK];
+    long long pos = 0;
+    int rc = -1;
+    for (;; ++c.hdu) {
+        memset(&h, 0, sizeof h);
+        h.gcount = 1;
+        int done = 0, index = 0;
+        for (int b = 0; !done; ++b) {
+            if (b == FITS_MAX_HEADER_BLOCKS) {
+                bad(&c, "the header has no END in %d blocks", FITS_MAX_HEADER_BLOCKS);
+                goto out;
+            }
+            if (fread(block, 1, FITS_BLOCK, f) != FITS_BLOCK) {
+                if (c.hdu == 1 || b > 0)
+                    bad(&c, "the file ends inside the header (truncated?)");
+                else
+                    snprintf(err, errlen, "%s: no image in this FITS file", path);
+                goto out;
+            }
+            pos += FITS_BLOCK;
+            for (int k = 0; k < FITS_BLOCK / FITS_CARD; ++k, ++index) {
+                const char *card = block + k * FITS_CARD;
+                if (!memcmp(card, "END     ", 8)) {
+                    done = 1;
+                    break;
+                }
+                if (take_card(&c, card, index, &h)) goto out;
+            }
+        }
+        if (check_hdu(&c, &h)) goto out;
+        long long bytes = data_bytes(&h);
+        if (h.naxis > 0) { /* the primary or an image extension (check_hdu) */
+            int empty = 0;
+            for (long long i = 0; i < h.naxis; ++i)
+                empty |= h.naxes[i] == 0;
+            if (!empty) {
+                /* Its data must be in the file: else psfsim would allocate
+                 * for an image the file cannot hold (a 16384^2 header in a
+                 * few bytes) before cfitsio finds it short. */
+                if (bytes > size - pos) {
+                    bad(&c,
+                        "the file ends inside the data (truncated?): %lld bytes of data in "
+                        "%lld",
+                        bytes, size - pos);
+                    goto out;
+                }
+                *hdu = c.hdu;
+                rc = 0;
+                goto out;
+            }
+        }
+        long long padded = (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
+        if (padded > size - pos) {
+            snprintf(err, errlen, "%s: no image in this FITS file", path);
+            goto out;
+        }
+        pos += padded;
+        if (fseeko(f, (off_t)pos, SEEK_SET) != 0) {
+            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            goto out;
+        }
+    }
+out:
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* Which backend computes an image set: the user's --backend / config
+ * choice, or for "auto" the faster one (design.md, "Backend choice"). */
+#ifndef PSFSIM_BACKEND_SELECT_H
+#define PSFSIM_BACKEND_SELECT_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "app/config/config.h"
+#include "app/select/gpu_list.h"
+#include "app/set/image_set.h"
+
+typedef struct {
+    const psf_backend_ops *ops; /* the backend to use */
+    char reason[256];           /* why, for -v and the timing log */
+    double cpu_us, gpu_us;      /* auto: predicted wall times (NaN otherwise) */
+    char probe[256];            /* auto: where the probe's figures came from */
+    int ndevices;               /* GPU: the devices to share the set (--gpus resolved) */
+    int devices[GPU_LIST_MAX];
+} backend_decision;
+
+/* Decide for set s. "gpu" without a GPU backend built in is an error (-1
+ * with the reason in err: exit 2); "auto" always succeeds: without an
+ * NVIDIA GPU (no /proc/driver/nvidia, no /dev/nvidia0) it picks the CPU
+ * without touching CUDA; else it predicts both backends' wall time from the
+ * probe's figures (cached, or measured now and cached) and picks the lower;
+ * writers: the writer threads the run will use (0 = one per CPU).
+ * With cached figures that favour the CPU, CUDA is never initialised.
+ * gpus: the --gpus list, resolved into d->devices against the devices
+ * visible: the probe's count for auto (no CUDA call), cudaGetDeviceCount
+ * for "gpu" (a device that is not there: -1 with err, exit 2; no device at
+ * all: device 0, whose start then fails with the reason). The prediction
+ * counts every listed GPU at its probed speed (cost_model.h). */
+int backend_select(backend_choice choice, const image_set *s, int writers, const gpu_list *gpus,
+                   backend_decision *d, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,37 @@
+/* The CUDA backend lives in a module, libpsfsim-gpu.so, that psfsim loads
+ * (dlopen) only when it is about to use the GPU: a run on the CPU never
+ * maps cuFFT or the CUDA runtime (5-6 ms of start-up saved on every
+ * process; design.md: auto "never starts CUDA when the CPU wins"), and a
+ * psfsim built or installed without the module is simply CPU-only.
+ * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
+ * executable, one directory up (build trees: tests/, bench/), and in
+ * ../lib/psfsim/ (an installed tree): app/base/module_loader.h, shared with the
+ * FITS and plot modules. */
+#ifndef PSFSIM_GPU_MODULE_H
+#define PSFSIM_GPU_MODULE_H
+
+#include <stddef.h>
+
+#include "gpu/gpu_probe.h"
+
+/* 1 when a module file is present (stat only: nothing is loaded). */
+int gpu_module_present(void);
+
+/* Load the module if need be and measure the GPU (gpu_probe_basics).
+ * Returns 0, or -1 with err (no module, no device...). */
+int gpu_module_probe(gpu_basics *out, char *err, size_t errlen);
+
+/* The CUDA toolkit psfsim was built with ("13.0"), or "none": for the
+ * probe cache's machine key, known without loading anything. */
+const char *gpu_module_toolkit(void);
+
+/* 1 when psfsim was built with the CUDA backend (its module may still be
+ * missing from the installation). */
+int gpu_module_built(void);
+
+/* Why the module cannot be used ("psfsim was built without the CUDA
+ * backend", "the CUDA backend's module is missing: no libpsfsim-gpu.so
+ * in ...", a dlopen error), loading it if need be; "" when it loaded. */
+const char *gpu_module_error(void);
+
+#endif

@@ -1,0 +1,257 @@
+#include "app/set/image_set.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/set/maps.h"
+#include "optics/aperture.h"
+
+#define ARCSEC_PER_RAD 206264.80624709636
+/* Pupil samples beyond n across D on the MFT's pupil grid: every open sample
+ * (grey edges reach half a pitch past D/2) stays inside, off the border. */
+#define MFT_PUPIL_MARGIN 4
+
+/* output.pixel_scale_um as lambda/D at wavelength wl_nm: pixel / (F lambda). */
+static double um_to_lambda_d(const psf_config *cfg, double wl_nm)
+{
+    return cfg->out_pixel_scale_um * 1e3 / (cfg->f_number * wl_nm);
+}
+
+static int same_pixel(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * fabs(b);
+}
+
+/* FFT or MFT (image_set.h): the FFT whenever the output grid is the FFT's. */
+static void choose_propagation(image_set *s, const psf_config *cfg)
+{
+    int n = s->samp.pupil_samples, big = s->samp.npix;
+    double fft_ld = sampling_pixscale_lambda_d(&s->samp);
+    int npix = cfg->out_npix > 0 ? cfg->out_npix : big;
+    int same = npix == big;
+    if (cfg->out_pixel_scale_um > 0) {
+        /* The pixel in lambda_ref/D of every image: one per swept wavelength. */
+        if (cfg->n_sweep_wavelength > 0) {
+            for (int i = 0; i < cfg->n_sweep_wavelength; ++i)
+                same &= same_pixel(um_to_lambda_d(cfg, cfg->sweep_wavelength_nm[i]), fft_ld);
+        } else {
+            double wl = cfg->wavelengths_nm[0];
+            for (int i = 1; i < cfg->nwavelengths; ++i)
+                wl = fmin(wl, cfg->wavelengths_nm[i]);
+            same &= same_pixel(um_to_lambda_d(cfg, wl), fft_ld);
+        }
+    } else if (cfg->out_pixel_scale > 0) {
+        same &= same_pixel(cfg->out_pixel_scale, fft_ld);
+    }
+    s->fft_npix = big;
+    s->pupil_npix = big;
+    if (same && !cfg->mft_force) return;
+    s->mft = 1;
+    s->samp.npix = npix;
+    s->pupil_npix = n + MFT_PUPIL_MARGIN;
+    s->pixel_um = cfg->out_pixel_scale_um;
+    s->pixel_ld = s->pixel_um > 0 ? 0.0 : cfg->out_pixel_scale > 0 ? cfg->out_pixel_scale : fft_ld;
+}
+
+/* A map that cannot be used: the message names the config and the key. */
+static int map_error(const psf_config *cfg, const char *key, const char *why, char *err,
+                     size_t errlen)
+{
+    snprintf(err, errlen, "%.900s: %s: %.900s", cfg->path, key, why);
+    return -1;
+}
+
+int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->aperture = cfg->aperture;
+    s->nimages = config_image_count(cfg);
+    _Static_assert(CFG_MAX_WAVELENGTHS <= PSF_MAX_COMPONENTS,
+                   "a config's wavelengths must fit in one psf_job");
+    if (cfg->nwavelengths > PSF_MAX_COMPONENTS) {
+        snprintf(err, errlen, "%s: optics.wavelengths_nm: at most %d wavelengths (got %d)",
+                 cfg->path, PSF_MAX_COMPONENTS, cfg->nwavelengths);
+        return -1;
+    }
+    if (sampling_init(cfg->pupil_samples, cfg->padding, cfg->aperture.diameter_m, &s->samp, err,
+                      errlen) != 0)
+        return -1;
+    choose_propagation(s, cfg);
+    char why[1024];
+    if (cfg->aperture.shape == APERTURE_FILE) {
+        if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows, &s->map_cols,
+                                   why, sizeof why) != 0)
+            return map_error(cfg, "optics.aperture.file", why, err, errlen);
+        s->aperture.map = s->aperture_map;
+        s->aperture.map_rows = s->map_rows;
+        s->aperture.map_cols = s->map_cols;
+    }
+    if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
+                                          &s->opd_cols, why, sizeof why) != 0)
+        return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
+    s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
+    return jobs_modeset(cfg, &s->modes, err, errlen);
+}
+
+void image_set_free(image_set *s)
+{
+    aperture_cache_free(s->grids);
+    free(s->aperture_map);
+    free(s->opd_map);
+    jobs_modeset_free(&s->modes);
+    memset(s, 0, sizeof *s);
+}
+
+void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc)
+{
+    memset(desc, 0, sizeof *desc);
+    desc->npix = s->samp.npix;
+    desc->mft = s->mft;
+    desc->pupil_npix = s->mft ? s->pupil_npix : 0;
+    desc->aperture = s->aperture;
+    desc->modes.nterms = s->modes.nterms;
+    desc->modes.n = s->modes.n;
+    desc->modes.m = s->modes.m;
+    desc->opd_map = s->opd_map;
+    desc->opd_rows = s->opd_rows;
+    desc->opd_cols = s->opd_cols;
+    desc->aperture_grids = s->grids;
+    desc->max_batch = max_batch;
+    desc->nimages = s->nimages;
+}
+
+size_t image_set_storage(const image_set *s)
+{
+    size_t nt = (size_t)s->modes.nterms;
+    return nt * (PSF_MAX_COMPONENTS + 1) + (size_t)s->cfg->n_sweep_zernike + 1;
+}
+
+/* S1 and S2 of the aperture at pitch dx_m on the pupil grid (the backend's),
+ * computed once per pitch; the grid stays in s->grids for the CPU backend. */
+static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_t errlen)
+{
+    for (int i = 0; i < s->nsums; ++i)
+        if (fabs(s->sums[i].dx_m - dx_m) <= 1e-12 * dx_m) return &s->sums[i];
+    if (s->nsums == PSF_MAX_COMPONENTS) {
+        snprintf(err, errlen, "more than %d pupil pitches in one set", PSF_MAX_COMPONENTS);
+        return NULL;
+    }
+    int npix = s->pupil_npix;
+    size_t n = (size_t)npix * npix;
+    float *amp = malloc(n * sizeof *amp);
+    if (!amp) {
+        snprintf(err, errlen, "cannot allocate the %dx%d aperture grid", npix, npix);
+        return NULL;
+    }
+    if (aperture_cache_fill(s->grids, &s->aperture, npix, dx_m, amp, err, errlen) != 0) {
+        free(amp);
+        return NULL;
+    }
+    aperture_sums *a = &s->sums[s->nsums];
+    a->dx_m = dx_m;
+    a->sum_a = a->sum_a2 = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        a->sum_a += amp[i];
+        a->sum_a2 += (double)amp[i] * amp[i];
+    }
+    free(amp);
+    if (a->sum_a2 <= 0.0) {
+        snprintf(err, errlen, "%s: the aperture is fully closed at this sampling", s->cfg->path);
+        return NULL;
+    }
+    s->nsums++;
+    return a;
+}
+
+static double min_wavelength(const psf_image_params *p)
+{
+    double m = p->wl_nm[0];
+    for (int c = 1; c < p->nwl; ++c)
+        m = fmin(m, p->wl_nm[c]);
+    return m;
+}
+
+int image_set_job(image_set *s, long long k, double *storage, psf_job *job, image_info *info,
+                  char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    int nt = s->modes.nterms;
+    double *coeff = storage, *units = storage + (size_t)nt * PSF_MAX_COMPONENTS;
+    double *scratch = units + nt;
+    memset(job, 0, sizeof *job);
+    memset(info, 0, sizeof *info);
+    jobs_image_params(cfg, k, scratch, &info->params);
+    const psf_image_params *p = &info->params;
+    double wl_ref = min_wavelength(p), npix2 = (double)s->fft_npix * s->fft_npix;
+    double peak = 0.0;
+    /* MFT: one pixel (rad) for every component of the image. */
+    double pix_rad = s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
+                                     : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
+    job->ncomp = p->nwl;
+    for (int c = 0; c < p->nwl; ++c) {
+        psf_component *comp = &job->comp[c];
+        double wl = p->wl_nm[c];
+        comp->wavelength_m = wl * 1e-9;
+        comp->dx_m = s->mft ? s->samp.dx_m : s->samp.dx_m * wl / wl_ref;
+        comp->coeff_waves = coeff + (size_t)c * nt;
+        jobs_coefficients(cfg, &s->modes, p, wl, coeff + (size_t)c * nt, c == 0 ? units : NULL);
+        if (s->opd_map) comp->opd_to_waves = cfg->opd_units == ZUNITS_NM ? 1.0 / wl : 1.0;
+        const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);
+        if (!a) return -1;
+        if (s->mft) { /* N_c: pixels in one period of the sampled pupil's transform */
+            comp->out_pixel_rad = pix_rad;
+            double period = comp->wavelength_m / (comp->dx_m * pix_rad);
+            npix2 = period * period;
+        }
+        comp->scale = p->weights[c] / (npix2 * a->sum_a2);
+        peak += comp->scale * a->sum_a * a->sum_a;
+    }
+    if (cfg->normalization == NORM_PEAK) {
+        for (int c = 0; c < job->ncomp; ++c)
+            job->comp[c].scale /= peak;
+        peak = 1.0;
+    }
+    info->wavelength_nm = wl_ref;
+    info->ref_peak = peak;
+    info->coeff_units = units;
+    return 0;
+}
+
+void image_set_finish_image(const image_set *s, image_info *info, float *img)
+{
+    if (!s->mft || s->cfg->normalization != NORM_SUM) return;
+    size_t n = (size_t)s->samp.npix * s->samp.npix;
+    double total = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        total += img[i];
+    if (!(total > 0.0) || !isfinite(total)) return;
+    double inv = 1.0 / total;
+    for (size_t i = 0; i < n; ++i)
+        img[i] = (float)(img[i] * inv);
+    info->ref_peak *= inv;
+}
+
+double image_set_pixel_scale_lambda_d(const image_set *s, const image_info *info)
+{
+    if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
+    return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
+}
+
+double image_set_pixel_scale_arcsec(const image_set *s, const image_info *info)
+{
+    double wl_m = info->wavelength_nm * 1e-9;
+    if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
+    return image_set_pixel_scale_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
+}
+
+double image_set_pixel_scale_um(const image_set *s, const image_info *info)
+{
+    double f = s->cfg->f_number, wl_m = info->wavelength_nm * 1e-9;
+    if (!(f > 0)) return NAN;
+    if (!s->mft) return sampling_pixscale_um(&s->samp, wl_m, f);
+    if (s->pixel_um > 0) return s->pixel_um;
+    return s->pixel_ld * wl_m * 1e6 * f;
+}

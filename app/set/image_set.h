@@ -1,0 +1,112 @@
+/* An image set ready to compute: the config's sampling, aperture (with its
+ * map loaded), OPD map and Zernike modes, the propagation (FFT, or the MFT
+ * onto the output grid), and for each image k its psf_job (components,
+ * coefficients, normalisation) and metadata. */
+#ifndef PSFSIM_IMAGE_SET_H
+#define PSFSIM_IMAGE_SET_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "app/config/config.h"
+#include "app/set/jobs.h"
+#include "optics/aperture_cache.h"
+#include "optics/sampling.h"
+
+typedef struct {
+    double dx_m;
+    double sum_a;  /* sum of the transmission over the grid */
+    double sum_a2; /* sum of its square: the pupil's energy */
+} aperture_sums;
+
+typedef struct {
+    const psf_config *cfg;
+    /* samp.npix is the size of every image (npix x npix, axis at npix/2):
+     * the FFT size N, or output.npix with the MFT; the other fields are the
+     * config's pupil sampling (samp.padding = N/n even with the MFT). For
+     * the pixel scale use image_set_pixel_scale_*: sampling_pixscale_*(&samp)
+     * hold only for the FFT. */
+    psf_sampling samp;
+    int fft_npix;    /* N = floor(padding n + 0.5), the FFT size */
+    int mft;         /* 1: every image by MFT (the output grid differs from the FFT's) */
+    int pupil_npix;  /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
+    double pixel_ld; /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
+                        n/N); 0 when pixel_um gives it */
+    double pixel_um; /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
+    psf_modeset modes;
+    psf_aperture aperture; /* cfg's, with the map attached for shape = file */
+    float *aperture_map;
+    int map_rows, map_cols;
+    float *opd_map; /* NULL without aberrations.opd_map */
+    int opd_rows, opd_cols;
+    long long nimages;
+    int nsums;
+    aperture_sums sums[PSF_MAX_COMPONENTS];
+    aperture_cache *grids; /* the aperture grids filled for the sums, which the CPU
+                              backend's pupils reuse (psf_set_desc.aperture_grids);
+                              NULL: none kept */
+} image_set;
+
+/* Bytes of aperture grids a set keeps for its backend (IMAGE_SET_GRIDS_BYTES:
+ * one 4096x4096 grid; app/set_limits.c counts them). */
+#define IMAGE_SET_GRIDS_BYTES (64ULL << 20)
+
+/* What the writers and the manifest need to know of image k. */
+typedef struct {
+    psf_image_params params;
+    double wavelength_nm; /* the image's wavelength; broadband: the shortest,
+                             the one the pixel scale in lambda/D refers to */
+    double ref_peak;      /* peak of the unaberrated image in the image's units */
+    double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
+} image_info;
+
+/* Load the maps the config names and fix sampling, modes and the
+ * propagation: the FFT unless output.npix / output.pixel_scale[_um] define
+ * a grid other than the FFT's (npix != N, or the pixel differs from n/N
+ * lambda_ref/D by more than 1e-12 relative for some image), or
+ * cfg->mft_force; then the MFT (README, "Conventions"). Returns 0, or -1
+ * with a message naming the file (maps) or key in err. */
+int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen);
+void image_set_free(image_set *s);
+
+/* The backend's view of the set. */
+void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc);
+
+/* Doubles of storage image_set_job needs per image (coefficients of every
+ * component, the totals in config units, sweep scratch). */
+size_t image_set_storage(const image_set *s);
+
+/* Fill job and info for image k, using storage (image_set_storage doubles,
+ * alive as long as job and info are used). The components' scale makes the
+ * image "peak"- or "sum"-normalised (design.md): with S1 = sum A and
+ * S2 = sum A^2 of a component's pupil on the N x N grid, Parseval gives
+ * sum |F|^2 = N^2 S2 and the unaberrated peak |F(0)|^2 = S1^2 (Goodman,
+ * Fourier Optics, 2.1), so scale = w / (N^2 S2), divided by the
+ * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak". Broadband
+ * components share one angular pixel: pitch dx_c = (D/n) lambda_c/lambda_min.
+ * MFT: every component has pitch dx = D/n and the output pixel p (rad) =
+ * pixel_ld lambda_ref/D, or pixel_um / (f_number D); N above becomes
+ * N_c = lambda_c / (dx p), the number of pixels in one period of the
+ * sampled pupil's transform, so each component still carries energy w_c
+ * over a period and the axis pixel is S1^2 exactly; "sum" is then made
+ * exact by image_set_finish_image. Returns 0 or -1 with err (the aperture
+ * grid could not be built). */
+int image_set_job(image_set *s, long long k, double *storage, psf_job *job, image_info *info,
+                  char *err, size_t errlen);
+
+/* After the backend, before metrics and writers: "sum" normalisation of an
+ * MFT image, which must sum to 1 over its finite field (Parseval no longer
+ * gives it): img[npix * npix] (samp.npix) is divided by its sum, accumulated
+ * in double, and info->ref_peak with it. Does nothing for FFT sets and
+ * "peak" (their scale is exact already), nor for an all-zero image. */
+void image_set_finish_image(const image_set *s, image_info *info, float *img);
+
+/* Image info's pixel: in lambda/D at info->wavelength_nm (the shortest
+ * wavelength of the image), in arcseconds, and in focal-plane micrometres
+ * (NAN without f_number). FFT: (n/N) lambda_ref/D as sampling.h; MFT: the
+ * output grid's. */
+double image_set_pixel_scale_lambda_d(const image_set *s, const image_info *info);
+double image_set_pixel_scale_arcsec(const image_set *s, const image_info *info);
+double image_set_pixel_scale_um(const image_set *s, const image_info *info);
+
+#endif

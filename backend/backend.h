@@ -1,0 +1,112 @@
+/* The backend interface: one table of functions that cpu/ and gpu/ each
+ * implement (design.md, "Data flow"). A backend is created for one image set
+ * (grid size, aperture, Zernike modes), plans its FFTs once there, and then
+ * computes batches of images into host memory. No CUDA header is included.
+ *
+ * Two propagations: the FFT (default; the image grid is the FFT grid, pixel
+ * lambda_c/(N dx_c)) and, when psf_set_desc.mft is set, the matrix Fourier
+ * transform (Soummer et al. 2007, Optics Express 15, 15935) from the pupil
+ * onto an npix x npix grid of any pixel (psf_component.out_pixel_rad). A
+ * backend that does not implement the MFT must refuse an MFT set in create. */
+#ifndef PSFSIM_BACKEND_H
+#define PSFSIM_BACKEND_H
+
+#include <stddef.h>
+
+#include "optics/aperture.h"
+#include "optics/aperture_cache.h"
+#include "optics/wavefront.h"
+
+#define PSF_MAX_COMPONENTS 64 /* wavelengths summed into one (broadband) image */
+
+/* One monochromatic field of an image. */
+typedef struct {
+    double wavelength_m;
+    double dx_m;               /* pupil pitch for this component, metres */
+    double scale;              /* the image gets scale * |F{field}|^2 */
+    const double *coeff_waves; /* [modes.nterms] Zernike RMS coefficients, waves here */
+    double opd_to_waves;       /* OPD map value times this = waves; 0 = no OPD */
+    double out_pixel_rad;      /* MFT sets only: the image pixel, radians on the sky
+                                  (pixel theta_k = (k - npix/2) out_pixel_rad);
+                                  ignored by the FFT */
+} psf_component;
+
+/* One image: the weighted sum of its components' intensities. */
+typedef struct {
+    int ncomp;
+    psf_component comp[PSF_MAX_COMPONENTS];
+} psf_job;
+
+/* What is fixed over a whole image set. Pointers stay valid until destroy. */
+typedef struct {
+    int npix;       /* the image size the backend writes, npix x npix: the FFT size
+                       N, or with mft the MFT's output grid (output.npix) */
+    int mft;        /* 0: FFT, the pupil sampled on the npix x npix grid;
+                       1: MFT (Soummer et al. 2007), the pupil sampled on the
+                       pupil_npix x pupil_npix grid */
+    int pupil_npix; /* mft only: G, the pupil grid (axis at sample G/2, as for the
+                       FFT), large enough to hold every open sample; 0 otherwise */
+    psf_aperture aperture;
+    psf_modes modes;      /* Zernike modes of every job's coeff_waves */
+    const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
+    int opd_rows, opd_cols;
+    aperture_cache *aperture_grids; /* NULL, or grids of this aperture already filled
+                                       (optics/aperture_cache.h): a backend that fills
+                                       the aperture on the host takes them from here */
+    int max_batch;                  /* most jobs one run() call gets */
+    long long nimages;              /* images in the whole set: backends plan harder for big sets */
+    int threads;                    /* CPU threads to use; 0 = choose */
+    int device;                     /* the CUDA device index, 0 = the first visible
+                                       (CUDA_VISIBLE_DEVICES); ignored by the CPU */
+    int fft_measure;                /* CPU: 1 = measure FFTW plans even for a small set
+                                       (psfsim --probe, to leave wisdom behind); 0 = only
+                                       when the set repays it */
+    const char *fftw_wisdom;        /* FFTW wisdom file the CPU backend reads and
+                                       updates (plans measured once per machine); NULL = none */
+} psf_set_desc;
+
+typedef struct psf_backend psf_backend;
+
+typedef struct {
+    const char *name; /* "cpu" or "gpu" */
+    /* Plan for the set. Returns 0, or -1 with a message in err. */
+    int (*create)(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen);
+    /* Compute njobs (<= max_batch) images into images[njobs * N * N]
+     * (N = set->npix; row-major, image k at k*N*N, optical axis at
+     * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
+     * forward DFT, the axis sample at index 0 before and the zero frequency
+     * moved to N/2 after (design.md, "Propagation"). With set->mft, F is
+     * the MFT instead: E(theta_r, theta_c) = sum_{i,j} P[i][j]
+     * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
+     * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =
+     * (k - N/2) out_pixel_rad_c; with N dx_c out_pixel_rad_c = lambda_c it
+     * is the same DFT. Returns 0, or -1 with a message. */
+    int (*run)(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+               size_t errlen);
+    void (*destroy)(psf_backend *b);
+    /* Host memory for run()'s images (nfloats floats), from the backend so
+     * that the GPU's is pinned and its copies run at full speed. NULL on
+     * failure. Free with free_images before destroy. */
+    float *(*alloc_images)(psf_backend *b, size_t nfloats);
+    void (*free_images)(psf_backend *b, float *images);
+    /* Most images per run() call worth giving this backend (the app's batch). */
+    int preferred_batch;
+    /* Devices this backend can compute on (psf_set_desc.device 0..n-1):
+     * the CUDA devices visible to the process (cudaGetDeviceCount, so
+     * CUDA_VISIBLE_DEVICES counts), 1 for the CPU. Returns n >= 1, or -1
+     * with err (no driver, no device). */
+    int (*device_count)(char *err, size_t errlen);
+} psf_backend_ops;
+
+extern const psf_backend_ops psf_backend_cpu;
+
+/* The CUDA backend's table, or NULL when psfsim was built without CUDA.
+ * In psfsim this loads the GPU module on first use (app/select/gpu_module.h); the
+ * module itself defines it (gpu/backend_gpu.cu). */
+const psf_backend_ops *psf_backend_gpu(void);
+
+/* Images per run() call the GPU backend asks for (its preferred_batch):
+ * known to the cost model without loading the module. */
+#define PSF_GPU_PREFERRED_BATCH 1024
+
+#endif

@@ -1,0 +1,236 @@
+/* The output grid's keys (output.npix, output.pixel_scale,
+ * output.pixel_scale_um): values and defaults, each mistake with its exact
+ * message, nothing written by psfsim for any of them, and an MFT set end to
+ * end (image size, FITS header and manifest report the output grid). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fitsio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "app/config/config.h"
+#include "tests/support/testutil.h"
+
+static char *g_dir; /* a fresh temp dir per test */
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = tu_mkdtemp("config_output");
+    return g_dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+    return 0;
+}
+
+/* DIR/name, in a static buffer per slot. */
+static const char *in_dir(const char *name)
+{
+    static char buf[4][4096];
+    static int slot;
+    slot = (slot + 1) % 4;
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", g_dir, name);
+    return buf[slot];
+}
+
+#define MINIMAL                                                                                    \
+    "name = \"t\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"                       \
+    "sampling: { pupil_samples = 32; };\n"
+#define WITH_F                                                                                     \
+    "name = \"t\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; f_number = 10; aperture: { diameter_m = 1.0; }; };\n"        \
+    "sampling: { pupil_samples = 32; };\n"
+
+/* Load text that must fail with "DIR/x.cfg" + tail; then run psfsim on it
+ * and check it exits 2 with the same message and writes nothing. */
+static void expect_error(const char *text, const char *tail)
+{
+    psf_config cfg;
+    char err[2048], want[4096];
+    assert_int_equal(tu_write_file(in_dir("x.cfg"), text), 0);
+    int rc = config_load(in_dir("x.cfg"), &cfg, err, sizeof err);
+    config_free(&cfg);
+    snprintf(want, sizeof want, "%s%s", in_dir("x.cfg"), tail);
+    if (rc != -1) fail_msg("loaded, expected the error \"%s\"", want);
+    assert_string_equal(err, want);
+
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) return;
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s' 2>'%s'", bin, in_dir("x.cfg"),
+             in_dir("out"), in_dir("stderr"));
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 2);
+    assert_int_equal(tu_count_entries(in_dir("out")), -1); /* nothing written */
+    FILE *f = fopen(in_dir("stderr"), "r");
+    assert_non_null(f);
+    char line[4096] = "";
+    if (!fgets(line, sizeof line, f)) line[0] = '\0';
+    fclose(f);
+    char msg[4200];
+    snprintf(msg, sizeof msg, "psfsim: %s\n", want);
+    assert_string_equal(line, msg);
+}
+
+static psf_config load_ok(const char *text)
+{
+    psf_config c;
+    char err[2048] = "";
+    assert_int_equal(tu_write_file(in_dir("ok.cfg"), text), 0);
+    if (config_load(in_dir("ok.cfg"), &c, err, sizeof err) != 0) fail_msg("%s", err);
+    return c;
+}
+
+static void test_values_and_defaults(void **state)
+{
+    (void)state;
+    psf_config c = load_ok(MINIMAL);
+    assert_int_equal(c.out_npix, 0);
+    assert_true(c.out_pixel_scale == 0.0 && c.out_pixel_scale_um == 0.0);
+    assert_int_equal(c.mft_force, 0);
+    config_free(&c);
+    c = load_ok(MINIMAL "output: { npix = 100; pixel_scale = 0.25; };\n");
+    assert_int_equal(c.out_npix, 100);
+    assert_true(c.out_pixel_scale == 0.25 && c.out_pixel_scale_um == 0.0);
+    config_free(&c);
+    c = load_ok(WITH_F "output: { npix = 8; pixel_scale_um = 3; };\n"); /* an integer for a float */
+    assert_int_equal(c.out_npix, 8);
+    assert_true(c.out_pixel_scale == 0.0 && c.out_pixel_scale_um == 3.0);
+    config_free(&c);
+    c = load_ok(MINIMAL "output: { npix = 65536; };\n");
+    assert_int_equal(c.out_npix, 65536);
+    config_free(&c);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect_error(MINIMAL "output: { npix = 4; };\n", ":4: output.npix: must be >= 8 (got 4)");
+    expect_error(MINIMAL "output: { npix = 65537; };\n",
+                 ":4: output.npix: must be <= 65536 (got 65537)");
+    expect_error(MINIMAL "output: {\n  npix = 64.0; };\n",
+                 ":5: output.npix: expected an integer (got a float)");
+    expect_error(MINIMAL "output: { pixel_scale = 0; };\n",
+                 ":4: output.pixel_scale: must be > 0 (got 0)");
+    expect_error(MINIMAL "output: { pixel_scale = -0.5; };\n",
+                 ":4: output.pixel_scale: must be > 0 (got -0.5)");
+    expect_error(MINIMAL "output: { pixel_scale = \"fine\"; };\n",
+                 ":4: output.pixel_scale: expected a number (got a string)");
+    expect_error(MINIMAL "output: { pixel_scale = 1e400; };\n",
+                 ":4: output.pixel_scale: must be a finite number (got inf)");
+    expect_error(WITH_F "output: { pixel_scale_um = 0.0; };\n",
+                 ":4: output.pixel_scale_um: must be > 0 (got 0)");
+    expect_error(MINIMAL "output: { pixel_scale_um = 2.5; };\n",
+                 ":4: output.pixel_scale_um: needs optics.f_number (a focal-plane pixel becomes "
+                 "an angle through the focal length f_number * D)");
+    expect_error(WITH_F "output: { pixel_scale = 0.5;\n  pixel_scale_um = 2.5; };\n",
+                 ":5: output.pixel_scale_um: give only one of output.pixel_scale and "
+                 "output.pixel_scale_um");
+    expect_error(MINIMAL "output: { pixel_scal = 0.5; };\n",
+                 ":4: output.pixel_scal: unknown key (did you mean output.pixel_scale?)");
+    expect_error(MINIMAL "output: { npx = 64; };\n",
+                 ":4: output.npx: unknown key (did you mean output.npix?)");
+}
+
+/* A numeric FITS header value, NAN when missing. */
+static double fits_key(fitsfile *f, const char *key)
+{
+    int status = 0;
+    double v = NAN;
+    fits_read_key(f, TDOUBLE, key, &v, NULL, &status);
+    return status ? NAN : v;
+}
+
+/* psfsim on an MFT set: 48 x 48 images at 0.3 lambda/D, FITS and manifest. */
+static void test_mft_end_to_end(void **state)
+{
+    (void)state;
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) skip();
+    assert_int_equal(tu_write_file(in_dir("m.cfg"),
+                                   "name = \"m\";\n"
+                                   "optics: { wavelength_nm = 500.0; f_number = 10; aperture: { "
+                                   "diameter_m = 1.0; obscuration = 0.2; }; };\n"
+                                   "sampling: { pupil_samples = 32; };\n"
+                                   "sweep: { defocus = [0.0, 0.2]; };\n"
+                                   "output: { npix = 48; pixel_scale = 0.3; fits: { enabled = "
+                                   "true; }; };\n"),
+                     0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("m.cfg"),
+             in_dir("out"));
+    assert_int_equal(system(cmd), 0);
+    fitsfile *f;
+    int status = 0, naxis = 0;
+    long naxes[2] = {0, 0};
+    fits_open_diskfile(&f, in_dir("out/m_0.fits"), READONLY, &status);
+    fits_get_img_dim(f, &naxis, &status);
+    fits_get_img_size(f, 2, naxes, &status);
+    assert_int_equal(status, 0);
+    assert_int_equal(naxis, 2);
+    assert_int_equal(naxes[0], 48);
+    assert_int_equal(naxes[1], 48);
+    assert_true(fits_key(f, "NPIX") == 48.0);
+    assert_true(fabs(fits_key(f, "PIXSCLLD") - 0.3) < 1e-12);
+    assert_true(fabs(fits_key(f, "PIXSCLUM") - 0.3 * 0.5 * 10) < 1e-12);
+    assert_true(fabs(fits_key(f, "PADDING") - 1.0 / 0.3) < 1e-12);
+    assert_true(fits_key(f, "CRPIX1") == 25.0 && fits_key(f, "CRPIX2") == 25.0);
+    assert_true(fabs(fits_key(f, "STREHL") - 1.0) < 1e-5);
+    char prop[FLEN_VALUE] = "";
+    fits_read_key(f, TSTRING, "PROPAG", prop, NULL, &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(prop, "mft");
+    float img[48 * 48];
+    fits_read_img(f, TFLOAT, 1, 48 * 48, NULL, img, NULL, &status);
+    fits_close_file(f, &status);
+    assert_int_equal(status, 0);
+    assert_true(fabs(img[24 * 48 + 24] - 1.0f) < 1e-5f); /* axis at (24, 24), "peak" */
+
+    /* The manifest's npix and pixel scales are the output grid's. */
+    FILE *m = fopen(in_dir("out/m_manifest.csv"), "r");
+    assert_non_null(m);
+    char line[4096];
+    assert_non_null(fgets(line, sizeof line, m)); /* header */
+    assert_non_null(fgets(line, sizeof line, m));
+    fclose(m);
+    /* index,png,fits,wavelength_nm,defocus,focus_shift_um,zernike_j,zernike_coeff,
+     * pupil_samples,npix,pixel_scale_lambda_d,pixel_scale_arcsec,pixel_scale_um,... */
+    char *fld[16] = {0};
+    char *p = line;
+    for (int i = 0; i < 16 && p; ++i) {
+        fld[i] = p;
+        p = strchr(p, ',');
+        if (p) *p++ = '\0';
+    }
+    assert_non_null(fld[12]);
+    assert_string_equal(fld[8], "32");
+    assert_string_equal(fld[9], "48");
+    assert_true(fabs(strtod(fld[10], NULL) - 0.3) < 1e-9);
+    assert_true(fabs(strtod(fld[11], NULL) / (0.3 * 500e-9 * 206264.80624709636) - 1.0) < 1e-9);
+    assert_true(fabs(strtod(fld[12], NULL) - 1.5) < 1e-9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_values_and_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mft_end_to_end, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,66 @@
+/* The FITS header of a PSF image: the keywords config-schema.md lists, with
+ * Z<j> in the config's convention and the swept defocus included in Z4. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "app/formats/fits_io.h"
+#include "tests/support/testutil.h"
+
+static void test_header_keywords(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("fitshdr");
+    char cfg[4200], cmd[9000], path[4300], s[80];
+    snprintf(cfg, sizeof cfg, "%s/h.cfg", dir);
+    assert_int_equal(
+        tu_write_file(cfg,
+                      "name = \"h\";\n"
+                      "optics: { wavelength_nm = 600.0; f_number = 8.0; "
+                      "aperture: { diameter_m = 0.5; }; };\n"
+                      "sampling: { pupil_samples = 32; padding = 3.0; };\n"
+                      "aberrations: { convention = \"ansi\"; zernike = ((4, 0.1), (12, 0.02)); };\n"
+                      "sweep: { defocus = [0.05]; };\n"
+                      "output: { png: { enabled = false; }; fits: { enabled = true; }; };\n"),
+        0);
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s/out'", getenv("PSFSIM_BIN"),
+             cfg, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/out/h_0.fits", dir);
+    double v;
+    assert_int_equal(psf_fits_read_key_double(path, "Z4", &v), 0); /* ANSI 4 = defocus */
+    assert_float_equal(v, 0.15, 1e-12);
+    assert_int_equal(psf_fits_read_key_double(path, "Z12", &v), 0); /* ANSI 12 = spherical */
+    assert_float_equal(v, 0.02, 1e-12);
+    assert_int_equal(psf_fits_read_key_double(path, "WAVELEN", &v), 0);
+    assert_float_equal(v, 600e-9, 1e-18);
+    assert_int_equal(psf_fits_read_key_double(path, "NPIX", &v), 0);
+    assert_float_equal(v, 96, 0);
+    assert_int_equal(psf_fits_read_key_double(path, "PIXSCLLD", &v), 0);
+    assert_float_equal(v, 32.0 / 96.0, 1e-12);
+    assert_int_equal(psf_fits_read_key_double(path, "PIXSCLUM", &v), 0); /* (n/N) lambda F# */
+    assert_float_equal(v, 32.0 / 96.0 * 0.6 * 8.0, 1e-9);
+    assert_int_equal(psf_fits_read_key_double(path, "CRPIX1", &v), 0);
+    assert_float_equal(v, 49, 0);
+    assert_int_equal(psf_fits_read_key_double(path, "STREHL", &v), 0);
+    assert_true(v > 0.3 && v < 1.0);
+    assert_int_equal(psf_fits_read_key_string(path, "ZCONV", s, sizeof s), 0);
+    assert_string_equal(s, "ansi");
+    assert_int_equal(psf_fits_read_key_string(path, "BACKEND", s, sizeof s), 0);
+    assert_string_equal(s, "cpu");
+    assert_int_equal(psf_fits_read_key_string(path, "NORMALIZ", s, sizeof s), 0);
+    assert_string_equal(s, "peak");
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_header_keywords)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
