@@ -24,7 +24,7 @@
 
 /* app/run.c: host memory of one batch of images, and the CPU's batch. */
 #define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
-/* cpu/backend_cpu.c: MFT tables kept beyond the one being built. */
+/* cpu/backend.c: MFT tables kept beyond the one being built. */
 #define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)
 /* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */

@@ -19,17 +19,17 @@
  * UINT64_MAX). Terms, with N the FFT size, M the image size, P the pupil
  * grid (N, or n + 4 with the MFT), n the pupil samples, T the Zernike
  * modes, W the writer threads, B the images of one batch:
- *  - fft: the FFT's two complex float N x N buffers, 16 N^2 (cpu/fft_plan.c;
+ *  - fft: the FFT's two complex float N x N buffers, 16 N^2 (cpu/plan_cache.c;
  *    none with the MFT), or with the MFT the twiddle tables (8 P M each,
- *    one per wavelength, at most 1 GiB + one table: cpu/backend_cpu.c), the
+ *    one per wavelength, at most 1 GiB + one table: cpu/backend.c), the
  *    pupil box 8 P^2 and the transform's scratch 8 P M + 8 M^2 (cpu/mft.c);
  *  - images: WRITER_SLOTS batches of B = min(CPU batch 64, 512 MiB / 4M^2,
  *    images to do), at least 1, of 4 M^2 bytes each (app/run.c);
  *  - pupils: per pupil pitch (one, or one per broadband wavelength) the
  *    open samples' index, transmission, T basis values and OPD, 4 bytes
- *    each, for at most min(P^2, (n + 2)^2) samples (cpu/pupil_cache.c);
+ *    each, for at most min(P^2, (n + 2)^2) samples (cpu/pupil.c);
  *  - scratch: the aperture grid, with the resampled OPD map, while a pupil
- *    is built, 4 P^2 each (cpu/pupil_cache.c), and the aperture grids the set
+ *    is built, 4 P^2 each (cpu/pupil.c), and the aperture grids the set
  *    keeps for the backend, 4 P^2 per pupil pitch up to 64 MiB
  *    (IMAGE_SET_GRIDS_BYTES, app/set/image_set.c);
  *  - writers: per writer thread the PNG levels 2 M^2 and 1 MiB for zlib,

@@ -22,8 +22,8 @@ extern "C" {
 }
 #include "gpu/cuda_check.h"
 #include "gpu/plan_cache.h"
-#include "gpu/psf_kernels.h"
-#include "gpu/pupil_gpu.h"
+#include "gpu/intensity.h"
+#include "gpu/pupil.h"
 
 #define NTERMS 4
 static const int MODE_N[NTERMS] = {2, 2, 3, 4}, MODE_M[NTERMS] = {0, 2, 1, 0};

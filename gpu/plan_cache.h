@@ -1,5 +1,5 @@
 /* Batched cuFFT plans for one grid size N, made once per batch count and
- * kept in the backend instance (the twin of cpu/fft_plan.h: "plan once,
+ * kept in the backend instance (the twin of cpu/plan_cache.h: "plan once,
  * execute many"). All plans of a cache run on one stream and share one work
  * area that the cache owns (cufftSetAutoAllocation off), so plans for
  * several batch counts cost one workspace, sized by the largest.

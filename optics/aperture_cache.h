@@ -1,6 +1,6 @@
 /* Aperture grids filled once per set and shared. A set fills the aperture
  * at each pupil pitch twice otherwise: once for its normalisation sums
- * (app/set/image_set.c) and once for the CPU backend's pupil (cpu/pupil_cache.c),
+ * (app/set/image_set.c) and once for the CPU backend's pupil (cpu/pupil.c),
  * each an O(N^2) grey-edge fill (1.4 ms at 64x64 with spiders, 0.3 s at
  * 4096x4096 on 2 cores: about half of a 64x64 single-image run's CPU time,
  * issue 4). The cache holds copies of the grids of ONE aperture, keyed by

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "gpu/gpu_probe.h"
+#include "gpu/probe.h"
 
 /* 1 when a module file is present (stat only: nothing is loaded). */
 int gpu_module_present(void);

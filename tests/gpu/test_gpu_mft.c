@@ -1,4 +1,4 @@
-/* The matrix Fourier transform on the GPU (gpu/mft_gpu.h, cuBLAS) against
+/* The matrix Fourier transform on the GPU (gpu/mft.h, cuBLAS) against
  * the CPU's (cpu/mft.c): the same images (relative L2 <= 1e-5) for
  * monochromatic and broadband sets on output grids of odd and even size,
  * with aberrations, maps and pupils without their basis; the MFT onto the

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "cpu/fft_plan.h"
+#include "cpu/plan_cache.h"
 #include "cpu/mft.h"
-#include "cpu/pupil_cache.h"
+#include "cpu/pupil.h"
 
 /* Grids from this size up use FFTW's threads inside one transform; below it
  * the threads' start-up costs more than they save. */

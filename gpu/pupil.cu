@@ -3,7 +3,7 @@
 
 #include <cub/device/device_scan.cuh>
 
-#include "gpu/pupil_gpu.h"
+#include "gpu/pupil.h"
 
 extern "C" {
 #include "optics/map_sample.h"
@@ -56,7 +56,7 @@ __global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *am
 
 /* Turn the scan of the open flags (in idx) into open-sample numbers, and
  * gather the transmission, OPD and Zernike basis of the open samples, in
- * the CPU backend's formulas (cpu/pupil_cache.c: rho = r / radius, theta =
+ * the CPU backend's formulas (cpu/pupil.c: rho = r / radius, theta =
  * atan2(y, x), basis stored as float). */
 __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const float *amp_grid)
 {

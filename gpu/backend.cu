@@ -1,11 +1,11 @@
 /* The CUDA backend: psf_backend_gpu() (backend/backend.h), the twin of
- * cpu/backend_cpu.c. Per set (create): the device (set->device), the memory
+ * cpu/backend.c. Per set (create): the device (set->device), the memory
  * estimate, streams, events, every buffer for the largest batch, the maps
  * and Zernike modes on the device. Per pitch (first use in run): the pupil,
- * built on the device (gpu/pupil_gpu.h). Per run: the jobs are split into
+ * built on the device (gpu/pupil.h). Per run: the jobs are split into
  * sub-batches of whole images; each sub-batch is one or more passes (one
  * pupil-field kernel, one batched out-of-place cuFFT or, for an MFT set,
- * two batched cuBLAS products (gpu/mft_gpu.h), one fused intensity kernel
+ * two batched cuBLAS products (gpu/mft.h), one fused intensity kernel
  * each) on the compute stream into one of two device image buffers, whose
  * copy to the host runs on the copy stream while the next sub-batch
  * computes. A single-image FFT run replays a CUDA graph of its pass instead.
@@ -38,10 +38,10 @@ extern "C" {
 }
 
 #include "gpu/cuda_check.h"
-#include "gpu/mft_gpu.h"
+#include "gpu/mft.h"
 #include "gpu/plan_cache.h"
-#include "gpu/psf_kernels.h"
-#include "gpu/pupil_gpu.h"
+#include "gpu/intensity.h"
+#include "gpu/pupil.h"
 
 /* Aim for sub-batches of about this many image bytes: big enough that a
  * pass's launches and the copy's set-up are small next to its transfer
@@ -57,7 +57,7 @@ extern "C" {
  * job's own matrices (at most PSF_MAX_COMPONENTS) never have to make room
  * for each other; ... */
 #define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
-/* ... and about this many bytes of them (cpu/backend_cpu.c's figure); past
+/* ... and about this many bytes of them (cpu/backend.c's figure); past
  * it the least recently used is rebuilt when needed again. */
 #define GPU_MFT_TABLE_BYTES ((size_t)1 << 30)
 /* The 4 pointer arrays of an MFT pass, in its staged tables. */

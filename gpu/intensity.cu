@@ -1,4 +1,4 @@
-#include "gpu/psf_kernels.h"
+#include "gpu/intensity.h"
 
 /* 32 columns (one warp: 128-byte coalesced writes) x 8 rows per block. */
 #define BX 32

@@ -1,4 +1,4 @@
-#include "gpu/mft_gpu.h"
+#include "gpu/mft.h"
 
 #include <math.h>
 #include <string.h>

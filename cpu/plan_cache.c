@@ -1,4 +1,4 @@
-#include "cpu/fft_plan.h"
+#include "cpu/plan_cache.h"
 
 #include <pthread.h>
 #include <stdio.h>

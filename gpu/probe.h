@@ -1,5 +1,5 @@
 /* GPU figures for the latency probe (design.md, "Backend choice"), measured
- * by the CUDA build (gpu/probe_gpu.cu) or reported absent by the stub. A
+ * by the CUDA build (gpu/probe.cu) or reported absent by the stub. A
  * plain C header: nothing outside gpu/ sees CUDA. */
 #ifndef PSFSIM_GPU_PROBE_H
 #define PSFSIM_GPU_PROBE_H

@@ -1,4 +1,4 @@
-/* The GPU backend's per-set pupils (the twin of cpu/pupil_cache.h): for one
+/* The GPU backend's per-set pupils (the twin of cpu/pupil.h): for one
  * pupil pitch, the open samples of the aperture with their transmission,
  * Zernike basis values and OPD, computed once on the device and reused for
  * every image; and the kernel that writes a batch of pupil fields

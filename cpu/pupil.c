@@ -1,4 +1,4 @@
-#include "cpu/pupil_cache.h"
+#include "cpu/pupil.h"
 
 #include <math.h>
 #include <stdio.h>

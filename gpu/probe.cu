@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include "gpu/gpu_probe.h"
+#include "gpu/probe.h"
 
 #define PROBE_REPS 21
 #define PROBE_BW_BYTES ((size_t)64 << 20)
