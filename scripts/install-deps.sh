@@ -2,7 +2,7 @@
 # Install what psfsim needs to build and test, from Debian's packages, when
 # it is missing. Safe to run again: installs nothing when all is there.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config libconfig-dev libpng-dev libfftw3-dev
+pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-dev libfftw3-dev
       libcfitsio-dev libcmocka-dev libcairo2-dev valgrind clang libclang-rt-dev clang-format
       openmpi-bin libopenmpi-dev) # openmpi: the MPI build (test.sh stage mpi)
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's second command: build and run the whole test suite, in five
 # stages (each stops the script at its first failure):
-#  1. a format check (clang-format --dry-run --Werror over the sources), then
+#  1. a format check (clang-format --dry-run --Werror over the sources), the
+#     layering check (scripts/include_graph.py --check: no include from a
+#     folder to one above it, no include cycle), then
 #     the default build (with the CUDA backend when nvcc is present; GPU
 #     tests skip without a GPU), warnings as errors;
 #  2. a CPU-only build (-DPSFSIM_CUDA=OFF) under AddressSanitizer and
@@ -31,8 +33,9 @@ run_suite() { # build-dir, cmake options...
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
 if want 1; then
-  stage 1 "format check (clang-format, .clang-format) and default build"
+  stage 1 "format and layering checks, default build"
   clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' '*.cu')
+  python3 scripts/include_graph.py --check
   run_suite build-test -DCMAKE_BUILD_TYPE=Release
 fi
 if want 2; then
