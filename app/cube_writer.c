@@ -1,12 +1,10 @@
 #include "app/cube_writer.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/fits_header.h"
-#include "optics/sampling.h"
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
@@ -19,11 +17,7 @@ static void add_col(cube_writer *w, const char *name, const char *unit)
 static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
 {
     image_info info;
-    memset(&info, 0, sizeof info);
-    info.wavelength_nm = s->cfg->nwavelengths > 0 ? s->cfg->wavelengths_nm[0] : 500.0;
-    for (int c = 1; c < s->cfg->nwavelengths; ++c) /* the shortest: the pixel scale's reference */
-        if (s->cfg->wavelengths_nm[c] < info.wavelength_nm)
-            info.wavelength_nm = s->cfg->wavelengths_nm[c];
+    image_set_common_info(s, &info);
     image_result res = {.backend = "-"};
     double zero[FITS_HEADER_MAX] = {0}; /* the coefficients go in the table */
     info.coeff_units = zero;
@@ -85,12 +79,9 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
     long long k = info->params.index;
     if (psf_fits_cube_write_plane(w->cube, k, img, err, errlen) != 0) return -1;
     const psf_image_params *p = &info->params;
-    double v[7] = {(double)k,
-                   info->wavelength_nm * 1e-9,
-                   p->sweep_defocus,
-                   p->sweep_focus_shift_um,
-                   image_set_pixel_scale_arcsec(s, info),
-                   res->strehl,
+    double v[7] = {(double)k,           info->wavelength_nm * 1e-9,
+                   p->sweep_defocus,    p->sweep_focus_shift_um,
+                   info->pixel_arcsec,  res->strehl,
                    res->axial_intensity};
     int c = 0;
     for (; c < 7; ++c)

@@ -2,8 +2,6 @@
 
 #include <stdio.h>
 
-#include "optics/sampling.h"
-
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
@@ -34,19 +32,17 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_d("WAVELEN", wl_m, "wavelength [m] (broadband: the shortest)");
     kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");
     kvs[n++] = kv_i("NPUPIL", sp->pupil_samples, "pupil samples across DIAM");
-    double pix_ld = image_set_pixel_scale_lambda_d(s, info);
     if (s->mft) { /* the output grid's size and pixel; PADDING as an FFT would need it */
         kvs[n++] = kv_i("NPIX", sp->npix, "image size (matrix Fourier transform)");
-        kvs[n++] = kv_d("PADDING", 1.0 / pix_ld, "sampling Q = (lambda/D) / pixel");
+        kvs[n++] = kv_d("PADDING", info->sampling_q, "sampling Q = (lambda/D) / pixel");
     } else {
         kvs[n++] = kv_i("NPIX", sp->npix, "FFT and image size");
-        kvs[n++] = kv_d("PADDING", sp->padding, "effective padding Q = NPIX / NPUPIL");
+        kvs[n++] = kv_d("PADDING", info->sampling_q, "effective padding Q = NPIX / NPUPIL");
     }
-    kvs[n++] = kv_d("PIXSCLLD", pix_ld, "pixel scale [lambda/D]");
-    kvs[n++] = kv_d("PIXELSCL", image_set_pixel_scale_arcsec(s, info), "pixel scale [arcsec]");
+    kvs[n++] = kv_d("PIXSCLLD", info->pixel_lambda_d, "pixel scale [lambda/D]");
+    kvs[n++] = kv_d("PIXELSCL", info->pixel_arcsec, "pixel scale [arcsec]");
     if (cfg->f_number > 0) {
-        kvs[n++] = kv_d("PIXSCLUM", image_set_pixel_scale_um(s, info),
-                        "pixel scale in the focal plane [um]");
+        kvs[n++] = kv_d("PIXSCLUM", info->pixel_um, "pixel scale in the focal plane [um]");
         kvs[n++] = kv_d("FNUMBER", cfg->f_number, "focal ratio");
     }
     if (s->mft) kvs[n++] = kv_s("PROPAG", "mft", "focal plane by matrix Fourier transform");

@@ -12,8 +12,8 @@
 /* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
  * res: WAVELEN (m), DIAM (m), NPUPIL, NPIX (the image size), PADDING
  * (N/n; with the MFT 1/PIXSCLLD), PIXSCLLD, PIXELSCL (arcsec), PIXSCLUM
- * and FNUMBER (with f_number) (the pixel of the image's grid, from
- * image_set_pixel_scale_*), PROPAG = "mft" (MFT sets only), NORMALIZ,
+ * and FNUMBER (with f_number) (the pixel of the image's grid: info's pixel_*
+ * and sampling_q, which image_set_job filled), PROPAG = "mft" (MFT sets only), NORMALIZ,
  * STREHL, AXIALINT, BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the
  * config's convention) with each mode's total coefficient, for at most 256
  * modes. zkeys holds the Z<j> key strings. Returns the number of entries. */

@@ -51,10 +51,9 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[0], 32, info->wavelength_nm);
     csv_number(f[1], 32, p->sweep_defocus);
     csv_number(f[2], 32, p->sweep_focus_shift_um);
-    /* The image grid's pixel (the FFT's, or the MFT's output grid). */
-    csv_number(f[3], 32, image_set_pixel_scale_lambda_d(s, info));
-    csv_number(f[4], 32, image_set_pixel_scale_arcsec(s, info));
-    csv_number(f[5], 32, image_set_pixel_scale_um(s, info));
+    csv_number(f[3], 32, info->pixel_lambda_d);
+    csv_number(f[4], 32, info->pixel_arcsec);
+    csv_number(f[5], 32, info->pixel_um);
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
     swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);

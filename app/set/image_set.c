@@ -174,6 +174,38 @@ static double min_wavelength(const psf_image_params *p)
     return m;
 }
 
+/* The pixel of the image's grid at info->wavelength_nm (image_info). */
+static double pixel_lambda_d(const image_set *s, const image_info *info)
+{
+    if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
+    return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
+}
+
+static double pixel_arcsec(const image_set *s, const image_info *info)
+{
+    double wl_m = info->wavelength_nm * 1e-9;
+    if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
+    return pixel_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
+}
+
+static double pixel_um(const image_set *s, const image_info *info)
+{
+    double f = s->cfg->f_number, wl_m = info->wavelength_nm * 1e-9;
+    if (!(f > 0)) return NAN;
+    if (!s->mft) return sampling_pixscale_um(&s->samp, wl_m, f);
+    if (s->pixel_um > 0) return s->pixel_um;
+    return s->pixel_ld * wl_m * 1e6 * f;
+}
+
+/* info's pixel fields from its wavelength_nm. */
+static void fill_pixel(const image_set *s, image_info *info)
+{
+    info->pixel_lambda_d = pixel_lambda_d(s, info);
+    info->pixel_arcsec = pixel_arcsec(s, info);
+    info->pixel_um = pixel_um(s, info);
+    info->sampling_q = s->mft ? 1.0 / info->pixel_lambda_d : s->samp.padding;
+}
+
 int image_set_job(image_set *s, long long k, double *storage, psf_job *job, image_info *info,
                   char *err, size_t errlen)
 {
@@ -217,6 +249,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     info->wavelength_nm = wl_ref;
     info->ref_peak = peak;
     info->coeff_units = units;
+    fill_pixel(s, info);
     return 0;
 }
 
@@ -234,24 +267,13 @@ void image_set_finish_image(const image_set *s, image_info *info, float *img)
     info->ref_peak *= inv;
 }
 
-double image_set_pixel_scale_lambda_d(const image_set *s, const image_info *info)
+void image_set_common_info(const image_set *s, image_info *info)
 {
-    if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
-    return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
-}
-
-double image_set_pixel_scale_arcsec(const image_set *s, const image_info *info)
-{
-    double wl_m = info->wavelength_nm * 1e-9;
-    if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
-    return image_set_pixel_scale_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
-}
-
-double image_set_pixel_scale_um(const image_set *s, const image_info *info)
-{
-    double f = s->cfg->f_number, wl_m = info->wavelength_nm * 1e-9;
-    if (!(f > 0)) return NAN;
-    if (!s->mft) return sampling_pixscale_um(&s->samp, wl_m, f);
-    if (s->pixel_um > 0) return s->pixel_um;
-    return s->pixel_ld * wl_m * 1e6 * f;
+    const psf_config *cfg = s->cfg;
+    memset(info, 0, sizeof *info);
+    info->wavelength_nm = cfg->nwavelengths > 0 ? cfg->wavelengths_nm[0] : 500.0;
+    for (int c = 1; c < cfg->nwavelengths; ++c)
+        if (cfg->wavelengths_nm[c] < info->wavelength_nm)
+            info->wavelength_nm = cfg->wavelengths_nm[c];
+    fill_pixel(s, info);
 }

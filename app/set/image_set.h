@@ -23,8 +23,8 @@ typedef struct {
     const psf_config *cfg;
     /* samp.npix is the size of every image (npix x npix, axis at npix/2):
      * the FFT size N, or output.npix with the MFT; the other fields are the
-     * config's pupil sampling (samp.padding = N/n even with the MFT). For
-     * the pixel scale use image_set_pixel_scale_*: sampling_pixscale_*(&samp)
+     * config's pupil sampling (samp.padding = N/n even with the MFT). The
+     * pixel scale is in image_info (image_set_job): sampling_pixscale_*(&samp)
      * hold only for the FFT. */
     psf_sampling samp;
     int fft_npix;    /* N = floor(padding n + 0.5), the FFT size */
@@ -58,6 +58,14 @@ typedef struct {
                              the one the pixel scale in lambda/D refers to */
     double ref_peak;      /* peak of the unaberrated image in the image's units */
     double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
+    /* The image grid's pixel (the FFT's, or the MFT's output grid), at
+     * wavelength_nm: FFT (n/N) lambda_ref/D as sampling.h; MFT the output
+     * grid's (output.pixel_scale, or output.pixel_scale_um / (F lambda)). */
+    double pixel_lambda_d; /* lambda/D */
+    double pixel_arcsec;   /* arcseconds on the sky */
+    double pixel_um;       /* focal-plane micrometres; NAN without f_number */
+    double sampling_q;     /* Q = (lambda/D) / pixel: N/n (samp.padding) for the FFT,
+                              1 / pixel_lambda_d (what an FFT would need) for the MFT */
 } image_info;
 
 /* Load the maps the config names and fix sampling, modes and the
@@ -77,7 +85,8 @@ void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc);
 size_t image_set_storage(const image_set *s);
 
 /* Fill job and info for image k, using storage (image_set_storage doubles,
- * alive as long as job and info are used). The components' scale makes the
+ * alive as long as job and info are used); info's pixel fields are computed
+ * here once, so the writers only format them. The components' scale makes the
  * image "peak"- or "sum"-normalised (design.md): with S1 = sum A and
  * S2 = sum A^2 of a component's pupil on the N x N grid, Parseval gives
  * sum |F|^2 = N^2 S2 and the unaberrated peak |F(0)|^2 = S1^2 (Goodman,
@@ -101,12 +110,10 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
  * "peak" (their scale is exact already), nor for an all-zero image. */
 void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
-/* Image info's pixel: in lambda/D at info->wavelength_nm (the shortest
- * wavelength of the image), in arcseconds, and in focal-plane micrometres
- * (NAN without f_number). FFT: (n/N) lambda_ref/D as sampling.h; MFT: the
- * output grid's. */
-double image_set_pixel_scale_lambda_d(const image_set *s, const image_info *info);
-double image_set_pixel_scale_arcsec(const image_set *s, const image_info *info);
-double image_set_pixel_scale_um(const image_set *s, const image_info *info);
+/* The record of what every image of the set shares (the FITS cube's
+ * header): no swept values, coeff_units NULL, wavelength_nm the shortest of
+ * optics.wavelength_nm (500 when the config has none) and the pixel fields
+ * at it. */
+void image_set_common_info(const image_set *s, image_info *info);
 
 #endif

@@ -64,9 +64,9 @@ static void compute(const char *text, long long k, int force_mft, computed *out)
         if (rc == 0) {
             image_set_finish_image(&set, &info, out->img);
             out->ref_peak = info.ref_peak;
-            out->pix_ld = image_set_pixel_scale_lambda_d(&set, &info);
-            out->pix_arcsec = image_set_pixel_scale_arcsec(&set, &info);
-            out->pix_um = image_set_pixel_scale_um(&set, &info);
+            out->pix_ld = info.pixel_lambda_d;
+            out->pix_arcsec = info.pixel_arcsec;
+            out->pix_um = info.pixel_um;
         }
     }
     if (rc != 0) printf("compute: %s\n", err);
