@@ -5,7 +5,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <libconfig.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,34 +301,16 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
     if (force && dir) mc->reclaim = set_bytes(dir, name);
 }
 
-/* "FILE:LINE: " for key in the config (the line libconfig reports; the
- * @include'd file when it comes from one), "FILE: " without a line, into
- * out. The config parsed before, so it parses again. */
+/* "FILE:LINE: key: " for key in the config (where config_load found it; the
+ * @include'd file when it comes from one), "FILE: key: " when the config
+ * has no such key, "FILE: " without a key, into out. */
 static void key_prefix(const psf_config *cfg, const char *key, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s: ", cfg->path);
     if (!key) return;
-    config_t lc;
-    config_init(&lc);
-    char dir[4096] = "";
-    const char *slash = strrchr(cfg->path, '/');
-    if (slash) {
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash == cfg->path ? 1 : slash - cfg->path),
-                 cfg->path);
-        config_set_include_dir(&lc, dir);
-    }
-    if (config_read_file(&lc, cfg->path)) {
-        const config_setting_t *s = config_lookup(&lc, key);
-        unsigned line = s ? config_setting_source_line(s) : 0;
-        const char *file = s ? config_setting_source_file(s) : NULL;
-        if (line > 0 && file && strcmp(file, cfg->path) != 0 && file[0] != '/' && dir[0])
-            snprintf(out, outlen, "%s/%s:%u: %s: ", dir, file, line, key);
-        else if (line > 0)
-            snprintf(out, outlen, "%s:%u: %s: ", file ? file : cfg->path, line, key);
-        else
-            snprintf(out, outlen, "%s: %s: ", cfg->path, key);
-    }
-    config_destroy(&lc);
+    config_key_where(cfg, key, out, outlen);
+    size_t used = strlen(out);
+    snprintf(out + used, outlen - used, ": %s: ", key);
     for (char *c = out; *c; ++c) /* one line, as config messages */
         if ((unsigned char)*c < 0x20) *c = ' ';
 }

@@ -264,7 +264,7 @@ static int read_all(cfg_ctx *c, psf_config *cfg)
     static const char *const norms[] = {"peak", "sum"};
     static const char *const backends[] = {"auto", "cpu", "gpu"};
     int v = 0;
-    if (cfg_schema_check(c)) return -1;
+    if (cfg_schema_check(c, cfg)) return -1;
     if (read_name(c, cfg)) return -1;
     if (read_wavelengths(c, cfg)) return -1;
     if (read_aperture(c, cfg)) return -1;
@@ -368,7 +368,23 @@ void config_free(psf_config *cfg)
         for (int i = 0; i < cfg->n_sweep_zernike; ++i)
             free(cfg->sweep_zernike[i].values);
     free(cfg->sweep_zernike);
+    for (int i = 0; cfg->keys && i < cfg->nkeys; ++i) {
+        free(cfg->keys[i].key);
+        free(cfg->keys[i].where);
+    }
+    free(cfg->keys);
     memset(cfg, 0, sizeof *cfg);
+}
+
+int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen)
+{
+    for (int i = 0; key && i < cfg->nkeys; ++i) {
+        if (strcmp(cfg->keys[i].key, key) != 0) continue;
+        snprintf(out, outlen, "%s", cfg->keys[i].where);
+        return 1;
+    }
+    snprintf(out, outlen, "%s", cfg->path);
+    return 0;
 }
 
 long long config_image_count(const psf_config *cfg)

@@ -31,6 +31,12 @@ typedef struct {
     double *values; /* added to that term's coefficient, in units */
 } cfg_zernike_sweep;
 
+/* Where a key of the config is written, recorded by config_load. */
+typedef struct {
+    char *key;   /* dotted path: "sampling.pupil_samples", or a group: "sweep" */
+    char *where; /* "FILE:LINE", FILE the @include'd file that holds the key */
+} cfg_key_where;
+
 typedef struct {
     char path[CFG_PATH_MAX]; /* the config file as given (for messages) */
     char name[256];
@@ -96,6 +102,11 @@ typedef struct {
                       instead of one FITS file per image */
 
     backend_choice backend;
+
+    /* Every key of the file, in file order, and where it is: messages
+     * after loading name the line without parsing the file again. */
+    int nkeys;
+    cfg_key_where *keys; /* [nkeys] */
 } psf_config;
 
 /* Load and validate path. Relative file paths inside the config (aperture,
@@ -121,6 +132,13 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);
 /* Free what config_load allocated (after success or an error) and zero cfg;
  * a second call is harmless. Does not free aperture.map (the app's). */
 void config_free(psf_config *cfg);
+
+/* Where key (a dotted path as in the messages, "output.npix", or a group,
+ * "sweep"; not a list element) is written in the loaded config: "FILE:LINE"
+ * into out, FILE named as config_load's messages name it (an @include'd
+ * file as the config's directory joined to the included name). Returns 1,
+ * or 0 with out = cfg->path when the config has no such key. */
+int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen);
 
 /* Number of images the config's sweep makes (product of the swept list
  * lengths; 1 without a sweep). Computed in 64 bits. */

@@ -43,6 +43,10 @@ typedef enum {
  * "FILE: key: message" when s is NULL). Always returns -1. */
 int cfg_error(cfg_ctx *c, const config_setting_t *s, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Record in cfg->keys where key, the setting s, is written ("FILE:LINE",
+ * FILE as cfg_error names it); nothing for a setting without a line.
+ * Returns 0, or -1 with a message (out of memory). */
+int cfg_record_key(cfg_ctx *c, psf_config *cfg, const config_setting_t *s, const char *key);
 /* Replace control characters (a string value's "\n", say) by spaces, so a
  * message stays one line. */
 void cfg_one_line(char *msg);
@@ -111,8 +115,9 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
 
 /* Walk the whole tree: every key must be in the schema table for its place
  * and hold the kind of value the table says (numbers lists: every element a
- * number). Returns 0, or -1 with the first offence in file order. */
-int cfg_schema_check(cfg_ctx *c);
+ * number); each is recorded in cfg->keys (cfg_record_key). Returns 0, or -1
+ * with the first offence in file order. */
+int cfg_schema_check(cfg_ctx *c, psf_config *cfg);
 
 /* Optimal-string-alignment edit distance (insertions, deletions,
  * substitutions and swaps of adjacent characters each cost 1), ASCII case

@@ -10,6 +10,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The file setting s comes from, as messages name it: the config as given,
+ * or an @include'd file (libconfig keeps its name relative to the include
+ * directory, the config's), joined into buf. */
+static const char *setting_file(const cfg_ctx *c, const config_setting_t *s, char *buf, size_t len)
+{
+    const char *file = s ? config_setting_source_file(s) : NULL;
+    if (!file || strcmp(file, c->file) == 0) return c->file;
+    if (file[0] == '/' || !c->dir[0]) return file;
+    snprintf(buf, len, "%s/%s", c->dir, file);
+    return buf;
+}
+
 int cfg_error(cfg_ctx *c, const config_setting_t *s, const char *key, const char *fmt, ...)
 {
     if (!c->err || c->errlen == 0) return -1;
@@ -19,22 +31,40 @@ int cfg_error(cfg_ctx *c, const config_setting_t *s, const char *key, const char
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     unsigned line = s ? config_setting_source_line(s) : 0;
-    /* A setting from an @include'd file names that file (libconfig keeps
-     * its name relative to the include directory, the config's). */
-    const char *file = s ? config_setting_source_file(s) : NULL;
     char inc[CFG_PATH_MAX + 8];
-    if (!file || strcmp(file, c->file) == 0) {
-        file = c->file;
-    } else if (file[0] != '/' && c->dir[0]) {
-        snprintf(inc, sizeof inc, "%s/%s", c->dir, file);
-        file = inc;
-    }
+    const char *file = setting_file(c, s, inc, sizeof inc);
     if (line > 0)
         snprintf(c->err, c->errlen, "%s:%u: %s: %s", file, line, key, msg);
     else
         snprintf(c->err, c->errlen, "%s: %s: %s", c->file, key, msg);
     cfg_one_line(c->err);
     return -1;
+}
+
+int cfg_record_key(cfg_ctx *c, psf_config *cfg, const config_setting_t *s, const char *key)
+{
+    unsigned line = config_setting_source_line(s);
+    if (line == 0) return 0;
+    if ((cfg->nkeys & (cfg->nkeys - 1)) == 0) { /* 0, 1, 2, 4, ...: grow to twice */
+        cfg_key_where *grown =
+            realloc(cfg->keys, (size_t)(cfg->nkeys ? 2 * cfg->nkeys : 1) * sizeof *grown);
+        if (!grown) return cfg_error(c, s, key, "out of memory");
+        cfg->keys = grown;
+    }
+    char inc[2 * CFG_PATH_MAX + 2];
+    const char *file = setting_file(c, s, inc, sizeof inc);
+    size_t len = strlen(file) + 16;
+    cfg_key_where *k = &cfg->keys[cfg->nkeys];
+    k->key = strdup(key);
+    k->where = malloc(len);
+    if (!k->key || !k->where) {
+        free(k->key);
+        free(k->where);
+        return cfg_error(c, s, key, "out of memory");
+    }
+    snprintf(k->where, len, "%s:%u", file, line);
+    cfg->nkeys++;
+    return 0;
 }
 
 void cfg_one_line(char *msg)

@@ -204,7 +204,7 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
     return 0;
 }
 
-static int walk(cfg_ctx *c, const config_setting_t *group, const char *prefix)
+static int walk(cfg_ctx *c, psf_config *cfg, const config_setting_t *group, const char *prefix)
 {
     int n = config_setting_length(group);
     for (int i = 0; i < n; ++i) {
@@ -216,7 +216,8 @@ static int walk(cfg_ctx *c, const config_setting_t *group, const char *prefix)
         if (!kind_matches(k->kind, s))
             return cfg_error(c, s, path, "expected %s (got %s)", kind_expected(k->kind),
                              cfg_type_name(config_setting_type(s)));
-        if (k->kind == CFG_K_GROUP && walk(c, s, path)) return -1;
+        if (cfg_record_key(c, cfg, s, path)) return -1;
+        if (k->kind == CFG_K_GROUP && walk(c, cfg, s, path)) return -1;
         if (k->kind == CFG_K_NUMBERS) {
             int len = config_setting_length(s);
             for (int e = 0; e < len; ++e) {
@@ -232,7 +233,7 @@ static int walk(cfg_ctx *c, const config_setting_t *group, const char *prefix)
     return 0;
 }
 
-int cfg_schema_check(cfg_ctx *c)
+int cfg_schema_check(cfg_ctx *c, psf_config *cfg)
 {
-    return walk(c, config_root_setting(&c->lc), "");
+    return walk(c, cfg, config_root_setting(&c->lc), "");
 }

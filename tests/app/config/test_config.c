@@ -679,6 +679,41 @@ static void test_include(void **state)
     config_free(&c);
 }
 
+/* Where each key is written, recorded while loading (config_key_where):
+ * an @include'd key names the included file, as config messages do. */
+static void test_key_where(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_write_file(in_dir("kw_sampling.cfg"),
+                                   "# the sampling\n"
+                                   "sampling: {\n  pupil_samples = 32; };\n"),
+                     0);
+    psf_config c;
+    char err[2048], got[8192], want[8192];
+    assert_int_equal(load("kw.cfg",
+                          "name = \"t\";\n"
+                          "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+                          "@include \"kw_sampling.cfg\"\n"
+                          "sweep: {\n  defocus = [0.0, 0.5]; };\n",
+                          &c, err, sizeof err),
+                     0);
+    static const struct {
+        const char *key, *file;
+        int line;
+    } where[] = {{"sampling.pupil_samples", "kw_sampling.cfg", 3},
+                 {"sampling", "kw_sampling.cfg", 2},
+                 {"optics.aperture.diameter_m", "kw.cfg", 2},
+                 {"sweep.defocus", "kw.cfg", 5}};
+    for (size_t i = 0; i < sizeof where / sizeof *where; ++i) {
+        assert_int_equal(config_key_where(&c, where[i].key, got, sizeof got), 1);
+        snprintf(want, sizeof want, "%s:%d", in_dir(where[i].file), where[i].line);
+        assert_string_equal(got, want);
+    }
+    assert_int_equal(config_key_where(&c, "output.npix", got, sizeof got), 0);
+    assert_string_equal(got, in_dir("kw.cfg"));
+    config_free(&c);
+}
+
 static void test_duplicate_zernike(void **state)
 {
     (void)state;
@@ -853,6 +888,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_syntax_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_include, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_where, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_zernike, setup, teardown),
         cmocka_unit_test_setup_teardown(test_focus_shift_needs_f_number, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conventions, setup, teardown),
