@@ -13,199 +13,8 @@
 #include "app/base/log.h"
 #include "app/base/make_dir.h"
 #include "app/formats/mpi_journal.h"
-#include "app/select/probe_cache.h"
+#include "app/run_lanes.h"
 #include "app/run_state.h"
-
-static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
-{
-    double per = (double)npix * npix * sizeof(float);
-    long long b = (long long)(RUN_BATCH_BYTES / per);
-    if (b > ops->preferred_batch) b = ops->preferred_batch;
-    if (b > nimages) b = nimages;
-    return b < 1 ? 1 : (int)b;
-}
-
-static int alloc_slots(run_state *r, char *err, size_t errlen)
-{
-    size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
-    for (int s = 0; s < r->nlanes * WRITER_SLOTS; ++s) {
-        run_slot *sl = &r->slots[s];
-        sl->jobs = calloc(b, sizeof *sl->jobs);
-        sl->infos = calloc(b, sizeof *sl->infos);
-        sl->storage = calloc(b * per, sizeof *sl->storage);
-        sl->results = calloc(b, sizeof *sl->results);
-        sl->timings = calloc(b, sizeof *sl->timings);
-        sl->writes = calloc(b, sizeof *sl->writes);
-        if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes) {
-            snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* PSFSIM_TEST_LANES=n (2..RUN_MAX_LANES): a CPU run computes with n CPU
- * lanes sharing the queue, as n GPUs would, so that the multi-device path
- * is tested on machines without GPUs (tests/e2e/e2e_lanes.sh). 1 otherwise. */
-static int test_cpu_lanes(void)
-{
-    const char *s = getenv("PSFSIM_TEST_LANES");
-    int n = s ? atoi(s) : 1;
-    return n >= 2 && n <= RUN_MAX_LANES ? n : 1;
-}
-
-/* The lanes: one per GPU the decision names (one per MPI rank: the rank's
- * GPU by local rank), one for the CPU. */
-static void plan_lanes(run_state *r)
-{
-    const backend_decision *d = &r->decision;
-    int gpu = d->ops != &psf_backend_cpu;
-    r->nlanes = gpu && !r->mpi && d->ndevices > 1 ? d->ndevices : gpu ? 1 : test_cpu_lanes();
-    long long batches = (r->todo + r->batch - 1) / r->batch; /* no lane without a batch */
-    if (r->nlanes > batches) r->nlanes = batches > 0 ? (int)batches : 1;
-    for (int l = 0; l < r->nlanes; ++l) {
-        r->lanes[l].first_slot = l * WRITER_SLOTS;
-        r->lanes[l].device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
-    }
-    if (gpu && r->mpi && d->ndevices > 0) /* a rank's GPU: by local rank */
-        r->lanes[0].device = d->devices[r->mpi->local_rank % d->ndevices];
-    atomic_init(&r->gpus_alive, gpu ? r->nlanes : 0);
-    atomic_init(&r->failed, 0);
-}
-
-/* auto chose one GPU for a set big enough to repay it: create the GPU in a
- * thread while the CPU computes the first batches (app/select/gpu_warmup.h). */
-static int start_warm(run_state *r, char *err, size_t errlen)
-{
-    psf_set_desc desc;
-    run_lane_desc(r, &r->lanes[0], &desc);
-    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
-    if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
-    if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
-        gpu_warmup_discard(&r->warm);
-        run_close_lane(r, &r->lanes[0]);
-        return -1;
-    }
-    atomic_store(&r->gpus_alive, 0); /* until it is adopted */
-    r->warming = 1;
-    log_info("starting the GPU in the background; the CPU computes the first images");
-    return 0;
-}
-
-/* Several GPUs: create their backends side by side (a context each, 0.3-
- * 0.5 s), keep those that start; one that does not is named and left out.
- * 0, or -1 with the first failure in err when none starts. */
-static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
-{
-    gpu_warmup *w = calloc(RUN_MAX_LANES, sizeof *w);
-    if (!w) {
-        snprintf(err, errlen, "cannot allocate the GPUs' start-up state");
-        return -1;
-    }
-    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
-    int n = r->nlanes, kept = 0;
-    for (int l = 0; l < n; ++l) {
-        psf_set_desc desc;
-        run_lane_desc(r, &r->lanes[l], &desc);
-        if (gpu_warmup_start(&w[l], r->decision.ops, &desc, floats) != 0) w[l].rc = -1;
-    }
-    for (int l = 0; l < n; ++l) {
-        int dev = r->lanes[l].device;
-        if (w[l].started ? gpu_warmup_join(&w[l]) != 0 : 1) {
-            if (!kept && !err[0])
-                snprintf(err, errlen, "%s", w[l].started ? w[l].err : "no thread");
-            log_warn("GPU %d: %s; the other GPUs take its images", dev,
-                     w[l].started ? w[l].err : "cannot start a thread");
-            continue;
-        }
-        run_lane *ln = &r->lanes[kept];
-        *ln = (run_lane){.ops = w[l].ops,
-                         .backend = w[l].backend,
-                         .device = dev,
-                         .first_slot = kept * WRITER_SLOTS};
-        for (int s = 0; s < WRITER_SLOTS; ++s)
-            r->slots[ln->first_slot + s].images = w[l].images[s];
-        kept++;
-    }
-    free(w);
-    r->nlanes = kept > 0 ? kept : 1;
-    atomic_store(&r->gpus_alive, kept);
-    return kept > 0 ? 0 : -1;
-}
-
-static void close_lanes(run_state *r)
-{
-    for (int l = 0; l < r->nlanes; ++l)
-        run_close_lane(r, &r->lanes[l]);
-}
-
-/* One backend per lane, made one after the other (the CPU's planner is
- * not thread-safe). 0, or -1 with err. */
-static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_t errlen)
-{
-    for (int l = 0; l < r->nlanes; ++l)
-        if (run_open_lane(r, &r->lanes[l], ops, err, errlen) != 0) return -1;
-    return 0;
-}
-
-/* Start the chosen backend. A forced GPU that cannot start is a usage error
- * (exit 2, nothing written); with auto the CPU takes over. */
-static int start_backend(run_state *r, char *err, size_t errlen, int *status)
-{
-    const psf_backend_ops *ops = r->decision.ops;
-    r->batch = batch_size(ops, r->set.samp.npix, r->todo);
-    *status = 3;
-    plan_lanes(r);
-    if (alloc_slots(r, err, errlen) != 0) return -1;
-    int gpu = ops != &psf_backend_cpu;
-    if (gpu && r->nlanes == 1 && r->cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
-        start_warm(r, err, errlen) == 0) {
-        *status = 0;
-        return 0;
-    }
-    err[0] = '\0';
-    int rc =
-        gpu && r->nlanes > 1 ? open_gpu_lanes(r, err, errlen) : open_lanes(r, ops, err, errlen);
-    if (rc == 0) {
-        if (r->nlanes > 1 && gpu) {
-            char list[128];
-            int dev[RUN_MAX_LANES];
-            for (int l = 0; l < r->nlanes; ++l)
-                dev[l] = r->lanes[l].device;
-            size_t len = strlen(r->decision.reason);
-            snprintf(r->decision.reason + len, sizeof r->decision.reason - len, " on GPUs %s",
-                     gpu_list_format(dev, r->nlanes, list, sizeof list));
-            log_info("the set is shared by GPUs %s (one queue of %d-image batches)", list,
-                     r->batch);
-        }
-        *status = 0;
-        return 0;
-    }
-    close_lanes(r);
-    if (!gpu) return -1;
-    if (r->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
-        machine_key key;
-        machine_key_read(&key);
-        char why[RUN_ERRLEN];
-        snprintf(why, sizeof why, "%.900s", err);
-        snprintf(err, errlen, "backend gpu: %s (%.900s)",
-                 key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
-        *status = 2;
-        return -1;
-    }
-    char why[RUN_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    log_warn("%s; computing the images on the CPU", why);
-    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
-    r->nlanes = 1;
-    r->lanes[0].device = 0;
-    atomic_store(&r->gpus_alive, 0);
-    if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) return -1;
-    *status = 0;
-    return 0;
-}
 
 static int is_root(const run_state *r)
 {
@@ -662,17 +471,8 @@ static void cleanup(run_state *r)
     if (r->cube_open) cube_writer_abort(&r->cube);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
-    close_lanes(r);
+    run_free_lanes(r);
     pthread_mutex_destroy(&r->mu);
-    for (int s = 0; s < RUN_MAX_LANES * WRITER_SLOTS; ++s) {
-        run_slot *sl = &r->slots[s];
-        free(sl->jobs);
-        free(sl->infos);
-        free(sl->storage);
-        free(sl->results);
-        free(sl->timings);
-        free(sl->writes);
-    }
     resume_free(&r->resume);
     image_set_free(&r->set);
     config_free(&r->cfg);
@@ -727,7 +527,7 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     }
     if (status == 0) {
         err[0] = '\0';
-        start_backend(&r, err, sizeof err, &status);
+        run_start_backend(&r, err, sizeof err, &status);
         agree(&r, &status, err); /* nothing is written unless every rank has its backend */
     }
     int started = status == 0; /* with MPI: every rank, or none */

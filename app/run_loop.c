@@ -10,44 +10,8 @@
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "optics/metrics.h"
-#include "app/select/probe_cache.h"
+#include "app/run_lanes.h"
 #include "app/run_state.h"
-
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc)
-{
-    image_set_desc(&r->set, r->batch, desc);
-    desc->device = ln->device;
-}
-
-int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
-{
-    psf_set_desc desc;
-    run_lane_desc(r, ln, &desc);
-    char wisdom[4200];
-    desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
-    if (ops->create(&desc, &ln->backend, err, errlen) != 0) return -1;
-    ln->ops = ops;
-    size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;
-    for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
-        if (!r->slots[s].images) {
-            snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name,
-                     r->batch, r->set.samp.npix, r->set.samp.npix);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-void run_close_lane(run_state *r, run_lane *ln)
-{
-    for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        if (r->slots[s].images) ln->ops->free_images(ln->backend, r->slots[s].images);
-        r->slots[s].images = NULL;
-    }
-    if (ln->backend) ln->ops->destroy(ln->backend);
-    ln->backend = NULL;
-}
 
 /* Remove the files of a written image (res's names in r->dir). */
 static void forget_image(run_state *r, const image_result *res)

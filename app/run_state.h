@@ -1,5 +1,6 @@
-/* What one psfsim run holds (app/run.c prepares and closes it, app/run_loop.c
- * computes and writes the images), so cleanup is one function. */
+/* What one psfsim run holds (app/run.c prepares and closes it, app/run_lanes.c
+ * starts its lanes, app/run_loop.c computes and writes the images), so
+ * cleanup is one function. */
 #ifndef PSFSIM_RUN_STATE_H
 #define PSFSIM_RUN_STATE_H
 
@@ -103,14 +104,5 @@ struct run_state {
  * backend with the writer threads. Returns 0, or -1 with err (a run-time
  * failure); stops early, returning 0, when interrupted (r->interrupted). */
 int run_images(run_state *r, char *err, size_t errlen);
-
-/* The set as lane ln's backend is created for: r->batch images per call,
- * on ln->device. */
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc);
-
-/* Lane ln's backend for r->batch images per call on ln->device (its slots'
- * image buffers included). 0, or -1 with err. */
-int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen);
-void run_close_lane(run_state *r, run_lane *ln);
 
 #endif
