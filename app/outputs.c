@@ -13,6 +13,7 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
+#include "app/set_files.h"
 
 /* 1 when name is a file an earlier run of this config wrote. */
 static int is_set_file(const char *name, const char *set)
@@ -112,7 +113,7 @@ int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, 
 static int in_this_set(const psf_config *cfg, long long nimages, const char *name)
 {
     char want[512];
-    snprintf(want, sizeof want, "%s_cube.fits", cfg->name);
+    set_file_path(NULL, cfg->name, SET_CUBE, want, sizeof want);
     if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
     const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
     char *end;

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/set_files.h"
+
 int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -129,14 +131,14 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
         snprintf(err, errlen, "cannot allocate the resume table of %lld images", nimages);
         return -1;
     }
-    char path[8300];
-    snprintf(path, sizeof path, "%s/%s_manifest.csv", dir, cfg->name);
+    char path[SET_PATH_MAX];
+    set_file_path(dir, cfg->name, SET_MANIFEST, path, sizeof path);
     FILE *f = fopen(path, "r");
     if (!f) return 0; /* nothing done yet */
     int rc = read_manifest(cfg, dir, hash, rs, f, path, err, errlen);
     fclose(f);
     if (rc != 0) return -1;
-    snprintf(path, sizeof path, "%s/%s_timing.csv", dir, cfg->name);
+    set_file_path(dir, cfg->name, SET_TIMING, path, sizeof path);
     read_timing(rs, path, rs);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "app/formats/mpi_journal.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
+#include "app/set_files.h"
 
 static int is_root(const run_state *r)
 {
@@ -135,42 +136,6 @@ static int split(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* Create the directory and the journals (rank 0 of an MPI run: then every
- * rank appends to them, rank 0 included, app/formats/mpi_journal.h). */
-static int create_journals(run_state *r, char *err, size_t errlen)
-{
-    if (make_dir(r->dir, err, errlen) != 0) return -1;
-    resume_clean_temps(r->dir, r->cfg.name);
-    char path[CFG_PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-    if (manifest_open(&r->manifest, path, r->hash, r->resume.manifest_rows, r->resume.nmanifest,
-                      err, errlen) != 0)
-        return -1;
-    r->manifest_open = 1;
-    if (r->mpi && mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
-    snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
-    if (timing_open(&r->timing, path, r->resume.timing_rows, r->resume.ntiming, err, errlen) != 0)
-        return -1;
-    r->timing_open = 1;
-    if (r->mpi && mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
-    return 0;
-}
-
-/* MPI ranks other than 0: append to the journals rank 0 created. */
-static int attach_journals(run_state *r, char *err, size_t errlen)
-{
-    char path[CFG_PATH_MAX + 300];
-    memset(&r->manifest, 0, sizeof r->manifest);
-    snprintf(r->manifest.hash, sizeof r->manifest.hash, "%s", r->hash);
-    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-    if (mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
-    r->manifest_open = 1;
-    snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
-    if (mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
-    r->timing_open = 1;
-    return 0;
-}
-
 /* Create the directory, the journals and the writers. Failures here are
  * run-time failures (exit 3), but no image has been written yet. With MPI,
  * rank 0 creates the directory and the journals before any rank writes
@@ -178,7 +143,7 @@ static int attach_journals(run_state *r, char *err, size_t errlen)
  * and an empty err, rank 0 having said why). */
 static int start(run_state *r, char *err, size_t errlen)
 {
-    int rc = is_root(r) ? create_journals(r, err, errlen) : 0;
+    int rc = is_root(r) ? set_files_create(r, err, errlen) : 0;
     if (r->mpi) {
         int rc0 = rc;
         char merr[RUN_ERRLEN];
@@ -190,13 +155,9 @@ static int start(run_state *r, char *err, size_t errlen)
             snprintf(err, errlen, "rank 0 could not create the output files");
             return -1;
         }
-        if (!is_root(r)) rc = attach_journals(r, err, errlen);
+        if (!is_root(r)) rc = set_files_attach(r, err, errlen);
     }
-    if (rc != 0) return -1;
-    if (r->cfg.fits_enabled && r->cfg.fits_cube) {
-        if (cube_writer_open(&r->cube, &r->set, r->dir, err, errlen) != 0) return -1;
-        r->cube_open = 1;
-    }
+    if (rc != 0 || set_files_open_cube(r, err, errlen) != 0) return -1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
@@ -343,64 +304,16 @@ static void summary(run_state *r, double wall, const rank_report *rep, int n)
     }
 }
 
-/* The cube appears only complete; then the manifest names it. */
-static int close_cube(run_state *r, int complete, char *err, size_t errlen)
-{
-    if (!r->cube_open) return 0;
-    r->cube_open = 0;
-    if (!complete) {
-        cube_writer_abort(&r->cube);
-        return 0;
-    }
-    char name[sizeof r->cube.name];
-    snprintf(name, sizeof name, "%s", r->cube.name);
-    if (cube_writer_commit(&r->cube, err, errlen) != 0) return -1;
-    char path[CFG_PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-    return manifest_set_fits(path, name, err, errlen);
-}
-
-/* Sort the manifest and the timing log by index: one ordered set, as an
- * uninterrupted single-process run writes it. */
-static int sort_logs(run_state *r, char *err, size_t errlen)
-{
-    char path[CFG_PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s_manifest.csv", r->dir, r->cfg.name);
-    int rc = journal_sort(path, err, errlen);
-    snprintf(path, sizeof path, "%s/%s_timing.csv", r->dir, r->cfg.name);
-    return rc | journal_sort(path, err, errlen);
-}
-
 /* Close the journals: the manifest lists exactly the images written. */
 static int close_logs(run_state *r, int complete, char *err, size_t errlen)
 {
-    int rc = 0;
     if (r->timing_open) {
         rank_report me;
         double wall = clock_us() - r->t_start;
         fill_report(r, 0, "", wall, &me);
         summary(r, wall, &me, 1);
-        rc |= timing_close(&r->timing, err, errlen);
-        r->timing_open = 0;
     }
-    if (r->manifest_open) {
-        rc |= manifest_close(&r->manifest, err, errlen);
-        r->manifest_open = 0;
-        if (rc == 0) rc |= close_cube(r, complete, err, errlen);
-        /* Rows come in completion order when several lanes computed, and
-         * after the kept rows on --resume. */
-        if (rc == 0 && (r->resume.ndone > 0 || r->nlanes > 1)) rc |= sort_logs(r, err, errlen);
-    }
-    return rc ? -1 : 0;
-}
-
-/* Close a journal this run still has open (a shared one is never cut back
- * on a failed flush: journal.h). */
-static int close_journal(int *open, journal *j, char *err, size_t errlen)
-{
-    if (!*open) return 0;
-    *open = 0;
-    return journal_close(j, err, errlen);
+    return set_files_close(r, complete, err, errlen);
 }
 
 /* The end of an MPI run. Each rank flushes and closes its journals; an
@@ -416,13 +329,10 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
     char e[RUN_ERRLEN] = "";
     *total = r->written;
     int jrc = 0;
-    if (!is_root(r) || r->interrupted) {
-        jrc |= close_journal(&r->timing_open, &r->timing.j, e, sizeof e);
-        jrc |= close_journal(&r->manifest_open, &r->manifest.j, e, sizeof e);
-    } else {
-        jrc |= timing_flush(&r->timing, e, sizeof e);
-        jrc |= manifest_flush(&r->manifest, e, sizeof e);
-    }
+    if (!is_root(r) || r->interrupted)
+        jrc = set_files_close_journals(r, e, sizeof e);
+    else
+        jrc = set_files_flush(r, e, sizeof e);
     if (jrc != 0) {
         log_error("rank %d: %s", r->mpi->rank, e);
         if (*status == 0) *status = 3;
@@ -451,9 +361,8 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
                 log_error("rank %d failed: %s", i, all[i].err);
         }
         if (r->timing_open) summary(r, wall, all, n);
-        jrc = close_journal(&r->timing_open, &r->timing.j, e, sizeof e);
-        jrc |= close_journal(&r->manifest_open, &r->manifest.j, e, sizeof e);
-        if (jrc == 0) jrc = sort_logs(r, e, sizeof e);
+        jrc = set_files_close_journals(r, e, sizeof e);
+        if (jrc == 0) jrc = set_files_sort(r, e, sizeof e);
         if (jrc != 0) log_error("%s", e);
         if (failed || jrc != 0) *status = 3;
     } else if (is_root(r)) {
@@ -465,12 +374,9 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
 
 static void cleanup(run_state *r)
 {
-    char err[RUN_ERRLEN];
     if (r->writers) writer_pool_destroy(r->writers);
     if (r->warming) gpu_warmup_discard(&r->warm);
-    if (r->cube_open) cube_writer_abort(&r->cube);
-    if (r->timing_open) timing_close(&r->timing, err, sizeof err);
-    if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
+    set_files_abort(r);
     run_free_lanes(r);
     pthread_mutex_destroy(&r->mu);
     resume_free(&r->resume);
@@ -481,7 +387,7 @@ static void cleanup(run_state *r)
 /* written: the images this run wrote (with MPI on rank 0: all ranks'). */
 static void report(const run_state *r, int status, long long written)
 {
-    char who[96] = "";
+    char who[96] = "", path[SET_PATH_MAX];
     if (r->mpi && r->todo > 0)
         snprintf(who, sizeof who, "rank %d (images %lld-%lld): ", r->mpi->rank, r->k_begin,
                  r->k_end - 1);
@@ -503,8 +409,9 @@ static void report(const run_state *r, int status, long long written)
         log_info("%lld image(s) written to %s in %.3f s", written, r->dir,
                  (clock_us() - r->t_start) * 1e-6);
     else if (status == 3 && r->manifest_open + written > 0)
-        log_error("%lld of %lld image(s) written; %s/%s_manifest.csv lists them",
-                  written + r->resume.ndone, r->set.nimages, r->dir, r->cfg.name);
+        log_error("%lld of %lld image(s) written; %s lists them", written + r->resume.ndone,
+                  r->set.nimages,
+                  set_file_path(r->dir, r->cfg.name, SET_MANIFEST, path, sizeof path));
 }
 
 int psfsim_run(const cli_options *o, const mpi_world *w)

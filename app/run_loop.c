@@ -79,7 +79,7 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
 }
 
 /* Wait for slot s's writes, then log them (in completion order: with
- * several lanes the journals are sorted at the end, app/run.c). Only the
+ * several lanes the journals are sorted at the end, app/set_files.c). Only the
  * slot's own lane, or the main thread after the lanes, retires a slot. */
 static int retire(run_state *r, int s, char *err, size_t errlen)
 {
