@@ -14,13 +14,9 @@
 #include "app/base/make_dir.h"
 #include "app/formats/mpi_journal.h"
 #include "app/run_lanes.h"
+#include "app/run_report.h"
 #include "app/run_state.h"
 #include "app/set_files.h"
-
-static int is_root(const run_state *r)
-{
-    return !r->mpi || r->mpi->rank == 0;
-}
 
 /* Load, validate and plan: everything that can fail before a file is written.
  * With MPI every rank does this (its own backend choice); only rank 0 checks
@@ -50,7 +46,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
             return -1;
-    } else if (is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
+    } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
         return -1;
     }
     r->todo = r->set.nimages - r->resume.ndone;
@@ -59,7 +55,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
-    if (is_root(r)) {
+    if (run_is_root(r)) {
         if (r->set.mft && r->set.pixel_um > 0)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g um) into %s",
                      r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
@@ -143,7 +139,7 @@ static int split(run_state *r, char *err, size_t errlen)
  * and an empty err, rank 0 having said why). */
 static int start(run_state *r, char *err, size_t errlen)
 {
-    int rc = is_root(r) ? set_files_create(r, err, errlen) : 0;
+    int rc = run_is_root(r) ? set_files_create(r, err, errlen) : 0;
     if (r->mpi) {
         int rc0 = rc;
         char merr[RUN_ERRLEN];
@@ -151,11 +147,11 @@ static int start(run_state *r, char *err, size_t errlen)
             snprintf(err, errlen, "%s", merr);
             return -1;
         }
-        if (rc0 != 0 && !is_root(r)) {
+        if (rc0 != 0 && !run_is_root(r)) {
             snprintf(err, errlen, "rank 0 could not create the output files");
             return -1;
         }
-        if (!is_root(r)) rc = set_files_attach(r, err, errlen);
+        if (!run_is_root(r)) rc = set_files_attach(r, err, errlen);
     }
     if (rc != 0 || set_files_open_cube(r, err, errlen) != 0) return -1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -171,147 +167,14 @@ static int start(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* One rank's figures, gathered on rank 0 at the end of an MPI run (raw
- * bytes: one build on every rank). For a plain run: the process's own. */
-typedef struct {
-    int status, nwriters, local_rank, device;
-    long long k_begin, k_end, todo, written;
-    double wall_us, compute_us, metrics_us, png_us, fits_us, wait_us;
-    char host[64];
-    char reason[192]; /* the rank's backend decision */
-    char err[256];    /* its error when status != 0 */
-} rank_report;
-
-static void fill_report(const run_state *r, int status, const char *err, double wall,
-                        rank_report *p)
-{
-    memset(p, 0, sizeof *p);
-    p->status = status;
-    p->nwriters = r->nwriters > 0 ? r->nwriters : 1;
-    p->local_rank = r->mpi ? r->mpi->local_rank : 0;
-    p->device = r->lanes[0].device;
-    p->k_begin = r->k_begin;
-    p->k_end = r->k_end;
-    p->todo = r->todo;
-    p->written = r->written;
-    p->wall_us = wall;
-    p->compute_us = r->compute_us;
-    p->metrics_us = r->metrics_us;
-    p->png_us = r->png_us;
-    p->fits_us = r->fits_us;
-    p->wait_us = r->wait_us;
-    snprintf(p->host, sizeof p->host, "%s", r->mpi ? r->mpi->host : "");
-    snprintf(p->reason, sizeof p->reason, "%.191s", r->decision.reason);
-    snprintf(p->err, sizeof p->err, "%s", status && err[0] ? err : status ? "see its log" : "");
-}
-
-/* Several lanes (GPUs): each one's share of the images and its compute
- * time, in the timing log and with -v (a slower or busier GPU takes fewer). */
-static void lane_summary(run_state *r)
-{
-    if (r->nlanes < 2) return;
-    long long all = 0;
-    for (int l = 0; l < r->nlanes; ++l)
-        all += r->lanes[l].images;
-    for (int l = 0; l < r->nlanes; ++l) {
-        const run_lane *ln = &r->lanes[l];
-        char name[32], note[160];
-        snprintf(name, sizeof name, "lane_%d", l);
-        snprintf(note, sizeof note, "%s %d: %lld image(s), %.1f%% of this run's, compute %.0f us",
-                 ln->ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->device, ln->images,
-                 all ? 100.0 * ln->images / all : 0.0, ln->compute_us);
-        timing_summary(&r->timing, name, (double)ln->images, note);
-        log_info("%s", note);
-    }
-}
-
-/* Stage totals and their share of the wall time: what bounds the run.
- * rep[0..n): every rank's figures (one for a plain run); the stage totals
- * are their sums, the shares of the ranks' summed wall time. */
-static void summary(run_state *r, double wall, const rank_report *rep, int n)
-{
-    timing_writer *t = &r->timing;
-    rank_report sum = rep[0];
-    double walls = rep[0].wall_us, writer_time = rep[0].wall_us * rep[0].nwriters;
-    for (int i = 1; i < n; ++i) /* the run lasts until its slowest rank is done */
-        if (rep[i].wall_us > wall) wall = rep[i].wall_us;
-    for (int i = 1; i < n; ++i) {
-        sum.written += rep[i].written;
-        sum.todo += rep[i].todo;
-        sum.compute_us += rep[i].compute_us;
-        sum.metrics_us += rep[i].metrics_us;
-        sum.png_us += rep[i].png_us;
-        sum.fits_us += rep[i].fits_us;
-        sum.wait_us += rep[i].wait_us;
-        sum.nwriters += rep[i].nwriters;
-        walls += rep[i].wall_us;
-        writer_time += rep[i].wall_us * rep[i].nwriters;
-    }
-    if (n == 1) walls = writer_time = 0; /* the plain run's notes, as always */
-    char note[512], of[64];
-    of[0] = '\0'; /* (an empty format is a clang -Wformat-zero-length error) */
-    if (n > 1) snprintf(of, sizeof of, "summed over %d MPI ranks: ", n);
-    if (n == 1 && r->nlanes > 1) snprintf(of, sizeof of, "summed over %d GPUs: ", r->nlanes);
-    timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
-    timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
-    timing_summary(t, "backend", NAN, r->decision.reason);
-    timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
-    timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
-    timing_summary(t, "probe", NAN, r->decision.probe);
-    snprintf(note, sizeof note, "images written by this run%s", n > 1 ? ", all ranks" : "");
-    timing_summary(t, "images", (double)sum.written, note);
-    double base = n > 1 ? walls : wall * r->nlanes; /* lanes: each has the wall time */
-    snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.compute_us / base);
-    timing_summary(t, "compute_us", sum.compute_us, note);
-    snprintf(note, sizeof note, "%s%.1f%% of the wall time", of, 100 * sum.metrics_us / base);
-    timing_summary(t, "metrics_us", sum.metrics_us, note);
-    double wbase = n > 1 ? writer_time : wall * r->nwriters;
-    snprintf(note, sizeof note, "summed over %d writer thread(s)%s: %.1f%% of their time",
-             sum.nwriters, n > 1 ? " of all ranks" : "", 100 * sum.png_us / wbase);
-    timing_summary(t, "png_encode_write_us", sum.png_us, note);
-    snprintf(note, sizeof note, "summed over %d writer thread(s)%s: %.1f%% of their time",
-             sum.nwriters, n > 1 ? " of all ranks" : "", 100 * sum.fits_us / wbase);
-    timing_summary(t, "fits_encode_write_us", sum.fits_us, note);
-    snprintf(note, sizeof note, "%s%.1f%% of the wall time: the compute loop waited for writers",
-             of, 100 * sum.wait_us / base);
-    timing_summary(t, "wait_for_writers_us", sum.wait_us, note);
-    /* Writing bounds the run when the compute loop waited for the writers a
-     * tenth of the time or more (they were the slower stage). */
-    timing_summary(t, "wall_us", wall,
-                   sum.wait_us >= 0.1 * wall * r->nlanes ? "bound by writing" : "bound by compute");
-    lane_summary(r);
-    if (n == 1) return;
-    char lib[128];
-    long long u = mpi_split_unit(sum.todo, n);
-    snprintf(note, sizeof note,
-             "%s; blocks of whole %lld-image units, U = min(%d, ceil(T/K)) (README, Many hosts: "
-             "MPI)",
-             mpi_library(lib, sizeof lib) ? lib : "MPI", u > 0 ? u : 1, MPI_SPLIT_UNIT);
-    timing_summary(t, "mpi_ranks", (double)n, note);
-    for (int i = 0; i < n; ++i) { /* rank_R: its wall time, block, host and backend */
-        char name[32], block[64];
-        const rank_report *p = &rep[i];
-        snprintf(name, sizeof name, "rank_%d", i);
-        if (p->todo > 0)
-            snprintf(block, sizeof block, "images %lld-%lld", p->k_begin, p->k_end - 1);
-        else
-            snprintf(block, sizeof block, "no images");
-        snprintf(note, sizeof note,
-                 "%s, %lld written, host %s, local rank %d (GPU %d if used), %.150s%s%.120s", block,
-                 p->written, p->host, p->local_rank, p->device, p->reason,
-                 p->status ? "; failed: " : "", p->status ? p->err : "");
-        timing_summary(t, name, p->wall_us, note);
-    }
-}
-
 /* Close the journals: the manifest lists exactly the images written. */
 static int close_logs(run_state *r, int complete, char *err, size_t errlen)
 {
     if (r->timing_open) {
         rank_report me;
         double wall = clock_us() - r->t_start;
-        fill_report(r, 0, "", wall, &me);
-        summary(r, wall, &me, 1);
+        run_report_fill(r, 0, "", wall, &me);
+        run_summary(r, wall, &me, 1);
     }
     return set_files_close(r, complete, err, errlen);
 }
@@ -329,7 +192,7 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
     char e[RUN_ERRLEN] = "";
     *total = r->written;
     int jrc = 0;
-    if (!is_root(r) || r->interrupted)
+    if (!run_is_root(r) || r->interrupted)
         jrc = set_files_close_journals(r, e, sizeof e);
     else
         jrc = set_files_flush(r, e, sizeof e);
@@ -340,14 +203,14 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
     if (r->interrupted) return;
     double wall = clock_us() - r->t_start;
     int n = r->mpi->size;
-    rank_report me, *all = is_root(r) ? calloc((size_t)n, sizeof *all) : NULL;
-    fill_report(r, *status, jrc ? e : err, wall, &me);
+    rank_report me, *all = run_is_root(r) ? calloc((size_t)n, sizeof *all) : NULL;
+    run_report_fill(r, *status, jrc ? e : err, wall, &me);
     char merr[RUN_ERRLEN];
     if (mpi_gather(r->mpi, &me, sizeof me, all ? (void *)all : (void *)&me, merr, sizeof merr) !=
         0) {
         log_error("rank %d: %s", r->mpi->rank, merr);
         *status = 3;
-    } else if (is_root(r) && all) {
+    } else if (run_is_root(r) && all) {
         int failed = 0;
         for (int i = 1; i < n; ++i)
             *total += all[i].written;
@@ -360,12 +223,12 @@ static void finish_mpi(run_state *r, int *status, const char *err, long long *to
             else
                 log_error("rank %d failed: %s", i, all[i].err);
         }
-        if (r->timing_open) summary(r, wall, all, n);
+        if (r->timing_open) run_summary(r, wall, all, n);
         jrc = set_files_close_journals(r, e, sizeof e);
         if (jrc == 0) jrc = set_files_sort(r, e, sizeof e);
         if (jrc != 0) log_error("%s", e);
         if (failed || jrc != 0) *status = 3;
-    } else if (is_root(r)) {
+    } else if (run_is_root(r)) {
         log_error("cannot allocate the ranks' reports");
         *status = 3;
     }
@@ -382,36 +245,6 @@ static void cleanup(run_state *r)
     resume_free(&r->resume);
     image_set_free(&r->set);
     config_free(&r->cfg);
-}
-
-/* written: the images this run wrote (with MPI on rank 0: all ranks'). */
-static void report(const run_state *r, int status, long long written)
-{
-    char who[96] = "", path[SET_PATH_MAX];
-    if (r->mpi && r->todo > 0)
-        snprintf(who, sizeof who, "rank %d (images %lld-%lld): ", r->mpi->rank, r->k_begin,
-                 r->k_end - 1);
-    else if (r->mpi)
-        snprintf(who, sizeof who, "rank %d: ", r->mpi->rank);
-    if (r->interrupted && r->mpi)
-        log_error("%sinterrupted: %lld of its %lld image(s) written; rerun with --resume to "
-                  "finish",
-                  who, written, r->todo);
-    else if (r->interrupted && r->cfg.fits_enabled && r->cfg.fits_cube)
-        log_error("interrupted: the FITS cube is incomplete and was not written; rerun with "
-                  "--resume to compute the set again");
-    else if (r->interrupted)
-        log_error("interrupted: %lld of %lld image(s) written; rerun with --resume to finish",
-                  written + r->resume.ndone, r->set.nimages);
-    else if (!is_root(r))
-        return; /* rank 0 reports the set */
-    else if (status == 0)
-        log_info("%lld image(s) written to %s in %.3f s", written, r->dir,
-                 (clock_us() - r->t_start) * 1e-6);
-    else if (status == 3 && r->manifest_open + written > 0)
-        log_error("%lld of %lld image(s) written; %s lists them", written + r->resume.ndone,
-                  r->set.nimages,
-                  set_file_path(r->dir, r->cfg.name, SET_MANIFEST, path, sizeof path));
 }
 
 int psfsim_run(const cli_options *o, const mpi_world *w)
@@ -469,11 +302,12 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
             status = 3;
         }
     }
-    report(&r, status, written);
+    run_report(&r, status, written);
     if (r.interrupted && status == 0) status = 130;
     /* --force replaced the set: what the earlier one wrote and this one did
      * not (more images, another format) must not pass for part of it. */
-    if (status == 0 && o->force && is_root(&r)) outputs_remove_stale(&r.cfg, r.dir, r.set.nimages);
+    if (status == 0 && o->force && run_is_root(&r))
+        outputs_remove_stale(&r.cfg, r.dir, r.set.nimages);
     cleanup(&r);
     return status;
 }

@@ -100,6 +100,13 @@ struct run_state {
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
 };
 
+/* 1 for a plain run and for MPI's rank 0: the process that checks the
+ * output directory, creates the journals and reports the set. */
+static inline int run_is_root(const run_state *r)
+{
+    return !r->mpi || r->mpi->rank == 0;
+}
+
 /* Compute and write every image still to do, in batches, overlapping the
  * backend with the writer threads. Returns 0, or -1 with err (a run-time
  * failure); stops early, returning 0, when interrupted (r->interrupted). */
