@@ -14,6 +14,7 @@
 #include "app/base/make_dir.h"
 #include "app/formats/mpi_journal.h"
 #include "app/run_lanes.h"
+#include "app/run_ranks.h"
 #include "app/run_report.h"
 #include "app/run_state.h"
 #include "app/set_files.h"
@@ -75,84 +76,12 @@ static int prepare(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* MPI: every rank learns the worst status (and rank 0's) so that all go on
- * or none does; a rank logs its own error unless rank 0 failed too (then
- * rank 0's message, the same for a config error, says it once). err: this
- * rank's message. A failed collective makes the status 3. */
-static void agree(run_state *r, int *status, const char *err)
-{
-    int mine = *status, s0 = *status;
-    char merr[RUN_ERRLEN] = "";
-    if (r->mpi && (mpi_bcast(r->mpi, &s0, sizeof s0, merr, sizeof merr) != 0 ||
-                   mpi_max_int(r->mpi, status, merr, sizeof merr) != 0)) {
-        log_error("rank %d: %s", r->mpi->rank, merr);
-        *status = 3;
-    }
-    if (mine == 0 || !err[0]) return;
-    if (!r->mpi || r->mpi->rank == 0)
-        log_error("%s", err);
-    else if (s0 == 0)
-        log_error("rank %d: %s", r->mpi->rank, err);
-}
-
-/* MPI: this rank's block of the images to compute (mpi_split, README "Many
- * hosts: MPI") as the index range [k_begin, k_end) that the image loop
- * walks, skipping images done earlier. Rank 0's view of which images are
- * done is broadcast, so the blocks of all ranks are disjoint and cover the
- * set whatever each rank read. 0, or -1 with err (an MPI failure). */
-static int split(run_state *r, char *err, size_t errlen)
-{
-    long long n = r->set.nimages;
-    unsigned char *done = r->resume.done;
-    if (done) {
-        if (mpi_bcast(r->mpi, done, (size_t)n, err, errlen) != 0) return -1;
-        r->resume.ndone = 0;
-        for (long long k = 0; k < n; ++k)
-            r->resume.ndone += done[k] != 0;
-    }
-    long long first, count, pos = 0;
-    mpi_split(n - r->resume.ndone, r->mpi->size, r->mpi->rank, &first, &count);
-    r->k_begin = r->k_end = 0;
-    r->todo = count;
-    for (long long k = 0; count > 0 && k < n; ++k) {
-        if (done && done[k]) continue;
-        if (pos == first) r->k_begin = k;
-        if (pos == first + count - 1) {
-            r->k_end = k + 1;
-            break;
-        }
-        pos++;
-    }
-    if (count > 0)
-        log_info("rank %d of %d (host %s, local rank %d): images %lld-%lld (%lld to compute); %s",
-                 r->mpi->rank, r->mpi->size, r->mpi->host, r->mpi->local_rank, r->k_begin,
-                 r->k_end - 1, count, r->decision.reason);
-    else
-        log_info("rank %d of %d: no image to compute", r->mpi->rank, r->mpi->size);
-    return 0;
-}
-
-/* Create the directory, the journals and the writers. Failures here are
- * run-time failures (exit 3), but no image has been written yet. With MPI,
- * rank 0 creates the directory and the journals before any rank writes
- * (a broadcast of its result: when it failed, the others stop with exit 3
- * and an empty err, rank 0 having said why). */
+/* Create the directory, the journals (with MPI: app/run_ranks.h), the cube
+ * and the writers. Failures here are run-time failures (exit 3), but no
+ * image has been written yet. */
 static int start(run_state *r, char *err, size_t errlen)
 {
-    int rc = run_is_root(r) ? set_files_create(r, err, errlen) : 0;
-    if (r->mpi) {
-        int rc0 = rc;
-        char merr[RUN_ERRLEN];
-        if (mpi_bcast(r->mpi, &rc0, sizeof rc0, merr, sizeof merr) != 0) {
-            snprintf(err, errlen, "%s", merr);
-            return -1;
-        }
-        if (rc0 != 0 && !run_is_root(r)) {
-            snprintf(err, errlen, "rank 0 could not create the output files");
-            return -1;
-        }
-        if (!run_is_root(r)) rc = set_files_attach(r, err, errlen);
-    }
+    int rc = r->mpi ? run_ranks_open_journals(r, err, errlen) : set_files_create(r, err, errlen);
     if (rc != 0 || set_files_open_cube(r, err, errlen) != 0) return -1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
@@ -177,62 +106,6 @@ static int close_logs(run_state *r, int complete, char *err, size_t errlen)
         run_summary(r, wall, &me, 1);
     }
     return set_files_close(r, complete, err, errlen);
-}
-
-/* The end of an MPI run. Each rank flushes and closes its journals; an
- * interrupted rank (SIGTERM: mpirun stops the job because a rank died, or
- * was stopped itself) stops there, without another collective, the
- * journals true but unsorted (--resume sorts them). Otherwise every rank's
- * status and figures go to rank 0, which appends the run summary, sorts
- * the manifest and the timing log, names each failed rank's index range,
- * and returns 3 when any rank failed. *status: this rank's status, updated;
- * *total: rank 0, the images written by all ranks. */
-static void finish_mpi(run_state *r, int *status, const char *err, long long *total)
-{
-    char e[RUN_ERRLEN] = "";
-    *total = r->written;
-    int jrc = 0;
-    if (!run_is_root(r) || r->interrupted)
-        jrc = set_files_close_journals(r, e, sizeof e);
-    else
-        jrc = set_files_flush(r, e, sizeof e);
-    if (jrc != 0) {
-        log_error("rank %d: %s", r->mpi->rank, e);
-        if (*status == 0) *status = 3;
-    }
-    if (r->interrupted) return;
-    double wall = clock_us() - r->t_start;
-    int n = r->mpi->size;
-    rank_report me, *all = run_is_root(r) ? calloc((size_t)n, sizeof *all) : NULL;
-    run_report_fill(r, *status, jrc ? e : err, wall, &me);
-    char merr[RUN_ERRLEN];
-    if (mpi_gather(r->mpi, &me, sizeof me, all ? (void *)all : (void *)&me, merr, sizeof merr) !=
-        0) {
-        log_error("rank %d: %s", r->mpi->rank, merr);
-        *status = 3;
-    } else if (run_is_root(r) && all) {
-        int failed = 0;
-        for (int i = 1; i < n; ++i)
-            *total += all[i].written;
-        for (int i = 0; i < n; ++i) {
-            if (all[i].status == 0) continue;
-            failed = 1;
-            if (all[i].todo > 0)
-                log_error("rank %d (images %lld-%lld) failed: %s; rerun with --resume", i,
-                          all[i].k_begin, all[i].k_end - 1, all[i].err);
-            else
-                log_error("rank %d failed: %s", i, all[i].err);
-        }
-        if (r->timing_open) run_summary(r, wall, all, n);
-        jrc = set_files_close_journals(r, e, sizeof e);
-        if (jrc == 0) jrc = set_files_sort(r, e, sizeof e);
-        if (jrc != 0) log_error("%s", e);
-        if (failed || jrc != 0) *status = 3;
-    } else if (run_is_root(r)) {
-        log_error("cannot allocate the ranks' reports");
-        *status = 3;
-    }
-    free(all);
 }
 
 static void cleanup(run_state *r)
@@ -260,15 +133,16 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     char err[RUN_ERRLEN] = "";
     int status = prepare(&r, err, sizeof err) != 0 ? 2 : 0;
     r.t_config = clock_us();
-    agree(&r, &status, err); /* MPI: all ranks go on, or none */
-    if (status == 0 && r.mpi && split(&r, err, sizeof err) != 0) {
+    run_ranks_agree(&r, &status, err); /* MPI: all ranks go on, or none */
+    if (status == 0 && r.mpi && run_ranks_split(&r, err, sizeof err) != 0) {
         log_error("rank %d: %s", r.mpi->rank, err);
         status = 3;
     }
     if (status == 0) {
         err[0] = '\0';
         run_start_backend(&r, err, sizeof err, &status);
-        agree(&r, &status, err); /* nothing is written unless every rank has its backend */
+        run_ranks_agree(&r, &status,
+                        err); /* nothing is written unless every rank has its backend */
     }
     int started = status == 0; /* with MPI: every rank, or none */
     if (started) {
@@ -293,7 +167,7 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     }
     long long written = r.written;
     if (r.mpi && started) {
-        finish_mpi(&r, &status, err, &written);
+        run_ranks_finish(&r, &status, err, &written);
     } else {
         char cerr[RUN_ERRLEN];
         int complete = status == 0 && !r.interrupted && r.written + r.resume.ndone == r.set.nimages;
