@@ -1,23 +1,24 @@
+/* The psfsim run (app/run.h), its steps in order: prepare (config, set,
+ * checks, backend choice; with MPI agree and split, app/run_ranks.c),
+ * start the backend (app/run_lanes.c), create the set's files
+ * (app/set_files.c) and the writers, run the image loop (app/run_loop.c),
+ * close the files, report (app/run_report.c), clean up. */
 #include "app/run.h"
 
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "app/base/clock.h"
-#include "app/formats/fits_module.h"
 #include "app/base/interrupt.h"
-#include "app/set_limits.h"
 #include "app/base/log.h"
-#include "app/base/make_dir.h"
-#include "app/formats/mpi_journal.h"
+#include "app/formats/fits_module.h"
 #include "app/run_lanes.h"
 #include "app/run_ranks.h"
 #include "app/run_report.h"
 #include "app/run_state.h"
 #include "app/set_files.h"
+#include "app/set_limits.h"
 
 /* Load, validate and plan: everything that can fail before a file is written.
  * With MPI every rank does this (its own backend choice); only rank 0 checks
@@ -96,16 +97,61 @@ static int start(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-/* Close the journals: the manifest lists exactly the images written. */
-static int close_logs(run_state *r, int complete, char *err, size_t errlen)
+/* Run the image loop on the started backend and writers. Returns the
+ * status: 0, or 3 (the error logged). A signal after the last image was
+ * handed to the writers stopped nothing: the set is complete, not
+ * interrupted (exit 0, no --resume hint). With MPI the other ranks may be
+ * gone: left as interrupted. err: this rank's error, "" if none. */
+static int compute(run_state *r, char *err, size_t errlen)
 {
+    int status = 0;
+    r->t_create = clock_us();
+    err[0] = '\0';
+    if (start(r, err, errlen) != 0 || run_images(r, err, errlen) != 0) {
+        if (err[0] && r->mpi)
+            log_error("rank %d (images %lld-%lld): %s", r->mpi->rank, r->k_begin, r->k_end - 1,
+                      err);
+        else if (err[0])
+            log_error("%s", err);
+        status = 3;
+    }
+    progress_end(&r->bar, r->written);
+    if (r->interrupted && !r->mpi && status == 0 && r->written == r->todo) {
+        log_warn("signal received after the last image: the set is complete");
+        r->interrupted = 0;
+    }
+    return status;
+}
+
+/* A plain run's end (or an MPI run that never started): the timing log's
+ * summary, then the set's files closed; the manifest lists exactly the
+ * images written. A failure to close makes *status 3 (logged). */
+static void close_set(run_state *r, int *status)
+{
+    int complete =
+        *status == 0 && !r->interrupted && r->written + r->resume.ndone == r->set.nimages;
     if (r->timing_open) {
         rank_report me;
         double wall = clock_us() - r->t_start;
         run_report_fill(r, 0, "", wall, &me);
         run_summary(r, wall, &me, 1);
     }
-    return set_files_close(r, complete, err, errlen);
+    char cerr[RUN_ERRLEN];
+    if (set_files_close(r, complete, cerr, sizeof cerr) != 0) {
+        log_error("%s", cerr);
+        *status = 3;
+    }
+}
+
+static void init(run_state *r, const cli_options *o, const mpi_world *w)
+{
+    memset(r, 0, sizeof *r);
+    r->opt = o;
+    r->mpi = w && w->active && w->size > 1 ? w : NULL;
+    r->t_start = clock_us();
+    r->nlanes = 1;
+    pthread_mutex_init(&r->mu, NULL);
+    interrupt_install();
 }
 
 static void cleanup(run_state *r)
@@ -123,59 +169,32 @@ static void cleanup(run_state *r)
 int psfsim_run(const cli_options *o, const mpi_world *w)
 {
     run_state r;
-    memset(&r, 0, sizeof r);
-    r.opt = o;
-    r.mpi = w && w->active && w->size > 1 ? w : NULL;
-    r.t_start = clock_us();
-    r.nlanes = 1;
-    pthread_mutex_init(&r.mu, NULL);
-    interrupt_install();
+    init(&r, o, w);
     char err[RUN_ERRLEN] = "";
+    /* Prepare; with MPI all ranks go on, or none, each with its block. */
     int status = prepare(&r, err, sizeof err) != 0 ? 2 : 0;
     r.t_config = clock_us();
-    run_ranks_agree(&r, &status, err); /* MPI: all ranks go on, or none */
+    run_ranks_agree(&r, &status, err);
     if (status == 0 && r.mpi && run_ranks_split(&r, err, sizeof err) != 0) {
         log_error("rank %d: %s", r.mpi->rank, err);
         status = 3;
     }
+    /* Start the backend: nothing is written unless every rank has its own. */
     if (status == 0) {
         err[0] = '\0';
         run_start_backend(&r, err, sizeof err, &status);
-        run_ranks_agree(&r, &status,
-                        err); /* nothing is written unless every rank has its backend */
+        run_ranks_agree(&r, &status, err);
     }
+    /* Run the loop: the files, the writers, the images. */
     int started = status == 0; /* with MPI: every rank, or none */
-    if (started) {
-        r.t_create = clock_us();
-        err[0] = '\0';
-        if (start(&r, err, sizeof err) != 0 || run_images(&r, err, sizeof err) != 0) {
-            if (err[0] && r.mpi)
-                log_error("rank %d (images %lld-%lld): %s", r.mpi->rank, r.k_begin, r.k_end - 1,
-                          err);
-            else if (err[0])
-                log_error("%s", err);
-            status = 3;
-        }
-    }
-    progress_end(&r.bar, r.written);
-    /* A signal after the last image was handed to the writers stopped
-     * nothing: the set is complete, not interrupted (exit 0, no --resume
-     * hint). With MPI the other ranks may be gone: left as interrupted. */
-    if (r.interrupted && !r.mpi && status == 0 && r.written == r.todo) {
-        log_warn("signal received after the last image: the set is complete");
-        r.interrupted = 0;
-    }
+    if (started) status = compute(&r, err, sizeof err);
+    /* Close the set's files (with MPI: rank 0 gathers the ranks' figures). */
     long long written = r.written;
-    if (r.mpi && started) {
+    if (r.mpi && started)
         run_ranks_finish(&r, &status, err, &written);
-    } else {
-        char cerr[RUN_ERRLEN];
-        int complete = status == 0 && !r.interrupted && r.written + r.resume.ndone == r.set.nimages;
-        if (close_logs(&r, complete, cerr, sizeof cerr) != 0) {
-            log_error("%s", cerr);
-            status = 3;
-        }
-    }
+    else
+        close_set(&r, &status);
+    /* Report, then clean up. */
     run_report(&r, status, written);
     if (r.interrupted && status == 0) status = 130;
     /* --force replaced the set: what the earlier one wrote and this one did
