@@ -13,7 +13,6 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
-#include "app/set_files.h"
 
 /* 1 when name is a file an earlier run of this config wrote. */
 static int is_set_file(const char *name, const char *set)
@@ -113,7 +112,7 @@ int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, 
 static int in_this_set(const psf_config *cfg, long long nimages, const char *name)
 {
     char want[512];
-    set_file_path(NULL, cfg->name, SET_CUBE, want, sizeof want);
+    outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
     if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
     const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
     char *end;
@@ -148,6 +147,19 @@ void outputs_image_name(const psf_config *cfg, long long k, long long nimages, c
     for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10)
         ++digits;
     snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
+}
+
+const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
+                             size_t outlen)
+{
+    const char *suffix = f == SET_MANIFEST ? "manifest.csv"
+                         : f == SET_TIMING ? "timing.csv"
+                                           : "cube.fits";
+    if (dir)
+        snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
+    else
+        snprintf(out, outlen, "%s_%s", name, suffix);
+    return out;
 }
 
 int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,

@@ -27,6 +27,20 @@ void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nima
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
                         char *out, size_t outlen);
 
+/* The set's own files (README, "Outputs"): the manifest, the timing log
+ * and the cube (output.fits.cube). */
+typedef enum { SET_MANIFEST, SET_TIMING, SET_CUBE } set_file;
+
+/* Room for dir/NAME_manifest.csv and the others (a dir of up to
+ * CFG_PATH_MAX, the name and the suffix). */
+#define SET_PATH_MAX (CFG_PATH_MAX + 300)
+
+/* dir/NAME_manifest.csv, dir/NAME_timing.csv or dir/NAME_cube.fits (name:
+ * the config's set name) into out, cut to outlen; dir NULL: the file name
+ * alone. The one place that names them. Returns out. */
+const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
+                             size_t outlen);
+
 /* Write image k's PNG and/or FITS into dir as the config asks, each
  * atomically. png_us/fits_us get the time each took. Returns 0, or -1 with
  * err (files not written are left out of res). */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "app/set_files.h"
+#include "app/outputs.h"
 
 int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
 {
@@ -132,13 +132,13 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
         return -1;
     }
     char path[SET_PATH_MAX];
-    set_file_path(dir, cfg->name, SET_MANIFEST, path, sizeof path);
+    outputs_set_file(dir, cfg->name, SET_MANIFEST, path, sizeof path);
     FILE *f = fopen(path, "r");
     if (!f) return 0; /* nothing done yet */
     int rc = read_manifest(cfg, dir, hash, rs, f, path, err, errlen);
     fclose(f);
     if (rc != 0) return -1;
-    set_file_path(dir, cfg->name, SET_TIMING, path, sizeof path);
+    outputs_set_file(dir, cfg->name, SET_TIMING, path, sizeof path);
     read_timing(rs, path, rs);
     return 0;
 }

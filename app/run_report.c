@@ -7,7 +7,7 @@
 
 #include "app/base/clock.h"
 #include "app/base/log.h"
-#include "app/set_files.h"
+#include "app/outputs.h"
 
 void run_report_fill(const run_state *r, int status, const char *err, double wall, rank_report *p)
 {
@@ -153,5 +153,5 @@ void run_report(const run_state *r, int status, long long written)
     else if (status == 3 && r->manifest_open + written > 0)
         log_error("%lld of %lld image(s) written; %s lists them", written + r->resume.ndone,
                   r->set.nimages,
-                  set_file_path(r->dir, r->cfg.name, SET_MANIFEST, path, sizeof path));
+                  outputs_set_file(r->dir, r->cfg.name, SET_MANIFEST, path, sizeof path));
 }

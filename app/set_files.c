@@ -7,24 +7,13 @@
 
 #include "app/base/make_dir.h"
 #include "app/formats/mpi_journal.h"
+#include "app/outputs.h"
 #include "app/run_state.h"
-
-const char *set_file_path(const char *dir, const char *name, set_file f, char *out, size_t outlen)
-{
-    const char *suffix = f == SET_MANIFEST ? "manifest.csv"
-                         : f == SET_TIMING ? "timing.csv"
-                                           : "cube.fits";
-    if (dir)
-        snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
-    else
-        snprintf(out, outlen, "%s_%s", name, suffix);
-    return out;
-}
 
 /* r's set file f in r->dir. */
 static const char *path_of(const run_state *r, set_file f, char *out, size_t outlen)
 {
-    return set_file_path(r->dir, r->cfg.name, f, out, outlen);
+    return outputs_set_file(r->dir, r->cfg.name, f, out, outlen);
 }
 
 int set_files_create(run_state *r, char *err, size_t errlen)
