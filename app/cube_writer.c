@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app/fits_header.h"
+#include "app/outputs.h"
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
@@ -37,7 +38,7 @@ static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
 int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    snprintf(w->name, sizeof w->name, "%s_cube.fits", s->cfg->name);
+    outputs_set_file(NULL, s->cfg->name, SET_CUBE, w->name, sizeof w->name);
     add_col(w, "INDEX", "");
     add_col(w, "WAVELEN", "m");
     add_col(w, "DEFOCUS", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");

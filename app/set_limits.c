@@ -21,7 +21,7 @@
 #define MIB (1024ULL * KIB)
 #define GIB (1024ULL * MIB)
 
-/* app/run.c: host memory of one batch of images, and the CPU's batch. */
+/* app/run_lanes.c: host memory of one batch of images, and the CPU's batch. */
 #define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
 /* cpu/backend.c: MFT tables kept beyond the one being built. */
 #define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)

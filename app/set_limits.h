@@ -24,7 +24,7 @@
  *    one per wavelength, at most 1 GiB + one table: cpu/backend.c), the
  *    pupil box 8 P^2 and the transform's scratch 8 P M + 8 M^2 (cpu/mft.c);
  *  - images: WRITER_SLOTS batches of B = min(CPU batch 64, 512 MiB / 4M^2,
- *    images to do), at least 1, of 4 M^2 bytes each (app/run.c);
+ *    images to do), at least 1, of 4 M^2 bytes each (app/run_lanes.c);
  *  - pupils: per pupil pitch (one, or one per broadband wavelength) the
  *    open samples' index, transmission, T basis values and OPD, 4 bytes
  *    each, for at most min(P^2, (n + 2)^2) samples (cpu/pupil.c);
