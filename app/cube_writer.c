@@ -35,7 +35,8 @@ static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     return m;
 }
 
-int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen)
+int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,
+                     size_t errlen)
 {
     memset(w, 0, sizeof *w);
     outputs_set_file(NULL, s->cfg->name, SET_CUBE, w->name, sizeof w->name);
@@ -64,9 +65,8 @@ int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *
             return -1;
         }
     }
-    char path[CFG_PATH_MAX + 400];
-    snprintf(path, sizeof path, "%s/%s", dir, w->name);
-    w->cube = psf_fits_cube_open(path, s->samp.npix, s->nimages, kvs, nkv, err, errlen);
+    w->cube =
+        psf_fits_cube_open_at(dirfd, dir, w->name, s->samp.npix, s->nimages, kvs, nkv, err, errlen);
     if (!w->cube) {
         cube_writer_abort(w);
         return -1;

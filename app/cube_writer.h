@@ -24,8 +24,10 @@ typedef struct {
     double *cols[CUBE_MAX_COLS]; /* [nimages] each */
 } cube_writer;
 
-/* Open dir/NAME_cube.fits's temp file for set s. 0 or -1 with err. */
-int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen);
+/* Open NAME_cube.fits's temp file for set s in the directory dirfd (dir:
+ * for messages). 0 or -1 with err. */
+int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,
+                     size_t errlen);
 
 /* Plane k: img (N*N) and its row of the PLANES table. 0 or -1 with err. */
 int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,

@@ -19,12 +19,12 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
-                  long long nkeep, char *err, size_t errlen)
+int manifest_open(manifest_writer *w, int dirfd, const char *dir, const char *name,
+                  const char *hash, char *const *keep, long long nkeep, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->hash, sizeof w->hash, "%s", hash);
-    return journal_create(&w->j, path, manifest_header, keep, nkeep, err, errlen);
+    return journal_create(&w->j, dirfd, dir, name, manifest_header, keep, nkeep, err, errlen);
 }
 
 /* The swept Zernike terms, ';'-separated: their j and their swept values. */
@@ -79,15 +79,16 @@ int manifest_close(manifest_writer *w, char *err, size_t errlen)
     return journal_close(&w->j, err, errlen);
 }
 
-int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen)
+int manifest_set_fits(int dirfd, const char *dir, const char *name, const char *cube, char *err,
+                      size_t errlen)
 {
-    FILE *in = fopen(path, "r");
+    FILE *in = journal_read_open(dirfd, name);
     if (!in) {
-        snprintf(err, errlen, "cannot read %s back: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot read %s/%s back: %s", dir, name, strerror(errno));
         return -1;
     }
     atomic_file af;
-    if (atomic_open(&af, path, err, errlen) != 0) {
+    if (atomic_open_at(&af, dirfd, dir, name, err, errlen) != 0) {
         fclose(in);
         return -1;
     }
@@ -101,7 +102,7 @@ int manifest_set_fits(const char *path, const char *name, char *err, size_t errl
         }
         /* index,png,<fits>,rest: the fits cell is between the 2nd and 3rd comma */
         char *c3 = strchr(c2 + 1, ',');
-        fprintf(af.fp, "%.*s%s%s", (int)(c2 + 1 - line), line, name, c3 ? c3 : "\n");
+        fprintf(af.fp, "%.*s%s%s", (int)(c2 + 1 - line), line, cube, c3 ? c3 : "\n");
     }
     free(line);
     fclose(in);

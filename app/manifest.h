@@ -21,10 +21,11 @@ typedef struct {
 /* The manifest's header line (with its newline). */
 extern const char manifest_header[];
 
-/* Create path with the header and the kept rows (from a resumed run).
+/* Create the file name in the directory dirfd (dir: for messages;
+ * journal.h) with the header and the kept rows (from a resumed run).
  * hash: the config fingerprint put in every new row. 0 or -1 with err. */
-int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
-                  long long nkeep, char *err, size_t errlen);
+int manifest_open(manifest_writer *w, int dirfd, const char *dir, const char *name,
+                  const char *hash, char *const *keep, long long nkeep, char *err, size_t errlen);
 
 /* Append image k's row. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
@@ -33,9 +34,11 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 /* After a batch: push the rows to disk. 0 or -1 with err. */
 int manifest_flush(manifest_writer *w, char *err, size_t errlen);
 
-/* Rewrite the manifest at path atomically with every row's fits cell set
- * to name (the FITS cube that holds all the images). 0 or -1 with err. */
-int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen);
+/* Rewrite the manifest (the file name in dirfd; dir: for messages)
+ * atomically with every row's fits cell set to cube (the FITS cube that
+ * holds all the images). 0 or -1 with err. */
+int manifest_set_fits(int dirfd, const char *dir, const char *name, const char *cube, char *err,
+                      size_t errlen);
 
 /* Flush and close. 0 or -1 with err. */
 int manifest_close(manifest_writer *w, char *err, size_t errlen);

@@ -162,19 +162,19 @@ const char *outputs_set_file(const char *dir, const char *name, set_file f, char
     return out;
 }
 
-int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
-                        const float *img, image_result *res, double *png_us, double *fits_us,
-                        char *err, size_t errlen)
+int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
+                        const image_info *info, const float *img, image_result *res, double *png_us,
+                        double *fits_us, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    char name[512], path[CFG_PATH_MAX + 600];
+    char name[512];
     *png_us = *fits_us = 0.0;
     if (cfg->png_enabled) {
         double t0 = clock_us();
         outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (psf_png_write_image(path, img, s->samp.npix, cfg->png_bits, cfg->png_stretch,
-                                cfg->png_dynamic_range, cfg->png_compression, err, errlen) != 0)
+        if (psf_png_write_image_at(dirfd, dir, name, img, s->samp.npix, cfg->png_bits,
+                                   cfg->png_stretch, cfg->png_dynamic_range, cfg->png_compression,
+                                   err, errlen) != 0)
             return -1;
         snprintf(res->png, sizeof res->png, "%s", name);
         *png_us = clock_us() - t0;
@@ -182,15 +182,14 @@ int outputs_write_image(const image_set *s, const char *dir, long long k, const 
     if (cfg->fits_enabled && !cfg->fits_cube) {
         double t0 = clock_us();
         outputs_image_name(cfg, k, s->nimages, "fits", name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
         fits_kv kvs[FITS_HEADER_MAX];
         char zkeys[FITS_HEADER_MAX][12];
         int nkv = fits_header_build(s, info, res, kvs, zkeys);
-        if (psf_fits_write_image(path, img, s->samp.npix, kvs, nkv, err, errlen) != 0) {
+        if (psf_fits_write_image_at(dirfd, dir, name, img, s->samp.npix, kvs, nkv, err, errlen) !=
+            0) {
             /* An image is in the set with all its files or not at all. */
             if (res->png[0]) {
-                snprintf(path, sizeof path, "%s/%s", dir, res->png);
-                unlink(path);
+                unlinkat(dirfd, res->png, 0);
                 res->png[0] = '\0';
             }
             return -1;

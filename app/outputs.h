@@ -41,11 +41,12 @@ typedef enum { SET_MANIFEST, SET_TIMING, SET_CUBE } set_file;
 const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
                              size_t outlen);
 
-/* Write image k's PNG and/or FITS into dir as the config asks, each
- * atomically. png_us/fits_us get the time each took. Returns 0, or -1 with
- * err (files not written are left out of res). */
-int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
-                        const float *img, image_result *res, double *png_us, double *fits_us,
-                        char *err, size_t errlen);
+/* Write image k's PNG and/or FITS into the directory dirfd (dir: its
+ * name for messages) as the config asks, each atomically, through that
+ * descriptor (atomic_file.h). png_us/fits_us get the time each took.
+ * Returns 0, or -1 with err (files not written are left out of res). */
+int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
+                        const image_info *info, const float *img, image_result *res, double *png_us,
+                        double *fits_us, char *err, size_t errlen);
 
 #endif

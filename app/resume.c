@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/formats/journal.h"
 #include "app/outputs.h"
 
 int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
@@ -44,12 +46,12 @@ static int split(char *line, char **cells, int max)
     return n;
 }
 
-static int file_ok(const char *dir, const char *name)
+/* name is a regular file (not a link to one) in dirfd, and not empty. */
+static int file_ok(int dirfd, const char *name)
 {
-    char path[8300];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return name[0] && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    return name[0] && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size > 0;
 }
 
 static int keep(char ***rows, long long *n, const char *line)
@@ -65,7 +67,7 @@ static int keep(char ***rows, long long *n, const char *line)
 
 #define NCOLS 17 /* manifest columns, config_hash last */
 
-static int read_manifest(const psf_config *cfg, const char *dir, const char *hash, resume_state *rs,
+static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, resume_state *rs,
                          FILE *f, const char *path, char *err, size_t errlen)
 {
     char *line = NULL;
@@ -92,8 +94,8 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
             rc = -1;
             break;
         }
-        if ((cfg->png_enabled && !file_ok(dir, cells[1])) ||
-            (cfg->fits_enabled && !file_ok(dir, cells[2])))
+        if ((cfg->png_enabled && !file_ok(dirfd, cells[1])) ||
+            (cfg->fits_enabled && !file_ok(dirfd, cells[2])))
             continue;
         rs->done[k] = 1;
         rs->ndone++;
@@ -103,9 +105,9 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
     return rc;
 }
 
-static void read_timing(const resume_state *rs, const char *path, resume_state *out)
+static void read_timing(const resume_state *rs, int dirfd, const char *name, resume_state *out)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd, name);
     if (!f) return;
     char *line = NULL;
     size_t cap = 0;
@@ -121,8 +123,8 @@ static void read_timing(const resume_state *rs, const char *path, resume_state *
     fclose(f);
 }
 
-int resume_load(const psf_config *cfg, const char *dir, long long nimages, const char *hash,
-                resume_state *rs, char *err, size_t errlen)
+int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nimages,
+                const char *hash, resume_state *rs, char *err, size_t errlen)
 {
     memset(rs, 0, sizeof *rs);
     rs->nimages = nimages;
@@ -131,15 +133,16 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
         snprintf(err, errlen, "cannot allocate the resume table of %lld images", nimages);
         return -1;
     }
-    char path[SET_PATH_MAX];
+    if (dirfd < 0) return 0; /* no directory: nothing done yet */
+    char path[SET_PATH_MAX], name[SET_PATH_MAX];
     outputs_set_file(dir, cfg->name, SET_MANIFEST, path, sizeof path);
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd,
+                                outputs_set_file(NULL, cfg->name, SET_MANIFEST, name, sizeof name));
     if (!f) return 0; /* nothing done yet */
-    int rc = read_manifest(cfg, dir, hash, rs, f, path, err, errlen);
+    int rc = read_manifest(cfg, dirfd, hash, rs, f, path, err, errlen);
     fclose(f);
     if (rc != 0) return -1;
-    outputs_set_file(dir, cfg->name, SET_TIMING, path, sizeof path);
-    read_timing(rs, path, rs);
+    read_timing(rs, dirfd, outputs_set_file(NULL, cfg->name, SET_TIMING, name, sizeof name), rs);
     return 0;
 }
 
@@ -158,19 +161,21 @@ void resume_free(resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-void resume_clean_temps(const char *dir, const char *name)
+void resume_clean_temps(int dirfd, const char *name)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
+    int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     size_t n = strlen(name);
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *s = e->d_name;
         if (s[0] != '.' || strncmp(s + 1, name, n) != 0 || s[n + 1] != '_' || !strstr(s, ".tmp."))
             continue;
-        char path[8300];
-        snprintf(path, sizeof path, "%s/%s", dir, s);
-        unlink(path);
+        unlinkat(dirfd, s, 0);
     }
     closedir(d);
 }

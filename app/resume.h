@@ -24,15 +24,18 @@ typedef struct {
  * file's bytes and psfsim's version, as 16 hex digits. 0 or -1 with err. */
 int config_fingerprint(const char *path, char out[24], char *err, size_t errlen);
 
-/* Read dir/NAME_manifest.csv and dir/NAME_timing.csv (both may be missing:
- * nothing done). A manifest of another config (fingerprint) or not a psfsim
- * manifest is an error (-1 with err: exit 2, nothing touched). */
-int resume_load(const psf_config *cfg, const char *dir, long long nimages, const char *hash,
-                resume_state *rs, char *err, size_t errlen);
+/* Read NAME_manifest.csv and NAME_timing.csv in the output directory
+ * dirfd (dir: its name for messages; dirfd -1: there is no directory yet;
+ * both files may be missing: nothing done). A manifest of another config
+ * (fingerprint) or not a psfsim manifest is an error (-1 with err: exit 2,
+ * nothing touched). */
+int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nimages,
+                const char *hash, resume_state *rs, char *err, size_t errlen);
 
 void resume_free(resume_state *rs);
 
-/* Remove the temp files (".NAME_*.tmp.*") a killed run left in dir. */
-void resume_clean_temps(const char *dir, const char *name);
+/* Remove the temp files (".NAME_*.tmp.*") a killed run left in the
+ * directory dirfd. */
+void resume_clean_temps(int dirfd, const char *name);
 
 #endif

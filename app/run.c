@@ -29,6 +29,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
     if (o->backend_given) r->cfg.backend = o->backend;
     r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
+    set_dir_init(&r->out, r->dir);
     if (r->mpi && r->cfg.fits_enabled && r->cfg.fits_cube) {
         snprintf(err, errlen,
                  "%s: output.fits.cube: one cube file cannot be written by %d MPI ranks; run "
@@ -46,7 +47,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
     if (o->resume) {
-        if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
+        if (run_is_root(r) && set_dir_open(&r->out, 0, err, errlen) < 0) return -1;
+        if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,
+                        errlen) != 0)
             return -1;
     } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
         return -1;
@@ -88,7 +91,8 @@ static int start(run_state *r, char *err, size_t errlen)
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
-    r->writers = writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->dir);
+    r->writers =
+        writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->out.fd, r->dir);
     if (!r->writers) {
         snprintf(err, errlen, "cannot start the writer threads");
         return -1;
@@ -150,6 +154,7 @@ static void init(run_state *r, const cli_options *o, const mpi_world *w)
     r->mpi = w && w->active && w->size > 1 ? w : NULL;
     r->t_start = clock_us();
     r->nlanes = 1;
+    set_dir_init(&r->out, NULL);
     pthread_mutex_init(&r->mu, NULL);
     interrupt_install();
 }
@@ -162,6 +167,7 @@ static void cleanup(run_state *r)
     run_free_lanes(r);
     pthread_mutex_destroy(&r->mu);
     resume_free(&r->resume);
+    set_dir_close(&r->out);
     image_set_free(&r->set);
     config_free(&r->cfg);
 }

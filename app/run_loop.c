@@ -13,18 +13,11 @@
 #include "app/run_lanes.h"
 #include "app/run_state.h"
 
-/* Remove the files of a written image (res's names in r->dir). */
+/* Remove the files of a written image (res's names in the output directory). */
 static void forget_image(run_state *r, const image_result *res)
 {
-    char path[CFG_PATH_MAX + 600];
-    if (res->png[0]) {
-        snprintf(path, sizeof path, "%s/%s", r->dir, res->png);
-        unlink(path);
-    }
-    if (res->fits[0]) {
-        snprintf(path, sizeof path, "%s/%s", r->dir, res->fits);
-        unlink(path);
-    }
+    if (res->png[0]) unlinkat(r->out.fd, res->png, 0);
+    if (res->fits[0]) unlinkat(r->out.fd, res->fits, 0);
 }
 
 /* Log slot sl's written images (r->mu held): manifest and timing rows,

@@ -16,6 +16,7 @@
 #include "app/mpi_run.h"
 #include "app/progress.h"
 #include "app/resume.h"
+#include "app/set_dir.h"
 #include "app/timing.h"
 #include "app/writer_pool.h"
 
@@ -67,7 +68,8 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
-    const char *dir;
+    const char *dir; /* the output directory as given (messages) */
+    set_dir out;     /* that directory, opened once: every file goes through out.fd */
     char hash[24];
     resume_state resume;
     backend_decision decision;

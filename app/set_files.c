@@ -5,46 +5,50 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app/base/make_dir.h"
 #include "app/formats/mpi_journal.h"
 #include "app/outputs.h"
 #include "app/run_state.h"
 
-/* r's set file f in r->dir. */
-static const char *path_of(const run_state *r, set_file f, char *out, size_t outlen)
+/* The name of r's set file f in the output directory. */
+static const char *name_of(const run_state *r, set_file f, char *out, size_t outlen)
 {
-    return outputs_set_file(r->dir, r->cfg.name, f, out, outlen);
+    return outputs_set_file(NULL, r->cfg.name, f, out, outlen);
 }
 
 int set_files_create(run_state *r, char *err, size_t errlen)
 {
-    if (make_dir(r->dir, err, errlen) != 0) return -1;
-    resume_clean_temps(r->dir, r->cfg.name);
-    char path[SET_PATH_MAX];
-    path_of(r, SET_MANIFEST, path, sizeof path);
-    if (manifest_open(&r->manifest, path, r->hash, r->resume.manifest_rows, r->resume.nmanifest,
-                      err, errlen) != 0)
+    if (set_dir_open(&r->out, 1, err, errlen) != 0) return -1;
+    int fd = r->out.fd;
+    resume_clean_temps(fd, r->cfg.name);
+    char name[SET_PATH_MAX];
+    name_of(r, SET_MANIFEST, name, sizeof name);
+    if (manifest_open(&r->manifest, fd, r->dir, name, r->hash, r->resume.manifest_rows,
+                      r->resume.nmanifest, err, errlen) != 0)
         return -1;
     r->manifest_open = 1;
-    if (r->mpi && mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
-    path_of(r, SET_TIMING, path, sizeof path);
-    if (timing_open(&r->timing, path, r->resume.timing_rows, r->resume.ntiming, err, errlen) != 0)
+    if (r->mpi && mpi_journal_append(&r->manifest.j, fd, r->dir, name, err, errlen) != 0) return -1;
+    name_of(r, SET_TIMING, name, sizeof name);
+    if (timing_open(&r->timing, fd, r->dir, name, r->resume.timing_rows, r->resume.ntiming, err,
+                    errlen) != 0)
         return -1;
     r->timing_open = 1;
-    if (r->mpi && mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
+    if (r->mpi && mpi_journal_append(&r->timing.j, fd, r->dir, name, err, errlen) != 0) return -1;
     return 0;
 }
 
 int set_files_attach(run_state *r, char *err, size_t errlen)
 {
-    char path[SET_PATH_MAX];
+    char name[SET_PATH_MAX];
     memset(&r->manifest, 0, sizeof r->manifest);
     snprintf(r->manifest.hash, sizeof r->manifest.hash, "%s", r->hash);
-    path_of(r, SET_MANIFEST, path, sizeof path);
-    if (mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
+    int there = set_dir_open(&r->out, 0, err, errlen);
+    if (there == 1) snprintf(err, errlen, "output directory %s: not there", r->dir);
+    if (there != 0) return -1;
+    name_of(r, SET_MANIFEST, name, sizeof name);
+    if (mpi_journal_append(&r->manifest.j, r->out.fd, r->dir, name, err, errlen) != 0) return -1;
     r->manifest_open = 1;
-    path_of(r, SET_TIMING, path, sizeof path);
-    if (mpi_journal_append(&r->timing.j, path, err, errlen) != 0) return -1;
+    name_of(r, SET_TIMING, name, sizeof name);
+    if (mpi_journal_append(&r->timing.j, r->out.fd, r->dir, name, err, errlen) != 0) return -1;
     r->timing_open = 1;
     return 0;
 }
@@ -52,7 +56,7 @@ int set_files_attach(run_state *r, char *err, size_t errlen)
 int set_files_open_cube(run_state *r, char *err, size_t errlen)
 {
     if (!r->cfg.fits_enabled || !r->cfg.fits_cube) return 0;
-    if (cube_writer_open(&r->cube, &r->set, r->dir, err, errlen) != 0) return -1;
+    if (cube_writer_open(&r->cube, &r->set, r->out.fd, r->dir, err, errlen) != 0) return -1;
     r->cube_open = 1;
     return 0;
 }
@@ -81,9 +85,10 @@ int set_files_close_journals(run_state *r, char *err, size_t errlen)
 
 int set_files_sort(run_state *r, char *err, size_t errlen)
 {
-    char path[SET_PATH_MAX];
-    int rc = journal_sort(path_of(r, SET_MANIFEST, path, sizeof path), err, errlen);
-    rc |= journal_sort(path_of(r, SET_TIMING, path, sizeof path), err, errlen);
+    char name[SET_PATH_MAX];
+    int rc =
+        journal_sort(r->out.fd, r->dir, name_of(r, SET_MANIFEST, name, sizeof name), err, errlen);
+    rc |= journal_sort(r->out.fd, r->dir, name_of(r, SET_TIMING, name, sizeof name), err, errlen);
     return rc ? -1 : 0;
 }
 
@@ -99,8 +104,9 @@ static int close_cube(run_state *r, int complete, char *err, size_t errlen)
     char name[sizeof r->cube.name];
     snprintf(name, sizeof name, "%s", r->cube.name);
     if (cube_writer_commit(&r->cube, err, errlen) != 0) return -1;
-    char path[SET_PATH_MAX];
-    return manifest_set_fits(path_of(r, SET_MANIFEST, path, sizeof path), name, err, errlen);
+    char manifest[SET_PATH_MAX];
+    return manifest_set_fits(r->out.fd, r->dir, name_of(r, SET_MANIFEST, manifest, sizeof manifest),
+                             name, err, errlen);
 }
 
 int set_files_close(run_state *r, int complete, char *err, size_t errlen)

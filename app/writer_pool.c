@@ -16,6 +16,7 @@ typedef struct node {
 
 struct writer_pool {
     const image_set *set;
+    int dirfd;
     const char *dir;
     pthread_mutex_t mu;
     pthread_cond_t work, done;
@@ -48,8 +49,8 @@ static void write_one(writer_pool *p, write_job *j)
 {
     double png_us = 0, fits_us = 0;
     if (p->fits_serial) pthread_mutex_lock(&p->fits_mu);
-    j->status = outputs_write_image(p->set, p->dir, j->k, j->info, j->img, j->res, &png_us,
-                                    &fits_us, j->err, sizeof j->err);
+    j->status = outputs_write_image(p->set, p->dirfd, p->dir, j->k, j->info, j->img, j->res,
+                                    &png_us, &fits_us, j->err, sizeof j->err);
     if (p->fits_serial) pthread_mutex_unlock(&p->fits_mu);
     j->timing->png_us = png_us;
     j->timing->fits_us = fits_us;
@@ -80,12 +81,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir)
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, int dirfd,
+                                const char *dir)
 {
     writer_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->nslots = nslots;
     p->set = s;
+    p->dirfd = dirfd;
     p->dir = dir;
     p->fits_serial = s->cfg->fits_enabled && !psf_fits_thread_safe();
     pthread_mutex_init(&p->mu, NULL);

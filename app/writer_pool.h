@@ -29,9 +29,11 @@ typedef struct {
 
 typedef struct writer_pool writer_pool;
 
-/* Start nthreads (>= 1) writers for set s into dir, with nslots (>= 1)
- * slots (WRITER_SLOTS per computing device). NULL on failure. */
-writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir);
+/* Start nthreads (>= 1) writers for set s into the directory dirfd (dir:
+ * its name for messages), with nslots (>= 1) slots (WRITER_SLOTS per
+ * computing device). NULL on failure. */
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, int dirfd,
+                                const char *dir);
 
 /* Queue a job in slot (0 .. nslots-1). The job must stay valid until
  * the slot is waited for. Never blocks (slots bound the queue). */
