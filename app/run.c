@@ -20,6 +20,23 @@
 #include "app/set_files.h"
 #include "app/set_limits.h"
 
+/* An existing output directory is opened, and the set's lock taken when
+ * its lock file is there, before anything of the set is read: a set in use
+ * by another run is refused (exit 2) untouched. Else the lock is taken in
+ * start() (set_files_create), where a failure to make the lock file is a
+ * run-time one; here only --resume fails on a directory it cannot open. */
+static int lock_early(run_state *r, char *err, size_t errlen)
+{
+    int there = set_dir_open(&r->out, 0, err, errlen);
+    if (there != 0) return there < 0 && r->opt->resume ? -1 : 0;
+    char lerr[RUN_ERRLEN];
+    int rc = set_dir_lock(&r->out, r->cfg.name, 0, lerr, sizeof lerr);
+    r->locked_early = rc == 0;
+    if (rc != SET_DIR_BUSY) return 0;
+    snprintf(err, errlen, "%s", lerr);
+    return -1;
+}
+
 /* Load, validate and plan: everything that can fail before a file is written.
  * With MPI every rank does this (its own backend choice); only rank 0 checks
  * the output directory for an earlier set. */
@@ -46,8 +63,8 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    if (run_is_root(r) && lock_early(r, err, errlen) != 0) return -1;
     if (o->resume) {
-        if (run_is_root(r) && set_dir_open(&r->out, 0, err, errlen) < 0) return -1;
         if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,
                         errlen) != 0)
             return -1;
@@ -102,7 +119,8 @@ static int start(run_state *r, char *err, size_t errlen)
 }
 
 /* Run the image loop on the started backend and writers. Returns the
- * status: 0, or 3 (the error logged). A signal after the last image was
+ * status: 0, 2 (the set in use: start() refused it untouched) or 3 (the
+ * error logged). A signal after the last image was
  * handed to the writers stopped nothing: the set is complete, not
  * interrupted (exit 0, no --resume hint). With MPI the other ranks may be
  * gone: left as interrupted. err: this rank's error, "" if none. */
@@ -112,12 +130,12 @@ static int compute(run_state *r, char *err, size_t errlen)
     r->t_create = clock_us();
     err[0] = '\0';
     if (start(r, err, errlen) != 0 || run_images(r, err, errlen) != 0) {
+        status = r->refused ? 2 : 3;
         if (err[0] && r->mpi)
             log_error("rank %d (images %lld-%lld): %s", r->mpi->rank, r->k_begin, r->k_end - 1,
                       err);
         else if (err[0])
             log_error("%s", err);
-        status = 3;
     }
     progress_end(&r->bar, r->written);
     if (r->interrupted && !r->mpi && status == 0 && r->written == r->todo) {

@@ -68,8 +68,11 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
-    const char *dir; /* the output directory as given (messages) */
-    set_dir out;     /* that directory, opened once: every file goes through out.fd */
+    const char *dir;  /* the output directory as given (messages) */
+    set_dir out;      /* that directory, opened once: every file goes through out.fd */
+    int locked_early; /* prepare() took the set's lock (its lock file was there) */
+    int refused;      /* start() found the set in use (or, when the directory or its lock
+                         file was made meanwhile, already written): exit 2 */
     char hash[24];
     resume_state resume;
     backend_decision decision;

@@ -15,9 +15,23 @@ static const char *name_of(const run_state *r, set_file f, char *out, size_t out
     return outputs_set_file(NULL, r->cfg.name, f, out, outlen);
 }
 
+/* Take the set's lock unless prepare() did: the directory is made now, or
+ * had no lock file then; a set made meanwhile by another run (a plain run
+ * then finds it written) is refused, r->refused. */
+static int lock(run_state *r, char *err, size_t errlen)
+{
+    if (r->locked_early) return 0;
+    int rc = set_dir_lock(&r->out, r->cfg.name, 1, err, errlen);
+    if (rc == 0 && !r->opt->resume && !r->opt->force &&
+        outputs_check(&r->cfg, r->dir, 0, err, errlen) != 0)
+        rc = SET_DIR_BUSY;
+    r->refused = rc == SET_DIR_BUSY;
+    return rc;
+}
+
 int set_files_create(run_state *r, char *err, size_t errlen)
 {
-    if (set_dir_open(&r->out, 1, err, errlen) != 0) return -1;
+    if (set_dir_open(&r->out, 1, err, errlen) != 0 || lock(r, err, errlen) != 0) return -1;
     int fd = r->out.fd;
     resume_clean_temps(fd, r->cfg.name);
     char name[SET_PATH_MAX];

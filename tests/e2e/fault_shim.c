@@ -39,7 +39,9 @@
  * open / open64 / openat with O_CREAT (psfsim's temp files, made through a
  * directory descriptor: a name relative to it is resolved through
  * /proc/self/fd to decide whether it lies under DIR). "Rename" is rename
- * and renameat. Counters are atomic: psfsim's writer threads create files
+ * and renameat. The set's lock file (.NAME.lock, app/set_dir.h) is left
+ * alone: it holds no data, and the counts stay those of the set's files.
+ * Counters are atomic: psfsim's writer threads create files
  * concurrently. Sources: dlsym(3) RTLD_NEXT for the real calls;
  * /dev/full(4) for ENOSPC on every write; proc(5) for /proc/self/fd. */
 #include <dlfcn.h>
@@ -162,9 +164,16 @@ static void plant_link(int dirfd, const char *path, long k, int replace)
 /* Count a creation of path (relative to dirfd) and say which fault it
  * meets; removes the directory first when PSFSIM_FAULT_RMDIR_AT says so,
  * or plants a link at path (PSFSIM_FAULT_LINK_AT). */
+/* 1 for the set's lock file ".NAME.lock" (no directory part). */
+static int is_lock_file(const char *path)
+{
+    size_t n = strlen(path);
+    return path[0] == '.' && !strchr(path, '/') && n > 5 && !strcmp(path + n - 5, ".lock");
+}
+
 static fault on_create_at(int dirfd, const char *path)
 {
-    if (!in_scope_at(dirfd, path)) return FAULT_NONE;
+    if (is_lock_file(path) || !in_scope_at(dirfd, path)) return FAULT_NONE;
     long k = __atomic_add_fetch(&g_creations, 1, __ATOMIC_SEQ_CST);
     long rmdir_at = env_long("PSFSIM_FAULT_RMDIR_AT");
     if (rmdir_at > 0 && k == rmdir_at) {
