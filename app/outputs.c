@@ -13,15 +13,8 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
-
-/* 1 when name is a file an earlier run of this config wrote. */
-static int is_set_file(const char *name, const char *set)
-{
-    size_t n = strlen(set);
-    if (strncmp(name, set, n) != 0 || name[n] != '_') return 0;
-    const char *ext = strrchr(name, '.');
-    return ext && (!strcmp(ext, ".png") || !strcmp(ext, ".fits") || !strcmp(ext, ".csv"));
-}
+#include "app/set_dir.h"
+#include "app/set_members.h"
 
 static int check_existing(const psf_config *cfg, const char *dir, int force, char *err,
                           size_t errlen)
@@ -34,9 +27,12 @@ static int check_existing(const psf_config *cfg, const char *dir, int force, cha
     struct dirent *e;
     int found = 0;
     char first[256] = "";
+    set_members m; /* only the set's own files count (app/set_members.h) */
+    set_members_load(&m, dirfd(d), cfg, config_image_count(cfg));
     while ((e = readdir(d)))
-        if (is_set_file(e->d_name, cfg->name) && !found++)
+        if (set_members_has(&m, e->d_name) && !found++)
             snprintf(first, sizeof first, "%s", e->d_name);
+    set_members_free(&m);
     closedir(d);
     if (found && !force) {
         snprintf(err, errlen,
@@ -124,42 +120,20 @@ static int in_this_set(const psf_config *cfg, long long nimages, const char *nam
     return !strcmp(name, want);
 }
 
-void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages)
+void outputs_remove_stale(const psf_config *cfg, int dirfd, const char *dir,
+                          const set_members *earlier, long long nimages)
 {
-    DIR *d = opendir(dir);
+    DIR *d = set_dir_entries(dirfd);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *ext = strrchr(e->d_name, '.');
-        if (!is_set_file(e->d_name, cfg->name) || !ext || !strcmp(ext, ".csv")) continue;
+        if (!set_members_has(earlier, e->d_name) || !ext || !strcmp(ext, ".csv")) continue;
         if (in_this_set(cfg, nimages, e->d_name)) continue;
-        char path[CFG_PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) == 0) log_info("removed %s, left by the earlier set", path);
+        if (unlinkat(dirfd, e->d_name, 0) == 0)
+            log_info("removed %s/%s, left by the earlier set", dir, e->d_name);
     }
     closedir(d);
-}
-
-void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
-                        char *out, size_t outlen)
-{
-    int digits = 1;
-    for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10)
-        ++digits;
-    snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
-}
-
-const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
-                             size_t outlen)
-{
-    const char *suffix = f == SET_MANIFEST ? "manifest.csv"
-                         : f == SET_TIMING ? "timing.csv"
-                                           : "cube.fits";
-    if (dir)
-        snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
-    else
-        snprintf(out, outlen, "%s_%s", name, suffix);
-    return out;
 }
 
 int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,

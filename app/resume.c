@@ -12,6 +12,8 @@
 
 #include "app/formats/journal.h"
 #include "app/outputs.h"
+#include "app/set_dir.h"
+#include "app/set_members.h"
 
 int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
 {
@@ -161,21 +163,15 @@ void resume_free(resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-void resume_clean_temps(int dirfd, const char *name)
+void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages)
 {
-    int fd = dup(dirfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0) close(fd);
-        return;
-    }
-    size_t n = strlen(name);
+    DIR *d = set_dir_entries(dirfd);
+    if (!d) return;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *s = e->d_name;
-        if (s[0] != '.' || strncmp(s + 1, name, n) != 0 || s[n + 1] != '_' || !strstr(s, ".tmp."))
-            continue;
-        unlinkat(dirfd, s, 0);
-    }
+    struct stat st;
+    while ((e = readdir(d)))
+        if (set_members_own_temp(cfg, nimages, e->d_name) &&
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd, e->d_name, 0);
     closedir(d);
 }

@@ -34,8 +34,11 @@ int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nim
 
 void resume_free(resume_state *rs);
 
-/* Remove the temp files (".NAME_*.tmp.*") a killed run left in the
- * directory dirfd. */
-void resume_clean_temps(int dirfd, const char *name);
+/* Remove from the directory dirfd the temp files a killed run of this set
+ * (cfg, nimages) left: exactly ".F.tmp.XXXXXX" for F one of its own files
+ * (set_members_own_temp), regular files only. Another set's temp files and
+ * anything else stay. Call it only while holding the set's lock
+ * (app/set_dir.h): then no other run is writing the set. */
+void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages);
 
 #endif

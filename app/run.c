@@ -70,6 +70,10 @@ static int prepare(run_state *r, char *err, size_t errlen)
             return -1;
     } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
         return -1;
+    } else if (o->force && r->out.fd >= 0 &&
+               set_members_load(&r->earlier, r->out.fd, &r->cfg, r->set.nimages) != 0) {
+        snprintf(err, errlen, "out of memory reading the set %s replaces", r->dir);
+        return -1;
     }
     r->todo = r->set.nimages - r->resume.ndone;
     r->k_begin = 0;
@@ -185,6 +189,7 @@ static void cleanup(run_state *r)
     run_free_lanes(r);
     pthread_mutex_destroy(&r->mu);
     resume_free(&r->resume);
+    set_members_free(&r->earlier);
     set_dir_close(&r->out);
     image_set_free(&r->set);
     config_free(&r->cfg);
@@ -224,7 +229,7 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     /* --force replaced the set: what the earlier one wrote and this one did
      * not (more images, another format) must not pass for part of it. */
     if (status == 0 && o->force && run_is_root(&r))
-        outputs_remove_stale(&r.cfg, r.dir, r.set.nimages);
+        outputs_remove_stale(&r.cfg, r.out.fd, r.dir, &r.earlier, r.set.nimages);
     cleanup(&r);
     return status;
 }

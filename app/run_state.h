@@ -17,6 +17,7 @@
 #include "app/progress.h"
 #include "app/resume.h"
 #include "app/set_dir.h"
+#include "app/set_members.h"
 #include "app/timing.h"
 #include "app/writer_pool.h"
 
@@ -68,11 +69,12 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
-    const char *dir;  /* the output directory as given (messages) */
-    set_dir out;      /* that directory, opened once: every file goes through out.fd */
-    int locked_early; /* prepare() took the set's lock (its lock file was there) */
-    int refused;      /* start() found the set in use (or, when the directory or its lock
-                         file was made meanwhile, already written): exit 2 */
+    const char *dir;     /* the output directory as given (messages) */
+    set_dir out;         /* that directory, opened once: every file goes through out.fd */
+    int locked_early;    /* prepare() took the set's lock (its lock file was there) */
+    set_members earlier; /* --force: the files of the set it replaces (app/set_members.h) */
+    int refused;         /* start() found the set in use (or, when the directory or its lock
+                            file was made meanwhile, already written): exit 2 */
     char hash[24];
     resume_state resume;
     backend_decision decision;

@@ -115,6 +115,14 @@ int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t err
     return -1;
 }
 
+DIR *set_dir_entries(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) close(fd);
+    return d;
+}
+
 void set_dir_close(set_dir *d)
 {
     if (d->lock_fd >= 0) { /* removed while held: see set_dir.h */

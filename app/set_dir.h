@@ -19,6 +19,7 @@
 #ifndef PSFSIM_SET_DIR_H
 #define PSFSIM_SET_DIR_H
 
+#include <dirent.h>
 #include <stddef.h>
 
 typedef struct {
@@ -39,6 +40,12 @@ void set_dir_init(set_dir *d, const char *path);
  * create is set. Returns 0; 1 when it does not exist and create is 0;
  * -1 with err naming the path. */
 int set_dir_open(set_dir *d, int create, char *err, size_t errlen);
+
+/* A listing of the directory dirfd (closedir it): opened afresh through
+ * the descriptor ("."), so it starts at the first entry whoever read the
+ * directory before (a dup would share the read position). NULL with
+ * errno when it cannot be. */
+DIR *set_dir_entries(int dirfd);
 
 /* Take the lock of set name in d's open directory (held already: 0).
  * create: make .NAME.lock when missing (else SET_DIR_NO_LOCK). Returns 0,

@@ -33,7 +33,7 @@ int set_files_create(run_state *r, char *err, size_t errlen)
 {
     if (set_dir_open(&r->out, 1, err, errlen) != 0 || lock(r, err, errlen) != 0) return -1;
     int fd = r->out.fd;
-    resume_clean_temps(fd, r->cfg.name);
+    resume_clean_temps(fd, &r->cfg, r->set.nimages);
     char name[SET_PATH_MAX];
     name_of(r, SET_MANIFEST, name, sizeof name);
     if (manifest_open(&r->manifest, fd, r->dir, name, r->hash, r->resume.manifest_rows,

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "app/set_members.h"
 #include "app/writer_pool.h"
 
 #define KIB 1024ULL
@@ -255,29 +257,31 @@ static void existing_ancestor(const char *dir, char *out, size_t outlen)
     }
 }
 
-/* Bytes of the files of set name in dir (outputs.c's NAME_*.png/.fits/.csv). */
-static unsigned long long set_bytes(const char *dir, const char *name)
+/* Bytes of the files of set cfg in dir (app/set_members.h: those --force
+ * replaces or removes; another set's or the user's files are no credit). */
+static unsigned long long set_bytes(const char *dir, const psf_config *cfg)
 {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    size_t n = strlen(name);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    set_members m;
+    set_members_load(&m, fd, cfg, config_image_count(cfg));
     unsigned long long sum = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, name, n) != 0 || e->d_name[n] != '_') continue;
-        const char *ext = strrchr(e->d_name, '.');
-        if (!ext || (strcmp(ext, ".png") && strcmp(ext, ".fits") && strcmp(ext, ".csv"))) continue;
-        char path[4096 + 512];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+    struct stat st;
+    while ((e = readdir(d)))
+        if (set_members_has(&m, e->d_name) &&
+            fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             sum = sat_add(sum, (unsigned long long)st.st_size);
-    }
+    set_members_free(&m);
     closedir(d);
     return sum;
 }
 
-void limits_probe(const char *dir, const char *name, int force, limits_machine *mc)
+void limits_probe(const char *dir, const psf_config *cfg, int force, limits_machine *mc)
 {
     memset(mc, 0, sizeof *mc);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
@@ -298,7 +302,7 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
         if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
         if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
     }
-    if (force && dir) mc->reclaim = set_bytes(dir, name);
+    if (force && dir) mc->reclaim = set_bytes(dir, cfg);
 }
 
 /* "FILE:LINE: key: " for key in the config (where config_load found it; the
@@ -436,6 +440,6 @@ int limits_check(const image_set *s, const char *dir, const cli_options *o, long
                  char *err, size_t errlen)
 {
     limits_machine mc;
-    limits_probe(dir, s->cfg->name, o && o->force, &mc);
+    limits_probe(dir, s->cfg, o && o->force, &mc);
     return limits_evaluate(s, dir, o, todo, &mc, err, errlen);
 }

@@ -91,9 +91,9 @@ void limits_disk_need(const image_set *s, long long todo, unsigned long long blo
  * memory.max and memory.current or memory.limit_in_bytes and
  * memory.usage_in_bytes, getrlimit), and statvfs of dir or its nearest
  * existing ancestor; with force, reclaim sums the sizes of the files of
- * set name in dir (NAME_*.png, .fits, .csv, as outputs_check finds them).
- * Unreadable sources leave 0. */
-void limits_probe(const char *dir, const char *name, int force, limits_machine *mc);
+ * set cfg in dir (app/set_members.h: the ones --force replaces or
+ * removes). Unreadable sources leave 0. */
+void limits_probe(const char *dir, const psf_config *cfg, int force, limits_machine *mc);
 
 /* Hold s to mc: returns 0, or -1 with one message in err when the memory
  * need exceeds the smallest known of mem_available (else mem_physical),

@@ -336,22 +336,32 @@ static void test_probe_this_machine(void **state)
     char old[4200];
     snprintf(old, sizeof old, "%s/lim_0.png", g_dir);
     assert_int_equal(tu_write_file(old, "0123456789"), 0);
-    snprintf(old, sizeof old, "%s/lim_manifest.csv", g_dir);
-    assert_int_equal(tu_write_file(old, "abc"), 0);
+    snprintf(old, sizeof old, "%s/lim_manifest.csv", g_dir); /* 15 + 13 bytes, naming lim_0.png */
+    assert_int_equal(tu_write_file(old, "index,png,fits\n0,lim_0.png,\n"), 0);
     snprintf(old, sizeof old, "%s/other_0.png", g_dir);
     assert_int_equal(tu_write_file(old, "not ours"), 0);
+    snprintf(old, sizeof old, "%s/lim_notes.png", g_dir); /* the user's, not the set's */
+    assert_int_equal(tu_write_file(old, "notes"), 0);
+    snprintf(old, sizeof old, "%s/lim_1.png", g_dir); /* not in the manifest: not the set's */
+    assert_int_equal(tu_write_file(old, "one"), 0);
+    loaded l;
+    load("name = \"lim\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 32; };\n",
+         &l);
 
     limits_machine mc;
-    limits_probe(dir, "lim", 1, &mc);
+    limits_probe(dir, &l.cfg, 1, &mc);
     assert_true(mc.mem_physical > 0);
     assert_string_equal(mc.fs_path, g_dir);
     assert_true(mc.disk_free > 0);
     assert_true(mc.block >= 512);
     assert_int_equal(mc.reclaim, 0); /* dir does not exist: nothing to replace */
-    limits_probe(g_dir, "lim", 1, &mc);
-    assert_int_equal(mc.reclaim, 13); /* lim_0.png and lim_manifest.csv */
-    limits_probe(g_dir, "lim", 0, &mc);
+    limits_probe(g_dir, &l.cfg, 1, &mc);
+    assert_int_equal(mc.reclaim, 10 + 28); /* lim_0.png and lim_manifest.csv */
+    limits_probe(g_dir, &l.cfg, 0, &mc);
     assert_int_equal(mc.reclaim, 0); /* without --force nothing is replaced */
+    unload(&l);
 }
 
 int main(void)

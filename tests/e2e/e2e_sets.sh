@@ -69,4 +69,56 @@ expect_stderr "resuming: 300 image\(s\) done earlier" "--resume once free: every
 echo "psfsim pid 1 on host gone" >lk/.l.lock
 expect_exit 0 "a stale lock file does not stop a run" -- "$PSFSIM" -q -j 1 --force -c l.cfg -o lk
 
+# ---- a set's files are its own: another set's and the user's stay ----
+# Set hst beside set hst_wide (hst_wide_0.png), the user's hst_notes.png and
+# hst_calibration.fits, hst_wide's temp file (a run of it in progress) and a
+# leftover temp file of hst's own.
+cfg hst 3 16 '' >hst.cfg
+cfg hst 12 16 '' >hst12.cfg
+cfg hst_wide 1 16 '' >wide.cfg
+rm -rf own && mkdir own
+"$PSFSIM" -q -c wide.cfg -o own || fail "could not write set hst_wide"
+echo notes >own/hst_notes.png
+echo calibration >own/hst_calibration.fits
+echo running >own/.hst_wide_0.png.tmp.AbC123
+echo leftover >own/.hst_0.png.tmp.XyZ789
+others="hst_wide_0.png hst_wide_manifest.csv hst_wide_timing.csv hst_notes.png hst_calibration.fits .hst_wide_0.png.tmp.AbC123"
+sums() { (cd own && md5sum $others 2>&1); }
+want=$(sums)
+others_kept() { [ "$(sums)" = "$want" ] && pass "$1: the other files are untouched" ||
+  { fail "$1: other files changed"; diff <(echo "$want") <(sums) | sed 's/^/  /'; }; }
+expect_exit 0 "set hst beside another set's and the user's files" -- "$PSFSIM" -q -c hst.cfg -o own
+others_kept "set hst"
+[ ! -e own/.hst_0.png.tmp.XyZ789 ] && pass "hst's own leftover temp file removed" ||
+  fail "hst's leftover temp file stays"
+[ -f own/hst_2.png ] && [ "$(rows own/hst_manifest.csv)" -eq 3 ] && pass "set hst written" ||
+  fail "set hst not written"
+expect_exit 2 "hst again without --force" -- "$PSFSIM" -q -c hst.cfg -o own
+expect_stderr 'already holds image set "hst"' "hst again: the set is found"
+# --force: the earlier set is what its manifest names; nothing else goes.
+expect_exit 0 "--force: 12 images over 3" -- "$PSFSIM" -q --force -c hst12.cfg -o own
+others_kept "--force 12 over 3"
+[ ! -e own/hst_0.png ] && [ -f own/hst_00.png ] && [ -f own/hst_11.png ] &&
+  pass "--force 12 over 3: the earlier set's hst_0..2 replaced by hst_00..11" ||
+  fail "--force 12 over 3: files: $(ls own | grep '^hst_[0-9]' | tr '\n' ' ')"
+expect_exit 0 "--force: 3 images over 12" -- "$PSFSIM" -q --force -c hst.cfg -o own
+others_kept "--force 3 over 12"
+[ -z "$(ls own | grep -E '^hst_[0-9]{2}\.png$')" ] && [ -f own/hst_2.png ] &&
+  pass "--force 3 over 12: hst_00..11 removed" ||
+  fail "--force 3 over 12: files: $(ls own | grep '^hst_[0-9]' | tr '\n' ' ')"
+# Without a manifest: NAME_<k> of this set's digit count only.
+rm own/hst_manifest.csv
+echo seven >own/hst_7.png
+echo padded >own/hst_07.png
+expect_exit 2 "no manifest: hst_7.png is of the set" -- "$PSFSIM" -q -c hst.cfg -o own
+expect_exit 0 "no manifest: --force" -- "$PSFSIM" -q --force -c hst.cfg -o own
+others_kept "no manifest, --force"
+[ ! -e own/hst_7.png ] && [ "$(cat own/hst_07.png)" = padded ] &&
+  pass "no manifest: hst_7.png removed, hst_07.png (another digit count) kept" ||
+  fail "no manifest: hst_7.png / hst_07.png wrong"
+# A manifest row naming another file gives it no claim: it is not removed.
+sed -i '2s/^0,hst_0\.png,/0,hst_notes.png,/' own/hst_manifest.csv
+expect_exit 0 "--force over a manifest naming hst_notes.png" -- "$PSFSIM" -q --force -c hst12.cfg -o own
+others_kept "manifest naming hst_notes.png"
+
 finish
