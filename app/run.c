@@ -163,8 +163,15 @@ static void close_set(run_state *r, int *status)
         run_summary(r, wall, &me, 1);
     }
     char cerr[RUN_ERRLEN];
-    if (set_files_close(r, complete, cerr, sizeof cerr) != 0) {
+    if (set_dir_gone(&r->out)) { /* nothing left to close into: run_report says so */
+        atomic_store(&r->dir_gone, 1);
+        set_files_abort(r);
+    } else if (set_files_close(r, complete, cerr, sizeof cerr) != 0 && !set_dir_gone(&r->out)) {
         log_error("%s", cerr);
+        *status = 3;
+    }
+    if (set_dir_gone(&r->out)) { /* also when it went while the files were closed */
+        atomic_store(&r->dir_gone, 1);
         *status = 3;
     }
 }

@@ -86,6 +86,14 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
+    if (set_dir_gone(&r->out)) { /* it took the set with it: stop (run_report says so) */
+        atomic_store(&r->dir_gone, 1);
+        if (rc == 0 && r->mpi)
+            snprintf(err, errlen, "the output directory %s was removed during the run", r->dir);
+        else if (rc == 0)
+            err[0] = '\0';
+        rc = -1;
+    }
     sl->count = 0;
     return rc;
 }

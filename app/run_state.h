@@ -75,6 +75,8 @@ struct run_state {
     set_members earlier; /* --force: the files of the set it replaces (app/set_members.h) */
     int refused;         /* start() found the set in use (or, when the directory or its lock
                             file was made meanwhile, already written): exit 2 */
+    atomic_int dir_gone; /* the output directory was removed under the run (set_dir_gone):
+                            the set is lost, exit 3 (run_report says so) */
     char hash[24];
     resume_state resume;
     backend_decision decision;

@@ -115,6 +115,12 @@ int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t err
     return -1;
 }
 
+int set_dir_gone(const set_dir *d)
+{
+    struct stat st;
+    return d->fd >= 0 && fstat(d->fd, &st) == 0 && st.st_nlink == 0;
+}
+
 DIR *set_dir_entries(int dirfd)
 {
     int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -54,6 +54,10 @@ DIR *set_dir_entries(int dirfd);
  * name is refused (O_NOFOLLOW). */
 int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t errlen);
 
+/* 1 when d's directory was removed since it was opened (rm -rf: its link
+ * count is 0; a directory made again under its name is another one). */
+int set_dir_gone(const set_dir *d);
+
 /* Remove the lock file and release the lock, close the descriptors (safe
  * when closed). */
 void set_dir_close(set_dir *d);

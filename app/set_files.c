@@ -147,4 +147,5 @@ void set_files_abort(run_state *r)
     if (r->cube_open) cube_writer_abort(&r->cube);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
+    r->cube_open = r->timing_open = r->manifest_open = 0;
 }

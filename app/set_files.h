@@ -51,7 +51,7 @@ int set_files_sort(run_state *r, char *err, size_t errlen);
 int set_files_close(run_state *r, int complete, char *err, size_t errlen);
 
 /* After a failure: discard the cube, close what is still open, errors
- * ignored. */
+ * ignored; then nothing is open. */
 void set_files_abort(run_state *r);
 
 #endif

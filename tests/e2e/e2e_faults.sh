@@ -122,6 +122,17 @@ if [ -n "$SHIM" ]; then
   shim_run "directory removed before the manifest" 3 'f_manifest\.csv: No such file' \
     "$SCRATCH/rm1" PSFSIM_FAULT_RMDIR_AT=1 -- -j 1 -c f.cfg
   set_true "$SCRATCH/rm1" f 64 "directory removed at the start"
+  # Removed after an image is in place: noticed after the batch and at the
+  # end (its descriptor's link count is 0), and said as it is. Renames: the
+  # manifest 1, the timing log 2, then PNG k 3 + k (a PNG-only set).
+  cfg p 10 32 'fits: { enabled = false; };' >p.cfg
+  for n in 12 7; do # after image 9 (the set's last) and after image 4
+    shim_run "directory removed after rename $n" 3 \
+      "the output directory $SCRATCH/rmr$n was removed during the run; $((n - 2)) image\(s\) were lost" \
+      "$SCRATCH/rmr$n" PSFSIM_FAULT_RMDIR_RENAME_AT=$n -- -j 1 -c p.cfg
+    grep -q 'lists them\|written to' "$SCRATCH/stderr" && fail "rename $n: claims images exist" ||
+      pass "rename $n: claims no image exists"
+  done
 
   # ---- renames into the directory fail (a directory that cannot grow) ----
   shim_run "rename fails from image 0" 3 'f_0\.png: No space left on device' "$SCRATCH/ren" \
