@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/base/log.h"
+#include "app/base/text_shown.h"
 #include "app/formats/journal.h"
 #include "app/outputs.h"
 #include "app/set_dir.h"
@@ -69,12 +71,47 @@ static int keep(char ***rows, long long *n, const char *line)
 
 #define NCOLS 17 /* manifest columns, config_hash last */
 
+/* 1 when row k's png and fits cells are exactly what this config writes
+ * for image k: NAME_<k>.png, NAME_<k>.fits, or with a cube NAME_cube.fits
+ * (empty until the cube is complete); empty for a format it does not
+ * write. A row naming anything else ("../../etc/passwd", another file of
+ * the directory) claims nothing. */
+static int row_names_ok(const psf_config *cfg, long long nimages, long long k, const char *png,
+                        const char *fits)
+{
+    char want[SET_PATH_MAX] = "";
+    if (cfg->png_enabled) outputs_image_name(cfg, k, nimages, "png", want, sizeof want);
+    if (strcmp(png, want) != 0) return 0;
+    want[0] = '\0';
+    if (cfg->fits_enabled && cfg->fits_cube) {
+        outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
+        return !fits[0] || !strcmp(fits, want);
+    }
+    if (cfg->fits_enabled) outputs_image_name(cfg, k, nimages, "fits", want, sizeof want);
+    return !strcmp(fits, want);
+}
+
+/* Rows whose names were not the set's: how many, and the first's cells. */
+typedef struct {
+    long long n, k;
+    char png[64], fits[64];
+} untrusted_rows;
+
+static void note_untrusted(untrusted_rows *u, long long k, const char *png, const char *fits)
+{
+    if (u->n++) return;
+    u->k = k;
+    text_shown(png, 48, u->png, sizeof u->png);
+    text_shown(fits, 48, u->fits, sizeof u->fits);
+}
+
 static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, resume_state *rs,
                          FILE *f, const char *path, char *err, size_t errlen)
 {
     char *line = NULL;
     size_t cap = 0;
     int rc = 0;
+    untrusted_rows bad = {0};
     if (getline(&line, &cap, f) <= 0 || strncmp(line, "index,png,fits,", 15) != 0 ||
         !strstr(line, ",config_hash")) {
         snprintf(err, errlen, "%s: not a psfsim manifest; use --force to start the set over", path);
@@ -96,6 +133,10 @@ static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, res
             rc = -1;
             break;
         }
+        if (!row_names_ok(cfg, rs->nimages, k, cells[1], cells[2])) {
+            note_untrusted(&bad, k, cells[1], cells[2]);
+            continue;
+        }
         if ((cfg->png_enabled && !file_ok(dirfd, cells[1])) ||
             (cfg->fits_enabled && !file_ok(dirfd, cells[2])))
             continue;
@@ -104,6 +145,10 @@ static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, res
         if (keep(&rs->manifest_rows, &rs->nmanifest, line) != 0) rc = -1;
     }
     free(line);
+    if (rc == 0 && bad.n)
+        log_warn("%s: %lld row(s) name files that are not this set's (image %lld: png \"%s\", "
+                 "fits \"%s\"); not trusted: those images are computed again",
+                 path, bad.n, bad.k, bad.png, bad.fits);
     return rc;
 }
 

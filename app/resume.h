@@ -1,8 +1,12 @@
 /* --resume: which images of a set an earlier, interrupted run finished.
  * An image counts as done when the earlier manifest lists it with every
  * file the config asks for, each present and non-empty (files are renamed
- * into place whole, so present means complete), under the same config
- * fingerprint. */
+ * into place whole, so present means complete; a symbolic link is not a
+ * file of the set), under the same config fingerprint. A row is trusted
+ * only when its png and fits cells are exactly the set's own names for its
+ * index k (NAME_<k>.png, NAME_<k>.fits, or NAME_cube.fits): a row naming
+ * anything else ("../../etc/passwd") claims nothing, its image is computed
+ * again, and a warning says how many rows were so. */
 #ifndef PSFSIM_RESUME_H
 #define PSFSIM_RESUME_H
 

@@ -121,4 +121,30 @@ sed -i '2s/^0,hst_0\.png,/0,hst_notes.png,/' own/hst_manifest.csv
 expect_exit 0 "--force over a manifest naming hst_notes.png" -- "$PSFSIM" -q --force -c hst12.cfg -o own
 others_kept "manifest naming hst_notes.png"
 
+# ---- --resume trusts only rows that name the set's own files ----
+# Row 3 names ../../../../../../etc/passwd (a file that exists), row 4 the
+# user's rs_notes.fits, and rs_2.png is a link to a file outside: none of
+# them is the set's, so those images are computed again and the manifest
+# names the set's own files.
+cfg rs 6 16 'fits: { enabled = true; };' >rs.cfg
+rm -rf rsd outside_rs && mkdir outside_rs && echo outside >outside_rs/img.png
+expect_exit 0 "a set to resume" -- "$PSFSIM" -q -j 1 -c rs.cfg -o rsd
+rm rsd/rs_3.png rsd/rs_2.png
+ln -s "$SCRATCH/outside_rs/img.png" rsd/rs_2.png
+echo notes >rsd/rs_notes.fits
+sed -i -e '4,$s/^3,rs_3\.png,/3,..\/..\/..\/..\/..\/..\/etc\/passwd,/' \
+  -e '4,$s/^4,rs_4\.png,rs_4\.fits,/4,rs_4.png,rs_notes.fits,/' rsd/rs_manifest.csv
+expect_exit 0 "--resume over rows naming other files" -- "$PSFSIM" -v -j 1 --resume -c rs.cfg -o rsd
+expect_stderr "resuming: 3 image\(s\) done earlier" "untrusted rows: images 2, 3 and 4 computed again"
+expect_stderr "2 row\(s\) name files that are not this set's .*not trusted" "untrusted rows: a warning"
+[ -f rsd/rs_3.png ] && [ ! -L rsd/rs_2.png ] && [ -f rsd/rs_2.png ] &&
+  pass "untrusted rows: rs_2.png and rs_3.png written" || fail "untrusted rows: images missing"
+[ "$(cat outside_rs/img.png)" = outside ] && pass "the link's target untouched" ||
+  fail "the link's target changed"
+[ "$(awk -F, 'NR > 1 { print $1 ":" $2 ":" $3 }' rsd/rs_manifest.csv | tr '\n' ' ')" = \
+  "0:rs_0.png:rs_0.fits 1:rs_1.png:rs_1.fits 2:rs_2.png:rs_2.fits 3:rs_3.png:rs_3.fits 4:rs_4.png:rs_4.fits 5:rs_5.png:rs_5.fits " ] &&
+  pass "untrusted rows: the manifest names the set's own files" ||
+  fail "untrusted rows: manifest: $(cut -d, -f1-3 rsd/rs_manifest.csv | tr '\n' ' ')"
+[ "$(cat rsd/rs_notes.fits)" = notes ] && pass "rs_notes.fits untouched" || fail "rs_notes.fits changed"
+
 finish
