@@ -17,21 +17,67 @@
 #include "app/set_dir.h"
 #include "app/set_members.h"
 
-int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
+/* FNV-1a 64 (Fowler, Noll, Vo) of n more bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; ++i)
+        h = (h ^ c[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The fingerprint so far, and where a failure's message goes. */
+typedef struct {
+    uint64_t h;
+    char *err;
+    size_t errlen;
+} fingerprint;
+
+/* Add the bytes of path to fp, after their count (8 bytes, little-endian)
+ * when counted: the files after the config are each delimited. 0 or -1
+ * with fp->err. */
+static int add_file(fingerprint *fp, const char *path, int counted)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        snprintf(fp->err, fp->errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
         return -1;
     }
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 offset basis */
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ULL;
+    if (counted) {
+        unsigned char len[8];
+        for (int i = 0; i < 8; ++i)
+            len[i] = (unsigned char)((uint64_t)st.st_size >> (8 * i));
+        fp->h = fnv(fp->h, len, sizeof len);
+    }
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fp->h = fnv(fp->h, buf, n);
+    int bad = ferror(f);
     fclose(f);
-    for (const char *v = PSFSIM_VERSION; *v; ++v)
-        h = (h ^ (uint64_t)(unsigned char)*v) * 1099511628211ULL;
-    snprintf(out, 24, "%016llx", (unsigned long long)h);
+    if (bad) snprintf(fp->err, fp->errlen, "%s: cannot read it", path);
+    return bad ? -1 : 0;
+}
+
+static int add_include(const char *file, void *arg)
+{
+    return add_file(arg, file, 1);
+}
+
+int config_fingerprint(const psf_config *cfg, const char *path, char out[24], char *err,
+                       size_t errlen)
+{
+    fingerprint fp = {.h = 1469598103934665603ULL, .err = err, .errlen = errlen}; /* FNV basis */
+    if (add_file(&fp, path, 0) != 0) return -1;
+    if (config_for_each_include(path, add_include, &fp, err, errlen) != 0) return -1;
+    if (cfg->aperture.shape == APERTURE_FILE && cfg->aperture_file[0] &&
+        add_file(&fp, cfg->aperture_file, 1) != 0)
+        return -1;
+    if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file, 1) != 0) return -1;
+    fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
+    snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
     return 0;
 }
 

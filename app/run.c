@@ -54,7 +54,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
                  o->config_path, r->mpi->size);
         return -1;
     }
-    if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
+    if (config_fingerprint(&r->cfg, o->config_path, r->hash, err, errlen) != 0) return -1;
     /* FITS output needs the FITS module: a psfsim without it says so before
      * any work (exit 2, nothing written), not after the first image. */
     char ferr[RUN_ERRLEN];

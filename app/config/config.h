@@ -140,6 +140,16 @@ void config_free(psf_config *cfg);
  * or 0 with out = cfg->path when the config has no such key. */
 int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen);
 
+/* Call visit(file, arg) for every file the @include lines of the config at
+ * path name, nested ones too, resolved as config_load resolves them (the
+ * config's directory), in the order they are written (an include's own
+ * includes after it); a file included twice is visited twice. visit
+ * returns 0, or non-zero to stop (its own message in the arg it was
+ * given). Returns 0, or -1 (an include config_load refuses: err says so;
+ * or visit stopped). */
+int config_for_each_include(const char *path, int (*visit)(const char *file, void *arg), void *arg,
+                            char *err, size_t errlen);
+
 /* Number of images the config's sweep makes (product of the swept list
  * lengths; 1 without a sweep). Computed in 64 bits. */
 long long config_image_count(const psf_config *cfg);

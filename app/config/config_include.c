@@ -36,6 +36,8 @@ typedef struct {
     file_id chain[INCLUDE_MAX_DEPTH + 1];
     file_id done[INCLUDE_MEMO];
     int ndone;
+    int (*visit)(const char *file, void *arg); /* config_for_each_include's, or NULL */
+    void *arg;
 } include_walk;
 
 static int same_file(const file_id *a, const struct stat *st)
@@ -144,6 +146,7 @@ static int check_file(include_walk *w, const char *file, const char *dir, int de
                                    i == depth ? "the file includes itself"
                                               : "an include cycle (the file includes a file "
                                                 "that includes it)");
+        if (rc == 0 && w->visit) rc = w->visit(resolved, w->arg);
         if (rc == 0) rc = check_file(w, resolved, dir, depth + 1, err, errlen);
     }
     free(text);
@@ -152,16 +155,33 @@ static int check_file(include_walk *w, const char *file, const char *dir, int de
     return rc;
 }
 
-int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen)
+static int walk(const char *path, const char *dir, int (*visit)(const char *, void *), void *arg,
+                char *err, size_t errlen)
 {
     include_walk *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
+    w->visit = visit;
+    w->arg = arg;
     int rc = check_file(w, path, dir ? dir : "", 0, err, errlen);
     free(w);
     if (rc == 0) return 0;
     cfg_one_line(err);
     return -1;
+}
+
+int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen)
+{
+    return walk(path, dir, NULL, NULL, err, errlen);
+}
+
+int config_for_each_include(const char *path, int (*visit)(const char *file, void *arg), void *arg,
+                            char *err, size_t errlen)
+{
+    char dir[CFG_PATH_MAX] = ""; /* the config's directory, as config_load takes it */
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    return walk(path, dir, visit, arg, err, errlen);
 }

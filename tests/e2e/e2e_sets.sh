@@ -147,4 +147,39 @@ expect_stderr "2 row\(s\) name files that are not this set's .*not trusted" "unt
   fail "untrusted rows: manifest: $(cut -d, -f1-3 rsd/rs_manifest.csv | tr '\n' ' ')"
 [ "$(cat rsd/rs_notes.fits)" = notes ] && pass "rs_notes.fits untouched" || fail "rs_notes.fits changed"
 
+# ---- the fingerprint covers every byte that decides the images ----
+# An @include'd file, the OPD map and the aperture map: editing or replacing
+# any of them makes --resume refuse the set (another config), as editing
+# the config itself does; put back, the set resumes.
+rm -rf fpd fpm && mkdir fpm
+cfg m 2 16 'fits: { enabled = true; };' >fpm/m.cfg
+"$PSFSIM" -q -c fpm/m.cfg -o fpm/out || fail "could not make the maps"
+cp fpm/out/m_0.fits fpm/opd.fits && cp fpm/out/m_1.fits fpm/opd_other.fits
+cp fpm/out/m_0.png fpm/pupil.png && cp fpm/out/m_1.png fpm/pupil_other.png
+cat >fpm/optics.inc <<'INC'
+optics: { wavelength_nm = 550.0; aperture: { shape = "file"; file = "pupil.png"; diameter_m = 1.0; }; };
+INC
+cat >fpm/fp.cfg <<'CFG'
+name = "fp";
+@include "optics.inc"
+sampling: { pupil_samples = 16; };
+aberrations: { opd_map: { file = "opd.fits"; scale = 10.0; }; };
+sweep: { defocus = [0.0, 0.1, 0.2, 0.3]; };
+CFG
+expect_exit 0 "a set with an include and two maps" -- "$PSFSIM" -q -j 1 -c fpm/fp.cfg -o fpd
+expect_exit 0 "--resume, nothing changed" -- "$PSFSIM" -v -j 1 --resume -c fpm/fp.cfg -o fpd
+expect_stderr "resuming: 4 image\(s\) done earlier" "nothing changed: every image kept"
+changed() { # WHAT FILE OTHER: with FILE replaced by OTHER, --resume refuses; then it is put back
+  cp "fpm/$2" fpm/saved && cp "fpm/$3" "fpm/$2"
+  expect_exit 2 "--resume after $1" -- "$PSFSIM" -q -j 1 --resume -c fpm/fp.cfg -o fpd
+  expect_stderr "written for another config" "$1: another config"
+  cp fpm/saved "fpm/$2"
+}
+sed 's/diameter_m = 1.0/diameter_m = 2.0/' fpm/optics.inc >fpm/optics_other.inc
+changed "editing the included file" optics.inc optics_other.inc
+changed "replacing the OPD map" opd.fits opd_other.fits
+changed "replacing the aperture map" pupil.png pupil_other.png
+expect_exit 0 "--resume with everything put back" -- "$PSFSIM" -v -j 1 --resume -c fpm/fp.cfg -o fpd
+expect_stderr "resuming: 4 image\(s\) done earlier" "put back: every image kept"
+
 finish
