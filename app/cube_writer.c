@@ -9,6 +9,7 @@
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
+    if (w->ncols >= CUBE_MAX_COLS) return; /* not reached: fits_header_check */
     snprintf(w->names[w->ncols], sizeof w->names[0], "%.23s", name);
     w->units[w->ncols++] = unit;
 }

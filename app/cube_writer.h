@@ -9,11 +9,14 @@
 
 #include <stddef.h>
 
+#include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/set/image_set.h"
 #include "app/image_result.h"
 
-#define CUBE_MAX_COLS 300
+/* The PLANES table's columns: 7 and, per mode (at most FITS_HEADER_ZMAX:
+ * fits_header_check), its total and, when swept, its swept value. */
+#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX)
 
 typedef struct {
     psf_fits_cube *cube;

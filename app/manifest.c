@@ -27,18 +27,17 @@ int manifest_open(manifest_writer *w, int dirfd, const char *dir, const char *na
     return journal_create(&w->j, dirfd, dir, name, manifest_header, keep, nkeep, err, errlen);
 }
 
-/* The swept Zernike terms, ';'-separated: their j and their swept values. */
-static void swept_terms(const psf_config *cfg, const psf_image_params *p, char *js, size_t jlen,
-                        char *cs, size_t clen)
+/* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,
+ * then their swept values. */
+static void swept_terms(FILE *fp, const psf_config *cfg, const psf_image_params *p)
 {
-    js[0] = cs[0] = '\0';
-    size_t jn = 0, cn = 0;
+    for (int i = 0; i < cfg->n_sweep_zernike; ++i)
+        fprintf(fp, "%s%d", i ? ";" : "", cfg->sweep_zernike[i].j);
+    fputc(',', fp);
     for (int i = 0; i < cfg->n_sweep_zernike; ++i) {
         char num[32];
         csv_number(num, sizeof num, p->sweep_zernike[i]);
-        jn += (size_t)snprintf(js + jn, jn < jlen ? jlen - jn : 0, "%s%d", i ? ";" : "",
-                               cfg->sweep_zernike[i].j);
-        cn += (size_t)snprintf(cs + cn, cn < clen ? clen - cn : 0, "%s%s", i ? ";" : "", num);
+        fprintf(fp, "%s%s", i ? ";" : "", num);
     }
 }
 
@@ -47,7 +46,7 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
-    char f[9][32], js[512], cs[1024];
+    char f[9][32];
     csv_number(f[0], 32, info->wavelength_nm);
     csv_number(f[1], 32, p->sweep_defocus);
     csv_number(f[2], 32, p->sweep_focus_shift_um);
@@ -56,11 +55,11 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[5], 32, info->pixel_um);
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
-    swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s\n", k, res->png, res->fits,
-            f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4], f[5], f[6],
-            f[7], res->backend, w->hash);
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits, f[0], f[1], f[2]);
+    swept_terms(fp, cfg, p); /* any number of terms: no cell is cut */
+    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s\n", s->samp.pupil_samples, s->samp.npix, f[3], f[4],
+            f[5], f[6], f[7], res->backend, w->hash);
     if (ferror(fp)) {
         snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);
         return -1;

@@ -164,9 +164,15 @@ static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, res
         free(line);
         return -1;
     }
+    char *copy = NULL; /* a row, split: as long as the row (the swept terms' cells have no bound) */
     while (rc == 0 && getline(&line, &cap, f) > 0) {
-        char copy[4096], *cells[NCOLS + 1];
-        snprintf(copy, sizeof copy, "%s", line);
+        char *cells[NCOLS + 1];
+        free(copy);
+        if (!(copy = strdup(line))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+            break;
+        }
         if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
@@ -191,6 +197,7 @@ static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, res
         if (keep(&rs->manifest_rows, &rs->nmanifest, line) != 0) rc = -1;
     }
     free(line);
+    free(copy);
     if (rc == 0 && bad.n)
         log_warn("%s: %lld row(s) name files that are not this set's (image %lld: png \"%s\", "
                  "fits \"%s\"); not trusted: those images are computed again",

@@ -12,6 +12,7 @@
 #include "app/base/clock.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
+#include "app/fits_header.h"
 #include "app/formats/fits_module.h"
 #include "app/run_lanes.h"
 #include "app/run_ranks.h"
@@ -63,6 +64,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    if (fits_header_check(&r->set, err, errlen) != 0) return -1;
     if (run_is_root(r) && lock_early(r, err, errlen) != 0) return -1;
     if (o->resume) {
         if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,

@@ -182,4 +182,42 @@ changed "replacing the aperture map" pupil.png pupil_other.png
 expect_exit 0 "--resume with everything put back" -- "$PSFSIM" -v -j 1 --resume -c fpm/fp.cfg -o fpd
 expect_stderr "resuming: 4 image\(s\) done earlier" "put back: every image kept"
 
+# ---- rows and headers are written whole, or the set is refused ----
+# 300 swept Zernike terms (j = 5..304, one value each: one image): the
+# manifest's zernike_j and zernike_coeff cells list all 300 (they were cut
+# after ~150), and --resume reads the 5 KB row back. With FITS output, more
+# than 256 terms (one Z<j> keyword each) is refused before any work; 256 are
+# written whole.
+zcfg() { # NAME FIRST LAST OUTPUT
+  local terms
+  terms=$(awk -v a="$2" -v b="$3" 'BEGIN { for (j = a; j <= b; ++j) printf "%s(%d, [0.0123456789])", (j > a ? ", " : ""), j }')
+  cat <<CFG
+name = "$1";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 16; };
+sweep: { zernike = ( $terms ); };
+output: { $4 };
+CFG
+}
+zcfg zt 5 304 '' >zt.cfg
+zcfg ztf 5 304 'fits: { enabled = true; };' >ztf.cfg
+zcfg z256 5 260 'fits: { enabled = true; };' >z256.cfg
+rm -rf zd
+expect_exit 0 "300 swept terms, PNG" -- "$PSFSIM" -q -c zt.cfg -o zd
+cells=$(awk -F, 'NR == 2 { print split($7, a, ";") " " split($8, b, ";") }' zd/zt_manifest.csv)
+[ "$cells" = "300 300" ] && pass "the manifest lists all 300 terms' j and values" ||
+  fail "the manifest's cells hold $cells terms"
+[ "$(awk -F, 'NR == 2 { print $7 }' zd/zt_manifest.csv | awk -F';' '{ print $NF }')" = 304 ] &&
+  pass "the last term is j = 304" || fail "the last term is not j = 304"
+expect_exit 0 "--resume of the 300-term set" -- "$PSFSIM" -v --resume -c zt.cfg -o zd
+expect_stderr "resuming: 1 image\(s\) done earlier" "--resume reads the long row back"
+expect_exit 2 "300 terms with FITS output" -- "$PSFSIM" -q -c ztf.cfg -o zdf
+expect_stderr "ztf\.cfg:4: sweep\.zernike: the set has 300 Zernike terms .*at most 256" \
+  "300 terms with FITS: the limit and the key"
+[ ! -e zdf ] && pass "300 terms with FITS: nothing written" || fail "300 terms with FITS: files written"
+expect_exit 0 "256 terms with FITS output" -- "$PSFSIM" -q -c z256.cfg -o zd256
+nz=$(head -c 28800 zd256/z256_0.fits | fold -w 80 | sed '/^END /q' | grep -c '^Z[0-9]')
+[ "$nz" -eq 256 ] && pass "256 terms: the header holds 256 Z<j> keywords" ||
+  fail "256 terms: the header holds $nz Z<j> keywords"
+
 finish
