@@ -14,9 +14,7 @@ static void add_col(cube_writer *w, const char *name, const char *unit)
     w->units[w->ncols++] = unit;
 }
 
-/* Keywords common to every plane: the image header less its per-image
- * values (WAVELEN, PIXELSCL, STREHL, AXIALINT, BACKEND, Z<j>: in the table). */
-static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
+int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
 {
     image_info info;
     image_set_common_info(s, &info);
@@ -55,7 +53,7 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
     }
     fits_kv kvs[FITS_HEADER_MAX];
     char zkeys[FITS_HEADER_MAX][12];
-    int nkv = common_keys(s, kvs, zkeys);
+    int nkv = cube_writer_common_keys(s, kvs, zkeys);
     for (int t = 0; t < s->modes.nterms && w->ncols < CUBE_MAX_COLS; ++t)
         add_col(w, zkeys[t], s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
     for (int i = 0; i < w->ncols; ++i) {
@@ -73,6 +71,12 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
         return -1;
     }
     return 0;
+}
+
+int cube_writer_columns(const image_set *s)
+{
+    int n = 7 + s->cfg->n_sweep_zernike + s->modes.nterms;
+    return n < CUBE_MAX_COLS ? n : CUBE_MAX_COLS;
 }
 
 int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,

@@ -27,6 +27,15 @@ typedef struct {
     double *cols[CUBE_MAX_COLS]; /* [nimages] each */
 } cube_writer;
 
+/* Keywords common to every plane, for the cube's primary header, into kvs
+ * (FITS_HEADER_MAX; zkeys as fits_header_build's): the image header less
+ * its per-image values (WAVELEN, PIXELSCL, PIXSCLUM, STREHL, AXIALINT,
+ * BACKEND, Z<j>: in the table). Returns their number. */
+int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12]);
+
+/* Columns of set s's PLANES table (INDEX .. AXIALINT, ZSWEEP<j>, Z<j>). */
+int cube_writer_columns(const image_set *s);
+
 /* Open NAME_cube.fits's temp file for set s in the directory dirfd (dir:
  * for messages). 0 or -1 with err. */
 int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,

@@ -31,31 +31,6 @@
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
 #define LIMITS_WRITER_STATE (1ULL * MIB)
 #define LIMITS_BASE_BYTES (64ULL * MIB)
-/* FITS: cards in one 2880-byte block, and the fixed keywords of
- * fits_header.c with room for the long strings' CONTINUE cards. */
-#define FITS_BLOCK 2880ULL
-#define FITS_CARDS_PER_BLOCK 36ULL
-#define FITS_FIXED_CARDS 64ULL
-
-/* Saturating arithmetic: sizes past 2^64 stay at UINT64_MAX. */
-static unsigned long long sat_add(unsigned long long a, unsigned long long b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static unsigned long long sat_mul(unsigned long long a, unsigned long long b)
-{
-    if (a == 0 || b == 0) return 0;
-    return a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-static unsigned long long round_up(unsigned long long v, unsigned long long unit)
-{
-    if (unit <= 1) return v;
-    unsigned long long r = v % unit;
-    return r ? sat_add(v, unit - r) : v;
-}
-
 static unsigned long long min_ull(unsigned long long a, unsigned long long b)
 {
     return a < b ? a : b;
@@ -99,9 +74,11 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
         int nwl = s->cfg->nwavelengths > s->cfg->n_sweep_wavelength ? s->cfg->nwavelengths
                                                                     : s->cfg->n_sweep_wavelength;
         unsigned long long table = 8ULL * p * mpix;
-        unsigned long long tables = min_ull(sat_mul(table, (unsigned long long)(nwl > 0 ? nwl : 1)),
-                                            sat_add(LIMITS_MFT_TABLE_BYTES, table));
-        m->fft = sat_add(sat_add(tables, 8ULL * pgrid), sat_add(8ULL * p * mpix, 8ULL * plane));
+        unsigned long long tables =
+            min_ull(limits_sat_mul(table, (unsigned long long)(nwl > 0 ? nwl : 1)),
+                    limits_sat_add(LIMITS_MFT_TABLE_BYTES, table));
+        m->fft = limits_sat_add(limits_sat_add(tables, 8ULL * pgrid),
+                                limits_sat_add(8ULL * p * mpix, 8ULL * plane));
     } else {
         unsigned long long nfft = s->fft_npix > 0 ? (unsigned long long)s->fft_npix : mpix;
         m->fft = 16ULL * nfft * nfft; /* 2 x N^2 complex float */
@@ -114,60 +91,22 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     if (todo > 0 && b > (unsigned long long)todo) b = (unsigned long long)todo;
     if (b < 1) b = 1;
     m->batch = (int)b;
-    m->images = sat_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
+    m->images = limits_sat_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
 
     unsigned long long open = min_ull(pgrid, (n + 2) * (n + 2));
     unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)s->modes.nterms);
-    m->pupils = sat_mul(sat_mul(open, per_sample), npitch);
+    m->pupils = limits_sat_mul(limits_sat_mul(open, per_sample), npitch);
     m->scratch = 4ULL * pgrid * (s->opd_map ? 2ULL : 1ULL); /* aperture (+ OPD) grid */
-    m->scratch = sat_add(m->scratch, min_ull(sat_mul(4ULL * pgrid, npitch), IMAGE_SET_GRIDS_BYTES));
+    m->scratch = limits_sat_add(
+        m->scratch, min_ull(limits_sat_mul(4ULL * pgrid, npitch), IMAGE_SET_GRIDS_BYTES));
 
     m->nwriters = nwriters > 0 ? nwriters : 1;
-    m->writers =
-        sat_mul((unsigned long long)m->nwriters, sat_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
+    m->writers = limits_sat_mul((unsigned long long)m->nwriters,
+                                limits_sat_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
     m->base = LIMITS_BASE_BYTES;
-    m->total = sat_add(sat_add(sat_add(m->fft, m->images), sat_add(m->pupils, m->scratch)),
-                       sat_add(m->writers, m->base));
-}
-
-void limits_disk_need(const image_set *s, long long todo, unsigned long long block, limits_disk *d)
-{
-    memset(d, 0, sizeof *d);
-    const psf_config *cfg = s->cfg;
-    const unsigned long long mpix = (unsigned long long)s->samp.npix;
-    const unsigned long long k = todo > 0 ? (unsigned long long)todo : 0;
-    if (block < 1) block = 1;
-    if (cfg->png_enabled) {
-        unsigned long long raw = mpix * (1ULL + mpix * (unsigned long long)(cfg->png_bits / 8));
-        d->png_bytes = raw + raw / 256 + 8 * KIB;
-    }
-    unsigned long long fits_header = 0, fits_data = 0;
-    if (cfg->fits_enabled) {
-        unsigned long long cards = FITS_FIXED_CARDS + (unsigned long long)s->modes.nterms;
-        fits_header = FITS_BLOCK * ((cards + FITS_CARDS_PER_BLOCK - 1) / FITS_CARDS_PER_BLOCK);
-        fits_data = 4ULL * mpix * mpix;
-        d->fits_bytes = fits_header + round_up(fits_data, FITS_BLOCK);
-    }
-    unsigned long long total = 0, files = 0;
-    if (d->png_bytes) {
-        total = sat_mul(k, round_up(d->png_bytes, block) + block);
-        files = k;
-    }
-    if (d->fits_bytes && cfg->fits_cube) {
-        /* One file: the header, every plane, the PLANES table (a row per plane). */
-        unsigned long long cube = sat_add(sat_mul(k, fits_data), sat_mul(k, 256));
-        cube = sat_add(round_up(cube, FITS_BLOCK), 4 * fits_header + 4 * FITS_BLOCK);
-        total = sat_add(total, round_up(cube, block) + block);
-        files += 1;
-    } else if (d->fits_bytes) {
-        total = sat_add(total, sat_mul(k, round_up(d->fits_bytes, block) + block));
-        files += k;
-    }
-    unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
-    unsigned long long logs = sat_add(sat_mul(k, row), 16 * KIB);
-    total = sat_add(total, round_up(logs, block) + 2 * block);
-    d->total = total;
-    d->files = files + 2 + 4; /* manifest, timing and their temp files */
+    m->total = limits_sat_add(
+        limits_sat_add(limits_sat_add(m->fft, m->images), limits_sat_add(m->pupils, m->scratch)),
+        limits_sat_add(m->writers, m->base));
 }
 
 /* A decimal number of bytes from the first line of path ("max" -> 0). */
@@ -192,7 +131,7 @@ static unsigned long long mem_available(void)
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
     fclose(f);
-    return sat_mul(kb, KIB);
+    return limits_sat_mul(kb, KIB);
 }
 
 /* What the process's memory cgroup still allows: memory.max minus
@@ -275,7 +214,7 @@ static unsigned long long set_bytes(const char *dir, const psf_config *cfg)
     while ((e = readdir(d)))
         if (set_members_has(&m, e->d_name) &&
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            sum = sat_add(sum, (unsigned long long)st.st_size);
+            sum = limits_sat_add(sum, (unsigned long long)st.st_size);
     set_members_free(&m);
     closedir(d);
     return sum;
@@ -286,7 +225,7 @@ void limits_probe(const char *dir, const psf_config *cfg, int force, limits_mach
     memset(mc, 0, sizeof *mc);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0)
-        mc->mem_physical = sat_mul((unsigned long long)pages, (unsigned long long)psize);
+        mc->mem_physical = limits_sat_mul((unsigned long long)pages, (unsigned long long)psize);
     mc->mem_available = mem_available();
     mc->mem_cgroup = mem_cgroup();
     struct rlimit rl;
@@ -298,7 +237,7 @@ void limits_probe(const char *dir, const psf_config *cfg, int force, limits_mach
     if (statvfs(mc->fs_path, &vfs) == 0 && vfs.f_blocks > 0) { /* 0 blocks: no figures (FUSE) */
         unsigned long long frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
         mc->block = frsize >= 512 ? frsize : 512;
-        mc->disk_free = sat_mul((unsigned long long)vfs.f_bavail, frsize);
+        mc->disk_free = limits_sat_mul((unsigned long long)vfs.f_bavail, frsize);
         if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
         if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
     }
@@ -382,7 +321,7 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
                       const limits_machine *mc, long long todo, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    int space = mc->disk_free && d->total > sat_add(mc->disk_free, mc->reclaim);
+    int space = mc->disk_free && d->total > limits_sat_add(mc->disk_free, mc->reclaim);
     int inodes = mc->inodes_free && d->files > mc->inodes_free;
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";

@@ -11,6 +11,7 @@
 #define PSFSIM_LIMITS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "app/cli.h"
 #include "app/set/image_set.h"
@@ -43,20 +44,27 @@ typedef struct {
 } limits_memory;
 
 /* Disk space of the files a run writes into the output directory, bytes
- * (saturating). Worst cases, so a run that passes never meets a full disk
- * by its own doing:
- *  - PNG: M rows of 1 filter byte + M samples of bits/8 bytes, stored
- *    uncompressed by deflate in the worst case (zlib's stored blocks, 5
- *    bytes per 16 KiB, and libpng's IDAT chunks, 12 bytes per 8 KiB: under
- *    1/256 of the data) plus 8 KiB for the signature, IHDR and IEND;
- *  - FITS: the header (36 cards of 80 bytes per 2880-byte block: the fixed
- *    keywords and one Z<j> per mode, long strings continued) and the
- *    float32 data padded to a multiple of 2880 bytes (FITS standard 4.0,
- *    3.3); a cube (output.fits.cube) is one file holding every plane plus
- *    its PLANES table (64 bytes a row);
- *  - manifest and timing rows: 1 KiB + 32 bytes per swept Zernike term per
- *    image, and 16 KiB for headers and the summary;
- *  - each file rounded up to the file system's block, plus one block. */
+ * (saturating), from their formats: exact where the size is known, the
+ * format's own worst case where it is not, so a set that fits is not
+ * refused and one that does not is:
+ *  - PNG: M rows of 1 filter byte + M samples of bits/8 bytes, deflated at
+ *    worst to zlib's compressBound (level 0: stored blocks, 5 bytes per
+ *    65535), in libpng's IDAT chunks of 8 KiB (12 bytes each), with the
+ *    signature, IHDR and IEND (45 bytes). The data are not assumed to
+ *    compress: PSFs written by psfsim, measured at levels 1-9, reached 87%
+ *    of that (16-bit) and 67% (8-bit) for smooth ones, 99% and 94% with
+ *    strong aberrations or an OPD map's speckle, so a bound with a margin
+ *    is this one;
+ *  - FITS: exactly the file psfsim writes: the header's cards (cfitsio's 8,
+ *    psfsim's keywords as fits_header_build makes them, END) in 2880-byte
+ *    blocks of 36, and the float32 data padded to a multiple of 2880 bytes
+ *    (FITS standard 4.0, 3.3); a cube (output.fits.cube): its header, every
+ *    plane, the PLANES extension's header and rows (8 bytes a cell);
+ *  - manifest and timing rows: the longest row each can be (every cell at
+ *    its widest), twice (a sort, or naming the cube, rewrites a journal
+ *    beside itself), and 16 KiB for headers and the summary;
+ *  - each file rounded up to the file system's block; the directory's
+ *    entries (8 bytes and the name, to 4 bytes), to blocks. */
 typedef struct {
     unsigned long long png_bytes;  /* one image's PNG, 0 without PNG */
     unsigned long long fits_bytes; /* one image's FITS (a cube: one plane), 0 without FITS */
@@ -117,6 +125,27 @@ int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, l
  * image_set_init and outputs_check, before anything is written). */
 int limits_check(const image_set *s, const char *dir, const cli_options *o, long long todo,
                  char *err, size_t errlen);
+
+/* Saturating arithmetic of the estimates (set_limits.c, set_limits_disk.c):
+ * sizes past 2^64 stay at UINT64_MAX; round_up: v to a multiple of unit
+ * (unit <= 1: v). */
+static inline unsigned long long limits_sat_add(unsigned long long a, unsigned long long b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline unsigned long long limits_sat_mul(unsigned long long a, unsigned long long b)
+{
+    if (a == 0 || b == 0) return 0;
+    return a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static inline unsigned long long limits_round_up(unsigned long long v, unsigned long long unit)
+{
+    if (unit <= 1) return v;
+    unsigned long long r = v % unit;
+    return r ? limits_sat_add(v, unit - r) : v;
+}
 
 /* "1.5 GiB", "812.0 MiB", "4096 bytes": bytes in binary units, one
  * decimal. */

@@ -150,14 +150,19 @@ static void test_disk_need_by_hand(void **state)
     load(small_cfg, &l);
     limits_disk d;
     limits_disk_need(&l.set, 10, 4096, &d);
-    /* PNG: 128 rows of 1 + 256 bytes = 32896, + 1/256 + 8 KiB. */
-    assert_int_equal(d.png_bytes, 32896 + 128 + 8192);
-    /* FITS: 64 + 1 cards in 2 blocks; 65536 data bytes padded to 23 blocks. */
-    assert_int_equal(d.fits_bytes, 2 * 2880 + 23 * 2880);
-    /* Each file to 4 KiB blocks plus one; logs 10 x 1 KiB + 16 KiB -> 28 KiB + 2 blocks. */
-    unsigned long long png = 45056 + 4096, fits = 73728 + 4096, logs = 28672 + 8192;
-    assert_int_equal(d.total, 10 * png + 10 * fits + logs);
-    assert_int_equal(d.files, 10 + 10 + 6);
+    /* PNG: 128 rows of 1 + 256 bytes = 32896, deflated at worst to
+     * compressBound = 32896 + 8 + 2 + 13 = 32919, in 5 IDAT chunks of 12
+     * bytes, + signature, IHDR and IEND (45). */
+    assert_int_equal(d.png_bytes, 32919 + 5 * 12 + 45);
+    /* FITS: 8 + 16 keywords (15 and Z4) + END in 1 block; 65536 data bytes
+     * padded to 23 blocks: the file psfsim writes, exactly. */
+    assert_int_equal(d.fits_bytes, 2880 + 23 * 2880);
+    /* Each file to 4 KiB blocks; the logs (rows of at most 272 + 151
+     * bytes, 16 KiB more) twice, and 2 blocks; 23 directory entries of 40
+     * bytes in one block. */
+    unsigned long long png = 36864, fits = 69632, logs = 2 * 24576 + 8192, dirents = 4096;
+    assert_int_equal(d.total, 10 * png + 10 * fits + logs + dirents);
+    assert_int_equal(d.files, 10 + 10 + 7);
     unload(&l);
 }
 
@@ -173,14 +178,19 @@ static void test_disk_need_8bit_cube(void **state)
          &l);
     limits_disk d;
     limits_disk_need(&l.set, 3, 512, &d);
-    assert_int_equal(d.png_bytes, 32 * 33 + 32 * 33 / 256 + 8192);
-    /* One cube file: 3 planes of 4096 bytes and 3 table rows of 256,
-     * padded to 2880 (13056 -> 14400), 4 headers of 2 blocks and 4 blocks. */
-    unsigned long long cube = 14400 + 4 * 5760 + 4 * 2880;
-    unsigned long long png = ((d.png_bytes + 511) / 512) * 512 + 512;
-    unsigned long long logs = ((3 * (1024 + 32) + 16384 + 511) / 512) * 512 + 1024;
-    assert_int_equal(d.total, 3 * png + ((cube + 511) / 512) * 512 + 512 + logs);
-    assert_int_equal(d.files, 3 + 1 + 6);
+    /* 32 rows of 1 + 32 bytes: 1056 + 13, one IDAT chunk, 45. */
+    assert_int_equal(d.png_bytes, 1069 + 12 + 45);
+    /* One cube file, as psfsim writes it: the primary header (8 cards,
+     * NAXIS3, 10 common keywords, END: 1 block), 3 planes of 4096 bytes
+     * padded to 14400, the PLANES header (9 cards, TTYPE, TFORM for 9
+     * columns and TUNIT for 6, END: 1 block) and its 3 rows of 72 bytes
+     * (1 block). */
+    unsigned long long cube = 2880 + 14400 + 2880 + 2880;
+    unsigned long long png = ((d.png_bytes + 511) / 512) * 512;
+    unsigned long long logs = 2 * (((3 * (298 + 151) + 16384 + 511) / 512) * 512) + 1024;
+    unsigned long long dirents = 512; /* 7 of 40 bytes */
+    assert_int_equal(d.total, 3 * png + ((cube + 511) / 512) * 512 + logs + dirents);
+    assert_int_equal(d.files, 3 + 1 + 7);
     unload(&l);
 }
 
@@ -271,16 +281,16 @@ static void test_evaluate_disk(void **state)
     mc.reclaim = 1;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), 0);
 
-    /* Inodes: 26 files (10 PNG, 10 FITS, the logs and their temp files). */
+    /* Inodes: 27 files (10 PNG, 10 FITS, the logs, the lock, the temp files). */
     mc = roomy();
-    mc.inodes_free = 25;
+    mc.inodes_free = 26;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), -1);
     snprintf(want, sizeof want,
-             "%s:4: sweep: 10 image(s) (PNG 16-bit + FITS) need 26 files in out/x, but its file "
-             "system (/data) has 25 free inodes",
+             "%s:4: sweep: 10 image(s) (PNG 16-bit + FITS) need 27 files in out/x, but its file "
+             "system (/data) has 26 free inodes",
              l.path);
     assert_string_equal(err, want);
-    mc.inodes_free = 26;
+    mc.inodes_free = 27;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), 0);
     unload(&l);
 }

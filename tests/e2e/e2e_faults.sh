@@ -348,6 +348,16 @@ if try_mount "$SCRATCH/small" size=256k; then
 else
   echo "skip: no tmpfs: the up-front disk check is covered by test_limits"
 fi
+if try_mount "$SCRATCH/fit" size=3m; then
+  # 200 PNGs of 64 x 64 (16-bit): at worst 8340 bytes, 3 blocks, each; with
+  # the logs 2.6 MiB: it fits in 3 MiB, and is written. (The estimate was
+  # 8 KiB and a block more per file and 1 KiB per row: 5 MiB, refused.)
+  cfg t 200 32 '' >t.cfg
+  expect_exit 0 "a set that fits the free space" -- "$PSFSIM" -q -j 1 -c t.cfg -o "$SCRATCH/fit/out"
+  set_true "$SCRATCH/fit/out" t 64 "a set that fits the free space"
+  [ "$(tail -n +2 "$SCRATCH/fit/out/t_manifest.csv" | wc -l)" -eq 200 ] &&
+    pass "a set that fits: 200 images listed" || fail "a set that fits: not 200 images"
+fi
 
 # A real ENOSPC mid-run: once the run has started, another process fills the
 # file system (psfsim is stopped meanwhile, so the fill lands between two of
