@@ -16,19 +16,6 @@ SHIM=${PSFSIM_FAULT_SHIM:-}
 # instrumented, so the order is harmless.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
-# cfg NAME NIMAGES PUPIL OUTPUT [SWEEP-EXTRA]: NIMAGES defocus steps, N = 2 PUPIL.
-cfg() {
-  local values
-  values=$(awk -v n="$2" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.3f", (i ? ", " : ""), i * 0.01 }')
-  cat <<CFG
-name = "$1";
-optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
-sampling: { pupil_samples = $3; };
-sweep: { defocus = [$values]; ${5:-} };
-output: { $4 };
-CFG
-}
-
 # complete FILE NPIX: a PNG ends in its IEND chunk; a FITS holds whole 2880-byte
 # blocks, starts with SIMPLE and has room for NPIX^2 float32 values.
 complete() {
@@ -367,13 +354,9 @@ stop_fill_cont() { # WHAT DIR NAME NPIX ACTION: run psfsim on c.cfg, ACTION whil
   "$PSFSIM" -j 1 -c c.cfg -o "$dir" 2>"$SCRATCH/stderr" &
   local pid=$! i=0
   while [ ! -s "$dir/${name}_manifest.csv" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
-  kill -STOP $pid 2>/dev/null
-  # kill returns before every thread has stopped: wait until all have, or
-  # a writer could still rename a file into the directory being removed.
-  for _ in $(seq 500); do
-    grep -qv '^T' <(for t in /proc/$pid/task/*/stat; do awk '{ print $3 }' "$t" 2>/dev/null; done) || break
-    sleep 0.01
-  done
+  # (every thread stopped: a writer could else still rename a file into
+  # the directory being removed)
+  stop_all $pid
   $action
   kill -CONT $pid 2>/dev/null
   wait $pid

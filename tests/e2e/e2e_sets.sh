@@ -1,35 +1,10 @@
 # A set's files and what psfsim trusts about them: one run at a time on a
 # set (its lock), which files are the set's (--force and the existence check
-# touch nothing else), the output directory removed under a run, the
-# manifest's rows on --resume, what the fingerprint covers, and rows and
-# headers written whole.
+# touch nothing else), the manifest's rows on --resume, what the
+# fingerprint covers, and rows and headers written whole. (Faults of the
+# directory itself, links planted in it or its removal, are in
+# e2e_faults.sh.)
 source "$(dirname "$0")/lib_e2e.sh"
-SHIM=${PSFSIM_FAULT_SHIM:-}
-[ -f "$SHIM" ] || SHIM=""
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-
-# cfg NAME NIMAGES PUPIL OUTPUT [SWEEP-EXTRA] [ABERRATIONS]: NIMAGES defocus steps.
-cfg() {
-  local values
-  values=$(awk -v n="$2" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.3f", (i ? ", " : ""), i * 0.01 }')
-  cat <<CFG
-name = "$1";
-optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
-sampling: { pupil_samples = $3; };
-${6:-}
-sweep: { defocus = [$values]; ${5:-} };
-output: { $4 };
-CFG
-}
-
-# stop PID: SIGSTOP, and wait until every thread has stopped.
-stop() {
-  kill -STOP "$1" 2>/dev/null
-  for _ in $(seq 500); do
-    grep -qv '^T' <(for t in /proc/$1/task/*/stat; do awk '{ print $3 }' "$t" 2>/dev/null; done) || break
-    sleep 0.01
-  done
-}
 
 # rows FILE: the manifest's data rows.
 rows() { tail -n +2 "$1" | wc -l; }
@@ -38,13 +13,13 @@ rows() { tail -n +2 "$1" | wc -l; }
 # A run holds the set's lock while it runs: a second run on the same set,
 # --resume or --force with another config, exits 2 naming the holder and
 # touches nothing; the first one's set is whole.
-cfg l 300 32 '' >l.cfg
+cfg l 300 64 '' >l.cfg
 sed 's/obscuration = 0.2/obscuration = 0.3/' l.cfg >l2.cfg
 rm -rf lk
 "$PSFSIM" -q -j 1 -c l.cfg -o lk 2>"$SCRATCH/first.err" &
 pid=$!
 for _ in $(seq 3000); do [ -s lk/l_manifest.csv ] && break; sleep 0.01; done
-stop $pid
+stop_all $pid
 before=$(ls -A lk | sort | md5sum)
 expect_exit 2 "--resume while another run writes the set" -- "$PSFSIM" -q -j 1 --resume -c l.cfg -o lk
 expect_stderr "set l in lk is in use by psfsim pid $pid on host $(hostname)" "--resume: names the holder"
