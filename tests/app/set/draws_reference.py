@@ -190,6 +190,7 @@ def print_lines():
 
 def print_c():
     print("/* Made by tests/app/set/draws_reference.py --c */")
+    print("/* clang-format off */")
     print("static const ref_draw ref_draws[] = {")
     for seed, d, term, purpose in DRAWS:
         x, u1, u2, z, u, ch = draw_row(seed, d, term, purpose)
@@ -203,6 +204,7 @@ def print_c():
         for k in range(0, len(sig), 3):
             print("    " + ", ".join(s.hex() for s in sig[k:k + 3]) + ",")
         print("};")
+    print("/* clang-format on */")
 
 
 def demo():
