@@ -50,7 +50,7 @@ typedef struct run_state run_state;
 typedef struct {
     const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
     psf_backend *backend;
-    int device;       /* psf_set_desc.device: the CUDA device of a GPU lane */
+    int device;       /* psf_backend_options.device: the CUDA device of a GPU lane */
     int first_slot;   /* its slots: r->slots[first_slot .. first_slot + WRITER_SLOTS) */
     int retiring;     /* a GPU lane that failed: it finishes its batch and stops
                          while another GPU lane is alive */

@@ -4,7 +4,7 @@
  * computes batches of images into host memory. No CUDA header is included.
  *
  * Two propagations: the FFT (default; the image grid is the FFT grid, pixel
- * lambda_c/(N dx_c)) and, when psf_set_desc.mft is set, the matrix Fourier
+ * lambda_c/(N dx_c)) and, when psf_problem.mft is set, the matrix Fourier
  * transform (Soummer et al. 2007, Optics Express 15, 15935) from the pupil
  * onto an npix x npix grid of any pixel (psf_component.out_pixel_rad). A
  * backend that does not implement the MFT must refuse an MFT set in create. */
@@ -37,7 +37,8 @@ typedef struct {
     psf_component comp[PSF_MAX_COMPONENTS];
 } psf_job;
 
-/* What is fixed over a whole image set. Pointers stay valid until destroy. */
+/* The problem: what is fixed over a whole image set, whichever backend
+ * computes it. Pointers stay valid until destroy. */
 typedef struct {
     int npix;       /* the image size the backend writes, npix x npix: the FFT size
                        N, or with mft the MFT's output grid (output.npix) */
@@ -55,27 +56,36 @@ typedef struct {
                                        the aperture on the host takes them from here */
     int max_batch;                  /* most jobs one run() call gets */
     long long nimages;              /* images in the whole set: backends plan harder for big sets */
-    int threads;                    /* CPU threads to use; 0 = choose */
-    int device;                     /* the CUDA device index, 0 = the first visible
-                                       (CUDA_VISIBLE_DEVICES); ignored by the CPU */
-    int fft_measure;                /* CPU: 1 = measure FFTW plans even for a small set
-                                       (psfsim --probe, to leave wisdom behind); 0 = only
-                                       when the set repays it */
-    const char *fftw_wisdom;        /* FFTW wisdom file the CPU backend reads and
-                                       updates (plans measured once per machine); NULL = none */
-} psf_set_desc;
+} psf_problem;
+
+/* How a backend runs a problem: choices of the caller that change no
+ * image. All zero is the default. */
+typedef struct {
+    int threads;           /* CPU threads to use; 0 = choose */
+    int device;            /* the CUDA device index, 0 = the first visible
+                              (CUDA_VISIBLE_DEVICES); ignored by the CPU */
+    int measure_plans;     /* 1 = plan the transforms at the highest effort even for a
+                              small set (psfsim --probe, to leave the plans in cache_dir);
+                              0 = only when the set repays it */
+    const char *cache_dir; /* an existing directory where a backend may keep what it
+                              learns about this machine across runs (the CPU: its FFTW
+                              wisdom, so plans are measured once per machine); NULL =
+                              none. Read by create only. */
+} psf_backend_options;
 
 typedef struct psf_backend psf_backend;
 
 typedef struct {
     const char *name; /* "cpu" or "gpu" */
-    /* Plan for the set. Returns 0, or -1 with a message in err. */
-    int (*create)(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen);
+    /* Plan for the problem, run as options say (NULL: the defaults).
+     * Returns 0, or -1 with a message in err. */
+    int (*create)(const psf_problem *problem, const psf_backend_options *options, psf_backend **out,
+                  char *err, size_t errlen);
     /* Compute njobs (<= max_batch) images into images[njobs * N * N]
-     * (N = set->npix; row-major, image k at k*N*N, optical axis at
+     * (N = problem->npix; row-major, image k at k*N*N, optical axis at
      * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
      * forward DFT, the axis sample at index 0 before and the zero frequency
-     * moved to N/2 after (design.md, "Propagation"). With set->mft, F is
+     * moved to N/2 after (design.md, "Propagation"). With problem->mft, F is
      * the MFT instead: E(theta_r, theta_c) = sum_{i,j} P[i][j]
      * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
      * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =
@@ -91,7 +101,7 @@ typedef struct {
     void (*free_images)(psf_backend *b, float *images);
     /* Most images per run() call worth giving this backend (the app's batch). */
     int preferred_batch;
-    /* Devices this backend can compute on (psf_set_desc.device 0..n-1):
+    /* Devices this backend can compute on (psf_backend_options.device 0..n-1):
      * the CUDA devices visible to the process (cudaGetDeviceCount, so
      * CUDA_VISIBLE_DEVICES counts), 1 for the CPU. Returns n >= 1, or -1
      * with err (no driver, no device). */

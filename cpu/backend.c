@@ -2,7 +2,7 @@
  * pupils cached per pupil pitch; below N = 512 the images of a run are
  * spread over threads (one FFT buffer pair each), from 512 up FFTW's own
  * threads share each transform. An MFT
- * set (psf_set_desc.mft) plans no FFT: its images are two matrix products
+ * set (psf_problem.mft) plans no FFT: its images are two matrix products
  * each (cpu/mft.h), with the transform matrices cached per component. */
 #include <math.h>
 #include <pthread.h>
@@ -23,9 +23,9 @@
  * 1024) and up to ~10 s at N = 4096 with 16 threads (H200 machine, one
  * run), and saves 2-4x per transform from N = 256 up: worth it for sets of
  * at least max(64, 2^26 / N^2) images. With wisdom it is free. */
-static int worth_measuring(const psf_set_desc *set)
+static int worth_measuring(const psf_problem *set, const psf_backend_options *opt)
 {
-    if (set->fft_measure) return 1;
+    if (opt->measure_plans) return 1;
     double n2 = (double)set->npix * set->npix;
     double need = fmax(64.0, 67108864.0 / n2);
     return (double)set->nimages >= need;
@@ -46,8 +46,11 @@ typedef struct {
     int current; /* pupil whose samples are in `in`, -1 = none */
 } cpu_lane;
 
+/* The FFTW wisdom file in the options' cache directory. */
+#define CPU_WISDOM_FILE "fftw-wisdom-float"
+
 struct psf_backend {
-    psf_set_desc set;
+    psf_problem set;
     cpu_fft_plan fft;
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
@@ -63,10 +66,10 @@ struct psf_backend {
     size_t mft_in_cap;     /* complex values mft_in holds */
 };
 
-static int cpu_threads(const psf_set_desc *set)
+static int cpu_threads(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->npix < CPU_THREADED_MIN_NPIX) return 1;
-    if (set->threads > 0) return set->threads;
+    if (opt->threads > 0) return opt->threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
@@ -74,10 +77,10 @@ static int cpu_threads(const psf_set_desc *set)
 /* Images of one run() computed in parallel, one FFT buffer pair per thread,
  * sharing the plan (fftwf_execute_dft is thread-safe, FFTW manual 5.4):
  * for grids below CPU_THREADED_MIN_NPIX, where FFTW's own threads do not pay. */
-static int image_lanes(const psf_set_desc *set)
+static int image_lanes(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->mft || set->npix >= CPU_THREADED_MIN_NPIX) return 1;
-    long n = set->threads > 0 ? set->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (n > CPU_MAX_LANES) n = CPU_MAX_LANES;
     if (n > set->max_batch) n = set->max_batch;
     return n > 1 ? (int)n : 1;
@@ -100,7 +103,8 @@ static void cpu_destroy(psf_backend *b)
     free(b);
 }
 
-static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen)
+static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
+                      char *err, size_t errlen)
 {
     *out = NULL;
     psf_backend *b = calloc(1, sizeof *b);
@@ -108,6 +112,8 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         snprintf(err, errlen, "cpu: out of memory");
         return -1;
     }
+    static const psf_backend_options defaults; /* all zero */
+    const psf_backend_options *opt = options ? options : &defaults;
     b->set = *set;
     b->current = -1;
     if (set->mft) { /* no FFT to plan; matrices are made as components come */
@@ -118,18 +124,20 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             return -1;
         }
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        b->mft_threads = set->threads > 0 ? set->threads : ncpu > 0 ? (int)ncpu : 1;
+        b->mft_threads = opt->threads > 0 ? opt->threads : ncpu > 0 ? (int)ncpu : 1;
         *out = b;
         return 0;
     }
     /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
-    const char *wisdom = set->npix >= 128 ? set->fftw_wisdom : NULL;
-    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), worth_measuring(set), wisdom, err,
-                            errlen) != 0) {
+    char wisdom[4200];
+    int with_wisdom = set->npix >= 128 && opt->cache_dir;
+    if (with_wisdom) snprintf(wisdom, sizeof wisdom, "%s/" CPU_WISDOM_FILE, opt->cache_dir);
+    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set, opt), worth_measuring(set, opt),
+                            with_wisdom ? wisdom : NULL, err, errlen) != 0) {
         free(b);
         return -1;
     }
-    b->nlanes = image_lanes(set);
+    b->nlanes = image_lanes(set, opt);
     *out = b;
     return 0;
 }

@@ -1,5 +1,5 @@
 /* The CUDA backend: psf_backend_gpu() (backend/backend.h), the twin of
- * cpu/backend.c. Per set (create): the device (set->device), the memory
+ * cpu/backend.c. Per set (create): the device (options->device), the memory
  * estimate, streams, events, every buffer for the largest batch, the maps
  * and Zernike modes on the device. Per pitch (first use in run): the pupil,
  * built on the device (gpu/pupil.h). Per run: the jobs are split into
@@ -78,9 +78,9 @@ typedef struct {
 } stage_layout;
 
 struct psf_backend {
-    psf_set_desc set;
+    psf_problem set;
     gpu_check chk;
-    int device;     /* CUDA device index (set->device) */
+    int device;     /* CUDA device index (options->device) */
     int device_set; /* create got as far as selecting it */
     int mft;        /* set->mft: two matrix products instead of the FFT */
     int npix;       /* N: the images' size (the FFT's, or the MFT's M) */
@@ -287,7 +287,7 @@ template <typename T> static int upload(psf_backend *b, T **dst, const T *src, s
 /* The maps and modes on the device, and the pupil kernels' view of the set. */
 static int upload_set(psf_backend *b)
 {
-    const psf_set_desc *s = &b->set;
+    const psf_problem *s = &b->set;
     gpu_pupil_set *ps = &b->pset;
     memset(ps, 0, sizeof *ps);
     ps->npix = b->grid;
@@ -335,18 +335,20 @@ static int upload_set(psf_backend *b)
     return 0;
 }
 
-static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen)
+static int gpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
+                      char *err, size_t errlen)
 {
     *out = NULL;
+    int device = options ? options->device : 0;
     psf_backend *b = (psf_backend *)calloc(1, sizeof *b);
     if (!b) {
         snprintf(err, errlen, "gpu: out of host memory");
         return -1;
     }
-    gpu_check_init(&b->chk, set->device, err, errlen);
+    gpu_check_init(&b->chk, device, err, errlen);
     b->set = *set;
     if (b->set.max_batch < 1) b->set.max_batch = 1;
-    b->device = set->device;
+    b->device = device;
     b->mft = set->mft != 0;
     b->npix = set->npix;
     b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
@@ -367,9 +369,9 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             goto fail;
         }
     }
-    if (set->device < 0 || set->device >= ndev) {
+    if (device < 0 || device >= ndev) {
         snprintf(err, errlen, "gpu: CUDA device %d asked for, but %d device%s visible (0..%d)",
-                 set->device, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
+                 device, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
         goto fail;
     }
     /* Everything below (context, memory, streams, plans, cuBLAS) is this device's. */

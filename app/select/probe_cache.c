@@ -122,11 +122,10 @@ const char *probe_cache_dir(char *buf, size_t len)
     return buf;
 }
 
-const char *probe_cache_wisdom(char *buf, size_t len)
+const char *probe_cache_dir_made(char *buf, size_t len)
 {
-    char dir[4000], err[512];
-    if (!probe_cache_dir(dir, sizeof dir) || make_dir(dir, err, sizeof err) != 0) return NULL;
-    snprintf(buf, len, "%s/fftw-wisdom-float", dir);
+    char err[512];
+    if (!probe_cache_dir(buf, len) || make_dir(buf, err, sizeof err) != 0) return NULL;
     return buf;
 }
 

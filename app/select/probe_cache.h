@@ -28,10 +28,11 @@ void machine_key_read(machine_key *k);
  * place can be named (no HOME). */
 const char *probe_cache_dir(char *buf, size_t len);
 
-/* The FFTW wisdom file in the cache directory (created if need be), so
- * measured FFTW plans are made once per machine: buf, or NULL when the
- * directory cannot be made (psfsim then plans without wisdom). */
-const char *probe_cache_wisdom(char *buf, size_t len);
+/* The cache directory, created if need be, for the backends to keep what
+ * they learn about this machine (psf_backend_options.cache_dir: the CPU's
+ * measured FFT plans, made once per machine): buf, or NULL when it cannot
+ * be named or made (the backends then keep nothing). */
+const char *probe_cache_dir_made(char *buf, size_t len);
 
 /* Load the cached figures for key from dir/probe.txt. Returns 0 on a hit;
  * -1 on a miss with the reason in why (no file, other machine, corrupt). */

@@ -105,22 +105,22 @@ void image_set_free(image_set *s)
     memset(s, 0, sizeof *s);
 }
 
-void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc)
+void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
 {
-    memset(desc, 0, sizeof *desc);
-    desc->npix = s->samp.npix;
-    desc->mft = s->mft;
-    desc->pupil_npix = s->mft ? s->pupil_npix : 0;
-    desc->aperture = s->aperture;
-    desc->modes.nterms = s->modes.nterms;
-    desc->modes.n = s->modes.n;
-    desc->modes.m = s->modes.m;
-    desc->opd_map = s->opd_map;
-    desc->opd_rows = s->opd_rows;
-    desc->opd_cols = s->opd_cols;
-    desc->aperture_grids = s->grids;
-    desc->max_batch = max_batch;
-    desc->nimages = s->nimages;
+    memset(problem, 0, sizeof *problem);
+    problem->npix = s->samp.npix;
+    problem->mft = s->mft;
+    problem->pupil_npix = s->mft ? s->pupil_npix : 0;
+    problem->aperture = s->aperture;
+    problem->modes.nterms = s->modes.nterms;
+    problem->modes.n = s->modes.n;
+    problem->modes.m = s->modes.m;
+    problem->opd_map = s->opd_map;
+    problem->opd_rows = s->opd_rows;
+    problem->opd_cols = s->opd_cols;
+    problem->aperture_grids = s->grids;
+    problem->max_batch = max_batch;
+    problem->nimages = s->nimages;
 }
 
 size_t image_set_storage(const image_set *s)

@@ -43,7 +43,7 @@ typedef struct {
     int nsums;
     aperture_sums sums[PSF_MAX_COMPONENTS];
     aperture_cache *grids; /* the aperture grids filled for the sums, which the CPU
-                              backend's pupils reuse (psf_set_desc.aperture_grids);
+                              backend's pupils reuse (psf_problem.aperture_grids);
                               NULL: none kept */
 } image_set;
 
@@ -77,8 +77,8 @@ typedef struct {
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen);
 void image_set_free(image_set *s);
 
-/* The backend's view of the set. */
-void image_set_desc(const image_set *s, int max_batch, psf_set_desc *desc);
+/* The backend's view of the set: the problem, for max_batch images per run(). */
+void image_set_problem(const image_set *s, int max_batch, psf_problem *problem);
 
 /* Doubles of storage image_set_job needs per image (coefficients of every
  * component, the totals in config units, sweep scratch). */

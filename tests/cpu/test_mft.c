@@ -46,10 +46,10 @@ static void compute(const char *text, long long k, int force_mft, computed *out)
     free(dir);
     cfg.mft_force = force_mft;
     if (rc == 0) rc = image_set_init(&set, &cfg, err, sizeof err);
-    psf_set_desc desc;
+    psf_problem desc;
     if (rc == 0) {
-        image_set_desc(&set, 1, &desc);
-        rc = psf_backend_cpu.create(&desc, &b, err, sizeof err);
+        image_set_problem(&set, 1, &desc);
+        rc = psf_backend_cpu.create(&desc, NULL, &b, err, sizeof err);
     }
     double *storage = NULL;
     if (rc == 0) {
@@ -466,11 +466,11 @@ static double ms_per_image(const char *text, int force_mft, int *npix)
     cfg.mft_force = force_mft;
     assert_int_equal(image_set_init(&set, &cfg, err, sizeof err), 0);
     int nimg = (int)set.nimages;
-    psf_set_desc desc;
-    image_set_desc(&set, nimg, &desc);
+    psf_problem desc;
+    image_set_problem(&set, nimg, &desc);
     desc.nimages = 1000000; /* plan as for a large set */
     psf_backend *b = NULL;
-    assert_int_equal(psf_backend_cpu.create(&desc, &b, err, sizeof err), 0);
+    assert_int_equal(psf_backend_cpu.create(&desc, NULL, &b, err, sizeof err), 0);
     size_t per = image_set_storage(&set), plane = (size_t)set.samp.npix * set.samp.npix;
     double *storage = malloc((size_t)nimg * per * sizeof *storage);
     psf_job *jobs = malloc((size_t)nimg * sizeof *jobs);

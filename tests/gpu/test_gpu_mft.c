@@ -34,7 +34,7 @@ static const psf_backend_ops *gpu;
 typedef struct {
     psf_config cfg;
     image_set set;
-    psf_set_desc desc;
+    psf_problem desc;
     double *storage;
     psf_job *jobs;
     image_info *infos;
@@ -62,7 +62,7 @@ static void load(loaded *l, const char *text, int force, int max_batch)
     l->nimages = (int)l->set.nimages;
     l->npix = l->set.samp.npix;
     l->plane = (size_t)l->npix * l->npix;
-    image_set_desc(&l->set, max_batch, &l->desc);
+    image_set_problem(&l->set, max_batch, &l->desc);
     size_t per = image_set_storage(&l->set);
     l->storage = calloc((size_t)l->nimages * per + 1, sizeof *l->storage);
     l->jobs = calloc((size_t)l->nimages, sizeof *l->jobs);
@@ -102,7 +102,7 @@ static float *compute_all(loaded *l, const psf_backend_ops *ops, int per)
 {
     char err[1024];
     psf_backend *b = NULL;
-    int rc = ops->create(&l->desc, &b, err, sizeof err);
+    int rc = ops->create(&l->desc, NULL, &b, err, sizeof err);
     if (rc != 0) printf("%s create: %s\n", ops->name, err);
     assert_int_equal(rc, 0);
     float *img = malloc((size_t)l->nimages * l->plane * sizeof *img);
@@ -329,7 +329,7 @@ static void test_reuse(void **state)
     float *cpu = compute_all(&l, &psf_backend_cpu, 4);
     char err[1024];
     psf_backend *b = NULL;
-    assert_int_equal(gpu->create(&l.desc, &b, err, sizeof err), 0);
+    assert_int_equal(gpu->create(&l.desc, NULL, &b, err, sizeof err), 0);
     float *img = gpu->alloc_images(b, total);
     float *prev[9] = {0};
     assert_non_null(img);
@@ -371,7 +371,7 @@ static int fault_once(const loaded *l, long long n, float *images, int *cublas)
     setenv("PSFSIM_GPU_FAIL_AT", val, 1);
     snprintf(want, sizeof want, "injected fault at CUDA call %lld (", n);
     psf_backend *b = NULL;
-    int rc = gpu->create(&l->desc, &b, err, sizeof err);
+    int rc = gpu->create(&l->desc, NULL, &b, err, sizeof err);
     unsetenv("PSFSIM_GPU_FAIL_AT");
     const char *where = "create";
     if (rc == 0) {
@@ -433,7 +433,7 @@ static double ms_per_image(loaded *l, const psf_backend_ops *ops)
 {
     char err[1024];
     psf_backend *b = NULL;
-    assert_int_equal(ops->create(&l->desc, &b, err, sizeof err), 0);
+    assert_int_equal(ops->create(&l->desc, NULL, &b, err, sizeof err), 0);
     float *img = ops->alloc_images(b, (size_t)l->nimages * l->plane);
     assert_non_null(img);
     assert_int_equal(ops->run(b, l->jobs, l->nimages, img, err, sizeof err), 0);
@@ -483,7 +483,7 @@ static int gpu_present(char *why, size_t whylen)
         snprintf(why, whylen, "psfsim was built without the CUDA backend");
         return 0;
     }
-    psf_set_desc d;
+    psf_problem d;
     memset(&d, 0, sizeof d);
     d.npix = 16;
     d.aperture.shape = APERTURE_CIRCULAR;
@@ -492,7 +492,7 @@ static int gpu_present(char *why, size_t whylen)
     d.nimages = 1;
     psf_backend *b = NULL;
     char err[1024];
-    if (gpu->create(&d, &b, err, sizeof err) == 0) {
+    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
         gpu->destroy(b);
         return 1;
     }
