@@ -110,13 +110,4 @@ typedef struct {
 
 extern const psf_backend_ops psf_backend_cpu;
 
-/* The CUDA backend's table, or NULL when psfsim was built without CUDA.
- * In psfsim this loads the GPU module on first use (app/select/gpu_module.h); the
- * module itself defines it (gpu/backend.cu). */
-const psf_backend_ops *psf_backend_gpu(void);
-
-/* Images per run() call the GPU backend asks for (its preferred_batch):
- * known to the cost model without loading the module. */
-#define PSF_GPU_PREFERRED_BATCH 1024
-
 #endif

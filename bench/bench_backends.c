@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "app/select/gpu_module.h"
 
 static double now_s(void)
 {

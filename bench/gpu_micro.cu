@@ -20,6 +20,7 @@
 extern "C" {
 #include "backend/backend.h"
 }
+#include "backend/gpu_module_abi.h"
 #include "gpu/cuda_check.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
@@ -79,7 +80,7 @@ static psf_job *make_jobs(int npix, int count, double **coeff_out)
 /* Latency of one-image runs and throughput of batch-image runs at N. */
 static void host_figures(int npix, int batch, int nsingle, int nbatch)
 {
-    const psf_backend_ops *ops = psf_backend_gpu();
+    const psf_backend_ops *ops = psf_gpu_module_entry.backend; /* linked in, not loaded */
     psf_problem d;
     make_desc(npix, batch, &d);
     char err[1024];

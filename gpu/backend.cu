@@ -1,4 +1,5 @@
-/* The CUDA backend: psf_backend_gpu() (backend/backend.h), the twin of
+/* The CUDA backend: the table psf_gpu_module_entry hands out
+ * (backend/gpu_module_abi.h), the twin of
  * cpu/backend.c. Per set (create): the device (options->device), the memory
  * estimate, streams, events, every buffer for the largest batch, the maps
  * and Zernike modes on the device. Per pitch (first use in run): the pupil,
@@ -36,11 +37,13 @@
 extern "C" {
 #include "backend/backend.h"
 }
+#include "backend/gpu_module_abi.h"
 
 #include "gpu/cuda_check.h"
 #include "gpu/mft.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
+#include "gpu/probe.h"
 #include "gpu/pupil.h"
 
 /* Aim for sub-batches of about this many image bytes: big enough that a
@@ -938,14 +941,13 @@ static psf_backend_ops make_ops(void)
     o.destroy = gpu_destroy;
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
-    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* backend/backend.h: the cost model uses it too */
+    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_module_abi.h: the cost model uses it too */
     o.device_count = gpu_device_count;
     return o;
 }
 
 static const psf_backend_ops gpu_ops = make_ops();
 
-extern "C" const psf_backend_ops *psf_backend_gpu(void)
-{
-    return &gpu_ops;
-}
+/* The module's one exported symbol (the rest is built hidden). */
+extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
+    GPU_MODULE_ABI, sizeof(gpu_module_ops), &gpu_ops, gpu_probe_basics};
