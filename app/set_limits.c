@@ -15,16 +15,14 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/bytes.h"
 #include "app/writer_pool.h"
 
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)
-#define GIB (1024ULL * MIB)
 
 /* app/run_lanes.c: host memory of one batch of images, and the CPU's batch. */
 #define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
-/* cpu/backend.c: MFT tables kept beyond the one being built. */
-#define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)
 /* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
 #define LIMITS_WRITER_STATE (1ULL * MIB)
@@ -35,28 +33,11 @@
 #define FITS_CARDS_PER_BLOCK 36ULL
 #define FITS_FIXED_CARDS 64ULL
 
-/* Saturating arithmetic: sizes past 2^64 stay at UINT64_MAX. */
-static unsigned long long sat_add(unsigned long long a, unsigned long long b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static unsigned long long sat_mul(unsigned long long a, unsigned long long b)
-{
-    if (a == 0 || b == 0) return 0;
-    return a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
 static unsigned long long round_up(unsigned long long v, unsigned long long unit)
 {
     if (unit <= 1) return v;
     unsigned long long r = v % unit;
-    return r ? sat_add(v, unit - r) : v;
-}
-
-static unsigned long long min_ull(unsigned long long a, unsigned long long b)
-{
-    return a < b ? a : b;
+    return r ? bytes_add(v, unit - r) : v;
 }
 
 void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
@@ -75,35 +56,13 @@ void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
     snprintf(out, outlen, "%.1f %s", v, units[u]);
 }
 
-/* Pupil pitches the CPU backend caches: one per broadband wavelength. */
-static int pupil_pitches(const image_set *s)
-{
-    int n = s->cfg->nwavelengths;
-    return n > 1 ? n : 1;
-}
-
 void limits_memory_need(const image_set *s, int nwriters, long long todo, limits_memory *m)
 {
     memset(m, 0, sizeof *m);
     const unsigned long long mpix = (unsigned long long)s->samp.npix;
     const unsigned long long plane = mpix * mpix; /* <= 2^32 */
-    const unsigned long long n = (unsigned long long)s->samp.pupil_samples;
     const unsigned long long p =
         (unsigned long long)(s->pupil_npix > 0 ? s->pupil_npix : s->samp.npix);
-    const unsigned long long pgrid = p * p;
-    const unsigned long long npitch = (unsigned long long)pupil_pitches(s);
-
-    if (s->mft) {
-        int nwl = s->cfg->nwavelengths > s->cfg->n_sweep_wavelength ? s->cfg->nwavelengths
-                                                                    : s->cfg->n_sweep_wavelength;
-        unsigned long long table = 8ULL * p * mpix;
-        unsigned long long tables = min_ull(sat_mul(table, (unsigned long long)(nwl > 0 ? nwl : 1)),
-                                            sat_add(LIMITS_MFT_TABLE_BYTES, table));
-        m->fft = sat_add(sat_add(tables, 8ULL * pgrid), sat_add(8ULL * p * mpix, 8ULL * plane));
-    } else {
-        unsigned long long nfft = s->fft_npix > 0 ? (unsigned long long)s->fft_npix : mpix;
-        m->fft = 16ULL * nfft * nfft; /* 2 x N^2 complex float */
-    }
 
     unsigned long long img_bytes = 4ULL * plane;
     unsigned long long b = LIMITS_BATCH_BYTES / (img_bytes ? img_bytes : 1);
@@ -112,20 +71,27 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     if (todo > 0 && b > (unsigned long long)todo) b = (unsigned long long)todo;
     if (b < 1) b = 1;
     m->batch = (int)b;
-    m->images = sat_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
+    m->images = bytes_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
 
-    unsigned long long open = min_ull(pgrid, (n + 2) * (n + 2));
-    unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)s->modes.nterms);
-    m->pupils = sat_mul(sat_mul(open, per_sample), npitch);
-    m->scratch = 4ULL * pgrid * (s->opd_map ? 2ULL : 1ULL); /* aperture (+ OPD) grid */
-    m->scratch = sat_add(m->scratch, min_ull(sat_mul(4ULL * pgrid, npitch), IMAGE_SET_GRIDS_BYTES));
+    /* The backend's own figures: its transform, pupils and their build. */
+    psf_problem problem;
+    psf_memory_need need;
+    char err[256];
+    image_set_problem(s, m->batch, &problem);
+    if (psf_backend_cpu.memory_need(&problem, NULL, &need, err, sizeof err) != 0)
+        memset(&need, 0, sizeof need); /* create refuses it: its message says why */
+    m->fft = need.transform;
+    m->pupils = need.pupils;
+    /* ... and the aperture grids the set keeps for it (app/set/image_set.c). */
+    unsigned long long grids = bytes_mul(4ULL * p * p, (unsigned long long)problem.pupil_pitches);
+    m->scratch = bytes_add(need.scratch, bytes_min(grids, IMAGE_SET_GRIDS_BYTES));
 
     m->nwriters = nwriters > 0 ? nwriters : 1;
-    m->writers =
-        sat_mul((unsigned long long)m->nwriters, sat_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
+    m->writers = bytes_mul((unsigned long long)m->nwriters,
+                           bytes_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
     m->base = LIMITS_BASE_BYTES;
-    m->total = sat_add(sat_add(sat_add(m->fft, m->images), sat_add(m->pupils, m->scratch)),
-                       sat_add(m->writers, m->base));
+    m->total = bytes_add(bytes_add(bytes_add(m->fft, m->images), bytes_add(m->pupils, m->scratch)),
+                         bytes_add(m->writers, m->base));
 }
 
 void limits_disk_need(const image_set *s, long long todo, unsigned long long block, limits_disk *d)
@@ -148,22 +114,22 @@ void limits_disk_need(const image_set *s, long long todo, unsigned long long blo
     }
     unsigned long long total = 0, files = 0;
     if (d->png_bytes) {
-        total = sat_mul(k, round_up(d->png_bytes, block) + block);
+        total = bytes_mul(k, round_up(d->png_bytes, block) + block);
         files = k;
     }
     if (d->fits_bytes && cfg->fits_cube) {
         /* One file: the header, every plane, the PLANES table (a row per plane). */
-        unsigned long long cube = sat_add(sat_mul(k, fits_data), sat_mul(k, 256));
-        cube = sat_add(round_up(cube, FITS_BLOCK), 4 * fits_header + 4 * FITS_BLOCK);
-        total = sat_add(total, round_up(cube, block) + block);
+        unsigned long long cube = bytes_add(bytes_mul(k, fits_data), bytes_mul(k, 256));
+        cube = bytes_add(round_up(cube, FITS_BLOCK), 4 * fits_header + 4 * FITS_BLOCK);
+        total = bytes_add(total, round_up(cube, block) + block);
         files += 1;
     } else if (d->fits_bytes) {
-        total = sat_add(total, sat_mul(k, round_up(d->fits_bytes, block) + block));
+        total = bytes_add(total, bytes_mul(k, round_up(d->fits_bytes, block) + block));
         files += k;
     }
     unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
-    unsigned long long logs = sat_add(sat_mul(k, row), 16 * KIB);
-    total = sat_add(total, round_up(logs, block) + 2 * block);
+    unsigned long long logs = bytes_add(bytes_mul(k, row), 16 * KIB);
+    total = bytes_add(total, round_up(logs, block) + 2 * block);
     d->total = total;
     d->files = files + 2 + 4; /* manifest, timing and their temp files */
 }
@@ -190,7 +156,7 @@ static unsigned long long mem_available(void)
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
     fclose(f);
-    return sat_mul(kb, KIB);
+    return bytes_mul(kb, KIB);
 }
 
 /* What the process's memory cgroup still allows: memory.max minus
@@ -271,7 +237,7 @@ static unsigned long long set_bytes(const char *dir, const char *name)
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-            sum = sat_add(sum, (unsigned long long)st.st_size);
+            sum = bytes_add(sum, (unsigned long long)st.st_size);
     }
     closedir(d);
     return sum;
@@ -282,7 +248,7 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
     memset(mc, 0, sizeof *mc);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0)
-        mc->mem_physical = sat_mul((unsigned long long)pages, (unsigned long long)psize);
+        mc->mem_physical = bytes_mul((unsigned long long)pages, (unsigned long long)psize);
     mc->mem_available = mem_available();
     mc->mem_cgroup = mem_cgroup();
     struct rlimit rl;
@@ -294,7 +260,7 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
     if (statvfs(mc->fs_path, &vfs) == 0 && vfs.f_blocks > 0) { /* 0 blocks: no figures (FUSE) */
         unsigned long long frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
         mc->block = frsize >= 512 ? frsize : 512;
-        mc->disk_free = sat_mul((unsigned long long)vfs.f_bavail, frsize);
+        mc->disk_free = bytes_mul((unsigned long long)vfs.f_bavail, frsize);
         if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
         if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
     }
@@ -378,7 +344,7 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
                       const limits_machine *mc, long long todo, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    int space = mc->disk_free && d->total > sat_add(mc->disk_free, mc->reclaim);
+    int space = mc->disk_free && d->total > bytes_add(mc->disk_free, mc->reclaim);
     int inodes = mc->inodes_free && d->files > mc->inodes_free;
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";

@@ -16,9 +16,10 @@
 #include "app/set/image_set.h"
 
 /* Host memory of one run on the CPU backend, bytes (saturating at
- * UINT64_MAX). Terms, with N the FFT size, M the image size, P the pupil
- * grid (N, or n + 4 with the MFT), n the pupil samples, T the Zernike
- * modes, W the writer threads, B the images of one batch:
+ * UINT64_MAX). fft, pupils and the first part of scratch are the backend's
+ * own figures (psf_backend_cpu.memory_need, cpu/backend.c). Terms, with N the FFT size, M the image
+ * size, P the pupil grid (N, or n + 4 with the MFT), n the pupil samples, T the Zernike modes, W
+ * the writer threads, B the images of one batch:
  *  - fft: the FFT's two complex float N x N buffers, 16 N^2 (cpu/plan_cache.c;
  *    none with the MFT), or with the MFT the twiddle tables (8 P M each,
  *    one per wavelength, at most 1 GiB + one table: cpu/backend.c), the

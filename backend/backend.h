@@ -18,6 +18,11 @@
 #include "optics/wavefront.h"
 
 #define PSF_MAX_COMPONENTS 64 /* wavelengths summed into one (broadband) image */
+/* Bytes of MFT matrices a backend keeps at most (each backend's own count
+ * of them aside, CPU_MFT_TABLES and GPU_MFT_TABLES); past it one is
+ * rebuilt when needed again (a sweep of many wavelengths at a fixed um
+ * pixel). The backends' memory_need count them up to this plus one. */
+#define PSF_MFT_TABLE_BYTES (1ULL << 30)
 
 /* One monochromatic field of an image. */
 typedef struct {
@@ -56,6 +61,12 @@ typedef struct {
                                        the aperture on the host takes them from here */
     int max_batch;                  /* most jobs one run() call gets */
     long long nimages;              /* images in the whole set: backends plan harder for big sets */
+    /* What the jobs will span, for memory_need alone (create ignores them). */
+    int pupil_samples; /* n: samples across the aperture diameter at the finest pitch,
+                          so at most (n + 2)^2 are open; 0 = unknown (the whole grid) */
+    int pupil_pitches; /* distinct psf_component.dx_m over the set (pupils kept); 0 = 1 */
+    int mft_matrices;  /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
+                          (transform matrices made); 0 = 1 */
 } psf_problem;
 
 /* How a backend runs a problem: choices of the caller that change no
@@ -72,6 +83,18 @@ typedef struct {
                               wisdom, so plans are measured once per machine); NULL =
                               none. Read by create only. */
 } psf_backend_options;
+
+/* Memory a backend takes for a problem, bytes (saturating at UINT64_MAX,
+ * backend/bytes.h), beside run()'s images (the caller's, alloc_images).
+ * Upper bounds, so a set that fits them does not run out later. */
+typedef struct {
+    unsigned long long transform; /* host: the transform's buffers (FFT in and out, or
+                                     the MFT's matrices, pupil box and products) */
+    unsigned long long pupils;    /* host: the pupils kept, one per pitch */
+    unsigned long long scratch;   /* host: the grids a pupil is built on, while it is */
+    unsigned long long host;      /* all host memory: the three above and the rest */
+    unsigned long long device;    /* device memory (0 for the CPU) */
+} psf_memory_need;
 
 typedef struct psf_backend psf_backend;
 
@@ -106,6 +129,12 @@ typedef struct {
      * CUDA_VISIBLE_DEVICES counts), 1 for the CPU. Returns n >= 1, or -1
      * with err (no driver, no device). */
     int (*device_count)(char *err, size_t errlen);
+    /* What create and run would take for problem run as options say
+     * (NULL: the defaults), into out; arithmetic only (no allocation, no
+     * device call: the GPU's is known without CUDA). Returns 0, or -1
+     * with err for a problem create refuses by its sizes alone. */
+    int (*memory_need)(const psf_problem *problem, const psf_backend_options *options,
+                       psf_memory_need *out, char *err, size_t errlen);
 } psf_backend_ops;
 
 extern const psf_backend_ops psf_backend_cpu;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/bytes.h"
 #include "cpu/plan_cache.h"
 #include "cpu/mft.h"
 #include "cpu/pupil.h"
@@ -31,11 +32,10 @@ static int worth_measuring(const psf_problem *set, const psf_backend_options *op
     return (double)set->nimages >= need;
 }
 /* MFT matrices kept at once: one per component of a broadband image (a
- * monochromatic sweep with output.pixel_scale needs one for all images). */
+ * monochromatic sweep with output.pixel_scale needs one for all images),
+ * and at most PSF_MFT_TABLE_BYTES of them; past it the oldest is rebuilt
+ * when needed again. */
 #define CPU_MFT_TABLES PSF_MAX_COMPONENTS
-/* ... and at most this many bytes of them; past it the oldest is rebuilt
- * when needed again (a sweep of many wavelengths at a fixed um pixel). */
-#define CPU_MFT_TABLE_BYTES (1024.0 * 1024 * 1024)
 
 /* Most threads one run() spreads its images over (FFT path, N < 512). */
 #define CPU_MAX_LANES 64
@@ -175,7 +175,7 @@ static const cpu_mft_table *table_for(psf_backend *b, double a, int j0, int nj, 
     }
     int slot = b->ntables;
     if (slot == CPU_MFT_TABLES ||
-        (slot > 0 && bytes + (double)cpu_mft_table_bytes(m, nj) > CPU_MFT_TABLE_BYTES)) {
+        (slot > 0 && bytes + (double)cpu_mft_table_bytes(m, nj) > (double)PSF_MFT_TABLE_BYTES)) {
         slot = b->evict;
         b->evict = (b->evict + 1) % b->ntables;
         cpu_mft_table_free(&b->tables[slot]);
@@ -402,6 +402,52 @@ static int cpu_device_count(char *err, size_t errlen)
     return 1; /* the CPU: one device, its cores shared by FFTW's threads */
 }
 
+/* psf_backend_ops.memory_need. With M the image size, P the pupil grid (M,
+ * or the MFT's G), n the pupil samples and T the modes:
+ *  - transform: the FFT's in and out buffers, 16 M^2 (cpu/plan_cache.c);
+ *    or for the MFT the matrices, 8 P M each, one per distinct a up to
+ *    PSF_MFT_TABLE_BYTES + one (table_for), the pupil box 8 P^2 and the
+ *    products' scratch 8 P M + 8 M^2 (cpu/mft.c);
+ *  - pupils: per pitch the open samples, at most min(P^2, (n + 2)^2),
+ *    each with its index, transmission, OPD and T basis values, 4 bytes
+ *    each (cpu/pupil.c);
+ *  - scratch: while a pupil is built, its aperture grid and the resampled
+ *    OPD map, 4 P^2 each (cpu/pupil.c).
+ * The image-parallel lanes' buffers (N < 512) are not counted: the figures
+ * are the ones psfsim's limits were set with (app/set_limits.h). */
+static int cpu_memory_need(const psf_problem *set, const psf_backend_options *options,
+                           psf_memory_need *out, char *err, size_t errlen)
+{
+    (void)options;
+    memset(out, 0, sizeof *out);
+    if (set->npix < 1 || (set->mft && set->pupil_npix < 1)) {
+        snprintf(err, errlen, "cpu: no memory need for a %d x %d grid (pupil grid %d)", set->npix,
+                 set->npix, set->pupil_npix);
+        return -1;
+    }
+    const unsigned long long m = (unsigned long long)set->npix;
+    const unsigned long long p = set->mft ? (unsigned long long)set->pupil_npix : m;
+    const unsigned long long plane = m * m, pgrid = p * p; /* <= 2^32 */
+    if (set->mft) {
+        unsigned long long table = 8ULL * p * m;
+        unsigned long long nmat = set->mft_matrices > 0 ? (unsigned long long)set->mft_matrices : 1;
+        unsigned long long tables =
+            bytes_min(bytes_mul(table, nmat), bytes_add(PSF_MFT_TABLE_BYTES, table));
+        out->transform =
+            bytes_add(bytes_add(tables, 8ULL * pgrid), bytes_add(8ULL * p * m, 8ULL * plane));
+    } else {
+        out->transform = 16ULL * plane; /* 2 x N^2 complex float */
+    }
+    unsigned long long n = set->pupil_samples > 0 ? (unsigned long long)set->pupil_samples : 0;
+    unsigned long long open = n > 0 ? bytes_min(pgrid, (n + 2) * (n + 2)) : pgrid;
+    unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)set->modes.nterms);
+    unsigned long long npitch = set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1;
+    out->pupils = bytes_mul(bytes_mul(open, per_sample), npitch);
+    out->scratch = 4ULL * pgrid * (set->opd_map ? 2ULL : 1ULL);
+    out->host = bytes_add(bytes_add(out->transform, out->pupils), out->scratch);
+    return 0;
+}
+
 const psf_backend_ops psf_backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
@@ -411,4 +457,5 @@ const psf_backend_ops psf_backend_cpu = {
     .free_images = cpu_free_images,
     .preferred_batch = 64,
     .device_count = cpu_device_count,
+    .memory_need = cpu_memory_need,
 };

@@ -36,6 +36,7 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "backend/bytes.h"
 }
 #include "backend/gpu_module_abi.h"
 
@@ -58,11 +59,9 @@ extern "C" {
 #define GPU_MEMORY_MARGIN ((size_t)256 << 20)
 /* MFT matrices kept at once: twice the components of one image, so that a
  * job's own matrices (at most PSF_MAX_COMPONENTS) never have to make room
- * for each other; ... */
+ * for each other; and about PSF_MFT_TABLE_BYTES of them: past it the least
+ * recently used is rebuilt when needed again. */
 #define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
-/* ... and about this many bytes of them (cpu/backend.c's figure); past
- * it the least recently used is rebuilt when needed again. */
-#define GPU_MFT_TABLE_BYTES ((size_t)1 << 30)
 /* The 4 pointer arrays of an MFT pass, in its staged tables. */
 #define GPU_MFT_PTRS 4
 
@@ -228,41 +227,77 @@ static void gpu_destroy(psf_backend *b)
     (void)cudaGetLastError();
 }
 
+/* The sizes a problem is computed at, from the problem alone (create
+ * keeps them in the backend; memory_need has no backend). */
+typedef struct {
+    int mft;       /* two matrix products instead of the FFT */
+    int npix;      /* N: the images' size (the FFT's, or the MFT's M) */
+    int grid;      /* the pupil grid: N, or the MFT's G */
+    int nterms;    /* Zernike modes */
+    size_t plane;  /* N * N */
+    size_t pplane; /* grid * grid */
+    size_t maps;   /* bytes of the aperture and OPD maps on the device */
+} gpu_shape;
+
+static gpu_shape shape_of(const psf_problem *set)
+{
+    gpu_shape s;
+    s.mft = set->mft != 0;
+    s.npix = set->npix;
+    s.plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
+    s.grid = s.mft ? set->pupil_npix : set->npix;
+    s.pplane = (size_t)s.grid * (size_t)(s.grid > 0 ? s.grid : 0);
+    s.nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    s.maps = 0;
+    if (set->aperture.shape == APERTURE_FILE)
+        s.maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
+    if (set->opd_map) s.maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
+    return s;
+}
+
 /* Device memory one capacity C needs, besides the work area: the fields
  * (grid^2 each) and their transforms (N^2 each: the FFT is out of place),
  * for the MFT its intermediate (N G) and one matrix, two image buffers,
- * the staging tables, and one pupil's build (the index, its temporaries
- * and the per-sample arrays; the basis is sized against the memory free
- * when it is built). */
-static size_t need_bytes(const psf_backend *b, long long cap, size_t work, size_t maps)
+ * the staging tables, the maps, and one pupil's build (the index, its
+ * temporaries and the per-sample arrays; the basis is sized against the
+ * memory free when it is built). */
+static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
 {
-    size_t plane = b->plane, pplane = b->pplane, ng = (size_t)b->npix * (size_t)b->grid;
+    size_t plane = s->plane, pplane = s->pplane, ng = (size_t)s->npix * (size_t)s->grid;
     size_t per = (pplane + plane) * sizeof(cufftComplex) + 2 * plane * sizeof(float);
     size_t fixed = pplane * 5 * sizeof(float);
-    if (b->mft) {
+    if (s->mft) {
         per += ng * sizeof(cufftComplex);
-        fixed += gpu_mft_table_bytes(b->npix, b->grid);
+        fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
-    return (size_t)cap * per + work + fixed + maps +
-           2 * layout_for((int)cap, (int)cap, b->nterms, b->mft).bytes;
+    return (size_t)cap * per + work + fixed + s->maps +
+           2 * layout_for((int)cap, (int)cap, s->nterms, s->mft).bytes;
 }
 
-/* Choose C: images of about GPU_SUBBATCH_BYTES, at most max_batch, halved
- * until the fields, image buffers and cuFFT work area fit the free memory. */
-static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err, size_t errlen)
+/* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
+ * max_batch and GPU_MAX_PASS (plane >= 1). */
+static long long capacity_wanted(size_t plane, int max_batch)
+{
+    long long cap = (long long)(GPU_SUBBATCH_BYTES / (plane * sizeof(float)));
+    if (cap < 1) cap = 1;
+    if (cap > max_batch) cap = max_batch;
+    if (cap > GPU_MAX_PASS) cap = GPU_MAX_PASS;
+    if (cap < 1) cap = 1;
+    return cap;
+}
+
+/* Choose C: capacity_wanted, halved until the fields, image buffers and
+ * cuFFT work area fit the free memory. */
+static int choose_capacity(psf_backend *b, size_t *work, char *err, size_t errlen)
 {
     size_t free_b = 0, total_b = 0;
     if (GPU_CUDA(&b->chk, cudaMemGetInfo(&free_b, &total_b))) return -1;
-    size_t image_bytes = b->plane * sizeof(float);
-    long long cap = (long long)(GPU_SUBBATCH_BYTES / image_bytes);
-    if (cap < 1) cap = 1;
-    if (cap > b->set.max_batch) cap = b->set.max_batch;
-    if (cap > GPU_MAX_PASS) cap = GPU_MAX_PASS;
-    if (cap < 1) cap = 1;
+    gpu_shape s = shape_of(&b->set);
+    long long cap = capacity_wanted(s.plane, b->set.max_batch);
     size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
     for (;;) {
         if (!b->mft && gpu_plan_estimate(&b->chk, b->npix, cap, work) != 0) return -1;
-        size_t need = need_bytes(b, cap, *work, maps);
+        size_t need = need_bytes(&s, cap, *work);
         if (need <= avail) break;
         if (cap == 1) {
             snprintf(err, errlen,
@@ -361,7 +396,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     b->all_basis = 1;
     b->pass_epoch = 1; /* tables start at epoch 0: in no pass */
     int ndev = 0;
-    size_t work = 0, maps = 0;
+    size_t work = 0;
     /* No device, no driver: say so plainly, it is the common case. */
     if (gpu_check_inject(&b->chk, "cudaGetDeviceCount", __FILE__, __LINE__)) goto fail;
     {
@@ -393,14 +428,11 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         goto fail;
     }
     if (aperture_check(&set->aperture, err, errlen) != 0) goto fail;
-    if (set->aperture.shape == APERTURE_FILE)
-        maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
-    if (set->opd_map) maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
     /* Load the kernels now (lazy module loading would put it on the first run). */
     if (gpu_pupil_load_kernels(&b->chk) || gpu_psf_load_kernels(&b->chk) ||
         (b->mft && gpu_mft_load_kernels(&b->chk)))
         goto fail;
-    if (choose_capacity(b, maps, &work, err, errlen) != 0) goto fail;
+    if (choose_capacity(b, &work, err, errlen) != 0) goto fail;
     if (GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->compute, cudaStreamNonBlocking)) ||
         GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->copy, cudaStreamNonBlocking)))
         goto fail;
@@ -499,7 +531,7 @@ static int pass_flush(psf_backend *b, int q);
  * the pitch, the wavelength and the output pixel only through their ratio,
  * so (as on the CPU) a monochromatic sweep at a fixed pixel in lambda/D
  * shares one. When every slot is taken or the matrices would pass
- * GPU_MFT_TABLE_BYTES, the least recently used one that the job being
+ * PSF_MFT_TABLE_BYTES, the least recently used one that the job being
  * added does not need is replaced: after the pass being filled has been
  * enqueued, if it uses that one, and after the queued work that may read
  * it is done. q: the sub-batch's image buffer (that pass's). Returns the
@@ -523,7 +555,7 @@ static int table_for(psf_backend *b, double a, int q)
         if (t->job != b->job_serial && (victim < 0 || t->used < b->tables[victim].used)) victim = i;
     }
     int slot = empty;
-    if (victim >= 0 && (empty < 0 || bytes + one > GPU_MFT_TABLE_BYTES)) {
+    if (victim >= 0 && (empty < 0 || bytes + one > PSF_MFT_TABLE_BYTES)) {
         if (b->tables[victim].epoch == b->pass_epoch && pass_flush(b, q)) return -1;
         if (GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))) return -1;
         gpu_mft_table_free(&b->tables[victim]);
@@ -929,6 +961,59 @@ static int gpu_device_count(char *err, size_t errlen)
     return n;
 }
 
+/* Device bytes of the pupils kept, one per pitch (gpu/pupil.h): the index
+ * over the grid, and per open sample (at most min(grid^2, (n + 2)^2)) its
+ * position, transmission, OPD and, up to GPU_PUPIL_BASIS_MAX_BYTES, the
+ * basis values, 4 bytes each. */
+static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *s)
+{
+    unsigned long long n = set->pupil_samples > 0 ? (unsigned long long)set->pupil_samples : 0;
+    unsigned long long open = n > 0 ? bytes_min(s->pplane, (n + 2) * (n + 2)) : s->pplane;
+    unsigned long long basis = open * 4ULL * (unsigned long long)s->nterms;
+    if (basis > GPU_PUPIL_BASIS_MAX_BYTES) basis = 0; /* evaluated per image instead */
+    unsigned long long one = 4ULL * (s->pplane + 1) + open * 4ULL * (set->opd_map ? 3 : 2) + basis;
+    return bytes_mul(one, set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1);
+}
+
+/* Device bytes of the MFT matrices beyond the one need_bytes counts: one
+ * per distinct a up to GPU_MFT_TABLES, about PSF_MFT_TABLE_BYTES of them
+ * (table_for), but never fewer than one job's own (PSF_MAX_COMPONENTS). */
+static unsigned long long tables_bytes(const psf_problem *set, const gpu_shape *s)
+{
+    unsigned long long one = gpu_mft_table_bytes(s->npix, s->grid);
+    unsigned long long want = set->mft_matrices > 1 ? (unsigned long long)set->mft_matrices : 1;
+    unsigned long long held = bytes_mul(one, bytes_min(want, GPU_MFT_TABLES));
+    unsigned long long job = bytes_mul(one, bytes_min(want, PSF_MAX_COMPONENTS));
+    unsigned long long cap = PSF_MFT_TABLE_BYTES + one > job ? PSF_MFT_TABLE_BYTES + one : job;
+    return bytes_min(held, cap) - one;
+}
+
+/* psf_backend_ops.memory_need: on the device what create takes at the
+ * capacity it wants (need_bytes; on a device with less room it takes
+ * fewer images per pass), less cuFFT's work area, which only cuFFT knows
+ * (create asks it), plus the pupils and MFT matrices run() adds; on the
+ * host the two pinned staging buffers and the pass being filled. No
+ * CUDA call. */
+static int gpu_memory_need(const psf_problem *set, const psf_backend_options *options,
+                           psf_memory_need *out, char *err, size_t errlen)
+{
+    (void)options;
+    memset(out, 0, sizeof *out);
+    gpu_shape s = shape_of(set);
+    if (s.npix < 1 || s.npix > GPU_PUPIL_MAX_NPIX || s.grid < 1 || s.grid > GPU_PUPIL_MAX_NPIX) {
+        snprintf(err, errlen, "gpu: grid %dx%d from a pupil grid %dx%d: outside 1..%d per side",
+                 s.npix, s.npix, s.grid, s.grid, GPU_PUPIL_MAX_NPIX);
+        return -1;
+    }
+    long long cap = capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
+    out->device = bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
+    if (s.mft) out->device = bytes_add(out->device, tables_bytes(set, &s));
+    size_t pass = sizeof(gpu_field_desc) + sizeof(float) + sizeof(gpu_pass_image) +
+                  (size_t)s.nterms * sizeof(double) + GPU_MFT_PTRS * sizeof(void *) + sizeof(int);
+    out->host = 2 * layout_for((int)cap, (int)cap, s.nterms, s.mft).bytes + (size_t)cap * pass;
+    return 0;
+}
+
 /* Filled field by field, so that the table stays right if backend/backend.h
  * reorders or adds members. */
 static psf_backend_ops make_ops(void)
@@ -943,6 +1028,7 @@ static psf_backend_ops make_ops(void)
     o.free_images = gpu_free_images;
     o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_module_abi.h: the cost model uses it too */
     o.device_count = gpu_device_count;
+    o.memory_need = gpu_memory_need;
     return o;
 }
 

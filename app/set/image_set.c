@@ -121,6 +121,15 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     problem->aperture_grids = s->grids;
     problem->max_batch = max_batch;
     problem->nimages = s->nimages;
+    /* What the jobs span (image_set_job): every pitch is D/n, or for
+     * broadband images one per wavelength; the MFT's a = dx p / lambda,
+     * one per wavelength the set has or sweeps (the larger count). */
+    const psf_config *cfg = s->cfg;
+    problem->pupil_samples = s->samp.pupil_samples;
+    problem->pupil_pitches = cfg->nwavelengths > 1 ? cfg->nwavelengths : 1;
+    int nwl =
+        cfg->nwavelengths > cfg->n_sweep_wavelength ? cfg->nwavelengths : cfg->n_sweep_wavelength;
+    problem->mft_matrices = nwl > 0 ? nwl : 1;
 }
 
 size_t image_set_storage(const image_set *s)

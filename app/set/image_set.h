@@ -77,7 +77,9 @@ typedef struct {
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen);
 void image_set_free(image_set *s);
 
-/* The backend's view of the set: the problem, for max_batch images per run(). */
+/* The backend's view of the set: the problem, for max_batch images per run(),
+ * with what its jobs span (pupil samples, pitches, MFT matrices) for the
+ * backends' memory_need. */
 void image_set_problem(const image_set *s, int max_batch, psf_problem *problem);
 
 /* Doubles of storage image_set_job needs per image (coefficients of every
