@@ -1,9 +1,11 @@
-/* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set,
- * pupils cached per pupil pitch; below N = 512 the images of a run are
- * spread over threads (one FFT buffer pair each), from 512 up FFTW's own
- * threads share each transform. An MFT
- * set (psf_problem.mft) plans no FFT: its images are two matrix products
- * each (cpu/mft.h), with the transform matrices cached per component. */
+/* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set
+ * (cpu/plan_cache.h), pupils cached per pupil pitch (cpu/pupil.h), each
+ * image's components transformed and summed as intensities
+ * (cpu/intensity.h); below N = 512 the images of a run are spread over
+ * threads (one FFT buffer pair each), from 512 up FFTW's own threads share
+ * each transform. An MFT set (psf_problem.mft) plans no FFT: its images are
+ * two matrix products each (cpu/mft.h), with the transform matrices cached
+ * per component. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,8 +15,9 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
-#include "cpu/plan_cache.h"
+#include "cpu/intensity.h"
 #include "cpu/mft.h"
+#include "cpu/plan_cache.h"
 #include "cpu/pupil.h"
 
 /* Grids from this size up use FFTW's threads inside one transform; below it
@@ -242,21 +245,6 @@ static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, cha
     return 0;
 }
 
-/* image += scale |out|^2 with the zero frequency moved from 0 to N/2. */
-static void accumulate_shifted(const fftwf_complex *out, int npix, float scale, float *image)
-{
-    int h = npix / 2;
-    for (int u = 0; u < npix; ++u) {
-        const fftwf_complex *src = out + (size_t)u * npix;
-        float *dst = image + (size_t)((u + h) % npix) * npix;
-        int split = npix - h; /* columns v < split go to v + h, the rest wrap */
-        for (int v = 0; v < split; ++v)
-            dst[v + h] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-        for (int v = split; v < npix; ++v)
-            dst[v - split] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-    }
-}
-
 /* One image through lane l (its pupils already built: pupil_index). */
 static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
                       float *image)
@@ -271,7 +259,7 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
                         l->in);
         fftwf_execute_dft(b->fft.plan, l->in, l->out);
-        accumulate_shifted(l->out, npix, (float)comp->scale, image);
+        cpu_intensity_accumulate(l->out, npix, (float)comp->scale, image);
     }
 }
 

@@ -1,15 +1,17 @@
 /* The CUDA backend: the table psf_gpu_module_entry hands out
- * (backend/gpu_module_abi.h), the twin of
- * cpu/backend.c. Per set (create): the device (options->device), the memory
- * estimate, streams, events, every buffer for the largest batch, the maps
- * and Zernike modes on the device. Per pitch (first use in run): the pupil,
- * built on the device (gpu/pupil.h). Per run: the jobs are split into
- * sub-batches of whole images; each sub-batch is one or more passes (one
- * pupil-field kernel, one batched out-of-place cuFFT or, for an MFT set,
- * two batched cuBLAS products (gpu/mft.h), one fused intensity kernel
- * each) on the compute stream into one of two device image buffers, whose
- * copy to the host runs on the copy stream while the next sub-batch
- * computes. A single-image FFT run replays a CUDA graph of its pass instead.
+ * (backend/gpu_module_abi.h), the twin of cpu/backend.c. Per set (create):
+ * the device (options->device), the memory estimate, streams, events,
+ * every buffer for the largest batch, the maps and Zernike modes on the
+ * device. Per pitch (first use in run): the pupil, built on the device
+ * (gpu/pupil.h). Per run: the jobs are split into sub-batches of whole
+ * images; each sub-batch is one or more passes, their tables packed on the
+ * host (gpu/batch.h), each pass one pupil-field kernel, one batched
+ * out-of-place cuFFT (gpu/plan_cache.h) or, for an MFT set, two batched
+ * cuBLAS products (gpu/mft.h), and one fused intensity kernel
+ * (gpu/intensity.h), on the compute stream into one of two device image
+ * buffers, whose copy to the host runs on the copy stream while the next
+ * sub-batch computes. A single-image FFT run replays a CUDA graph of its
+ * pass instead.
  *
  * The field buffer keeps its zeros: the FFT is out of place and the MFT's
  * products only read it, so once a slot holds a field of pupil p, the next
@@ -40,6 +42,7 @@ extern "C" {
 }
 #include "backend/gpu_module_abi.h"
 
+#include "gpu/batch.h"
 #include "gpu/cuda_check.h"
 #include "gpu/mft.h"
 #include "gpu/plan_cache.h"
@@ -62,8 +65,6 @@ extern "C" {
  * for each other; and about PSF_MFT_TABLE_BYTES of them: past it the least
  * recently used is rebuilt when needed again. */
 #define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
-/* The 4 pointer arrays of an MFT pass, in its staged tables. */
-#define GPU_MFT_PTRS 4
 
 /* A host buffer handed out by alloc_images. */
 typedef struct host_buf {
@@ -71,13 +72,6 @@ typedef struct host_buf {
     int pinned; /* 1: cudaHostAlloc, 0: malloc (pinned memory ran out) */
     struct host_buf *next;
 } host_buf;
-
-/* Where the tables of one pass lie in a staging buffer (bytes, 16-aligned).
- * ptrs: MFT sets only, GPU_MFT_PTRS arrays of nfields device pointers: the
- * fields' W, P (pupil field), T and E (gpu_mft_apply's w, p, t, e). */
-typedef struct {
-    size_t desc, scale, images, coeff, ptrs, bytes;
-} stage_layout;
 
 struct psf_backend {
     psf_problem set;
@@ -104,14 +98,8 @@ struct psf_backend {
     unsigned char *stage[2];  /* pinned host pass tables, stage_bytes each */
     unsigned char *dstage[2]; /* their device copies */
     size_t stage_bytes;
-    /* The pass being filled, on the host. */
-    gpu_field_desc *pf_desc; /* [C] */
-    float *pf_scale;         /* [C] */
-    gpu_pass_image *pf_img;  /* [C] */
-    double *pf_coeff;        /* [C * nterms] */
-    void **pf_ptr;           /* MFT: [GPU_MFT_PTRS * C], array a's entry f at a * C + f */
-    int pf_nfields, pf_nimages;
-    int npass; /* passes so far in this run: staging parity */
+    gpu_pass pass; /* the pass being filled, on the host (gpu/batch.h) */
+    int npass;     /* passes so far in this run: staging parity */
     int staged_pending[2], copy_pending[2];
     /* Set-wide device data and the pupils. */
     gpu_pupil_set pset;
@@ -139,25 +127,6 @@ struct psf_backend {
     unsigned graph_generation;
     host_buf *buffers;
 };
-
-static size_t align16(size_t n)
-{
-    return (n + 15) & ~(size_t)15;
-}
-
-static stage_layout layout_for(int nfields, int nimages, int nterms, int mft)
-{
-    stage_layout l;
-    l.desc = 0;
-    l.scale = align16((size_t)nfields * sizeof(gpu_field_desc));
-    l.images = align16(l.scale + (size_t)nfields * sizeof(float));
-    l.coeff = align16(l.images + (size_t)nimages * sizeof(gpu_pass_image));
-    l.ptrs = align16(l.coeff + (size_t)nfields * nterms * sizeof(double));
-    l.bytes = mft ? l.ptrs + (size_t)GPU_MFT_PTRS * nfields * sizeof(void *)
-                  : l.coeff + (size_t)nfields * nterms * sizeof(double);
-    if (l.bytes == 0) l.bytes = 16;
-    return l;
-}
 
 static void graph_release(psf_backend *b)
 {
@@ -215,11 +184,7 @@ static void gpu_destroy(psf_backend *b)
             free(h->ptr);
         free(h);
     }
-    free(b->pf_desc);
-    free(b->pf_scale);
-    free(b->pf_img);
-    free(b->pf_coeff);
-    free(b->pf_ptr);
+    gpu_pass_free(&b->pass);
     free(b->slot_pupil);
     free(b);
     /* A failed call leaves its error as the thread's last error, which the
@@ -271,7 +236,7 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
         fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
     return (size_t)cap * per + work + fixed + s->maps +
-           2 * layout_for((int)cap, (int)cap, s->nterms, s->mft).bytes;
+           2 * gpu_pass_layout_for((int)cap, (int)cap, s->nterms, s->mft).bytes;
 }
 
 /* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
@@ -443,7 +408,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
             goto fail;
     {
         size_t cap = (size_t)b->capacity;
-        b->stage_bytes = layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
+        b->stage_bytes = gpu_pass_layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->pplane * sizeof(cufftComplex))) ||
             GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex))))
             goto fail;
@@ -458,14 +423,8 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
                 goto fail;
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
             goto fail;
-        b->pf_desc = (gpu_field_desc *)malloc(cap * sizeof *b->pf_desc);
-        b->pf_scale = (float *)malloc(cap * sizeof *b->pf_scale);
-        b->pf_img = (gpu_pass_image *)malloc(cap * sizeof *b->pf_img);
-        b->pf_coeff = (double *)malloc((cap * b->nterms + 1) * sizeof *b->pf_coeff);
-        b->pf_ptr = (void **)malloc(GPU_MFT_PTRS * cap * sizeof *b->pf_ptr);
         b->slot_pupil = (int *)malloc(cap * sizeof *b->slot_pupil);
-        if (!b->pf_desc || !b->pf_scale || !b->pf_img || !b->pf_coeff || !b->pf_ptr ||
-            !b->slot_pupil) {
+        if (gpu_pass_init(&b->pass, b->capacity, b->nterms, b->mft) != 0 || !b->slot_pupil) {
             snprintf(err, errlen, "gpu: out of host memory");
             goto fail;
         }
@@ -590,51 +549,21 @@ static int tables_for_job(psf_backend *b, const psf_job *job, int q)
  * an MFT set, after tables_for_job for this job). */
 static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image)
 {
-    gpu_pass_image *e = &b->pf_img[b->pf_nimages++];
-    e->image = image;
-    e->first_field = b->pf_nfields;
-    e->nfields = n;
-    e->accumulate = c0 > 0;
-    size_t cap = (size_t)b->capacity;
+    gpu_pass_add_image(&b->pass, image, n, c0 > 0);
     for (int c = c0; c < c0 + n; ++c) {
         const psf_component *comp = &job->comp[c];
-        int f = b->pf_nfields++;
         int p = pupil_for(b, comp->dx_m); /* built before any pass: a lookup */
         if (p < 0) return -1;
-        b->pf_desc[f].pupil = p;
-        b->pf_desc[f].reserved = 0;
-        b->pf_desc[f].opd_to_waves = comp->opd_to_waves;
-        b->pf_scale[f] = (float)comp->scale;
-        double *dst = b->pf_coeff + (size_t)f * b->nterms;
-        for (int t = 0; t < b->nterms; ++t)
-            dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
+        int f = gpu_pass_add_field(&b->pass, p, comp);
         if (b->mft) { /* gpu_mft_apply's w, p, t, e for slot f */
             gpu_mft_table *t = &b->tables[b->job_table[c]];
             t->epoch = b->pass_epoch; /* in use by this pass */
-            b->pf_ptr[0 * cap + f] = t->w;
-            b->pf_ptr[1 * cap + f] = b->field + (size_t)f * b->pplane;
-            b->pf_ptr[2 * cap + f] = b->mft_t + (size_t)f * b->npix * b->grid;
-            b->pf_ptr[3 * cap + f] = b->spec + (size_t)f * b->plane;
+            gpu_pass_set_mft(&b->pass, f, t->w, b->field + (size_t)f * b->pplane,
+                             b->mft_t + (size_t)f * b->npix * b->grid,
+                             b->spec + (size_t)f * b->plane);
         }
     }
     return 0;
-}
-
-/* Pack the pass's tables into host staging buffer r. */
-static stage_layout pass_pack(psf_backend *b, int r)
-{
-    int nf = b->pf_nfields;
-    stage_layout l = layout_for(nf, b->pf_nimages, b->nterms, b->mft);
-    unsigned char *s = b->stage[r];
-    memcpy(s + l.desc, b->pf_desc, (size_t)nf * sizeof *b->pf_desc);
-    memcpy(s + l.scale, b->pf_scale, (size_t)nf * sizeof *b->pf_scale);
-    memcpy(s + l.images, b->pf_img, (size_t)b->pf_nimages * sizeof *b->pf_img);
-    memcpy(s + l.coeff, b->pf_coeff, (size_t)nf * b->nterms * sizeof *b->pf_coeff);
-    if (b->mft)
-        for (int a = 0; a < GPU_MFT_PTRS; ++a)
-            memcpy(s + l.ptrs + (size_t)a * nf * sizeof(void *),
-                   b->pf_ptr + (size_t)a * b->capacity, (size_t)nf * sizeof(void *));
-    return l;
 }
 
 /* Whether the pass being filled needs the whole-grid field kernel: some
@@ -644,8 +573,8 @@ static int pass_dense(const psf_backend *b, size_t *max_open)
 {
     int dense = 0;
     *max_open = 0;
-    for (int f = 0; f < b->pf_nfields; ++f) {
-        int p = b->pf_desc[f].pupil;
+    for (int f = 0; f < b->pass.nfields; ++f) {
+        int p = b->pass.desc[f].pupil;
         dense |= b->slot_pupil[f] != p;
         if (b->pupils[p].nopen > *max_open) *max_open = b->pupils[p].nopen;
     }
@@ -655,15 +584,15 @@ static int pass_dense(const psf_backend *b, size_t *max_open)
 /* The pass being filled is enqueued: its slots hold its pupils' fields. */
 static void pass_done(psf_backend *b)
 {
-    for (int f = 0; f < b->pf_nfields; ++f)
-        b->slot_pupil[f] = b->pf_desc[f].pupil;
+    for (int f = 0; f < b->pass.nfields; ++f)
+        b->slot_pupil[f] = b->pass.desc[f].pupil;
 }
 
 /* Enqueue one pass whose tables are in dstage[r] (layout l) on the compute
  * stream: pupil fields (the whole grid when dense, else the open samples of
  * at most max_open per pupil), the batched out-of-place FFT or the MFT's
  * two products into spec, intensities into out. */
-static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfields, int nimages,
+static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfields, int nimages,
                         float *out, int dense, size_t max_open)
 {
     unsigned char *d = b->dstage[r];
@@ -702,21 +631,21 @@ static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfield
 /* Run the pass being filled: stage its tables, enqueue it into dimg[q]. */
 static int pass_flush(psf_backend *b, int q)
 {
-    if (b->pf_nimages == 0) return 0;
+    if (b->pass.nimages == 0) return 0;
     int r = b->npass++ & 1;
     /* stage[r] may still be on its way to the device for the pass before last. */
     if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r]))) return -1;
     size_t max_open;
     int dense = pass_dense(b, &max_open);
-    stage_layout l = pass_pack(b, r);
+    gpu_pass_layout l = gpu_pass_pack(&b->pass, b->stage[r]);
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[r], b->stage[r], l.bytes,
                                           cudaMemcpyHostToDevice, b->compute)) ||
         GPU_CUDA(&b->chk, cudaEventRecord(b->ev_staged[r], b->compute)))
         return -1;
     b->staged_pending[r] = 1;
-    int rc = pass_enqueue(b, r, &l, b->pf_nfields, b->pf_nimages, b->dimg[q], dense, max_open);
+    int rc = pass_enqueue(b, r, &l, b->pass.nfields, b->pass.nimages, b->dimg[q], dense, max_open);
     if (rc == 0) pass_done(b);
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     b->pass_epoch++;
     return rc;
 }
@@ -731,18 +660,19 @@ static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int 
         /* A job that fits a pass is not split over two: passes of like jobs
          * then repeat one layout, each slot keeps its pupil (the open-sample
          * kernel), and a job's intensities add up in the CPU's order. */
-        if (job->ncomp <= cap && b->pf_nfields + job->ncomp > cap && pass_flush(b, q)) return -1;
+        if (job->ncomp <= cap && b->pass.nfields + job->ncomp > cap && pass_flush(b, q)) return -1;
         if (b->mft && tables_for_job(b, job, q)) return -1;
         if (job->ncomp == 0) { /* an image with no light: zeros */
             if (pass_add(b, job, 0, 0, j)) return -1;
         }
         for (int c = 0; c < job->ncomp;) {
-            int take = job->ncomp - c < cap - b->pf_nfields ? job->ncomp - c : cap - b->pf_nfields;
+            int take =
+                job->ncomp - c < cap - b->pass.nfields ? job->ncomp - c : cap - b->pass.nfields;
             if (pass_add(b, job, c, take, j)) return -1;
             c += take;
-            if ((b->pf_nfields == cap || b->pf_nimages == cap) && pass_flush(b, q)) return -1;
+            if ((b->pass.nfields == cap || b->pass.nimages == cap) && pass_flush(b, q)) return -1;
         }
-        if (b->pf_nimages == cap && pass_flush(b, q)) return -1;
+        if (b->pass.nimages == cap && pass_flush(b, q)) return -1;
     }
     return pass_flush(b, q);
 }
@@ -790,7 +720,7 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
     cufftHandle plan;
     /* Plan first: planning allocates, which a capturing stream forbids. */
     if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
-    stage_layout l = layout_for(nfields, 1, b->nterms, 0);
+    gpu_pass_layout l = gpu_pass_layout_for(nfields, 1, b->nterms, 0);
     if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
         return -1;
     int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
@@ -830,10 +760,10 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
 static int run_single(psf_backend *b, const psf_job *job, float *image)
 {
     if (pass_add(b, job, 0, job->ncomp, 0)) return -1;
-    int nfields = b->pf_nfields;
+    int nfields = b->pass.nfields;
     size_t max_open;
     int dense = pass_dense(b, &max_open);
-    pass_pack(b, 0);
+    gpu_pass_pack(&b->pass, b->stage[0]);
     if ((!b->graph_exec || b->graph_nfields != nfields || b->graph_all_basis != b->all_basis ||
          b->graph_generation != b->plans.generation || b->graph_dense != dense ||
          (!dense && b->graph_max_open != max_open)) &&
@@ -846,7 +776,7 @@ static int run_single(psf_backend *b, const psf_job *job, float *image)
                  ? -1
                  : 0;
     if (rc == 0) pass_done(b);
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     return rc;
 }
 
@@ -879,7 +809,7 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     b->chk.err = err;
     b->chk.errlen = errlen;
     b->npass = 0;
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     memset(b->staged_pending, 0, sizeof b->staged_pending);
     memset(b->copy_pending, 0, sizeof b->copy_pending);
     /* This thread may have another device current (backend/backend.h: any thread). */
@@ -1008,9 +938,8 @@ static int gpu_memory_need(const psf_problem *set, const psf_backend_options *op
     long long cap = capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
     out->device = bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
     if (s.mft) out->device = bytes_add(out->device, tables_bytes(set, &s));
-    size_t pass = sizeof(gpu_field_desc) + sizeof(float) + sizeof(gpu_pass_image) +
-                  (size_t)s.nterms * sizeof(double) + GPU_MFT_PTRS * sizeof(void *) + sizeof(int);
-    out->host = 2 * layout_for((int)cap, (int)cap, s.nterms, s.mft).bytes + (size_t)cap * pass;
+    out->host = 2 * gpu_pass_layout_for((int)cap, (int)cap, s.nterms, s.mft).bytes +
+                gpu_pass_bytes((int)cap, s.nterms) + (size_t)cap * sizeof(int); /* + slot_pupil */
     return 0;
 }
 
