@@ -1,7 +1,11 @@
 /* The backend interface: one table of functions that cpu/ and gpu/ each
- * implement (design.md, "Data flow"). A backend is created for one image set
- * (grid size, aperture, Zernike modes), plans its FFTs once there, and then
- * computes batches of images into host memory. No CUDA header is included.
+ * implement (design.md, "Data flow"). A backend is created for one image set,
+ * the problem (grid size, aperture, Zernike modes, maps: psf_problem), run
+ * as the caller's options say (threads, device, plan effort, cache
+ * directory: psf_backend_options); it plans its transforms once there, and
+ * then computes batches of images into host memory. How it runs them is its
+ * own business: the interface says what is computed, and how much memory
+ * that takes (memory_need). No CUDA header is included.
  *
  * Two propagations: the FFT (default; the image grid is the FFT grid, pixel
  * lambda_c/(N dx_c)) and, when psf_problem.mft is set, the matrix Fourier
