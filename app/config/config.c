@@ -30,6 +30,10 @@ static void set_defaults(psf_config *cfg)
     cfg->png_stretch = STRETCH_LOG;
     cfg->png_dynamic_range = 1.0e6;
     cfg->fits_enabled = 0;
+    cfg->hdf5_enabled = 0;
+    cfg->hdf5_dtype = HDF5_FLOAT32;
+    cfg->hdf5_compression = HDF5_NONE;
+    cfg->hdf5_level = 4;
     cfg->backend = BACKEND_AUTO;
 }
 
@@ -226,6 +230,28 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     return 0;
 }
 
+/* output.hdf5: enabled, dtype, compression and level (gzip only). */
+static int read_output_hdf5(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const dtypes[] = {"float32", "uint16"};
+    static const char *const codecs[] = {"none", "gzip"};
+    int v = 0;
+    if (cfg_read_bool(c, "output.hdf5.enabled", &cfg->hdf5_enabled) < 0) return -1;
+    if (cfg_read_enum(c, "output.hdf5.dtype", dtypes, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_dtype = (hdf5_dtype)v; /* same order as hdf5_dtype */
+    if (cfg_read_enum(c, "output.hdf5.compression", codecs, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_compression = (hdf5_compression)v;
+    const char *lkey = "output.hdf5.level";
+    long long level = 4;
+    int r = cfg_read_int(c, lkey, 1, 9, &level);
+    if (r < 0) return -1;
+    if (r == 1 && cfg->hdf5_compression != HDF5_GZIP)
+        return cfg_error(c, cfg_get(c, lkey), lkey,
+                         "only used with output.hdf5.compression = \"gzip\"");
+    cfg->hdf5_level = (int)level;
+    return 0;
+}
+
 static int read_output(cfg_ctx *c, psf_config *cfg)
 {
     static const char *const stretches[] = {"linear", "log", "sqrt"};
@@ -250,11 +276,13 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     cfg->png_compression = (int)level;
     if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
     if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
-    if (!cfg->png_enabled && !cfg->fits_enabled) {
+    if (read_output_hdf5(c, cfg)) return -1;
+    if (!cfg->png_enabled && !cfg->fits_enabled && !cfg->hdf5_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
-        return cfg_error(
-            c, s ? s : cfg_get(c, "output.fits.enabled"), "output",
-            "nothing to write: output.png.enabled or output.fits.enabled must be true");
+        if (!s) s = cfg_get(c, "output.fits.enabled");
+        return cfg_error(c, s ? s : cfg_get(c, "output.hdf5.enabled"), "output",
+                         "nothing to write: output.png.enabled, output.fits.enabled or "
+                         "output.hdf5.enabled must be true");
     }
     return 0;
 }

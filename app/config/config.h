@@ -18,6 +18,10 @@
 typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
+/* output.hdf5.dtype: float32 images as computed, or uint16 PNG stretch levels. */
+typedef enum { HDF5_FLOAT32 = 0, HDF5_UINT16 = 1 } hdf5_dtype;
+/* output.hdf5.compression. */
+typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
 
 typedef struct {
     int j;        /* index in the config's convention */
@@ -100,6 +104,11 @@ typedef struct {
     int fits_enabled;
     int fits_cube; /* with fits_enabled: one NAME_cube.fits, one plane per image,
                       instead of one FITS file per image */
+
+    int hdf5_enabled; /* output.hdf5.enabled: the set as one NAME.h5 (and NAME.json) */
+    hdf5_dtype hdf5_dtype;
+    hdf5_compression hdf5_compression;
+    int hdf5_level; /* output.hdf5.level: the gzip level 1..9, default 4 */
 
     backend_choice backend;
 

@@ -62,6 +62,11 @@ static const cfg_key schema[] = {
     {"output.fits", CFG_K_GROUP},
     {"output.fits.enabled", CFG_K_BOOL},
     {"output.fits.cube", CFG_K_BOOL},
+    {"output.hdf5", CFG_K_GROUP},
+    {"output.hdf5.enabled", CFG_K_BOOL},
+    {"output.hdf5.dtype", CFG_K_STRING},
+    {"output.hdf5.compression", CFG_K_STRING},
+    {"output.hdf5.level", CFG_K_INT},
     {"backend", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
