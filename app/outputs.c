@@ -18,6 +18,8 @@
 static int is_set_file(const char *name, const char *set)
 {
     size_t n = strlen(set);
+    if (strncmp(name, set, n) == 0 && (!strcmp(name + n, ".h5") || !strcmp(name + n, ".json")))
+        return 1; /* NAME.h5 and its sidecar NAME.json (output.hdf5) */
     if (strncmp(name, set, n) != 0 || name[n] != '_') return 0;
     const char *ext = strrchr(name, '.');
     return ext && (!strcmp(ext, ".png") || !strcmp(ext, ".fits") || !strcmp(ext, ".csv"));
@@ -114,6 +116,9 @@ static int in_this_set(const psf_config *cfg, long long nimages, const char *nam
     char want[512];
     outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
     if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
+    for (set_file f = SET_HDF5; f <= SET_SIDECAR; ++f)
+        if (!strcmp(name, outputs_set_file(NULL, cfg->name, f, want, sizeof want)))
+            return cfg->hdf5_enabled;
     const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
     char *end;
     long long k = strtoll(digits, &end, 10);
@@ -155,6 +160,14 @@ const char *outputs_set_file(const char *dir, const char *name, set_file f, char
     const char *suffix = f == SET_MANIFEST ? "manifest.csv"
                          : f == SET_TIMING ? "timing.csv"
                                            : "cube.fits";
+    if (f == SET_HDF5 || f == SET_SIDECAR) { /* NAME.h5, NAME.json: no '_' */
+        const char *ext = f == SET_HDF5 ? "h5" : "json";
+        if (dir)
+            snprintf(out, outlen, "%s/%s.%s", dir, name, ext);
+        else
+            snprintf(out, outlen, "%s.%s", name, ext);
+        return out;
+    }
     if (dir)
         snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
     else

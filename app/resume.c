@@ -158,6 +158,32 @@ void resume_free(resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
+/* Keep the rows whose leading index is done. */
+static void filter_rows(const resume_state *rs, char **rows, long long *n)
+{
+    long long kept = 0;
+    for (long long i = 0; i < *n; ++i) {
+        long long k = strtoll(rows[i], NULL, 10);
+        if (k >= 0 && k < rs->nimages && rs->done[k])
+            rows[kept++] = rows[i];
+        else
+            free(rows[i]);
+    }
+    *n = kept;
+}
+
+void resume_require(resume_state *rs, const unsigned char *also)
+{
+    if (!rs->done) return;
+    for (long long k = 0; k < rs->nimages; ++k)
+        if (rs->done[k] && !also[k]) {
+            rs->done[k] = 0;
+            rs->ndone--;
+        }
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+}
+
 void resume_clean_temps(const char *dir, const char *name)
 {
     DIR *d = opendir(dir);

@@ -13,6 +13,7 @@
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "app/formats/fits_module.h"
+#include "app/formats/hdf5_module.h"
 #include "app/run_lanes.h"
 #include "app/run_ranks.h"
 #include "app/run_report.h"
@@ -36,12 +37,23 @@ static int prepare(run_state *r, char *err, size_t errlen)
                  o->config_path, r->mpi->size);
         return -1;
     }
+    if (r->mpi && r->cfg.hdf5_enabled) {
+        snprintf(err, errlen,
+                 "%s: output.hdf5: one HDF5 file cannot be written by %d MPI ranks; run this "
+                 "set as one process",
+                 o->config_path, r->mpi->size);
+        return -1;
+    }
     if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
     /* FITS output needs the FITS module: a psfsim without it says so before
      * any work (exit 2, nothing written), not after the first image. */
     char ferr[RUN_ERRLEN];
     if (r->cfg.fits_enabled && fits_module_load(ferr, sizeof ferr) != 0) {
         snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
+        return -1;
+    }
+    if (r->cfg.hdf5_enabled && hdf5_module_load(ferr, sizeof ferr) != 0) {
+        snprintf(err, errlen, "%s: output.hdf5: %.900s", o->config_path, ferr);
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;

@@ -12,6 +12,7 @@
 #include "optics/metrics.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
+#include "app/set_hdf5.h"
 
 /* Remove the files of a written image (res's names in r->dir). */
 static void forget_image(run_state *r, const image_result *res)
@@ -93,6 +94,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
+    if (rc == 0) rc = set_hdf5_add(r, sl, err, errlen); /* once in the manifest */
     sl->count = 0;
     return rc;
 }
@@ -210,6 +212,7 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
                                     .info = info,
                                     .res = res,
                                     .timing = &sl->timings[i]};
+        if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
     }
     /* The slot's count is set before its first job can finish. */
     sl->count = nb;

@@ -11,6 +11,7 @@
 #include "app/cli.h"
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
+#include "app/hdf5_writer.h"
 #include "app/set/image_set.h"
 #include "app/manifest.h"
 #include "app/mpi_run.h"
@@ -32,6 +33,7 @@
 typedef struct {
     float *images; /* batch * N * N, from the backend (pinned for the GPU) */
     psf_job *jobs;
+    unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
     image_info *infos;
     double *storage; /* image_set_storage doubles per image */
     image_result *results;
@@ -88,6 +90,8 @@ struct run_state {
     int manifest_open, timing_open;
     cube_writer cube; /* output.fits.cube */
     int cube_open;
+    hdf5_writer *h5; /* output.hdf5's NAME.h5 (app/set_hdf5.h), NULL when not open */
+    int h5_kept;     /* --resume found NAME.h5 complete: it is kept as it is */
     progress bar;
     long long todo;           /* images this run computes (all, or the missing ones; with
                                  MPI, this rank's block of them) */
