@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/bytes.h"
+
 #define HDF5_ERRLEN 1024
 
 /* Consecutive images k = first .. first + count - 1 and their labels. */
@@ -301,4 +303,56 @@ int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)
     }
     writer_free(w);
     return rc;
+}
+
+unsigned long long hdf5_writer_image_bytes(const image_set *s)
+{
+    unsigned long long m = (unsigned long long)s->samp.npix;
+    return m * m * (s->cfg->hdf5_dtype == HDF5_UINT16 ? 2ULL : 4ULL);
+}
+
+/* The module's chunk: c = max(1, 1 MiB / image) images, at most K. */
+static unsigned long long chunk_images(const image_set *s)
+{
+    unsigned long long c = (1ULL << 20) / hdf5_writer_image_bytes(s);
+    if (c < 1) c = 1;
+    return c < (unsigned long long)s->nimages ? c : (unsigned long long)s->nimages;
+}
+
+static unsigned long long chunk_bytes(const image_set *s)
+{
+    return chunk_images(s) * hdf5_writer_image_bytes(s); /* < 4 GiB + 1 MiB */
+}
+
+/* Label bytes of one image: the terms, the columns and the written flag. */
+static unsigned long long label_bytes(const image_set *s)
+{
+    return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS) * 8ULL + 1ULL;
+}
+
+unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes)
+{
+    if (!s->cfg->hdf5_enabled) return 0;
+    unsigned long long b = (unsigned long long)(batch > 0 ? batch : 1);
+    unsigned long long l = (unsigned long long)(lanes > 0 ? lanes : 1);
+    unsigned long long image = hdf5_writer_image_bytes(s);
+    unsigned long long row = image + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
+    unsigned long long queue = bytes_mul(HDF5_QUEUE_BATCHES * b, row);
+    unsigned long long stages = bytes_mul(WRITER_SLOTS * l + 2, chunk_bytes(s));
+    unsigned long long gzip =
+        s->cfg->hdf5_compression == HDF5_GZIP ? bytes_mul(8ULL * 2, chunk_bytes(s)) : 0;
+    unsigned long long flags = bytes_mul(3ULL, (unsigned long long)s->nimages);
+    unsigned long long levels =
+        s->cfg->hdf5_dtype == HDF5_UINT16 ? bytes_mul(WRITER_SLOTS * l * b, image) : 0;
+    return bytes_add(bytes_add(queue, stages), bytes_add(bytes_add(gzip, flags), levels));
+}
+
+unsigned long long hdf5_writer_disk_need(const image_set *s)
+{
+    if (!s->cfg->hdf5_enabled) return 0;
+    unsigned long long k = (unsigned long long)s->nimages;
+    unsigned long long images = bytes_mul(k, hdf5_writer_image_bytes(s));
+    unsigned long long nchunks = (k + chunk_images(s) - 1) / chunk_images(s);
+    unsigned long long meta = bytes_add(bytes_mul(nchunks, 256ULL), 2ULL << 20); /* + NAME.json */
+    return bytes_add(bytes_add(images, bytes_mul(k, label_bytes(s))), meta);
 }
