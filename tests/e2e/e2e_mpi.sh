@@ -96,4 +96,11 @@ cut -d, -f1-15 kref/k_manifest.csv >a.csv
 cut -d, -f1-15 kpart/k_manifest.csv >b.csv
 cmp -s a.csv b.csv && pass "resumed manifest equals the single-process run's" || fail "resumed manifest differs"
 [ -z "$(ls -A kpart | grep '^\.')" ] && pass "no temp files left" || fail "temp files left"
+
+# output.hdf5 is one file of one process: refused with MPI, before any work.
+sweep h 32 2 | sed 's/fits: { enabled = true; };/hdf5: { enabled = true; };/' >h.cfg
+expect_exit 2 "output.hdf5 with mpirun -n 3" -- "${MPIRUN[@]}" "$PSFSIM" -q --backend cpu -c h.cfg -o hpar
+expect_stderr 'h.cfg: output.hdf5: one HDF5 file cannot be written by 3 MPI ranks; run this set as one process' \
+  "output.hdf5 with MPI: message"
+[ ! -e hpar ] && pass "output.hdf5 with MPI: nothing written" || fail "hpar written"
 finish
