@@ -48,7 +48,10 @@ int set_hdf5_open(run_state *r, char *err, size_t errlen)
     h5set_info info;
     r->h5 = hdf5_writer_open(&r->set, r->dir, &pv, resume, r->batch, &info, err, errlen);
     if (!r->h5) return -1;
-    if (info.note[0]) log_warn("%s", info.note);
+    if (info.note[0] && resume)
+        log_warn("%s", info.note); /* its images are computed again */
+    else if (info.note[0])
+        log_info("%s", info.note);
     if (!resume) return 0;
     long long before = r->resume.ndone;
     resume_require(&r->resume, hdf5_writer_written(r->h5));
