@@ -227,6 +227,14 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
             return bad(c, "a %s extension before any image (a map must be an image)", h->xtension);
     }
     if (data_bytes(h) < 0) return bad(c, "the data size overflows");
+    /* A map is 2-D; cfitsio 4.2 frees a wild pointer inside fits_open_file
+     * on a header with NAXIS >= 104 (an 11.5 kB file), so no other image
+     * header reaches it, the empty HDUs before the image included. */
+    if (h->naxis > 2) {
+        snprintf(c->err, c->errlen, "%s: image HDU %d has NAXIS = %lld; a map must be 2-D", c->path,
+                 c->hdu, h->naxis);
+        return -1;
+    }
     return 0;
 }
 

@@ -14,8 +14,10 @@
  * 2880-byte blocks of 80-byte cards, sec. 4.4.1: the mandatory keywords).
  * The HDUs before it and its own header must be: the primary HDU (SIMPLE
  * = T first), then image extensions (XTENSION = 'IMAGE'); BITPIX one of 8,
- * 16, 32, 64, -32, -64; NAXIS 0..999; NAXISn (all present), PCOUNT,
- * GCOUNT, TFIELDS integers >= 0, each written as an integer; the data sizes
+ * 16, 32, 64, -32, -64; NAXIS 0..2 (a map is 2-D: "PATH: image HDU k has
+ * NAXIS = n; a map must be 2-D"; a table's NAXIS 0..999); NAXISn (all
+ * present), PCOUNT, GCOUNT, TFIELDS integers >= 0, each written as an
+ * integer; the data sizes
  * they give must fit in 2^62 bytes and in the file (so nothing is
  * allocated for data a truncated file does not hold). A table
  * or any other extension before the image is refused (a map is an image,
