@@ -22,6 +22,8 @@ typedef struct {
     unsigned char seen_axis[999];
     long long pcount, gcount;
     int zimage; /* ZIMAGE = T: a tile-compressed image */
+    int bunit;  /* BUNIT: 1 a string (in bunit_text), -1 not a string, 0 absent */
+    char bunit_text[FITS_CARD];
     int seen_bitpix, seen_naxis, seen_pcount, seen_gcount, seen_tfields;
     long long tfields;
 } fits_hdu_info;
@@ -104,6 +106,33 @@ static int card_integer(scan_ctx *c, const char *card, const char *key, long lon
     return 0;
 }
 
+/* A string value card ("KEY     = 'text'", '' for a quote, FITS 4.0 sec.
+ * 4.2.1.1) into out without its trailing blanks: 0, or -1 when the value is
+ * not such a string of printable ASCII. */
+static int card_string(const char *card, char *out)
+{
+    if (card[8] != '=') return -1;
+    int i = 10, n = 0;
+    while (i < FITS_CARD && card[i] == ' ')
+        ++i;
+    if (i == FITS_CARD || card[i++] != '\'') return -1;
+    for (; i < FITS_CARD; ++i) {
+        if (card[i] < 32 || card[i] > 126) return -1;
+        if (card[i] == '\'') {
+            if (i + 1 < FITS_CARD && card[i + 1] == '\'') {
+                out[n++] = card[++i];
+                continue;
+            }
+            while (n > 0 && out[n - 1] == ' ')
+                --n;
+            out[n] = '\0';
+            return 0;
+        }
+        out[n++] = card[i];
+    }
+    return -1; /* no closing quote */
+}
+
 /* A logical value card: 1 for T, 0 for F, -1 (message) otherwise. */
 static int card_logical(scan_ctx *c, const char *card, const char *key)
 {
@@ -176,6 +205,8 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
         if (card_integer(c, card, key, &v) || nonneg(c, key, v, 999)) return -1;
         h->tfields = v;
         h->seen_tfields = 1;
+    } else if (!strcmp(key, "BUNIT")) {
+        h->bunit = card_string(card, h->bunit_text) == 0 ? 1 : -1;
     } else if (!strcmp(key, "ZIMAGE")) {
         int z = card_logical(c, card, key);
         if (z < 0) return -1;
@@ -240,7 +271,15 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
 
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
 {
-    *hdu = 0;
+    fits_scan_result r;
+    int rc = fits_scan_image(path, &r, err, errlen);
+    *hdu = r.hdu;
+    return rc;
+}
+
+int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
     scan_ctx c = {.path = path, .hdu = 1, .err = err, .errlen = errlen};
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -296,7 +335,10 @@ int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
                         bytes, size - pos);
                     goto out;
                 }
-                *hdu = c.hdu;
+                res->hdu = c.hdu;
+                res->bunit = h.bunit;
+                if (h.bunit > 0)
+                    snprintf(res->bunit_text, sizeof res->bunit_text, "%s", h.bunit_text);
                 rc = 0;
                 goto out;
             }

@@ -30,4 +30,17 @@
  * file". Reads at most the headers up to the image (no data). */
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen);
 
+/* What fits_scan_image found of the image: its HDU and its header's BUNIT
+ * (the map's unit; FITS 4.0 sec. 4.4.2.1), not interpreted here. */
+typedef struct {
+    int hdu;             /* 1-based */
+    int bunit;           /* 1: BUNIT is a string (bunit_text), -1: BUNIT is
+                            not a string of printable ASCII, 0: no BUNIT */
+    char bunit_text[80]; /* its text, without the quotes and trailing blanks */
+} fits_scan_result;
+
+/* fits_scan_first_image with the image's BUNIT too: the same checks, errors
+ * and messages; on error res is zero. */
+int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t errlen);
+
 #endif

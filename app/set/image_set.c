@@ -89,8 +89,9 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
         s->aperture.map_rows = s->map_rows;
         s->aperture.map_cols = s->map_cols;
     }
-    if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
-                                          &s->opd_cols, why, sizeof why) != 0)
+    if (cfg->opd_file[0] &&
+        maps_load_opd(cfg->opd_file, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows,
+                      &s->opd_cols, &s->opd_units, why, sizeof why) != 0)
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     return jobs_modeset(cfg, &s->modes, err, errlen);
@@ -239,7 +240,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->dx_m = s->mft ? s->samp.dx_m : s->samp.dx_m * wl / wl_ref;
         comp->coeff_waves = coeff + (size_t)c * nt;
         jobs_coefficients(cfg, &s->modes, p, wl, coeff + (size_t)c * nt, c == 0 ? units : NULL);
-        if (s->opd_map) comp->opd_to_waves = cfg->opd_units == ZUNITS_NM ? 1.0 / wl : 1.0;
+        if (s->opd_map) comp->opd_to_waves = s->opd_units.units == ZUNITS_NM ? 1.0 / wl : 1.0;
         const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);
         if (!a) return -1;
         if (s->mft) { /* N_c: pixels in one period of the sampled pupil's transform */

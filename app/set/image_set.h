@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "app/config/config.h"
 #include "app/set/jobs.h"
+#include "app/set/maps.h"
 #include "optics/aperture_cache.h"
 #include "optics/sampling.h"
 
@@ -39,6 +40,7 @@ typedef struct {
     int map_rows, map_cols;
     float *opd_map; /* NULL without aberrations.opd_map */
     int opd_rows, opd_cols;
+    maps_opd_units opd_units; /* opd_map's unit (nm or waves) and its source */
     long long nimages;
     int nsums;
     aperture_sums sums[PSF_MAX_COMPONENTS];

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "app/config/config.h"
+
 /* Load a transmission map: PNG grey levels / maxval, FITS values as they
  * are; values outside [0, 1] are an error. Returns 0 or -1 with err
  * naming the file. *data: malloc'd rows x cols, row 0 at y = -D/2 (the
@@ -12,9 +14,30 @@
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
                            size_t errlen);
 
+/* The unit of a loaded OPD map's values, and what it was read from. */
+typedef struct {
+    zernike_units units; /* ZUNITS_NM: OPD in nm; ZUNITS_WAVES: in waves at
+                            each image's wavelength */
+    char what[160];      /* e.g. "m (the map's BUNIT = 'meter')", for -v and
+                            the timing log */
+} maps_opd_units;
+
 /* Load an OPD map: PNG grey levels or FITS values times scale (NaN in
- * FITS become 0). Returns 0 or -1 with err. */
-int maps_load_opd(const char *path, double scale, float **data, int *rows, int *cols, char *err,
-                  size_t errlen);
+ * FITS become 0), in the unit of the FITS image's BUNIT (FITS 4.0 sec.
+ * 4.4.2.1; case-insensitive), converted to nm or waves:
+ *   m, meter(s), metre(s)                 x 1e9 -> nm
+ *   um, micron(s), micrometer(s)           x 1e3 -> nm
+ *   nm, nanometer(s), nanometre(s)          x 1  -> nm
+ *   rad, radian(s): a phase phi at each image's wavelength lambda,
+ *     W = phi lambda / (2 pi)           x 1/(2 pi) -> waves
+ *   wave(s): W = v lambda                       x 1 -> waves
+ * With no BUNIT (a PNG, a FITS without one or with a blank one) the values
+ * are in fallback (aberrations.opd_map.units: nm, or waves). *units says
+ * which, and the unit is logged (log_info). Returns 0, or -1 with err
+ * naming the file: unreadable or refused map, a BUNIT that is not a
+ * string or not one of these units ("PATH: BUNIT = 'furlong' is not a unit
+ * of OPD ..."), a non-finite value or scale. */
+int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
+                  int *cols, maps_opd_units *units, char *err, size_t errlen);
 
 #endif

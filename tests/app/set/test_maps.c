@@ -19,9 +19,11 @@
 /* libpng declares a psf_png_write_image of its own (see png_io.h). */
 #include <png.h>
 
+#include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"
 
 static char *g_dir;
+static maps_opd_units u; /* the unit of the last OPD map loaded */
 
 static int setup(void **state)
 {
@@ -176,7 +178,7 @@ static void test_opd_maps(void **state)
         fits_close_file(f, &status);
         assert_int_equal(status, 0);
     }
-    assert_int_equal(maps_load_opd(p, 2.5, &o, &rows, &cols, err, sizeof err), 0);
+    assert_int_equal(maps_load_opd(p, 2.5, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
     assert_int_equal(rows, 2);
     assert_int_equal(cols, 3);
     assert_float_equal(o[0], 2.5, 0.0);
@@ -191,7 +193,7 @@ static void test_opd_maps(void **state)
     unsigned short lv[4] = {0, 1, 1000, 65535};
     const char *pp = in_dir("opd.png");
     assert_int_equal(psf_png_write_levels(pp, lv, 2, 16, 1, err, sizeof err), 0);
-    assert_int_equal(maps_load_opd(pp, 0.5, &o, &rows, &cols, err, sizeof err), 0);
+    assert_int_equal(maps_load_opd(pp, 0.5, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
     assert_float_equal(o[0], 0.0, 0.0);
     assert_float_equal(o[1], 0.5, 0.0);
     assert_float_equal(o[2], 500.0, 0.0);
@@ -202,12 +204,182 @@ static void test_opd_maps(void **state)
     float inf[4] = {0, -INFINITY, 0, 0};
     assert_int_equal(psf_fits_write_image(p, inf, 2, NULL, 0, err, sizeof err), 0);
     o = (float *)1;
-    assert_int_equal(maps_load_opd(p, 1.0, &o, &rows, &cols, err, sizeof err), -1);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), -1);
     assert_null(o);
     assert_non_null(strstr(err, p));
     assert_non_null(strstr(err, "-inf"));
-    assert_int_equal(maps_load_opd(pp, NAN, &o, &rows, &cols, err, sizeof err), -1);
+    assert_int_equal(maps_load_opd(pp, NAN, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), -1);
     assert_non_null(strstr(err, pp));
+}
+
+/* A cols x rows float FITS map through cfitsio with BUNIT = bunit (none
+ * when NULL; bunit_int: an integer BUNIT instead), in an image extension
+ * after a primary whose BUNIT is 'nm' when ext. */
+static void write_map(const char *path, const char *bunit, int bunit_int, int ext, int rows,
+                      int cols, const float *v)
+{
+    fitsfile *f = NULL;
+    int status = 0;
+    long ax[2] = {cols, rows};
+    remove(path);
+    fits_create_diskfile(&f, path, &status);
+    if (ext) {
+        fits_create_img(f, 8, 0, NULL, &status);
+        fits_update_key_str(f, "BUNIT", "nm", NULL, &status);
+    }
+    fits_create_img(f, FLOAT_IMG, 2, ax, &status);
+    if (bunit) fits_update_key_str(f, "BUNIT", bunit, NULL, &status);
+    if (bunit_int) fits_update_key_lng(f, "BUNIT", bunit_int, NULL, &status);
+    fits_write_img(f, TFLOAT, 1, (LONGLONG)rows * cols, (void *)(uintptr_t)v, &status);
+    fits_close_file(f, &status);
+    assert_int_equal(status, 0);
+}
+
+/* BUNIT: lengths to nm, phases to waves; without one, the config's unit. */
+static void test_opd_bunit(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bunit;
+        double factor;
+        zernike_units units;
+    } cases[] = {
+        {"meter", 1e9, ZUNITS_NM},
+        {"m", 1e9, ZUNITS_NM},
+        {"METERS", 1e9, ZUNITS_NM},
+        {"metre", 1e9, ZUNITS_NM},
+        {"um", 1e3, ZUNITS_NM},
+        {"micron", 1e3, ZUNITS_NM},
+        {"Microns", 1e3, ZUNITS_NM},
+        {"nm", 1.0, ZUNITS_NM},
+        {"nanometers", 1.0, ZUNITS_NM},
+        {"rad", 1.0 / 6.283185307179586, ZUNITS_WAVES},
+        {"radians", 1.0 / 6.283185307179586, ZUNITS_WAVES},
+        {"waves", 1.0, ZUNITS_WAVES},
+        {"wave", 1.0, ZUNITS_WAVES},
+    };
+    char err[512] = "";
+    float *o;
+    int rows, cols;
+    const float v[4] = {1e-7f, -2.5e-8f, 3.0f, 0.0f};
+    const char *p = in_dir("unit.fits");
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k) {
+        write_map(p, cases[k].bunit, 0, 0, 2, 2, v);
+        for (int fallback = 0; fallback < 2; ++fallback) { /* BUNIT wins over the config's */
+            zernike_units fb = fallback ? ZUNITS_WAVES : ZUNITS_NM;
+            if (maps_load_opd(p, 2.0, fb, &o, &rows, &cols, &u, err, sizeof err) != 0)
+                fail_msg("BUNIT = '%s': %s", cases[k].bunit, err);
+            for (int i = 0; i < 4; ++i)
+                assert_float_equal(o[i], (float)((double)v[i] * 2.0 * cases[k].factor),
+                                   1e-6 * fabs(v[i] * 2.0 * cases[k].factor));
+            assert_int_equal(u.units, cases[k].units);
+            char want[64];
+            snprintf(want, sizeof want, "BUNIT = '%s'", cases[k].bunit);
+            assert_non_null(strstr(u.what, want));
+            free(o);
+        }
+    }
+    /* The image's own BUNIT counts, not the primary's ('nm') before it. */
+    write_map(p, "meter", 0, 1, 2, 2, v);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
+    assert_float_equal(o[0], 100.0, 1e-4);
+    assert_non_null(strstr(u.what, "m (the map's BUNIT = 'meter')"));
+    free(o);
+
+    /* No BUNIT, or a blank one: aberrations.opd_map.units (nm by default). */
+    write_map(p, NULL, 0, 0, 2, 2, v);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
+    assert_true(o[2] == 3.0f);
+    assert_int_equal(u.units, ZUNITS_NM);
+    assert_non_null(strstr(u.what, "nm (aberrations.opd_map.units; the map has no BUNIT)"));
+    free(o);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_WAVES, &o, &rows, &cols, &u, err, sizeof err), 0);
+    assert_int_equal(u.units, ZUNITS_WAVES);
+    assert_non_null(strstr(u.what, "waves (aberrations.opd_map.units"));
+    free(o);
+    write_map(p, "", 0, 0, 2, 2, v);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
+    assert_true(o[2] == 3.0f);
+    assert_non_null(strstr(u.what, "blank BUNIT"));
+    free(o);
+    unsigned short lv[4] = {0, 1, 2, 3};
+    const char *pp = in_dir("unit.png");
+    assert_int_equal(psf_png_write_levels(pp, lv, 2, 16, 1, err, sizeof err), 0);
+    assert_int_equal(maps_load_opd(pp, 1.0, ZUNITS_WAVES, &o, &rows, &cols, &u, err, sizeof err),
+                     0);
+    assert_int_equal(u.units, ZUNITS_WAVES);
+    assert_non_null(strstr(u.what, "a PNG has no BUNIT"));
+    free(o);
+
+    /* An unknown unit, or a BUNIT that is not a string: an error naming both. */
+    write_map(p, "furlong", 0, 0, 2, 2, v);
+    o = (float *)1;
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), -1);
+    assert_null(o);
+    assert_int_equal(rows, 0);
+    assert_non_null(strstr(err, p));
+    assert_non_null(strstr(err, "BUNIT = 'furlong' is not a unit of OPD"));
+    write_map(p, NULL, 7, 0, 2, 2, v);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, p));
+    assert_non_null(strstr(err, "BUNIT is not a quoted string"));
+    /* A transmission map has no unit: its BUNIT is not read. */
+    float t[4] = {0, 0.5f, 1, 1};
+    write_map(p, "furlong", 0, 0, 2, 2, t);
+    assert_int_equal(maps_load_transmission(p, &o, &rows, &cols, err, sizeof err), 0);
+    free(o);
+}
+
+/* The PSF of an OPD map (16 x 16, 0..~120 nm of defocus and tilt) given
+ * in nm, in m, as a phase in rad or in waves at 550 nm: the same image. A
+ * broadband image (500 and 600 nm) of the rad map is that of the same
+ * values in units = "waves" (the phase is the same at every wavelength). */
+static float *psf_of(const float *opd, const char *bunit, const char *extra)
+{
+    const char *p = in_dir("psf_opd.fits");
+    write_map(p, bunit, 0, 0, 16, 16, opd);
+    const char *cfg = tu_format("name = \"u\";\n"
+                                "optics: { %s aperture: { diameter_m = 1.0; }; };\n"
+                                "sampling: { pupil_samples = 32; };\n"
+                                "aberrations: { opd_map: { file = \"%s\"; %s }; };\n",
+                                strstr(extra, "units") ? "wavelengths_nm = [500.0, 600.0];"
+                                                       : "wavelength_nm = 550.0;",
+                                p, extra);
+    long long n = 0;
+    int npix = 0;
+    float *img = harness_compute_all(cfg, NULL, &n, &npix);
+    assert_non_null(img);
+    assert_int_equal(n, 1);
+    assert_int_equal(npix, 64);
+    return img;
+}
+
+static void test_opd_bunit_psf(void **state)
+{
+    (void)state;
+    float nm[256], m[256], rad[256], waves[256];
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 16; ++c) {
+            double x = (c - 7.5) / 8, y = (r - 7.5) / 8;
+            int i = r * 16 + c;
+            nm[i] = (float)(60.0 * (x * x + y * y) + 20.0 * x);
+            m[i] = (float)(nm[i] * 1e-9);
+            rad[i] = (float)(6.283185307179586 * nm[i] / 550.0);
+            waves[i] = (float)(nm[i] / 550.0);
+        }
+    float *a = psf_of(nm, "nm", ""), *b = psf_of(m, "meter", "");
+    float *c = psf_of(rad, "rad", ""), *d = psf_of(waves, "waves", "");
+    float *flat = psf_of(waves, NULL, "scale = 0.0;");
+    assert_true(tu_rel_l2(a, b, 64 * 64) < 1e-6);
+    assert_true(tu_rel_l2(a, c, 64 * 64) < 1e-6);
+    assert_true(tu_rel_l2(a, d, 64 * 64) < 1e-6);
+    assert_true(tu_rel_l2(a, flat, 64 * 64) > 1e-2); /* the map does something */
+    float *e = psf_of(rad, "radians", "units = \"nm\";");
+    float *f = psf_of(waves, NULL, "units = \"waves\";");
+    float *g = psf_of(nm, NULL, "units = \"nm\";");
+    assert_true(tu_rel_l2(e, f, 64 * 64) < 1e-6);
+    assert_true(tu_rel_l2(e, g, 64 * 64) > 1e-4); /* nm: the phase scales as 1/lambda */
+    free(a), free(b), free(c), free(d), free(e), free(f), free(g), free(flat);
 }
 
 static void test_rgb_png_refused(void **state)
@@ -237,7 +409,7 @@ static void test_rgb_png_refused(void **state)
     assert_null(t);
     assert_non_null(strstr(err, p));
     assert_non_null(strstr(err, "RGB"));
-    assert_int_equal(maps_load_opd(p, 1.0, &t, &rows, &cols, err, sizeof err), -1);
+    assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &t, &rows, &cols, &u, err, sizeof err), -1);
     assert_non_null(strstr(err, "RGB"));
 }
 
@@ -262,7 +434,7 @@ static void test_truncated_files(void **state)
     assert_int_equal(rows, 0);
     assert_non_null(strstr(err, pp));
     assert_non_null(strstr(err, "truncated"));
-    assert_int_equal(maps_load_opd(pp, 1.0, &t, &rows, &cols, err, sizeof err), -1);
+    assert_int_equal(maps_load_opd(pp, 1.0, ZUNITS_NM, &t, &rows, &cols, &u, err, sizeof err), -1);
 
     const char *pf = strdup(in_dir("cut.fits"));
     assert_int_equal(psf_fits_write_image(pf, img, N, NULL, 0, err, sizeof err), 0);
@@ -271,7 +443,7 @@ static void test_truncated_files(void **state)
     assert_int_equal(maps_load_transmission(pf, &t, &rows, &cols, err, sizeof err), -1);
     assert_null(t);
     assert_non_null(strstr(err, pf));
-    assert_int_equal(maps_load_opd(pf, 1.0, &t, &rows, &cols, err, sizeof err), -1);
+    assert_int_equal(maps_load_opd(pf, 1.0, ZUNITS_NM, &t, &rows, &cols, &u, err, sizeof err), -1);
     free((void *)pp);
     free((void *)pf);
     free(lv);
@@ -292,7 +464,8 @@ static void test_unknown_extension(void **state)
         assert_null(t);
         assert_non_null(strstr(err, p));
         assert_non_null(strstr(err, "unknown map file type"));
-        assert_int_equal(maps_load_opd(p, 1.0, &t, &rows, &cols, err, sizeof err), -1);
+        assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &t, &rows, &cols, &u, err, sizeof err),
+                         -1);
         assert_non_null(strstr(err, "unknown map file type"));
     }
     /* Known extension, missing file: the reader's message, naming it. */
@@ -308,6 +481,8 @@ int main(void)
         cmocka_unit_test(test_fits_transmission),
         cmocka_unit_test(test_fits_transmission_out_of_range),
         cmocka_unit_test(test_opd_maps),
+        cmocka_unit_test(test_opd_bunit),
+        cmocka_unit_test(test_opd_bunit_psf),
         cmocka_unit_test(test_rgb_png_refused),
         cmocka_unit_test(test_truncated_files),
         cmocka_unit_test(test_unknown_extension),
