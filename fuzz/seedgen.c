@@ -3,15 +3,17 @@
  * with libpng / cfitsio for the kinds psfsim does not write (1-bit and
  * interlaced grayscale, RGB, palette; integer FITS with BLANK and BSCALE, a
  * cube, an image extension, a tile-compressed image, a table; raw header
- * cards for what cfitsio does not write: NAXIS = 104, END placement). Every
- * image is at most 8 x 8, so the seeds stay a few kB each (under the fuzz
- * runs' -max_len of 16 KiB). Run by hand to regenerate them:
+ * cards for what cfitsio does not write: NAXIS = 104, END placement; a
+ * gzip-compressed map). Every image is at most 8 x 8, so the seeds stay a
+ * few kB each (under the fuzz runs' -max_len of 16 KiB). Run by hand to
+ * regenerate them:
  * build-fuzz/fuzz/seedgen png|fits DIR. */
 #include <fitsio.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
@@ -216,6 +218,22 @@ static void bunits(void)
     check(status, "ext_bunit_2x2.fits");
 }
 
+/* A gzip-compressed copy of seed src (WebbPSF's .fits.gz maps). */
+static void gzip_seed(const char *src, const char *dst)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", in(src));
+    FILE *f = fopen(path, "rb");
+    gzFile gz = gzopen(in(dst), "wb9");
+    if (!f || !gz) die(dst);
+    char buf[2880];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (gzwrite(gz, buf, (unsigned)n) != (int)n) die(dst);
+    fclose(f);
+    if (gzclose(gz) != Z_OK) die(dst);
+}
+
 static void fitses(void)
 {
     char err[512];
@@ -238,6 +256,7 @@ static void fitses(void)
     raw_fits("int64_blank_4x3.fits", LONGLONG_IMG, 2, d2, 0, 0);
     raw_headers();
     bunits();
+    gzip_seed("float32_8x8.fits", "float32_8x8.fits.gz");
 
     fitsfile *f;
     int status = 0;

@@ -1,12 +1,13 @@
 /* FITS structure check before cfitsio (fits_scan.h). */
 #include "app/formats/fits_scan.h"
 
+#include "app/formats/fits_source.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define FITS_BLOCK 2880
 #define FITS_CARD 80
@@ -281,13 +282,9 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
 {
     memset(res, 0, sizeof *res);
     scan_ctx c = {.path = path, .hdu = 1, .err = err, .errlen = errlen};
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : 0;
+    fits_source src;
+    if (fits_source_open(&src, path, err, errlen)) return -1;
+    const long long size = src.size;
     fits_hdu_info h; /* 9 KB */
     char block[FITS_BLOCK];
     long long pos = 0;
@@ -301,7 +298,7 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
                 bad(&c, "the header has no END in %d blocks", FITS_MAX_HEADER_BLOCKS);
                 goto out;
             }
-            if (fread(block, 1, FITS_BLOCK, f) != FITS_BLOCK) {
+            if (fits_source_read(&src, block, FITS_BLOCK) != FITS_BLOCK) {
                 if (c.hdu == 1 || b > 0)
                     bad(&c, "the file ends inside the header (truncated?)");
                 else
@@ -349,12 +346,12 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
             goto out;
         }
         pos += padded;
-        if (fseeko(f, (off_t)pos, SEEK_SET) != 0) {
+        if (fits_source_seek(&src, pos) != 0) {
             snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
             goto out;
         }
     }
 out:
-    fclose(f);
+    fits_source_close(&src);
     return rc;
 }

@@ -28,6 +28,9 @@
  * NAXIS1 = '\x8c...' is not an integer" (bytes outside printable ASCII
  * shown as '?'). A file with no such image: "m.fits: no image in this FITS
  * file". Reads at most the headers up to the image (no data). */
+/* A gzip-compressed file (cfitsio reads it inflated) is scanned as what it
+ * inflates to, after the checks and with the messages of fits_source.h
+ * (at most 1 GiB inflated). */
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen);
 
 /* What fits_scan_image found of the image: its HDU and its header's BUNIT

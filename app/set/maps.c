@@ -14,7 +14,14 @@
 
 typedef enum { MAP_UNKNOWN, MAP_PNG, MAP_FITS } map_format;
 
-/* By the extension after the last '.' of the file name, case-insensitive. */
+static int ext_is(const char *ext, size_t len, const char *name)
+{
+    return len == strlen(name) && !strncasecmp(ext, name, len);
+}
+
+/* By the extension after the last '.' of the file name, case-insensitive;
+ * a FITS extension then .gz is gzip-compressed FITS (cfitsio and fits_scan
+ * read it inflated). */
 static map_format map_format_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -22,8 +29,18 @@ static map_format map_format_of(const char *path)
     const char *dot = strrchr(base, '.');
     if (!dot) return MAP_UNKNOWN;
     const char *ext = dot + 1;
-    if (!strcasecmp(ext, "png")) return MAP_PNG;
-    if (!strcasecmp(ext, "fits") || !strcasecmp(ext, "fit") || !strcasecmp(ext, "fts"))
+    size_t len = strlen(ext);
+    const int gz = ext_is(ext, len, "gz");
+    if (gz) { /* the extension before .gz */
+        const char *prev = dot;
+        while (prev > base && prev[-1] != '.')
+            --prev;
+        if (prev == base) return MAP_UNKNOWN;
+        len = (size_t)(dot - prev);
+        ext = prev;
+    }
+    if (!gz && ext_is(ext, len, "png")) return MAP_PNG;
+    if (ext_is(ext, len, "fits") || ext_is(ext, len, "fit") || ext_is(ext, len, "fts"))
         return MAP_FITS;
     return MAP_UNKNOWN;
 }
@@ -43,7 +60,9 @@ static int map_read(const char *path, float **data, int *rows, int *cols, int *m
         return psf_fits_read_image(path, data, rows, cols, err, errlen);
     default:
         snprintf(err, errlen,
-                 "%s: unknown map file type (expected .png, .fits, .fit or .fts, any case)", path);
+                 "%s: unknown map file type (expected .png, .fits, .fit or .fts, any case; "
+                 "FITS also gzip-compressed: .fits.gz)",
+                 path);
         return -1;
     }
 }

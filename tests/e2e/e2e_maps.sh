@@ -1,6 +1,7 @@
 # Map files as a user gives them: a FITS OPD map's BUNIT is honoured (a map
 # in m gives the PSF of the same map in nm), the unit used is said with -v
-# and in the timing log, and an unknown unit stops the run before any work.
+# and in the timing log, and an unknown unit stops the run before any work;
+# a gzip-compressed map reads as the map it holds.
 source "$(dirname "$0")/lib_e2e.sh"
 
 # fits_i16 FILE ROWS COLS CARD...: a 16-bit integer FITS image, pixel (r, c)
@@ -72,6 +73,19 @@ cfg flat none.fits | sed '/opd_map/d' >flat.cfg
 expect_exit 0 "no OPD map" -- "$PSFSIM" -c flat.cfg -o out_flat --backend cpu
 ! grep -q "^opd_map_units," out_flat/flat_timing.csv && pass "timing log: no opd_map_units row without a map" ||
   fail "timing log: an opd_map_units row without a map"
+
+# A gzip-compressed map (WebbPSF's .fits.gz) is the map it holds; a cut one
+# is refused before any work.
+gzip -c m.fits >m.fits.gz
+cfg gz m.fits.gz >gz.cfg
+expect_exit 0 "OPD map m.fits.gz" -- "$PSFSIM" -c gz.cfg -o out_gz --backend cpu
+[ "$(strehl out_gz gz)" = "$s_m" ] && pass ".fits.gz: the Strehl of the map uncompressed" ||
+  fail ".fits.gz: Strehl $(strehl out_gz gz), uncompressed $s_m"
+head -c 100 m.fits.gz >cut.fits.gz
+cfg cut cut.fits.gz >cut.cfg
+expect_exit 2 "a cut .fits.gz" -- "$PSFSIM" -c cut.cfg -o out_cut
+expect_stderr "cut.fits.gz: the gzip data end early \(truncated\?\)" "a cut .fits.gz: message"
+[ ! -e out_cut ] && pass "a cut .fits.gz: nothing written" || fail "a cut .fits.gz: out_cut written"
 
 cfg bad bad.fits >bad.cfg
 expect_exit 2 "unknown BUNIT" -- "$PSFSIM" -c bad.cfg -o out_bad

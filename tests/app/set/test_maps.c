@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "app/formats/fits_io.h"
 #include "app/set/maps.h"
@@ -128,6 +129,23 @@ static void test_fits_transmission(void **state)
     const char *pt = in_dir("pupil.fts");
     assert_int_equal(psf_fits_write_image(pt, img, 3, NULL, 0, err, sizeof err), 0);
     assert_int_equal(maps_load_transmission(pt, &t, &rows, &cols, err, sizeof err), 0);
+    free(t);
+
+    /* .fits.gz (any case) is gzip-compressed FITS: the same map. */
+    const char *pz = in_dir("pupil.FITS.gz");
+    gzFile gz = gzopen(pz, "wb9");
+    assert_non_null(gz);
+    FILE *f = fopen(p, "rb");
+    char block[2880];
+    size_t n;
+    while ((n = fread(block, 1, sizeof block, f)) > 0)
+        assert_int_equal(gzwrite(gz, block, (unsigned)n), (int)n);
+    fclose(f);
+    assert_int_equal(gzclose(gz), Z_OK);
+    if (maps_load_transmission(pz, &t, &rows, &cols, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(rows, 3);
+    assert_float_equal(t[1], 0.5, 0.0);
+    assert_float_equal(t[8], 0.125, 0.0);
     free(t);
 }
 
@@ -456,8 +474,9 @@ static void test_unknown_extension(void **state)
     char err[512] = "";
     float *t = (float *)1;
     int rows, cols;
-    const char *names[] = {"pupil.jpg", "pupil", "dir.png/pupil", "pupil.fits.gz", "pupil."};
-    for (int k = 0; k < 5; ++k) {
+    const char *names[] = {"pupil.jpg", "pupil",    "dir.png/pupil", "pupil.png.gz",
+                           "pupil.",    "pupil.gz", "pupil.fits.zip"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; ++k) {
         const char *p = in_dir(names[k]);
         err[0] = '\0';
         assert_int_equal(maps_load_transmission(p, &t, &rows, &cols, err, sizeof err), -1);
