@@ -36,8 +36,10 @@ typedef struct {
     size_t errlen;
 } scan_ctx;
 
-/* The card's value field (columns 11..80) up to a comment, as printable text. */
-static void shown_value(const char *card, char *out, size_t outlen)
+/* The card's value field (columns 11..80) up to a comment, trimmed, for
+ * parsing only: messages never show what a file holds but keywords and
+ * the numbers read (the file may be anything, a secret given as a map). */
+static void value_field(const char *card, char *out, size_t outlen)
 {
     size_t n = 0;
     for (int i = 10; i < FITS_CARD && card[i] != '/' && n + 1 < outlen; ++i)
@@ -66,7 +68,7 @@ static int bad(scan_ctx *c, const char *fmt, ...)
 }
 
 /* The 8-character keyword of card, trimmed, into key[9]; bytes outside
- * printable ASCII become '?' (the key goes into messages). */
+ * printable ASCII become '?'. Only keys psfsim knows go into messages. */
 static void card_key(const char *card, char *key)
 {
     int n = 8;
@@ -81,7 +83,6 @@ static void card_key(const char *card, char *key)
  * sign, digits, spaces, then the end or a '/' comment). */
 static int card_integer(scan_ctx *c, const char *card, const char *key, long long *v)
 {
-    char shown[80];
     if (card[8] != '=' || card[9] != ' ') return bad(c, "%s has no value", key);
     int i = 10;
     while (i < FITS_CARD && card[i] == ' ')
@@ -91,18 +92,12 @@ static int card_integer(scan_ctx *c, const char *card, const char *key, long lon
     long long x = 0;
     int digits = 0;
     for (; i < FITS_CARD && card[i] >= '0' && card[i] <= '9'; ++i, ++digits) {
-        if (x > (FITS_MAX_BYTES - 9) / 10) {
-            shown_value(card, shown, sizeof shown);
-            return bad(c, "%s = %s is too large", key, shown);
-        }
+        if (x > (FITS_MAX_BYTES - 9) / 10) return bad(c, "%s is too large (2^62 or more)", key);
         x = 10 * x + (card[i] - '0');
     }
     while (i < FITS_CARD && card[i] == ' ')
         ++i;
-    if (!digits || (i < FITS_CARD && card[i] != '/')) {
-        shown_value(card, shown, sizeof shown);
-        return bad(c, "%s = %s is not an integer", key, shown);
-    }
+    if (!digits || (i < FITS_CARD && card[i] != '/')) return bad(c, "%s is not an integer", key);
     *v = neg ? -x : x;
     return 0;
 }
@@ -137,11 +132,22 @@ static int card_string(const char *card, char *out)
 /* A logical value card: 1 for T, 0 for F, -1 (message) otherwise. */
 static int card_logical(scan_ctx *c, const char *card, const char *key)
 {
-    char shown[80];
-    shown_value(card, shown, sizeof shown);
-    if (card[8] == '=' && !strcmp(shown, "T")) return 1;
-    if (card[8] == '=' && !strcmp(shown, "F")) return 0;
-    return bad(c, "%s = %s is not T or F", key, shown);
+    char v[80];
+    value_field(card, v, sizeof v);
+    if (card[8] == '=' && !strcmp(v, "T")) return 1;
+    if (card[8] == '=' && !strcmp(v, "F")) return 0;
+    return bad(c, "%s is not T or F", key);
+}
+
+/* The extension type as messages show it: a standard one (FITS 4.0 sec.
+ * 7 and appendix F), else "non-standard" (not echoed). */
+static const char *xtension_shown(const char *x)
+{
+    static const char *const known[] = {"IMAGE",    "TABLE",   "BINTABLE", "IUEIMAGE",
+                                        "A3DTABLE", "FOREIGN", "DUMP"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; ++i)
+        if (!strcmp(x, known[i])) return known[i];
+    return "non-standard";
 }
 
 static int nonneg(scan_ctx *c, const char *key, long long v, long long max)
@@ -157,22 +163,20 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
     card_key(card, key);
     if (index == 0) {
         if (c->hdu == 1) {
-            if (strcmp(key, "SIMPLE") != 0) return bad(c, "the first card is %s, not SIMPLE", key);
-            if (card_logical(c, card, key) != 1) return bad(c, "SIMPLE is not T");
+            char v[80];
+            value_field(card, v, sizeof v);
+            if (strcmp(key, "SIMPLE") != 0 || card[8] != '=' || strcmp(v, "T") != 0) {
+                snprintf(c->err, c->errlen,
+                         "%s: not a FITS file (it does not begin with SIMPLE = T)", c->path);
+                return -1;
+            }
             h->primary = 1;
             return 0;
         }
-        if (strcmp(key, "XTENSION") != 0) return bad(c, "the first card is %s, not XTENSION", key);
-        char v[80];
-        shown_value(card, v, sizeof v);
-        size_t n = strlen(v);
-        if (card[8] != '=' || n < 2 || v[0] != '\'' || v[n - 1] != '\'')
-            return bad(c, "XTENSION = %s is not a string", v);
-        v[n - 1] = '\0';
-        n = strlen(v + 1);
-        while (n > 0 && v[n] == ' ')
-            v[n--] = '\0';
-        snprintf(h->xtension, sizeof h->xtension, "%s", v + 1);
+        if (strcmp(key, "XTENSION") != 0) return bad(c, "the header does not begin with XTENSION");
+        char v[FITS_CARD];
+        if (card_string(card, v)) return bad(c, "XTENSION is not a string");
+        snprintf(h->xtension, sizeof h->xtension, "%.23s", v); /* longer: non-standard */
         return 0;
     }
     long long v = 0;
@@ -248,7 +252,8 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
     }
     if (!h->primary) {
         if (!h->seen_pcount || !h->seen_gcount)
-            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension", h->xtension);
+            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension",
+                       xtension_shown(h->xtension));
         /* cfitsio's tile decompression (4.2) reads past its buffers on a
          * crafted tile (fits_rdecomp_short, found by fuzz_fits_map): psfsim
          * takes no compressed image. */
@@ -256,7 +261,8 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
             return bad(c, "a tile-compressed image (ZIMAGE = T): psfsim reads uncompressed "
                           "images only (funpack uncompresses it)");
         if (strcmp(h->xtension, "IMAGE") != 0)
-            return bad(c, "a %s extension before any image (a map must be an image)", h->xtension);
+            return bad(c, "a %s extension before any image (a map must be an image)",
+                       xtension_shown(h->xtension));
     }
     if (data_bytes(h) < 0) return bad(c, "the data size overflows");
     /* A map is 2-D; cfitsio 4.2 frees a wild pointer inside fits_open_file

@@ -17,9 +17,11 @@
 #include "app/formats/fits_io.h"
 #include "app/formats/fits_scan.h"
 #include "app/formats/fits_source.h"
+#include "app/set/maps.h"
 #include "tests/support/testutil.h"
 
 static char *g_dir;
+static maps_opd_units units;
 
 static int setup(void **state)
 {
@@ -222,11 +224,114 @@ static void test_gzip_bomb(void **state)
     assert_null(s.f);
 }
 
+/* Cards (each padded to 80 characters), END, and one block of zero data. */
+static void write_cards(const char *path, const char *const *cards, int n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    char card[81];
+    long len = 0;
+    for (int i = 0; i <= n; ++i, len += 80) {
+        snprintf(card, sizeof card, "%-80s", i < n ? cards[i] : "END");
+        fwrite(card, 1, 80, f);
+    }
+    for (; len % 2880 || len < 2 * 2880; ++len)
+        fputc(len < 2880 ? ' ' : 0, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Whatever a file holds, a message shows none of it but the keywords and
+ * numbers psfsim read: a secret given as a map stays secret. */
+static void test_no_echo(void **state)
+{
+    (void)state;
+    static const char *const secret[] = {"hunter2", "password", "PASSWORD", "HUNTER2"};
+    const char *p = in_dir("secret.fits");
+    const char *text[] = {"password = hunter2"};
+    const char *simple[] = {"SIMPLE  = hunter2"};
+    const char *key[] = {"SIMPLE  =                    T", "BITPIX  =                  -32",
+                         "NAXIS   =                    2", "NAXIS1  = 'hunter2 '",
+                         "NAXIS2  =                    2"};
+    const char *primary[] = {"SIMPLE  =                    T", "BITPIX  =                    8",
+                             "NAXIS   =                    0", "EXTEND  =                    T"};
+    const char *ext[] = {"XTENSION= 'hunter2 '", "BITPIX  =                    8",
+                         "NAXIS   =                    0", "PCOUNT  =                    0",
+                         "GCOUNT  =                    1"};
+    const char *zimage[] = {"XTENSION= 'IMAGE   '", "BITPIX  =                    8",
+                            "NAXIS   =                    0", "ZIMAGE  = hunter2"};
+    const char *big[] = {"SIMPLE  =                    T", "BITPIX  =                    8",
+                         "NAXIS   =                    1", "NAXIS1  = 99999999999999999999"};
+    struct {
+        const char *const *cards;
+        int n;
+        const char *said;
+    } files[] = {
+        {text, 1, "not a FITS file (it does not begin with SIMPLE = T)"},
+        {simple, 1, "not a FITS file (it does not begin with SIMPLE = T)"},
+        {key, 5, "HDU 1: NAXIS1 is not an integer"},
+        {big, 4, "HDU 1: NAXIS1 is too large"},
+    };
+    char err[1024];
+    fits_scan_result r;
+    float *data;
+    int rows, cols;
+    for (size_t k = 0; k < sizeof files / sizeof *files; ++k) {
+        write_cards(p, files[k].cards, files[k].n);
+        for (int via = 0; via < 3; ++via) {
+            err[0] = '\0';
+            int rc = via == 0   ? fits_scan_image(p, &r, err, sizeof err)
+                     : via == 1 ? psf_fits_read_image(p, &data, &rows, &cols, err, sizeof err)
+                                : maps_load_opd(p, 1.0, ZUNITS_NM, &data, &rows, &cols, &units, err,
+                                                sizeof err);
+            assert_int_equal(rc, -1);
+            if (!strstr(err, files[k].said)) fail_msg("\"%s\" lacks \"%s\"", err, files[k].said);
+            for (size_t w = 0; w < sizeof secret / sizeof *secret; ++w)
+                if (strstr(err, secret[w])) fail_msg("\"%s\" echoes the file", err);
+        }
+    }
+    /* An extension after an empty primary. */
+    struct {
+        const char *const *cards;
+        int n;
+        const char *said;
+    } exts[] = {
+        {ext, 5, "HDU 2: a non-standard extension before any image"},
+        {zimage, 4, "HDU 2: ZIMAGE is not T or F"},
+    };
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; ++k) {
+        write_cards(p, primary, 4);
+        FILE *f = fopen(p, "r+b");
+        assert_non_null(f);
+        fseek(f, 2880, SEEK_SET); /* the extension's header over the zero block */
+        char card[81];
+        for (int i = 0; i < 36; ++i) {
+            snprintf(card, sizeof card, "%-80s",
+                     i < exts[k].n    ? exts[k].cards[i]
+                     : i == exts[k].n ? "END"
+                                      : "");
+            fwrite(card, 1, 80, f);
+        }
+        assert_int_equal(fclose(f), 0);
+        err[0] = '\0';
+        assert_int_equal(fits_scan_image(p, &r, err, sizeof err), -1);
+        if (!strstr(err, exts[k].said)) fail_msg("\"%s\" lacks \"%s\"", err, exts[k].said);
+        for (size_t w = 0; w < sizeof secret / sizeof *secret; ++w)
+            if (strstr(err, secret[w])) fail_msg("\"%s\" echoes the file", err);
+    }
+    /* Not PNG either: said without the content. */
+    const char *png = in_dir("secret.png");
+    assert_int_equal(tu_write_file(png, "password = hunter2\n"), 0);
+    assert_int_equal(maps_load_transmission(png, &data, &rows, &cols, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a PNG file"));
+    assert_null(strstr(err, "hunter2"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gzip_reads_as_plain),
         cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_no_echo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
