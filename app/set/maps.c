@@ -74,6 +74,16 @@ static void give_up(float **data, int *rows, int *cols)
     *rows = *cols = 0;
 }
 
+/* A map covers D x D whatever its shape (optics/map_sample.h samples it
+ * so): a non-square one is stretched, which is worth a word. */
+static void warn_if_stretched(const char *path, int rows, int cols)
+{
+    if (rows != cols)
+        log_warn("%s: the map is %d rows x %d columns, not square: it is stretched over D x D "
+                 "(a pixel D/%d wide and D/%d high)",
+                 path, rows, cols, cols, rows);
+}
+
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
                            size_t errlen)
 {
@@ -85,6 +95,7 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
         const double inv = 1.0 / maxval;
         for (size_t i = 0; i < n; ++i)
             t[i] = (float)(t[i] * inv);
+        warn_if_stretched(path, *rows, *cols);
         return 0;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -99,6 +110,7 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
             return -1;
         }
     }
+    warn_if_stretched(path, *rows, *cols);
     return 0;
 }
 
@@ -188,6 +200,14 @@ int maps_load_opd(const char *path, double scale, zernike_units fallback, float 
     }
     int maxval = 0;
     if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
+    if (maxval > 0 && maxval != 65535) { /* 1, 2, 4 or 8 bits */
+        snprintf(err, errlen,
+                 "%s: an OPD map PNG must be 16-bit grayscale (this one has 8 bits or fewer: at "
+                 "most 256 levels, too coarse for an OPD); write it with 16 bits, or as FITS",
+                 path);
+        give_up(data, rows, cols);
+        return -1;
+    }
     double factor = 1.0;
     if (opd_unit_of(path, fallback, &factor, units, err, errlen)) {
         give_up(data, rows, cols);
@@ -215,5 +235,6 @@ int maps_load_opd(const char *path, double scale, zernike_units fallback, float 
     }
     log_info("%s: OPD map of %d x %d pixels, OPD = %g x value in %s", path, *rows, *cols, scale,
              units->what);
+    warn_if_stretched(path, *rows, *cols);
     return 0;
 }

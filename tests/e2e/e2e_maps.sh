@@ -1,7 +1,8 @@
 # Map files as a user gives them: a FITS OPD map's BUNIT is honoured (a map
 # in m gives the PSF of the same map in nm), the unit used is said with -v
 # and in the timing log, and an unknown unit stops the run before any work;
-# a gzip-compressed map reads as the map it holds.
+# a gzip-compressed map reads as the map it holds; an OPD map PNG must be
+# 16-bit; a non-square map is stretched, with a warning.
 source "$(dirname "$0")/lib_e2e.sh"
 
 # fits_i16 FILE ROWS COLS CARD...: a 16-bit integer FITS image, pixel (r, c)
@@ -86,6 +87,30 @@ cfg cut cut.fits.gz >cut.cfg
 expect_exit 2 "a cut .fits.gz" -- "$PSFSIM" -c cut.cfg -o out_cut
 expect_stderr "cut.fits.gz: the gzip data end early \(truncated\?\)" "a cut .fits.gz: message"
 [ ! -e out_cut ] && pass "a cut .fits.gz: nothing written" || fail "a cut .fits.gz: out_cut written"
+
+# PNG maps: an OPD map must be 16-bit (8 bits give 256 levels, too coarse);
+# an aperture map may be 8-bit. psfsim's own PSF PNGs serve as maps.
+for bits in 8 16; do
+  { sed "s/name = \"flat\"/name = \"png$bits\"/" flat.cfg
+    echo "output: { png: { bits = $bits; stretch = \"linear\"; }; };"; } >"png$bits.cfg"
+  "$PSFSIM" -c "png$bits.cfg" -o out_png -q --backend cpu || fail "writing a $bits-bit PNG"
+done
+cfg opd8 out_png/png8_0.png >opd8.cfg
+expect_exit 2 "an 8-bit PNG OPD map" -- "$PSFSIM" -c opd8.cfg -o out_opd8
+expect_stderr "png8_0.png: an OPD map PNG must be 16-bit grayscale" "an 8-bit PNG OPD map: message"
+[ ! -e out_opd8 ] && pass "an 8-bit PNG OPD map: nothing written" || fail "out_opd8 written"
+cfg opd16 out_png/png16_0.png >opd16.cfg
+expect_exit 0 "a 16-bit PNG OPD map" -- "$PSFSIM" -c opd16.cfg -o out_opd16 --backend cpu
+sed 's|diameter_m = 1.0;|diameter_m = 1.0; shape = "file"; file = "out_png/png8_0.png";|' flat.cfg >ap8.cfg
+expect_exit 0 "an 8-bit PNG aperture map" -- "$PSFSIM" -c ap8.cfg -o out_ap8 --backend cpu
+# A non-square map is stretched over D x D, with a warning naming it.
+fits_i16 wide.fits 4 8
+cfg wide wide.fits >wide.cfg
+expect_exit 0 "a non-square OPD map" -- "$PSFSIM" -c wide.cfg -o out_wide --backend cpu
+expect_stderr "wide.fits: the map is 4 rows x 8 columns, not square: it is stretched over D x D" \
+  "a non-square map: warned"
+expect_exit 0 "a square map" -- "$PSFSIM" -c nm.cfg -o out_nm2 --backend cpu
+! grep -q "not square" "$SCRATCH/stderr" && pass "a square map: no warning" || fail "a square map warned"
 
 cfg bad bad.fits >bad.cfg
 expect_exit 2 "unknown BUNIT" -- "$PSFSIM" -c bad.cfg -o out_bad

@@ -7,11 +7,13 @@
 #include <cmocka.h>
 
 #include <fitsio.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "app/formats/fits_io.h"
@@ -400,6 +402,108 @@ static void test_opd_bunit_psf(void **state)
     free(a), free(b), free(c), free(d), free(e), free(f), free(g), free(flat);
 }
 
+/* A grayscale PNG of depth bits (1..8) through libpng, w x h, a ramp. */
+static void write_gray_png(const char *path, int w, int h, int bits)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    if (setjmp(png_jmpbuf(png))) fail_msg("libpng failed writing the test file");
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, bits, PNG_COLOR_TYPE_GRAY,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    unsigned char row[64];
+    for (int r = 0; r < h; ++r) {
+        for (int i = 0; i < 64; ++i)
+            row[i] = (unsigned char)(37 * r + 11 * i);
+        png_write_row(png, row);
+    }
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+}
+
+/* An OPD map PNG must be 16-bit; an aperture map PNG may have any depth. */
+static void test_opd_png_depth(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    float *o;
+    int rows, cols;
+    const int depths[] = {1, 2, 4, 8};
+    for (int k = 0; k < 4; ++k) {
+        const char *p = in_dir("low.png");
+        write_gray_png(p, 4, 4, depths[k]);
+        o = (float *)1;
+        assert_int_equal(maps_load_opd(p, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err),
+                         -1);
+        assert_null(o);
+        assert_int_equal(rows, 0);
+        assert_non_null(strstr(err, p));
+        assert_non_null(strstr(err, "an OPD map PNG must be 16-bit grayscale"));
+        assert_int_equal(maps_load_transmission(p, &o, &rows, &cols, err, sizeof err), 0);
+        assert_int_equal(rows, 4);
+        for (int i = 0; i < 16; ++i)
+            assert_true(o[i] >= 0.0f && o[i] <= 1.0f);
+        free(o);
+    }
+}
+
+/* What load() writes on stderr (the log), into out. */
+static void stderr_of(void (*load)(const char *), const char *path, char *out, size_t outlen)
+{
+    const char *log = in_dir("stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    load(path);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    FILE *f = fopen(log, "r");
+    size_t n = fread(out, 1, outlen - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static void load_both(const char *path)
+{
+    char err[512];
+    float *o;
+    int rows, cols;
+    assert_int_equal(maps_load_transmission(path, &o, &rows, &cols, err, sizeof err), 0);
+    free(o);
+    assert_int_equal(maps_load_opd(path, 1.0, ZUNITS_NM, &o, &rows, &cols, &u, err, sizeof err), 0);
+    free(o);
+}
+
+/* A non-square map is stretched over D x D: said once per load. */
+static void test_non_square_warns(void **state)
+{
+    (void)state;
+    float v[6] = {0, 0.5f, 1, 1, 0.5f, 0};
+    const char *p = strdup(in_dir("wide.fits"));
+    write_map(p, NULL, 0, 0, 2, 3, v);
+    char out[4096];
+    stderr_of(load_both, p, out, sizeof out);
+    char want[4200];
+    snprintf(want, sizeof want,
+             "psfsim: %s: the map is 2 rows x 3 columns, not square: it is stretched over D x D "
+             "(a pixel D/3 wide and D/2 high)\n",
+             p);
+    const char *first = strstr(out, want);
+    if (!first) fail_msg("no warning in \"%s\"", out);
+    assert_non_null(strstr(first + 1, want)); /* transmission and OPD */
+    write_map(p, NULL, 0, 0, 3, 3, (float[9]){0});
+    stderr_of(load_both, p, out, sizeof out);
+    assert_null(strstr(out, "not square"));
+    free((void *)p);
+}
+
 static void test_rgb_png_refused(void **state)
 {
     (void)state;
@@ -502,6 +606,8 @@ int main(void)
         cmocka_unit_test(test_opd_maps),
         cmocka_unit_test(test_opd_bunit),
         cmocka_unit_test(test_opd_bunit_psf),
+        cmocka_unit_test(test_opd_png_depth),
+        cmocka_unit_test(test_non_square_warns),
         cmocka_unit_test(test_rgb_png_refused),
         cmocka_unit_test(test_truncated_files),
         cmocka_unit_test(test_unknown_extension),
