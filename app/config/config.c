@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static void set_defaults(psf_config *cfg)
 {
@@ -306,6 +305,19 @@ static int syntax_error(cfg_ctx *c)
     return -1;
 }
 
+/* Parse the config's bytes: through a memory stream, so that libconfig
+ * sees them as it would the file (NULs included). 1 = parsed, 0 = a
+ * syntax error (in c->lc), -1 = no memory (message written). */
+static int parse(cfg_ctx *c, const cfg_text *t)
+{
+    if (t->len == 0) return config_read_string(&c->lc, "") == CONFIG_TRUE;
+    FILE *f = fmemopen(t->text, t->len, "r");
+    if (!f) return cfg_error(c, NULL, "config", "out of memory");
+    int ok = config_read(&c->lc, f) == CONFIG_TRUE;
+    fclose(f);
+    return ok;
+}
+
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
 {
     char dummy[1];
@@ -320,44 +332,43 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "config: no file given");
         return -1;
     }
-    cfg_ctx c = {.file = path, .err = err, .errlen = errlen};
-    size_t len = strlen(path);
+    /* "-": standard input, named so in messages. */
+    cfg_ctx c = {.file = strcmp(path, "-") ? path : "<stdin>", .err = err, .errlen = errlen};
+    size_t len = strlen(c.file);
     if (len >= CFG_PATH_MAX) {
         snprintf(err, errlen, "%.64s...: path too long (more than %d characters)", path,
                  CFG_PATH_MAX - 1);
         return -1;
     }
-    memcpy(cfg->path, path, len + 1);
-    const char *slash = strrchr(path, '/');
+    memcpy(cfg->path, c.file, len + 1);
+    cfg_text t;
+    if (cfg_text_read(path, c.file, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
+    /* A stream (standard input, a pipe, a FIFO) has no directory of its
+     * own: its @include and file names resolve against the current one. */
+    const char *slash = t.stream ? NULL : strrchr(path, '/');
     if (slash) {
         size_t dl = slash == path ? 1 : (size_t)(slash - path);
         memcpy(c.dir, path, dl);
         c.dir[dl] = '\0';
     }
-    /* libconfig reports an unreadable file without the reason: find it first. */
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    if (cfg_check_includes(c.file, &t, c.dir, err, errlen) != 0) {
+        cfg_text_free(&t);
         return -1;
     }
-    int isdir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
-    fclose(f);
-    if (isdir) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(EISDIR));
-        return -1;
-    }
-    if (cfg_check_includes(path, c.dir, err, errlen) != 0) return -1;
     config_init(&c.lc);
     if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
-    int rc = config_read_file(&c.lc, path) ? read_all(&c, cfg) : syntax_error(&c);
+    int parsed = parse(&c, &t);
+    int rc = parsed == 1 ? read_all(&c, cfg) : parsed == 0 ? syntax_error(&c) : -1;
     config_destroy(&c.lc);
+    cfg->text = t.text; /* kept: the bytes loaded, for a fingerprint */
+    cfg->text_len = t.len;
     return rc;
 }
 
 void config_free(psf_config *cfg)
 {
     if (!cfg) return;
+    free(cfg->text);
     free(cfg->wavelengths_nm);
     free(cfg->weights);
     free(cfg->zernike);

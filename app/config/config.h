@@ -38,7 +38,11 @@ typedef struct {
 } cfg_key_where;
 
 typedef struct {
-    char path[CFG_PATH_MAX]; /* the config file as given (for messages) */
+    char path[CFG_PATH_MAX]; /* the config file as given, "<stdin>" for "-" (for messages) */
+    /* The config's bytes as loaded (NUL-terminated; it may hold NULs): a
+     * stream cannot be read twice, so a fingerprint hashes these. */
+    char *text;
+    size_t text_len;
     char name[256];
 
     /* optics */

@@ -52,49 +52,30 @@ static int include_error(char *err, size_t errlen, const char *file, int line, c
     return -1;
 }
 
-/* The whole of file, malloc'd, NUL-terminated (it may hold NULs too);
- * NULL when it cannot be read. */
-static char *slurp(const char *file, size_t *len)
-{
-    FILE *f = fopen(file, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *grown = realloc(buf, 2 * cap + 1);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* Check the includes of file (a config or an included file), depth deep.
  * An include is what libconfig's scanner takes for one: at the start of a
  * line, blanks, "@include", blanks, a quote, then the name up to the next
  * quote, newlines included; libconfig keeps the name as a C string, so a
  * NUL ends it. Names with a backslash (escapes) are refused. */
-static int check_file(include_walk *w, const char *file, const char *dir, int depth, char *err,
-                      size_t errlen)
+static int check_file(include_walk *w, const char *file, const cfg_text *given, const char *dir,
+                      int depth, char *err, size_t errlen)
 {
     struct stat self;
-    int known = stat(file, &self) == 0;
-    if (!known) memset(&self, 0, sizeof self); /* inode 0: matches no file */
+    memset(&self, 0, sizeof self); /* inode 0: matches no file */
+    int known = given ? 1 : stat(file, &self) == 0;
+    if (given) {
+        self.st_dev = given->dev;
+        self.st_ino = given->ino;
+    }
     for (int i = 0; known && i < w->ndone; ++i)
         if (same_file(&w->done[i], &self) && w->done[i].depth <= depth) return 0;
     w->chain[depth] = (file_id){self.st_dev, self.st_ino, depth};
-    size_t len = 0;
-    char *text = slurp(file, &len);
-    if (!text) return 0; /* libconfig reports it (the config itself: checked by the caller) */
+    cfg_text read;
+    char rerr[64];
+    if (!given && cfg_text_read(file, file, CFG_MAX_TEXT_BYTES, &read, rerr, sizeof rerr) != 0)
+        return 0; /* libconfig reports it (the config itself was read by the caller) */
+    const char *text = given ? given->text : read.text;
+    size_t len = given ? given->len : read.len;
     int rc = 0, lineno = 1;
     const char *end = text + len;
     for (const char *p = text; p < end && rc == 0; ++p) {
@@ -138,28 +119,36 @@ static int check_file(include_walk *w, const char *file, const char *dir, int de
                                                    : "is not a regular file");
             break;
         }
+        if ((unsigned long long)st.st_size > CFG_MAX_TEXT_BYTES) {
+            char why[96];
+            snprintf(why, sizeof why, "larger than the %zu MiB cap on a config (%lld bytes)",
+                     CFG_MAX_TEXT_BYTES >> 20, (long long)st.st_size);
+            rc = include_error(err, errlen, file, lineno, name, why);
+            break;
+        }
         for (int i = 0; i <= depth && rc == 0; ++i)
             if (same_file(&w->chain[i], &st))
                 rc = include_error(err, errlen, file, lineno, name,
                                    i == depth ? "the file includes itself"
                                               : "an include cycle (the file includes a file "
                                                 "that includes it)");
-        if (rc == 0) rc = check_file(w, resolved, dir, depth + 1, err, errlen);
+        if (rc == 0) rc = check_file(w, resolved, NULL, dir, depth + 1, err, errlen);
     }
-    free(text);
+    if (!given) cfg_text_free(&read);
     if (rc == 0 && known && w->ndone < INCLUDE_MEMO)
         w->done[w->ndone++] = (file_id){self.st_dev, self.st_ino, depth};
     return rc;
 }
 
-int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen)
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, char *err,
+                       size_t errlen)
 {
     include_walk *w = calloc(1, sizeof *w);
     if (!w) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "%s: out of memory", config);
         return -1;
     }
-    int rc = check_file(w, path, dir ? dir : "", 0, err, errlen);
+    int rc = check_file(w, config, t, dir ? dir : "", 0, err, errlen);
     free(w);
     if (rc == 0) return 0;
     cfg_one_line(err);

@@ -8,6 +8,7 @@
 
 #include <libconfig.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "app/config/config.h"
 
@@ -16,6 +17,9 @@
 #define CFG_MAX_FFT_SIZE 65536
 #define CFG_MAX_SPIDERS 1000
 #define CFG_MAX_IMAGES 10000000LL
+/* The most bytes a config may hold (a stream is read up to it, then
+ * refused), config.h. */
+#define CFG_MAX_TEXT_BYTES ((size_t)16 << 20)
 
 /* One load in progress: the parsed tree and where messages go. */
 typedef struct {
@@ -91,16 +95,40 @@ int cfg_read_numbers(cfg_ctx *c, const char *path, int positive, double **out, i
 int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, const char *given,
                      char *resolved, size_t len);
 
+/* ---- config_text.c ---- */
+
+/* A file's bytes as read, NUL-terminated (it may hold NULs too). */
+typedef struct {
+    char *text;
+    size_t len;
+    int stream; /* not a regular file: a pipe, a FIFO, a device */
+    dev_t dev;  /* its identity (fstat) */
+    ino_t ino;
+} cfg_text;
+
+/* Read path ("-" = standard input) into t: opened without blocking (a
+ * FIFO without a writer does not stop the open), a directory refused, a
+ * regular file of more than max bytes refused before reading, anything
+ * else read as a stream (poll, then read) to its end or max bytes. shown
+ * names the file in messages: "FILE: cannot read: REASON", "FILE: cannot
+ * read: larger than the 16 MiB cap on a config (...)". Returns 0, or -1
+ * with err (t then empty); free t with cfg_text_free. */
+int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen);
+void cfg_text_free(cfg_text *t);
+
 /* ---- config_include.c ---- */
 
-/* Check every file an @include line of path names (nested ones too, up to
- * libconfig's depth of 10), resolved against dir ("" = as written) as
- * libconfig resolves them: each must be a regular file, since libconfig
+/* Check every file an @include line of the config names (config: its name
+ * for messages, t: its bytes; nested ones too, up to libconfig's depth of
+ * 10), resolved against dir ("" = as written) as libconfig resolves them:
+ * each must be a regular file of at most CFG_MAX_TEXT_BYTES, since libconfig
  * 1.5 exits the process (flex's "input in flex scanner failed") when one
  * is a directory. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": is a
  * directory, not a config file" (or "is not a regular file") in err.
  * Missing files are left to libconfig ("cannot open include file"). */
-int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen);
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, char *err,
+                       size_t errlen);
 
 /* ---- config_sweep.c ---- */
 

@@ -37,7 +37,29 @@ expect_exit 2 "missing config" -- "$PSFSIM" -c does-not-exist.cfg -o out
 expect_stderr 'does-not-exist.cfg' "missing config: message names the file"
 nothing_written "missing config"
 
+# Configs that are not regular files: read once, into memory, with a cap.
 good '' >ok.cfg
+expect_exit 2 "config /dev/zero" -- timeout 20 "$PSFSIM" -c /dev/zero -o out
+expect_stderr '^psfsim: /dev/zero: cannot read: larger than the 16 MiB cap on a config' "/dev/zero: the cap"
+nothing_written "/dev/zero"
+truncate -s 17M big.cfg
+expect_exit 2 "config past the cap" -- "$PSFSIM" -c big.cfg -o out
+expect_stderr 'big.cfg: cannot read: larger than the 16 MiB cap on a config \(17825792 bytes\)' "big config: message"
+nothing_written "big config"
+expect_exit 2 "config on standard input" -- "$PSFSIM" -c - -o out <range.cfg
+expect_stderr '^psfsim: <stdin>:3: sampling.padding: must be >= 1 \(got 0.5\)' "-c -: message names <stdin>"
+nothing_written "-c -"
+expect_exit 0 "config by process substitution" -- "$PSFSIM" -q -c <(cat ok.cfg) -o subst
+[ -f subst/bad_0.png ] && pass "process substitution: the set written" || fail "no subst/bad_0.png"
+mkdir -p incdir
+echo '@include "ok.cfg"' >incdir/top.cfg
+expect_exit 0 "piped config: @include from the current directory" -- "$PSFSIM" -q -c <(cat incdir/top.cfg) -o subst2
+mkfifo cfg.fifo
+(cat range.cfg >cfg.fifo &)
+expect_exit 2 "config from a FIFO" -- timeout 20 "$PSFSIM" -c cfg.fifo -o out
+expect_stderr '^psfsim: cfg.fifo:3: sampling.padding: must be >= 1' "FIFO: read as a stream, message"
+nothing_written "FIFO"
+
 touch afile
 expect_exit 2 "unusable output dir" -- "$PSFSIM" -c ok.cfg -o afile/out
 expect_stderr 'output directory afile/out: .*afile.* not a directory' "unusable output dir: message"

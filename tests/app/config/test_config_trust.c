@@ -1,0 +1,156 @@
+/* config_load on input it must not trust: standard input and streams, a
+ * file past the size cap, each with its exact message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/config/config.h"
+#include "tests/support/testutil.h"
+
+static char *g_dir; /* a fresh temp dir per test */
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = tu_mkdtemp("config_trust");
+    return g_dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+    return 0;
+}
+
+/* DIR/name, in a static buffer per slot. */
+static const char *in_dir(const char *name)
+{
+    static char buf[4][4096];
+    static int slot;
+    slot = (slot + 1) % 4;
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", g_dir, name);
+    return buf[slot];
+}
+
+#define MINIMAL                                                                                    \
+    "name = \"t\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"                       \
+    "sampling: { pupil_samples = 32; };\n"
+
+/* Load "-" with text on standard input (a pipe, closed after the text, as
+ * a shell's `printf ... | psfsim -c -` gives it). Returns config_load's
+ * status; cfg is for the caller to free. */
+static int load_stdin(const char *text, psf_config *cfg, char *err, size_t errlen)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    size_t n = strlen(text);
+    assert_true(n < 65536); /* fits the pipe's buffer: no writer thread */
+    assert_int_equal(write(p[1], text, n), (ssize_t)n);
+    close(p[1]);
+    int saved = dup(STDIN_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
+    close(p[0]);
+    int rc = config_load("-", cfg, err, errlen);
+    assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+    close(saved);
+    return rc;
+}
+
+static void test_stdin(void **state)
+{
+    (void)state;
+    psf_config c;
+    char err[2048] = "";
+    if (load_stdin(MINIMAL, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_string_equal(c.name, "t");
+    assert_string_equal(c.path, "<stdin>");
+    assert_int_equal(c.text_len, strlen(MINIMAL)); /* the bytes loaded, kept */
+    assert_memory_equal(c.text, MINIMAL, strlen(MINIMAL));
+    config_free(&c);
+    assert_int_equal(load_stdin(MINIMAL "output: { png: { bits = 12; }; };\n", &c, err, sizeof err),
+                     -1);
+    assert_string_equal(err, "<stdin>:4: output.png.bits: must be 8 or 16 (got 12)");
+    config_free(&c);
+    assert_int_equal(load_stdin("name = ;\n", &c, err, sizeof err), -1);
+    assert_string_equal(err, "<stdin>:1: syntax error");
+    config_free(&c);
+}
+
+/* A stream's @include resolves against the current directory. */
+static void test_stdin_include(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_write_file(in_dir("part.cfg"), MINIMAL), 0);
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(g_dir), 0);
+    psf_config c;
+    char err[2048] = "";
+    int rc = load_stdin("@include \"part.cfg\"\n", &c, err, sizeof err);
+    assert_int_equal(chdir(cwd), 0);
+    if (rc != 0) fail_msg("%s", err);
+    assert_string_equal(c.name, "t");
+    config_free(&c);
+}
+
+/* A regular file past the cap is refused before it is read. */
+static void test_size_cap(void **state)
+{
+    (void)state;
+    const char *big = in_dir("big.cfg");
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (16 << 20) + 1), 0); /* sparse: no disk used */
+    close(fd);
+    psf_config c;
+    char err[2048] = "", want[4200];
+    assert_int_equal(config_load(big, &c, err, sizeof err), -1);
+    config_free(&c);
+    snprintf(want, sizeof want,
+             "%s: cannot read: larger than the 16 MiB cap on a config (16777217 bytes)", big);
+    assert_string_equal(err, want);
+    /* An @include'd file past the cap too. */
+    assert_int_equal(tu_write_file(in_dir("inc.cfg"), "name = \"t\";\n@include \"big.cfg\"\n"), 0);
+    assert_int_equal(config_load(in_dir("inc.cfg"), &c, err, sizeof err), -1);
+    config_free(&c);
+    snprintf(want, sizeof want,
+             "%s:2: @include \"big.cfg\": larger than the 16 MiB cap on a config (16777217 bytes)",
+             in_dir("inc.cfg"));
+    assert_string_equal(err, want);
+}
+
+/* A device is a stream: read up to the cap, then refused. */
+static void test_device(void **state)
+{
+    (void)state;
+    psf_config c;
+    char err[2048] = "";
+    assert_int_equal(config_load("/dev/zero", &c, err, sizeof err), -1);
+    config_free(&c);
+    assert_string_equal(err, "/dev/zero: cannot read: larger than the 16 MiB cap on a config "
+                             "(read as a stream, stopped at the cap)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stdin_include, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_size_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
