@@ -20,6 +20,12 @@
 /* The most bytes a config may hold (a stream is read up to it, then
  * refused), config.h. */
 #define CFG_MAX_TEXT_BYTES ((size_t)16 << 20)
+/* @include caps for one config (config_include.c): libconfig reads an
+ * included file again at each @include of it, so at most this many
+ * inclusions in all, CFG_MAX_TEXT_BYTES read in all (the config's bytes
+ * and every inclusion's), and this many distinct included files. */
+#define CFG_MAX_INCLUSIONS 1024
+#define CFG_MAX_INCLUDED_FILES 64
 
 /* One load in progress: the parsed tree and where messages go. */
 typedef struct {
@@ -122,11 +128,17 @@ void cfg_text_free(cfg_text *t);
 /* Check every file an @include line of the config names (config: its name
  * for messages, t: its bytes; nested ones too, up to libconfig's depth of
  * 10), resolved against dir ("" = as written) as libconfig resolves them:
- * each must be a regular file of at most CFG_MAX_TEXT_BYTES, since libconfig
- * 1.5 exits the process (flex's "input in flex scanner failed") when one
- * is a directory. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": is a
- * directory, not a config file" (or "is not a regular file") in err.
- * Missing files are left to libconfig ("cannot open include file"). */
+ * each must be a regular file, since libconfig 1.5 exits the process
+ * (flex's "input in flex scanner failed") when one is a directory, no
+ * file may include itself (directly or through others), and what libconfig
+ * would read must stay within the caps above. Each distinct file is read
+ * once. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": REASON" in
+ * err: "is a directory, not a config file", "is not a regular file", "the
+ * file includes itself", "an include cycle (...)", "larger than the 16 MiB
+ * cap on a config (N bytes)", "more than 1024 inclusions in all (the cap
+ * for one config, CONFIG; ...)", "more than 16 MiB read in all (...)",
+ * "more than 64 distinct files included (...)". Missing files are left to
+ * libconfig ("cannot open include file"). */
 int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, char *err,
                        size_t errlen);
 

@@ -1,5 +1,6 @@
 /* config_load on input it must not trust: standard input and streams, a
- * file past the size cap, each with its exact message. */
+ * file past the size cap, @include fan-out past the caps, each with its
+ * exact message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,102 @@ static void test_device(void **state)
                              "(read as a stream, stopped at the cap)");
 }
 
+/* Text of n lines "@include \"NAME\"": NAME is name, or with numbered
+ * nameI.cfg for line I (0-based). Caller frees. */
+static char *include_lines(int n, const char *name, int numbered)
+{
+    char *text = malloc((size_t)n * 64 + 1);
+    assert_non_null(text);
+    size_t used = 0;
+    for (int i = 0; i < n; ++i) {
+        if (numbered)
+            used += (size_t)snprintf(text + used, 64, "@include \"%s%d.cfg\"\n", name, i);
+        else
+            used += (size_t)snprintf(text + used, 64, "@include \"%s\"\n", name);
+    }
+    text[used] = '\0';
+    return text;
+}
+
+static void expect_load_error(const char *name, const char *want_tail)
+{
+    psf_config c;
+    char err[8192] = "", want[8192];
+    assert_int_equal(config_load(in_dir(name), &c, err, sizeof err), -1);
+    config_free(&c);
+    snprintf(want, sizeof want, "%s%s", in_dir(name), want_tail);
+    assert_string_equal(err, want);
+}
+
+/* libconfig reads a file again at each @include of it: that is allowed,
+ * within the caps. */
+static void test_include_twice(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_write_file(in_dir("note.cfg"), "# a comment only\n"), 0);
+    assert_int_equal(
+        tu_write_file(in_dir("x.cfg"), "@include \"note.cfg\"\n" MINIMAL "@include \"note.cfg\"\n"),
+        0);
+    psf_config c;
+    char err[2048] = "";
+    if (config_load(in_dir("x.cfg"), &c, err, sizeof err) != 0) fail_msg("%s", err);
+    config_free(&c);
+}
+
+static void test_include_caps(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_write_file(in_dir("e.cfg"), ""), 0);
+    char *text = include_lines(1025, "e.cfg", 0);
+    assert_int_equal(tu_write_file(in_dir("many.cfg"), text), 0);
+    free(text);
+    expect_load_error("many.cfg",
+                      tu_format(":1025: @include \"e.cfg\": more than 1024 inclusions in all (the "
+                                "cap for one config, %s; libconfig reads a file again at each "
+                                "@include of it)",
+                                in_dir("many.cfg")));
+    /* 9 MiB read twice: past 16 MiB in all. */
+    int fd = open(in_dir("nine.cfg"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 9 << 20), 0);
+    close(fd);
+    assert_int_equal(tu_write_file(in_dir("big.cfg"), "@include \"nine.cfg\"\n"
+                                                      "@include \"nine.cfg\"\n"),
+                     0);
+    expect_load_error("big.cfg",
+                      tu_format(":2: @include \"nine.cfg\": more than 16 MiB read in all (the cap "
+                                "for one config, %s, with every inclusion; libconfig reads a file "
+                                "again at each @include of it)",
+                                in_dir("big.cfg")));
+    /* 65 distinct files. */
+    for (int i = 0; i < 65; ++i)
+        assert_int_equal(tu_write_file(in_dir(tu_format("f%d.cfg", i)), ""), 0);
+    text = include_lines(65, "f", 1);
+    assert_int_equal(tu_write_file(in_dir("wide.cfg"), text), 0);
+    free(text);
+    expect_load_error("wide.cfg", ":65: @include \"f64.cfg\": more than 64 distinct files "
+                                  "included (the cap for one config)");
+}
+
+/* Ten files of ten includes each: refused at once, not after 10^9 reads
+ * (ctest's timeout catches a walk that is not linear). */
+static void test_include_fan_out(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 9; ++i) {
+        char *text = include_lines(10, tu_format("g%d.cfg", i + 1), 0);
+        assert_int_equal(tu_write_file(in_dir(tu_format("g%d.cfg", i)), text), 0);
+        free(text);
+    }
+    assert_int_equal(tu_write_file(in_dir("g9.cfg"), ""), 0);
+    psf_config c;
+    char err[8192] = "";
+    assert_int_equal(config_load(in_dir("g0.cfg"), &c, err, sizeof err), -1);
+    config_free(&c);
+    assert_non_null(strstr(err, "more than 1024 inclusions in all"));
+    assert_non_null(strstr(err, in_dir("g0.cfg")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +248,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stdin_include, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_caps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_fan_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
