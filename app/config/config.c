@@ -351,15 +351,26 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         memcpy(c.dir, path, dl);
         c.dir[dl] = '\0';
     }
-    if (cfg_check_includes(c.file, &t, c.dir, err, errlen) != 0) {
+    cfg_wide_site *wide = malloc(sizeof *wide);
+    if (!wide) {
+        snprintf(err, errlen, "%s: out of memory", c.file);
+        cfg_text_free(&t);
+        return -1;
+    }
+    if (cfg_check_includes(c.file, &t, c.dir, wide, err, errlen) != 0) {
+        free(wide);
         cfg_text_free(&t);
         return -1;
     }
     config_init(&c.lc);
     if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
     int parsed = parse(&c, &t);
-    int rc = parsed == 1 ? read_all(&c, cfg) : parsed == 0 ? syntax_error(&c) : -1;
+    /* No integer is read wrapped: one out of range is refused first. */
+    int rc = parsed != 1 ? (parsed == 0 ? syntax_error(&c) : -1)
+             : wide->found && cfg_wide_int_check(&c, wide) != 0 ? -1
+                                                                : read_all(&c, cfg);
     config_destroy(&c.lc);
+    free(wide);
     cfg->text = t.text; /* kept: the bytes loaded, for a fingerprint */
     cfg->text_len = t.len;
     return rc;

@@ -31,8 +31,9 @@
 #define INCLUDE_MAX_DEPTH 10
 
 typedef struct {
-    int line;   /* 1-based */
-    char *name; /* as written; NULL: it holds a backslash */
+    int line;      /* 1-based */
+    size_t offset; /* of its line in the file */
+    char *name;    /* as written; NULL: it holds a backslash */
 } include_line;
 
 /* A distinct file (by st_dev, st_ino) and what the walk knows of it. */
@@ -50,6 +51,8 @@ typedef struct {
     int complete;
     long long below_inclusions;
     unsigned long long below_bytes;
+    int has_wide; /* its first integer literal out of range (config_literal.c) */
+    cfg_wide_int wide;
 } include_file;
 
 typedef struct {
@@ -60,6 +63,7 @@ typedef struct {
     long long inclusions;     /* what libconfig reads, in walk order, */
     unsigned long long bytes; /* up to the point it would stop */
     int stopped;
+    cfg_wide_site *wide; /* the first literal out of range, in reading order */
 } include_walk;
 
 static int include_error(char *err, size_t errlen, const char *file, int line, const char *name,
@@ -72,7 +76,7 @@ static int include_error(char *err, size_t errlen, const char *file, int line, c
 }
 
 /* Append one include line to f. 0, or -1 when out of memory. */
-static int add_line(include_file *f, int line, const char *name, size_t n)
+static int add_line(include_file *f, int line, size_t offset, const char *name, size_t n)
 {
     include_line *grown = realloc(f->inc, (size_t)(f->ninc + 1) * sizeof *grown);
     if (!grown) return -1;
@@ -84,7 +88,7 @@ static int add_line(include_file *f, int line, const char *name, size_t n)
         memcpy(copy, name, n);
         copy[n] = '\0';
     }
-    f->inc[f->ninc++] = (include_line){line, copy};
+    f->inc[f->ninc++] = (include_line){line, offset, copy};
     return 0;
 }
 
@@ -117,7 +121,7 @@ static int scan_includes(include_file *f, const char *text, size_t len)
         while (r + n < close && r[n] != '\0' && n + 1 < CFG_PATH_MAX)
             ++n;
         int bad = memchr(r, '\\', (size_t)(close - r)) != NULL;
-        if (add_line(f, lineno, bad ? NULL : r, n) != 0) return -1;
+        if (add_line(f, lineno, (size_t)(p - text), bad ? NULL : r, n) != 0) return -1;
         if (bad) break; /* the walk stops there */
     }
     return 0;
@@ -140,6 +144,7 @@ static int add_file(include_walk *w, dev_t dev, ino_t ino, const char *text, siz
     f->ino = ino;
     f->len = len;
     f->depth = -1;
+    f->has_wide = cfg_find_wide_int(text, len, &f->wide);
     if (scan_includes(f, text, len) != 0) return -1;
     return w->nfiles++;
 }
@@ -211,8 +216,22 @@ static int open_include(include_walk *w, const char *name, const char *file, int
     return 0;
 }
 
-/* Walk the includes of file fi (named file in messages), depth deep. */
-static int walk(include_walk *w, int fi, const char *file, int depth, char *err, size_t errlen)
+/* Note f's literal out of range as the first in reading order, when it
+ * comes before offset (that of an include line) and none came before it.
+ * source: f's name as its @include writes it, NULL for the config. */
+static void note_wide(include_walk *w, const include_file *f, const char *source, size_t offset)
+{
+    if (w->wide->found || !f->has_wide || f->wide.offset >= offset) return;
+    w->wide->found = 1;
+    w->wide->in_config = source == NULL;
+    snprintf(w->wide->source, sizeof w->wide->source, "%s", source ? source : "");
+    w->wide->lit = f->wide;
+}
+
+/* Walk the includes of file fi (named file in messages, source as
+ * note_wide has it), depth deep. */
+static int walk(include_walk *w, int fi, const char *file, const char *source, int depth, char *err,
+                size_t errlen)
 {
     include_file *f = &w->files[fi];
     f->on_chain = 1;
@@ -221,6 +240,7 @@ static int walk(include_walk *w, int fi, const char *file, int depth, char *err,
     unsigned long long bytes0 = w->bytes;
     for (int i = 0; i < f->ninc; ++i) {
         const include_line *e = &f->inc[i];
+        note_wide(w, f, source, e->offset);
         if (!e->name)
             return include_error(err, errlen, file, e->line, "...",
                                  "a backslash in an include name is not supported");
@@ -244,8 +264,9 @@ static int walk(include_walk *w, int fi, const char *file, int depth, char *err,
         if (g->complete || (g->depth >= 0 && g->depth <= depth + 1)) continue;
         char resolved[2 * CFG_PATH_MAX + 2];
         snprintf(resolved, sizeof resolved, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name);
-        if (walk(w, gi, resolved, depth + 1, err, errlen) != 0) return -1;
+        if (walk(w, gi, resolved, e->name, depth + 1, err, errlen) != 0) return -1;
     }
+    note_wide(w, f, source, (size_t)-1);
     f->on_chain = 0;
     if (!w->stopped) {
         f->complete = 1;
@@ -255,9 +276,10 @@ static int walk(include_walk *w, int fi, const char *file, int depth, char *err,
     return 0;
 }
 
-int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, char *err,
-                       size_t errlen)
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
+                       char *err, size_t errlen)
 {
+    wide->found = 0;
     include_walk *w = calloc(1, sizeof *w);
     int rc = -1;
     if (!w || add_file(w, t->dev, t->ino, t->text, t->len) != 0) {
@@ -266,7 +288,8 @@ int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, c
         w->config = config;
         w->dir = dir ? dir : "";
         w->bytes = t->len;
-        rc = walk(w, 0, config, 0, err, errlen);
+        w->wide = wide;
+        rc = walk(w, 0, config, NULL, 0, err, errlen);
     }
     for (int i = 0; w && i < w->nfiles; ++i) {
         for (int k = 0; k < w->files[i].ninc; ++k)

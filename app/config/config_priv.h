@@ -123,6 +123,42 @@ int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, 
                   size_t errlen);
 void cfg_text_free(cfg_text *t);
 
+/* ---- config_literal.c ---- */
+
+/* An integer literal libconfig cannot hold as written: without the L
+ * suffix past 32 bits (libconfig 1.5 keeps the low 32 bits: 4294967300
+ * reads as 4), with it past 64 bits. */
+typedef struct {
+    size_t offset;     /* in its file's text */
+    long long index;   /* the integer literals before it in that file */
+    int line;          /* 1-based */
+    int bits;          /* the range it is out of: 32 or 64 */
+    long long held[2]; /* what libconfig may hold for it: wrapped, or whole */
+    char text[48];     /* as written, shortened with "..." */
+} cfg_wide_int;
+
+/* The first such literal of a file's text, scanned as libconfig's lexer
+ * scans it (comments, strings and @include lines skipped). 1 when found
+ * (into out), 0 when none. */
+int cfg_find_wide_int(const char *text, size_t len, cfg_wide_int *out);
+
+/* Where the first one is in what libconfig reads (config_include.c finds
+ * it in walk order, which is libconfig's reading order). */
+typedef struct {
+    int found;
+    int in_config;             /* in the config itself, else in an @include'd file */
+    char source[CFG_PATH_MAX]; /* that file's name as its @include writes it */
+    cfg_wide_int lit;
+} cfg_wide_site;
+
+/* After the parse: refuse the literal at site when libconfig read it (a
+ * setting from its file holds it), with "FILE:LINE: KEY: integer LITERAL
+ * is out of the 32-bit range -2147483648..2147483647 (a 64-bit integer is
+ * written with an L suffix)" (or "... of the 64-bit range ..."), KEY that
+ * of the setting the literal made. Returns 0 when it was not read, else
+ * -1. */
+int cfg_wide_int_check(cfg_ctx *c, const cfg_wide_site *site);
+
 /* ---- config_include.c ---- */
 
 /* Check every file an @include line of the config names (config: its name
@@ -138,9 +174,10 @@ void cfg_text_free(cfg_text *t);
  * cap on a config (N bytes)", "more than 1024 inclusions in all (the cap
  * for one config, CONFIG; ...)", "more than 16 MiB read in all (...)",
  * "more than 64 distinct files included (...)". Missing files are left to
- * libconfig ("cannot open include file"). */
-int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, char *err,
-                       size_t errlen);
+ * libconfig ("cannot open include file"). The first integer literal out
+ * of range in reading order goes to wide (wide->found). */
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
+                       char *err, size_t errlen);
 
 /* ---- config_sweep.c ---- */
 

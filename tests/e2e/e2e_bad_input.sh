@@ -37,6 +37,12 @@ expect_exit 2 "missing config" -- "$PSFSIM" -c does-not-exist.cfg -o out
 expect_stderr 'does-not-exist.cfg' "missing config: message names the file"
 nothing_written "missing config"
 
+# An integer past 32 bits: libconfig 1.5 kept its low 32 bits (j = 4).
+{ good ''; echo 'aberrations: { zernike = ( (4294967300, 0.1) ); };'; } >wide.cfg
+expect_exit 2 "integer past 32 bits" -- "$PSFSIM" -c wide.cfg -o out
+expect_stderr '^psfsim: wide.cfg:4: aberrations.zernike\[0\]\[0\]: integer 4294967300 is out of the 32-bit range' "integer past 32 bits: message"
+nothing_written "integer past 32 bits"
+
 # Configs that are not regular files: read once, into memory, with a cap.
 good '' >ok.cfg
 expect_exit 2 "config /dev/zero" -- timeout 20 "$PSFSIM" -c /dev/zero -o out

@@ -1,6 +1,6 @@
-/* config_load on input it must not trust: standard input and streams, a
- * file past the size cap, @include fan-out past the caps, each with its
- * exact message. */
+/* config_load on input it must not trust: integer literals past their
+ * range, standard input and streams, a file past the size cap, @include
+ * fan-out past the caps, each with its exact message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -241,9 +241,66 @@ static void test_include_fan_out(void **state)
     assert_non_null(strstr(err, in_dir("g0.cfg")));
 }
 
+static void expect_text_error(const char *text, const char *want_tail)
+{
+    assert_int_equal(tu_write_file(in_dir("x.cfg"), text), 0);
+    expect_load_error("x.cfg", want_tail);
+}
+
+#define OUT_OF_32                                                                                  \
+    " is out of the 32-bit range -2147483648..2147483647 (a 64-bit integer is written with an L "  \
+    "suffix)"
+
+/* libconfig 1.5 keeps an integer without L in 32 bits: these read as 8, 64
+ * and 4 before, with no word. */
+static void test_wide_integers(void **state)
+{
+    (void)state;
+    expect_text_error(MINIMAL "output: { png: { bits = 4294967304; }; };\n",
+                      ":4: output.png.bits: integer 4294967304" OUT_OF_32);
+    expect_text_error(MINIMAL "output: { npix = 4294967360; };\n",
+                      ":4: output.npix: integer 4294967360" OUT_OF_32);
+    expect_text_error(MINIMAL "aberrations: { zernike = ( (4294967300, 0.1) ); };\n",
+                      ":4: aberrations.zernike[0][0]: integer 4294967300" OUT_OF_32);
+    expect_text_error(MINIMAL "aberrations: { zernike = ( (4, 0.1),\n  (-2147483649, 0.1) ); };\n",
+                      ":5: aberrations.zernike[1][0]: integer -2147483649" OUT_OF_32);
+    expect_text_error(MINIMAL "output: { png: { compression = 0xFFFFFFFF; }; };\n",
+                      ":4: output.png.compression: integer 0xFFFFFFFF" OUT_OF_32);
+    expect_text_error(MINIMAL "optics2 = 99999999999999999999L;\n",
+                      ":4: optics2: integer 99999999999999999999L is out of the 64-bit range "
+                      "-9223372036854775808..9223372036854775807");
+    /* With L the value is whole, and its range check says so. */
+    expect_text_error(MINIMAL "output: { npix = 4294967360L; };\n",
+                      ":4: output.npix: must be <= 65536 (got 4294967360)");
+    /* In an @include'd file: that file and its line. */
+    assert_int_equal(tu_write_file(in_dir("part.cfg"), "# the output\noutput: { npix = "
+                                                       "4294967360; };\n"),
+                     0);
+    char want[8192];
+    snprintf(want, sizeof want, "%s:2: output.npix: integer 4294967360" OUT_OF_32,
+             in_dir("part.cfg"));
+    psf_config c;
+    char err[8192] = "";
+    assert_int_equal(tu_write_file(in_dir("y.cfg"), MINIMAL "@include \"part.cfg\"\n"), 0);
+    assert_int_equal(config_load(in_dir("y.cfg"), &c, err, sizeof err), -1);
+    config_free(&c);
+    assert_string_equal(err, want);
+    /* Not integers: in comments, strings and names, and floats. */
+    assert_int_equal(tu_write_file(in_dir("ok.cfg"),
+                                   MINIMAL "# 4294967300\n/* 4294967300\n */\n"
+                                           "// 4294967300\n"
+                                           "aberrations: { convention = \"noll\"; "
+                                           "zernike = ( (4, 4294967300.0), (5, "
+                                           "1e99) ); };\n"),
+                     0);
+    if (config_load(in_dir("ok.cfg"), &c, err, sizeof err) != 0) fail_msg("%s", err);
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_wide_integers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdin_include, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_cap, setup, teardown),
