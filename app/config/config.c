@@ -4,6 +4,8 @@
  * config_sweep.c; messages and typed getters in config_read.c. */
 #include "app/config/config_priv.h"
 
+#include "app/base/interrupt.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -365,10 +367,13 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
     config_init(&c.lc);
     if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
     int parsed = parse(&c, &t);
-    /* No integer is read wrapped: one out of range is refused first. */
-    int rc = parsed != 1 ? (parsed == 0 ? syntax_error(&c) : -1)
-             : wide->found && cfg_wide_int_check(&c, wide) != 0 ? -1
-                                                                : read_all(&c, cfg);
+    int rc = -1;
+    if (parsed >= 0 && interrupt_pending()) /* during the parse (16 MiB at most) */
+        snprintf(err, errlen, "%s: interrupted while loading the config", c.file);
+    else if (parsed == 0)
+        rc = syntax_error(&c);
+    else if (parsed == 1 && !(wide->found && cfg_wide_int_check(&c, wide) != 0))
+        rc = read_all(&c, cfg); /* no integer read wrapped: one out of range was refused */
     config_destroy(&c.lc);
     free(wide);
     cfg->text = t.text; /* kept: the bytes loaded, for a fingerprint */

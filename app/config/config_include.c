@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "app/base/interrupt.h"
 #include "app/base/text_shown.h"
 
 /* libconfig's own limit (scanctx.c: MAX_INCLUDE_DEPTH). */
@@ -204,8 +205,11 @@ static int open_include(include_walk *w, const char *name, const char *file, int
     }
     cfg_text t;
     char rerr[64];
-    if (cfg_text_read(resolved, name, CFG_MAX_TEXT_BYTES, &t, rerr, sizeof rerr) != 0)
-        return 0;   /* libconfig reports it */
+    if (cfg_text_read(resolved, name, CFG_MAX_TEXT_BYTES, &t, rerr, sizeof rerr) != 0) {
+        if (!interrupt_pending()) return 0; /* libconfig reports it */
+        snprintf(err, errlen, "%s: interrupted while loading the config", w->config);
+        return -1;
+    }
     if (t.stream) { /* replaced since the stat */
         cfg_text_free(&t);
         return include_error(err, errlen, file, line, name, "is not a regular file");

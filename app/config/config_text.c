@@ -13,7 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/base/interrupt.h"
+
 #define READ_CHUNK (1 << 16)
+/* A stream is waited for in slices of this, so that SIGINT/SIGTERM end
+ * the wait at once (the handler only sets a flag, interrupt.h). */
+#define POLL_MS 100
 
 /* Append up to READ_CHUNK bytes read from fd to t (capacity *cap). Returns
  * the count read, 0 at end of file, -1 with errno (EAGAIN: nothing yet). */
@@ -37,15 +42,20 @@ static ssize_t read_chunk(int fd, cfg_text *t, size_t *cap)
 /* Read fd to its end into t, keeping at most max + 1 bytes (one past the
  * cap tells an oversized input). A stream (pipe, FIFO, device) is waited
  * for with poll, so that a FIFO opened without blocking waits for its
- * writer and data. Returns 0, or -1 with errno. */
+ * writer and data. Returns 0, or -1 with errno (EINTR: a signal,
+ * interrupt_pending). */
 static int read_to_end(int fd, int stream, size_t max, cfg_text *t)
 {
     size_t cap = 0;
     for (;;) {
+        if (interrupt_pending()) {
+            errno = EINTR;
+            return -1;
+        }
         if (stream) {
             struct pollfd p = {.fd = fd, .events = POLLIN};
-            int r = poll(&p, 1, -1);
-            if (r < 0 && errno == EINTR) continue;
+            int r = poll(&p, 1, POLL_MS);
+            if (r == 0 || (r < 0 && errno == EINTR)) continue;
             if (r < 0) return -1;
         }
         ssize_t n = read_chunk(fd, t, &cap);
@@ -95,6 +105,8 @@ int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, 
         snprintf(err, errlen, "%s: cannot read: larger than the %zu MiB cap on a config%s", shown,
                  max >> 20, t->stream ? " (read as a stream, stopped at the cap)" : "");
         e = -1;
+    } else if (e == EINTR && interrupt_pending()) {
+        snprintf(err, errlen, "%s: interrupted while loading the config", shown);
     } else if (e) {
         snprintf(err, errlen, "%s: cannot read: %s", shown, strerror(e));
     }
