@@ -103,6 +103,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             o->config_path = optarg;
             break;
         case 'o':
+            if (!optarg[0]) { /* "" is no directory (and was read as one later) */
+                snprintf(err, errlen, "--output: expected a directory (got \"\")");
+                return -1;
+            }
             o->output_dir = optarg;
             break;
         case 'b':

@@ -7,6 +7,7 @@
 #include "app/base/interrupt.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,12 +35,25 @@ static void set_defaults(psf_config *cfg)
     cfg->backend = BACKEND_AUTO;
 }
 
+/* The longest file name a set writes: NAME_manifest.csv (NAME_k.fits is
+ * as long at most: k has at most 7 digits, CFG_MAX_IMAGES), while it is
+ * written .NAME_manifest.csv.tmp.XXXXXX (app/formats/atomic_file.c): 25
+ * bytes more than NAME, within a file name's limit, NAME_MAX (255). */
+#define CFG_NAME_MAX (NAME_MAX - 25)
+
 static int read_name(cfg_ctx *c, psf_config *cfg)
 {
     int r = cfg_read_string(c, "name", cfg->name, sizeof cfg->name);
     if (r < 0) return -1;
     if (r == 0) return cfg_missing(c, "name", NULL);
     const config_setting_t *s = cfg_get(c, "name");
+    size_t len = strlen(cfg->name);
+    if (len > CFG_NAME_MAX)
+        return cfg_error(c, s, "name",
+                         "must be at most %d characters: the set's files, such as "
+                         ".NAME_manifest.csv.tmp.XXXXXX while it is written, must fit a file "
+                         "name's %d bytes (got %zu)",
+                         CFG_NAME_MAX, NAME_MAX, len);
     if (strspn(cfg->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
         strlen(cfg->name))
         return cfg_error(c, s, "name",

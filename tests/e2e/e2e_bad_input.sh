@@ -71,6 +71,25 @@ expect_exit 2 "unusable output dir" -- "$PSFSIM" -c ok.cfg -o afile/out
 expect_stderr 'output directory afile/out: .*afile.* not a directory' "unusable output dir: message"
 [ -f afile ] && [ ! -s afile ] && pass "unusable output dir: nothing written" || fail "afile changed"
 
+# Output directories and names that cannot work: refused before any work.
+expect_exit 2 "-o \"\"" -- "$PSFSIM" -c ok.cfg -o ""
+expect_stderr '^psfsim: --output: expected a directory \(got ""\)' "-o \"\": message"
+if [ -d /proc/self ]; then # mounted: nothing can be created in /proc, even by root
+  expect_exit 2 "-o /proc" -- "$PSFSIM" -c ok.cfg -o /proc
+  expect_stderr '^psfsim: output directory /proc: not writable: ' "-o /proc: message"
+fi
+ln -s "$SCRATCH/nowhere/target" dangling
+expect_exit 2 "a dangling symbolic link as the output directory" -- "$PSFSIM" -c ok.cfg -o dangling
+expect_stderr "^psfsim: output directory dangling: a symbolic link to $SCRATCH/nowhere/target, which does not exist" "dangling link: message"
+expect_exit 2 "a dangling symbolic link above the output directory" -- "$PSFSIM" -c ok.cfg -o dangling/sub
+expect_stderr '^psfsim: output directory dangling/sub: dangling is a symbolic link to' "dangling link above: message"
+[ -L dangling ] && [ ! -e nowhere ] && pass "dangling link: nothing created" || fail "dangling link: $(ls -la)"
+long=$(printf 'n%.0s' $(seq 231))
+good '' | sed "s/name = \"bad\"/name = \"$long\"/" >long.cfg
+expect_exit 2 "a name too long for its files" -- "$PSFSIM" -c long.cfg -o out
+expect_stderr '^psfsim: long.cfg:1: name: must be at most 230 characters: .*\(got 231\)' "long name: message"
+nothing_written "long name"
+
 expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
 cp out/bad_0.png first.png
 expect_exit 2 "existing outputs without --force" -- "$PSFSIM" -c ok.cfg -o out

@@ -1,6 +1,7 @@
 /* config_load on input it must not trust: integer literals past their
- * range, standard input and streams, a file past the size cap, @include
- * fan-out past the caps, each with its exact message. */
+ * range, names too long for the set's files, standard input and streams,
+ * a file past the size cap, @include fan-out past the caps, each with its
+ * exact message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -297,10 +298,32 @@ static void test_wide_integers(void **state)
     config_free(&c);
 }
 
+/* The set's longest file, .NAME_manifest.csv.tmp.XXXXXX while it is
+ * written, must fit NAME_MAX (255): a name of at most 230 characters. */
+static void test_name_length(void **state)
+{
+    (void)state;
+    char name[232], text[1024];
+    memset(name, 'n', 231);
+    name[231] = '\0';
+    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, MINIMAL + strlen("name = \"t\";\n"));
+    expect_text_error(text, ":1: name: must be at most 230 characters: the set's files, such as "
+                            ".NAME_manifest.csv.tmp.XXXXXX while it is written, must fit a file "
+                            "name's 255 bytes (got 231)");
+    name[230] = '\0';
+    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, MINIMAL + strlen("name = \"t\";\n"));
+    assert_int_equal(tu_write_file(in_dir("ok.cfg"), text), 0);
+    psf_config c;
+    char err[2048] = "";
+    if (config_load(in_dir("ok.cfg"), &c, err, sizeof err) != 0) fail_msg("%s", err);
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_wide_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_length, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdin_include, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_cap, setup, teardown),
