@@ -125,7 +125,19 @@ typedef struct {
  * config "FILE: cannot read: REASON". List elements are named key[i],
  * 0-based. Files named in the config are checked to exist
  * and be readable (messages name the resolved path); @include resolves
- * against the config's directory too. Limits: pupil_samples and
+ * against the config's directory too. path "-" reads standard input
+ * (messages name "<stdin>"); a path that is not a regular file (a pipe,
+ * -c <(...), a FIFO, a device) is read once as a stream; either has no
+ * directory of its own: its @include and file names resolve against the
+ * current directory. Caps: the config at most 16 MiB ("FILE: cannot read:
+ * larger than the 16 MiB cap on a config (...)"), and with its @include'd
+ * files (read again at each @include, as libconfig inlines them) at most
+ * 16 MiB read, 1024 inclusions and 64 distinct included files in all. An
+ * integer literal out of its range (32 bits, 64 with the L suffix) is
+ * refused as written: "FILE:LINE: key: integer 4294967300 is out of the
+ * 32-bit range ...". SIGINT/SIGTERM while it loads (app/base/interrupt.h):
+ * "FILE: interrupted while loading the config". Limits: name at most 230
+ * characters (its files must fit NAME_MAX), pupil_samples and
  * N = floor(padding * n + 0.5) <= 65536, output.npix in 8..65536,
  * spiders.count <= 1000, at most
  * CFG_MAX_WAVELENGTHS (64) broadband wavelengths, at most 10,000,000
