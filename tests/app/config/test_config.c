@@ -1130,12 +1130,12 @@ static void test_name_length(void **state)
     char name[232], text[1024];
     memset(name, 'n', 231);
     name[231] = '\0';
-    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, MINIMAL + strlen("name = \"t\";\n"));
+    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, strchr(MINIMAL, '\n') + 1);
     expect_error(text, ":1: name: must be at most 230 characters: the set's files, such as "
                        ".NAME_manifest.csv.tmp.XXXXXX while it is written, must fit a file "
                        "name's 255 bytes (got 231)");
     name[230] = '\0';
-    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, MINIMAL + strlen("name = \"t\";\n"));
+    snprintf(text, sizeof text, "name = \"%s\";\n%s", name, strchr(MINIMAL, '\n') + 1);
     assert_int_equal(tu_write_file(in_dir("ok.cfg"), text), 0);
     psf_config c;
     char err[2048] = "";
