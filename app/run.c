@@ -185,6 +185,12 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
         run_start_backend(&r, err, sizeof err, &status);
         run_ranks_agree(&r, &status, err);
     }
+    /* A signal before the first file is made: stop, nothing written (with
+     * MPI the ranks stop in the loop, where they agree). */
+    if (status == 0 && !r.mpi && interrupt_pending()) {
+        log_error("interrupted before any file was written");
+        status = 130;
+    }
     /* Run the loop: the files, the writers, the images. */
     int started = status == 0; /* with MPI: every rank, or none */
     if (started) status = compute(&r, err, sizeof err);
