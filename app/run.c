@@ -45,6 +45,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    set_checks_warn(&r->set, &r->notes);
+    for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
+        log_warn("%s", r->notes.text[i]);
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
             return -1;

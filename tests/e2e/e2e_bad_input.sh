@@ -85,4 +85,13 @@ expect_exit 0 "--help" -- "$PSFSIM" --help
 expect_exit 0 "--version" -- "$PSFSIM" --version
 grep -q '^psfsim [0-9]' "$SCRATCH/stdout" && pass "--version prints the version" || fail "--version output"
 [ ! -e out2 ] && pass "bad option: nothing written" || fail "out2 was created"
+# Waves over several wavelengths: the same phase at each, a warning (stderr
+# and the timing log), the images written all the same.
+{ good '' | sed 's/wavelength_nm = 550.0; //'
+  echo 'aberrations: { zernike = ((4, 0.05)); };'
+  echo 'sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };'; } >waves.cfg
+expect_exit 0 "waves over a wavelength sweep" -- "$PSFSIM" -c waves.cfg -o waves
+expect_stderr 'waves.cfg:4: aberrations.zernike: coefficients in waves .*same phase at every wavelength of sweep.wavelength_nm' "waves over a wavelength sweep: warned"
+grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves' waves/bad_timing.csv &&
+  pass "waves over a wavelength sweep: a timing log row" || fail "no warning row in waves/bad_timing.csv"
 finish

@@ -1,0 +1,164 @@
+/* set_checks: the warnings of a set that computes but may not mean what its
+ * config asks (app/set/set_checks.h), each naming the file, line and key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/config/config.h"
+#include "app/formats/png_io.h"
+#include "app/set/image_set.h"
+#include "app/set/set_checks.h"
+#include "tests/support/testutil.h"
+
+static char *g_dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = tu_mkdtemp("set_checks");
+    return g_dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+    return 0;
+}
+
+/* The warnings of the config text (c.cfg in g_dir). */
+static void warnings_of(const char *text, set_notes *notes)
+{
+    char path[4200], err[1024] = "";
+    snprintf(path, sizeof path, "%s/c.cfg", g_dir);
+    assert_int_equal(tu_write_file(path, text), 0);
+    psf_config cfg;
+    image_set s;
+    if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
+    if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
+    set_checks_warn(&s, notes);
+    image_set_free(&s);
+    config_free(&cfg);
+}
+
+/* notes holds exactly one warning, and it contains each of the strings. */
+static void expect_one(const set_notes *notes, const char *a, const char *b)
+{
+    if (notes->n != 1) fail_msg("%d warnings, expected 1 (first: %s)", notes->n, notes->text[0]);
+    if (!strstr(notes->text[0], a) || !strstr(notes->text[0], b))
+        fail_msg("warning \"%s\" lacks \"%s\" or \"%s\"", notes->text[0], a, b);
+}
+
+static void expect_none(const set_notes *notes)
+{
+    if (notes->n != 0) fail_msg("%d warnings, expected none: %s", notes->n, notes->text[0]);
+}
+
+#define HEAD                                                                                       \
+    "name = \"c\";\noptics: { aperture: { diameter_m = 1.0; }; };\n"                               \
+    "sampling: { pupil_samples = 32; };\n"
+
+/* The issue's case: 0.05 waves of defocus over 1000-2200 nm, the default
+ * units, the same Strehl at every wavelength. */
+static void test_waves_over_a_wavelength_sweep(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of(HEAD "aberrations: { zernike = ((4, 0.05)); };\n"
+                     "sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:4: aberrations.zernike: coefficients in waves",
+               "sweep.wavelength_nm (3, 1000-2200 nm)");
+    /* In nm the same set is one wavefront: nothing to say. */
+    warnings_of(HEAD "aberrations: { units = \"nm\"; zernike = ((4, 50.0)); };\n"
+                     "sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };\n",
+                &notes);
+    expect_none(&notes);
+    /* Zero coefficients, or one wavelength: nothing either. */
+    warnings_of(HEAD "aberrations: { zernike = ((4, 0.0)); };\n"
+                     "sweep: { wavelength_nm = [1000.0, 2200.0]; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD "aberrations: { zernike = ((4, 0.05)); };\n"
+                     "sweep: { wavelength_nm = [1000.0]; defocus = [0.0, 0.1]; };\n",
+                &notes);
+    expect_none(&notes);
+    /* A focus shift is a length (converted at each wavelength): no warning. */
+    warnings_of("name = \"c\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "sweep: { wavelength_nm = [500.0, 600.0]; focus_shift_um = [-50.0, 50.0]; };\n",
+                &notes);
+    expect_none(&notes);
+}
+
+/* A broadband set: the swept defocus or swept terms in waves are named. */
+static void test_waves_in_a_broadband_set(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of("name = \"c\";\n"
+                "optics: { wavelengths_nm = [500.0, 600.0]; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "sweep: { defocus = [0.0, 0.25]; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:4: sweep.defocus: coefficients in waves",
+               "optics.wavelengths_nm (2, 500-600 nm)");
+    warnings_of("name = \"c\";\n"
+                "optics: { wavelengths_nm = [500.0, 600.0]; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "sweep: { zernike = ((6, [0.0, 0.1])); };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:4: sweep.zernike: coefficients in waves", "aberrations.units");
+    /* The same wavelength twice spans nothing. */
+    warnings_of("name = \"c\";\n"
+                "optics: { wavelengths_nm = [500.0, 500.0]; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "sweep: { defocus = [0.0, 0.25]; };\n",
+                &notes);
+    expect_none(&notes);
+}
+
+/* An OPD map in waves over several wavelengths is named too; in nm not. */
+static void test_opd_map_in_waves(void **state)
+{
+    (void)state;
+    char map[4200];
+    snprintf(map, sizeof map, "%s/opd.png", g_dir);
+    unsigned short levels[4] = {0, 10, 20, 30};
+    char err[512] = "";
+    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    set_notes notes;
+    warnings_of(
+        "name = \"c\";\noptics: { aperture: { diameter_m = 1.0; }; };\n"
+        "sampling: { pupil_samples = 32; };\n"
+        "aberrations: { opd_map: { file = \"opd.png\";\n units = \"waves\"; scale = 0.01; }; };\n"
+        "sweep: { wavelength_nm = [500.0, 700.0]; };\n",
+        &notes);
+    expect_one(&notes, "c.cfg:5: aberrations.opd_map.units: an OPD map in waves",
+               "sweep.wavelength_nm (2, 500-700 nm)");
+    warnings_of("name = \"c\";\noptics: { aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "aberrations: { opd_map: { file = \"opd.png\"; }; };\n"
+                "sweep: { wavelength_nm = [500.0, 700.0]; };\n",
+                &notes);
+    expect_none(&notes);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_waves_over_a_wavelength_sweep),
+        cmocka_unit_test(test_waves_in_a_broadband_set),
+        cmocka_unit_test(test_opd_map_in_waves),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
