@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app/set/maps.h"
+#include "app/set/set_checks.h"
 #include "optics/aperture.h"
 
 #define ARCSEC_PER_RAD 206264.80624709636
@@ -92,6 +93,7 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
                                           &s->opd_cols, why, sizeof why) != 0)
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
+    if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     return jobs_modeset(cfg, &s->modes, err, errlen);
 }

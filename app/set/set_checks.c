@@ -46,19 +46,11 @@ static const char *waves_key(const psf_config *cfg)
 /* Aberrations in waves over a set of several wavelengths (set_checks.h). */
 static void check_units(const psf_config *cfg, set_notes *notes)
 {
-    const char *span = "optics.wavelengths_nm";
-    const double *wl = cfg->wavelengths_nm;
-    int nwl = cfg->nwavelengths;
-    if (cfg->n_sweep_wavelength > 0) {
-        span = "sweep.wavelength_nm";
-        wl = cfg->sweep_wavelength_nm;
-        nwl = cfg->n_sweep_wavelength;
-    }
-    double lo = wl[0], hi = wl[0];
-    for (int i = 1; i < nwl; ++i) {
-        lo = fmin(lo, wl[i]);
-        hi = fmax(hi, wl[i]);
-    }
+    int swept = cfg->n_sweep_wavelength > 0;
+    const char *span = swept ? "sweep.wavelength_nm" : "optics.wavelengths_nm";
+    int nwl = swept ? cfg->n_sweep_wavelength : cfg->nwavelengths;
+    double lo, hi;
+    config_wavelength_span(cfg, &lo, &hi);
     if (!(hi > lo)) return; /* one wavelength: waves and nm are one scale apart */
     const char *key = cfg->zunits == ZUNITS_WAVES ? waves_key(cfg) : NULL;
     if (key)
@@ -80,4 +72,50 @@ void set_checks_warn(const image_set *s, set_notes *notes)
 {
     memset(notes, 0, sizeof *notes);
     check_units(s->cfg, notes);
+}
+
+/* "FILE:LINE: key: " + message into err; returns -1. */
+static int map_fail(const psf_config *cfg, const char *key, char *err, size_t errlen,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int map_fail(const psf_config *cfg, const char *key, char *err, size_t errlen,
+                    const char *fmt, ...)
+{
+    char where[CFG_PATH_MAX + 32], msg[1024];
+    config_key_where(cfg, key, where, sizeof where);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(err, errlen, "%.1000s: %s: %.1000s", where, key, msg);
+    return -1;
+}
+
+/* The OPD map's largest |value| within CFG_MAX_WAVES waves at the set's
+ * shortest wavelength, as the Zernike terms are (config.h). */
+static int check_opd_bound(const image_set *s, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    size_t n = (size_t)s->opd_rows * s->opd_cols, at = 0;
+    double big = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        if (fabs(s->opd_map[i]) > big) big = fabs(s->opd_map[at = i]);
+    double wl_lo, wl_hi;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    int nm = cfg->opd_units == ZUNITS_NM;
+    if (big <= (nm ? CFG_MAX_WAVES * wl_lo : CFG_MAX_WAVES)) return 0;
+    char tmp[8];
+    const char *key = config_key_where(cfg, "aberrations.opd_map.scale", tmp, sizeof tmp)
+                          ? "aberrations.opd_map.scale"
+                          : "aberrations.opd_map.file";
+    return map_fail(cfg, key, err, errlen,
+                    "%s: the OPD reaches %g %s at row %zu, column %zu (the map's value times "
+                    "scale %g), more than %g waves at %g nm, the shortest wavelength",
+                    cfg->opd_file, big, nm ? "nm" : "waves", at / (size_t)s->opd_cols,
+                    at % (size_t)s->opd_cols, cfg->opd_scale, CFG_MAX_WAVES, wl_lo);
+}
+
+int set_checks_maps(const image_set *s, char *err, size_t errlen)
+{
+    if (s->opd_map && check_opd_bound(s, err, errlen)) return -1;
+    return 0;
 }

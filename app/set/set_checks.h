@@ -25,4 +25,11 @@ typedef struct {
  * No I/O, no errors. */
 void set_checks_warn(const image_set *s, set_notes *notes);
 
+/* The maps image_set_init loaded, before any work: the OPD map's largest
+ * |value| (times scale) within CFG_MAX_WAVES waves at the set's shortest
+ * wavelength (nm: CFG_MAX_WAVES wavelengths). Returns 0, or -1 with
+ * "FILE:LINE: aberrations.opd_map.scale: PATH: ..." (the file's key when
+ * scale is not written) in err. */
+int set_checks_maps(const image_set *s, char *err, size_t errlen);
+
 #endif

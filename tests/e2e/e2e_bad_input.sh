@@ -94,4 +94,16 @@ expect_exit 0 "waves over a wavelength sweep" -- "$PSFSIM" -c waves.cfg -o waves
 expect_stderr 'waves.cfg:4: aberrations.zernike: coefficients in waves .*same phase at every wavelength of sweep.wavelength_nm' "waves over a wavelength sweep: warned"
 grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves' waves/bad_timing.csv &&
   pass "waves over a wavelength sweep: a timing log row" || fail "no warning row in waves/bad_timing.csv"
+# Numbers past where the computation means anything (they gave Strehl 1 or
+# all-NaN images with exit 0): refused before any work.
+{ good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
+expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
+expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
+expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e-310;/' >denormal.cfg
+expect_exit 2 "a denormal diameter" -- "$PSFSIM" -c denormal.cfg -o out4
+expect_stderr 'denormal.cfg:2: optics.aperture.diameter_m: must be >= 1e-06' "denormal diameter: message"
+[ ! -e out4 ] && pass "out-of-bound numbers: nothing written" || fail "out4 was created"
 finish

@@ -153,12 +153,86 @@ static void test_opd_map_in_waves(void **state)
     expect_none(&notes);
 }
 
+/* image_set_init's result for the text: 0, or -1 with err. */
+static int init_of(const char *text, char *err, size_t errlen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/c.cfg", g_dir);
+    assert_int_equal(tu_write_file(path, text), 0);
+    psf_config cfg;
+    image_set s;
+    if (config_load(path, &cfg, err, errlen)) fail_msg("%s", err);
+    int rc = image_set_init(&s, &cfg, err, errlen);
+    image_set_free(&s);
+    config_free(&cfg);
+    return rc;
+}
+
+/* err is "DIR/c.cfg" + tail. */
+static void expect_error(const char *err, const char *tail)
+{
+    char want[9000];
+    snprintf(want, sizeof want, "%s/c.cfg%s", g_dir, tail);
+    assert_string_equal(err, want);
+}
+
+/* An OPD map beyond 1000 waves at the shortest wavelength is refused, as
+ * the Zernike terms are, naming the scale (or the file). */
+static void test_opd_map_bound(void **state)
+{
+    (void)state;
+    char map[4200], err[2048] = "";
+    snprintf(map, sizeof map, "%s/opd.png", g_dir);
+    unsigned short levels[4] = {0, 10, 255, 30};
+    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(
+        init_of("name = \"c\";\n"
+                "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "aberrations: { opd_map: { file = \"opd.png\";\n scale = 2000.0; }; };\n",
+                err, sizeof err),
+        -1);
+    char tail[4400];
+    snprintf(tail, sizeof tail,
+             ":5: aberrations.opd_map.scale: %s: the OPD reaches 510000 nm at row 1, column 0 (the "
+             "map's value times scale 2000), more than 1000 waves at 500 nm, the shortest "
+             "wavelength",
+             map);
+    expect_error(err, tail);
+    /* In waves, without a scale key: the file is named. */
+    assert_int_equal(
+        init_of("name = \"c\";\n"
+                "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\"; }; "
+                "};\n",
+                err, sizeof err),
+        0);
+    levels[2] = 1001;
+    if (psf_png_write_levels(map, levels, 2, 16, 1, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(
+        init_of("name = \"c\";\n"
+                "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\"; }; "
+                "};\n",
+                err, sizeof err),
+        -1);
+    snprintf(tail, sizeof tail,
+             ":4: aberrations.opd_map.file: %s: the OPD reaches 1001 waves at row 1, column 0 (the "
+             "map's value times scale 1), more than 1000 waves at 500 nm, the shortest "
+             "wavelength",
+             map);
+    expect_error(err, tail);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waves_over_a_wavelength_sweep),
         cmocka_unit_test(test_waves_in_a_broadband_set),
         cmocka_unit_test(test_opd_map_in_waves),
+        cmocka_unit_test(test_opd_map_bound),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
