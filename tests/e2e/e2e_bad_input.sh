@@ -106,4 +106,17 @@ good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e-310;/' >denormal.cfg
 expect_exit 2 "a denormal diameter" -- "$PSFSIM" -c denormal.cfg -o out4
 expect_stderr 'denormal.cfg:2: optics.aperture.diameter_m: must be >= 1e-06' "denormal diameter: message"
 [ ! -e out4 ] && pass "out-of-bound numbers: nothing written" || fail "out4 was created"
+# Aliasing and sampling: a tilt past the field, Q < 2, a slow FFT size:
+# warned (stderr and the timing log), the images written all the same.
+{ good ''; echo 'aberrations: { zernike = ((2, 10.0)); };'; } >tilt.cfg
+expect_exit 0 "a tilt past the field" -- "$PSFSIM" -c tilt.cfg -o tilt
+expect_stderr 'tilt.cfg:3: sampling.pupil_samples: the wavefront may step by up to 1.25 waves between neighbouring pupil samples' "a tilt past the field: warned"
+grep -q '^warning,,,,,,,"tilt.cfg:3: sampling.pupil_samples: the wavefront may step' tilt/bad_timing.csv &&
+  pass "a tilt past the field: a timing log row" || fail "no warning row in tilt/bad_timing.csv"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 32; padding = 1.5;/' >q.cfg
+expect_exit 0 "padding 1.5" -- "$PSFSIM" -c q.cfg -o q
+expect_stderr 'q.cfg:3: sampling.padding: Q = N/n = 48/32 = 1.5 < 2: the intensity is undersampled' "padding 1.5: warned"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 515; padding = 2.002;/' >prime.cfg
+expect_exit 0 "N = 1031" -- "$PSFSIM" -c prime.cfg -o prime
+expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031 \(above 7\)' "N = 1031: warned"
 finish

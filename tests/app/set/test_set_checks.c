@@ -15,6 +15,9 @@
 #include "app/formats/png_io.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"
+#include "optics/metrics.h"
+#include "optics/zernike.h"
+#include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"
 
 static char *g_dir;
@@ -65,6 +68,10 @@ static void expect_none(const set_notes *notes)
 
 #define HEAD                                                                                       \
     "name = \"c\";\noptics: { aperture: { diameter_m = 1.0; }; };\n"                               \
+    "sampling: { pupil_samples = 32; };\n"
+
+#define HEAD550                                                                                    \
+    "name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"        \
     "sampling: { pupil_samples = 32; };\n"
 
 /* The issue's case: 0.05 waves of defocus over 1000-2200 nm, the default
@@ -226,6 +233,129 @@ static void test_opd_map_bound(void **state)
     expect_error(err, tail);
 }
 
+/* The analytic bound of |grad Z| is the maximum over the disk (central
+ * differences on a polar grid, for every term up to n = 12). */
+static void test_zernike_max_gradient(void **state)
+{
+    (void)state;
+    const double h = 1e-6;
+    for (int n = 0; n <= 12; ++n)
+        for (int m = -n; m <= n; m += 2) {
+            double best = 0.0;
+            for (int ir = 0; ir <= 100; ++ir)
+                for (int it = 0; it < 360; ++it) {
+                    double r = ir / 100.0, t = it * M_PI / 180.0;
+                    double x = r * cos(t), y = r * sin(t);
+                    double gx = (zernike_eval(n, m, hypot(x + h, y), atan2(y, x + h)) -
+                                 zernike_eval(n, m, hypot(x - h, y), atan2(y, x - h))) /
+                                (2 * h);
+                    double gy = (zernike_eval(n, m, hypot(x, y + h), atan2(y + h, x)) -
+                                 zernike_eval(n, m, hypot(x, y - h), atan2(y - h, x))) /
+                                (2 * h);
+                    best = fmax(best, hypot(gx, gy));
+                }
+            double g = set_checks_zernike_max_gradient(n, m);
+            if (!(fabs(best - g) <= 1e-3 * g + 1e-9))
+                fail_msg("(%d, %d): max |grad Z| %.9g on the grid, %.9g by the formula", n, m, best,
+                         g);
+        }
+}
+
+/* The issue's case: a tilt past the field wraps the PSF around and still
+ * gives Strehl 1; a tilt of a waves RMS (2 a rho cos theta) steps by 4a/n
+ * waves between samples, so at n = 32 the warning starts above 4 waves. */
+static void test_phase_step(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 4.1)); };\n", &notes);
+    expect_one(&notes,
+               "c.cfg:3: sampling.pupil_samples: the wavefront may step by up to 0.512 "
+               "waves between neighbouring pupil samples",
+               "pupil_samples >= 33 keeps");
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 4.0)); };\n", &notes);
+    expect_none(&notes);
+    /* Swept values count by their largest, the config's term added. */
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 1.0)); };\n"
+                        "sweep: { zernike = ((2, [0.0, -3.5])); };\n",
+                &notes);
+    expect_one(&notes, "the wavefront may step by up to 0.562 waves", "pupil_samples >= 36");
+    /* In nm at the shortest wavelength of a sweep: 4.1 waves at 500 nm. */
+    warnings_of(HEAD "aberrations: { units = \"nm\"; zernike = ((3, 2050.0)); };\n"
+                     "sweep: { wavelength_nm = [700.0, 500.0]; };\n",
+                &notes);
+    expect_one(&notes, "step by up to 0.512 waves", "sampling.pupil_samples");
+    /* A focus shift as its defocus: 1e4 um at f/2 is 1e4 / (16 sqrt 3 4) um
+     * RMS = 156 waves of 575 nm... far past half a wave a sample. */
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 575.0; f_number = 2.0; aperture: { "
+                "diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "sweep: { focus_shift_um = [0.0, 1e4]; };\n",
+                &notes);
+    expect_one(&notes, "sampling.pupil_samples: the wavefront may step", "half a wave");
+    /* What the warning is about: 10 waves of tilt at n = 32, N = 64 move
+     * the peak by 4 a Q = 80 pixels, past the field: it lands at column
+     * 32 + 80 - 64 = 48, with Strehl 1 all the same. */
+    psf_result r;
+    assert_int_equal(
+        harness_compute(HEAD550 "aberrations: { zernike = ((2, 10.0)); };\n", 0, NULL, &r), 0);
+    psf_peak pk = metrics_peak(r.img, r.npix);
+    assert_int_equal(pk.col, 48);
+    assert_true(r.strehl > 0.99);
+    harness_free(&r);
+}
+
+/* Q = N/n < 2 undersamples the intensity; with the MFT a pixel coarser
+ * than lambda/(2D) at the shortest wavelength. */
+static void test_undersampled_intensity(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                "};\nsampling: { pupil_samples = 32;\n padding = 1.5; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:4: sampling.padding: Q = N/n = 48/32 = 1.5 < 2",
+               "the intensity is undersampled");
+    warnings_of(HEAD550 "output: { pixel_scale = 0.6; };\n", &notes);
+    expect_one(&notes, "c.cfg:4: output.pixel_scale: the MFT's pixel is 0.6 lambda/D at 550 nm",
+               "(Q = 1.667 < 2)");
+    warnings_of(HEAD550 "output: { pixel_scale = 0.5; };\n", &notes);
+    expect_none(&notes);
+    /* In um, coarsest at the shortest swept wavelength: 3 um at f/10 is 0.6
+     * lambda/D at 500 nm, 0.3 at 1000 nm. */
+    warnings_of("name = \"c\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; };\n"
+                "output: { pixel_scale_um = 3.0; };\n"
+                "sweep: { wavelength_nm = [1000.0, 500.0]; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:4: output.pixel_scale_um: the MFT's pixel is 0.6 lambda/D at 500 nm",
+               "coarser than lambda/(2D)");
+}
+
+/* N with a prime factor above 7 is slow: said, with the next fast size. */
+static void test_slow_fft_size(void **state)
+{
+    (void)state;
+    set_notes notes;
+    /* N = floor(515 * 2.002 + 0.5) = 1031, a prime. */
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                "};\nsampling: { pupil_samples = 515; padding = 2.002; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031",
+               "N = 1050 is the next size of factors 2, 3, 5 and 7");
+    /* Without padding: N = 2 * 11 * 11, named on pupil_samples. */
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                "};\nsampling: { pupil_samples = 121; };\n",
+                &notes);
+    expect_one(&notes,
+               "c.cfg:3: sampling.pupil_samples: the FFT size N = 242 has the prime factor 11",
+               "N = 243");
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                "};\nsampling: { pupil_samples = 105; };\n",
+                &notes);
+    expect_none(&notes); /* 210 = 2 3 5 7 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +363,10 @@ int main(void)
         cmocka_unit_test(test_waves_in_a_broadband_set),
         cmocka_unit_test(test_opd_map_in_waves),
         cmocka_unit_test(test_opd_map_bound),
+        cmocka_unit_test(test_zernike_max_gradient),
+        cmocka_unit_test(test_phase_step),
+        cmocka_unit_test(test_undersampled_intensity),
+        cmocka_unit_test(test_slow_fft_size),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
