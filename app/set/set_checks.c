@@ -268,8 +268,31 @@ static int check_opd_bound(const image_set *s, char *err, size_t errlen)
                     at % (size_t)s->opd_cols, cfg->opd_scale, CFG_MAX_WAVES, wl_lo);
 }
 
+/* 1 when every value of the rows x cols map is 0 (the readers have made
+ * NaN and BLANK pixels 0 already). */
+static int all_zero(const float *map, int rows, int cols)
+{
+    for (size_t i = 0; i < (size_t)rows * cols; ++i)
+        if (map[i] != 0.0f) return 0;
+    return 1;
+}
+
 int set_checks_maps(const image_set *s, char *err, size_t errlen)
 {
+    const psf_config *cfg = s->cfg;
+    if (s->aperture_map && all_zero(s->aperture_map, s->map_rows, s->map_cols))
+        return map_fail(cfg, "optics.aperture.file", err, errlen,
+                        "%s: every transmission of the map is 0 (NaN and BLANK pixels read as "
+                        "0): the aperture is closed",
+                        cfg->aperture_file);
+    if (s->opd_map && all_zero(s->opd_map, s->opd_rows, s->opd_cols)) {
+        int zero_scale = cfg->opd_scale == 0.0 && written(cfg, "aberrations.opd_map.scale");
+        return map_fail(cfg, zero_scale ? "aberrations.opd_map.scale" : "aberrations.opd_map.file",
+                        err, errlen,
+                        "%s: every OPD value of the map is 0 (NaN and BLANK pixels read as 0; "
+                        "times scale %g): a map that adds nothing is a wrong file or scale",
+                        cfg->opd_file, cfg->opd_scale);
+    }
     if (s->opd_map && check_opd_bound(s, err, errlen)) return -1;
     return 0;
 }

@@ -52,11 +52,14 @@ void set_checks_warn(const image_set *s, set_notes *notes);
  * tests/app/set/test_set_checks.c. Exposed for the tests. */
 double set_checks_zernike_max_gradient(int n, int m);
 
-/* The maps image_set_init loaded, before any work: the OPD map's largest
- * |value| (times scale) within CFG_MAX_WAVES waves at the set's shortest
- * wavelength (nm: CFG_MAX_WAVES wavelengths). Returns 0, or -1 with
- * "FILE:LINE: aberrations.opd_map.scale: PATH: ..." (the file's key when
- * scale is not written) in err. */
+/* The maps image_set_init loaded, before any work: a transmission map
+ * that is 0 everywhere (a closed aperture; NaN pixels read as 0), an OPD
+ * map that is 0 everywhere (a wrong file or scale), and the OPD map's
+ * largest |value| (times scale) within CFG_MAX_WAVES waves at the set's
+ * shortest wavelength (nm: CFG_MAX_WAVES wavelengths). Returns 0, or -1
+ * with "FILE:LINE: KEY: PATH: ..." in err, KEY the map's file key (or
+ * aberrations.opd_map.scale when it is written and makes the OPD 0 or too
+ * large). */
 int set_checks_maps(const image_set *s, char *err, size_t errlen);
 
 #endif

@@ -119,4 +119,26 @@ expect_stderr 'q.cfg:3: sampling.padding: Q = N/n = 48/32 = 1.5 < 2: the intensi
 good '' | sed 's/pupil_samples = 32;/pupil_samples = 515; padding = 2.002;/' >prime.cfg
 expect_exit 0 "N = 1031" -- "$PSFSIM" -c prime.cfg -o prime
 expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031 \(above 7\)' "N = 1031: warned"
+# Decidable before any work (they failed at run time, exit 3, with the
+# directory made): a closed aperture, a map that is 0 or NaN everywhere.
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
+expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
+expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+# fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
+fits4() {
+  { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
+      'NAXIS1  =                    4' 'NAXIS2  =                    4' 'END'
+    head -c $((2880 - 6 * 80)) /dev/zero | tr '\0' ' '
+    for _ in $(seq 16); do printf "$2"; done
+    head -c $((2880 - 64)) /dev/zero; } >"$1"
+}
+fits4 zero.fits '\0\0\0\0'
+fits4 nan.fits '\177\300\0\0'
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
+expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
+expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+{ good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
+expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
+expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
+[ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
 finish

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "app/config/config.h"
+#include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"
@@ -178,9 +179,10 @@ static int init_of(const char *text, char *err, size_t errlen)
 /* err is "DIR/c.cfg" + tail. */
 static void expect_error(const char *err, const char *tail)
 {
-    char want[9000];
-    snprintf(want, sizeof want, "%s/c.cfg%s", g_dir, tail);
-    assert_string_equal(err, want);
+    size_t n = strlen(g_dir);
+    if (strncmp(err, g_dir, n) != 0 || strncmp(err + n, "/c.cfg", 6) != 0 ||
+        strcmp(err + n + 6, tail) != 0)
+        fail_msg("\"%s\" is not DIR/c.cfg followed by \"%s\"", err, tail);
 }
 
 /* An OPD map beyond 1000 waves at the shortest wavelength is refused, as
@@ -356,6 +358,88 @@ static void test_slow_fft_size(void **state)
     expect_none(&notes); /* 210 = 2 3 5 7 */
 }
 
+/* Decidable before any work, exit 2 (they failed at run time, exit 3,
+ * after the directory was made, naming no key): an aperture closed by its
+ * spiders or obscuration, a transmission or OPD map that is 0 (or NaN)
+ * everywhere. */
+static void test_closed_aperture(void **state)
+{
+    (void)state;
+    char path[4200], err[2048] = "";
+    snprintf(path, sizeof path, "%s/c.cfg", g_dir);
+    assert_int_equal(tu_write_file(path, "name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
+                                         "aperture: { diameter_m = 1.0; spiders: { count = 1000; "
+                                         "width_m = 0.9; }; }; };\n"
+                                         "sampling: { pupil_samples = 32; };\n"),
+                     0);
+    psf_config cfg;
+    image_set s;
+    if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
+    if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(image_set_check_open(&s, err, sizeof err), -1);
+    expect_error(err, ":3: optics.aperture: no sample of the 64x64 pupil grid (pitch 0.03125 m) "
+                      "is open: the aperture (obscuration 0, 1000 spider(s) 0.9 m wide) is fully "
+                      "closed at this sampling");
+    image_set_free(&s);
+    config_free(&cfg);
+    /* A broadband set: every pitch is checked (image 0 has them all). */
+    assert_int_equal(tu_write_file(path, "name = \"c\";\noptics: { wavelengths_nm = [500.0, "
+                                         "600.0];\naperture: { diameter_m = 1.0; }; };\n"
+                                         "sampling: { pupil_samples = 32; };\n"),
+                     0);
+    if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
+    if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(image_set_check_open(&s, err, sizeof err), 0);
+    assert_int_equal(s.nsums, 2);
+    image_set_free(&s);
+    config_free(&cfg);
+}
+
+static void test_empty_maps(void **state)
+{
+    (void)state;
+    char map[4200], fits[4200], err[2048] = "", tail[9000];
+    snprintf(map, sizeof map, "%s/zero.png", g_dir);
+    snprintf(fits, sizeof fits, "%s/nan.fits", g_dir);
+    unsigned short levels[4] = {0, 0, 0, 0};
+    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    float nan4[4] = {NAN, NAN, NAN, NAN};
+    if (psf_fits_write_image(fits, nan4, 2, NULL, 0, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(init_of("name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
+                             "aperture: { diameter_m = 1.0; shape = \"file\"; file = \"zero.png\"; "
+                             "}; };\nsampling: { pupil_samples = 32; };\n",
+                             err, sizeof err),
+                     -1);
+    snprintf(tail, sizeof tail,
+             ":3: optics.aperture.file: %s: every transmission of the map is 0 (NaN and BLANK "
+             "pixels read as 0): the aperture is closed",
+             map);
+    expect_error(err, tail);
+    assert_int_equal(init_of("name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
+                             "aperture: { diameter_m = 1.0; shape = \"file\"; file = \"nan.fits\"; "
+                             "}; };\nsampling: { pupil_samples = 32; };\n",
+                             err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "every transmission of the map is 0"));
+    assert_int_equal(
+        init_of(HEAD550 "aberrations: { opd_map: { file = \"nan.fits\"; }; };\n", err, sizeof err),
+        -1);
+    snprintf(tail, sizeof tail,
+             ":4: aberrations.opd_map.file: %s: every OPD value of the map is 0 (NaN and BLANK "
+             "pixels read as 0; times scale 1): a map that adds nothing is a wrong file or scale",
+             fits);
+    expect_error(err, tail);
+    /* A scale of 0 makes any map 0: the scale is named. */
+    levels[1] = 7;
+    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(init_of(HEAD550 "aberrations: { opd_map: { file = \"zero.png\";\n"
+                                     "scale = 0.0; }; };\n",
+                             err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "c.cfg:5: aberrations.opd_map.scale: "));
+    assert_non_null(strstr(err, "times scale 0)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_phase_step),
         cmocka_unit_test(test_undersampled_intensity),
         cmocka_unit_test(test_slow_fft_size),
+        cmocka_unit_test(test_closed_aperture),
+        cmocka_unit_test(test_empty_maps),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
