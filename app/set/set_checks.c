@@ -60,9 +60,17 @@ static const char *waves_key(const psf_config *cfg)
     return NULL;
 }
 
-/* Aberrations in waves over a set of several wavelengths (set_checks.h). */
-static void check_units(const psf_config *cfg, set_notes *notes)
+/* 1 when the loaded OPD map's values are nm of OPD, 0 when waves at each
+ * wavelength: the one place that says where the map's unit comes from. */
+static int opd_in_nm(const image_set *s)
 {
+    return s->cfg->opd_units == ZUNITS_NM;
+}
+
+/* Aberrations in waves over a set of several wavelengths (set_checks.h). */
+static void check_units(const image_set *s, set_notes *notes)
+{
+    const psf_config *cfg = s->cfg;
     int swept = cfg->n_sweep_wavelength > 0;
     const char *span = swept ? "sweep.wavelength_nm" : "optics.wavelengths_nm";
     int nwl = swept ? cfg->n_sweep_wavelength : cfg->nwavelengths;
@@ -77,7 +85,7 @@ static void check_units(const psf_config *cfg, set_notes *notes)
                  "changes with the wavelength; for one wavefront seen at every wavelength give "
                  "them in nm (aberrations.units = \"nm\")",
                  span, nwl, lo, hi);
-    if (cfg->opd_file[0] && cfg->opd_units == ZUNITS_WAVES && cfg->opd_scale != 0.0)
+    if (s->opd_map && !opd_in_nm(s) && cfg->opd_scale != 0.0)
         add_note(notes, cfg, "aberrations.opd_map.units",
                  "an OPD map in waves keeps the same phase at every wavelength of %s (%d, "
                  "%.6g-%.6g nm), so the optical path it describes changes with the wavelength; "
@@ -163,7 +171,7 @@ static double largest_step(const image_set *s)
         wl_ref = fmin(wl_ref, wl[c]);
     for (int c = 0; c < nwl; ++c) { /* each pitch as image_set_job gives it */
         double dx = s->samp.dx_m * (swept || s->mft ? 1.0 : wl[c] / wl_ref);
-        double opd = cfg->opd_units == ZUNITS_NM ? slope / wl[c] : slope;
+        double opd = opd_in_nm(s) ? slope / wl[c] : slope;
         double step = 2.0 * dx / s->samp.diameter_m * (zw + znm / wl[c]) + opd * dx;
         worst = fmax(worst, step);
     }
@@ -229,7 +237,7 @@ static void check_sampling(const image_set *s, set_notes *notes)
 void set_checks_warn(const image_set *s, set_notes *notes)
 {
     memset(notes, 0, sizeof *notes);
-    check_units(s->cfg, notes);
+    check_units(s, notes);
     check_sampling(s, notes);
 }
 
@@ -257,7 +265,7 @@ static int check_opd_bound(const image_set *s, char *err, size_t errlen)
         if (fabs(s->opd_map[i]) > big) big = fabs(s->opd_map[at = i]);
     double wl_lo, wl_hi;
     config_wavelength_span(cfg, &wl_lo, &wl_hi);
-    int nm = cfg->opd_units == ZUNITS_NM;
+    int nm = opd_in_nm(s);
     if (big <= (nm ? CFG_MAX_WAVES * wl_lo : CFG_MAX_WAVES)) return 0;
     const char *key = written(cfg, "aberrations.opd_map.scale") ? "aberrations.opd_map.scale"
                                                                 : "aberrations.opd_map.file";

@@ -143,7 +143,7 @@ static void test_opd_map_in_waves(void **state)
     snprintf(map, sizeof map, "%s/opd.png", g_dir);
     unsigned short levels[4] = {0, 10, 20, 30};
     char err[512] = "";
-    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    if (psf_png_write_levels(map, levels, 2, 16, 1, err, sizeof err)) fail_msg("%s", err);
     set_notes notes;
     warnings_of(
         "name = \"c\";\noptics: { aperture: { diameter_m = 1.0; }; };\n"
@@ -193,7 +193,7 @@ static void test_opd_map_bound(void **state)
     char map[4200], err[2048] = "";
     snprintf(map, sizeof map, "%s/opd.png", g_dir);
     unsigned short levels[4] = {0, 10, 255, 30};
-    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    if (psf_png_write_levels(map, levels, 2, 16, 1, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
@@ -402,7 +402,7 @@ static void test_empty_maps(void **state)
     snprintf(map, sizeof map, "%s/zero.png", g_dir);
     snprintf(fits, sizeof fits, "%s/nan.fits", g_dir);
     unsigned short levels[4] = {0, 0, 0, 0};
-    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    if (psf_png_write_levels(map, levels, 2, 16, 1, err, sizeof err)) fail_msg("%s", err);
     float nan4[4] = {NAN, NAN, NAN, NAN};
     if (psf_fits_write_image(fits, nan4, 2, NULL, 0, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(init_of("name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
@@ -431,7 +431,7 @@ static void test_empty_maps(void **state)
     expect_error(err, tail);
     /* A scale of 0 makes any map 0: the scale is named. */
     levels[1] = 7;
-    if (psf_png_write_levels(map, levels, 2, 8, 1, err, sizeof err)) fail_msg("%s", err);
+    if (psf_png_write_levels(map, levels, 2, 16, 1, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(init_of(HEAD550 "aberrations: { opd_map: { file = \"zero.png\";\n"
                                      "scale = 0.0; }; };\n",
                              err, sizeof err),
