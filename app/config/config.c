@@ -85,7 +85,10 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, w, "optics.weights", "only allowed with optics.wavelengths_nm");
     if (one) {
         double v = 0;
-        if (cfg_read_float(c, "optics.wavelength_nm", 0.0, 1, &v) < 0) return -1;
+        if (cfg_read_float(c, "optics.wavelength_nm", 0.0, 1, &v) < 0 ||
+            cfg_bound_key(c, "optics.wavelength_nm", v, CFG_MIN_WAVELENGTH_NM,
+                          CFG_MAX_WAVELENGTH_NM, NULL))
+            return -1;
         cfg->wavelengths_nm = malloc(sizeof(double));
         cfg->weights = malloc(sizeof(double));
         if (!cfg->wavelengths_nm || !cfg->weights)
@@ -95,7 +98,9 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         cfg->weights[0] = 1.0;
     } else if (set) {
         if (cfg_read_numbers(c, "optics.wavelengths_nm", 1, &cfg->wavelengths_nm,
-                             &cfg->nwavelengths) < 0)
+                             &cfg->nwavelengths) < 0 ||
+            cfg_bound_list(c, "optics.wavelengths_nm", cfg->wavelengths_nm, cfg->nwavelengths,
+                           CFG_MIN_WAVELENGTH_NM, CFG_MAX_WAVELENGTH_NM, NULL))
             return -1;
         if (cfg->nwavelengths > CFG_MAX_WAVELENGTHS)
             return cfg_error(c, set, "optics.wavelengths_nm",
@@ -131,7 +136,8 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         }
     }
     if (cfg_read_float(c, "optics.f_number", 0.0, 1, &cfg->f_number) < 0) return -1;
-    return 0;
+    return cfg_bound_key(c, "optics.f_number", cfg->f_number, CFG_MIN_F_NUMBER, CFG_MAX_F_NUMBER,
+                         cfg->f_number < CFG_MIN_F_NUMBER ? "a numerical aperture of 1" : NULL);
 }
 
 static int read_aperture(cfg_ctx *c, psf_config *cfg)
@@ -146,6 +152,9 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
     int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
     if (r < 0) return -1;
     if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+                      CFG_MAX_DIAMETER_M, NULL))
+        return -1;
     if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
         return -1;
     if (!(a->obscuration >= 0.0 && a->obscuration < 1.0)) {
@@ -173,8 +182,13 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
             return cfg_error(c, cfg_get(c, wkey), wkey,
                              "must be < optics.aperture.diameter_m (%s) (got %s)", d, got);
         }
-        if (cfg_read_float(c, "optics.aperture.spiders.angle_deg", -HUGE_VAL, 0,
-                           &a->spider_angle_deg) < 0)
+        if (r == 1 &&
+            cfg_bound_key(c, wkey, a->spider_width_m, CFG_MIN_SPIDER_WIDTH_M, HUGE_VAL, NULL))
+            return -1;
+        const char *akey = "optics.aperture.spiders.angle_deg";
+        if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
+            cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
+                          NULL))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;
@@ -220,6 +234,29 @@ static int read_sampling(cfg_ctx *c, psf_config *cfg)
 /* Smallest output.npix: the same floor as pupil_samples. */
 #define CFG_MIN_OUT_NPIX 8
 
+/* output.pixel_scale_um within [CFG_MIN_PIXEL_LD, n/2] lambda/D at every
+ * wavelength of the set: the pixel is p / (F lambda) lambda/D. */
+static int bound_pixel_um(cfg_ctx *c, const psf_config *cfg, double p_um)
+{
+    double wl_lo, wl_hi, f = cfg->f_number, half = 0.5 * cfg->pupil_samples;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    double lo = cfg_round_bound(CFG_MIN_PIXEL_LD * f * wl_hi * 1e-3);
+    double hi = cfg_round_bound(half * f * wl_lo * 1e-3);
+    char why[320], fs[64], wl[64];
+    cfg_fmt_double(f, fs, sizeof fs);
+    cfg_fmt_double(p_um > hi ? wl_lo : wl_hi, wl, sizeof wl);
+    if (p_um > hi)
+        snprintf(why, sizeof why,
+                 "pupil_samples / 2 = %g lambda/D at %s nm, the shortest wavelength, through "
+                 "f_number %s: half a period of the sampled pupil's transform",
+                 half, wl, fs);
+    else
+        snprintf(why, sizeof why,
+                 "%g lambda/D at %s nm, the longest wavelength, through f_number %s",
+                 CFG_MIN_PIXEL_LD, wl, fs);
+    return cfg_bound_key(c, "output.pixel_scale_um", p_um, lo, hi, why);
+}
+
 /* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
  * block: the micrometre pixel needs f_number). Unset values stay 0. */
 static int read_output_grid(cfg_ctx *c, psf_config *cfg)
@@ -228,6 +265,12 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_int(c, "output.npix", CFG_MIN_OUT_NPIX, CFG_MAX_FFT_SIZE, &npix) < 0) return -1;
     cfg->out_npix = (int)npix;
     if (cfg_read_float(c, "output.pixel_scale", 0.0, 1, &cfg->out_pixel_scale) < 0) return -1;
+    double half = 0.5 * cfg->pupil_samples;
+    if (cfg_bound_key(c, "output.pixel_scale", cfg->out_pixel_scale, CFG_MIN_PIXEL_LD, half,
+                      cfg->out_pixel_scale > half ? "pupil_samples / 2: half a period of the "
+                                                    "sampled pupil's transform"
+                                                  : NULL))
+        return -1;
     const char *ukey = "output.pixel_scale_um";
     int r = cfg_read_float(c, ukey, 0.0, 1, &cfg->out_pixel_scale_um);
     if (r < 0) return -1;
@@ -238,7 +281,7 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, ukey), ukey,
                          "needs optics.f_number (a focal-plane pixel becomes an angle through "
                          "the focal length f_number * D)");
-    return 0;
+    return r == 1 ? bound_pixel_um(c, cfg, cfg->out_pixel_scale_um) : 0;
 }
 
 static int read_output(cfg_ctx *c, psf_config *cfg)
@@ -258,7 +301,9 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     int v = 0;
     if (cfg_read_enum(c, "output.png.stretch", stretches, 3, 1, &v) < 0) return -1;
     cfg->png_stretch = (png_stretch)v; /* same order as png_stretch */
-    if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0)
+    if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0 ||
+        cfg_bound_key(c, "output.png.dynamic_range", cfg->png_dynamic_range, 1.0,
+                      CFG_MAX_DYNAMIC_RANGE, NULL))
         return -1;
     long long level = 1;
     if (cfg_read_int(c, "output.png.compression", 0, 9, &level) < 0) return -1;

@@ -14,6 +14,11 @@
 /* Most wavelengths in one broadband image; the set model holds the backend
  * interface's PSF_MAX_COMPONENTS to at least this (app/set/image_set.c). */
 #define CFG_MAX_WAVELENGTHS 64
+/* Largest |RMS coefficient| of a Zernike term, a swept value or a focus
+ * shift's defocus, and largest |OPD| of a map, in waves at the set's
+ * shortest wavelength (nm: this many wavelengths): beyond it the pupil's
+ * phase is noise at any sampling psfsim takes (docs/config.md). */
+#define CFG_MAX_WAVES 1000.0
 
 typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
@@ -155,6 +160,11 @@ void config_free(psf_config *cfg);
  * file as the config's directory joined to the included name). Returns 1,
  * or 0 with out = cfg->path when the config has no such key. */
 int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen);
+
+/* The shortest and longest wavelength of the set's images, nm: those of
+ * sweep.wavelength_nm when it is given (they replace optics.wavelength_nm),
+ * else optics.wavelength_nm or optics.wavelengths_nm. */
+void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
 
 /* Number of images the config's sweep makes (product of the swept list
  * lengths; 1 without a sweep). Computed in 64 bits. */

@@ -26,6 +26,23 @@
  * and every inclusion's), and this many distinct included files. */
 #define CFG_MAX_INCLUSIONS 1024
 #define CFG_MAX_INCLUDED_FILES 64
+/* Where the computation means something (docs/config.md, the key tables):
+ * wavelengths from the far UV to the far IR, apertures from a micrometre
+ * pinhole to 10 km, focal ratios from NA = 1 up, vanes of a nanometre and
+ * more, angles within a turn (fmod keeps them exact; 1e300 degrees has no
+ * digit left of the turn), output pixels from 1e-6 lambda/D to half a
+ * period of the sampled pupil's transform (n/2 lambda/D), log stretches
+ * within float32's normal range. Aberrations: CFG_MAX_WAVES (config.h). */
+#define CFG_MIN_WAVELENGTH_NM 1.0
+#define CFG_MAX_WAVELENGTH_NM 1e6
+#define CFG_MIN_DIAMETER_M 1e-6
+#define CFG_MAX_DIAMETER_M 1e4
+#define CFG_MIN_F_NUMBER 0.5
+#define CFG_MAX_F_NUMBER 1e5
+#define CFG_MIN_SPIDER_WIDTH_M 1e-9
+#define CFG_MAX_ANGLE_DEG 360.0
+#define CFG_MIN_PIXEL_LD 1e-6
+#define CFG_MAX_DYNAMIC_RANGE 1e38
 
 /* One load in progress: the parsed tree and where messages go. */
 typedef struct {
@@ -158,6 +175,23 @@ typedef struct {
  * of the setting the literal made. Returns 0 when it was not read, else
  * -1. */
 int cfg_wide_int_check(cfg_ctx *c, const cfg_wide_site *site);
+/* ---- config_bounds.c ---- */
+
+/* Hold v, the value of key (setting s, already read and finite), to
+ * [lo, hi]: 0, or -1 with "FILE:LINE: key: [what ]must be <= HI[ (why)]
+ * (got V)" (">= LO" below; "in [-H, H]" when lo = -hi). what: NULL, or the
+ * element's name ("the coefficient", "the value 2"). */
+int cfg_check_bounds(cfg_ctx *c, const config_setting_t *s, const char *key, const char *what,
+                     double v, double lo, double hi, const char *why);
+/* cfg_check_bounds for the key at path when it is written (its value v). */
+int cfg_bound_key(cfg_ctx *c, const char *path, double v, double lo, double hi, const char *why);
+/* cfg_check_bounds for each of the n values of the list at path, named
+ * path[i], when the list is written. */
+int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double lo, double hi,
+                   const char *why);
+/* x to 6 significant digits, so that a bound derived from other keys
+ * (1000 waves at 632.8 nm) reads as the number the check uses. */
+double cfg_round_bound(double x);
 
 /* ---- config_include.c ---- */
 

@@ -107,6 +107,15 @@ size_t image_set_storage(const image_set *s);
 int image_set_job(image_set *s, long long k, double *storage, psf_job *job, image_info *info,
                   char *err, size_t errlen);
 
+/* Before any work (after the machine's limits are checked: it fills the
+ * aperture grid of every pupil pitch, as the first image would): the
+ * aperture sums of image 0, which has every pitch of the set, so that a
+ * fully closed aperture (an obscuration or spiders covering it at this
+ * sampling) is refused up front. Returns 0, or -1 with "FILE:LINE:
+ * optics.aperture: no sample of the NxN pupil grid ... is open: ..." in
+ * err. */
+int image_set_check_open(image_set *s, char *err, size_t errlen);
+
 /* After the backend, before metrics and writers: "sum" normalisation of an
  * MFT image, which must sum to 1 over its finite field (Parseval no longer
  * gives it): img[npix * npix] (samp.npix) is divided by its sum, accumulated

@@ -132,4 +132,60 @@ expect_exit 0 "--help" -- "$PSFSIM" --help
 expect_exit 0 "--version" -- "$PSFSIM" --version
 grep -q '^psfsim [0-9]' "$SCRATCH/stdout" && pass "--version prints the version" || fail "--version output"
 [ ! -e out2 ] && pass "bad option: nothing written" || fail "out2 was created"
+# Waves over several wavelengths: the same phase at each, a warning (stderr
+# and the timing log), the images written all the same.
+{ good '' | sed 's/wavelength_nm = 550.0; //'
+  echo 'aberrations: { zernike = ((4, 0.05)); };'
+  echo 'sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };'; } >waves.cfg
+expect_exit 0 "waves over a wavelength sweep" -- "$PSFSIM" -c waves.cfg -o waves
+expect_stderr 'waves.cfg:4: aberrations.zernike: coefficients in waves .*same phase at every wavelength of sweep.wavelength_nm' "waves over a wavelength sweep: warned"
+grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves' waves/bad_timing.csv &&
+  pass "waves over a wavelength sweep: a timing log row" || fail "no warning row in waves/bad_timing.csv"
+# Numbers past where the computation means anything (they gave Strehl 1 or
+# all-NaN images with exit 0): refused before any work.
+{ good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
+expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
+expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
+expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e-310;/' >denormal.cfg
+expect_exit 2 "a denormal diameter" -- "$PSFSIM" -c denormal.cfg -o out4
+expect_stderr 'denormal.cfg:2: optics.aperture.diameter_m: must be >= 1e-06' "denormal diameter: message"
+[ ! -e out4 ] && pass "out-of-bound numbers: nothing written" || fail "out4 was created"
+# Aliasing and sampling: a tilt past the field, Q < 2, a slow FFT size:
+# warned (stderr and the timing log), the images written all the same.
+{ good ''; echo 'aberrations: { zernike = ((2, 10.0)); };'; } >tilt.cfg
+expect_exit 0 "a tilt past the field" -- "$PSFSIM" -c tilt.cfg -o tilt
+expect_stderr 'tilt.cfg:3: sampling.pupil_samples: the wavefront may step by up to 1.25 waves between neighbouring pupil samples' "a tilt past the field: warned"
+grep -q '^warning,,,,,,,"tilt.cfg:3: sampling.pupil_samples: the wavefront may step' tilt/bad_timing.csv &&
+  pass "a tilt past the field: a timing log row" || fail "no warning row in tilt/bad_timing.csv"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 32; padding = 1.5;/' >q.cfg
+expect_exit 0 "padding 1.5" -- "$PSFSIM" -c q.cfg -o q
+expect_stderr 'q.cfg:3: sampling.padding: Q = N/n = 48/32 = 1.5 < 2: the intensity is undersampled' "padding 1.5: warned"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 515; padding = 2.002;/' >prime.cfg
+expect_exit 0 "N = 1031" -- "$PSFSIM" -c prime.cfg -o prime
+expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031 \(above 7\)' "N = 1031: warned"
+# Decidable before any work (they failed at run time, exit 3, with the
+# directory made): a closed aperture, a map that is 0 or NaN everywhere.
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
+expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
+expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+# fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
+fits4() {
+  { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
+      'NAXIS1  =                    4' 'NAXIS2  =                    4' 'END'
+    head -c $((2880 - 6 * 80)) /dev/zero | tr '\0' ' '
+    for _ in $(seq 16); do printf "$2"; done
+    head -c $((2880 - 64)) /dev/zero; } >"$1"
+}
+fits4 zero.fits '\0\0\0\0'
+fits4 nan.fits '\177\300\0\0'
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
+expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
+expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+{ good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
+expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
+expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
+[ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
 finish

@@ -1115,8 +1115,8 @@ static void test_wide_integers(void **state)
                                    MINIMAL "# 4294967300\n/* 4294967300\n */\n"
                                            "// 4294967300\n"
                                            "aberrations: { convention = \"noll\"; "
-                                           "zernike = ( (4, 4294967300.0), (5, "
-                                           "1e99) ); };\n"),
+                                           "zernike = ( (4, 4294967300.0e-7), (5, "
+                                           "1e-99) ); };\n"),
                      0);
     if (config_load(in_dir("ok.cfg"), &c, err, sizeof err) != 0) fail_msg("%s", err);
     config_free(&c);
