@@ -18,9 +18,9 @@ extern "C" {
 
 #define GPU_MODULE_NAME "libpsfsim-gpu.so"
 #define GPU_MODULE_ENTRY "psf_gpu_module_entry"
-/* Raised whenever the table, gpu_basics or psf_backend_ops changes, so a
- * stale module is refused. */
-#define GPU_MODULE_ABI 1
+/* Raised whenever the table, gpu_basics or psf_backend_ops (with the
+ * problem and options it takes) changes, so a stale module is refused. */
+#define GPU_MODULE_ABI 2
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
