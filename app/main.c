@@ -11,10 +11,10 @@
 
 static void print_version(void)
 {
-    printf("psfsim %s (%s)\n", PSFSIM_VERSION,
-           gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT"
-           : gpu_module_built() ? "CPU: FFTW3; the GPU module, libpsfsim-gpu.so, is missing"
-                                : "CPU: FFTW3; no GPU backend");
+    char gpu[128], detail[1024];
+    gpu_module_describe(gpu, sizeof gpu, detail, sizeof detail);
+    printf("psfsim %s (CPU: FFTW3; %s)\n", PSFSIM_VERSION, gpu);
+    if (detail[0]) printf("%s\n", detail);
     char lib[128];
     if (mpi_library(lib, sizeof lib)) printf("MPI: %s (mpirun -n K psfsim splits a set)\n", lib);
 }

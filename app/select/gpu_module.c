@@ -16,6 +16,7 @@
 typedef struct {
     const gpu_module_ops *ops;
     char error[512];
+    char path[MODULE_PATH_MAX]; /* the file loaded or tried; "" when none was found */
 } gpu_module;
 
 static gpu_module g_module;
@@ -25,10 +26,10 @@ static void load(void)
 {
     static const char *const symbols[] = {GPU_MODULE_ENTRY};
     void *entry = NULL;
-    char path[MODULE_PATH_MAX], why[sizeof g_module.error];
+    char *path = g_module.path, why[sizeof g_module.error];
     module_status st;
     void *h = module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, &entry, 1, &st, path,
-                          sizeof path, why, sizeof why);
+                          sizeof g_module.path, why, sizeof why);
     if (st == MODULE_NOT_FOUND) {
         if (!gpu_module_built())
             snprintf(g_module.error, sizeof g_module.error,
@@ -102,4 +103,24 @@ const char *gpu_module_error(void)
 {
     const gpu_module *m = module();
     return m->ops ? "" : m->error;
+}
+
+void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen)
+{
+    if (!gpu_module_built() && !gpu_module_present()) {
+        snprintf(summary, slen, "no GPU backend");
+        snprintf(detail, dlen, "%s", "");
+        return;
+    }
+    const gpu_module *m = module();
+    if (m->ops) {
+        snprintf(summary, slen, "GPU: CUDA, cuFFT");
+        snprintf(detail, dlen, "GPU module: %s (loaded, its table checked; no device checked)",
+                 m->path);
+    } else {
+        snprintf(summary, slen, "%s",
+                 m->path[0] ? "the GPU module cannot be used"
+                            : "the GPU module, " GPU_MODULE_NAME ", is missing");
+        snprintf(detail, dlen, "GPU module: %s", m->error);
+    }
 }
