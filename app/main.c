@@ -1,6 +1,8 @@
 /* psfsim: point-spread-function images from a config file. */
 #include <stdio.h>
 
+#include <fftw3.h>
+
 #include "app/cli.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
@@ -15,6 +17,9 @@ static void print_version(void)
     gpu_module_describe(gpu, sizeof gpu, detail, sizeof detail);
     printf("psfsim %s (CPU: FFTW3; %s)\n", PSFSIM_VERSION, gpu);
     if (detail[0]) printf("%s\n", detail);
+    char cufft[128];
+    printf("FFTW: %s\ncuFFT: %s\n", fftwf_version,
+           gpu_module_cufft(1, cufft, sizeof cufft) ? cufft : "not loaded");
     char lib[128];
     if (mpi_library(lib, sizeof lib)) printf("MPI: %s (mpirun -n K psfsim splits a set)\n", lib);
 }

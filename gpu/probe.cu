@@ -124,11 +124,10 @@ extern "C" int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen)
     return rc;
 }
 
-extern "C" int gpu_runtime_version(void)
+extern "C" void gpu_library_versions(gpu_versions *out)
 {
-    return CUDART_VERSION;
-}
-extern "C" int gpu_cufft_version(void)
-{
-    return CUFFT_VERSION;
+    int v = 0;
+    out->cufft = cufftGetVersion(&v) == CUFFT_SUCCESS ? v : -1;
+    out->cufft_built = CUFFT_VERSION;
+    out->cudart = CUDART_VERSION;
 }

@@ -1,6 +1,7 @@
 #include "app/select/gpu_module.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ typedef struct {
 
 static gpu_module g_module;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_tried; /* 1 once load has run (so module() no longer loads) */
 
 static void load(void)
 {
@@ -57,9 +59,15 @@ static void load(void)
     g_module.ops = ops;
 }
 
+static void load_once(void)
+{
+    load();
+    atomic_store(&g_tried, 1);
+}
+
 static const gpu_module *module(void)
 {
-    pthread_once(&g_once, load);
+    pthread_once(&g_once, load_once);
     return &g_module;
 }
 
@@ -123,4 +131,22 @@ void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen)
                             : "the GPU module, " GPU_MODULE_NAME ", is missing");
         snprintf(detail, dlen, "GPU module: %s", m->error);
     }
+}
+
+const char *gpu_module_cufft(int load_it, char *buf, size_t len)
+{
+    if (!load_it && !atomic_load(&g_tried)) return NULL;
+    const gpu_module *m = module();
+    if (!m->ops) return NULL;
+    gpu_versions v;
+    m->ops->versions(&v);
+    int b = v.cufft_built;
+    if (v.cufft < 0)
+        snprintf(buf, len, "unknown: cufftGetVersion failed (built with %d.%d.%d)", b / 1000,
+                 b % 1000 / 100, b % 100);
+    else
+        snprintf(buf, len, "%d.%d.%d (built with %d.%d.%d, CUDA runtime %d.%d)", v.cufft / 1000,
+                 v.cufft % 1000 / 100, v.cufft % 100, b / 1000, b % 1000 / 100, b % 100,
+                 v.cudart / 1000, v.cudart % 1000 / 10);
+    return buf;
 }

@@ -54,4 +54,11 @@ const char *gpu_module_error(void);
  * why it is not used; "" when built without it. */
 void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen);
 
+/* cuFFT's version from the module (gpu_module_ops.versions: the libcufft
+ * it loaded, cufftGetVersion, which needs no device), e.g. "12.0.0 (built
+ * with 12.0.0, CUDA runtime 13.0)", into buf (len bytes). load_it 0: only
+ * when the module is loaded already (a CPU run does not load it for this).
+ * Returns buf, or NULL when the module is not loaded or cannot be. */
+const char *gpu_module_cufft(int load_it, char *buf, size_t len);
+
 #endif
