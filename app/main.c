@@ -43,7 +43,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "psfsim: %s\n", err);
         return 3;
     }
+    interrupt_install(); /* before the config loads (psfsim_run installs it again: harmless) */
     int status = psfsim_run(&o, &w);
+    /* A signal before the run started stopped the load or the checks
+     * (exit 2, nothing written): it is an interruption all the same. */
+    if (status == 2 && interrupt_pending()) status = 130;
     /* An interrupted rank leaves without MPI_Finalize: another may be dead. */
     if (mpi_world_end(&w, !interrupt_pending(), err, sizeof err) != 0) {
         fprintf(stderr, "psfsim: %s\n", err);

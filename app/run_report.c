@@ -81,6 +81,9 @@ void run_summary(run_state *r, double wall, const rank_report *rep, int n)
     timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
     timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
     timing_summary(t, "probe", NAN, r->decision.probe);
+    if (r->set.opd_map) timing_summary(t, "opd_map_units", NAN, r->set.opd_units.what);
+    for (int i = 0; i < r->notes.n; ++i) /* the set's warnings, as logged */
+        timing_summary(t, "warning", NAN, r->notes.text[i]);
     snprintf(note, sizeof note, "images written by this run%s", n > 1 ? ", all ranks" : "");
     timing_summary(t, "images", (double)sum.written, note);
     double base = n > 1 ? walls : wall * r->nlanes; /* lanes: each has the wall time */

@@ -14,6 +14,11 @@
 /* Most wavelengths in one broadband image; the set model holds the backend
  * interface's PSF_MAX_COMPONENTS to at least this (app/set/image_set.c). */
 #define CFG_MAX_WAVELENGTHS 64
+/* Largest |RMS coefficient| of a Zernike term, a swept value or a focus
+ * shift's defocus, and largest |OPD| of a map, in waves at the set's
+ * shortest wavelength (nm: this many wavelengths): beyond it the pupil's
+ * phase is noise at any sampling psfsim takes (docs/config.md). */
+#define CFG_MAX_WAVES 1000.0
 
 typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
@@ -64,7 +69,11 @@ typedef struct {
 } cfg_key_where;
 
 typedef struct {
-    char path[CFG_PATH_MAX]; /* the config file as given (for messages) */
+    char path[CFG_PATH_MAX]; /* the config file as given, "<stdin>" for "-" (for messages) */
+    /* The config's bytes as loaded (NUL-terminated; it may hold NULs): a
+     * stream cannot be read twice, so a fingerprint hashes these. */
+    char *text;
+    size_t text_len;
     char name[256];
 
     /* optics */
@@ -150,7 +159,19 @@ typedef struct {
  * config "FILE: cannot read: REASON". List elements are named key[i],
  * 0-based. Files named in the config are checked to exist
  * and be readable (messages name the resolved path); @include resolves
- * against the config's directory too. Limits: pupil_samples and
+ * against the config's directory too. path "-" reads standard input
+ * (messages name "<stdin>"); a path that is not a regular file (a pipe,
+ * -c <(...), a FIFO, a device) is read once as a stream; either has no
+ * directory of its own: its @include and file names resolve against the
+ * current directory. Caps: the config at most 16 MiB ("FILE: cannot read:
+ * larger than the 16 MiB cap on a config (...)"), and with its @include'd
+ * files (read again at each @include, as libconfig inlines them) at most
+ * 16 MiB read, 1024 inclusions and 64 distinct included files in all. An
+ * integer literal out of its range (32 bits, 64 with the L suffix) is
+ * refused as written: "FILE:LINE: key: integer 4294967300 is out of the
+ * 32-bit range ...". SIGINT/SIGTERM while it loads (app/base/interrupt.h):
+ * "FILE: interrupted while loading the config". Limits: name at most 230
+ * characters (its files must fit NAME_MAX), pupil_samples and
  * N = floor(padding * n + 0.5) <= 65536, output.npix in 8..65536,
  * spiders.count <= 1000, at most
  * CFG_MAX_WAVELENGTHS (64) broadband wavelengths, at most 10,000,000
@@ -168,6 +189,11 @@ void config_free(psf_config *cfg);
  * file as the config's directory joined to the included name). Returns 1,
  * or 0 with out = cfg->path when the config has no such key. */
 int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen);
+
+/* The shortest and longest wavelength of the set's images, nm: those of
+ * sweep.wavelength_nm when it is given (they replace optics.wavelength_nm),
+ * else optics.wavelength_nm or optics.wavelengths_nm. */
+void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
 
 /* Number of images the config's sweep makes (product of the swept list
  * lengths and sweep.random.count; 1 without a sweep). Computed in 64 bits.

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "app/set/maps.h"
+#include "app/set/set_checks.h"
 #include "optics/aperture.h"
 
 #define ARCSEC_PER_RAD 206264.80624709636
@@ -112,9 +113,11 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
         s->aperture.map_rows = s->map_rows;
         s->aperture.map_cols = s->map_cols;
     }
-    if (cfg->opd_file[0] && maps_load_opd(cfg->opd_file, cfg->opd_scale, &s->opd_map, &s->opd_rows,
-                                          &s->opd_cols, why, sizeof why) != 0)
+    if (cfg->opd_file[0] &&
+        maps_load_opd(cfg->opd_file, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows,
+                      &s->opd_cols, &s->opd_units, why, sizeof why) != 0)
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
+    if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     if (jobs_modeset(&s->axes, &s->modes, err, errlen) != 0 ||
         set_labels_init(&s->labels, &s->axes, &s->modes, err, errlen) != 0)
@@ -197,11 +200,33 @@ static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_
     }
     free(amp);
     if (a->sum_a2 <= 0.0) {
-        snprintf(err, errlen, "%s: the aperture is fully closed at this sampling", s->cfg->path);
+        char where[CFG_PATH_MAX + 32];
+        config_key_where(s->cfg, "optics.aperture", where, sizeof where);
+        snprintf(err, errlen,
+                 "%.1000s: optics.aperture: no sample of the %dx%d pupil grid (pitch %.6g m) is "
+                 "open: the aperture (obscuration %g, %d spider(s) %g m wide) is fully closed at "
+                 "this sampling",
+                 where, npix, npix, dx_m, s->aperture.obscuration, s->aperture.spider_count,
+                 s->aperture.spider_count > 0 ? s->aperture.spider_width_m : 0.0);
         return NULL;
     }
     s->nsums++;
     return a;
+}
+
+int image_set_check_open(image_set *s, char *err, size_t errlen)
+{
+    size_t per = image_set_storage(s);
+    double *storage = malloc(per * sizeof *storage);
+    if (!storage) {
+        snprintf(err, errlen, "cannot allocate %zu doubles for image 0's job", per);
+        return -1;
+    }
+    psf_job job;
+    image_info info;
+    int rc = image_set_job(s, 0, storage, &job, &info, err, errlen);
+    free(storage);
+    return rc;
 }
 
 static double min_wavelength(const psf_image_params *p)
@@ -269,7 +294,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->coeff_waves = coeff + (size_t)c * nt;
         jobs_coefficients(&s->axes, &s->modes, p, wl, coeff + (size_t)c * nt,
                           c == 0 ? units : NULL);
-        if (s->opd_map) comp->opd_to_waves = cfg->opd_units == ZUNITS_NM ? 1.0 / wl : 1.0;
+        if (s->opd_map) comp->opd_to_waves = s->opd_units.units == ZUNITS_NM ? 1.0 / wl : 1.0;
         const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);
         if (!a) return -1;
         if (s->mft) { /* N_c: pixels in one period of the sampled pupil's transform */

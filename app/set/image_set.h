@@ -11,6 +11,7 @@
 #include "app/config/config.h"
 #include "app/set/axes.h"
 #include "app/set/jobs.h"
+#include "app/set/maps.h"
 #include "app/set/labels.h"
 #include "optics/aperture_cache.h"
 #include "optics/sampling.h"
@@ -43,6 +44,7 @@ typedef struct {
     int map_rows, map_cols;
     float *opd_map; /* NULL without aberrations.opd_map */
     int opd_rows, opd_cols;
+    maps_opd_units opd_units; /* opd_map's unit (nm or waves) and its source */
     long long nimages;
     int nsums;
     aperture_sums sums[PSF_MAX_COMPONENTS];
@@ -109,6 +111,15 @@ size_t image_set_storage(const image_set *s);
  * grid could not be built). */
 int image_set_job(image_set *s, long long k, double *storage, psf_job *job, image_info *info,
                   char *err, size_t errlen);
+
+/* Before any work (after the machine's limits are checked: it fills the
+ * aperture grid of every pupil pitch, as the first image would): the
+ * aperture sums of image 0, which has every pitch of the set, so that a
+ * fully closed aperture (an obscuration or spiders covering it at this
+ * sampling) is refused up front. Returns 0, or -1 with "FILE:LINE:
+ * optics.aperture: no sample of the NxN pupil grid ... is open: ..." in
+ * err. */
+int image_set_check_open(image_set *s, char *err, size_t errlen);
 
 /* After the backend, before metrics and writers: "sum" normalisation of an
  * MFT image, which must sum to 1 over its finite field (Parseval no longer

@@ -37,11 +37,58 @@ expect_exit 2 "missing config" -- "$PSFSIM" -c does-not-exist.cfg -o out
 expect_stderr 'does-not-exist.cfg' "missing config: message names the file"
 nothing_written "missing config"
 
+# An integer past 32 bits: libconfig 1.5 kept its low 32 bits (j = 4).
+{ good ''; echo 'aberrations: { zernike = ( (4294967300, 0.1) ); };'; } >wide.cfg
+expect_exit 2 "integer past 32 bits" -- "$PSFSIM" -c wide.cfg -o out
+expect_stderr '^psfsim: wide.cfg:4: aberrations.zernike\[0\]\[0\]: integer 4294967300 is out of the 32-bit range' "integer past 32 bits: message"
+nothing_written "integer past 32 bits"
+
+# Configs that are not regular files: read once, into memory, with a cap.
 good '' >ok.cfg
+expect_exit 2 "config /dev/zero" -- timeout 20 "$PSFSIM" -c /dev/zero -o out
+expect_stderr '^psfsim: /dev/zero: cannot read: larger than the 16 MiB cap on a config' "/dev/zero: the cap"
+nothing_written "/dev/zero"
+truncate -s 17M big.cfg
+expect_exit 2 "config past the cap" -- "$PSFSIM" -c big.cfg -o out
+expect_stderr 'big.cfg: cannot read: larger than the 16 MiB cap on a config \(17825792 bytes\)' "big config: message"
+nothing_written "big config"
+expect_exit 2 "config on standard input" -- "$PSFSIM" -c - -o out <range.cfg
+expect_stderr '^psfsim: <stdin>:3: sampling.padding: must be >= 1 \(got 0.5\)' "-c -: message names <stdin>"
+nothing_written "-c -"
+expect_exit 0 "config by process substitution" -- "$PSFSIM" -q -c <(cat ok.cfg) -o subst
+[ -f subst/bad_0.png ] && pass "process substitution: the set written" || fail "no subst/bad_0.png"
+mkdir -p incdir
+echo '@include "ok.cfg"' >incdir/top.cfg
+expect_exit 0 "piped config: @include from the current directory" -- "$PSFSIM" -q -c <(cat incdir/top.cfg) -o subst2
+mkfifo cfg.fifo
+(cat range.cfg >cfg.fifo &)
+expect_exit 2 "config from a FIFO" -- timeout 20 "$PSFSIM" -c cfg.fifo -o out
+expect_stderr '^psfsim: cfg.fifo:3: sampling.padding: must be >= 1' "FIFO: read as a stream, message"
+nothing_written "FIFO"
+
 touch afile
 expect_exit 2 "unusable output dir" -- "$PSFSIM" -c ok.cfg -o afile/out
 expect_stderr 'output directory afile/out: .*afile.* not a directory' "unusable output dir: message"
 [ -f afile ] && [ ! -s afile ] && pass "unusable output dir: nothing written" || fail "afile changed"
+
+# Output directories and names that cannot work: refused before any work.
+expect_exit 2 "-o \"\"" -- "$PSFSIM" -c ok.cfg -o ""
+expect_stderr '^psfsim: --output: expected a directory \(got ""\)' "-o \"\": message"
+if [ -d /proc/self ]; then # mounted: nothing can be created in /proc, even by root
+  expect_exit 2 "-o /proc" -- "$PSFSIM" -c ok.cfg -o /proc
+  expect_stderr '^psfsim: output directory /proc: not writable: ' "-o /proc: message"
+fi
+ln -s "$SCRATCH/nowhere/target" dangling
+expect_exit 2 "a dangling symbolic link as the output directory" -- "$PSFSIM" -c ok.cfg -o dangling
+expect_stderr "^psfsim: output directory dangling: a symbolic link to $SCRATCH/nowhere/target, which does not exist" "dangling link: message"
+expect_exit 2 "a dangling symbolic link above the output directory" -- "$PSFSIM" -c ok.cfg -o dangling/sub
+expect_stderr '^psfsim: output directory dangling/sub: dangling is a symbolic link to' "dangling link above: message"
+[ -L dangling ] && [ ! -e nowhere ] && pass "dangling link: nothing created" || fail "dangling link: $(ls -la)"
+long=$(printf 'n%.0s' $(seq 231))
+good '' | sed "s/name = \"bad\"/name = \"$long\"/" >long.cfg
+expect_exit 2 "a name too long for its files" -- "$PSFSIM" -c long.cfg -o out
+expect_stderr '^psfsim: long.cfg:1: name: must be at most 230 characters: .*\(got 231\)' "long name: message"
+nothing_written "long name"
 
 expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
 cp out/bad_0.png first.png
@@ -85,6 +132,62 @@ expect_exit 0 "--help" -- "$PSFSIM" --help
 expect_exit 0 "--version" -- "$PSFSIM" --version
 grep -q '^psfsim [0-9]' "$SCRATCH/stdout" && pass "--version prints the version" || fail "--version output"
 [ ! -e out2 ] && pass "bad option: nothing written" || fail "out2 was created"
+# Waves over several wavelengths: the same phase at each, a warning (stderr
+# and the timing log), the images written all the same.
+{ good '' | sed 's/wavelength_nm = 550.0; //'
+  echo 'aberrations: { zernike = ((4, 0.05)); };'
+  echo 'sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };'; } >waves.cfg
+expect_exit 0 "waves over a wavelength sweep" -- "$PSFSIM" -c waves.cfg -o waves
+expect_stderr 'waves.cfg:4: aberrations.zernike: coefficients in waves .*same phase at every wavelength of sweep.wavelength_nm' "waves over a wavelength sweep: warned"
+grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves' waves/bad_timing.csv &&
+  pass "waves over a wavelength sweep: a timing log row" || fail "no warning row in waves/bad_timing.csv"
+# Numbers past where the computation means anything (they gave Strehl 1 or
+# all-NaN images with exit 0): refused before any work.
+{ good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
+expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
+expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
+expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e-310;/' >denormal.cfg
+expect_exit 2 "a denormal diameter" -- "$PSFSIM" -c denormal.cfg -o out4
+expect_stderr 'denormal.cfg:2: optics.aperture.diameter_m: must be >= 1e-06' "denormal diameter: message"
+[ ! -e out4 ] && pass "out-of-bound numbers: nothing written" || fail "out4 was created"
+# Aliasing and sampling: a tilt past the field, Q < 2, a slow FFT size:
+# warned (stderr and the timing log), the images written all the same.
+{ good ''; echo 'aberrations: { zernike = ((2, 10.0)); };'; } >tilt.cfg
+expect_exit 0 "a tilt past the field" -- "$PSFSIM" -c tilt.cfg -o tilt
+expect_stderr 'tilt.cfg:3: sampling.pupil_samples: the wavefront may step by up to 1.25 waves between neighbouring pupil samples' "a tilt past the field: warned"
+grep -q '^warning,,,,,,,"tilt.cfg:3: sampling.pupil_samples: the wavefront may step' tilt/bad_timing.csv &&
+  pass "a tilt past the field: a timing log row" || fail "no warning row in tilt/bad_timing.csv"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 32; padding = 1.5;/' >q.cfg
+expect_exit 0 "padding 1.5" -- "$PSFSIM" -c q.cfg -o q
+expect_stderr 'q.cfg:3: sampling.padding: Q = N/n = 48/32 = 1.5 < 2: the intensity is undersampled' "padding 1.5: warned"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 515; padding = 2.002;/' >prime.cfg
+expect_exit 0 "N = 1031" -- "$PSFSIM" -c prime.cfg -o prime
+expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031 \(above 7\)' "N = 1031: warned"
+# Decidable before any work (they failed at run time, exit 3, with the
+# directory made): a closed aperture, a map that is 0 or NaN everywhere.
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
+expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
+expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+# fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
+fits4() {
+  { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
+      'NAXIS1  =                    4' 'NAXIS2  =                    4' 'END'
+    head -c $((2880 - 6 * 80)) /dev/zero | tr '\0' ' '
+    for _ in $(seq 16); do printf "$2"; done
+    head -c $((2880 - 64)) /dev/zero; } >"$1"
+}
+fits4 zero.fits '\0\0\0\0'
+fits4 nan.fits '\177\300\0\0'
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
+expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
+expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+{ good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
+expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
+expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
+[ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
 
 # Random and listed sets (sweep.random, sweep.table): every bad key, table
 # and combination gives exit 2, FILE:LINE: KEY (and the table's
