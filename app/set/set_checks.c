@@ -77,7 +77,7 @@ static const double *set_wavelengths(const image_set *s, long long *n, int *list
     const psf_config *cfg = s->cfg;
     const double *wl = axes_image_wavelengths(&s->axes, n);
     *listed = wl != NULL;
-    *key = cfg->n_sweep_wavelength > 0     ? "sweep.wavelength_nm"
+    *key = cfg->n_sweep_wavelength > 0    ? "sweep.wavelength_nm"
            : cfg->random.n_wavelength > 0 ? "sweep.random.wavelength_nm"
            : wl                           ? "sweep.table"
                                           : "optics.wavelengths_nm";
