@@ -78,7 +78,7 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, swept, "sweep.wavelength_nm",
                          "cannot be used with optics.wavelengths_nm (a broadband set): sweep "
                          "single wavelengths or give one broadband set");
-    if (!one && !set && !swept)
+    if (!one && !set && !swept && !cfg_wavelength_elsewhere(c))
         return cfg_missing(c, "optics.wavelength_nm",
                            "(or optics.wavelengths_nm, or sweep.wavelength_nm)");
     if (w && !set)
@@ -454,6 +454,7 @@ void config_free(psf_config *cfg)
         for (int i = 0; i < cfg->n_sweep_zernike; ++i)
             free(cfg->sweep_zernike[i].values);
     free(cfg->sweep_zernike);
+    cfg_free_random(&cfg->random);
     for (int i = 0; cfg->keys && i < cfg->nkeys; ++i) {
         free(cfg->keys[i].key);
         free(cfg->keys[i].where);
@@ -481,5 +482,6 @@ long long config_image_count(const psf_config *cfg)
     if (cfg->n_sweep_focus_shift > 0) k *= cfg->n_sweep_focus_shift;
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         if (cfg->sweep_zernike[i].nvalues > 0) k *= cfg->sweep_zernike[i].nvalues;
+    if (cfg->random.count > 0) k *= cfg->random.count;
     return k;
 }

@@ -36,6 +36,32 @@ typedef struct {
     double *values; /* added to that term's coefficient, in units */
 } cfg_zernike_sweep;
 
+/* A term of sweep.random.zernike: drawn per image, added to term j. */
+typedef enum { CFG_DRAW_NORMAL = 0, CFG_DRAW_UNIFORM = 1 } cfg_draw_dist;
+
+typedef struct {
+    int j, n, m;
+    cfg_draw_dist dist;
+    double width; /* normal: sigma; uniform: half-width; in units, finite, 0..1e6 */
+} cfg_random_term;
+
+/* sweep.random (docs/config.md): `count` seeded draws, the innermost axis;
+ * app/set/draws.h computes each value from (seed, draw index, term). */
+typedef struct {
+    long long count;         /* 1..10,000,000; 0 = no random axis */
+    unsigned long long seed; /* 0..2^63-1 */
+    int nzernike;
+    cfg_random_term *zernike;           /* [nzernike], in the order written, distinct j */
+    int spectrum;                       /* 1: sweep.random.spectrum given */
+    int spectrum_j_min, spectrum_j_max; /* indices of the convention, past piston */
+    double spectrum_total_rms;          /* in units, 0..1e6 */
+    double spectrum_power;              /* -50..50 */
+    int n_focus_shift;
+    double *focus_shift_um; /* [n_focus_shift] um, one chosen per draw */
+    int n_wavelength;
+    double *wavelength_nm; /* [n_wavelength] nm, one chosen per draw */
+} cfg_random;
+
 /* Where a key of the config is written, recorded by config_load. */
 typedef struct {
     char *key;   /* dotted path: "sampling.pupil_samples", or a group: "sweep" */
@@ -87,6 +113,9 @@ typedef struct {
     double *sweep_focus_shift_um;
     int n_sweep_zernike;
     cfg_zernike_sweep *sweep_zernike; /* [n_sweep_zernike], in the order written */
+    cfg_random random;                /* sweep.random; random.count 0 without */
+    /* sweep.table: the resolved path ("" = none); app/set/axes.c loads it. */
+    char table_file[CFG_PATH_MAX];
 
     /* output */
     char output_dir[CFG_PATH_MAX];
@@ -167,7 +196,8 @@ int config_key_where(const psf_config *cfg, const char *key, char *out, size_t o
 void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
 
 /* Number of images the config's sweep makes (product of the swept list
- * lengths; 1 without a sweep). Computed in 64 bits. */
+ * lengths and sweep.random.count; 1 without a sweep). Computed in 64 bits.
+ * A sweep.table multiplies it by its rows (app/set/axes.h). */
 long long config_image_count(const psf_config *cfg);
 
 #endif

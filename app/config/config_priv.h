@@ -61,7 +61,8 @@ typedef enum {
     CFG_K_STRING,  /* "..." */
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS    /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES  /* ( (j, "name", x), ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -221,6 +222,23 @@ int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, c
  * with a message; what they allocate is in cfg for config_free. */
 int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg);
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
+/* j in the config's convention -> (n, m) (optics/zernike.h's ranges); s
+ * and key name the setting for messages. Returns 0, or -1 with a message. */
+int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  long long j, int *n, int *m);
+
+/* ---- config_dataset.c ---- */
+
+/* sweep.random and sweep.table (after the Cartesian lists: the image limit
+ * counts them, and a random list may not repeat a swept one). Returns 0 or
+ * -1 with a message; what it allocates is in cfg->random for config_free. */
+int cfg_read_dataset(cfg_ctx *c, psf_config *cfg);
+/* Whether the wavelength may come from the sweep block other than
+ * sweep.wavelength_nm: sweep.random.wavelength_nm, or a sweep.table (whose
+ * wavelength_nm column app/set/axes.c requires then). */
+int cfg_wavelength_elsewhere(const cfg_ctx *c);
+/* Free what cfg_read_dataset allocated in r and zero it. */
+void cfg_free_random(cfg_random *r);
 
 /* ---- config_schema.c ---- */
 
