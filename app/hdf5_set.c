@@ -14,11 +14,9 @@
 
 int hdf5_label_terms(const image_set *s, int *term)
 {
-    /* All the set's modes until the set model lists the terms non-zero
-     * anywhere in the set (image_set_label_terms). */
-    for (int t = 0; term && t < s->modes.nterms; ++t)
-        term[t] = t;
-    return s->modes.nterms;
+    for (int i = 0; term && i < s->labels.nterms; ++i)
+        term[i] = s->labels.mode[i];
+    return s->labels.nterms;
 }
 
 void hdf5_set_versions(int gpu, set_versions *v)

@@ -57,10 +57,9 @@ typedef struct {
 
 /* The label terms: the Zernike modes whose totals label each image
  * (labels/zernike, the sidecar's j list). term[i] (may be NULL; room for
- * s->modes.nterms) gets each one's index into s->modes. Returns J. Every
- * mode of the set for now; the one place to call the set model's list of
- * the terms non-zero anywhere in the set (image_set_label_terms, with the
- * manifest's z<j> columns) once it exists. */
+ * s->modes.nterms) gets each one's index into s->modes. Returns J. They
+ * are the set model's label terms (app/set/labels.h: the terms non-zero
+ * anywhere in the set, ascending j), the manifest's z<j> columns. */
 int hdf5_label_terms(const image_set *s, int *term);
 
 /* The conventions of set s into out (SET_CONVENTIONS entries): Zernike

@@ -10,11 +10,14 @@
 #include "app/set/image_set.h"
 
 /* Check, before anything is written, that dir can be used: it is a
- * directory or can be created (its nearest existing ancestor is a writable
- * directory), and, unless force, holds no file of an earlier set of this
- * name (NAME_*.png, NAME_*.fits, NAME_manifest.csv, NAME_timing.csv,
- * NAME.h5, NAME.json).
- * Returns 0, or -1 with a message naming the path. Touches nothing. */
+ * directory or can be created (its nearest existing ancestor is a
+ * directory a file can be created in, and no symbolic link to nothing
+ * stands in the way), and, unless force, holds no file of an earlier set
+ * of this name (NAME_*.png, NAME_*.fits, NAME_manifest.csv,
+ * NAME_timing.csv, NAME.h5, NAME.json). Returns 0, or -1 with a message naming the path.
+ * Touches nothing: that a file can be created is probed with an unnamed
+ * O_TMPFILE file (on a filesystem without them, a hidden file
+ * .psfsim-probe-XXXXXX removed at once). */
 int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen);
 
 /* After a complete --force run: remove the files of an earlier set of this

@@ -80,7 +80,8 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
     while (rc == 0 && getline(&line, &cap, f) > 0) {
         char copy[4096], *cells[NCOLS + 1];
         snprintf(copy, sizeof copy, "%s", line);
-        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
+        /* A table or random set's label columns follow config_hash. */
+        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) < NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;

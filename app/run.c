@@ -57,6 +57,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    set_checks_warn(&r->set, &r->notes);
+    for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
+        log_warn("%s", r->notes.text[i]);
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
             return -1;
@@ -66,7 +69,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
     r->todo = r->set.nimages - r->resume.ndone;
     r->k_begin = 0;
     r->k_end = r->set.nimages;
-    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
+    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0 ||
+        image_set_check_open(&r->set, err, errlen) != 0)
+        return -1;
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
     if (run_is_root(r)) {
@@ -196,6 +201,12 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
         err[0] = '\0';
         run_start_backend(&r, err, sizeof err, &status);
         run_ranks_agree(&r, &status, err);
+    }
+    /* A signal before the first file is made: stop, nothing written (with
+     * MPI the ranks stop in the loop, where they agree). */
+    if (status == 0 && !r.mpi && interrupt_pending()) {
+        log_error("interrupted before any file was written");
+        status = 130;
     }
     /* Run the loop: the files, the writers, the images. */
     int started = status == 0; /* with MPI: every rank, or none */

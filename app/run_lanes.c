@@ -15,6 +15,7 @@ void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
     image_set_problem(&r->set, r->batch, problem);
     memset(options, 0, sizeof *options);
     options->device = ln->device;
+    options->warn = log_warn_text;
 }
 
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)

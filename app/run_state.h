@@ -13,6 +13,7 @@
 #include "app/select/gpu_warmup.h"
 #include "app/hdf5_writer.h"
 #include "app/set/image_set.h"
+#include "app/set/set_checks.h"
 #include "app/manifest.h"
 #include "app/mpi_run.h"
 #include "app/progress.h"
@@ -69,6 +70,7 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
+    set_notes notes; /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
     const char *dir;
     char hash[24];
     resume_state resume;

@@ -130,7 +130,11 @@ void limits_disk_need(const image_set *s, long long todo, unsigned long long blo
         total = bytes_add(total, bytes_mul(k, round_up(d->fits_bytes, block) + block));
         files += k;
     }
-    unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
+    /* A table or random set's manifest rows add draw, seed and a z<j> cell of
+     * at most 24 characters per label term. */
+    unsigned long long row =
+        1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike +
+        (axes_is_dataset(&s->axes) ? 48ULL + 25ULL * (unsigned long long)s->labels.nterms : 0ULL);
     unsigned long long logs = bytes_add(bytes_mul(k, row), 16 * KIB);
     total = bytes_add(total, round_up(logs, block) + 2 * block);
     d->hdf5_bytes = hdf5_writer_disk_need(s);
@@ -364,7 +368,7 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";
     const char *key = cfg->n_sweep_wavelength || cfg->n_sweep_defocus || cfg->n_sweep_focus_shift ||
-                              cfg->n_sweep_zernike
+                              cfg->n_sweep_zernike || axes_is_dataset(&s->axes)
                           ? "sweep"
                           : "sampling.pupil_samples";
     key_prefix(cfg, key, prefix, sizeof prefix);
