@@ -134,14 +134,15 @@ static void test_sidecar_keys(void **state)
     assert_int_equal(json_integer_value(at(root, "set", "nimages", NULL)), 2);
     assert_int_equal(json_integer_value(at(root, "set", "npix", NULL)), 64);
     assert_true(json_real_value(at(root, "set", "pixel_scale_lambda_d", NULL)) == 0.5);
-    /* The label terms: ANSI 7 (3, -1) is Noll 7, then defocus Noll 4 = ANSI 4. */
+    /* The label terms in ascending j of the config's convention (the
+     * manifest's z<j>): defocus ANSI 4 = Noll 4, then ANSI 7 (3, -1). */
     json_t *noll = at(root, "labels", "zernike_noll_j", NULL),
            *ansi = at(root, "labels", "zernike_j", NULL);
     assert_int_equal(json_array_size(noll), 2);
-    assert_int_equal(json_integer_value(json_array_get(ansi, 0)), 7);
-    assert_int_equal(json_integer_value(json_array_get(noll, 0)), zernike_nm_to_noll(3, -1));
-    assert_int_equal(json_integer_value(json_array_get(noll, 1)), 4);
-    assert_int_equal(json_integer_value(json_array_get(ansi, 1)), 4);
+    assert_int_equal(json_integer_value(json_array_get(ansi, 0)), 4);
+    assert_int_equal(json_integer_value(json_array_get(noll, 0)), 4);
+    assert_int_equal(json_integer_value(json_array_get(ansi, 1)), 7);
+    assert_int_equal(json_integer_value(json_array_get(noll, 1)), zernike_nm_to_noll(3, -1));
     assert_string_equal(str(json_array_get(at(root, "labels", "columns", NULL), 0)), "index");
     json_decref(root);
     char hash[64];
