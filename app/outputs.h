@@ -11,21 +11,25 @@
 #include "app/set_members.h" /* the files' names: outputs_image_name, outputs_set_file */
 
 /* Check, before anything is written, that dir can be used: it is a
- * directory or can be created (its nearest existing ancestor is a writable
- * directory), and, unless force, holds no file of an earlier set of this
- * name (app/set_members.h: its manifest, timing log, cube, and the image
- * files its manifest names or, without one, NAME_<k>.png/.fits of this
- * set's digit count; another set's or the user's NAME_x.png are not).
- * Returns 0, or -1 with a message naming the path. Touches nothing. */
+ * directory or can be created (its nearest existing ancestor is a
+ * directory a file can be created in, and no symbolic link to nothing
+ * stands in the way), and, unless force, holds no file of an earlier set
+ * of this name (app/set_members.h: its manifest, timing log, cube, NAME.h5
+ * with its temp file, NAME.json, and the image files its manifest names
+ * or, without one, NAME_<k>.png/.fits of this set's digit count; another
+ * set's or the user's NAME_x.png are not). Returns 0, or -1 with a message
+ * naming the path. Touches nothing: that a file can be created is probed
+ * with an unnamed O_TMPFILE file (on a filesystem without them, a hidden
+ * file .psfsim-probe-XXXXXX removed at once). */
 int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen);
 
 /* After a complete --force run: remove, from the directory dirfd (dir: for
  * messages), the files of the earlier set (earlier: its members, loaded
  * before this run replaced its manifest) that this set did not write
  * (NAME_k.png/.fits of another k or digit count, a format now disabled, a
- * cube no longer asked for); nothing that is not the earlier set's.
- * Manifest and timing log were replaced. Failures are ignored (the files
- * stay). */
+ * cube or NAME.h5 no longer asked for); nothing that is not the earlier
+ * set's. Manifest and timing log were replaced. Failures are ignored (the
+ * files stay). */
 void outputs_remove_stale(const psf_config *cfg, int dirfd, const char *dir,
                           const set_members *earlier, long long nimages);
 

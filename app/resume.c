@@ -33,10 +33,20 @@ typedef struct {
     size_t errlen;
 } fingerprint;
 
-/* Add the bytes of path to fp, after their count (8 bytes, little-endian)
- * when counted: the files after the config are each delimited. 0 or -1
- * with fp->err. */
-static int add_file(fingerprint *fp, const char *path, int counted)
+/* Add n bytes to fp, after their count (8 bytes, little-endian): the
+ * files after the config are each delimited. */
+static void add_counted(fingerprint *fp, const void *p, size_t n)
+{
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i)
+        len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    fp->h = fnv(fp->h, len, sizeof len);
+    fp->h = fnv(fp->h, p, n);
+}
+
+/* Add the bytes of the map at path to fp (add_counted). 0 or -1 with
+ * fp->err. */
+static int add_file(fingerprint *fp, const char *path)
 {
     FILE *f = fopen(path, "rb");
     struct stat st;
@@ -45,12 +55,10 @@ static int add_file(fingerprint *fp, const char *path, int counted)
         if (f) fclose(f);
         return -1;
     }
-    if (counted) {
-        unsigned char len[8];
-        for (int i = 0; i < 8; ++i)
-            len[i] = (unsigned char)((uint64_t)st.st_size >> (8 * i));
-        fp->h = fnv(fp->h, len, sizeof len);
-    }
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i)
+        len[i] = (unsigned char)((uint64_t)st.st_size >> (8 * i));
+    fp->h = fnv(fp->h, len, sizeof len);
     char buf[1 << 16];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
@@ -61,21 +69,22 @@ static int add_file(fingerprint *fp, const char *path, int counted)
     return bad ? -1 : 0;
 }
 
-static int add_include(const char *file, void *arg)
+static int add_include(const char *file, const char *text, size_t len, void *arg)
 {
-    return add_file(arg, file, 1);
+    (void)file;
+    add_counted(arg, text, len);
+    return 0;
 }
 
-int config_fingerprint(const psf_config *cfg, const char *path, char out[24], char *err,
-                       size_t errlen)
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen)
 {
     fingerprint fp = {.h = 1469598103934665603ULL, .err = err, .errlen = errlen}; /* FNV basis */
-    if (add_file(&fp, path, 0) != 0) return -1;
-    if (config_for_each_include(path, add_include, &fp, err, errlen) != 0) return -1;
+    fp.h = fnv(fp.h, cfg->text, cfg->text_len); /* the bytes parsed: -c - and FIFOs too */
+    if (config_for_each_include(cfg, add_include, &fp, err, errlen) != 0) return -1;
     if (cfg->aperture.shape == APERTURE_FILE && cfg->aperture_file[0] &&
-        add_file(&fp, cfg->aperture_file, 1) != 0)
+        add_file(&fp, cfg->aperture_file) != 0)
         return -1;
-    if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file, 1) != 0) return -1;
+    if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file) != 0) return -1;
     fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
     snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
     return 0;
@@ -173,7 +182,8 @@ static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, res
             rc = -1;
             break;
         }
-        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
+        /* A table or random set's label columns follow config_hash. */
+        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) < NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;
@@ -259,6 +269,32 @@ void resume_free(resume_state *rs)
     free_rows(rs->manifest_rows, rs->nmanifest);
     free_rows(rs->timing_rows, rs->ntiming);
     memset(rs, 0, sizeof *rs);
+}
+
+/* Keep the rows whose leading index is done. */
+static void filter_rows(const resume_state *rs, char **rows, long long *n)
+{
+    long long kept = 0;
+    for (long long i = 0; i < *n; ++i) {
+        long long k = strtoll(rows[i], NULL, 10);
+        if (k >= 0 && k < rs->nimages && rs->done[k])
+            rows[kept++] = rows[i];
+        else
+            free(rows[i]);
+    }
+    *n = kept;
+}
+
+void resume_require(resume_state *rs, const unsigned char *also)
+{
+    if (!rs->done) return;
+    for (long long k = 0; k < rs->nimages; ++k)
+        if (rs->done[k] && !also[k]) {
+            rs->done[k] = 0;
+            rs->ndone--;
+        }
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
 }
 
 void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages)

@@ -24,16 +24,16 @@ typedef struct {
     long long ntiming;
 } resume_state;
 
-/* The fingerprint of every byte that decides the images of cfg (loaded
- * from path): FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
- * config file's bytes, then of each file its @include lines name, nested
- * ones too (config_for_each_include), of the aperture map (shape "file")
+/* The fingerprint of every byte that decides the images of the loaded
+ * config cfg: FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
+ * config's bytes as parsed (cfg->text: read once, so -c - and a FIFO
+ * work), then of each file its @include lines name, nested ones too
+ * (config_for_each_include), of the aperture map (shape "file")
  * and of the OPD map, each of those as its length (8 bytes, little-endian)
  * and its bytes, then psfsim's version. A config with no include and no
  * map has the fingerprint it had when only its own bytes counted. 0 or -1
  * with err (a file that cannot be read). */
-int config_fingerprint(const psf_config *cfg, const char *path, char out[24], char *err,
-                       size_t errlen);
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
 
 /* Read NAME_manifest.csv and NAME_timing.csv in the output directory
  * dirfd (dir: its name for messages; dirfd -1: there is no directory yet;
@@ -45,10 +45,17 @@ int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nim
 
 void resume_free(resume_state *rs);
 
+/* Another file of the set holds images too (output.hdf5's NAME.h5): an
+ * image stays done only when also[k] (1 = it is in that file) says so as
+ * well; the others are done again, their kept manifest and timing rows
+ * dropped. */
+void resume_require(resume_state *rs, const unsigned char *also);
+
 /* Remove from the directory dirfd the temp files a killed run of this set
  * (cfg, nimages) left: exactly ".F.tmp.XXXXXX" for F one of its own files
  * (set_members_own_temp), regular files only. Another set's temp files and
- * anything else stay. Call it only while holding the set's lock
+ * anything else stay (the HDF5 temp .NAME.h5.part is resumed, not a temp
+ * of this kind). Call it only while holding the set's lock
  * (app/set_dir.h): then no other run is writing the set. */
 void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages);
 

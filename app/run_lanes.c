@@ -9,19 +9,23 @@
 #include "app/base/log.h"
 #include "app/select/probe_cache.h"
 
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc)
+void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
+                   psf_backend_options *options)
 {
-    image_set_desc(&r->set, r->batch, desc);
-    desc->device = ln->device;
+    image_set_problem(&r->set, r->batch, problem);
+    memset(options, 0, sizeof *options);
+    options->device = ln->device;
+    options->warn = log_warn_text;
 }
 
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
 {
-    psf_set_desc desc;
-    run_lane_desc(r, ln, &desc);
-    char wisdom[4200];
-    desc.fftw_wisdom = probe_cache_wisdom(wisdom, sizeof wisdom);
-    if (ops->create(&desc, &ln->backend, err, errlen) != 0) return -1;
+    psf_problem problem;
+    psf_backend_options options;
+    run_lane_desc(r, ln, &problem, &options);
+    char cache[4096];
+    options.cache_dir = probe_cache_dir_made(cache, sizeof cache);
+    if (ops->create(&problem, &options, &ln->backend, err, errlen) != 0) return -1;
     ln->ops = ops;
     size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
@@ -65,8 +69,11 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
+        int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
+        size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
+        if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes) {
+            !sl->writes || (levels && !sl->levels)) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -107,10 +114,11 @@ static void plan_lanes(run_state *r)
  * thread while the CPU computes the first batches (app/select/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
-    psf_set_desc desc;
-    run_lane_desc(r, &r->lanes[0], &desc);
+    psf_problem pb;
+    psf_backend_options opt;
+    run_lane_desc(r, &r->lanes[0], &pb, &opt);
     size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
-    if (gpu_warmup_start(&r->warm, r->decision.ops, &desc, floats) != 0) return -1;
+    if (gpu_warmup_start(&r->warm, r->decision.ops, &pb, &opt, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
         run_close_lane(r, &r->lanes[0]);
@@ -135,9 +143,10 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
     size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
     int n = r->nlanes, kept = 0;
     for (int l = 0; l < n; ++l) {
-        psf_set_desc desc;
-        run_lane_desc(r, &r->lanes[l], &desc);
-        if (gpu_warmup_start(&w[l], r->decision.ops, &desc, floats) != 0) w[l].rc = -1;
+        psf_problem pb;
+        psf_backend_options opt;
+        run_lane_desc(r, &r->lanes[l], &pb, &opt);
+        if (gpu_warmup_start(&w[l], r->decision.ops, &pb, &opt, floats) != 0) w[l].rc = -1;
     }
     for (int l = 0; l < n; ++l) {
         int dev = r->lanes[l].device;
@@ -180,6 +189,7 @@ void run_free_lanes(run_state *r)
         free(sl->results);
         free(sl->timings);
         free(sl->writes);
+        free(sl->levels);
     }
 }
 

@@ -21,7 +21,8 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status);
 
 /* The set as lane ln's backend is created for: r->batch images per call,
  * on ln->device. */
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_set_desc *desc);
+void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
+                   psf_backend_options *options);
 
 /* Lane ln's backend for r->batch images per call on ln->device (its slots'
  * image buffers included). 0, or -1 with err. */

@@ -11,7 +11,9 @@
 #include "app/cli.h"
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
+#include "app/hdf5_writer.h"
 #include "app/set/image_set.h"
+#include "app/set/set_checks.h"
 #include "app/manifest.h"
 #include "app/mpi_run.h"
 #include "app/progress.h"
@@ -34,6 +36,7 @@
 typedef struct {
     float *images; /* batch * N * N, from the backend (pinned for the GPU) */
     psf_job *jobs;
+    unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
     image_info *infos;
     double *storage; /* image_set_storage doubles per image */
     image_result *results;
@@ -52,7 +55,7 @@ typedef struct run_state run_state;
 typedef struct {
     const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
     psf_backend *backend;
-    int device;       /* psf_set_desc.device: the CUDA device of a GPU lane */
+    int device;       /* psf_backend_options.device: the CUDA device of a GPU lane */
     int first_slot;   /* its slots: r->slots[first_slot .. first_slot + WRITER_SLOTS) */
     int retiring;     /* a GPU lane that failed: it finishes its batch and stops
                          while another GPU lane is alive */
@@ -69,6 +72,7 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
+    set_notes notes;     /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
     const char *dir;     /* the output directory as given (messages) */
     set_dir out;         /* that directory, opened once: every file goes through out.fd */
     int locked_early;    /* prepare() took the set's lock (its lock file was there) */
@@ -97,6 +101,8 @@ struct run_state {
     int manifest_open, timing_open;
     cube_writer cube; /* output.fits.cube */
     int cube_open;
+    hdf5_writer *h5; /* output.hdf5's NAME.h5 (app/set_hdf5.h), NULL when not open */
+    int h5_kept;     /* --resume found NAME.h5 complete: it is kept as it is */
     progress bar;
     long long todo;           /* images this run computes (all, or the missing ones; with
                                  MPI, this rank's block of them) */

@@ -16,26 +16,21 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/bytes.h"
+#include "app/formats/hdf5_io.h"
+#include "app/hdf5_writer.h"
 #include "app/set_members.h"
 #include "app/writer_pool.h"
 
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)
-#define GIB (1024ULL * MIB)
 
 /* app/run_lanes.c: host memory of one batch of images, and the CPU's batch. */
 #define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
-/* cpu/backend.c: MFT tables kept beyond the one being built. */
-#define LIMITS_MFT_TABLE_BYTES (1ULL * GIB)
 /* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
 #define LIMITS_WRITER_STATE (1ULL * MIB)
 #define LIMITS_BASE_BYTES (64ULL * MIB)
-static unsigned long long min_ull(unsigned long long a, unsigned long long b)
-{
-    return a < b ? a : b;
-}
-
 void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -52,37 +47,13 @@ void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
     snprintf(out, outlen, "%.1f %s", v, units[u]);
 }
 
-/* Pupil pitches the CPU backend caches: one per broadband wavelength. */
-static int pupil_pitches(const image_set *s)
-{
-    int n = s->cfg->nwavelengths;
-    return n > 1 ? n : 1;
-}
-
 void limits_memory_need(const image_set *s, int nwriters, long long todo, limits_memory *m)
 {
     memset(m, 0, sizeof *m);
     const unsigned long long mpix = (unsigned long long)s->samp.npix;
     const unsigned long long plane = mpix * mpix; /* <= 2^32 */
-    const unsigned long long n = (unsigned long long)s->samp.pupil_samples;
     const unsigned long long p =
         (unsigned long long)(s->pupil_npix > 0 ? s->pupil_npix : s->samp.npix);
-    const unsigned long long pgrid = p * p;
-    const unsigned long long npitch = (unsigned long long)pupil_pitches(s);
-
-    if (s->mft) {
-        int nwl = s->cfg->nwavelengths > s->cfg->n_sweep_wavelength ? s->cfg->nwavelengths
-                                                                    : s->cfg->n_sweep_wavelength;
-        unsigned long long table = 8ULL * p * mpix;
-        unsigned long long tables =
-            min_ull(limits_sat_mul(table, (unsigned long long)(nwl > 0 ? nwl : 1)),
-                    limits_sat_add(LIMITS_MFT_TABLE_BYTES, table));
-        m->fft = limits_sat_add(limits_sat_add(tables, 8ULL * pgrid),
-                                limits_sat_add(8ULL * p * mpix, 8ULL * plane));
-    } else {
-        unsigned long long nfft = s->fft_npix > 0 ? (unsigned long long)s->fft_npix : mpix;
-        m->fft = 16ULL * nfft * nfft; /* 2 x N^2 complex float */
-    }
 
     unsigned long long img_bytes = 4ULL * plane;
     unsigned long long b = LIMITS_BATCH_BYTES / (img_bytes ? img_bytes : 1);
@@ -91,22 +62,28 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     if (todo > 0 && b > (unsigned long long)todo) b = (unsigned long long)todo;
     if (b < 1) b = 1;
     m->batch = (int)b;
-    m->images = limits_sat_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
+    m->images = bytes_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
 
-    unsigned long long open = min_ull(pgrid, (n + 2) * (n + 2));
-    unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)s->modes.nterms);
-    m->pupils = limits_sat_mul(limits_sat_mul(open, per_sample), npitch);
-    m->scratch = 4ULL * pgrid * (s->opd_map ? 2ULL : 1ULL); /* aperture (+ OPD) grid */
-    m->scratch = limits_sat_add(
-        m->scratch, min_ull(limits_sat_mul(4ULL * pgrid, npitch), IMAGE_SET_GRIDS_BYTES));
+    /* The backend's own figures: its transform, pupils and their build. */
+    psf_problem problem;
+    psf_memory_need need;
+    char err[256];
+    image_set_problem(s, m->batch, &problem);
+    if (psf_backend_cpu.memory_need(&problem, NULL, &need, err, sizeof err) != 0)
+        memset(&need, 0, sizeof need); /* create refuses it: its message says why */
+    m->fft = need.transform;
+    m->pupils = need.pupils;
+    /* ... and the aperture grids the set keeps for it (app/set/image_set.c). */
+    unsigned long long grids = bytes_mul(4ULL * p * p, (unsigned long long)problem.pupil_pitches);
+    m->scratch = bytes_add(need.scratch, bytes_min(grids, IMAGE_SET_GRIDS_BYTES));
 
     m->nwriters = nwriters > 0 ? nwriters : 1;
-    m->writers = limits_sat_mul((unsigned long long)m->nwriters,
-                                limits_sat_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
+    m->writers = bytes_mul((unsigned long long)m->nwriters,
+                           bytes_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
     m->base = LIMITS_BASE_BYTES;
-    m->total = limits_sat_add(
-        limits_sat_add(limits_sat_add(m->fft, m->images), limits_sat_add(m->pupils, m->scratch)),
-        limits_sat_add(m->writers, m->base));
+    m->hdf5 = hdf5_writer_memory_need(s, m->batch, 1);
+    m->total = bytes_add(bytes_add(bytes_add(m->fft, m->images), bytes_add(m->pupils, m->scratch)),
+                         bytes_add(bytes_add(m->writers, m->base), m->hdf5));
 }
 
 /* A decimal number of bytes from the first line of path ("max" -> 0). */
@@ -131,7 +108,7 @@ static unsigned long long mem_available(void)
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
     fclose(f);
-    return limits_sat_mul(kb, KIB);
+    return bytes_mul(kb, KIB);
 }
 
 /* What the process's memory cgroup still allows: memory.max minus
@@ -197,7 +174,9 @@ static void existing_ancestor(const char *dir, char *out, size_t outlen)
 }
 
 /* Bytes of the files of set cfg in dir (app/set_members.h: those --force
- * replaces or removes; another set's or the user's files are no credit). */
+ * replaces or removes; another set's or the user's files are no credit).
+ * NAME.h5's temp file is not counted here: limits_check counts it once
+ * (hdf5_part). */
 static unsigned long long set_bytes(const char *dir, const psf_config *cfg)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -208,13 +187,16 @@ static unsigned long long set_bytes(const char *dir, const psf_config *cfg)
     }
     set_members m;
     set_members_load(&m, fd, cfg, config_image_count(cfg));
+    char h5[SET_PATH_MAX], part[SET_PATH_MAX] = "";
+    outputs_set_file(NULL, cfg->name, SET_HDF5, h5, sizeof h5);
+    if (h5set_temp_name(h5, part, sizeof part) != 0) part[0] = '\0';
     unsigned long long sum = 0;
     struct dirent *e;
     struct stat st;
     while ((e = readdir(d)))
-        if (set_members_has(&m, e->d_name) &&
+        if (set_members_has(&m, e->d_name) && strcmp(e->d_name, part) != 0 &&
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-            sum = limits_sat_add(sum, (unsigned long long)st.st_size);
+            sum = bytes_add(sum, (unsigned long long)st.st_size);
     set_members_free(&m);
     closedir(d);
     return sum;
@@ -225,7 +207,7 @@ void limits_probe(const char *dir, const psf_config *cfg, int force, limits_mach
     memset(mc, 0, sizeof *mc);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0)
-        mc->mem_physical = limits_sat_mul((unsigned long long)pages, (unsigned long long)psize);
+        mc->mem_physical = bytes_mul((unsigned long long)pages, (unsigned long long)psize);
     mc->mem_available = mem_available();
     mc->mem_cgroup = mem_cgroup();
     struct rlimit rl;
@@ -237,7 +219,7 @@ void limits_probe(const char *dir, const psf_config *cfg, int force, limits_mach
     if (statvfs(mc->fs_path, &vfs) == 0 && vfs.f_blocks > 0) { /* 0 blocks: no figures (FUSE) */
         unsigned long long frsize = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
         mc->block = frsize >= 512 ? frsize : 512;
-        mc->disk_free = limits_sat_mul((unsigned long long)vfs.f_bavail, frsize);
+        mc->disk_free = bytes_mul((unsigned long long)vfs.f_bavail, frsize);
         if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
         if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
     }
@@ -308,12 +290,18 @@ static int check_memory(const image_set *s, const limits_memory *m, const limits
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix,
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix, s->samp.pupil_samples,
                  s->samp.padding);
+    char h5[64] = "";
+    if (m->hdf5) {
+        char b[32];
+        limits_format_bytes(m->hdf5, b, sizeof b);
+        snprintf(h5, sizeof h5, ", HDF5 writer %s", b);
+    }
     snprintf(err, errlen,
              "%s%s needs %s of memory on the CPU backend (%s %s, images %s in %d batches of "
-             "%d, pupils %s, scratch %s, %d writer thread(s) %s), more than this machine can "
+             "%d, pupils %s, scratch %s, %d writer thread(s) %s%s), more than this machine can "
              "give: %s; lower sampling.pupil_samples or sampling.padding",
              prefix, grid, total, s->mft ? "MFT" : "FFT buffers", fft, img, WRITER_SLOTS, m->batch,
-             pup, scr, m->nwriters, wr, what);
+             pup, scr, m->nwriters, wr, h5, what);
     return -1;
 }
 
@@ -321,12 +309,13 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
                       const limits_machine *mc, long long todo, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    int space = mc->disk_free && d->total > limits_sat_add(mc->disk_free, mc->reclaim);
+    int space =
+        mc->disk_free && d->total > bytes_add(bytes_add(mc->disk_free, mc->reclaim), mc->hdf5_part);
     int inodes = mc->inodes_free && d->files > mc->inodes_free;
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";
     const char *key = cfg->n_sweep_wavelength || cfg->n_sweep_defocus || cfg->n_sweep_focus_shift ||
-                              cfg->n_sweep_zernike
+                              cfg->n_sweep_zernike || axes_is_dataset(&s->axes)
                           ? "sweep"
                           : "sampling.pupil_samples";
     key_prefix(cfg, key, prefix, sizeof prefix);
@@ -335,6 +324,11 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
         size_t used = strlen(kinds);
         snprintf(kinds + used, sizeof kinds - used, "%s%s", used ? " + " : "",
                  cfg->fits_cube ? "FITS cube" : "FITS");
+    }
+    if (cfg->hdf5_enabled) {
+        size_t used = strlen(kinds);
+        snprintf(kinds + used, sizeof kinds - used, "%sHDF5 %s", used ? " + " : "",
+                 cfg->hdf5_dtype == HDF5_UINT16 ? "uint16" : "float32");
     }
     if (space) {
         char need[32], have[32], back[64] = "";
@@ -359,9 +353,30 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
     return -1;
 }
 
+/* output.hdf5: one image must fit in one chunk, under 4 GiB (HDF5 stores
+ * a chunk's size in 32 bits; app/formats/hdf5_params.c). */
+static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
+{
+    unsigned long long image = hdf5_writer_image_bytes(s);
+    if (!s->cfg->hdf5_enabled || image <= 0xffffffffULL) return 0;
+    char prefix[4400], size[32];
+    key_prefix(s->cfg, s->cfg->out_npix ? "output.npix" : "sampling.pupil_samples", prefix,
+               sizeof prefix);
+    limits_format_bytes(image, size, sizeof size);
+    int u16 = s->cfg->hdf5_dtype == HDF5_UINT16;
+    snprintf(err, errlen,
+             "%san image of %d x %d %s is %s, more than one HDF5 chunk holds (under 4 GiB): "
+             "%s, or turn output.hdf5 off",
+             prefix, s->samp.npix, s->samp.npix, u16 ? "uint16" : "float32", size,
+             u16 ? "make the images smaller"
+                 : "use output.hdf5.dtype = \"uint16\", smaller images");
+    return -1;
+}
+
 int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen)
 {
+    if (check_hdf5_image(s, err, errlen) != 0) return -1;
     int nwriters = o && o->jobs > 0 ? o->jobs : 0;
     if (nwriters == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -380,5 +395,11 @@ int limits_check(const image_set *s, const char *dir, const cli_options *o, long
 {
     limits_machine mc;
     limits_probe(dir, s->cfg, o && o->force, &mc);
+    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX];
+    struct stat st;
+    outputs_set_file(dir, s->cfg->name, SET_HDF5, h5, sizeof h5);
+    if (s->cfg->hdf5_enabled && h5set_temp_name(h5, tmp, sizeof tmp) == 0 && lstat(tmp, &st) == 0 &&
+        S_ISREG(st.st_mode))
+        mc.hdf5_part = (unsigned long long)st.st_size;
     return limits_evaluate(s, dir, o, todo, &mc, err, errlen);
 }

@@ -4,6 +4,7 @@
 
 #include "app/cube_writer.h"
 #include "app/fits_header.h"
+#include "app/hdf5_writer.h"
 #include "app/set_limits.h"
 
 #define KIB 1024ULL
@@ -33,12 +34,11 @@
 static unsigned long long png_file_bytes(unsigned long long mpix,
                                          unsigned long long bytes_per_sample, int level)
 {
-    unsigned long long raw =
-        limits_sat_mul(mpix, limits_sat_add(1, limits_sat_mul(mpix, bytes_per_sample)));
+    unsigned long long raw = bytes_mul(mpix, bytes_add(1, bytes_mul(mpix, bytes_per_sample)));
     unsigned long long z = level == 0
-                               ? limits_sat_add(raw, 6 + 5 * ((raw + 65534) / 65535))
-                               : limits_sat_add(raw, (raw >> 12) + (raw >> 14) + (raw >> 25) + 13);
-    return limits_sat_add(z, 12 * ((z + PNG_IDAT_BYTES - 1) / PNG_IDAT_BYTES) + 8 + 25 + 12);
+                               ? bytes_add(raw, 6 + 5 * ((raw + 65534) / 65535))
+                               : bytes_add(raw, (raw >> 12) + (raw >> 14) + (raw >> 25) + 13);
+    return bytes_add(z, 12 * ((z + PNG_IDAT_BYTES - 1) / PNG_IDAT_BYTES) + 8 + 25 + 12);
 }
 
 /* FITS: the header's 80-byte cards, 36 to a 2880-byte block (FITS
@@ -73,12 +73,11 @@ static unsigned long long fits_cube_bytes(const image_set *s, unsigned long long
     unsigned long long keys = (unsigned long long)cube_writer_common_keys(s, kvs, zkeys);
     unsigned long long cols = (unsigned long long)cube_writer_columns(s);
     unsigned long long head = fits_header_bytes(FITS_IMAGE_CARDS + 1 + keys);
-    unsigned long long data = limits_round_up(limits_sat_mul(k, plane_bytes), FITS_BLOCK);
+    unsigned long long data = limits_round_up(bytes_mul(k, plane_bytes), FITS_BLOCK);
     unsigned long long table = fits_header_bytes(FITS_TABLE_CARDS + 3 * cols - 3);
-    return limits_sat_add(
-        limits_sat_add(head, data),
-        limits_sat_add(table,
-                       limits_round_up(limits_sat_mul(limits_sat_mul(k, cols), 8), FITS_BLOCK)));
+    return bytes_add(
+        bytes_add(head, data),
+        bytes_add(table, limits_round_up(bytes_mul(bytes_mul(k, cols), 8), FITS_BLOCK)));
 }
 
 /* The longest manifest row of set s: the cells' widest forms (index and
@@ -91,6 +90,10 @@ static unsigned long long log_row_bytes(const image_set *s)
     unsigned long long name = strlen(cfg->name) + 1 + 20 + 5; /* NAME_<k>.fits */
     unsigned long long terms = (unsigned long long)cfg->n_sweep_zernike;
     unsigned long long manifest = 20 + 2 * name + 8 * 17 + terms * (6 + 18) + 2 * 11 + 3 + 16 + 17;
+    /* A table or random set's label cells: ,draw,seed (20 digits each) and
+     * a z<j> total per label term (csv_exact: at most 24 characters). */
+    if (axes_is_dataset(&s->axes))
+        manifest += 2 * 21 + 25ULL * (unsigned long long)s->labels.nterms;
     unsigned long long timing = 20 + 3 + 5 * 24 + 8;
     return manifest + timing;
 }
@@ -114,26 +117,30 @@ void limits_disk_need(const image_set *s, long long todo, unsigned long long blo
             png_file_bytes(mpix, (unsigned long long)(cfg->png_bits / 8), cfg->png_compression);
     unsigned long long plane = 4ULL * mpix * mpix;
     if (cfg->fits_enabled)
-        d->fits_bytes = limits_sat_add(fits_header_bytes(FITS_IMAGE_CARDS + fits_image_keys(s)),
-                                       limits_round_up(plane, FITS_BLOCK));
+        d->fits_bytes = bytes_add(fits_header_bytes(FITS_IMAGE_CARDS + fits_image_keys(s)),
+                                  limits_round_up(plane, FITS_BLOCK));
     unsigned long long total = 0, files = 0;
     if (d->png_bytes) {
-        total = limits_sat_mul(k, limits_round_up(d->png_bytes, block));
+        total = bytes_mul(k, limits_round_up(d->png_bytes, block));
         files = k;
     }
     if (d->fits_bytes && cfg->fits_cube) {
-        total = limits_sat_add(total, limits_round_up(fits_cube_bytes(s, k, plane), block));
+        total = bytes_add(total, limits_round_up(fits_cube_bytes(s, k, plane), block));
         files += 1;
     } else if (d->fits_bytes) {
-        total = limits_sat_add(total, limits_sat_mul(k, limits_round_up(d->fits_bytes, block)));
+        total = bytes_add(total, bytes_mul(k, limits_round_up(d->fits_bytes, block)));
         files += k;
+    }
+    d->hdf5_bytes = hdf5_writer_disk_need(s);
+    if (d->hdf5_bytes) { /* NAME.h5, NAME.json and the sidecar's temp file */
+        total = bytes_add(total, bytes_add(limits_round_up(d->hdf5_bytes, block), 3 * block));
+        files += 3;
     }
     /* The journals, twice: sorting one (several lanes, --resume, MPI) or
      * naming the cube in the manifest rewrites it beside itself. */
-    unsigned long long logs = limits_sat_add(limits_sat_mul(k, log_row_bytes(s)), LOG_FIXED_BYTES);
-    total = limits_sat_add(total, 2 * limits_round_up(logs, block) + 2 * block);
-    total =
-        limits_sat_add(total, limits_round_up(limits_sat_mul(files + 3, dirent_bytes(s)), block));
+    unsigned long long logs = bytes_add(bytes_mul(k, log_row_bytes(s)), LOG_FIXED_BYTES);
+    total = bytes_add(total, 2 * limits_round_up(logs, block) + 2 * block);
+    total = bytes_add(total, limits_round_up(bytes_mul(files + 3, dirent_bytes(s)), block));
     d->total = total;
     d->files = files + 2 + 5; /* manifest, timing, the lock file and temp files */
 }

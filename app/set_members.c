@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app/formats/atomic_file.h"
+#include "app/formats/hdf5_io.h"
 #include "app/formats/journal.h"
 
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
@@ -23,6 +24,14 @@ const char *outputs_set_file(const char *dir, const char *name, set_file f, char
     const char *suffix = f == SET_MANIFEST ? "manifest.csv"
                          : f == SET_TIMING ? "timing.csv"
                                            : "cube.fits";
+    if (f == SET_HDF5 || f == SET_SIDECAR) { /* NAME.h5, NAME.json: no '_' */
+        const char *ext = f == SET_HDF5 ? "h5" : "json";
+        if (dir)
+            snprintf(out, outlen, "%s/%s.%s", dir, name, ext);
+        else
+            snprintf(out, outlen, "%s.%s", name, ext);
+        return out;
+    }
     if (dir)
         snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
     else
@@ -67,11 +76,12 @@ static int image_name(const char *name, const char *file, long long *k, int *wid
     return 1;
 }
 
-/* One of the set's own files by name: manifest, timing log, cube. */
+/* One of the set's own files by name: manifest, timing log, cube, NAME.h5
+ * and NAME.json (output.hdf5). */
 static int fixed_file(const char *name, const char *file)
 {
     char want[SET_PATH_MAX];
-    for (int f = SET_MANIFEST; f <= SET_CUBE; ++f)
+    for (int f = SET_MANIFEST; f <= SET_SIDECAR; ++f)
         if (!strcmp(file, outputs_set_file(NULL, name, (set_file)f, want, sizeof want))) return 1;
     return 0;
 }
@@ -142,9 +152,18 @@ int set_members_load(set_members *m, int dirfd, const psf_config *cfg, long long
     return rc;
 }
 
+/* file is the HDF5 writer's temp file of the set, .NAME.h5.part
+ * (app/formats/hdf5_io.h): a killed run's NAME.h5 in the making. */
+static int hdf5_temp(const char *name, const char *file)
+{
+    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX];
+    outputs_set_file(NULL, name, SET_HDF5, h5, sizeof h5);
+    return h5set_temp_name(h5, tmp, sizeof tmp) == 0 && !strcmp(file, tmp);
+}
+
 int set_members_has(const set_members *m, const char *file)
 {
-    if (fixed_file(m->name, file)) return 1;
+    if (fixed_file(m->name, file) || hdf5_temp(m->name, file)) return 1;
     long long k;
     int width, bit;
     if (!image_name(m->name, file, &k, &width, &bit)) return 0;

@@ -5,8 +5,9 @@
  * touch nothing else: another set's NAME_wide_0.png, the user's
  * NAME_notes.png or NAME_calibration.fits stay what they are.
  *
- * A set's files are NAME_manifest.csv, NAME_timing.csv, NAME_cube.fits and
- * its image files: when the directory holds the set's manifest, exactly
+ * A set's files are NAME_manifest.csv, NAME_timing.csv, NAME_cube.fits,
+ * NAME.h5 with its temp file .NAME.h5.part and its sidecar NAME.json
+ * (output.hdf5), and its image files: when the directory holds the set's manifest, exactly
  * those its rows name (a png or fits cell that is NAME_<k>.png or
  * NAME_<k>.fits for the row's own index k, k in decimal, zero-padded to any
  * width; anything else a row holds, "../x" say, names nothing); without a
@@ -26,17 +27,18 @@
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
                         char *out, size_t outlen);
 
-/* The set's own files (README, "Outputs"): the manifest, the timing log
- * and the cube (output.fits.cube). */
-typedef enum { SET_MANIFEST, SET_TIMING, SET_CUBE } set_file;
+/* The set's own files (README, "Outputs"): the manifest, the timing log,
+ * the cube (output.fits.cube), the HDF5 file NAME.h5 (output.hdf5) and its
+ * sidecar NAME.json. */
+typedef enum { SET_MANIFEST, SET_TIMING, SET_CUBE, SET_HDF5, SET_SIDECAR } set_file;
 
 /* Room for dir/NAME_manifest.csv and the others (a dir of up to
  * CFG_PATH_MAX, the name and the suffix). */
 #define SET_PATH_MAX (CFG_PATH_MAX + 300)
 
-/* dir/NAME_manifest.csv, dir/NAME_timing.csv or dir/NAME_cube.fits (name:
- * the config's set name) into out, cut to outlen; dir NULL: the file name
- * alone. The one place that names them. Returns out. */
+/* dir/NAME_manifest.csv, dir/NAME_timing.csv, dir/NAME_cube.fits,
+ * dir/NAME.h5 or dir/NAME.json (name: the config's set name) into out, cut to outlen; dir NULL: the
+ * file name alone. The one place that names them. Returns out. */
 const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
                              size_t outlen);
 
@@ -61,7 +63,7 @@ void set_members_free(set_members *m);
 
 /* 1 when file is a temp file that a writer of set cfg (nimages images)
  * made for one of its own files: ".F.tmp.XXXXXX" (atomic_file.h) for F the
- * manifest, the timing log, the cube or NAME_<k>.png / .fits with k
+ * manifest, the timing log, the cube, NAME.h5, NAME.json or NAME_<k>.png / .fits with k
  * (< nimages) in this set's digit count. */
 int set_members_own_temp(const psf_config *cfg, long long nimages, const char *file);
 

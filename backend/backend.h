@@ -1,10 +1,14 @@
 /* The backend interface: one table of functions that cpu/ and gpu/ each
- * implement (design.md, "Data flow"). A backend is created for one image set
- * (grid size, aperture, Zernike modes), plans its FFTs once there, and then
- * computes batches of images into host memory. No CUDA header is included.
+ * implement (design.md, "Data flow"). A backend is created for one image set,
+ * the problem (grid size, aperture, Zernike modes, maps: psf_problem), run
+ * as the caller's options say (threads, device, plan effort, cache
+ * directory: psf_backend_options); it plans its transforms once there, and
+ * then computes batches of images into host memory. How it runs them is its
+ * own business: the interface says what is computed, and how much memory
+ * that takes (memory_need). No CUDA header is included.
  *
  * Two propagations: the FFT (default; the image grid is the FFT grid, pixel
- * lambda_c/(N dx_c)) and, when psf_set_desc.mft is set, the matrix Fourier
+ * lambda_c/(N dx_c)) and, when psf_problem.mft is set, the matrix Fourier
  * transform (Soummer et al. 2007, Optics Express 15, 15935) from the pupil
  * onto an npix x npix grid of any pixel (psf_component.out_pixel_rad). A
  * backend that does not implement the MFT must refuse an MFT set in create. */
@@ -18,6 +22,11 @@
 #include "optics/wavefront.h"
 
 #define PSF_MAX_COMPONENTS 64 /* wavelengths summed into one (broadband) image */
+/* Bytes of MFT matrices a backend keeps at most (each backend's own count
+ * of them aside, CPU_MFT_TABLES and GPU_MFT_TABLES); past it one is
+ * rebuilt when needed again (a sweep of many wavelengths at a fixed um
+ * pixel). The backends' memory_need count them up to this plus one. */
+#define PSF_MFT_TABLE_BYTES (1ULL << 30)
 
 /* One monochromatic field of an image. */
 typedef struct {
@@ -37,7 +46,8 @@ typedef struct {
     psf_component comp[PSF_MAX_COMPONENTS];
 } psf_job;
 
-/* What is fixed over a whole image set. Pointers stay valid until destroy. */
+/* The problem: what is fixed over a whole image set, whichever backend
+ * computes it. Pointers stay valid until destroy. */
 typedef struct {
     int npix;       /* the image size the backend writes, npix x npix: the FFT size
                        N, or with mft the MFT's output grid (output.npix) */
@@ -55,27 +65,57 @@ typedef struct {
                                        the aperture on the host takes them from here */
     int max_batch;                  /* most jobs one run() call gets */
     long long nimages;              /* images in the whole set: backends plan harder for big sets */
-    int threads;                    /* CPU threads to use; 0 = choose */
-    int device;                     /* the CUDA device index, 0 = the first visible
-                                       (CUDA_VISIBLE_DEVICES); ignored by the CPU */
-    int fft_measure;                /* CPU: 1 = measure FFTW plans even for a small set
-                                       (psfsim --probe, to leave wisdom behind); 0 = only
-                                       when the set repays it */
-    const char *fftw_wisdom;        /* FFTW wisdom file the CPU backend reads and
-                                       updates (plans measured once per machine); NULL = none */
-} psf_set_desc;
+    /* What the jobs will span, for memory_need alone (create ignores them). */
+    int pupil_samples; /* n: samples across the aperture diameter at the finest pitch,
+                          so at most (n + 2)^2 are open; 0 = unknown (the whole grid) */
+    int pupil_pitches; /* distinct psf_component.dx_m over the set (pupils kept); 0 = 1 */
+    int mft_matrices;  /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
+                          (transform matrices made); 0 = 1 */
+} psf_problem;
+
+/* How a backend runs a problem: choices of the caller that change no
+ * image. All zero is the default. */
+typedef struct {
+    int threads;           /* CPU threads to use; 0 = choose */
+    int device;            /* the CUDA device index, 0 = the first visible
+                              (CUDA_VISIBLE_DEVICES); ignored by the CPU */
+    int measure_plans;     /* 1 = plan the transforms at the highest effort even for a
+                              small set (psfsim --probe, to leave the plans in cache_dir);
+                              0 = only when the set repays it */
+    const char *cache_dir; /* an existing directory where a backend may keep what it
+                              learns about this machine across runs (the CPU: its FFTW
+                              wisdom, so plans are measured once per machine); NULL =
+                              none. Read by create only (backend/cache_file.h says how). */
+    /* Where create says what the user should know that is no error (a
+     * cache file it cannot use, named); NULL = unsaid. Called on create's thread. */
+    void (*warn)(const char *message);
+} psf_backend_options;
+
+/* Memory a backend takes for a problem, bytes (saturating at UINT64_MAX,
+ * backend/bytes.h), beside run()'s images (the caller's, alloc_images).
+ * Upper bounds, so a set that fits them does not run out later. */
+typedef struct {
+    unsigned long long transform; /* host: the transform's buffers (FFT in and out, or
+                                     the MFT's matrices, pupil box and products) */
+    unsigned long long pupils;    /* host: the pupils kept, one per pitch */
+    unsigned long long scratch;   /* host: the grids a pupil is built on, while it is */
+    unsigned long long host;      /* all host memory: the three above and the rest */
+    unsigned long long device;    /* device memory (0 for the CPU) */
+} psf_memory_need;
 
 typedef struct psf_backend psf_backend;
 
 typedef struct {
     const char *name; /* "cpu" or "gpu" */
-    /* Plan for the set. Returns 0, or -1 with a message in err. */
-    int (*create)(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen);
+    /* Plan for the problem, run as options say (NULL: the defaults).
+     * Returns 0, or -1 with a message in err. */
+    int (*create)(const psf_problem *problem, const psf_backend_options *options, psf_backend **out,
+                  char *err, size_t errlen);
     /* Compute njobs (<= max_batch) images into images[njobs * N * N]
-     * (N = set->npix; row-major, image k at k*N*N, optical axis at
+     * (N = problem->npix; row-major, image k at k*N*N, optical axis at
      * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
      * forward DFT, the axis sample at index 0 before and the zero frequency
-     * moved to N/2 after (design.md, "Propagation"). With set->mft, F is
+     * moved to N/2 after (design.md, "Propagation"). With problem->mft, F is
      * the MFT instead: E(theta_r, theta_c) = sum_{i,j} P[i][j]
      * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
      * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =
@@ -91,22 +131,19 @@ typedef struct {
     void (*free_images)(psf_backend *b, float *images);
     /* Most images per run() call worth giving this backend (the app's batch). */
     int preferred_batch;
-    /* Devices this backend can compute on (psf_set_desc.device 0..n-1):
+    /* Devices this backend can compute on (psf_backend_options.device 0..n-1):
      * the CUDA devices visible to the process (cudaGetDeviceCount, so
      * CUDA_VISIBLE_DEVICES counts), 1 for the CPU. Returns n >= 1, or -1
      * with err (no driver, no device). */
     int (*device_count)(char *err, size_t errlen);
+    /* What create and run would take for problem run as options say
+     * (NULL: the defaults), into out; arithmetic only (no allocation, no
+     * device call: the GPU's is known without CUDA). Returns 0, or -1
+     * with err for a problem create refuses by its sizes alone. */
+    int (*memory_need)(const psf_problem *problem, const psf_backend_options *options,
+                       psf_memory_need *out, char *err, size_t errlen);
 } psf_backend_ops;
 
 extern const psf_backend_ops psf_backend_cpu;
-
-/* The CUDA backend's table, or NULL when psfsim was built without CUDA.
- * In psfsim this loads the GPU module on first use (app/select/gpu_module.h); the
- * module itself defines it (gpu/backend.cu). */
-const psf_backend_ops *psf_backend_gpu(void);
-
-/* Images per run() call the GPU backend asks for (its preferred_batch):
- * known to the cost model without loading the module. */
-#define PSF_GPU_PREFERRED_BATCH 1024
 
 #endif

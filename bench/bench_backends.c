@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "app/select/gpu_module.h"
 
 static double now_s(void)
 {
@@ -33,12 +34,12 @@ static int bench(const psf_backend_ops *ops, int npix, long long images)
     static const double coeff[2] = {0.3, 0.1};
     int batch = images < ops->preferred_batch ? (int)images : ops->preferred_batch;
     if ((double)batch * npix * npix * 4 > 2e9) batch = (int)fmax(1, 2e9 / (4.0 * npix * npix));
-    psf_set_desc d = {.npix = npix, .max_batch = batch, .nimages = images};
+    psf_problem d = {.npix = npix, .max_batch = batch, .nimages = images};
     d.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0};
     d.modes = (psf_modes){.nterms = 2, .n = zn, .m = zm};
     char err[1024];
     psf_backend *b;
-    if (ops->create(&d, &b, err, sizeof err) != 0) {
+    if (ops->create(&d, NULL, &b, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", ops->name, err);
         return -1;
     }

@@ -48,10 +48,10 @@ int main(int argc, char **argv)
     double *storage = malloc((size_t)nd * per * sizeof *storage);
     psf_job *jobs = calloc((size_t)nd, sizeof *jobs);
     image_info *infos = calloc((size_t)nd, sizeof *infos);
-    psf_set_desc desc;
-    image_set_desc(&set, nd, &desc);
+    psf_problem desc;
+    image_set_problem(&set, nd, &desc);
     psf_backend *b;
-    if (psf_backend_cpu.create(&desc, &b, err, sizeof err)) return 1;
+    if (psf_backend_cpu.create(&desc, NULL, &b, err, sizeof err)) return 1;
     for (int i = 0; i < nd; ++i)
         if (image_set_job(&set, i, storage + i * per, &jobs[i], &infos[i], err, sizeof err))
             return 1;

@@ -20,6 +20,7 @@
 extern "C" {
 #include "backend/backend.h"
 }
+#include "backend/gpu_module_abi.h"
 #include "gpu/cuda_check.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
@@ -42,7 +43,7 @@ static void die(const char *what, const char *err)
 }
 
 /* N = 2n: n = N/2 samples across D = 1 m, obscured 30%. */
-static void make_desc(int npix, int max_batch, psf_set_desc *d)
+static void make_desc(int npix, int max_batch, psf_problem *d)
 {
     static int n[NTERMS], m[NTERMS];
     memcpy(n, MODE_N, sizeof n);
@@ -79,13 +80,13 @@ static psf_job *make_jobs(int npix, int count, double **coeff_out)
 /* Latency of one-image runs and throughput of batch-image runs at N. */
 static void host_figures(int npix, int batch, int nsingle, int nbatch)
 {
-    const psf_backend_ops *ops = psf_backend_gpu();
-    psf_set_desc d;
+    const psf_backend_ops *ops = psf_gpu_module_entry.backend; /* linked in, not loaded */
+    psf_problem d;
     make_desc(npix, batch, &d);
     char err[1024];
     psf_backend *b;
     double t0 = now_us();
-    if (ops->create(&d, &b, err, sizeof err)) die("create", err);
+    if (ops->create(&d, NULL, &b, err, sizeof err)) die("create", err);
     double t_create = now_us() - t0;
     size_t plane = (size_t)npix * npix;
     float *pinned = ops->alloc_images(b, (size_t)batch * plane);
@@ -152,7 +153,7 @@ static void device_figures(int npix, int batch, int iters)
     gpu_check_init(&chk, 0, err, sizeof err);
     chk.fail_at = 0;
     size_t plane = (size_t)npix * npix;
-    psf_set_desc d;
+    psf_problem d;
     make_desc(npix, batch, &d);
     cudaStream_t s;
     CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));

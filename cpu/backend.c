@@ -1,9 +1,11 @@
-/* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set,
- * pupils cached per pupil pitch; below N = 512 the images of a run are
- * spread over threads (one FFT buffer pair each), from 512 up FFTW's own
- * threads share each transform. An MFT
- * set (psf_set_desc.mft) plans no FFT: its images are two matrix products
- * each (cpu/mft.h), with the transform matrices cached per component. */
+/* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set
+ * (cpu/plan_cache.h), pupils cached per pupil pitch (cpu/pupil.h), each
+ * image's components transformed and summed as intensities
+ * (cpu/intensity.h); below N = 512 the images of a run are spread over
+ * threads (one FFT buffer pair each), from 512 up FFTW's own threads share
+ * each transform. An MFT set (psf_problem.mft) plans no FFT: its images are
+ * two matrix products each (cpu/mft.h), with the transform matrices cached
+ * per component. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,8 +14,10 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "cpu/plan_cache.h"
+#include "backend/bytes.h"
+#include "cpu/intensity.h"
 #include "cpu/mft.h"
+#include "cpu/plan_cache.h"
 #include "cpu/pupil.h"
 
 /* Grids from this size up use FFTW's threads inside one transform; below it
@@ -23,19 +27,18 @@
  * 1024) and up to ~10 s at N = 4096 with 16 threads (H200 machine, one
  * run), and saves 2-4x per transform from N = 256 up: worth it for sets of
  * at least max(64, 2^26 / N^2) images. With wisdom it is free. */
-static int worth_measuring(const psf_set_desc *set)
+static int worth_measuring(const psf_problem *set, const psf_backend_options *opt)
 {
-    if (set->fft_measure) return 1;
+    if (opt->measure_plans) return 1;
     double n2 = (double)set->npix * set->npix;
     double need = fmax(64.0, 67108864.0 / n2);
     return (double)set->nimages >= need;
 }
 /* MFT matrices kept at once: one per component of a broadband image (a
- * monochromatic sweep with output.pixel_scale needs one for all images). */
+ * monochromatic sweep with output.pixel_scale needs one for all images),
+ * and at most PSF_MFT_TABLE_BYTES of them; past it the oldest is rebuilt
+ * when needed again. */
 #define CPU_MFT_TABLES PSF_MAX_COMPONENTS
-/* ... and at most this many bytes of them; past it the oldest is rebuilt
- * when needed again (a sweep of many wavelengths at a fixed um pixel). */
-#define CPU_MFT_TABLE_BYTES (1024.0 * 1024 * 1024)
 
 /* Most threads one run() spreads its images over (FFT path, N < 512). */
 #define CPU_MAX_LANES 64
@@ -47,7 +50,7 @@ typedef struct {
 } cpu_lane;
 
 struct psf_backend {
-    psf_set_desc set;
+    psf_problem set;
     cpu_fft_plan fft;
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
@@ -63,10 +66,10 @@ struct psf_backend {
     size_t mft_in_cap;     /* complex values mft_in holds */
 };
 
-static int cpu_threads(const psf_set_desc *set)
+static int cpu_threads(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->npix < CPU_THREADED_MIN_NPIX) return 1;
-    if (set->threads > 0) return set->threads;
+    if (opt->threads > 0) return opt->threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
@@ -74,10 +77,10 @@ static int cpu_threads(const psf_set_desc *set)
 /* Images of one run() computed in parallel, one FFT buffer pair per thread,
  * sharing the plan (fftwf_execute_dft is thread-safe, FFTW manual 5.4):
  * for grids below CPU_THREADED_MIN_NPIX, where FFTW's own threads do not pay. */
-static int image_lanes(const psf_set_desc *set)
+static int image_lanes(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->mft || set->npix >= CPU_THREADED_MIN_NPIX) return 1;
-    long n = set->threads > 0 ? set->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (n > CPU_MAX_LANES) n = CPU_MAX_LANES;
     if (n > set->max_batch) n = set->max_batch;
     return n > 1 ? (int)n : 1;
@@ -100,7 +103,8 @@ static void cpu_destroy(psf_backend *b)
     free(b);
 }
 
-static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen)
+static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
+                      char *err, size_t errlen)
 {
     *out = NULL;
     psf_backend *b = calloc(1, sizeof *b);
@@ -108,6 +112,8 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         snprintf(err, errlen, "cpu: out of memory");
         return -1;
     }
+    static const psf_backend_options defaults; /* all zero */
+    const psf_backend_options *opt = options ? options : &defaults;
     b->set = *set;
     b->current = -1;
     if (set->mft) { /* no FFT to plan; matrices are made as components come */
@@ -118,18 +124,18 @@ static int cpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             return -1;
         }
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        b->mft_threads = set->threads > 0 ? set->threads : ncpu > 0 ? (int)ncpu : 1;
+        b->mft_threads = opt->threads > 0 ? opt->threads : ncpu > 0 ? (int)ncpu : 1;
         *out = b;
         return 0;
     }
     /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
-    const char *wisdom = set->npix >= 128 ? set->fftw_wisdom : NULL;
-    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set), worth_measuring(set), wisdom, err,
-                            errlen) != 0) {
+    const char *wisdom_dir = set->npix >= 128 ? opt->cache_dir : NULL;
+    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set, opt), worth_measuring(set, opt),
+                            wisdom_dir, opt->warn, err, errlen) != 0) {
         free(b);
         return -1;
     }
-    b->nlanes = image_lanes(set);
+    b->nlanes = image_lanes(set, opt);
     *out = b;
     return 0;
 }
@@ -167,7 +173,7 @@ static const cpu_mft_table *table_for(psf_backend *b, double a, int j0, int nj, 
     }
     int slot = b->ntables;
     if (slot == CPU_MFT_TABLES ||
-        (slot > 0 && bytes + (double)cpu_mft_table_bytes(m, nj) > CPU_MFT_TABLE_BYTES)) {
+        (slot > 0 && bytes + (double)cpu_mft_table_bytes(m, nj) > (double)PSF_MFT_TABLE_BYTES)) {
         slot = b->evict;
         b->evict = (b->evict + 1) % b->ntables;
         cpu_mft_table_free(&b->tables[slot]);
@@ -234,21 +240,6 @@ static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, cha
     return 0;
 }
 
-/* image += scale |out|^2 with the zero frequency moved from 0 to N/2. */
-static void accumulate_shifted(const fftwf_complex *out, int npix, float scale, float *image)
-{
-    int h = npix / 2;
-    for (int u = 0; u < npix; ++u) {
-        const fftwf_complex *src = out + (size_t)u * npix;
-        float *dst = image + (size_t)((u + h) % npix) * npix;
-        int split = npix - h; /* columns v < split go to v + h, the rest wrap */
-        for (int v = 0; v < split; ++v)
-            dst[v + h] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-        for (int v = split; v < npix; ++v)
-            dst[v - split] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-    }
-}
-
 /* One image through lane l (its pupils already built: pupil_index). */
 static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
                       float *image)
@@ -263,7 +254,7 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
                         l->in);
         fftwf_execute_dft(b->fft.plan, l->in, l->out);
-        accumulate_shifted(l->out, npix, (float)comp->scale, image);
+        cpu_intensity_accumulate(l->out, npix, (float)comp->scale, image);
     }
 }
 
@@ -394,6 +385,52 @@ static int cpu_device_count(char *err, size_t errlen)
     return 1; /* the CPU: one device, its cores shared by FFTW's threads */
 }
 
+/* psf_backend_ops.memory_need. With M the image size, P the pupil grid (M,
+ * or the MFT's G), n the pupil samples and T the modes:
+ *  - transform: the FFT's in and out buffers, 16 M^2 (cpu/plan_cache.c);
+ *    or for the MFT the matrices, 8 P M each, one per distinct a up to
+ *    PSF_MFT_TABLE_BYTES + one (table_for), the pupil box 8 P^2 and the
+ *    products' scratch 8 P M + 8 M^2 (cpu/mft.c);
+ *  - pupils: per pitch the open samples, at most min(P^2, (n + 2)^2),
+ *    each with its index, transmission, OPD and T basis values, 4 bytes
+ *    each (cpu/pupil.c);
+ *  - scratch: while a pupil is built, its aperture grid and the resampled
+ *    OPD map, 4 P^2 each (cpu/pupil.c).
+ * The image-parallel lanes' buffers (N < 512) are not counted: the figures
+ * are the ones psfsim's limits were set with (app/set_limits.h). */
+static int cpu_memory_need(const psf_problem *set, const psf_backend_options *options,
+                           psf_memory_need *out, char *err, size_t errlen)
+{
+    (void)options;
+    memset(out, 0, sizeof *out);
+    if (set->npix < 1 || (set->mft && set->pupil_npix < 1)) {
+        snprintf(err, errlen, "cpu: no memory need for a %d x %d grid (pupil grid %d)", set->npix,
+                 set->npix, set->pupil_npix);
+        return -1;
+    }
+    const unsigned long long m = (unsigned long long)set->npix;
+    const unsigned long long p = set->mft ? (unsigned long long)set->pupil_npix : m;
+    const unsigned long long plane = m * m, pgrid = p * p; /* <= 2^32 */
+    if (set->mft) {
+        unsigned long long table = 8ULL * p * m;
+        unsigned long long nmat = set->mft_matrices > 0 ? (unsigned long long)set->mft_matrices : 1;
+        unsigned long long tables =
+            bytes_min(bytes_mul(table, nmat), bytes_add(PSF_MFT_TABLE_BYTES, table));
+        out->transform =
+            bytes_add(bytes_add(tables, 8ULL * pgrid), bytes_add(8ULL * p * m, 8ULL * plane));
+    } else {
+        out->transform = 16ULL * plane; /* 2 x N^2 complex float */
+    }
+    unsigned long long n = set->pupil_samples > 0 ? (unsigned long long)set->pupil_samples : 0;
+    unsigned long long open = n > 0 ? bytes_min(pgrid, (n + 2) * (n + 2)) : pgrid;
+    unsigned long long per_sample = 4ULL * (3ULL + (unsigned long long)set->modes.nterms);
+    unsigned long long npitch = set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1;
+    out->pupils = bytes_mul(bytes_mul(open, per_sample), npitch);
+    out->scratch = 4ULL * pgrid * (set->opd_map ? 2ULL : 1ULL);
+    out->host = bytes_add(bytes_add(out->transform, out->pupils), out->scratch);
+    return 0;
+}
+
 const psf_backend_ops psf_backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
@@ -403,4 +440,5 @@ const psf_backend_ops psf_backend_cpu = {
     .free_images = cpu_free_images,
     .preferred_batch = 64,
     .device_count = cpu_device_count,
+    .memory_need = cpu_memory_need,
 };

@@ -64,7 +64,7 @@ static int collect_open(cpu_pupil *pp, const float *amp, int npix, int compact)
 }
 
 /* Zernike values at the open samples, in the order of collect_open. */
-static void fill_basis(cpu_pupil *pp, const psf_set_desc *set, int npix, const float *amp,
+static void fill_basis(cpu_pupil *pp, const psf_problem *set, int npix, const float *amp,
                        double dx_m)
 {
     double radius = 0.5 * set->aperture.diameter_m;
@@ -91,7 +91,7 @@ static void gather(const float *grid, const float *amp, size_t n, float *out)
 }
 
 /* The pupil on the npix x npix grid, destinations for the FFT or compact. */
-static int build(cpu_pupil *pp, const psf_set_desc *set, int npix, double dx_m, int compact,
+static int build(cpu_pupil *pp, const psf_problem *set, int npix, double dx_m, int compact,
                  char *err, size_t errlen)
 {
     memset(pp, 0, sizeof *pp);
@@ -133,13 +133,13 @@ static int build(cpu_pupil *pp, const psf_set_desc *set, int npix, double dx_m, 
     return 0;
 }
 
-int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err, size_t errlen)
+int cpu_pupil_build(cpu_pupil *pp, const psf_problem *set, double dx_m, char *err, size_t errlen)
 {
     return build(pp, set, set->npix, dx_m, 0, err, errlen);
 }
 
-int cpu_pupil_build_compact(cpu_pupil *pp, const psf_set_desc *set, int grid, double dx_m,
-                            char *err, size_t errlen)
+int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, double dx_m, char *err,
+                            size_t errlen)
 {
     if (grid < 1) {
         snprintf(err, errlen, "cpu: pupil grid %d x %d is empty", grid, grid);

@@ -32,15 +32,15 @@ typedef struct {
  * aperture.h; sample (i, j) goes to FFT index ((i - N/2) mod N) * N +
  * ((j - N/2) mod N), i.e. ifftshift, so the axis is at index 0.
  * Returns 0, or -1 with err (allocation, aperture geometry). */
-int cpu_pupil_build(cpu_pupil *pp, const psf_set_desc *set, double dx_m, char *err, size_t errlen);
+int cpu_pupil_build(cpu_pupil *pp, const psf_problem *set, double dx_m, char *err, size_t errlen);
 
 /* The same pupil for the MFT: sampled on the grid x grid grid centred as in
  * aperture.h (sample (i, j) at x = (j - grid/2) dx_m, y = (i - grid/2) dx_m,
  * the same values as cpu_pupil_build's grid has at the same positions), with
  * dest indexing the compact rows x cols box (row0, col0, rows, cols set).
  * Returns 0, or -1 with err (allocation, aperture geometry). */
-int cpu_pupil_build_compact(cpu_pupil *pp, const psf_set_desc *set, int grid, double dx_m,
-                            char *err, size_t errlen);
+int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, double dx_m, char *err,
+                            size_t errlen);
 
 /* Write A exp(+i 2 pi W) at the open samples of in (N*N, or rows*cols for a
  * compact pupil; the rest of in must already be zero),

@@ -1,14 +1,17 @@
-/* The CUDA backend: psf_backend_gpu() (backend/backend.h), the twin of
- * cpu/backend.c. Per set (create): the device (set->device), the memory
- * estimate, streams, events, every buffer for the largest batch, the maps
- * and Zernike modes on the device. Per pitch (first use in run): the pupil,
- * built on the device (gpu/pupil.h). Per run: the jobs are split into
- * sub-batches of whole images; each sub-batch is one or more passes (one
- * pupil-field kernel, one batched out-of-place cuFFT or, for an MFT set,
- * two batched cuBLAS products (gpu/mft.h), one fused intensity kernel
- * each) on the compute stream into one of two device image buffers, whose
- * copy to the host runs on the copy stream while the next sub-batch
- * computes. A single-image FFT run replays a CUDA graph of its pass instead.
+/* The CUDA backend: the table psf_gpu_module_entry hands out
+ * (backend/gpu_module_abi.h), the twin of cpu/backend.c. Per set (create):
+ * the device (options->device), the memory estimate, streams, events,
+ * every buffer for the largest batch, the maps and Zernike modes on the
+ * device. Per pitch (first use in run): the pupil, built on the device
+ * (gpu/pupil.h). Per run: the jobs are split into sub-batches of whole
+ * images; each sub-batch is one or more passes, their tables packed on the
+ * host (gpu/batch.h), each pass one pupil-field kernel, one batched
+ * out-of-place cuFFT (gpu/plan_cache.h) or, for an MFT set, two batched
+ * cuBLAS products (gpu/mft.h), and one fused intensity kernel
+ * (gpu/intensity.h), on the compute stream into one of two device image
+ * buffers, whose copy to the host runs on the copy stream while the next
+ * sub-batch computes. A single-image FFT run replays a CUDA graph of its
+ * pass instead.
  *
  * The field buffer keeps its zeros: the FFT is out of place and the MFT's
  * products only read it, so once a slot holds a field of pupil p, the next
@@ -35,12 +38,16 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "backend/bytes.h"
 }
+#include "backend/gpu_module_abi.h"
 
+#include "gpu/batch.h"
 #include "gpu/cuda_check.h"
 #include "gpu/mft.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
+#include "gpu/probe.h"
 #include "gpu/pupil.h"
 
 /* Aim for sub-batches of about this many image bytes: big enough that a
@@ -55,13 +62,9 @@ extern "C" {
 #define GPU_MEMORY_MARGIN ((size_t)256 << 20)
 /* MFT matrices kept at once: twice the components of one image, so that a
  * job's own matrices (at most PSF_MAX_COMPONENTS) never have to make room
- * for each other; ... */
+ * for each other; and about PSF_MFT_TABLE_BYTES of them: past it the least
+ * recently used is rebuilt when needed again. */
 #define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
-/* ... and about this many bytes of them (cpu/backend.c's figure); past
- * it the least recently used is rebuilt when needed again. */
-#define GPU_MFT_TABLE_BYTES ((size_t)1 << 30)
-/* The 4 pointer arrays of an MFT pass, in its staged tables. */
-#define GPU_MFT_PTRS 4
 
 /* A host buffer handed out by alloc_images. */
 typedef struct host_buf {
@@ -70,17 +73,10 @@ typedef struct host_buf {
     struct host_buf *next;
 } host_buf;
 
-/* Where the tables of one pass lie in a staging buffer (bytes, 16-aligned).
- * ptrs: MFT sets only, GPU_MFT_PTRS arrays of nfields device pointers: the
- * fields' W, P (pupil field), T and E (gpu_mft_apply's w, p, t, e). */
-typedef struct {
-    size_t desc, scale, images, coeff, ptrs, bytes;
-} stage_layout;
-
 struct psf_backend {
-    psf_set_desc set;
+    psf_problem set;
     gpu_check chk;
-    int device;     /* CUDA device index (set->device) */
+    int device;     /* CUDA device index (options->device) */
     int device_set; /* create got as far as selecting it */
     int mft;        /* set->mft: two matrix products instead of the FFT */
     int npix;       /* N: the images' size (the FFT's, or the MFT's M) */
@@ -102,14 +98,8 @@ struct psf_backend {
     unsigned char *stage[2];  /* pinned host pass tables, stage_bytes each */
     unsigned char *dstage[2]; /* their device copies */
     size_t stage_bytes;
-    /* The pass being filled, on the host. */
-    gpu_field_desc *pf_desc; /* [C] */
-    float *pf_scale;         /* [C] */
-    gpu_pass_image *pf_img;  /* [C] */
-    double *pf_coeff;        /* [C * nterms] */
-    void **pf_ptr;           /* MFT: [GPU_MFT_PTRS * C], array a's entry f at a * C + f */
-    int pf_nfields, pf_nimages;
-    int npass; /* passes so far in this run: staging parity */
+    gpu_pass pass; /* the pass being filled, on the host (gpu/batch.h) */
+    int npass;     /* passes so far in this run: staging parity */
     int staged_pending[2], copy_pending[2];
     /* Set-wide device data and the pupils. */
     gpu_pupil_set pset;
@@ -137,25 +127,6 @@ struct psf_backend {
     unsigned graph_generation;
     host_buf *buffers;
 };
-
-static size_t align16(size_t n)
-{
-    return (n + 15) & ~(size_t)15;
-}
-
-static stage_layout layout_for(int nfields, int nimages, int nterms, int mft)
-{
-    stage_layout l;
-    l.desc = 0;
-    l.scale = align16((size_t)nfields * sizeof(gpu_field_desc));
-    l.images = align16(l.scale + (size_t)nfields * sizeof(float));
-    l.coeff = align16(l.images + (size_t)nimages * sizeof(gpu_pass_image));
-    l.ptrs = align16(l.coeff + (size_t)nfields * nterms * sizeof(double));
-    l.bytes = mft ? l.ptrs + (size_t)GPU_MFT_PTRS * nfields * sizeof(void *)
-                  : l.coeff + (size_t)nfields * nterms * sizeof(double);
-    if (l.bytes == 0) l.bytes = 16;
-    return l;
-}
 
 static void graph_release(psf_backend *b)
 {
@@ -213,11 +184,7 @@ static void gpu_destroy(psf_backend *b)
             free(h->ptr);
         free(h);
     }
-    free(b->pf_desc);
-    free(b->pf_scale);
-    free(b->pf_img);
-    free(b->pf_coeff);
-    free(b->pf_ptr);
+    gpu_pass_free(&b->pass);
     free(b->slot_pupil);
     free(b);
     /* A failed call leaves its error as the thread's last error, which the
@@ -225,41 +192,77 @@ static void gpu_destroy(psf_backend *b)
     (void)cudaGetLastError();
 }
 
+/* The sizes a problem is computed at, from the problem alone (create
+ * keeps them in the backend; memory_need has no backend). */
+typedef struct {
+    int mft;       /* two matrix products instead of the FFT */
+    int npix;      /* N: the images' size (the FFT's, or the MFT's M) */
+    int grid;      /* the pupil grid: N, or the MFT's G */
+    int nterms;    /* Zernike modes */
+    size_t plane;  /* N * N */
+    size_t pplane; /* grid * grid */
+    size_t maps;   /* bytes of the aperture and OPD maps on the device */
+} gpu_shape;
+
+static gpu_shape shape_of(const psf_problem *set)
+{
+    gpu_shape s;
+    s.mft = set->mft != 0;
+    s.npix = set->npix;
+    s.plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
+    s.grid = s.mft ? set->pupil_npix : set->npix;
+    s.pplane = (size_t)s.grid * (size_t)(s.grid > 0 ? s.grid : 0);
+    s.nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    s.maps = 0;
+    if (set->aperture.shape == APERTURE_FILE)
+        s.maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
+    if (set->opd_map) s.maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
+    return s;
+}
+
 /* Device memory one capacity C needs, besides the work area: the fields
  * (grid^2 each) and their transforms (N^2 each: the FFT is out of place),
  * for the MFT its intermediate (N G) and one matrix, two image buffers,
- * the staging tables, and one pupil's build (the index, its temporaries
- * and the per-sample arrays; the basis is sized against the memory free
- * when it is built). */
-static size_t need_bytes(const psf_backend *b, long long cap, size_t work, size_t maps)
+ * the staging tables, the maps, and one pupil's build (the index, its
+ * temporaries and the per-sample arrays; the basis is sized against the
+ * memory free when it is built). */
+static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
 {
-    size_t plane = b->plane, pplane = b->pplane, ng = (size_t)b->npix * (size_t)b->grid;
+    size_t plane = s->plane, pplane = s->pplane, ng = (size_t)s->npix * (size_t)s->grid;
     size_t per = (pplane + plane) * sizeof(cufftComplex) + 2 * plane * sizeof(float);
     size_t fixed = pplane * 5 * sizeof(float);
-    if (b->mft) {
+    if (s->mft) {
         per += ng * sizeof(cufftComplex);
-        fixed += gpu_mft_table_bytes(b->npix, b->grid);
+        fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
-    return (size_t)cap * per + work + fixed + maps +
-           2 * layout_for((int)cap, (int)cap, b->nterms, b->mft).bytes;
+    return (size_t)cap * per + work + fixed + s->maps +
+           2 * gpu_pass_layout_for((int)cap, (int)cap, s->nterms, s->mft).bytes;
 }
 
-/* Choose C: images of about GPU_SUBBATCH_BYTES, at most max_batch, halved
- * until the fields, image buffers and cuFFT work area fit the free memory. */
-static int choose_capacity(psf_backend *b, size_t maps, size_t *work, char *err, size_t errlen)
+/* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
+ * max_batch and GPU_MAX_PASS (plane >= 1). */
+static long long capacity_wanted(size_t plane, int max_batch)
+{
+    long long cap = (long long)(GPU_SUBBATCH_BYTES / (plane * sizeof(float)));
+    if (cap < 1) cap = 1;
+    if (cap > max_batch) cap = max_batch;
+    if (cap > GPU_MAX_PASS) cap = GPU_MAX_PASS;
+    if (cap < 1) cap = 1;
+    return cap;
+}
+
+/* Choose C: capacity_wanted, halved until the fields, image buffers and
+ * cuFFT work area fit the free memory. */
+static int choose_capacity(psf_backend *b, size_t *work, char *err, size_t errlen)
 {
     size_t free_b = 0, total_b = 0;
     if (GPU_CUDA(&b->chk, cudaMemGetInfo(&free_b, &total_b))) return -1;
-    size_t image_bytes = b->plane * sizeof(float);
-    long long cap = (long long)(GPU_SUBBATCH_BYTES / image_bytes);
-    if (cap < 1) cap = 1;
-    if (cap > b->set.max_batch) cap = b->set.max_batch;
-    if (cap > GPU_MAX_PASS) cap = GPU_MAX_PASS;
-    if (cap < 1) cap = 1;
+    gpu_shape s = shape_of(&b->set);
+    long long cap = capacity_wanted(s.plane, b->set.max_batch);
     size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
     for (;;) {
         if (!b->mft && gpu_plan_estimate(&b->chk, b->npix, cap, work) != 0) return -1;
-        size_t need = need_bytes(b, cap, *work, maps);
+        size_t need = need_bytes(&s, cap, *work);
         if (need <= avail) break;
         if (cap == 1) {
             snprintf(err, errlen,
@@ -287,7 +290,7 @@ template <typename T> static int upload(psf_backend *b, T **dst, const T *src, s
 /* The maps and modes on the device, and the pupil kernels' view of the set. */
 static int upload_set(psf_backend *b)
 {
-    const psf_set_desc *s = &b->set;
+    const psf_problem *s = &b->set;
     gpu_pupil_set *ps = &b->pset;
     memset(ps, 0, sizeof *ps);
     ps->npix = b->grid;
@@ -335,18 +338,20 @@ static int upload_set(psf_backend *b)
     return 0;
 }
 
-static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, size_t errlen)
+static int gpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
+                      char *err, size_t errlen)
 {
     *out = NULL;
+    int device = options ? options->device : 0;
     psf_backend *b = (psf_backend *)calloc(1, sizeof *b);
     if (!b) {
         snprintf(err, errlen, "gpu: out of host memory");
         return -1;
     }
-    gpu_check_init(&b->chk, set->device, err, errlen);
+    gpu_check_init(&b->chk, device, err, errlen);
     b->set = *set;
     if (b->set.max_batch < 1) b->set.max_batch = 1;
-    b->device = set->device;
+    b->device = device;
     b->mft = set->mft != 0;
     b->npix = set->npix;
     b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
@@ -356,20 +361,21 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
     b->all_basis = 1;
     b->pass_epoch = 1; /* tables start at epoch 0: in no pass */
     int ndev = 0;
-    size_t work = 0, maps = 0;
+    size_t work = 0;
     /* No device, no driver: say so plainly, it is the common case. */
     if (gpu_check_inject(&b->chk, "cudaGetDeviceCount", __FILE__, __LINE__)) goto fail;
     {
         cudaError_t e = cudaGetDeviceCount(&ndev);
         if (e != cudaSuccess || ndev < 1) {
-            snprintf(err, errlen, "no CUDA device: %s",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+            char why[128];
+            gpu_no_device_reason(e, why, sizeof why);
+            snprintf(err, errlen, "no CUDA device: %s", why);
             goto fail;
         }
     }
-    if (set->device < 0 || set->device >= ndev) {
+    if (device < 0 || device >= ndev) {
         snprintf(err, errlen, "gpu: CUDA device %d asked for, but %d device%s visible (0..%d)",
-                 set->device, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
+                 device, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
         goto fail;
     }
     /* Everything below (context, memory, streams, plans, cuBLAS) is this device's. */
@@ -388,14 +394,11 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
         goto fail;
     }
     if (aperture_check(&set->aperture, err, errlen) != 0) goto fail;
-    if (set->aperture.shape == APERTURE_FILE)
-        maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
-    if (set->opd_map) maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
     /* Load the kernels now (lazy module loading would put it on the first run). */
     if (gpu_pupil_load_kernels(&b->chk) || gpu_psf_load_kernels(&b->chk) ||
         (b->mft && gpu_mft_load_kernels(&b->chk)))
         goto fail;
-    if (choose_capacity(b, maps, &work, err, errlen) != 0) goto fail;
+    if (choose_capacity(b, &work, err, errlen) != 0) goto fail;
     if (GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->compute, cudaStreamNonBlocking)) ||
         GPU_CUDA(&b->chk, cudaStreamCreateWithFlags(&b->copy, cudaStreamNonBlocking)))
         goto fail;
@@ -406,7 +409,7 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
             goto fail;
     {
         size_t cap = (size_t)b->capacity;
-        b->stage_bytes = layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
+        b->stage_bytes = gpu_pass_layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->pplane * sizeof(cufftComplex))) ||
             GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex))))
             goto fail;
@@ -421,14 +424,8 @@ static int gpu_create(const psf_set_desc *set, psf_backend **out, char *err, siz
                 goto fail;
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
             goto fail;
-        b->pf_desc = (gpu_field_desc *)malloc(cap * sizeof *b->pf_desc);
-        b->pf_scale = (float *)malloc(cap * sizeof *b->pf_scale);
-        b->pf_img = (gpu_pass_image *)malloc(cap * sizeof *b->pf_img);
-        b->pf_coeff = (double *)malloc((cap * b->nterms + 1) * sizeof *b->pf_coeff);
-        b->pf_ptr = (void **)malloc(GPU_MFT_PTRS * cap * sizeof *b->pf_ptr);
         b->slot_pupil = (int *)malloc(cap * sizeof *b->slot_pupil);
-        if (!b->pf_desc || !b->pf_scale || !b->pf_img || !b->pf_coeff || !b->pf_ptr ||
-            !b->slot_pupil) {
+        if (gpu_pass_init(&b->pass, b->capacity, b->nterms, b->mft) != 0 || !b->slot_pupil) {
             snprintf(err, errlen, "gpu: out of host memory");
             goto fail;
         }
@@ -494,7 +491,7 @@ static int pass_flush(psf_backend *b, int q);
  * the pitch, the wavelength and the output pixel only through their ratio,
  * so (as on the CPU) a monochromatic sweep at a fixed pixel in lambda/D
  * shares one. When every slot is taken or the matrices would pass
- * GPU_MFT_TABLE_BYTES, the least recently used one that the job being
+ * PSF_MFT_TABLE_BYTES, the least recently used one that the job being
  * added does not need is replaced: after the pass being filled has been
  * enqueued, if it uses that one, and after the queued work that may read
  * it is done. q: the sub-batch's image buffer (that pass's). Returns the
@@ -518,7 +515,7 @@ static int table_for(psf_backend *b, double a, int q)
         if (t->job != b->job_serial && (victim < 0 || t->used < b->tables[victim].used)) victim = i;
     }
     int slot = empty;
-    if (victim >= 0 && (empty < 0 || bytes + one > GPU_MFT_TABLE_BYTES)) {
+    if (victim >= 0 && (empty < 0 || bytes + one > PSF_MFT_TABLE_BYTES)) {
         if (b->tables[victim].epoch == b->pass_epoch && pass_flush(b, q)) return -1;
         if (GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))) return -1;
         gpu_mft_table_free(&b->tables[victim]);
@@ -553,51 +550,21 @@ static int tables_for_job(psf_backend *b, const psf_job *job, int q)
  * an MFT set, after tables_for_job for this job). */
 static int pass_add(psf_backend *b, const psf_job *job, int c0, int n, int image)
 {
-    gpu_pass_image *e = &b->pf_img[b->pf_nimages++];
-    e->image = image;
-    e->first_field = b->pf_nfields;
-    e->nfields = n;
-    e->accumulate = c0 > 0;
-    size_t cap = (size_t)b->capacity;
+    gpu_pass_add_image(&b->pass, image, n, c0 > 0);
     for (int c = c0; c < c0 + n; ++c) {
         const psf_component *comp = &job->comp[c];
-        int f = b->pf_nfields++;
         int p = pupil_for(b, comp->dx_m); /* built before any pass: a lookup */
         if (p < 0) return -1;
-        b->pf_desc[f].pupil = p;
-        b->pf_desc[f].reserved = 0;
-        b->pf_desc[f].opd_to_waves = comp->opd_to_waves;
-        b->pf_scale[f] = (float)comp->scale;
-        double *dst = b->pf_coeff + (size_t)f * b->nterms;
-        for (int t = 0; t < b->nterms; ++t)
-            dst[t] = comp->coeff_waves ? comp->coeff_waves[t] : 0.0;
+        int f = gpu_pass_add_field(&b->pass, p, comp);
         if (b->mft) { /* gpu_mft_apply's w, p, t, e for slot f */
             gpu_mft_table *t = &b->tables[b->job_table[c]];
             t->epoch = b->pass_epoch; /* in use by this pass */
-            b->pf_ptr[0 * cap + f] = t->w;
-            b->pf_ptr[1 * cap + f] = b->field + (size_t)f * b->pplane;
-            b->pf_ptr[2 * cap + f] = b->mft_t + (size_t)f * b->npix * b->grid;
-            b->pf_ptr[3 * cap + f] = b->spec + (size_t)f * b->plane;
+            gpu_pass_set_mft(&b->pass, f, t->w, b->field + (size_t)f * b->pplane,
+                             b->mft_t + (size_t)f * b->npix * b->grid,
+                             b->spec + (size_t)f * b->plane);
         }
     }
     return 0;
-}
-
-/* Pack the pass's tables into host staging buffer r. */
-static stage_layout pass_pack(psf_backend *b, int r)
-{
-    int nf = b->pf_nfields;
-    stage_layout l = layout_for(nf, b->pf_nimages, b->nterms, b->mft);
-    unsigned char *s = b->stage[r];
-    memcpy(s + l.desc, b->pf_desc, (size_t)nf * sizeof *b->pf_desc);
-    memcpy(s + l.scale, b->pf_scale, (size_t)nf * sizeof *b->pf_scale);
-    memcpy(s + l.images, b->pf_img, (size_t)b->pf_nimages * sizeof *b->pf_img);
-    memcpy(s + l.coeff, b->pf_coeff, (size_t)nf * b->nterms * sizeof *b->pf_coeff);
-    if (b->mft)
-        for (int a = 0; a < GPU_MFT_PTRS; ++a)
-            memcpy(s + l.ptrs + (size_t)a * nf * sizeof(void *),
-                   b->pf_ptr + (size_t)a * b->capacity, (size_t)nf * sizeof(void *));
-    return l;
 }
 
 /* Whether the pass being filled needs the whole-grid field kernel: some
@@ -607,8 +574,8 @@ static int pass_dense(const psf_backend *b, size_t *max_open)
 {
     int dense = 0;
     *max_open = 0;
-    for (int f = 0; f < b->pf_nfields; ++f) {
-        int p = b->pf_desc[f].pupil;
+    for (int f = 0; f < b->pass.nfields; ++f) {
+        int p = b->pass.desc[f].pupil;
         dense |= b->slot_pupil[f] != p;
         if (b->pupils[p].nopen > *max_open) *max_open = b->pupils[p].nopen;
     }
@@ -618,15 +585,15 @@ static int pass_dense(const psf_backend *b, size_t *max_open)
 /* The pass being filled is enqueued: its slots hold its pupils' fields. */
 static void pass_done(psf_backend *b)
 {
-    for (int f = 0; f < b->pf_nfields; ++f)
-        b->slot_pupil[f] = b->pf_desc[f].pupil;
+    for (int f = 0; f < b->pass.nfields; ++f)
+        b->slot_pupil[f] = b->pass.desc[f].pupil;
 }
 
 /* Enqueue one pass whose tables are in dstage[r] (layout l) on the compute
  * stream: pupil fields (the whole grid when dense, else the open samples of
  * at most max_open per pupil), the batched out-of-place FFT or the MFT's
  * two products into spec, intensities into out. */
-static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfields, int nimages,
+static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfields, int nimages,
                         float *out, int dense, size_t max_open)
 {
     unsigned char *d = b->dstage[r];
@@ -665,21 +632,21 @@ static int pass_enqueue(psf_backend *b, int r, const stage_layout *l, int nfield
 /* Run the pass being filled: stage its tables, enqueue it into dimg[q]. */
 static int pass_flush(psf_backend *b, int q)
 {
-    if (b->pf_nimages == 0) return 0;
+    if (b->pass.nimages == 0) return 0;
     int r = b->npass++ & 1;
     /* stage[r] may still be on its way to the device for the pass before last. */
     if (b->staged_pending[r] && GPU_CUDA(&b->chk, cudaEventSynchronize(b->ev_staged[r]))) return -1;
     size_t max_open;
     int dense = pass_dense(b, &max_open);
-    stage_layout l = pass_pack(b, r);
+    gpu_pass_layout l = gpu_pass_pack(&b->pass, b->stage[r]);
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[r], b->stage[r], l.bytes,
                                           cudaMemcpyHostToDevice, b->compute)) ||
         GPU_CUDA(&b->chk, cudaEventRecord(b->ev_staged[r], b->compute)))
         return -1;
     b->staged_pending[r] = 1;
-    int rc = pass_enqueue(b, r, &l, b->pf_nfields, b->pf_nimages, b->dimg[q], dense, max_open);
+    int rc = pass_enqueue(b, r, &l, b->pass.nfields, b->pass.nimages, b->dimg[q], dense, max_open);
     if (rc == 0) pass_done(b);
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     b->pass_epoch++;
     return rc;
 }
@@ -694,18 +661,19 @@ static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int 
         /* A job that fits a pass is not split over two: passes of like jobs
          * then repeat one layout, each slot keeps its pupil (the open-sample
          * kernel), and a job's intensities add up in the CPU's order. */
-        if (job->ncomp <= cap && b->pf_nfields + job->ncomp > cap && pass_flush(b, q)) return -1;
+        if (job->ncomp <= cap && b->pass.nfields + job->ncomp > cap && pass_flush(b, q)) return -1;
         if (b->mft && tables_for_job(b, job, q)) return -1;
         if (job->ncomp == 0) { /* an image with no light: zeros */
             if (pass_add(b, job, 0, 0, j)) return -1;
         }
         for (int c = 0; c < job->ncomp;) {
-            int take = job->ncomp - c < cap - b->pf_nfields ? job->ncomp - c : cap - b->pf_nfields;
+            int take =
+                job->ncomp - c < cap - b->pass.nfields ? job->ncomp - c : cap - b->pass.nfields;
             if (pass_add(b, job, c, take, j)) return -1;
             c += take;
-            if ((b->pf_nfields == cap || b->pf_nimages == cap) && pass_flush(b, q)) return -1;
+            if ((b->pass.nfields == cap || b->pass.nimages == cap) && pass_flush(b, q)) return -1;
         }
-        if (b->pf_nimages == cap && pass_flush(b, q)) return -1;
+        if (b->pass.nimages == cap && pass_flush(b, q)) return -1;
     }
     return pass_flush(b, q);
 }
@@ -753,7 +721,7 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
     cufftHandle plan;
     /* Plan first: planning allocates, which a capturing stream forbids. */
     if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
-    stage_layout l = layout_for(nfields, 1, b->nterms, 0);
+    gpu_pass_layout l = gpu_pass_layout_for(nfields, 1, b->nterms, 0);
     if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
         return -1;
     int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
@@ -793,10 +761,10 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
 static int run_single(psf_backend *b, const psf_job *job, float *image)
 {
     if (pass_add(b, job, 0, job->ncomp, 0)) return -1;
-    int nfields = b->pf_nfields;
+    int nfields = b->pass.nfields;
     size_t max_open;
     int dense = pass_dense(b, &max_open);
-    pass_pack(b, 0);
+    gpu_pass_pack(&b->pass, b->stage[0]);
     if ((!b->graph_exec || b->graph_nfields != nfields || b->graph_all_basis != b->all_basis ||
          b->graph_generation != b->plans.generation || b->graph_dense != dense ||
          (!dense && b->graph_max_open != max_open)) &&
@@ -809,7 +777,7 @@ static int run_single(psf_backend *b, const psf_job *job, float *image)
                  ? -1
                  : 0;
     if (rc == 0) pass_done(b);
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     return rc;
 }
 
@@ -842,7 +810,7 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     b->chk.err = err;
     b->chk.errlen = errlen;
     b->npass = 0;
-    b->pf_nfields = b->pf_nimages = 0;
+    gpu_pass_clear(&b->pass);
     memset(b->staged_pending, 0, sizeof b->staged_pending);
     memset(b->copy_pending, 0, sizeof b->copy_pending);
     /* This thread may have another device current (backend/backend.h: any thread). */
@@ -917,11 +885,64 @@ static int gpu_device_count(char *err, size_t errlen)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
-        snprintf(err, errlen, "no CUDA device: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+        char why[128];
+        gpu_no_device_reason(e, why, sizeof why);
+        snprintf(err, errlen, "no CUDA device: %s", why);
         return -1;
     }
     return n;
+}
+
+/* Device bytes of the pupils kept, one per pitch (gpu/pupil.h): the index
+ * over the grid, and per open sample (at most min(grid^2, (n + 2)^2)) its
+ * position, transmission, OPD and, up to GPU_PUPIL_BASIS_MAX_BYTES, the
+ * basis values, 4 bytes each. */
+static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *s)
+{
+    unsigned long long n = set->pupil_samples > 0 ? (unsigned long long)set->pupil_samples : 0;
+    unsigned long long open = n > 0 ? bytes_min(s->pplane, (n + 2) * (n + 2)) : s->pplane;
+    unsigned long long basis = open * 4ULL * (unsigned long long)s->nterms;
+    if (basis > GPU_PUPIL_BASIS_MAX_BYTES) basis = 0; /* evaluated per image instead */
+    unsigned long long one = 4ULL * (s->pplane + 1) + open * 4ULL * (set->opd_map ? 3 : 2) + basis;
+    return bytes_mul(one, set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1);
+}
+
+/* Device bytes of the MFT matrices beyond the one need_bytes counts: one
+ * per distinct a up to GPU_MFT_TABLES, about PSF_MFT_TABLE_BYTES of them
+ * (table_for), but never fewer than one job's own (PSF_MAX_COMPONENTS). */
+static unsigned long long tables_bytes(const psf_problem *set, const gpu_shape *s)
+{
+    unsigned long long one = gpu_mft_table_bytes(s->npix, s->grid);
+    unsigned long long want = set->mft_matrices > 1 ? (unsigned long long)set->mft_matrices : 1;
+    unsigned long long held = bytes_mul(one, bytes_min(want, GPU_MFT_TABLES));
+    unsigned long long job = bytes_mul(one, bytes_min(want, PSF_MAX_COMPONENTS));
+    unsigned long long cap = PSF_MFT_TABLE_BYTES + one > job ? PSF_MFT_TABLE_BYTES + one : job;
+    return bytes_min(held, cap) - one;
+}
+
+/* psf_backend_ops.memory_need: on the device what create takes at the
+ * capacity it wants (need_bytes; on a device with less room it takes
+ * fewer images per pass), less cuFFT's work area, which only cuFFT knows
+ * (create asks it), plus the pupils and MFT matrices run() adds; on the
+ * host the two pinned staging buffers and the pass being filled. No
+ * CUDA call. */
+static int gpu_memory_need(const psf_problem *set, const psf_backend_options *options,
+                           psf_memory_need *out, char *err, size_t errlen)
+{
+    (void)options;
+    memset(out, 0, sizeof *out);
+    gpu_shape s = shape_of(set);
+    if (s.npix < 1 || s.npix > GPU_PUPIL_MAX_NPIX || s.grid < 1 || s.grid > GPU_PUPIL_MAX_NPIX) {
+        snprintf(err, errlen, "gpu: grid %dx%d from a pupil grid %dx%d: outside 1..%d per side",
+                 s.npix, s.npix, s.grid, s.grid, GPU_PUPIL_MAX_NPIX);
+        return -1;
+    }
+    long long cap = capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
+    out->device = bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
+    if (s.mft) out->device = bytes_add(out->device, tables_bytes(set, &s));
+    out->host = 2 * gpu_pass_layout_for((int)cap, (int)cap, s.nterms, s.mft).bytes +
+                gpu_pass_bytes((int)cap, s.nterms) + (size_t)cap * sizeof(int); /* + slot_pupil */
+    return 0;
 }
 
 /* Filled field by field, so that the table stays right if backend/backend.h
@@ -936,14 +957,14 @@ static psf_backend_ops make_ops(void)
     o.destroy = gpu_destroy;
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
-    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* backend/backend.h: the cost model uses it too */
+    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_module_abi.h: the cost model uses it too */
     o.device_count = gpu_device_count;
+    o.memory_need = gpu_memory_need;
     return o;
 }
 
 static const psf_backend_ops gpu_ops = make_ops();
 
-extern "C" const psf_backend_ops *psf_backend_gpu(void)
-{
-    return &gpu_ops;
-}
+/* The module's one exported symbol (the rest is built hidden). */
+extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
+    GPU_MODULE_ABI, sizeof(gpu_module_ops), &gpu_ops, gpu_probe_basics, gpu_library_versions};

@@ -9,7 +9,7 @@
 
 /* One thread per pixel (r, c) for GPU_IMAGES_PER_THREAD consecutive entries
  * (blockIdx.z picks the group), whose descriptors the block reads once into
- * shared memory (see field_kernel in pupil_gpu.cu: the same reasoning).
+ * shared memory (see field_kernel in gpu/pupil.cu: the same reasoning).
  * SHIFT: the FFT's layout (zero frequency at 0, moved to N/2); without it
  * the field is already centred (the MFT's). */
 template <bool SHIFT>

@@ -1,7 +1,7 @@
 /* The fused last step of the GPU pipeline: fftshift + |.|^2 + scale +
  * accumulation over a job's fields, written as the centred intensity image
- * (the twin of accumulate_shifted in cpu/backend.c); without the shift
- * for the MFT, whose output is centred already (add_power in cpu/mft.c). */
+ * (the twin of cpu/intensity.h); without the shift for the MFT, whose
+ * output is centred already (add_power in cpu/mft.c). */
 #ifndef PSFSIM_GPU_PSF_KERNELS_H
 #define PSFSIM_GPU_PSF_KERNELS_H
 

@@ -25,7 +25,7 @@ static void fmt_time(char *out, size_t len, double us)
  * now (which starts CUDA) and cached. *started says whether CUDA runs. */
 static int figures(const machine_key *key, probe_figures *f, int *started, backend_decision *d)
 {
-    char dir[4096], why[512], err[512], wis[4200];
+    char dir[4096], why[512], err[512], made[4096];
     const char *cdir = probe_cache_dir(dir, sizeof dir);
     *started = 0;
     if (cdir && probe_cache_load(cdir, key, f, why, sizeof why) == 0) {
@@ -33,7 +33,7 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
         return 0;
     }
     log_info("latency probe: %s; measuring", cdir ? why : "no cache directory (no HOME)");
-    if (probe_measure(f, 1, probe_cache_wisdom(wis, sizeof wis), 0, why, sizeof why, err,
+    if (probe_measure(f, 1, probe_cache_dir_made(made, sizeof made), 0, why, sizeof why, err,
                       sizeof err) != 0) {
         log_warn("latency probe failed: %s", err);
         return -1;

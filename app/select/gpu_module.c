@@ -1,38 +1,37 @@
 #include "app/select/gpu_module.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend.h"
 #include "app/base/log.h"
 #include "app/base/module_loader.h"
 
 #ifndef PSFSIM_CUDA_TOOLKIT
 #define PSFSIM_CUDA_TOOLKIT "none"
 #endif
-#define MODULE_NAME "libpsfsim-gpu.so"
 
-/* A loaded library is process-wide by nature: the handle and its entry
- * points are kept here, set once under pthread_once. */
+/* A loaded library is process-wide by nature: its table is kept here, set
+ * once under pthread_once; error holds why it could not be. */
 typedef struct {
-    void *handle;
-    const psf_backend_ops *(*backend)(void);
-    int (*probe)(gpu_basics *, char *, size_t);
+    const gpu_module_ops *ops;
     char error[512];
+    char path[MODULE_PATH_MAX]; /* the file loaded or tried; "" when none was found */
 } gpu_module;
 
 static gpu_module g_module;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_tried; /* 1 once load has run (so module() no longer loads) */
 
 static void load(void)
 {
-    static const char *const symbols[] = {"psf_backend_gpu", "gpu_probe_basics"};
-    void *entries[2];
-    char path[MODULE_PATH_MAX], why[sizeof g_module.error];
+    static const char *const symbols[] = {GPU_MODULE_ENTRY};
+    void *entry = NULL;
+    char *path = g_module.path, why[sizeof g_module.error];
     module_status st;
-    void *h = module_load(MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, entries, 2, &st, path,
-                          sizeof path, why, sizeof why);
+    void *h = module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, &entry, 1, &st, path,
+                          sizeof g_module.path, why, sizeof why);
     if (st == MODULE_NOT_FOUND) {
         if (!gpu_module_built())
             snprintf(g_module.error, sizeof g_module.error,
@@ -51,42 +50,51 @@ static void load(void)
         snprintf(g_module.error, sizeof g_module.error, "%.400s: not a psfsim GPU module", path);
         return;
     }
-    g_module.handle = h;
-    /* POSIX: function pointers from dlsym go through a data pointer. */
-    memcpy(&g_module.backend, &entries[0], sizeof entries[0]);
-    memcpy(&g_module.probe, &entries[1], sizeof entries[1]);
+    const gpu_module_ops *ops = entry;
+    if (ops->abi != GPU_MODULE_ABI || ops->size != sizeof *ops) {
+        snprintf(g_module.error, sizeof g_module.error,
+                 "cannot load the CUDA backend: %.400s is of another psfsim version", path);
+        return;
+    }
+    g_module.ops = ops;
+}
+
+static void load_once(void)
+{
+    load();
+    atomic_store(&g_tried, 1);
 }
 
 static const gpu_module *module(void)
 {
-    pthread_once(&g_once, load);
+    pthread_once(&g_once, load_once);
     return &g_module;
 }
 
 int gpu_module_present(void)
 {
     char path[MODULE_PATH_MAX];
-    return module_find(MODULE_NAME, "PSFSIM_GPU_MODULE", path, sizeof path) == 0;
+    return module_find(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", path, sizeof path) == 0;
 }
 
 const psf_backend_ops *psf_backend_gpu(void)
 {
     const gpu_module *m = module();
-    if (!m->handle) {
+    if (!m->ops) {
         log_debug("%s", m->error);
         return NULL;
     }
-    return m->backend();
+    return m->ops->backend;
 }
 
 int gpu_module_probe(gpu_basics *out, char *err, size_t errlen)
 {
     const gpu_module *m = module();
-    if (!m->handle) {
+    if (!m->ops) {
         snprintf(err, errlen, "%s", m->error);
         return -1;
     }
-    return m->probe(out, err, errlen);
+    return m->ops->probe_basics(out, err, errlen);
 }
 
 const char *gpu_module_toolkit(void)
@@ -102,5 +110,43 @@ int gpu_module_built(void)
 const char *gpu_module_error(void)
 {
     const gpu_module *m = module();
-    return m->handle ? "" : m->error;
+    return m->ops ? "" : m->error;
+}
+
+void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen)
+{
+    if (!gpu_module_built() && !gpu_module_present()) {
+        snprintf(summary, slen, "no GPU backend");
+        snprintf(detail, dlen, "%s", "");
+        return;
+    }
+    const gpu_module *m = module();
+    if (m->ops) {
+        snprintf(summary, slen, "GPU: CUDA, cuFFT");
+        snprintf(detail, dlen, "GPU module: %s (loaded, its table checked; no device checked)",
+                 m->path);
+    } else {
+        snprintf(summary, slen, "%s",
+                 m->path[0] ? "the GPU module cannot be used"
+                            : "the GPU module, " GPU_MODULE_NAME ", is missing");
+        snprintf(detail, dlen, "GPU module: %s", m->error);
+    }
+}
+
+const char *gpu_module_cufft(int load_it, char *buf, size_t len)
+{
+    if (!load_it && !atomic_load(&g_tried)) return NULL;
+    const gpu_module *m = module();
+    if (!m->ops) return NULL;
+    gpu_versions v;
+    m->ops->versions(&v);
+    int b = v.cufft_built;
+    if (v.cufft < 0)
+        snprintf(buf, len, "unknown: cufftGetVersion failed (built with %d.%d.%d)", b / 1000,
+                 b % 1000 / 100, b % 100);
+    else
+        snprintf(buf, len, "%d.%d.%d (built with %d.%d.%d, CUDA runtime %d.%d)", v.cufft / 1000,
+                 v.cufft % 1000 / 100, v.cufft % 100, b / 1000, b % 1000 / 100, b % 100,
+                 v.cudart / 1000, v.cudart % 1000 / 10);
+    return buf;
 }

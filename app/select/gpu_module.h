@@ -6,18 +6,26 @@
  * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
  * executable, one directory up (build trees: tests/, bench/), and in
  * ../lib/psfsim/ (an installed tree): app/base/module_loader.h, shared with the
- * FITS and plot modules. */
+ * FITS and plot modules. Like theirs, its one entry is a versioned table
+ * (backend/gpu_module_abi.h); a module of another psfsim version is
+ * refused ("... is of another psfsim version"), never misread. */
 #ifndef PSFSIM_GPU_MODULE_H
 #define PSFSIM_GPU_MODULE_H
 
 #include <stddef.h>
 
-#include "gpu/probe.h"
+#include "backend/backend.h"
+#include "backend/gpu_module_abi.h"
+
+/* The CUDA backend's table, loading the module on first use (once per
+ * process, thread-safe); NULL when it cannot be used (gpu_module_error
+ * says why). */
+const psf_backend_ops *psf_backend_gpu(void);
 
 /* 1 when a module file is present (stat only: nothing is loaded). */
 int gpu_module_present(void);
 
-/* Load the module if need be and measure the GPU (gpu_probe_basics).
+/* Load the module if need be and measure the GPU (gpu_module_ops.probe_basics).
  * Returns 0, or -1 with err (no module, no device...). */
 int gpu_module_probe(gpu_basics *out, char *err, size_t errlen);
 
@@ -31,7 +39,26 @@ int gpu_module_built(void);
 
 /* Why the module cannot be used ("psfsim was built without the CUDA
  * backend", "the CUDA backend's module is missing: no libpsfsim-gpu.so
- * in ...", a dlopen error), loading it if need be; "" when it loaded. */
+ * in ...", a dlopen error, "cannot load the CUDA backend: PATH is of
+ * another psfsim version"), loading it if need be; "" when it loaded. */
 const char *gpu_module_error(void);
+
+/* What the GPU backend is here, for psfsim --version: the module loaded
+ * if need be (dlopen and its table's check; no CUDA call, so no device is
+ * looked at). summary (slen bytes) for the version line: "GPU: CUDA,
+ * cuFFT" (the module loaded), "the GPU module, libpsfsim-gpu.so, is
+ * missing", "the GPU module cannot be used" (a file that is no module, or
+ * of another version), "no GPU backend" (built without it, no module
+ * found); detail (dlen bytes) a line of its own: "GPU module: PATH
+ * (loaded, its table checked; no device checked)" or "GPU module: " and
+ * why it is not used; "" when built without it. */
+void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen);
+
+/* cuFFT's version from the module (gpu_module_ops.versions: the libcufft
+ * it loaded, cufftGetVersion, which needs no device), e.g. "12.0.0 (built
+ * with 12.0.0, CUDA runtime 13.0)", into buf (len bytes). load_it 0: only
+ * when the module is loaded already (a CPU run does not load it for this).
+ * Returns buf, or NULL when the module is not loaded or cannot be. */
+const char *gpu_module_cufft(int load_it, char *buf, size_t len);
 
 #endif

@@ -16,7 +16,7 @@ static void release(gpu_warmup *w)
 static void *warm_main(void *arg)
 {
     gpu_warmup *w = arg;
-    w->rc = w->ops->create(&w->desc, &w->backend, w->err, sizeof w->err);
+    w->rc = w->ops->create(&w->problem, &w->options, &w->backend, w->err, sizeof w->err);
     for (int s = 0; w->rc == 0 && s < WARMUP_SLOTS; ++s) {
         w->images[s] = w->ops->alloc_images(w->backend, w->image_floats);
         if (!w->images[s]) {
@@ -29,12 +29,13 @@ static void *warm_main(void *arg)
     return NULL;
 }
 
-int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_set_desc *desc,
-                     size_t image_floats)
+int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_problem *problem,
+                     const psf_backend_options *options, size_t image_floats)
 {
     memset(w, 0, sizeof *w);
     w->ops = ops;
-    w->desc = *desc;
+    w->problem = *problem;
+    w->options = *options;
     w->image_floats = image_floats;
     atomic_init(&w->done, 0);
     if (pthread_create(&w->thread, NULL, warm_main, w) != 0) return -1;

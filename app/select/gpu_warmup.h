@@ -16,7 +16,8 @@
 
 typedef struct {
     const psf_backend_ops *ops;
-    psf_set_desc desc;
+    psf_problem problem;
+    psf_backend_options options;
     size_t image_floats; /* per slot buffer */
     pthread_t thread;
     int started;
@@ -27,11 +28,12 @@ typedef struct {
     char err[512];
 } gpu_warmup;
 
-/* Start creating ops's backend for desc (and its WARMUP_SLOTS image buffers
- * of image_floats floats) in a thread. desc's pointers must stay valid.
- * Returns 0, or -1 when no thread could be started (then create it inline). */
-int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_set_desc *desc,
-                     size_t image_floats);
+/* Start creating ops's backend for problem and options (and its
+ * WARMUP_SLOTS image buffers of image_floats floats) in a thread. Their
+ * pointers must stay valid. Returns 0, or -1 when no thread could be
+ * started (then create it inline). */
+int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_problem *problem,
+                     const psf_backend_options *options, size_t image_floats);
 
 /* 1 once the thread is done (never blocks). */
 int gpu_warmup_ready(gpu_warmup *w);

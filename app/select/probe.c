@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "app/base/clock.h"
+#include "app/base/log.h"
 #include "app/formats/fits_io.h"
 #include "app/select/gpu_module.h"
 #include "app/formats/png_io.h"
@@ -20,10 +21,11 @@ static const int probe_sizes[PROBE_NSIZES] = {64, 128, 256, 512, 1024};
 typedef struct {
     int n[PROBE_TERMS], m[PROBE_TERMS];
     double coeff[PROBE_TERMS];
-    psf_set_desc desc;
+    psf_problem desc;
+    psf_backend_options opt;
 } probe_set;
 
-static void probe_set_init(probe_set *s, int npix, int batch, int device, const char *wisdom,
+static void probe_set_init(probe_set *s, int npix, int batch, int device, const char *cache_dir,
                            int measure)
 {
     static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
@@ -38,9 +40,10 @@ static void probe_set_init(probe_set *s, int npix, int batch, int device, const 
     s->desc.modes = (psf_modes){.nterms = PROBE_TERMS, .n = s->n, .m = s->m};
     s->desc.max_batch = batch;
     s->desc.nimages = batch;
-    s->desc.fftw_wisdom = wisdom;
-    s->desc.fft_measure = measure;
-    s->desc.device = device;
+    s->opt.cache_dir = cache_dir;
+    s->opt.measure_plans = measure;
+    s->opt.device = device;
+    s->opt.warn = log_warn_text;
 }
 
 static void probe_job(const probe_set *s, psf_job *job)
@@ -80,19 +83,19 @@ static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, 
 /* Create a backend for N and batch on device, time create, one image and
  * the batch. */
 static int probe_size(const psf_backend_ops *ops, int npix, int batch, int device,
-                      const char *wisdom, int measure, double *create_us, double *b1_us,
+                      const char *cache_dir, int measure, double *create_us, double *b1_us,
                       double *bb_us, char *err, size_t errlen)
 {
     probe_set s;
-    probe_set_init(&s, npix, batch, device, wisdom, measure);
+    probe_set_init(&s, npix, batch, device, cache_dir, measure);
     psf_backend *b = NULL;
-    if (measure && wisdom) { /* measure the plans once, into the wisdom... */
-        if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
+    if (measure && cache_dir) { /* measure the plans once, into the cache... */
+        if (ops->create(&s.desc, &s.opt, &b, err, errlen) != 0) return -1;
         ops->destroy(b);
-        s.desc.fft_measure = 0; /* ...then time what later runs pay: reading it */
+        s.opt.measure_plans = 0; /* ...then time what later runs pay: reading them */
     }
     double t0 = clock_us();
-    if (ops->create(&s.desc, &b, err, errlen) != 0) return -1;
+    if (ops->create(&s.desc, &s.opt, &b, err, errlen) != 0) return -1;
     *create_us = clock_us() - t0;
     psf_job *jobs = calloc((size_t)batch, sizeof *jobs);
     float *img = ops->alloc_images(b, (size_t)batch * npix * npix);
@@ -210,7 +213,7 @@ static void probe_writers(probe_figures *f)
     free(img);
 }
 
-int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int measure_plans,
+int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, int measure_plans,
                   char *gpu_note, size_t notelen, char *err, size_t errlen)
 {
     double t0 = clock_us();
@@ -234,7 +237,7 @@ int probe_measure(probe_figures *f, int with_gpu, const char *fftw_wisdom, int m
         snprintf(gpu_note, notelen, "%s", gpu_module_error());
     if (f->have_gpu) f->gpu_start_us += load_us;
     for (int i = 0; i < PROBE_NSIZES; ++i)
-        if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, fftw_wisdom, measure_plans,
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, cache_dir, measure_plans,
                        &f->cpu_create_us[i], &f->cpu_us[i], NULL, err, errlen) != 0)
             return -1;
     probe_writers(f);

@@ -105,12 +105,12 @@ static int write_csv(const probe_figures *f, const char *path, char *err, size_t
 int probe_command(const char *dir)
 {
     probe_figures f;
-    char note[512], err[1024], wis[4200];
+    char note[512], err[1024], cache[4096];
     if (make_dir(dir, err, sizeof err) != 0) { /* before the work, not after */
         log_error("%s", err);
         return 2;
     }
-    if (probe_measure(&f, 1, probe_cache_wisdom(wis, sizeof wis), 1, note, sizeof note, err,
+    if (probe_measure(&f, 1, probe_cache_dir_made(cache, sizeof cache), 1, note, sizeof note, err,
                       sizeof err) != 0) {
         log_error("%s", err);
         return 3;

@@ -32,6 +32,10 @@
  *   PSFSIM_FAULT_RMDIR_RENAME_AT=N just after the N-th rename into DIR, DIR
  *                            and all in it is removed (after the last image
  *                            is in place: nothing fails later by itself).
+ *   PSFSIM_FAULT_NAN_AT=N    the N-th FFT the CPU backend runs
+ *                            (fftwf_execute_dft, counted over all threads)
+ *                            leaves a NaN in its output: a garbage image,
+ *                            which psfsim must refuse to write.
  *   PSFSIM_FAULT_LOG=FILE    one line per injected fault ("full PATH", ...).
  *
  * "Creation" is mkstemp and friends (temp files made by name), fopen /
@@ -70,6 +74,9 @@ int fsync(int fd);
 int fdatasync(int fd);
 int rename(const char *from, const char *to);
 int renameat(int fromfd, const char *from, int tofd, const char *to);
+/* FFTW's, with its plan and complex arrays as opaque pointers (fftw3.h:
+ * fftwf_plan, fftwf_complex = float[2]). */
+void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2]);
 
 static long env_long(const char *name)
 {
@@ -394,4 +401,17 @@ int renameat(int fromfd, const char *from, int tofd, const char *to)
     if (what < 0) return -1;
     int (*r)(int, const char *, int, const char *) = real("renameat");
     return after_rename(r(fromfd, from, tofd, to), what);
+}
+
+static long g_ffts;
+
+void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2])
+{
+    void (*r)(void *, float(*)[2], float(*)[2]) = real("fftwf_execute_dft");
+    r(plan, in, out);
+    long at = env_long("PSFSIM_FAULT_NAN_AT");
+    if (at > 0 && __atomic_add_fetch(&g_ffts, 1, __ATOMIC_SEQ_CST) == at) {
+        note("nan", NULL);
+        out[0][0] = __builtin_nanf("");
+    }
 }

@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "app/config/config.h"
 #include "app/formats/fits_io.h"
+#include "app/select/gpu_module.h"
 #include "app/set/image_set.h"
 #include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"
@@ -236,7 +237,7 @@ static void test_no_basis(void **state)
 typedef struct {
     psf_config cfg;
     image_set set;
-    psf_set_desc desc;
+    psf_problem desc;
     double *storage;
     psf_job *jobs;
     image_info *infos;
@@ -261,7 +262,7 @@ static void load(loaded *l, const char *text, int max_batch)
     l->nimages = (int)l->set.nimages;
     l->npix = l->set.samp.npix;
     l->plane = (size_t)l->npix * l->npix;
-    image_set_desc(&l->set, max_batch, &l->desc);
+    image_set_problem(&l->set, max_batch, &l->desc);
     size_t per = image_set_storage(&l->set);
     l->storage = calloc((size_t)l->nimages * per + 1, sizeof *l->storage);
     l->jobs = calloc((size_t)l->nimages, sizeof *l->jobs);
@@ -322,7 +323,7 @@ static void test_poison_and_reuse(void **state)
     float *cpu = harness_compute_all(REUSE_CFG, NULL, &n_cpu, &npix_cpu);
     assert_non_null(cpu);
     psf_backend *b = NULL;
-    assert_int_equal(gpu->create(&l.desc, &b, err, sizeof err), 0);
+    assert_int_equal(gpu->create(&l.desc, NULL, &b, err, sizeof err), 0);
     float *img = gpu->alloc_images(b, total);
     float *first = malloc(total * sizeof *first);
     assert_non_null(img);
@@ -348,7 +349,7 @@ static void test_poison_and_reuse(void **state)
     gpu->free_images(b, img);
     gpu->destroy(b);
     /* A fresh backend, runs of 3: the same bits as the reused one gave. */
-    assert_int_equal(gpu->create(&l.desc, &b, err, sizeof err), 0);
+    assert_int_equal(gpu->create(&l.desc, NULL, &b, err, sizeof err), 0);
     float *again = malloc(total * sizeof *again), *reused = malloc(total * sizeof *reused);
     assert_true(again && reused);
     fill_nan(again, total);
@@ -380,7 +381,7 @@ static int fault_once(const loaded *l, long long n, float *images)
     setenv("PSFSIM_GPU_FAIL_AT", val, 1);
     snprintf(want, sizeof want, "injected fault at CUDA call %lld (", n);
     psf_backend *b = NULL;
-    int rc = gpu->create(&l->desc, &b, err, sizeof err);
+    int rc = gpu->create(&l->desc, NULL, &b, err, sizeof err);
     unsetenv("PSFSIM_GPU_FAIL_AT");
     const char *where = "create";
     if (rc == 0) {
@@ -420,7 +421,7 @@ static void test_fault_injection(void **state)
     /* Afterwards, without the variable: right images. */
     char err[1024];
     psf_backend *b = NULL;
-    assert_int_equal(gpu->create(&l.desc, &b, err, sizeof err), 0);
+    assert_int_equal(gpu->create(&l.desc, NULL, &b, err, sizeof err), 0);
     fill_nan(images, total);
     assert_int_equal(run_in_batches(gpu, b, &l, 4, images, err, sizeof err), 0);
     gpu->destroy(b);
@@ -450,7 +451,7 @@ static void assert_same_bits(const float *a, const float *b, size_t n, const cha
  * samples across D = 1 m, four Zernike modes (as bench/gpu_micro.cu). */
 static int g_mode_n[4] = {2, 2, 3, 4}, g_mode_m[4] = {0, 2, 1, 0};
 
-static void direct_desc(int npix, int max_batch, psf_set_desc *d)
+static void direct_desc(int npix, int max_batch, psf_problem *d)
 {
     memset(d, 0, sizeof *d);
     d->npix = npix;
@@ -490,14 +491,14 @@ static void test_input_kept(void **state)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
         int npix = sizes[i];
         size_t plane = (size_t)npix * npix;
-        psf_set_desc d;
+        psf_problem d;
         direct_desc(npix, 2, &d);
         psf_job jobs[3];
         direct_job(&jobs[0], npix, ca);
         direct_job(&jobs[1], npix, cb);
         jobs[2] = jobs[0];
         psf_backend *b = NULL;
-        int rc = gpu->create(&d, &b, err, sizeof err);
+        int rc = gpu->create(&d, NULL, &b, err, sizeof err);
         if (rc != 0) printf("create: %s\n", err);
         assert_int_equal(rc, 0);
         float *img = gpu->alloc_images(b, 3 * plane), *first = malloc(plane * sizeof *first);
@@ -515,7 +516,7 @@ static void test_input_kept(void **state)
         gpu->free_images(b, img);
         gpu->destroy(b);
         /* A fresh backend's A: the same bits. */
-        assert_int_equal(gpu->create(&d, &b, err, sizeof err), 0);
+        assert_int_equal(gpu->create(&d, NULL, &b, err, sizeof err), 0);
         float *fresh = malloc(plane * sizeof *fresh);
         assert_non_null(fresh);
         assert_int_equal(gpu->run(b, &jobs[0], 1, fresh, err, sizeof err), 0);
@@ -535,7 +536,8 @@ static void test_input_kept(void **state)
 /* Calls of a backend from a thread of its own. */
 typedef struct {
     int what; /* 0 create, 1 run in batches, 2 destroy */
-    psf_set_desc desc;
+    psf_problem desc;
+    psf_backend_options opt;
     psf_backend *b;
     const loaded *l;
     int per;
@@ -548,7 +550,7 @@ static void *thread_main(void *arg)
 {
     thread_call *t = arg;
     if (t->what == 0)
-        t->rc = gpu->create(&t->desc, &t->b, t->err, sizeof t->err);
+        t->rc = gpu->create(&t->desc, &t->opt, &t->b, t->err, sizeof t->err);
     else if (t->what == 1)
         t->rc = run_in_batches(gpu, t->b, t->l, t->per, t->img, t->err, sizeof t->err);
     else
@@ -579,7 +581,7 @@ static void test_device_selection(void **state)
     thread_call t;
     memset(&t, 0, sizeof t);
     t.desc = l.desc;
-    t.desc.device = 0;
+    t.opt.device = 0;
     on_thread(&t);
     if (t.rc != 0) printf("create on a thread: %s\n", t.err);
     assert_int_equal(t.rc, 0);
@@ -605,10 +607,9 @@ static void test_device_selection(void **state)
     on_thread(&t);
     static const int bad[] = {99, -1};
     for (int i = 0; i < 2; ++i) {
-        psf_set_desc dd = l.desc;
-        dd.device = bad[i];
+        psf_backend_options dd = {.device = bad[i]};
         psf_backend *nb = NULL;
-        assert_int_equal(gpu->create(&dd, &nb, err, sizeof err), -1);
+        assert_int_equal(gpu->create(&l.desc, &dd, &nb, err, sizeof err), -1);
         assert_null(nb);
         printf("device %d: %s\n", bad[i], err);
         char want[64];
@@ -632,9 +633,8 @@ static void test_two_devices(void **state)
     char err[1024];
     psf_backend *b[2] = {NULL, NULL};
     for (int dev = 0; dev < 2; ++dev) {
-        psf_set_desc d = l.desc;
-        d.device = dev;
-        if (gpu->create(&d, &b[dev], err, sizeof err) != 0) {
+        psf_backend_options d = {.device = dev};
+        if (gpu->create(&l.desc, &d, &b[dev], err, sizeof err) != 0) {
             printf("device %d: %s\n", dev, err);
             assert_true(dev == 1 && strstr(err, "asked for, but"));
             gpu->destroy(b[0]);
@@ -688,7 +688,7 @@ static int gpu_present(char *why, size_t whylen)
         snprintf(why, whylen, "psfsim was built without the CUDA backend");
         return 0;
     }
-    psf_set_desc d;
+    psf_problem d;
     memset(&d, 0, sizeof d);
     d.npix = 16;
     d.aperture.shape = APERTURE_CIRCULAR;
@@ -697,7 +697,7 @@ static int gpu_present(char *why, size_t whylen)
     d.nimages = 1;
     psf_backend *b = NULL;
     char err[1024];
-    if (gpu->create(&d, &b, err, sizeof err) == 0) {
+    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
         gpu->destroy(b);
         return 1;
     }

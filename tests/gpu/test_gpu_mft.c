@@ -14,13 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "backend/backend.h"
 #include "app/config/config.h"
 #include "app/formats/fits_io.h"
+#include "app/select/gpu_module.h"
 #include "app/set/image_set.h"
 #include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"
@@ -34,7 +34,7 @@ static const psf_backend_ops *gpu;
 typedef struct {
     psf_config cfg;
     image_set set;
-    psf_set_desc desc;
+    psf_problem desc;
     double *storage;
     psf_job *jobs;
     image_info *infos;
@@ -62,7 +62,7 @@ static void load(loaded *l, const char *text, int force, int max_batch)
     l->nimages = (int)l->set.nimages;
     l->npix = l->set.samp.npix;
     l->plane = (size_t)l->npix * l->npix;
-    image_set_desc(&l->set, max_batch, &l->desc);
+    image_set_problem(&l->set, max_batch, &l->desc);
     size_t per = image_set_storage(&l->set);
     l->storage = calloc((size_t)l->nimages * per + 1, sizeof *l->storage);
     l->jobs = calloc((size_t)l->nimages, sizeof *l->jobs);
@@ -102,7 +102,7 @@ static float *compute_all(loaded *l, const psf_backend_ops *ops, int per)
 {
     char err[1024];
     psf_backend *b = NULL;
-    int rc = ops->create(&l->desc, &b, err, sizeof err);
+    int rc = ops->create(&l->desc, NULL, &b, err, sizeof err);
     if (rc != 0) printf("%s create: %s\n", ops->name, err);
     assert_int_equal(rc, 0);
     float *img = malloc((size_t)l->nimages * l->plane * sizeof *img);
@@ -329,7 +329,7 @@ static void test_reuse(void **state)
     float *cpu = compute_all(&l, &psf_backend_cpu, 4);
     char err[1024];
     psf_backend *b = NULL;
-    assert_int_equal(gpu->create(&l.desc, &b, err, sizeof err), 0);
+    assert_int_equal(gpu->create(&l.desc, NULL, &b, err, sizeof err), 0);
     float *img = gpu->alloc_images(b, total);
     float *prev[9] = {0};
     assert_non_null(img);
@@ -371,7 +371,7 @@ static int fault_once(const loaded *l, long long n, float *images, int *cublas)
     setenv("PSFSIM_GPU_FAIL_AT", val, 1);
     snprintf(want, sizeof want, "injected fault at CUDA call %lld (", n);
     psf_backend *b = NULL;
-    int rc = gpu->create(&l->desc, &b, err, sizeof err);
+    int rc = gpu->create(&l->desc, NULL, &b, err, sizeof err);
     unsetenv("PSFSIM_GPU_FAIL_AT");
     const char *where = "create";
     if (rc == 0) {
@@ -420,61 +420,6 @@ static void test_fault_injection(void **state)
     unload(&l);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* Milliseconds per image of run() alone on a warm backend (matrices and
- * pupils made by a first run), best of three runs of every image. */
-static double ms_per_image(loaded *l, const psf_backend_ops *ops)
-{
-    char err[1024];
-    psf_backend *b = NULL;
-    assert_int_equal(ops->create(&l->desc, &b, err, sizeof err), 0);
-    float *img = ops->alloc_images(b, (size_t)l->nimages * l->plane);
-    assert_non_null(img);
-    assert_int_equal(ops->run(b, l->jobs, l->nimages, img, err, sizeof err), 0);
-    double best = HUGE_VAL;
-    for (int pass = 0; pass < 3; ++pass) {
-        double t0 = now_s();
-        assert_int_equal(ops->run(b, l->jobs, l->nimages, img, err, sizeof err), 0);
-        best = fmin(best, (now_s() - t0) / l->nimages);
-    }
-    ops->free_images(b, img);
-    ops->destroy(b);
-    return best * 1e3;
-}
-
-/* GPU MFT against CPU MFT, ms per image (printed, not checked): n samples
- * across the pupil, M x M images at 0.25 lambda/D, 16 images per run. */
-static void test_timing(void **state)
-{
-    (void)state;
-#ifndef NDEBUG
-    skip(); /* timings of a debug (sanitizer) build mean nothing */
-#endif
-    static const int ns[] = {128, 256, 512}, ms[] = {256, 512, 1024};
-    for (int c = 0; c < 3; ++c) {
-        const char *text = tu_format(
-            "name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; "
-            "obscuration = 0.3; }; }; sampling: { pupil_samples = %d; }; "
-            "aberrations: { zernike = ((4, 0.1), (7, 0.05)); }; sweep: { defocus = [0.0, 0.01, "
-            "0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.14, "
-            "0.15]; }; output: { npix = %d; pixel_scale = 0.25; };",
-            ns[c], ms[c]);
-        loaded l;
-        load(&l, text, 0, 16);
-        double tc = ms_per_image(&l, &psf_backend_cpu), tg = ms_per_image(&l, gpu);
-        printf("MFT n = %3d (G = %d) onto %4d^2: CPU %8.3f ms/image, GPU %7.3f ms/image (to host "
-               "memory): %.0fx\n",
-               ns[c], l.desc.pupil_npix, ms[c], tc, tg, tc / tg);
-        unload(&l);
-    }
-}
-
 /* Is there a GPU to test? why says what is missing. */
 static int gpu_present(char *why, size_t whylen)
 {
@@ -483,7 +428,7 @@ static int gpu_present(char *why, size_t whylen)
         snprintf(why, whylen, "psfsim was built without the CUDA backend");
         return 0;
     }
-    psf_set_desc d;
+    psf_problem d;
     memset(&d, 0, sizeof d);
     d.npix = 16;
     d.aperture.shape = APERTURE_CIRCULAR;
@@ -492,7 +437,7 @@ static int gpu_present(char *why, size_t whylen)
     d.nimages = 1;
     psf_backend *b = NULL;
     char err[1024];
-    if (gpu->create(&d, &b, err, sizeof err) == 0) {
+    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
         gpu->destroy(b);
         return 1;
     }
@@ -515,7 +460,6 @@ int main(void)
         cmocka_unit_test(test_maps),           cmocka_unit_test(test_no_basis),
         cmocka_unit_test(test_mft_equals_fft), cmocka_unit_test(test_many_matrices),
         cmocka_unit_test(test_reuse),          cmocka_unit_test(test_fault_injection),
-        cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "optics/aperture.h"
 #include "optics/aperture_geom.h"
@@ -442,24 +441,23 @@ static void test_errors(void **state)
     assert_int_equal(aperture_fill(&a, 8, 0.1, amp, NULL, 0), 0);
 }
 
-/* N = 4096, n = 2048, obscuration and 4 spiders: well under a second. */
-static void test_speed(void **state)
+/* N = 4096, n = 2048, obscuration and 4 spiders: the largest grid the
+ * tests fill, its grey area within 1e-5 of the closed form (its speed is
+ * measured in bench/, never here). */
+static void test_large_grid(void **state)
 {
     (void)state;
     const int N = 4096;
     psf_aperture a = circ(2.4, 0.33, 4, 0.02, 45.0);
     float *amp = malloc(sizeof *amp * (size_t)N * N);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    assert_int_equal(aperture_fill(&a, N, 2.4 / 2048, amp, NULL, 0), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    assert_non_null(amp);
+    const double dx = 2.4 / 2048;
+    assert_int_equal(aperture_fill(&a, N, dx, amp, NULL, 0), 0);
+    double sum = 0.0;
+    for (size_t i = 0; i < (size_t)N * N; ++i)
+        sum += amp[i];
     free(amp);
-#if !defined(__SANITIZE_ADDRESS__)
-    assert_true(s < 1.0);
-#else
-    (void)s;
-#endif
+    assert_true(fabs(sum * dx * dx / aperture_area_m2(&a) - 1.0) < 1e-5);
 }
 
 int main(void)
@@ -476,7 +474,7 @@ int main(void)
         cmocka_unit_test(test_centro_symmetry),
         cmocka_unit_test(test_file_shape),
         cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_speed),
+        cmocka_unit_test(test_large_grid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,9 +19,9 @@ static int open_set(const char *cfg_text, const psf_backend_ops *ops, psf_config
     if (rc == 0) rc = config_load(path, cfg, err, sizeof err);
     if (rc == 0) rc = image_set_init(set, cfg, err, sizeof err);
     if (rc == 0) {
-        psf_set_desc desc;
-        image_set_desc(set, batch, &desc);
-        rc = ops->create(&desc, b, err, sizeof err);
+        psf_problem desc;
+        image_set_problem(set, batch, &desc);
+        rc = ops->create(&desc, NULL, b, err, sizeof err);
     }
     tu_rmtree(dir);
     free(dir);

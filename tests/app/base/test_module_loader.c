@@ -15,6 +15,7 @@
 
 #include "app/formats/fits_module.h"
 #include "app/base/module_loader.h"
+#include "backend/gpu_module_abi.h"
 #include "app/select/plot_module.h"
 #include "tests/support/testutil.h"
 
@@ -141,12 +142,37 @@ static void test_plot_module(void **state)
     assert_int_equal(ops->size, sizeof *ops);
 }
 
+/* The GPU module, when built: its one exported symbol is a table of this
+ * psfsim's version (a stale one is refused: test_gpu_module). */
+static void test_gpu_module(void **state)
+{
+    (void)state;
+    char path[MODULE_PATH_MAX], err[1024] = "";
+    unsetenv("PSFSIM_GPU_MODULE");
+    if (module_find(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", path, sizeof path) != 0)
+        skip(); /* built without CUDA */
+    const char *sym[] = {GPU_MODULE_ENTRY};
+    void *entry = NULL;
+    module_status st = MODULE_NOT_FOUND;
+    assert_non_null(module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", sym, &entry, 1, &st, NULL, 0,
+                                err, sizeof err));
+    const gpu_module_ops *ops = entry;
+    assert_int_equal(ops->abi, GPU_MODULE_ABI);
+    assert_int_equal(ops->size, sizeof *ops);
+    assert_string_equal(ops->backend->name, "gpu");
+    entry = NULL;
+    const char *hidden[] = {"gpu_probe_basics"};
+    assert_null(module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", hidden, &entry, 1, &st, NULL, 0,
+                            err, sizeof err));
+    assert_int_equal(st, MODULE_NO_ENTRY);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_module), cmocka_unit_test(test_not_a_library),
         cmocka_unit_test(test_missing_entry),  cmocka_unit_test(test_fits_module_loads),
-        cmocka_unit_test(test_plot_module),
+        cmocka_unit_test(test_plot_module),    cmocka_unit_test(test_gpu_module),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,74 @@
+/* The GPU module's interface: libpsfsim-gpu.so (gpu/, CUDA) exports one
+ * table, psf_gpu_module_entry, as the FITS and plot modules do
+ * (app/formats/fits_module.h, app/select/plot_module.h). psfsim loads it
+ * on first use (app/select/gpu_module.c) and refuses a table of another
+ * GPU_MODULE_ABI or size, so a stale module is never misread. It lies
+ * below gpu/ and app/ so that both see it and app/ includes no gpu/
+ * header. A plain C header: no CUDA type. */
+#ifndef PSFSIM_GPU_MODULE_ABI_H
+#define PSFSIM_GPU_MODULE_ABI_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "backend/backend.h"
+
+#define GPU_MODULE_NAME "libpsfsim-gpu.so"
+#define GPU_MODULE_ENTRY "psf_gpu_module_entry"
+/* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
+ * (with the problem and options it takes) changes, so a stale module is refused. */
+#define GPU_MODULE_ABI 3
+
+/* Images per run() call the GPU backend asks for (its preferred_batch):
+ * known to the cost model without loading the module. */
+#define PSF_GPU_PREFERRED_BATCH 1024
+
+/* GPU figures for the latency probe (design.md, "Backend choice"). */
+typedef struct {
+    char name[256];   /* device 0's name */
+    double start_us;  /* first CUDA runtime call until a context is ready */
+    double launch_us; /* empty kernel launch to stream sync, median */
+    double h2d_us;    /* 4-byte pinned host-to-device copy + sync, median */
+    double d2h_us;    /* 4-byte pinned device-to-host copy + sync, median */
+    double d2h_gbs;   /* 64 MiB pinned device-to-host copy, GB/s (1e9 B/s) */
+    int device_count; /* CUDA devices visible to the process (cudaGetDeviceCount) */
+} gpu_basics;
+
+/* The CUDA libraries of the module (none of them needs a device or a
+ * driver to say): versions as cuFFT and CUDA encode them. */
+typedef struct {
+    int cufft;       /* cufftGetVersion: the libcufft loaded, major * 1000 + minor * 100 +
+                        patch; -1 when it fails */
+    int cufft_built; /* CUFFT_VERSION of the headers the module was built with */
+    int cudart;      /* CUDART_VERSION (the runtime is static in the module): major * 1000 +
+                        minor * 10 */
+} gpu_versions;
+
+typedef struct {
+    int abi;     /* GPU_MODULE_ABI */
+    size_t size; /* sizeof(gpu_module_ops) */
+    /* The CUDA backend (gpu/backend.cu). */
+    const psf_backend_ops *backend;
+    /* Measure device 0 into out (gpu/probe.cu). The first CUDA call of the
+     * process should be this one, so that start_us is the real start cost.
+     * Returns 0, or -1 with err (no device, no driver, CUDA error). */
+    int (*probe_basics)(gpu_basics *out, char *err, size_t errlen);
+    /* The module's library versions into out (gpu/probe.cu): no CUDA call
+     * that needs a device or the driver. */
+    void (*versions)(gpu_versions *out);
+} gpu_module_ops;
+
+/* Marks the entry (the module is built with hidden visibility). */
+#define GPU_MODULE_EXPORT __attribute__((visibility("default")))
+
+/* Defined by the module only (gpu/backend.cu). */
+extern GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

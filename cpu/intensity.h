@@ -1,0 +1,17 @@
+/* The last step of an FFT image on the CPU: |.|^2, scale and the fftshift,
+ * accumulated over a job's components into the centred intensity image
+ * (the twin of gpu/intensity.h). The MFT's output is centred already; its
+ * |.|^2 is fused into the second product (add_power in cpu/mft.c). */
+#ifndef PSFSIM_CPU_INTENSITY_H
+#define PSFSIM_CPU_INTENSITY_H
+
+#include <fftw3.h>
+
+/* image[N * N] (row-major, optical axis at (N/2, N/2)) += scale |out|^2
+ * with out (N * N, row-major, the forward FFT's output, zero frequency at
+ * index 0) shifted so that frequency (u, v) lands on pixel
+ * ((u + N/2) mod N, (v + N/2) mod N). Accumulates in float, component
+ * after component (the GPU's order too). */
+void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, float *image);
+
+#endif
