@@ -33,14 +33,19 @@ typedef struct {
     size_t errlen;
 } fingerprint;
 
-/* Add n bytes to fp, after their count (8 bytes, little-endian): the
- * files after the config are each delimited. */
-static void add_counted(fingerprint *fp, const void *p, size_t n)
+/* Add a count (8 bytes, little-endian) to fp; then n bytes after their
+ * count: the files after the config are each delimited. */
+static void add_length(fingerprint *fp, uint64_t n)
 {
     unsigned char len[8];
     for (int i = 0; i < 8; ++i)
-        len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+        len[i] = (unsigned char)(n >> (8 * i));
     fp->h = fnv(fp->h, len, sizeof len);
+}
+
+static void add_counted(fingerprint *fp, const void *p, size_t n)
+{
+    add_length(fp, n);
     fp->h = fnv(fp->h, p, n);
 }
 
@@ -55,10 +60,7 @@ static int add_file(fingerprint *fp, const char *path)
         if (f) fclose(f);
         return -1;
     }
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i)
-        len[i] = (unsigned char)((uint64_t)st.st_size >> (8 * i));
-    fp->h = fnv(fp->h, len, sizeof len);
+    add_length(fp, (uint64_t)st.st_size);
     char buf[1 << 16];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
