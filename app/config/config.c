@@ -306,6 +306,18 @@ static int syntax_error(cfg_ctx *c)
     return -1;
 }
 
+/* Parse c->file (text NULL) or text with libconfig, @include resolved
+ * against c->dir, then read and check every section. */
+static int parse(cfg_ctx *c, psf_config *cfg, const char *text)
+{
+    config_init(&c->lc);
+    if (c->dir[0]) config_set_include_dir(&c->lc, c->dir);
+    int ok = text ? config_read_string(&c->lc, text) : config_read_file(&c->lc, c->file);
+    int rc = ok ? read_all(c, cfg) : syntax_error(c);
+    config_destroy(&c->lc);
+    return rc;
+}
+
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
 {
     char dummy[1];
@@ -348,11 +360,35 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg_check_includes(path, c.dir, err, errlen) != 0) return -1;
-    config_init(&c.lc);
-    if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
-    int rc = config_read_file(&c.lc, path) ? read_all(&c, cfg) : syntax_error(&c);
-    config_destroy(&c.lc);
-    return rc;
+    return parse(&c, cfg, NULL);
+}
+
+int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
+                     char *err, size_t errlen)
+{
+    char dummy[1];
+    memset(cfg, 0, sizeof *cfg);
+    set_defaults(cfg);
+    if (!err || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!name || !name[0]) name = "<config>";
+    if (strlen(name) >= CFG_PATH_MAX || (base_dir && strlen(base_dir) >= CFG_PATH_MAX)) {
+        snprintf(err, errlen, "%.64s...: name or base directory too long (more than %d characters)",
+                 name, CFG_PATH_MAX - 1);
+        return -1;
+    }
+    if (!text) {
+        snprintf(err, errlen, "%s: no config text given", name);
+        return -1;
+    }
+    snprintf(cfg->path, sizeof cfg->path, "%s", name);
+    cfg_ctx c = {.file = cfg->path, .err = err, .errlen = errlen};
+    if (base_dir) snprintf(c.dir, sizeof c.dir, "%s", base_dir);
+    if (cfg_check_includes_text(name, text, c.dir, err, errlen) != 0) return -1;
+    return parse(&c, cfg, text);
 }
 
 void config_free(psf_config *cfg)

@@ -84,17 +84,13 @@ static char *slurp(const char *file, size_t *len)
  * quote, newlines included; libconfig keeps the name as a C string, so a
  * NUL ends it. Names with a backslash (escapes) are refused. */
 static int check_file(include_walk *w, const char *file, const char *dir, int depth, char *err,
-                      size_t errlen)
+                      size_t errlen);
+
+/* The include lines of text (len bytes, file's), depth deep: check_file's
+ * scan, for a file's text or a config given in memory. */
+static int check_text(include_walk *w, const char *file, const char *text, size_t len,
+                      const char *dir, int depth, char *err, size_t errlen)
 {
-    struct stat self;
-    int known = stat(file, &self) == 0;
-    if (!known) memset(&self, 0, sizeof self); /* inode 0: matches no file */
-    for (int i = 0; known && i < w->ndone; ++i)
-        if (same_file(&w->done[i], &self) && w->done[i].depth <= depth) return 0;
-    w->chain[depth] = (file_id){self.st_dev, self.st_ino, depth};
-    size_t len = 0;
-    char *text = slurp(file, &len);
-    if (!text) return 0; /* libconfig reports it (the config itself: checked by the caller) */
     int rc = 0, lineno = 1;
     const char *end = text + len;
     for (const char *p = text; p < end && rc == 0; ++p) {
@@ -146,6 +142,22 @@ static int check_file(include_walk *w, const char *file, const char *dir, int de
                                                 "that includes it)");
         if (rc == 0) rc = check_file(w, resolved, dir, depth + 1, err, errlen);
     }
+    return rc;
+}
+
+static int check_file(include_walk *w, const char *file, const char *dir, int depth, char *err,
+                      size_t errlen)
+{
+    struct stat self;
+    int known = stat(file, &self) == 0;
+    if (!known) memset(&self, 0, sizeof self); /* inode 0: matches no file */
+    for (int i = 0; known && i < w->ndone; ++i)
+        if (same_file(&w->done[i], &self) && w->done[i].depth <= depth) return 0;
+    w->chain[depth] = (file_id){self.st_dev, self.st_ino, depth};
+    size_t len = 0;
+    char *text = slurp(file, &len);
+    if (!text) return 0; /* libconfig reports it (the config itself: checked by the caller) */
+    int rc = check_text(w, file, text, len, dir, depth, err, errlen);
     free(text);
     if (rc == 0 && known && w->ndone < INCLUDE_MEMO)
         w->done[w->ndone++] = (file_id){self.st_dev, self.st_ino, depth};
@@ -160,6 +172,22 @@ int cfg_check_includes(const char *path, const char *dir, char *err, size_t errl
         return -1;
     }
     int rc = check_file(w, path, dir ? dir : "", 0, err, errlen);
+    free(w);
+    if (rc == 0) return 0;
+    cfg_one_line(err);
+    return -1;
+}
+
+int cfg_check_includes_text(const char *name, const char *text, const char *dir, char *err,
+                            size_t errlen)
+{
+    include_walk *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    /* The text is no file: inode 0 in the chain matches none. */
+    int rc = check_text(w, name, text, strlen(text), dir ? dir : "", 0, err, errlen);
     free(w);
     if (rc == 0) return 0;
     cfg_one_line(err);

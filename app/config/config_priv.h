@@ -101,6 +101,10 @@ int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, con
  * directory, not a config file" (or "is not a regular file") in err.
  * Missing files are left to libconfig ("cannot open include file"). */
 int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen);
+/* The same for a config given as text (config_load_text), name naming it
+ * in messages. */
+int cfg_check_includes_text(const char *name, const char *text, const char *dir, char *err,
+                            size_t errlen);
 
 /* ---- config_sweep.c ---- */
 
