@@ -28,10 +28,11 @@ def _source_tree():
 
 def _build_libpsfsim(dest):
     build = os.environ.get("PSFSIM_CMAKE_BUILD_DIR") or os.path.join(HERE, "build", "cmake")
-    args = ["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_TESTING=OFF",
-            "-DPSFSIM_BENCH=OFF"]
-    if shutil.which("ninja") and not os.path.isfile(os.path.join(build, "CMakeCache.txt")):
-        args += ["-G", "Ninja"]
+    args = ["cmake", "-S", ROOT, "-B", build]
+    if not os.path.isfile(os.path.join(build, "CMakeCache.txt")):  # else: its own settings
+        args += ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_TESTING=OFF", "-DPSFSIM_BENCH=OFF"]
+        if shutil.which("ninja"):
+            args += ["-G", "Ninja"]
     args += shlex.split(os.environ.get("PSFSIM_CMAKE_ARGS", ""))
     subprocess.check_call(args)
     subprocess.check_call(["cmake", "--build", build, "--target", "psfsim_shared", "-j",

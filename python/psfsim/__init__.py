@@ -297,12 +297,7 @@ class Set:
         finally:
             _lib.lib.psfsim_set_progress(h, ctypes.cast(None, _lib.PROGRESS), None)
         _check(rc, err)
-        metrics = np.zeros(count, dtype=[("strehl", "f8"), ("axial_intensity", "f8"),
-                                         ("backend", "U3")])
-        for i in range(count):
-            metrics[i] = (met[i].strehl, met[i].axial_intensity,
-                          (met[i].backend or b"").decode())
-        return out[:count] if out.shape[0] != count else out, metrics
+        return out[:count] if out.shape[0] != count else out, _metrics(met, count)
 
     def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=False):
         """Iterate images [first, first + count) in batches of size (default:
@@ -348,6 +343,20 @@ class Set:
         for key, value, comment in self.header_cards(k, metrics):
             hdu.header[key] = (value, comment)
         return fits.HDUList([hdu])
+
+
+def _metrics(met, count):
+    """The psfsim_metrics array as a structured array, without a Python
+    loop over the images (the backend names are a few static strings)."""
+    raw = np.frombuffer(met, dtype=[("strehl", "f8"), ("axial_intensity", "f8"),
+                                    ("backend", "u%d" % ctypes.sizeof(ctypes.c_void_p))],
+                        count=count)
+    out = np.zeros(count, dtype=[("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")])
+    out["strehl"] = raw["strehl"]
+    out["axial_intensity"] = raw["axial_intensity"]
+    for p in np.unique(raw["backend"]):
+        out["backend"][raw["backend"] == p] = ctypes.string_at(int(p)).decode() if p else ""
+    return out
 
 
 def _frame(arr, frame):
