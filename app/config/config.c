@@ -367,12 +367,10 @@ int config_load_text(const char *text, const char *name, const char *base_dir, p
                      char *err, size_t errlen)
 {
     char dummy[1];
+    if (!err || errlen == 0) /* messages into a byte nobody reads */
+        return config_load_text(text, name, base_dir, cfg, dummy, sizeof dummy);
     memset(cfg, 0, sizeof *cfg);
     set_defaults(cfg);
-    if (!err || errlen == 0) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
     err[0] = '\0';
     if (!name || !name[0]) name = "<config>";
     if (strlen(name) >= CFG_PATH_MAX || (base_dir && strlen(base_dir) >= CFG_PATH_MAX)) {
