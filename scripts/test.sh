@@ -49,7 +49,8 @@ if want 1; then
   [ -x "$py" ] || py=python3
   "$py" -m venv --system-site-packages "$venv"
   PSFSIM_CMAKE_BUILD_DIR=$PWD/build-test "$venv/bin/pip" install -q --no-build-isolation --no-deps ./python
-  (cd / && "$venv/bin/python" -c "import psfsim, sys; im, p = psfsim.compute(sys.argv[1], backend='cpu', frame=False); assert im.shape == (3, 384, 384) and p['strehl'][0] > 0.99; print('test.sh: pip install ./python: psfsim', psfsim.version(), 'computes', sys.argv[1])" "$PWD/configs/keck_segment.cfg")
+  cfg=$PWD/configs/keck_segment.cfg
+  (cd / && "$venv/bin/python" -c "import psfsim, sys; im, p = psfsim.compute(sys.argv[1], backend='cpu', frame=False); assert im.shape == (3, 384, 384) and p['strehl'][0] > 0.99; print('test.sh: pip install ./python: psfsim', psfsim.version(), 'computes', sys.argv[1])" "$cfg")
 fi
 if want 2; then
   stage 2 "ASan + UBSan"
