@@ -17,11 +17,15 @@ gpus= are the command's --backend and --gpus. Errors raise psfsim.Error
 (ConfigError, ...) carrying the library's message, config errors as
 "FILE:LINE: key: why".
 
+The library's warnings (a GPU that failed, the CPU taking over) go to the
+logging logger "psfsim".
+
 Bound with ctypes over libpsfsim.so.0 (lib/psfsim.h): no compiled
 extension; the library computes with the GIL released, straight into the
 NumPy arrays' memory.
 """
 import ctypes
+import logging
 import os
 
 import numpy as np
@@ -34,6 +38,19 @@ __all__ = ["compute", "Set", "Batch", "config_text", "Error", "ConfigError", "Ra
 __version__ = "0.1.0"
 
 _ERRLEN = 2048
+
+# The library's messages (a GPU that failed and the CPU taking over, the
+# latency probe) go to the logger "psfsim": warnings show by default.
+_log = logging.getLogger("psfsim")
+_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
+
+
+def _on_message(level, message, user):
+    _log.log(_LEVELS.get(level, logging.INFO), "%s", message.decode("utf-8", "replace"))
+
+
+_on_message_c = _lib.MESSAGE(_on_message)  # kept for the life of the process
+_lib.lib.psfsim_set_message_handler(_on_message_c, 3, None)
 
 
 class Error(Exception):

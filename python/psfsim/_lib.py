@@ -81,6 +81,7 @@ class Card(ctypes.Structure):
 
 
 PROGRESS = ctypes.CFUNCTYPE(c_int, c_ll, c_ll, c_void_p)
+MESSAGE = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
 lib = _load()
 P = ctypes.POINTER
@@ -98,6 +99,7 @@ _SIGS = {
                                c_size_t]),
     "psfsim_decision_get": (c_int, [c_void_p, P(Decision), c_char_p, c_size_t]),
     "psfsim_set_progress": (None, [c_void_p, PROGRESS, c_void_p]),
+    "psfsim_set_message_handler": (None, [MESSAGE, c_int, c_void_p]),
     "psfsim_cancel": (None, [c_void_p]),
     "psfsim_compute": (c_int, [c_void_p, c_ll, c_ll, P(ctypes.c_float), c_size_t, P(Metrics),
                                c_char_p, c_size_t]),

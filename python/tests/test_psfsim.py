@@ -273,3 +273,13 @@ def test_example_runs():
     out = subprocess.run([sys.executable, example], check=True, capture_output=True, text=True,
                          env=os.environ).stdout
     assert "through focus: 5 images of 256x256" in out and "random aberrations: 5" in out
+
+
+def test_messages_to_logging(caplog):
+    """What the command would log goes to the logger "psfsim" (here the
+    decision's probe, or nothing on a machine without a GPU)."""
+    import logging
+    with caplog.at_level(logging.DEBUG, logger="psfsim"):
+        with psfsim.Set(SWEEP, backend="auto") as s:
+            s.compute(0, 1)
+    assert all(r.name == "psfsim" for r in caplog.records)
