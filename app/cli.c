@@ -17,7 +17,8 @@ void cli_usage(FILE *f)
           "and writes them, with a manifest and a timing log, to the config's\n"
           "output.dir (or DIR).\n"
           "\n"
-          "  -c, --config FILE   config file (libconfig syntax; see the README)\n"
+          "  -c, --config FILE   config file (libconfig syntax; see the README); - reads\n"
+          "                      standard input\n"
           "  -o, --output DIR    output directory, overriding output.dir\n"
           "  -b, --backend NAME  auto (default: the faster one), cpu or gpu\n"
           "  -g, --gpus LIST     the GPUs to share the set: all (default) or device\n"
@@ -36,7 +37,8 @@ void cli_usage(FILE *f)
           "\n"
           "Exit status: 0 all images written; 2 usage or config error (nothing\n"
           "written); 3 run-time failure (the manifest lists the images written);\n"
-          "130 interrupted (the manifest lists the images written; --resume finishes).\n",
+          "130 interrupted (the manifest lists the images written; --resume finishes;\n"
+          "while the config loads: nothing written).\n",
           f);
 }
 
@@ -103,6 +105,10 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             o->config_path = optarg;
             break;
         case 'o':
+            if (!optarg[0]) { /* "" is no directory (and was read as one later) */
+                snprintf(err, errlen, "--output: expected a directory (got \"\")");
+                return -1;
+            }
             o->output_dir = optarg;
             break;
         case 'b':

@@ -24,7 +24,8 @@ typedef struct {
 } cli_options;
 
 /* Parse argv into o. Returns 0, or -1 with a message in err (unknown
- * option, missing argument, bad --backend, --jobs or --gpus value, no -c).
+ * option, missing argument, an empty -o, bad --backend, --jobs or --gpus
+ * value, no -c).
  * --gpus applies when the GPU computes: with the CPU it is not used. */
 int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen);
 

@@ -1,6 +1,8 @@
 /* psfsim: point-spread-function images from a config file. */
 #include <stdio.h>
 
+#include <fftw3.h>
+
 #include "app/cli.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
@@ -11,10 +13,13 @@
 
 static void print_version(void)
 {
-    printf("psfsim %s (%s)\n", PSFSIM_VERSION,
-           gpu_module_present() ? "CPU: FFTW3; GPU: CUDA, cuFFT"
-           : gpu_module_built() ? "CPU: FFTW3; the GPU module, libpsfsim-gpu.so, is missing"
-                                : "CPU: FFTW3; no GPU backend");
+    char gpu[128], detail[1024];
+    gpu_module_describe(gpu, sizeof gpu, detail, sizeof detail);
+    printf("psfsim %s (CPU: FFTW3; %s)\n", PSFSIM_VERSION, gpu);
+    if (detail[0]) printf("%s\n", detail);
+    char cufft[128];
+    printf("FFTW: %s\ncuFFT: %s\n", fftwf_version,
+           gpu_module_cufft(1, cufft, sizeof cufft) ? cufft : "not loaded");
     char lib[128];
     if (mpi_library(lib, sizeof lib)) printf("MPI: %s (mpirun -n K psfsim splits a set)\n", lib);
 }
@@ -43,7 +48,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "psfsim: %s\n", err);
         return 3;
     }
+    interrupt_install(); /* before the config loads (psfsim_run installs it again: harmless) */
     int status = psfsim_run(&o, &w);
+    /* A signal before the run started stopped the load or the checks
+     * (exit 2, nothing written): it is an interruption all the same. */
+    if (status == 2 && interrupt_pending()) status = 130;
     /* An interrupted rank leaves without MPI_Finalize: another may be dead. */
     if (mpi_world_end(&w, !interrupt_pending(), err, sizeof err) != 0) {
         fprintf(stderr, "psfsim: %s\n", err);

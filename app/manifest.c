@@ -19,12 +19,63 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
-                  long long nkeep, char *err, size_t errlen)
+void csv_exact(char *out, size_t outlen, double v)
+{
+    if (isnan(v)) {
+        out[0] = '\0';
+        return;
+    }
+    for (int digits = 15; digits <= 17; ++digits) {
+        snprintf(out, outlen, "%.*g", digits, v);
+        if (strtod(out, NULL) == v) return;
+    }
+}
+
+/* The header: manifest_header, then the label columns of a table or random
+ * set. malloc'd; NULL when out of memory. */
+static char *header_for(const image_set *s)
+{
+    const set_labels *l = &s->labels;
+    int dataset = axes_is_dataset(&s->axes);
+    size_t base = strlen(manifest_header), len = base + 16 + 16 * (size_t)l->nterms;
+    char *h = malloc(len);
+    if (!h) return NULL;
+    memcpy(h, manifest_header, base + 1);
+    if (!dataset) return h;
+    size_t at = base - 1; /* over the newline */
+    if (s->cfg->random.count > 0) at += (size_t)snprintf(h + at, len - at, ",draw,seed");
+    for (int i = 0; i < l->nterms; ++i)
+        at += (size_t)snprintf(h + at, len - at, ",z%d", l->j[i]);
+    snprintf(h + at, len - at, "\n");
+    return h;
+}
+
+int manifest_open(manifest_writer *w, const image_set *s, const char *path, const char *hash,
+                  char *const *keep, long long nkeep, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->hash, sizeof w->hash, "%s", hash);
-    return journal_create(&w->j, path, manifest_header, keep, nkeep, err, errlen);
+    char *header = header_for(s);
+    if (!header) {
+        snprintf(err, errlen, "out of memory for the manifest's header");
+        return -1;
+    }
+    int rc = journal_create(&w->j, path, header, keep, nkeep, err, errlen);
+    free(header);
+    return rc;
+}
+
+/* A table or random set's label cells: ,draw,seed (random sets), then each
+ * label term's total (docs/config.md). */
+static void label_cells(FILE *fp, const image_set *s, const image_info *info)
+{
+    if (!axes_is_dataset(&s->axes)) return;
+    if (s->cfg->random.count > 0) fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+    for (int i = 0; i < s->labels.nterms; ++i) {
+        char num[40];
+        csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
+        fprintf(fp, ",%s", num);
+    }
 }
 
 /* The swept Zernike terms, ';'-separated: their j and their swept values. */
@@ -58,9 +109,11 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[7], 32, res->axial_intensity);
     swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s\n", k, res->png, res->fits,
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s", k, res->png, res->fits,
             f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4], f[5], f[6],
             f[7], res->backend, w->hash);
+    label_cells(fp, s, info);
+    fputc('\n', fp);
     if (ferror(fp)) {
         snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);
         return -1;

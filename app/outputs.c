@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,9 +19,54 @@
 static int is_set_file(const char *name, const char *set)
 {
     size_t n = strlen(set);
+    if (strncmp(name, set, n) == 0 && (!strcmp(name + n, ".h5") || !strcmp(name + n, ".json")))
+        return 1; /* NAME.h5 and its sidecar NAME.json (output.hdf5) */
     if (strncmp(name, set, n) != 0 || name[n] != '_') return 0;
     const char *ext = strrchr(name, '.');
     return ext && (!strcmp(ext, ".png") || !strcmp(ext, ".fits") || !strcmp(ext, ".csv"));
+}
+
+/* 0 when a file can be created in dir, else the reason (errno). access()
+ * is not enough: root passes it on /proc, where nothing can be created.
+ * An unnamed O_TMPFILE file shows it without a trace; on a filesystem
+ * without O_TMPFILE (EOPNOTSUPP: /proc, NFS) a hidden probe file is made
+ * and removed at once. */
+static int can_create_in(const char *dir)
+{
+    if (access(dir, W_OK | X_OK) != 0) return errno;
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    if (e != EOPNOTSUPP && e != EISDIR && e != EINVAL) return e;
+    char probe[CFG_PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/.psfsim-probe-XXXXXX", dir);
+    fd = mkstemp(probe);
+    if (fd < 0) return errno == ENOENT ? e : errno; /* /proc: ENOENT, not the reason */
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* ENOENT from stat(path): a symbolic link to nothing is one case of it,
+ * which mkdir cannot create through (EEXIST). -1 with a message then. */
+static int dangling_link(const char *dir, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+    char to[CFG_PATH_MAX];
+    ssize_t n = readlink(path, to, sizeof to - 1);
+    to[n > 0 ? n : 0] = '\0';
+    if (strcmp(dir, path) == 0)
+        snprintf(err, errlen, "output directory %s: a symbolic link to %s, which does not exist",
+                 dir, to);
+    else
+        snprintf(err, errlen,
+                 "output directory %s: %s is a symbolic link to %s, which does not exist", dir,
+                 path, to);
+    return -1;
 }
 
 static int check_existing(const psf_config *cfg, const char *dir, int force, char *err,
@@ -45,8 +91,9 @@ static int check_existing(const psf_config *cfg, const char *dir, int force, cha
                  dir, cfg->name, first, found - 1);
         return -1;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
-        snprintf(err, errlen, "output directory %s: not writable: %s", dir, strerror(errno));
+    int why = can_create_in(dir);
+    if (why != 0) {
+        snprintf(err, errlen, "output directory %s: not writable: %s", dir, strerror(why));
         return -1;
     }
     return 0;
@@ -73,9 +120,10 @@ static int check_creatable(const char *dir, char *err, size_t errlen)
             *slash = '\0';
         }
         if (stat(path, &st) == 0) break;
-        if (errno != ENOENT || !strcmp(path, ".") || !strcmp(path, "/")) {
-            snprintf(err, errlen, "output directory %s: cannot use %s: %s", dir, path,
-                     strerror(errno));
+        int e = errno;
+        if (e == ENOENT && dangling_link(dir, path, err, errlen) != 0) return -1;
+        if (e != ENOENT || !strcmp(path, ".") || !strcmp(path, "/")) {
+            snprintf(err, errlen, "output directory %s: cannot use %s: %s", dir, path, strerror(e));
             return -1;
         }
     }
@@ -83,9 +131,10 @@ static int check_creatable(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "output directory %s: %s is not a directory", dir, path);
         return -1;
     }
-    if (access(path, W_OK | X_OK) != 0) {
+    int e = can_create_in(path);
+    if (e != 0) {
         snprintf(err, errlen, "output directory %s: cannot create it in %s: %s", dir, path,
-                 strerror(errno));
+                 strerror(e));
         return -1;
     }
     return 0;
@@ -101,10 +150,16 @@ int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, 
         }
         return check_existing(cfg, dir, force, err, errlen);
     }
-    if (errno != ENOENT && errno != ENOTDIR) {
-        snprintf(err, errlen, "output directory %s: %s", dir, strerror(errno));
+    int e = errno;
+    if (e != ENOENT && e != ENOTDIR) {
+        snprintf(err, errlen, "output directory %s: %s", dir, strerror(e));
         return -1;
     }
+    char bare[CFG_PATH_MAX]; /* without trailing slashes, which lstat follows */
+    snprintf(bare, sizeof bare, "%s", dir);
+    for (size_t n = strlen(bare); n > 1 && bare[n - 1] == '/'; --n)
+        bare[n - 1] = '\0';
+    if (e == ENOENT && dangling_link(dir, bare, err, errlen) != 0) return -1;
     return check_creatable(dir, err, errlen);
 }
 
@@ -114,6 +169,9 @@ static int in_this_set(const psf_config *cfg, long long nimages, const char *nam
     char want[512];
     outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
     if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
+    for (set_file f = SET_HDF5; f <= SET_SIDECAR; ++f)
+        if (!strcmp(name, outputs_set_file(NULL, cfg->name, f, want, sizeof want)))
+            return cfg->hdf5_enabled;
     const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
     char *end;
     long long k = strtoll(digits, &end, 10);
@@ -155,6 +213,14 @@ const char *outputs_set_file(const char *dir, const char *name, set_file f, char
     const char *suffix = f == SET_MANIFEST ? "manifest.csv"
                          : f == SET_TIMING ? "timing.csv"
                                            : "cube.fits";
+    if (f == SET_HDF5 || f == SET_SIDECAR) { /* NAME.h5, NAME.json: no '_' */
+        const char *ext = f == SET_HDF5 ? "h5" : "json";
+        if (dir)
+            snprintf(out, outlen, "%s/%s.%s", dir, name, ext);
+        else
+            snprintf(out, outlen, "%s.%s", name, ext);
+        return out;
+    }
     if (dir)
         snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
     else

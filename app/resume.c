@@ -80,7 +80,8 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
     while (rc == 0 && getline(&line, &cap, f) > 0) {
         char copy[4096], *cells[NCOLS + 1];
         snprintf(copy, sizeof copy, "%s", line);
-        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
+        /* A table or random set's label columns follow config_hash. */
+        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) < NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;
@@ -156,6 +157,32 @@ void resume_free(resume_state *rs)
     free_rows(rs->manifest_rows, rs->nmanifest);
     free_rows(rs->timing_rows, rs->ntiming);
     memset(rs, 0, sizeof *rs);
+}
+
+/* Keep the rows whose leading index is done. */
+static void filter_rows(const resume_state *rs, char **rows, long long *n)
+{
+    long long kept = 0;
+    for (long long i = 0; i < *n; ++i) {
+        long long k = strtoll(rows[i], NULL, 10);
+        if (k >= 0 && k < rs->nimages && rs->done[k])
+            rows[kept++] = rows[i];
+        else
+            free(rows[i]);
+    }
+    *n = kept;
+}
+
+void resume_require(resume_state *rs, const unsigned char *also)
+{
+    if (!rs->done) return;
+    for (long long k = 0; k < rs->nimages; ++k)
+        if (rs->done[k] && !also[k]) {
+            rs->done[k] = 0;
+            rs->ndone--;
+        }
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
 }
 
 void resume_clean_temps(const char *dir, const char *name)

@@ -32,6 +32,12 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
 
 void resume_free(resume_state *rs);
 
+/* Another file of the set holds images too (output.hdf5's NAME.h5): an
+ * image stays done only when also[k] (1 = it is in that file) says so as
+ * well; the others are done again, their kept manifest and timing rows
+ * dropped. */
+void resume_require(resume_state *rs, const unsigned char *also);
+
 /* Remove the temp files (".NAME_*.tmp.*") a killed run left in dir. */
 void resume_clean_temps(const char *dir, const char *name);
 

@@ -13,6 +13,7 @@
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "app/formats/fits_module.h"
+#include "app/formats/hdf5_module.h"
 #include "app/run_lanes.h"
 #include "app/run_ranks.h"
 #include "app/run_report.h"
@@ -36,6 +37,13 @@ static int prepare(run_state *r, char *err, size_t errlen)
                  o->config_path, r->mpi->size);
         return -1;
     }
+    if (r->mpi && r->cfg.hdf5_enabled) {
+        snprintf(err, errlen,
+                 "%s: output.hdf5: one HDF5 file cannot be written by %d MPI ranks; run this "
+                 "set as one process",
+                 o->config_path, r->mpi->size);
+        return -1;
+    }
     if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
     /* FITS output needs the FITS module: a psfsim without it says so before
      * any work (exit 2, nothing written), not after the first image. */
@@ -44,7 +52,14 @@ static int prepare(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
         return -1;
     }
+    if (r->cfg.hdf5_enabled && hdf5_module_load(ferr, sizeof ferr) != 0) {
+        snprintf(err, errlen, "%s: output.hdf5: %.900s", o->config_path, ferr);
+        return -1;
+    }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    set_checks_warn(&r->set, &r->notes);
+    for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
+        log_warn("%s", r->notes.text[i]);
     if (o->resume) {
         if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
             return -1;
@@ -54,7 +69,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
     r->todo = r->set.nimages - r->resume.ndone;
     r->k_begin = 0;
     r->k_end = r->set.nimages;
-    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0) return -1;
+    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0 ||
+        image_set_check_open(&r->set, err, errlen) != 0)
+        return -1;
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
     if (run_is_root(r)) {
@@ -184,6 +201,12 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
         err[0] = '\0';
         run_start_backend(&r, err, sizeof err, &status);
         run_ranks_agree(&r, &status, err);
+    }
+    /* A signal before the first file is made: stop, nothing written (with
+     * MPI the ranks stop in the loop, where they agree). */
+    if (status == 0 && !r.mpi && interrupt_pending()) {
+        log_error("interrupted before any file was written");
+        status = 130;
     }
     /* Run the loop: the files, the writers, the images. */
     int started = status == 0; /* with MPI: every rank, or none */

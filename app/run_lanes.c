@@ -15,6 +15,7 @@ void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
     image_set_problem(&r->set, r->batch, problem);
     memset(options, 0, sizeof *options);
     options->device = ln->device;
+    options->warn = log_warn_text;
 }
 
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
@@ -59,8 +60,11 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
+        int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
+        size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
+        if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes) {
+            !sl->writes || (levels && !sl->levels)) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -176,6 +180,7 @@ void run_free_lanes(run_state *r)
         free(sl->results);
         free(sl->timings);
         free(sl->writes);
+        free(sl->levels);
     }
 }
 

@@ -10,8 +10,10 @@
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "app/set/measure.h"
+#include "app/outputs.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
+#include "app/set_hdf5.h"
 
 /* Remove the files of a written image (res's names in r->dir). */
 static void forget_image(run_state *r, const image_result *res)
@@ -93,6 +95,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
+    if (rc == 0) rc = set_hdf5_add(r, sl, err, errlen); /* once in the manifest */
     sl->count = 0;
     return rc;
 }
@@ -186,6 +189,35 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
     return 0;
 }
 
+/* Every image of slot s's nb finite and non-negative (|F|^2 and sums of
+ * it with weights >= 0 are): else none of the batch goes to the writers
+ * and the run fails (exit 3) naming the first bad image, so no file holds
+ * garbage and the manifest lists only good images. Returns 0 or -1. */
+static int check_images(run_state *r, int s, int nb, char *err, size_t errlen)
+{
+    size_t n = (size_t)r->set.samp.npix * r->set.samp.npix;
+    for (int i = 0; i < nb; ++i) {
+        const float *img = r->slots[s].images + (size_t)i * n;
+        size_t nan = 0, inf = 0, neg = 0;
+        for (size_t p = 0; p < n; ++p) {
+            nan += isnan(img[p]) != 0;
+            inf += isinf(img[p]) != 0;
+            neg += img[p] < 0.0f;
+        }
+        if (nan + inf + neg == 0) continue;
+        long long k = r->slots[s].infos[i].params.index;
+        char name[300];
+        outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
+        name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
+        snprintf(err, errlen,
+                 "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "
+                 "%zu); not written",
+                 k, name, nan, inf, neg, n);
+        return -1;
+    }
+    return 0;
+}
+
 /* Metrics of each image of slot s, then hand it to the writers. */
 static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
 {
@@ -209,6 +241,7 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
                                     .info = info,
                                     .res = res,
                                     .timing = &sl->timings[i]};
+        if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
     }
     /* The slot's count is set before its first job can finish. */
     sl->count = nb;
@@ -259,7 +292,9 @@ static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
         if (nb <= 0) return nb;
         double t0 = clock_us();
         if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
-        submit(r, ln, s, nb, (clock_us() - t0) / nb);
+        double share = (clock_us() - t0) / nb;
+        if (check_images(r, s, nb, err, errlen) != 0) return -1;
+        submit(r, ln, s, nb, share);
         if (ln->retiring) return 0;
     }
 }

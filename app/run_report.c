@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fftw3.h>
+
 #include "app/base/clock.h"
 #include "app/base/log.h"
 #include "app/outputs.h"
+#include "app/select/gpu_module.h"
 
 void run_report_fill(const run_state *r, int status, const char *err, double wall, rank_report *p)
 {
@@ -81,6 +84,13 @@ void run_summary(run_state *r, double wall, const rank_report *rep, int n)
     timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
     timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
     timing_summary(t, "probe", NAN, r->decision.probe);
+    if (r->set.opd_map) timing_summary(t, "opd_map_units", NAN, r->set.opd_units.what);
+    for (int i = 0; i < r->notes.n; ++i) /* the set's warnings, as logged */
+        timing_summary(t, "warning", NAN, r->notes.text[i]);
+    char cufft[128]; /* the FFT libraries: FFTW always, cuFFT when the GPU module was loaded */
+    timing_summary(t, "fftw_version", NAN, fftwf_version);
+    timing_summary(t, "cufft_version", NAN,
+                   gpu_module_cufft(0, cufft, sizeof cufft) ? cufft : "not loaded");
     snprintf(note, sizeof note, "images written by this run%s", n > 1 ? ", all ranks" : "");
     timing_summary(t, "images", (double)sum.written, note);
     double base = n > 1 ? walls : wall * r->nlanes; /* lanes: each has the wall time */

@@ -11,7 +11,9 @@
 #include "app/cli.h"
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
+#include "app/hdf5_writer.h"
 #include "app/set/image_set.h"
+#include "app/set/set_checks.h"
 #include "app/manifest.h"
 #include "app/mpi_run.h"
 #include "app/progress.h"
@@ -32,6 +34,7 @@
 typedef struct {
     float *images; /* batch * N * N, from the backend (pinned for the GPU) */
     psf_job *jobs;
+    unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
     image_info *infos;
     double *storage; /* image_set_storage doubles per image */
     image_result *results;
@@ -67,6 +70,7 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
+    set_notes notes; /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
     const char *dir;
     char hash[24];
     resume_state resume;
@@ -88,6 +92,8 @@ struct run_state {
     int manifest_open, timing_open;
     cube_writer cube; /* output.fits.cube */
     int cube_open;
+    hdf5_writer *h5; /* output.hdf5's NAME.h5 (app/set_hdf5.h), NULL when not open */
+    int h5_kept;     /* --resume found NAME.h5 complete: it is kept as it is */
     progress bar;
     long long todo;           /* images this run computes (all, or the missing ones; with
                                  MPI, this rank's block of them) */

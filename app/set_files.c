@@ -9,6 +9,7 @@
 #include "app/formats/mpi_journal.h"
 #include "app/outputs.h"
 #include "app/run_state.h"
+#include "app/set_hdf5.h"
 
 /* r's set file f in r->dir. */
 static const char *path_of(const run_state *r, set_file f, char *out, size_t outlen)
@@ -20,10 +21,12 @@ int set_files_create(run_state *r, char *err, size_t errlen)
 {
     if (make_dir(r->dir, err, errlen) != 0) return -1;
     resume_clean_temps(r->dir, r->cfg.name);
+    /* NAME.h5 first: with --resume it narrows the rows the journals keep. */
+    if (set_hdf5_open(r, err, errlen) != 0) return -1;
     char path[SET_PATH_MAX];
     path_of(r, SET_MANIFEST, path, sizeof path);
-    if (manifest_open(&r->manifest, path, r->hash, r->resume.manifest_rows, r->resume.nmanifest,
-                      err, errlen) != 0)
+    if (manifest_open(&r->manifest, &r->set, path, r->hash, r->resume.manifest_rows,
+                      r->resume.nmanifest, err, errlen) != 0)
         return -1;
     r->manifest_open = 1;
     if (r->mpi && mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;
@@ -118,6 +121,11 @@ int set_files_close(run_state *r, int complete, char *err, size_t errlen)
          * after the kept rows on --resume. */
         if (rc == 0 && (r->resume.ndone > 0 || r->nlanes > 1)) rc |= set_files_sort(r, err, errlen);
     }
+    char herr[RUN_ERRLEN]; /* NAME.h5 and NAME.json, complete only after the journals */
+    if (set_hdf5_close(r, complete && rc == 0, herr, sizeof herr) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s", herr);
+        rc = -1;
+    }
     return rc ? -1 : 0;
 }
 
@@ -125,6 +133,7 @@ void set_files_abort(run_state *r)
 {
     char err[RUN_ERRLEN];
     if (r->cube_open) cube_writer_abort(&r->cube);
+    set_hdf5_abort(r);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
 }

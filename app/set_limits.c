@@ -16,6 +16,8 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
+#include "app/hdf5_writer.h"
+#include "app/outputs.h"
 #include "app/writer_pool.h"
 
 #define KIB 1024ULL
@@ -90,8 +92,9 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     m->writers = bytes_mul((unsigned long long)m->nwriters,
                            bytes_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
     m->base = LIMITS_BASE_BYTES;
+    m->hdf5 = hdf5_writer_memory_need(s, m->batch, 1);
     m->total = bytes_add(bytes_add(bytes_add(m->fft, m->images), bytes_add(m->pupils, m->scratch)),
-                         bytes_add(m->writers, m->base));
+                         bytes_add(bytes_add(m->writers, m->base), m->hdf5));
 }
 
 void limits_disk_need(const image_set *s, long long todo, unsigned long long block, limits_disk *d)
@@ -127,9 +130,18 @@ void limits_disk_need(const image_set *s, long long todo, unsigned long long blo
         total = bytes_add(total, bytes_mul(k, round_up(d->fits_bytes, block) + block));
         files += k;
     }
-    unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
+    /* A table or random set's manifest rows add draw, seed and a z<j> cell of
+     * at most 24 characters per label term. */
+    unsigned long long row =
+        1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike +
+        (axes_is_dataset(&s->axes) ? 48ULL + 25ULL * (unsigned long long)s->labels.nterms : 0ULL);
     unsigned long long logs = bytes_add(bytes_mul(k, row), 16 * KIB);
     total = bytes_add(total, round_up(logs, block) + 2 * block);
+    d->hdf5_bytes = hdf5_writer_disk_need(s);
+    if (d->hdf5_bytes) { /* NAME.h5, NAME.json and the sidecar's temp file */
+        total = bytes_add(total, bytes_add(round_up(d->hdf5_bytes, block), 3 * block));
+        files += 3;
+    }
     d->total = total;
     d->files = files + 2 + 4; /* manifest, timing and their temp files */
 }
@@ -331,12 +343,18 @@ static int check_memory(const image_set *s, const limits_memory *m, const limits
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix,
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix, s->samp.pupil_samples,
                  s->samp.padding);
+    char h5[64] = "";
+    if (m->hdf5) {
+        char b[32];
+        limits_format_bytes(m->hdf5, b, sizeof b);
+        snprintf(h5, sizeof h5, ", HDF5 writer %s", b);
+    }
     snprintf(err, errlen,
              "%s%s needs %s of memory on the CPU backend (%s %s, images %s in %d batches of "
-             "%d, pupils %s, scratch %s, %d writer thread(s) %s), more than this machine can "
+             "%d, pupils %s, scratch %s, %d writer thread(s) %s%s), more than this machine can "
              "give: %s; lower sampling.pupil_samples or sampling.padding",
              prefix, grid, total, s->mft ? "MFT" : "FFT buffers", fft, img, WRITER_SLOTS, m->batch,
-             pup, scr, m->nwriters, wr, what);
+             pup, scr, m->nwriters, wr, h5, what);
     return -1;
 }
 
@@ -344,12 +362,13 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
                       const limits_machine *mc, long long todo, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    int space = mc->disk_free && d->total > bytes_add(mc->disk_free, mc->reclaim);
+    int space =
+        mc->disk_free && d->total > bytes_add(bytes_add(mc->disk_free, mc->reclaim), mc->hdf5_part);
     int inodes = mc->inodes_free && d->files > mc->inodes_free;
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";
     const char *key = cfg->n_sweep_wavelength || cfg->n_sweep_defocus || cfg->n_sweep_focus_shift ||
-                              cfg->n_sweep_zernike
+                              cfg->n_sweep_zernike || axes_is_dataset(&s->axes)
                           ? "sweep"
                           : "sampling.pupil_samples";
     key_prefix(cfg, key, prefix, sizeof prefix);
@@ -358,6 +377,11 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
         size_t used = strlen(kinds);
         snprintf(kinds + used, sizeof kinds - used, "%s%s", used ? " + " : "",
                  cfg->fits_cube ? "FITS cube" : "FITS");
+    }
+    if (cfg->hdf5_enabled) {
+        size_t used = strlen(kinds);
+        snprintf(kinds + used, sizeof kinds - used, "%sHDF5 %s", used ? " + " : "",
+                 cfg->hdf5_dtype == HDF5_UINT16 ? "uint16" : "float32");
     }
     if (space) {
         char need[32], have[32], back[64] = "";
@@ -382,9 +406,30 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
     return -1;
 }
 
+/* output.hdf5: one image must fit in one chunk, under 4 GiB (HDF5 stores
+ * a chunk's size in 32 bits; app/formats/hdf5_params.c). */
+static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
+{
+    unsigned long long image = hdf5_writer_image_bytes(s);
+    if (!s->cfg->hdf5_enabled || image <= 0xffffffffULL) return 0;
+    char prefix[4400], size[32];
+    key_prefix(s->cfg, s->cfg->out_npix ? "output.npix" : "sampling.pupil_samples", prefix,
+               sizeof prefix);
+    limits_format_bytes(image, size, sizeof size);
+    int u16 = s->cfg->hdf5_dtype == HDF5_UINT16;
+    snprintf(err, errlen,
+             "%san image of %d x %d %s is %s, more than one HDF5 chunk holds (under 4 GiB): "
+             "%s, or turn output.hdf5 off",
+             prefix, s->samp.npix, s->samp.npix, u16 ? "uint16" : "float32", size,
+             u16 ? "make the images smaller"
+                 : "use output.hdf5.dtype = \"uint16\", smaller images");
+    return -1;
+}
+
 int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen)
 {
+    if (check_hdf5_image(s, err, errlen) != 0) return -1;
     int nwriters = o && o->jobs > 0 ? o->jobs : 0;
     if (nwriters == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -403,5 +448,11 @@ int limits_check(const image_set *s, const char *dir, const cli_options *o, long
 {
     limits_machine mc;
     limits_probe(dir, s->cfg->name, o && o->force, &mc);
+    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX];
+    struct stat st;
+    outputs_set_file(dir, s->cfg->name, SET_HDF5, h5, sizeof h5);
+    if (s->cfg->hdf5_enabled && h5set_temp_name(h5, tmp, sizeof tmp) == 0 && lstat(tmp, &st) == 0 &&
+        S_ISREG(st.st_mode))
+        mc.hdf5_part = (unsigned long long)st.st_size;
     return limits_evaluate(s, dir, o, todo, &mc, err, errlen);
 }

@@ -35,9 +35,13 @@
  *    (IMAGE_SET_GRIDS_BYTES, app/set/image_set.c);
  *  - writers: per writer thread the PNG levels 2 M^2 and 1 MiB for zlib,
  *    libpng and cfitsio state (app/formats/png_io.c, app/writer_pool.c);
+ *  - hdf5: with output.hdf5, NAME.h5's writer: its queue, the module's
+ *    stages and gzip buffers, the written flags and the uint16 levels
+ *    (hdf5_writer_memory_need, app/hdf5_writer.h);
  *  - base: 64 MiB for the program, its libraries and FFTW's plans. */
 typedef struct {
     unsigned long long fft, images, pupils, scratch, writers, base;
+    unsigned long long hdf5; /* 0 without output.hdf5 */
     unsigned long long total;
     int batch;    /* B */
     int nwriters; /* W */
@@ -57,10 +61,15 @@ typedef struct {
  *    its PLANES table (64 bytes a row);
  *  - manifest and timing rows: 1 KiB + 32 bytes per swept Zernike term per
  *    image, and 16 KiB for headers and the summary;
+ *  - NAME.h5 (output.hdf5): the whole file, every image of the set, as
+ *    if uncompressed, with its labels, metadata and the sidecar NAME.json
+ *    (hdf5_writer_disk_need, app/hdf5_writer.h); its temp file already in
+ *    the directory is counted as free (limits_machine.hdf5_part);
  *  - each file rounded up to the file system's block, plus one block. */
 typedef struct {
     unsigned long long png_bytes;  /* one image's PNG, 0 without PNG */
     unsigned long long fits_bytes; /* one image's FITS (a cube: one plane), 0 without FITS */
+    unsigned long long hdf5_bytes; /* NAME.h5 and NAME.json, 0 without output.hdf5 */
     unsigned long long total;      /* every image to do, the logs, block-rounded */
     unsigned long long files;      /* files created (inodes) */
 } limits_disk;
@@ -76,6 +85,8 @@ typedef struct {
     unsigned long long block;         /* f_frsize, >= 512 */
     unsigned long long reclaim;       /* with --force: bytes of the old set's files, freed as
                                          the new ones replace them */
+    unsigned long long hdf5_part;     /* with output.hdf5: bytes of NAME.h5's temp file, which
+                                         the run continues (--resume) or replaces */
     char fs_path[4096];               /* the directory statvfs looked at: dir or its nearest
                                          existing ancestor */
 } limits_machine;
@@ -99,12 +110,13 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
 /* Hold s to mc: returns 0, or -1 with one message in err when the memory
  * need exceeds the smallest known of mem_available (else mem_physical),
  * mem_cgroup and mem_rlimit, when the disk need exceeds disk_free +
- * reclaim, or the files inodes_free. The message gives both numbers and
- * names the config key the need comes from, as config errors do:
- *   "defocus.cfg:12: sampling.pupil_samples: a 65536 x 65536 FFT grid
- *    needs 70.1 GiB of memory on the CPU backend (...), more than this
- *    machine can give: 22.1 GiB available (MemAvailable) of 23.4 GiB
- *    physical"
+ * reclaim + hdf5_part, or the files inodes_free, or (output.hdf5) when
+ * one image is 4 GiB or more, more than an HDF5 chunk holds
+ *   "defocus.cfg:9: output.npix: an image of 40000 x 40000 float32 is
+ *    6.0 GiB, more than one HDF5 chunk holds (under 4 GiB): ...". The message gives both numbers
+ * and names the config key the need comes from, as config errors do: "defocus.cfg:12:
+ * sampling.pupil_samples: a 65536 x 65536 FFT grid needs 70.1 GiB of memory on the CPU backend
+ * (...), more than this machine can give: 22.1 GiB available (MemAvailable) of 23.4 GiB physical"
  *   "defocus.cfg:20: sweep: 10000000 images of 256 x 256 (PNG 16-bit)
  *    need up to 1.2 TiB in out/x, but its file system (/) has 80.2 GiB
  *    free"
@@ -114,7 +126,8 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
 int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen);
 
-/* limits_probe then limits_evaluate: the one call prepare() makes (after
+/* limits_probe (and, with output.hdf5, the size of NAME.h5's temp file
+ * into hdf5_part) then limits_evaluate: the one call prepare() makes (after
  * image_set_init and outputs_check, before anything is written). */
 int limits_check(const image_set *s, const char *dir, const cli_options *o, long long todo,
                  char *err, size_t errlen);

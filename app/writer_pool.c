@@ -7,6 +7,7 @@
 
 #include "app/base/clock.h"
 #include "app/formats/fits_io.h"
+#include "app/formats/png_io.h"
 
 typedef struct node {
     write_job *job;
@@ -51,6 +52,10 @@ static void write_one(writer_pool *p, write_job *j)
     j->status = outputs_write_image(p->set, p->dir, j->k, j->info, j->img, j->res, &png_us,
                                     &fits_us, j->err, sizeof j->err);
     if (p->fits_serial) pthread_mutex_unlock(&p->fits_mu);
+    const psf_config *cfg = p->set->cfg;
+    if (j->status == 0 && j->levels)
+        psf_png_stretch_levels(j->img, p->set->samp.npix, cfg->png_bits, cfg->png_stretch,
+                               cfg->png_dynamic_range, j->levels);
     j->timing->png_us = png_us;
     j->timing->fits_us = fits_us;
 }

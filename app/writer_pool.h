@@ -25,6 +25,10 @@ typedef struct {
     image_timing *timing; /* png_us, fits_us filled */
     int status;           /* 0 written, -1 failed (message in err) */
     char err[WRITER_ERRLEN];
+    /* N*N or NULL: once written, img's PNG stretch levels (output.png's
+     * bits and stretch) for output.hdf5's uint16 images, made here on the
+     * writer threads. */
+    unsigned short *levels;
 } write_job;
 
 typedef struct writer_pool writer_pool;

@@ -85,7 +85,10 @@ typedef struct {
     const char *cache_dir; /* an existing directory where a backend may keep what it
                               learns about this machine across runs (the CPU: its FFTW
                               wisdom, so plans are measured once per machine); NULL =
-                              none. Read by create only. */
+                              none. Read by create only (backend/cache_file.h says how). */
+    /* Where create says what the user should know that is no error (a
+     * cache file it cannot use, named); NULL = unsaid. Called on create's thread. */
+    void (*warn)(const char *message);
 } psf_backend_options;
 
 /* Memory a backend takes for a problem, bytes (saturating at UINT64_MAX,

@@ -18,9 +18,9 @@ extern "C" {
 
 #define GPU_MODULE_NAME "libpsfsim-gpu.so"
 #define GPU_MODULE_ENTRY "psf_gpu_module_entry"
-/* Raised whenever the table, gpu_basics or psf_backend_ops changes, so a
- * stale module is refused. */
-#define GPU_MODULE_ABI 1
+/* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
+ * (with the problem and options it takes) changes, so a stale module is refused. */
+#define GPU_MODULE_ABI 3
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -37,6 +37,16 @@ typedef struct {
     int device_count; /* CUDA devices visible to the process (cudaGetDeviceCount) */
 } gpu_basics;
 
+/* The CUDA libraries of the module (none of them needs a device or a
+ * driver to say): versions as cuFFT and CUDA encode them. */
+typedef struct {
+    int cufft;       /* cufftGetVersion: the libcufft loaded, major * 1000 + minor * 100 +
+                        patch; -1 when it fails */
+    int cufft_built; /* CUFFT_VERSION of the headers the module was built with */
+    int cudart;      /* CUDART_VERSION (the runtime is static in the module): major * 1000 +
+                        minor * 10 */
+} gpu_versions;
+
 typedef struct {
     int abi;     /* GPU_MODULE_ABI */
     size_t size; /* sizeof(gpu_module_ops) */
@@ -46,6 +56,9 @@ typedef struct {
      * process should be this one, so that start_us is the real start cost.
      * Returns 0, or -1 with err (no device, no driver, CUDA error). */
     int (*probe_basics)(gpu_basics *out, char *err, size_t errlen);
+    /* The module's library versions into out (gpu/probe.cu): no CUDA call
+     * that needs a device or the driver. */
+    void (*versions)(gpu_versions *out);
 } gpu_module_ops;
 
 /* Marks the entry (the module is built with hidden visibility). */

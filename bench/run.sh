@@ -41,6 +41,8 @@ log "psfsim backends"
   "$build/bench/psfsim_bench_backends" gpu 64:1000 128:1000 256:1000 512:1000 1024:1000 2048:100 4096:20
   "$build/bench/psfsim_bench_backends" cpu 64:1000 128:1000 256:1000 512:200 1024:50 2048:10 4096:3
 } >"$out/psfsim.csv"
+log "MFT against FFT, GPU MFT against CPU MFT"
+"$build/bench/psfsim_bench_mft" >"$out/mft.txt"
 log "ceiling"
 "$build/bench/psfsim_ceiling" 64 1000 128 1000 256 1000 512 1000 1024 1000 2048 100 4096 1 4096 20 \
   >"$out/ceiling.csv"

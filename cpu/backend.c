@@ -49,9 +49,6 @@ typedef struct {
     int current; /* pupil whose samples are in `in`, -1 = none */
 } cpu_lane;
 
-/* The FFTW wisdom file in the options' cache directory. */
-#define CPU_WISDOM_FILE "fftw-wisdom-float"
-
 struct psf_backend {
     psf_problem set;
     cpu_fft_plan fft;
@@ -132,11 +129,9 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         return 0;
     }
     /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
-    char wisdom[4200];
-    int with_wisdom = set->npix >= 128 && opt->cache_dir;
-    if (with_wisdom) snprintf(wisdom, sizeof wisdom, "%s/" CPU_WISDOM_FILE, opt->cache_dir);
+    const char *wisdom_dir = set->npix >= 128 ? opt->cache_dir : NULL;
     if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set, opt), worth_measuring(set, opt),
-                            with_wisdom ? wisdom : NULL, err, errlen) != 0) {
+                            wisdom_dir, opt->warn, err, errlen) != 0) {
         free(b);
         return -1;
     }

@@ -53,7 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     img = NULL;
     err[0] = '\0';
-    if (maps_load_opd(path, 1e35, &img, &rows, &cols, err, sizeof err) != 0) {
+    maps_opd_units units;
+    if (maps_load_opd(path, 1e35, ZUNITS_NM, &img, &rows, &cols, &units, err, sizeof err) != 0) {
         fuzz_check_message(err, "map.png");
     } else {
         for (long long i = 0; i < (long long)rows * cols; ++i)

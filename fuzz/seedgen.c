@@ -2,14 +2,18 @@
  * and fuzz/corpus/fits_map) into a directory, with psfsim's own writers and
  * with libpng / cfitsio for the kinds psfsim does not write (1-bit and
  * interlaced grayscale, RGB, palette; integer FITS with BLANK and BSCALE, a
- * cube, an image extension, a tile-compressed image, a table). Every image
- * is at most 8 x 8, so the seeds stay a few hundred bytes each. Run by hand
- * to regenerate them: build-fuzz/fuzz/seedgen DIR. */
+ * cube, an image extension, a tile-compressed image, a table; raw header
+ * cards for what cfitsio does not write: NAXIS = 104, END placement; a
+ * gzip-compressed map). Every image is at most 8 x 8, so the seeds stay a
+ * few kB each (under the fuzz runs' -max_len of 16 KiB). Run by hand to
+ * regenerate them:
+ * build-fuzz/fuzz/seedgen png|fits DIR. */
 #include <fitsio.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
@@ -138,6 +142,98 @@ static void raw_fits(const char *name, int bitpix, int naxis, long *dims, int ex
     check(status, name);
 }
 
+/* A FITS file card by card (for headers cfitsio will not write): the
+ * cards, each padded to 80 characters, then END (unless end is 0), blanks
+ * to the end of the block, then data_bytes zero bytes padded to a block. */
+static void raw_cards(const char *name, const char *const *cards, int ncards, int end,
+                      size_t data_bytes)
+{
+    FILE *f = fopen(in(name), "wb");
+    if (!f) die(name);
+    char card[81];
+    size_t n = 0;
+    for (int i = 0; i <= ncards; ++i, n += 80) {
+        if (i == ncards && !end) break;
+        snprintf(card, sizeof card, "%-80s", i < ncards ? cards[i] : "END");
+        fwrite(card, 1, 80, f);
+    }
+    for (; n % 2880; ++n)
+        fputc(' ', f);
+    for (size_t i = 0; i < (data_bytes + 2879) / 2880 * 2880; ++i)
+        fputc(0, f);
+    if (fclose(f)) die(name);
+}
+
+/* Header edge cases: NAXIS past what cfitsio survives, END as the last card
+ * of a block, as the first of the next, or missing, and a float image with
+ * BSCALE / BZERO. */
+static void raw_headers(void)
+{
+    static char naxis[110][32];
+    const char *c[110] = {"SIMPLE  =                    T", "BITPIX  =                    8",
+                          "NAXIS   =                  104"};
+    for (int i = 1; i <= 104; ++i) {
+        snprintf(naxis[i], sizeof naxis[i], "NAXIS%-3d=                    1", i);
+        c[2 + i] = naxis[i];
+    }
+    /* cfitsio 4.2 frees a wild pointer opening it (fits_scan.c refuses it;
+     * also tests/regress/fits_map/cfitsio-naxis-104-wild-free.fits). */
+    raw_cards("naxis104_1x1.fits", c, 107, 1, 1);
+
+    const char *h[36] = {"SIMPLE  =                    T", "BITPIX  =                  -32",
+                         "NAXIS   =                    2", "NAXIS1  =                    2",
+                         "NAXIS2  =                    2", "BSCALE  =                  2.5",
+                         "BZERO   =                 -1.0", "BUNIT   = 'nm      '"};
+    for (int i = 8; i < 36; ++i)
+        h[i] = "COMMENT   padding to the end of the block";
+    raw_cards("float32_bscale_2x2.fits", h, 8, 1, 16);
+    raw_cards("end_last_card_2x2.fits", h, 35, 1, 16);
+    raw_cards("end_second_block_2x2.fits", h, 36, 1, 16);
+    raw_cards("no_end_2x2.fits", h, 8, 0, 16);
+}
+
+/* A small float image with a BUNIT (OPD maps in m, um, rad, ... ) and the
+ * same in an image extension after a primary with its own BUNIT. */
+static void bunits(void)
+{
+    static const char *const units[] = {"meter", "um", "nm", "rad", "waves", "furlong", ""};
+    float img[4] = {1e-9f, -2e-9f, 0.5f, 0.0f};
+    char err[512], name[64];
+    for (size_t i = 0; i < sizeof units / sizeof *units; ++i) {
+        fits_kv kv = {.key = "BUNIT", .type = FITS_KV_STRING, .s = units[i]};
+        snprintf(name, sizeof name, "bunit_%s_2x2.fits", units[i][0] ? units[i] : "blank");
+        if (psf_fits_write_image(in(name), img, 2, &kv, 1, err, sizeof err)) die(err);
+    }
+    fitsfile *f;
+    int status = 0;
+    long d2[2] = {2, 2};
+    remove(in("ext_bunit_2x2.fits"));
+    fits_create_diskfile(&f, in("ext_bunit_2x2.fits"), &status);
+    fits_create_img(f, 8, 0, NULL, &status);
+    fits_update_key_str(f, "BUNIT", "nm", NULL, &status);
+    fits_create_img(f, FLOAT_IMG, 2, d2, &status);
+    fits_update_key_str(f, "BUNIT", "meter", NULL, &status);
+    fits_write_img(f, TFLOAT, 1, 4, img, &status);
+    fits_close_file(f, &status);
+    check(status, "ext_bunit_2x2.fits");
+}
+
+/* A gzip-compressed copy of seed src (WebbPSF's .fits.gz maps). */
+static void gzip_seed(const char *src, const char *dst)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", in(src));
+    FILE *f = fopen(path, "rb");
+    gzFile gz = gzopen(in(dst), "wb9");
+    if (!f || !gz) die(dst);
+    char buf[2880];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (gzwrite(gz, buf, (unsigned)n) != (int)n) die(dst);
+    fclose(f);
+    if (gzclose(gz) != Z_OK) die(dst);
+}
+
 static void fitses(void)
 {
     char err[512];
@@ -155,6 +251,12 @@ static void fitses(void)
     raw_fits("cube_2x2x2.fits", FLOAT_IMG, 3, d3, 0, 0);
     raw_fits("vector_5.fits", FLOAT_IMG, 1, d1, 0, 0);
     raw_fits("rice_int16_4x3.fits", SHORT_IMG, 2, d2, 0, 1);
+    long d3p[3] = {4, 3, 1};
+    raw_fits("plane_4x3x1.fits", FLOAT_IMG, 3, d3p, 0, 0);
+    raw_fits("int64_blank_4x3.fits", LONGLONG_IMG, 2, d2, 0, 0);
+    raw_headers();
+    bunits();
+    gzip_seed("float32_8x8.fits", "float32_8x8.fits.gz");
 
     fitsfile *f;
     int status = 0;

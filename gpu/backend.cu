@@ -367,8 +367,9 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     {
         cudaError_t e = cudaGetDeviceCount(&ndev);
         if (e != cudaSuccess || ndev < 1) {
-            snprintf(err, errlen, "no CUDA device: %s",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+            char why[128];
+            gpu_no_device_reason(e, why, sizeof why);
+            snprintf(err, errlen, "no CUDA device: %s", why);
             goto fail;
         }
     }
@@ -884,8 +885,9 @@ static int gpu_device_count(char *err, size_t errlen)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1) {
-        snprintf(err, errlen, "no CUDA device: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+        char why[128];
+        gpu_no_device_reason(e, why, sizeof why);
+        snprintf(err, errlen, "no CUDA device: %s", why);
         return -1;
     }
     return n;
@@ -965,4 +967,4 @@ static const psf_backend_ops gpu_ops = make_ops();
 
 /* The module's one exported symbol (the rest is built hidden). */
 extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
-    GPU_MODULE_ABI, sizeof(gpu_module_ops), &gpu_ops, gpu_probe_basics};
+    GPU_MODULE_ABI, sizeof(gpu_module_ops), &gpu_ops, gpu_probe_basics, gpu_library_versions};

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -100,6 +101,25 @@ static inline const char *gpu_cufft_error_name(cufftResult r)
     default:
         return "unknown cuFFT error";
     }
+}
+
+/* Why CUDA shows no device, from cudaGetDeviceCount's result e (success:
+ * it counted none), into out. Without the NVIDIA kernel driver (no /proc/driver/nvidia/version)
+ * the runtime says cudaErrorInsufficientDriver, "CUDA driver version is
+ * insufficient for CUDA runtime version", which reads as an old driver:
+ * that case, and cudaErrorNoDevice with no driver, say "no NVIDIA driver";
+ * an old driver that is there keeps CUDA's own words. */
+static inline void gpu_no_device_reason(cudaError_t e, char *out, size_t len)
+{
+    if (e == cudaSuccess) {
+        snprintf(out, len, "the driver reports none");
+        return;
+    }
+    int driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+    if (!driver && (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice))
+        snprintf(out, len, "no NVIDIA driver (no /proc/driver/nvidia/version)");
+    else
+        snprintf(out, len, "%s", cudaGetErrorString(e));
 }
 
 /* Name of a cuBLAS status code: numeric cases, as for cuFFT, so that the

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include "gpu/cuda_check.h"
 #include "gpu/probe.h"
 
 #define PROBE_REPS 21
@@ -92,9 +93,11 @@ extern "C" int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     double t0 = now_us();
     int count = 0;
-    if (failed(cudaGetDeviceCount(&count), "no CUDA device", err, errlen)) return -1;
-    if (count < 1) {
-        snprintf(err, errlen, "gpu probe: no CUDA device");
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count < 1) {
+        char why[128];
+        gpu_no_device_reason(e, why, sizeof why);
+        snprintf(err, errlen, "gpu probe: no CUDA device: %s", why);
         return -1;
     }
     if (failed(cudaSetDevice(0), "cudaSetDevice", err, errlen) ||
@@ -121,11 +124,10 @@ extern "C" int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen)
     return rc;
 }
 
-extern "C" int gpu_runtime_version(void)
+extern "C" void gpu_library_versions(gpu_versions *out)
 {
-    return CUDART_VERSION;
-}
-extern "C" int gpu_cufft_version(void)
-{
-    return CUFFT_VERSION;
+    int v = 0;
+    out->cufft = cufftGetVersion(&v) == CUFFT_SUCCESS ? v : -1;
+    out->cufft_built = CUFFT_VERSION;
+    out->cudart = CUDART_VERSION;
 }

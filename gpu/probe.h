@@ -17,10 +17,10 @@ extern "C" {
  * -1 with err (no device, no driver, CUDA error). */
 int gpu_probe_basics(gpu_basics *out, char *err, size_t errlen);
 
-/* CUDA runtime and cuFFT versions psfsim was built with (CUDART_VERSION,
- * CUFFT_VERSION). Neither initialises CUDA. */
-int gpu_runtime_version(void);
-int gpu_cufft_version(void);
+/* cuFFT's version as loaded (cufftGetVersion) and as built (CUFFT_VERSION),
+ * and the CUDA runtime's (gpu_module_ops.versions's contract). Initialises
+ * no device: works without a driver. */
+void gpu_library_versions(gpu_versions *out);
 
 #ifdef __cplusplus
 }

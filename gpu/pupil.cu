@@ -43,9 +43,9 @@ __global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *am
     int npix = set.npix;
     if (dj >= npix || di >= npix) return;
     int c = npix / 2;
-    double x = (double)(unshift(dj, npix, set.natural) - c) * dx_m;
-    double y = (double)(unshift(di, npix, set.natural) - c) * dx_m;
-    float t = aperture_sample(&set.geom, x, y, dx_m);
+    int oj = unshift(dj, npix, set.natural) - c, oi = unshift(di, npix, set.natural) - c;
+    double x = (double)oj * dx_m, y = (double)oi * dx_m;
+    float t = aperture_sample_index(&set.geom, oi, oj, dx_m); /* binary rims: exact (integers) */
     if (set.amp_map && t != 0.0f)
         t *= map_bilinear(set.amp_map, set.map_rows, set.map_cols, set.map_diameter_m, x, y);
     size_t p = (size_t)di * npix + dj;

@@ -18,7 +18,8 @@ static int open_lane(psfsim_set *s, lib_lane *ln, const psf_backend_ops *ops, ch
 {
     psf_problem problem;
     image_set_problem(&s->set, s->batch, &problem);
-    psf_backend_options options = {.threads = s->threads, .device = ln->device};
+    psf_backend_options options = {
+        .threads = s->threads, .device = ln->device, .warn = log_warn_text}; /* to the sink */
     char cache[4096];
     lib_lock();
     options.cache_dir = probe_cache_dir_made(cache, sizeof cache);

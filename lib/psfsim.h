@@ -125,6 +125,8 @@ typedef struct {
     int png_bits;              /* psfsim_compute_u16's levels are 0 .. 2^png_bits - 1 */
     const char *name;          /* the config's name; valid until psfsim_close */
     const char *normalization; /* "peak" or "sum" */
+    long long random_count;    /* sweep.random.count; 0 when the set is not a random set */
+    unsigned long long seed;   /* sweep.random.seed (the manifest's seed); 0 without */
 } psfsim_info;
 
 PSFSIM_API int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t errlen);
@@ -141,6 +143,9 @@ typedef struct {
     double pixel_scale_arcsec;   /* arcseconds on the sky */
     double pixel_scale_um;       /* focal-plane micrometres; NaN without f_number */
     double sampling_q;           /* Q = (lambda/D) / pixel (FITS PADDING) */
+    long long table_row;         /* the sweep.table data row (0-based); -1 without a table */
+    long long draw;              /* the sweep.random draw index d (the manifest's draw);
+                                    -1 when the set is not a random set */
 } psfsim_params;
 
 /* Parameters of images [first, first + count) into params[count].

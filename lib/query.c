@@ -27,6 +27,8 @@ int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t 
     info->png_bits = cfg->png_bits;
     info->name = cfg->name;
     info->normalization = cfg->normalization == NORM_SUM ? "sum" : "peak";
+    info->random_count = cfg->random.count;
+    info->seed = cfg->random.count > 0 ? cfg->random.seed : 0;
     return PSFSIM_OK;
 }
 
@@ -57,7 +59,9 @@ int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_
                                     .pixel_scale_lambda_d = info.pixel_lambda_d,
                                     .pixel_scale_arcsec = info.pixel_arcsec,
                                     .pixel_scale_um = info.pixel_um,
-                                    .sampling_q = info.sampling_q};
+                                    .sampling_q = info.sampling_q,
+                                    .table_row = info.params.table_row,
+                                    .draw = info.params.draw};
     }
     return rc;
 }

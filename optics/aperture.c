@@ -55,7 +55,7 @@ int aperture_fill(const psf_aperture *a, int npix, double dx_m, float *amp, char
         float *row = amp + (size_t)i * npix;
         for (int j = 0; j < npix; ++j) {
             double x = (double)(j - c) * dx_m;
-            float t = aperture_sample(&g, x, y, dx_m);
+            float t = aperture_sample_index(&g, i - c, j - c, dx_m);
             if (a->shape == APERTURE_FILE && t != 0.0f)
                 t *= map_bilinear(a->map, a->map_rows, a->map_cols, a->diameter_m, x, y);
             row[j] = t;

@@ -48,6 +48,7 @@ typedef struct {
     double hex_nx[6];   /* hexagon edge outward unit normals, at 30 + 60 k deg */
     double hex_ny[6];
     double r_obs;           /* obscuration radius e R, metres; 0 = none */
+    double obs_ratio;       /* e, for the binary edges' exact rim test */
     int nvanes;             /* spider vanes; 0 = none (also when width is 0) */
     double vane_hw;         /* half width w/2, metres */
     double vane_angle0_deg; /* first vane's angle */
@@ -95,6 +96,7 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
     g->hex_nx[4] = 0.0, g->hex_ny[4] = -1.0;
     g->hex_nx[5] = APG_SQRT3_2, g->hex_ny[5] = -0.5;
     g->r_obs = a->obscuration > 0.0 ? a->obscuration * r : 0.0;
+    g->obs_ratio = a->obscuration > 0.0 ? a->obscuration : 0.0;
     g->nvanes = (a->spider_count > 0 && a->spider_width_m > 0.0) ? a->spider_count : 0;
     g->vane_hw = 0.5 * a->spider_width_m;
     g->vane_angle0_deg = a->spider_angle_deg;
@@ -258,6 +260,31 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
     return -1.0;
 }
 
+/* 1 when the point (x, y), at r = |(x, y)| from the axis, is under a vane
+ * (g->nvanes > 0; the vane's end, t = 0, blocks). */
+PSF_HD int apg_point_under_vane(const psf_aperture_geom *g, double x, double y, double r)
+{
+    double lim = g->vane_hw * (1.0 + 1e-12);
+    double ux0, uy0, ux, uy, t, s;
+    int seen = 0;
+    apg_vane_first(g, x, y, &ux0, &uy0);
+    for (int side = 0; side < 2; ++side) {
+        double sn = side ? g->vane_sin_step : -g->vane_sin_step;
+        ux = ux0, uy = uy0;
+        if (side) {
+            apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+        }
+        while (seen < g->nvanes) {
+            t = x * ux + y * uy, s = y * ux - x * uy;
+            if (t >= 0.0 && fabs(s) < g->vane_hw) return 1;
+            if ((t >= 0.0 ? fabs(s) : r) > lim) break;
+            seen++;
+            apg_rotate(g->vane_cos_step, sn, &ux, &uy);
+        }
+    }
+    return 0;
+}
+
 /* 1 when the point (x, y) is in the open region, boundaries counting as open
  * (the vane's end, t = 0, blocks as the definition above says). */
 PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
@@ -268,26 +295,7 @@ PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
         for (int k = 0; k < 6; ++k)
             if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
     if (r2 < g->r_obs * g->r_obs) return 0;
-    if (g->nvanes > 0) {
-        double r = sqrt(r2), lim = g->vane_hw * (1.0 + 1e-12);
-        double ux0, uy0, ux, uy, t, s;
-        int seen = 0;
-        apg_vane_first(g, x, y, &ux0, &uy0);
-        for (int side = 0; side < 2; ++side) {
-            double sn = side ? g->vane_sin_step : -g->vane_sin_step;
-            ux = ux0, uy = uy0;
-            if (side) {
-                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
-            }
-            while (seen < g->nvanes) {
-                t = x * ux + y * uy, s = y * ux - x * uy;
-                if (t >= 0.0 && fabs(s) < g->vane_hw) return 0;
-                if ((t >= 0.0 ? fabs(s) : r) > lim) break;
-                seen++;
-                apg_rotate(g->vane_cos_step, sn, &ux, &uy);
-            }
-        }
-    }
+    if (g->nvanes > 0 && apg_point_under_vane(g, x, y, sqrt(r2))) return 0;
     return 1;
 }
 
@@ -327,6 +335,43 @@ PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, doubl
     return sum / 16.0;
 }
 
+/* Binary edges of the sample at integer offsets (di, dj) (rows, columns)
+ * from the axis sample, pitch dx_m: the rims decided in exact arithmetic
+ * on the offsets, so that a sample exactly on a rim is open (design.md,
+ * "Aperture") whatever D's value, on both backends (x*x + y*y > R*R in
+ * metres with an inexact D/n closed some, and nvcc contracted it into an
+ * FMA). With q = D / dx samples across D (rounded to the integer n when
+ * within 1e-9 relative: dx = D/n is D/n rounded), X = 2 dj, Y = 2 di:
+ * circle open iff X^2 + Y^2 <= q^2; obscuration closed iff X^2 + Y^2 <
+ * (e q)^2; hexagon (vertices on the x axis) open iff 4 Y^2 <= 3 q^2 and
+ * |X| <= q and Y^2 <= 3 (q - |X|)^2 (the flat sides |y| <= R sqrt3/2 and
+ * sqrt3/2 |x| + |y|/2 <= R sqrt3/2, squared). The left sides are integers
+ * (|X|, |Y| <= 2^17: exact in 64 bits and in double); with an integer q
+ * the circle and hexagon tests are exact, e q is one rounding of the
+ * config's e times n. Spiders: the point test at (dj dx, di dx). */
+PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, double dx_m)
+{
+    long long X = 2LL * dj, Y = 2LL * di, X2 = X * X, Y2 = Y * Y, AX = X < 0 ? -X : X;
+    double q = 2.0 * g->r_out / dx_m, qn = floor(q + 0.5);
+    int whole = fabs(q - qn) <= 1e-9 * q && qn <= 1e9; /* 3 n^2 fits in 64 bits */
+    long long n = (long long)qn;
+    if (g->outer == APG_OUTER_CIRCLE && (whole ? X2 + Y2 > n * n : (double)(X2 + Y2) > q * q))
+        return 0;
+    if (g->outer == APG_OUTER_HEXAGON) {
+        if (whole ? (4 * Y2 > 3 * n * n || AX > n || Y2 > 3 * (n - AX) * (n - AX))
+                  : (4.0 * (double)Y2 > 3.0 * q * q || (double)AX > q ||
+                     (double)Y2 > 3.0 * (q - (double)AX) * (q - (double)AX)))
+            return 0;
+    }
+    if (g->obs_ratio > 0.0) {
+        double eq = g->obs_ratio * (whole ? qn : q);
+        if ((double)(X2 + Y2) < eq * eq) return 0;
+    }
+    if (g->nvanes == 0) return 1;
+    double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes: not on the lattice */
+    return !apg_point_under_vane(g, x, y, sqrt(x * x + y * y));
+}
+
 /* Transmission of the pupil sample centred at (x_m, y_m) with pitch dx_m:
  * binary edges: 1 when the centre is open, else 0; grey edges: the open
  * fraction of the dx x dx cell, within 1e-3 (see the top of this file). */
@@ -340,6 +385,15 @@ PSF_HD float aperture_sample(const psf_aperture_geom *g, double x_m, double y_m,
         for (int j = 0; j < 4; ++j)
             sum += apg_level1(g, x_m + (j - 1.5) * q, y_m + (i - 1.5) * q, q, dx_m);
     return (float)(sum / 16.0);
+}
+
+/* aperture_sample of the sample at integer offsets (di, dj) from the axis
+ * sample (x = dj dx, y = di dx): binary edges by aperture_index_open, grey
+ * edges as aperture_sample. Used by aperture_fill and the GPU's pupil. */
+PSF_HD float aperture_sample_index(const psf_aperture_geom *g, int di, int dj, double dx_m)
+{
+    if (g->binary) return aperture_index_open(g, di, dj, dx_m) ? 1.0f : 0.0f;
+    return aperture_sample(g, (double)dj * dx_m, (double)di * dx_m, dx_m);
 }
 
 #endif

@@ -17,8 +17,10 @@ typedef struct {
 /* Focus shift to defocus: a detector shift dz_um at F-number f_number is a
  * peak-to-valley defocus W020 = dz / (8 F^2) (Born & Wolf, 7th ed., 9.2 and
  * Mahajan, Optical Imaging and Aberrations I, 2.3), i.e. a Noll 4 RMS of
- * W020 / (2 sqrt 3). Returns that RMS in micrometres of wavefront (positive
- * for positive dz), or NaN when f_number <= 0. */
+ * W020 / (2 sqrt 3). Positive dz is the detector moved towards the pupil
+ * (inside focus) in psfsim's exp(+i 2 pi W/lambda), forward-transform
+ * convention (design.md, "Aberrations"). Returns that RMS in micrometres
+ * of wavefront (positive for positive dz), or NaN when f_number <= 0. */
 double wavefront_focus_shift_to_z4_um(double dz_um, double f_number);
 
 /* Fill w[N*N] (row-major, centred as in aperture.h) with the wavefront error

@@ -1,7 +1,9 @@
 #include "app/base/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static log_level g_level = LOG_WARN;
 static log_sink g_sink;
@@ -42,4 +44,15 @@ void log_msg(log_level level, const char *fmt, ...)
         return;
     }
     fwrite(line, 1, len, stderr);
+}
+
+void log_warn_text(const char *text)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char last[1024];
+    pthread_mutex_lock(&mu);
+    int again = strncmp(last, text, sizeof last - 1) == 0;
+    if (!again) snprintf(last, sizeof last, "%s", text);
+    pthread_mutex_unlock(&mu);
+    if (!again) log_warn("%s", text);
 }

@@ -22,4 +22,9 @@ void log_set_sink(log_sink sink, void *ctx);
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
+/* Say text as a warning unless it was the last text said through this:
+ * for psf_backend_options.warn, which every backend create of a run (or of
+ * the probe's sizes) may call with the same news about a cache file. */
+void log_warn_text(const char *text);
+
 #endif

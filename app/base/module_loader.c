@@ -48,11 +48,18 @@ static int library_dir(char *dir, size_t dirlen)
     return 0;
 }
 
+/* $env, or NULL. secure_getenv: a setuid or setgid psfsim (or one run
+ * with raised capabilities) never loads a library the caller names. */
+static const char *module_env(const char *env)
+{
+    return env ? secure_getenv(env) : NULL;
+}
+
 /* Candidate paths, in order; returns how many were written. */
 static int candidates(const char *name, const char *env, char (*paths)[MODULE_PATH_MAX], int max)
 {
     int n = 0;
-    const char *val = env ? getenv(env) : NULL;
+    const char *val = module_env(env);
     if (val && *val && n < max) { /* the user's path is the only one: no silent other module */
         snprintf(paths[n++], sizeof paths[0], "%.*s", PATH_MAX, val);
         return n;
@@ -88,7 +95,7 @@ int module_find(const char *name, const char *env, char *path, size_t pathlen)
 /* "no NAME at $ENV (VALUE), in DIR, its parent or DIR/../lib/psfsim". */
 static void not_found(const char *name, const char *env, char *err, size_t errlen)
 {
-    const char *val = env ? getenv(env) : NULL;
+    const char *val = module_env(env);
     char at[PATH_MAX + 64] = "", dir[PATH_MAX] = "";
     if (val && *val) {
         snprintf(err, errlen, "no %s at %s ($%s)", name, val, env);

@@ -6,7 +6,8 @@
  * plot; app/select/plot_module.c). Each costs 1-5 ms of process start-up when
  * linked, more than a whole 64x64 PSF (issue 4).
  * A module NAME is looked for at $ENV alone when that is set and not empty
- * (a path the user gave is never silently passed over), else beside
+ * (a path the user gave is never silently passed over; read with
+ * secure_getenv, so not in a setuid or setgid process), else beside
  * the running executable, one directory up (build trees: tests/, bench/
  * and fuzz/ hold executables that link psfsim_app) and in ../lib/psfsim/
  * (an installed tree: bin/psfsim, lib/psfsim/NAME). Loaded from the shared

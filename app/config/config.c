@@ -4,12 +4,14 @@
  * config_sweep.c; messages and typed getters in config_read.c. */
 #include "app/config/config_priv.h"
 
+#include "app/base/interrupt.h"
+
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static void set_defaults(psf_config *cfg)
 {
@@ -30,8 +32,18 @@ static void set_defaults(psf_config *cfg)
     cfg->png_stretch = STRETCH_LOG;
     cfg->png_dynamic_range = 1.0e6;
     cfg->fits_enabled = 0;
+    cfg->hdf5_enabled = 0;
+    cfg->hdf5_dtype = HDF5_FLOAT32;
+    cfg->hdf5_compression = HDF5_NONE;
+    cfg->hdf5_level = 4;
     cfg->backend = BACKEND_AUTO;
 }
+
+/* The longest file name a set writes: NAME_manifest.csv (NAME_k.fits is
+ * as long at most: k has at most 7 digits, CFG_MAX_IMAGES), while it is
+ * written .NAME_manifest.csv.tmp.XXXXXX (app/formats/atomic_file.c): 25
+ * bytes more than NAME, within a file name's limit, NAME_MAX (255). */
+#define CFG_NAME_MAX (NAME_MAX - 25)
 
 static int read_name(cfg_ctx *c, psf_config *cfg)
 {
@@ -39,6 +51,13 @@ static int read_name(cfg_ctx *c, psf_config *cfg)
     if (r < 0) return -1;
     if (r == 0) return cfg_missing(c, "name", NULL);
     const config_setting_t *s = cfg_get(c, "name");
+    size_t len = strlen(cfg->name);
+    if (len > CFG_NAME_MAX)
+        return cfg_error(c, s, "name",
+                         "must be at most %d characters: the set's files, such as "
+                         ".NAME_manifest.csv.tmp.XXXXXX while it is written, must fit a file "
+                         "name's %d bytes (got %zu)",
+                         CFG_NAME_MAX, NAME_MAX, len);
     if (strspn(cfg->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
         strlen(cfg->name))
         return cfg_error(c, s, "name",
@@ -63,14 +82,17 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, swept, "sweep.wavelength_nm",
                          "cannot be used with optics.wavelengths_nm (a broadband set): sweep "
                          "single wavelengths or give one broadband set");
-    if (!one && !set && !swept)
+    if (!one && !set && !swept && !cfg_wavelength_elsewhere(c))
         return cfg_missing(c, "optics.wavelength_nm",
                            "(or optics.wavelengths_nm, or sweep.wavelength_nm)");
     if (w && !set)
         return cfg_error(c, w, "optics.weights", "only allowed with optics.wavelengths_nm");
     if (one) {
         double v = 0;
-        if (cfg_read_float(c, "optics.wavelength_nm", 0.0, 1, &v) < 0) return -1;
+        if (cfg_read_float(c, "optics.wavelength_nm", 0.0, 1, &v) < 0 ||
+            cfg_bound_key(c, "optics.wavelength_nm", v, CFG_MIN_WAVELENGTH_NM,
+                          CFG_MAX_WAVELENGTH_NM, NULL))
+            return -1;
         cfg->wavelengths_nm = malloc(sizeof(double));
         cfg->weights = malloc(sizeof(double));
         if (!cfg->wavelengths_nm || !cfg->weights)
@@ -80,7 +102,9 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         cfg->weights[0] = 1.0;
     } else if (set) {
         if (cfg_read_numbers(c, "optics.wavelengths_nm", 1, &cfg->wavelengths_nm,
-                             &cfg->nwavelengths) < 0)
+                             &cfg->nwavelengths) < 0 ||
+            cfg_bound_list(c, "optics.wavelengths_nm", cfg->wavelengths_nm, cfg->nwavelengths,
+                           CFG_MIN_WAVELENGTH_NM, CFG_MAX_WAVELENGTH_NM, NULL))
             return -1;
         if (cfg->nwavelengths > CFG_MAX_WAVELENGTHS)
             return cfg_error(c, set, "optics.wavelengths_nm",
@@ -116,7 +140,8 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         }
     }
     if (cfg_read_float(c, "optics.f_number", 0.0, 1, &cfg->f_number) < 0) return -1;
-    return 0;
+    return cfg_bound_key(c, "optics.f_number", cfg->f_number, CFG_MIN_F_NUMBER, CFG_MAX_F_NUMBER,
+                         cfg->f_number < CFG_MIN_F_NUMBER ? "a numerical aperture of 1" : NULL);
 }
 
 static int read_aperture(cfg_ctx *c, psf_config *cfg)
@@ -131,6 +156,9 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
     int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
     if (r < 0) return -1;
     if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+                      CFG_MAX_DIAMETER_M, NULL))
+        return -1;
     if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
         return -1;
     if (!(a->obscuration >= 0.0 && a->obscuration < 1.0)) {
@@ -158,8 +186,13 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
             return cfg_error(c, cfg_get(c, wkey), wkey,
                              "must be < optics.aperture.diameter_m (%s) (got %s)", d, got);
         }
-        if (cfg_read_float(c, "optics.aperture.spiders.angle_deg", -HUGE_VAL, 0,
-                           &a->spider_angle_deg) < 0)
+        if (r == 1 &&
+            cfg_bound_key(c, wkey, a->spider_width_m, CFG_MIN_SPIDER_WIDTH_M, HUGE_VAL, NULL))
+            return -1;
+        const char *akey = "optics.aperture.spiders.angle_deg";
+        if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
+            cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
+                          NULL))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;
@@ -205,6 +238,29 @@ static int read_sampling(cfg_ctx *c, psf_config *cfg)
 /* Smallest output.npix: the same floor as pupil_samples. */
 #define CFG_MIN_OUT_NPIX 8
 
+/* output.pixel_scale_um within [CFG_MIN_PIXEL_LD, n/2] lambda/D at every
+ * wavelength of the set: the pixel is p / (F lambda) lambda/D. */
+static int bound_pixel_um(cfg_ctx *c, const psf_config *cfg, double p_um)
+{
+    double wl_lo, wl_hi, f = cfg->f_number, half = 0.5 * cfg->pupil_samples;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    double lo = cfg_round_bound(CFG_MIN_PIXEL_LD * f * wl_hi * 1e-3);
+    double hi = cfg_round_bound(half * f * wl_lo * 1e-3);
+    char why[320], fs[64], wl[64];
+    cfg_fmt_double(f, fs, sizeof fs);
+    cfg_fmt_double(p_um > hi ? wl_lo : wl_hi, wl, sizeof wl);
+    if (p_um > hi)
+        snprintf(why, sizeof why,
+                 "pupil_samples / 2 = %g lambda/D at %s nm, the shortest wavelength, through "
+                 "f_number %s: half a period of the sampled pupil's transform",
+                 half, wl, fs);
+    else
+        snprintf(why, sizeof why,
+                 "%g lambda/D at %s nm, the longest wavelength, through f_number %s",
+                 CFG_MIN_PIXEL_LD, wl, fs);
+    return cfg_bound_key(c, "output.pixel_scale_um", p_um, lo, hi, why);
+}
+
 /* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
  * block: the micrometre pixel needs f_number). Unset values stay 0. */
 static int read_output_grid(cfg_ctx *c, psf_config *cfg)
@@ -213,6 +269,12 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_int(c, "output.npix", CFG_MIN_OUT_NPIX, CFG_MAX_FFT_SIZE, &npix) < 0) return -1;
     cfg->out_npix = (int)npix;
     if (cfg_read_float(c, "output.pixel_scale", 0.0, 1, &cfg->out_pixel_scale) < 0) return -1;
+    double half = 0.5 * cfg->pupil_samples;
+    if (cfg_bound_key(c, "output.pixel_scale", cfg->out_pixel_scale, CFG_MIN_PIXEL_LD, half,
+                      cfg->out_pixel_scale > half ? "pupil_samples / 2: half a period of the "
+                                                    "sampled pupil's transform"
+                                                  : NULL))
+        return -1;
     const char *ukey = "output.pixel_scale_um";
     int r = cfg_read_float(c, ukey, 0.0, 1, &cfg->out_pixel_scale_um);
     if (r < 0) return -1;
@@ -223,6 +285,28 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, ukey), ukey,
                          "needs optics.f_number (a focal-plane pixel becomes an angle through "
                          "the focal length f_number * D)");
+    return r == 1 ? bound_pixel_um(c, cfg, cfg->out_pixel_scale_um) : 0;
+}
+
+/* output.hdf5: enabled, dtype, compression and level (gzip only). */
+static int read_output_hdf5(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const dtypes[] = {"float32", "uint16"};
+    static const char *const codecs[] = {"none", "gzip"};
+    int v = 0;
+    if (cfg_read_bool(c, "output.hdf5.enabled", &cfg->hdf5_enabled) < 0) return -1;
+    if (cfg_read_enum(c, "output.hdf5.dtype", dtypes, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_dtype = (hdf5_dtype)v; /* same order as hdf5_dtype */
+    if (cfg_read_enum(c, "output.hdf5.compression", codecs, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_compression = (hdf5_compression)v;
+    const char *lkey = "output.hdf5.level";
+    long long level = 4;
+    int r = cfg_read_int(c, lkey, 1, 9, &level);
+    if (r < 0) return -1;
+    if (r == 1 && cfg->hdf5_compression != HDF5_GZIP)
+        return cfg_error(c, cfg_get(c, lkey), lkey,
+                         "only used with output.hdf5.compression = \"gzip\"");
+    cfg->hdf5_level = (int)level;
     return 0;
 }
 
@@ -243,18 +327,22 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     int v = 0;
     if (cfg_read_enum(c, "output.png.stretch", stretches, 3, 1, &v) < 0) return -1;
     cfg->png_stretch = (png_stretch)v; /* same order as png_stretch */
-    if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0)
+    if (cfg_read_float(c, "output.png.dynamic_range", 1.0, 1, &cfg->png_dynamic_range) < 0 ||
+        cfg_bound_key(c, "output.png.dynamic_range", cfg->png_dynamic_range, 1.0,
+                      CFG_MAX_DYNAMIC_RANGE, NULL))
         return -1;
     long long level = 1;
     if (cfg_read_int(c, "output.png.compression", 0, 9, &level) < 0) return -1;
     cfg->png_compression = (int)level;
     if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
     if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
-    if (!cfg->png_enabled && !cfg->fits_enabled) {
+    if (read_output_hdf5(c, cfg)) return -1;
+    if (!cfg->png_enabled && !cfg->fits_enabled && !cfg->hdf5_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
-        return cfg_error(
-            c, s ? s : cfg_get(c, "output.fits.enabled"), "output",
-            "nothing to write: output.png.enabled or output.fits.enabled must be true");
+        if (!s) s = cfg_get(c, "output.fits.enabled");
+        return cfg_error(c, s ? s : cfg_get(c, "output.hdf5.enabled"), "output",
+                         "nothing to write: output.png.enabled, output.fits.enabled or "
+                         "output.hdf5.enabled must be true");
     }
     return 0;
 }
@@ -306,72 +394,102 @@ static int syntax_error(cfg_ctx *c)
     return -1;
 }
 
-/* Parse c->file (text NULL) or text with libconfig, @include resolved
- * against c->dir, then read and check every section. */
-static int parse(cfg_ctx *c, psf_config *cfg, const char *text)
+/* Parse the config's bytes: through a memory stream, so that libconfig
+ * sees them as it would the file (NULs included). 1 = parsed, 0 = a
+ * syntax error (in c->lc), -1 = no memory (message written). */
+static int parse(cfg_ctx *c, const cfg_text *t)
 {
+    if (t->len == 0) return config_read_string(&c->lc, "") == CONFIG_TRUE;
+    FILE *f = fmemopen(t->text, t->len, "r");
+    if (!f) return cfg_error(c, NULL, "config", "out of memory");
+    int ok = config_read(&c->lc, f) == CONFIG_TRUE;
+    fclose(f);
+    return ok;
+}
+
+/* The rest of a load once the config's bytes are in *t (taken: kept in
+ * cfg->text for a fingerprint, or freed) and c names the config and its
+ * directory: the @include walk with its caps, the parse, the integer
+ * literals out of range, every section read and checked. The same for a
+ * file, standard input and a config given as text. 0 or -1 (c->err). */
+static int load_bytes(cfg_ctx *c, psf_config *cfg, cfg_text *t)
+{
+    cfg_wide_site *wide = malloc(sizeof *wide);
+    if (!wide) {
+        snprintf(c->err, c->errlen, "%s: out of memory", c->file);
+        cfg_text_free(t);
+        return -1;
+    }
+    if (cfg_check_includes(c->file, t, c->dir, wide, c->err, c->errlen) != 0) {
+        free(wide);
+        cfg_text_free(t);
+        return -1;
+    }
     config_init(&c->lc);
     if (c->dir[0]) config_set_include_dir(&c->lc, c->dir);
-    int ok = text ? config_read_string(&c->lc, text) : config_read_file(&c->lc, c->file);
-    int rc = ok ? read_all(c, cfg) : syntax_error(c);
+    int parsed = parse(c, t);
+    int rc = -1;
+    if (parsed >= 0 && interrupt_pending()) /* during the parse (16 MiB at most) */
+        snprintf(c->err, c->errlen, "%s: interrupted while loading the config", c->file);
+    else if (parsed == 0)
+        rc = syntax_error(c);
+    else if (parsed == 1 && !(wide->found && cfg_wide_int_check(c, wide) != 0))
+        rc = read_all(c, cfg); /* no integer read wrapped: one out of range was refused */
     config_destroy(&c->lc);
+    free(wide);
+    cfg->text = t->text; /* kept: the bytes loaded, for a fingerprint */
+    cfg->text_len = t->len;
     return rc;
+}
+
+/* cfg at its defaults and *err "" before a load; a NULL err (or errlen 0)
+ * becomes dummy, a byte nobody reads. */
+static void load_begin(psf_config *cfg, char **err, size_t *errlen, char *dummy)
+{
+    memset(cfg, 0, sizeof *cfg);
+    set_defaults(cfg);
+    if (!*err || *errlen == 0) {
+        *err = dummy;
+        *errlen = 1;
+    }
+    (*err)[0] = '\0';
 }
 
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
 {
     char dummy[1];
-    memset(cfg, 0, sizeof *cfg);
-    set_defaults(cfg);
-    if (!err || errlen == 0) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    err[0] = '\0';
+    load_begin(cfg, &err, &errlen, dummy);
     if (!path || !path[0]) {
         snprintf(err, errlen, "config: no file given");
         return -1;
     }
-    cfg_ctx c = {.file = path, .err = err, .errlen = errlen};
-    size_t len = strlen(path);
+    /* "-": standard input, named so in messages. */
+    cfg_ctx c = {.file = strcmp(path, "-") ? path : "<stdin>", .err = err, .errlen = errlen};
+    size_t len = strlen(c.file);
     if (len >= CFG_PATH_MAX) {
         snprintf(err, errlen, "%.64s...: path too long (more than %d characters)", path,
                  CFG_PATH_MAX - 1);
         return -1;
     }
-    memcpy(cfg->path, path, len + 1);
-    const char *slash = strrchr(path, '/');
+    memcpy(cfg->path, c.file, len + 1);
+    cfg_text t;
+    if (cfg_text_read(path, c.file, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
+    /* A stream (standard input, a pipe, a FIFO) has no directory of its
+     * own: its @include and file names resolve against the current one. */
+    const char *slash = t.stream ? NULL : strrchr(path, '/');
     if (slash) {
         size_t dl = slash == path ? 1 : (size_t)(slash - path);
         memcpy(c.dir, path, dl);
         c.dir[dl] = '\0';
     }
-    /* libconfig reports an unreadable file without the reason: find it first. */
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    int isdir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
-    fclose(f);
-    if (isdir) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(EISDIR));
-        return -1;
-    }
-    if (cfg_check_includes(path, c.dir, err, errlen) != 0) return -1;
-    return parse(&c, cfg, NULL);
+    return load_bytes(&c, cfg, &t);
 }
 
 int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
                      char *err, size_t errlen)
 {
     char dummy[1];
-    if (!err || errlen == 0) /* messages into a byte nobody reads */
-        return config_load_text(text, name, base_dir, cfg, dummy, sizeof dummy);
-    memset(cfg, 0, sizeof *cfg);
-    set_defaults(cfg);
-    err[0] = '\0';
+    load_begin(cfg, &err, &errlen, dummy);
     if (!name || !name[0]) name = "<config>";
     if (strlen(name) >= CFG_PATH_MAX || (base_dir && strlen(base_dir) >= CFG_PATH_MAX)) {
         snprintf(err, errlen, "%.64s...: name or base directory too long (more than %d characters)",
@@ -385,13 +503,15 @@ int config_load_text(const char *text, const char *name, const char *base_dir, p
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
     cfg_ctx c = {.file = cfg->path, .err = err, .errlen = errlen};
     if (base_dir) snprintf(c.dir, sizeof c.dir, "%s", base_dir);
-    if (cfg_check_includes_text(name, text, c.dir, err, errlen) != 0) return -1;
-    return parse(&c, cfg, text);
+    cfg_text t;
+    if (cfg_text_copy(text, name, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
+    return load_bytes(&c, cfg, &t);
 }
 
 void config_free(psf_config *cfg)
 {
     if (!cfg) return;
+    free(cfg->text);
     free(cfg->wavelengths_nm);
     free(cfg->weights);
     free(cfg->zernike);
@@ -402,6 +522,7 @@ void config_free(psf_config *cfg)
         for (int i = 0; i < cfg->n_sweep_zernike; ++i)
             free(cfg->sweep_zernike[i].values);
     free(cfg->sweep_zernike);
+    cfg_free_random(&cfg->random);
     for (int i = 0; cfg->keys && i < cfg->nkeys; ++i) {
         free(cfg->keys[i].key);
         free(cfg->keys[i].where);
@@ -429,5 +550,6 @@ long long config_image_count(const psf_config *cfg)
     if (cfg->n_sweep_focus_shift > 0) k *= cfg->n_sweep_focus_shift;
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         if (cfg->sweep_zernike[i].nvalues > 0) k *= cfg->sweep_zernike[i].nvalues;
+    if (cfg->random.count > 0) k *= cfg->random.count;
     return k;
 }

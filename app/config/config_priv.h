@@ -8,6 +8,7 @@
 
 #include <libconfig.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "app/config/config.h"
 
@@ -16,6 +17,32 @@
 #define CFG_MAX_FFT_SIZE 65536
 #define CFG_MAX_SPIDERS 1000
 #define CFG_MAX_IMAGES 10000000LL
+/* The most bytes a config may hold (a stream is read up to it, then
+ * refused), config.h. */
+#define CFG_MAX_TEXT_BYTES ((size_t)16 << 20)
+/* @include caps for one config (config_include.c): libconfig reads an
+ * included file again at each @include of it, so at most this many
+ * inclusions in all, CFG_MAX_TEXT_BYTES read in all (the config's bytes
+ * and every inclusion's), and this many distinct included files. */
+#define CFG_MAX_INCLUSIONS 1024
+#define CFG_MAX_INCLUDED_FILES 64
+/* Where the computation means something (docs/config.md, the key tables):
+ * wavelengths from the far UV to the far IR, apertures from a micrometre
+ * pinhole to 10 km, focal ratios from NA = 1 up, vanes of a nanometre and
+ * more, angles within a turn (fmod keeps them exact; 1e300 degrees has no
+ * digit left of the turn), output pixels from 1e-6 lambda/D to half a
+ * period of the sampled pupil's transform (n/2 lambda/D), log stretches
+ * within float32's normal range. Aberrations: CFG_MAX_WAVES (config.h). */
+#define CFG_MIN_WAVELENGTH_NM 1.0
+#define CFG_MAX_WAVELENGTH_NM 1e6
+#define CFG_MIN_DIAMETER_M 1e-6
+#define CFG_MAX_DIAMETER_M 1e4
+#define CFG_MIN_F_NUMBER 0.5
+#define CFG_MAX_F_NUMBER 1e5
+#define CFG_MIN_SPIDER_WIDTH_M 1e-9
+#define CFG_MAX_ANGLE_DEG 360.0
+#define CFG_MIN_PIXEL_LD 1e-6
+#define CFG_MAX_DYNAMIC_RANGE 1e38
 
 /* One load in progress: the parsed tree and where messages go. */
 typedef struct {
@@ -34,7 +61,8 @@ typedef enum {
     CFG_K_STRING,  /* "..." */
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS    /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES  /* ( (j, "name", x), ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -91,20 +119,107 @@ int cfg_read_numbers(cfg_ctx *c, const char *path, int positive, double **out, i
 int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, const char *given,
                      char *resolved, size_t len);
 
+/* ---- config_text.c ---- */
+
+/* A file's bytes as read, NUL-terminated (it may hold NULs too). */
+typedef struct {
+    char *text;
+    size_t len;
+    int stream; /* not a regular file: a pipe, a FIFO, a device */
+    dev_t dev;  /* its identity (fstat) */
+    ino_t ino;
+} cfg_text;
+
+/* Read path ("-" = standard input) into t: opened without blocking (a
+ * FIFO without a writer does not stop the open), a directory refused, a
+ * regular file of more than max bytes refused before reading, anything
+ * else read as a stream (poll, then read) to its end or max bytes. shown
+ * names the file in messages: "FILE: cannot read: REASON", "FILE: cannot
+ * read: larger than the 16 MiB cap on a config (...)". Returns 0, or -1
+ * with err (t then empty); free t with cfg_text_free. */
+int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen);
+/* A config given in memory (config_load_text) as a cfg_text: text's
+ * strlen bytes copied into t (no file: stream 0, dev and ino 0, which
+ * match no file an @include names). Returns 0, or -1 with "NAME: larger
+ * than the 16 MiB cap on a config (N bytes)" (more than max) or "NAME: out
+ * of memory" in err (t then empty); free t with cfg_text_free. */
+int cfg_text_copy(const char *text, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen);
+void cfg_text_free(cfg_text *t);
+
+/* ---- config_literal.c ---- */
+
+/* An integer literal libconfig cannot hold as written: without the L
+ * suffix past 32 bits (libconfig 1.5 keeps the low 32 bits: 4294967300
+ * reads as 4), with it past 64 bits. */
+typedef struct {
+    size_t offset;     /* in its file's text */
+    long long index;   /* the integer literals before it in that file */
+    int line;          /* 1-based */
+    int bits;          /* the range it is out of: 32 or 64 */
+    long long held[2]; /* what libconfig may hold for it: wrapped, or whole */
+    char text[48];     /* as written, shortened with "..." */
+} cfg_wide_int;
+
+/* The first such literal of a file's text, scanned as libconfig's lexer
+ * scans it (comments, strings and @include lines skipped). 1 when found
+ * (into out), 0 when none. */
+int cfg_find_wide_int(const char *text, size_t len, cfg_wide_int *out);
+
+/* Where the first one is in what libconfig reads (config_include.c finds
+ * it in walk order, which is libconfig's reading order). */
+typedef struct {
+    int found;
+    int in_config;             /* in the config itself, else in an @include'd file */
+    char source[CFG_PATH_MAX]; /* that file's name as its @include writes it */
+    cfg_wide_int lit;
+} cfg_wide_site;
+
+/* After the parse: refuse the literal at site when libconfig read it (a
+ * setting from its file holds it), with "FILE:LINE: KEY: integer LITERAL
+ * is out of the 32-bit range -2147483648..2147483647 (a 64-bit integer is
+ * written with an L suffix)" (or "... of the 64-bit range ..."), KEY that
+ * of the setting the literal made. Returns 0 when it was not read, else
+ * -1. */
+int cfg_wide_int_check(cfg_ctx *c, const cfg_wide_site *site);
+/* ---- config_bounds.c ---- */
+
+/* Hold v, the value of key (setting s, already read and finite), to
+ * [lo, hi]: 0, or -1 with "FILE:LINE: key: [what ]must be <= HI[ (why)]
+ * (got V)" (">= LO" below; "in [-H, H]" when lo = -hi). what: NULL, or the
+ * element's name ("the coefficient", "the value 2"). */
+int cfg_check_bounds(cfg_ctx *c, const config_setting_t *s, const char *key, const char *what,
+                     double v, double lo, double hi, const char *why);
+/* cfg_check_bounds for the key at path when it is written (its value v). */
+int cfg_bound_key(cfg_ctx *c, const char *path, double v, double lo, double hi, const char *why);
+/* cfg_check_bounds for each of the n values of the list at path, named
+ * path[i], when the list is written. */
+int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double lo, double hi,
+                   const char *why);
+/* x to 6 significant digits, so that a bound derived from other keys
+ * (1000 waves at 632.8 nm) reads as the number the check uses. */
+double cfg_round_bound(double x);
+
 /* ---- config_include.c ---- */
 
-/* Check every file an @include line of path names (nested ones too, up to
- * libconfig's depth of 10), resolved against dir ("" = as written) as
- * libconfig resolves them: each must be a regular file, since libconfig
- * 1.5 exits the process (flex's "input in flex scanner failed") when one
- * is a directory. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": is a
- * directory, not a config file" (or "is not a regular file") in err.
- * Missing files are left to libconfig ("cannot open include file"). */
-int cfg_check_includes(const char *path, const char *dir, char *err, size_t errlen);
-/* The same for a config given as text (config_load_text), name naming it
- * in messages. */
-int cfg_check_includes_text(const char *name, const char *text, const char *dir, char *err,
-                            size_t errlen);
+/* Check every file an @include line of the config names (config: its name
+ * for messages, t: its bytes; nested ones too, up to libconfig's depth of
+ * 10), resolved against dir ("" = as written) as libconfig resolves them:
+ * each must be a regular file, since libconfig 1.5 exits the process
+ * (flex's "input in flex scanner failed") when one is a directory, no
+ * file may include itself (directly or through others), and what libconfig
+ * would read must stay within the caps above. Each distinct file is read
+ * once. Returns 0, or -1 with "FILE:LINE: @include \"NAME\": REASON" in
+ * err: "is a directory, not a config file", "is not a regular file", "the
+ * file includes itself", "an include cycle (...)", "larger than the 16 MiB
+ * cap on a config (N bytes)", "more than 1024 inclusions in all (the cap
+ * for one config, CONFIG; ...)", "more than 16 MiB read in all (...)",
+ * "more than 64 distinct files included (...)". Missing files are left to
+ * libconfig ("cannot open include file"). The first integer literal out
+ * of range in reading order goes to wide (wide->found). */
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
+                       char *err, size_t errlen);
 
 /* ---- config_sweep.c ---- */
 
@@ -114,6 +229,23 @@ int cfg_check_includes_text(const char *name, const char *text, const char *dir,
  * with a message; what they allocate is in cfg for config_free. */
 int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg);
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
+/* j in the config's convention -> (n, m) (optics/zernike.h's ranges); s
+ * and key name the setting for messages. Returns 0, or -1 with a message. */
+int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  long long j, int *n, int *m);
+
+/* ---- config_dataset.c ---- */
+
+/* sweep.random and sweep.table (after the Cartesian lists: the image limit
+ * counts them, and a random list may not repeat a swept one). Returns 0 or
+ * -1 with a message; what it allocates is in cfg->random for config_free. */
+int cfg_read_dataset(cfg_ctx *c, psf_config *cfg);
+/* Whether the wavelength may come from the sweep block other than
+ * sweep.wavelength_nm: sweep.random.wavelength_nm, or a sweep.table (whose
+ * wavelength_nm column app/set/axes.c requires then). */
+int cfg_wavelength_elsewhere(const cfg_ctx *c);
+/* Free what cfg_read_dataset allocated in r and zero it. */
+void cfg_free_random(cfg_random *r);
 
 /* ---- config_schema.c ---- */
 

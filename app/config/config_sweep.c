@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optics/wavefront.h"
+
 static const char *const conv_names[] = {"noll", "ansi", "fringe"};
 
 /* A pairs key written as one pair, e.g. zernike = (4, 0.25): a list of two
@@ -46,9 +48,8 @@ static int get_pair(cfg_ctx *c, const config_setting_t *list, const char *path, 
     return 0;
 }
 
-/* j in the config's convention -> (n, m) with the ranges of zernike.h. */
-static int convert_j(cfg_ctx *c, const config_setting_t *s, const char *key,
-                     zernike_convention conv, long long j, int *n, int *m)
+int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  long long j, int *n, int *m)
 {
     long long jmin = conv == ZCONV_ANSI ? 0 : 1;
     if (j < jmin)
@@ -90,7 +91,7 @@ static int read_terms(cfg_ctx *c, psf_config *cfg)
             return -1;
         const config_setting_t *vs = config_setting_get_elem(p, 1);
         if (finite_value(c, vs, key, "coefficient")) return -1;
-        if (convert_j(c, p, key, cfg->zconv, j, &n, &m)) return -1;
+        if (cfg_zernike_j(c, p, key, cfg->zconv, j, &n, &m)) return -1;
         for (int k = 0; k < cfg->nzernike; ++k) {
             if (cfg->zernike[k].j == j) {
                 const config_setting_t *first =
@@ -158,7 +159,7 @@ static int read_swept_terms(cfg_ctx *c, psf_config *cfg)
                              cfg_type_name(t));
         int nv = config_setting_length(vs);
         if (nv == 0) return cfg_error(c, vs, key, "must hold at least one value");
-        if (convert_j(c, p, key, cfg->zconv, j, &z->n, &z->m)) return -1;
+        if (cfg_zernike_j(c, p, key, cfg->zconv, j, &z->n, &z->m)) return -1;
         for (int k = 0; k < i; ++k) {
             if (cfg->sweep_zernike[k].j == j)
                 return cfg_error(
@@ -180,10 +181,64 @@ static int read_swept_terms(cfg_ctx *c, psf_config *cfg)
     return 0;
 }
 
+/* |v| of the coefficient-like values within CFG_MAX_WAVES waves RMS at the
+ * set's shortest wavelength: every term, swept defocus and swept value in
+ * aberrations.units, and the defocus of every focus shift (design.md,
+ * "Aberrations"). Read after the sweep: its wavelengths count. */
+static int bound_aberrations(cfg_ctx *c, const psf_config *cfg)
+{
+    double wl_lo, wl_hi;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    int nm = cfg->zunits == ZUNITS_NM;
+    double lim = nm ? cfg_round_bound(CFG_MAX_WAVES * wl_lo) : CFG_MAX_WAVES;
+    char why[256], wl[64];
+    cfg_fmt_double(wl_lo, wl, sizeof wl);
+    snprintf(why, sizeof why, "%g waves RMS at %s nm, the shortest wavelength", CFG_MAX_WAVES, wl);
+    const char *w = nm ? why : "waves RMS";
+    const config_setting_t *zl = cfg_get(c, "aberrations.zernike");
+    int single = zl && is_single_pair(zl);
+    for (int i = 0; i < cfg->nzernike; ++i) {
+        char key[64];
+        snprintf(key, sizeof key, single ? "aberrations.zernike" : "aberrations.zernike[%d]", i);
+        const config_setting_t *p = single ? zl : config_setting_get_elem(zl, (unsigned)i);
+        if (cfg_check_bounds(c, p, key, "the coefficient", cfg->zernike[i].coeff, -lim, lim, w))
+            return -1;
+    }
+    if (cfg_bound_list(c, "sweep.defocus", cfg->sweep_defocus, cfg->n_sweep_defocus, -lim, lim, w))
+        return -1;
+    zl = cfg_get(c, "sweep.zernike");
+    single = zl && is_single_pair(zl);
+    for (int i = 0; i < cfg->n_sweep_zernike; ++i) {
+        char key[64], what[32];
+        snprintf(key, sizeof key, single ? "sweep.zernike" : "sweep.zernike[%d]", i);
+        const config_setting_t *p = single ? zl : config_setting_get_elem(zl, (unsigned)i);
+        const config_setting_t *vs = config_setting_get_elem(p, 1);
+        for (int e = 0; e < cfg->sweep_zernike[i].nvalues; ++e) {
+            snprintf(what, sizeof what, "the value %d", e);
+            if (cfg_check_bounds(c, config_setting_get_elem(vs, (unsigned)e), key, what,
+                                 cfg->sweep_zernike[i].values[e], -lim, lim, w))
+                return -1;
+        }
+    }
+    if (cfg->n_sweep_focus_shift == 0) return 0;
+    /* The defocus is linear in dz: the dz of CFG_MAX_WAVES at wl_lo. */
+    double dz = cfg_round_bound(CFG_MAX_WAVES * wl_lo * 1e-3 /
+                                wavefront_focus_shift_to_z4_um(1.0, cfg->f_number));
+    char fs[64];
+    cfg_fmt_double(cfg->f_number, fs, sizeof fs);
+    snprintf(why, sizeof why,
+             "a defocus of %g waves RMS at %s nm, the shortest wavelength, through f_number %s",
+             CFG_MAX_WAVES, wl, fs);
+    return cfg_bound_list(c, "sweep.focus_shift_um", cfg->sweep_focus_shift_um,
+                          cfg->n_sweep_focus_shift, -dz, dz, why);
+}
+
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
 {
     if (cfg_read_numbers(c, "sweep.wavelength_nm", 1, &cfg->sweep_wavelength_nm,
                          &cfg->n_sweep_wavelength) < 0 ||
+        cfg_bound_list(c, "sweep.wavelength_nm", cfg->sweep_wavelength_nm, cfg->n_sweep_wavelength,
+                       CFG_MIN_WAVELENGTH_NM, CFG_MAX_WAVELENGTH_NM, NULL) ||
         cfg_read_numbers(c, "sweep.defocus", 0, &cfg->sweep_defocus, &cfg->n_sweep_defocus) < 0 ||
         cfg_read_numbers(c, "sweep.focus_shift_um", 0, &cfg->sweep_focus_shift_um,
                          &cfg->n_sweep_focus_shift) < 0)
@@ -218,5 +273,6 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
                          "makes %.0f images (the product of the swept list lengths), more than "
                          "the limit of %lld",
                          count, CFG_MAX_IMAGES);
-    return 0;
+    if (bound_aberrations(c, cfg)) return -1;
+    return cfg_read_dataset(c, cfg);
 }

@@ -27,7 +27,8 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
                          char *err, size_t errlen);
 
 /* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
- * row-major, row 0 = the first stored row). *data is malloc'd.
+ * row-major, row 0 = the first stored row), of a FITS file or a
+ * gzip-compressed one (fits_scan.h checks either first). *data is malloc'd.
  * Returns 0 or -1 with err (missing, not 2-D, truncated). */
 int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
                         size_t errlen);

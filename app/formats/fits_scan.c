@@ -1,12 +1,13 @@
 /* FITS structure check before cfitsio (fits_scan.h). */
 #include "app/formats/fits_scan.h"
 
+#include "app/formats/fits_source.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define FITS_BLOCK 2880
 #define FITS_CARD 80
@@ -22,6 +23,8 @@ typedef struct {
     unsigned char seen_axis[999];
     long long pcount, gcount;
     int zimage; /* ZIMAGE = T: a tile-compressed image */
+    int bunit;  /* BUNIT: 1 a string (in bunit_text), -1 not a string, 0 absent */
+    char bunit_text[FITS_CARD];
     int seen_bitpix, seen_naxis, seen_pcount, seen_gcount, seen_tfields;
     long long tfields;
 } fits_hdu_info;
@@ -33,8 +36,10 @@ typedef struct {
     size_t errlen;
 } scan_ctx;
 
-/* The card's value field (columns 11..80) up to a comment, as printable text. */
-static void shown_value(const char *card, char *out, size_t outlen)
+/* The card's value field (columns 11..80) up to a comment, trimmed, for
+ * parsing only: messages never show what a file holds but keywords and
+ * the numbers read (the file may be anything, a secret given as a map). */
+static void value_field(const char *card, char *out, size_t outlen)
 {
     size_t n = 0;
     for (int i = 10; i < FITS_CARD && card[i] != '/' && n + 1 < outlen; ++i)
@@ -63,7 +68,7 @@ static int bad(scan_ctx *c, const char *fmt, ...)
 }
 
 /* The 8-character keyword of card, trimmed, into key[9]; bytes outside
- * printable ASCII become '?' (the key goes into messages). */
+ * printable ASCII become '?'. Only keys psfsim knows go into messages. */
 static void card_key(const char *card, char *key)
 {
     int n = 8;
@@ -78,7 +83,6 @@ static void card_key(const char *card, char *key)
  * sign, digits, spaces, then the end or a '/' comment). */
 static int card_integer(scan_ctx *c, const char *card, const char *key, long long *v)
 {
-    char shown[80];
     if (card[8] != '=' || card[9] != ' ') return bad(c, "%s has no value", key);
     int i = 10;
     while (i < FITS_CARD && card[i] == ' ')
@@ -88,30 +92,62 @@ static int card_integer(scan_ctx *c, const char *card, const char *key, long lon
     long long x = 0;
     int digits = 0;
     for (; i < FITS_CARD && card[i] >= '0' && card[i] <= '9'; ++i, ++digits) {
-        if (x > (FITS_MAX_BYTES - 9) / 10) {
-            shown_value(card, shown, sizeof shown);
-            return bad(c, "%s = %s is too large", key, shown);
-        }
+        if (x > (FITS_MAX_BYTES - 9) / 10) return bad(c, "%s is too large (2^62 or more)", key);
         x = 10 * x + (card[i] - '0');
     }
     while (i < FITS_CARD && card[i] == ' ')
         ++i;
-    if (!digits || (i < FITS_CARD && card[i] != '/')) {
-        shown_value(card, shown, sizeof shown);
-        return bad(c, "%s = %s is not an integer", key, shown);
-    }
+    if (!digits || (i < FITS_CARD && card[i] != '/')) return bad(c, "%s is not an integer", key);
     *v = neg ? -x : x;
     return 0;
+}
+
+/* A string value card ("KEY     = 'text'", '' for a quote, FITS 4.0 sec.
+ * 4.2.1.1) into out without its trailing blanks: 0, or -1 when the value is
+ * not such a string of printable ASCII. */
+static int card_string(const char *card, char *out)
+{
+    if (card[8] != '=') return -1;
+    int i = 10, n = 0;
+    while (i < FITS_CARD && card[i] == ' ')
+        ++i;
+    if (i == FITS_CARD || card[i++] != '\'') return -1;
+    for (; i < FITS_CARD; ++i) {
+        if (card[i] < 32 || card[i] > 126) return -1;
+        if (card[i] == '\'') {
+            if (i + 1 < FITS_CARD && card[i + 1] == '\'') {
+                out[n++] = card[++i];
+                continue;
+            }
+            while (n > 0 && out[n - 1] == ' ')
+                --n;
+            out[n] = '\0';
+            return 0;
+        }
+        out[n++] = card[i];
+    }
+    return -1; /* no closing quote */
 }
 
 /* A logical value card: 1 for T, 0 for F, -1 (message) otherwise. */
 static int card_logical(scan_ctx *c, const char *card, const char *key)
 {
-    char shown[80];
-    shown_value(card, shown, sizeof shown);
-    if (card[8] == '=' && !strcmp(shown, "T")) return 1;
-    if (card[8] == '=' && !strcmp(shown, "F")) return 0;
-    return bad(c, "%s = %s is not T or F", key, shown);
+    char v[80];
+    value_field(card, v, sizeof v);
+    if (card[8] == '=' && !strcmp(v, "T")) return 1;
+    if (card[8] == '=' && !strcmp(v, "F")) return 0;
+    return bad(c, "%s is not T or F", key);
+}
+
+/* The extension type as messages show it: a standard one (FITS 4.0 sec.
+ * 7 and appendix F), else "non-standard" (not echoed). */
+static const char *xtension_shown(const char *x)
+{
+    static const char *const known[] = {"IMAGE",    "TABLE",   "BINTABLE", "IUEIMAGE",
+                                        "A3DTABLE", "FOREIGN", "DUMP"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; ++i)
+        if (!strcmp(x, known[i])) return known[i];
+    return "non-standard";
 }
 
 static int nonneg(scan_ctx *c, const char *key, long long v, long long max)
@@ -127,22 +163,20 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
     card_key(card, key);
     if (index == 0) {
         if (c->hdu == 1) {
-            if (strcmp(key, "SIMPLE") != 0) return bad(c, "the first card is %s, not SIMPLE", key);
-            if (card_logical(c, card, key) != 1) return bad(c, "SIMPLE is not T");
+            char v[80];
+            value_field(card, v, sizeof v);
+            if (strcmp(key, "SIMPLE") != 0 || card[8] != '=' || strcmp(v, "T") != 0) {
+                snprintf(c->err, c->errlen,
+                         "%s: not a FITS file (it does not begin with SIMPLE = T)", c->path);
+                return -1;
+            }
             h->primary = 1;
             return 0;
         }
-        if (strcmp(key, "XTENSION") != 0) return bad(c, "the first card is %s, not XTENSION", key);
-        char v[80];
-        shown_value(card, v, sizeof v);
-        size_t n = strlen(v);
-        if (card[8] != '=' || n < 2 || v[0] != '\'' || v[n - 1] != '\'')
-            return bad(c, "XTENSION = %s is not a string", v);
-        v[n - 1] = '\0';
-        n = strlen(v + 1);
-        while (n > 0 && v[n] == ' ')
-            v[n--] = '\0';
-        snprintf(h->xtension, sizeof h->xtension, "%s", v + 1);
+        if (strcmp(key, "XTENSION") != 0) return bad(c, "the header does not begin with XTENSION");
+        char v[FITS_CARD];
+        if (card_string(card, v)) return bad(c, "XTENSION is not a string");
+        snprintf(h->xtension, sizeof h->xtension, "%.23s", v); /* longer: non-standard */
         return 0;
     }
     long long v = 0;
@@ -176,6 +210,8 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
         if (card_integer(c, card, key, &v) || nonneg(c, key, v, 999)) return -1;
         h->tfields = v;
         h->seen_tfields = 1;
+    } else if (!strcmp(key, "BUNIT")) {
+        h->bunit = card_string(card, h->bunit_text) == 0 ? 1 : -1;
     } else if (!strcmp(key, "ZIMAGE")) {
         int z = card_logical(c, card, key);
         if (z < 0) return -1;
@@ -216,7 +252,8 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
     }
     if (!h->primary) {
         if (!h->seen_pcount || !h->seen_gcount)
-            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension", h->xtension);
+            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension",
+                       xtension_shown(h->xtension));
         /* cfitsio's tile decompression (4.2) reads past its buffers on a
          * crafted tile (fits_rdecomp_short, found by fuzz_fits_map): psfsim
          * takes no compressed image. */
@@ -224,23 +261,36 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
             return bad(c, "a tile-compressed image (ZIMAGE = T): psfsim reads uncompressed "
                           "images only (funpack uncompresses it)");
         if (strcmp(h->xtension, "IMAGE") != 0)
-            return bad(c, "a %s extension before any image (a map must be an image)", h->xtension);
+            return bad(c, "a %s extension before any image (a map must be an image)",
+                       xtension_shown(h->xtension));
     }
     if (data_bytes(h) < 0) return bad(c, "the data size overflows");
+    /* A map is 2-D; cfitsio 4.2 frees a wild pointer inside fits_open_file
+     * on a header with NAXIS >= 104 (an 11.5 kB file), so no other image
+     * header reaches it, the empty HDUs before the image included. */
+    if (h->naxis > 2) {
+        snprintf(c->err, c->errlen, "%s: image HDU %d has NAXIS = %lld; a map must be 2-D", c->path,
+                 c->hdu, h->naxis);
+        return -1;
+    }
     return 0;
 }
 
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
 {
-    *hdu = 0;
+    fits_scan_result r;
+    int rc = fits_scan_image(path, &r, err, errlen);
+    *hdu = r.hdu;
+    return rc;
+}
+
+int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
     scan_ctx c = {.path = path, .hdu = 1, .err = err, .errlen = errlen};
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : 0;
+    fits_source src;
+    if (fits_source_open(&src, path, err, errlen)) return -1;
+    const long long size = src.size;
     fits_hdu_info h; /* 9 KB */
     char block[FITS_BLOCK];
     long long pos = 0;
@@ -254,7 +304,7 @@ int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
                 bad(&c, "the header has no END in %d blocks", FITS_MAX_HEADER_BLOCKS);
                 goto out;
             }
-            if (fread(block, 1, FITS_BLOCK, f) != FITS_BLOCK) {
+            if (fits_source_read(&src, block, FITS_BLOCK) != FITS_BLOCK) {
                 if (c.hdu == 1 || b > 0)
                     bad(&c, "the file ends inside the header (truncated?)");
                 else
@@ -288,7 +338,10 @@ int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
                         bytes, size - pos);
                     goto out;
                 }
-                *hdu = c.hdu;
+                res->hdu = c.hdu;
+                res->bunit = h.bunit;
+                if (h.bunit > 0)
+                    snprintf(res->bunit_text, sizeof res->bunit_text, "%s", h.bunit_text);
                 rc = 0;
                 goto out;
             }
@@ -299,12 +352,12 @@ int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
             goto out;
         }
         pos += padded;
-        if (fseeko(f, (off_t)pos, SEEK_SET) != 0) {
+        if (fits_source_seek(&src, pos) != 0) {
             snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
             goto out;
         }
     }
 out:
-    fclose(f);
+    fits_source_close(&src);
     return rc;
 }

@@ -1,6 +1,7 @@
 #include "app/select/gpu_module.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,19 +17,21 @@
 typedef struct {
     const gpu_module_ops *ops;
     char error[512];
+    char path[MODULE_PATH_MAX]; /* the file loaded or tried; "" when none was found */
 } gpu_module;
 
 static gpu_module g_module;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_tried; /* 1 once load has run (so module() no longer loads) */
 
 static void load(void)
 {
     static const char *const symbols[] = {GPU_MODULE_ENTRY};
     void *entry = NULL;
-    char path[MODULE_PATH_MAX], why[sizeof g_module.error];
+    char *path = g_module.path, why[sizeof g_module.error];
     module_status st;
     void *h = module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, &entry, 1, &st, path,
-                          sizeof path, why, sizeof why);
+                          sizeof g_module.path, why, sizeof why);
     if (st == MODULE_NOT_FOUND) {
         if (!gpu_module_built())
             snprintf(g_module.error, sizeof g_module.error,
@@ -56,9 +59,15 @@ static void load(void)
     g_module.ops = ops;
 }
 
+static void load_once(void)
+{
+    load();
+    atomic_store(&g_tried, 1);
+}
+
 static const gpu_module *module(void)
 {
-    pthread_once(&g_once, load);
+    pthread_once(&g_once, load_once);
     return &g_module;
 }
 
@@ -102,4 +111,42 @@ const char *gpu_module_error(void)
 {
     const gpu_module *m = module();
     return m->ops ? "" : m->error;
+}
+
+void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen)
+{
+    if (!gpu_module_built() && !gpu_module_present()) {
+        snprintf(summary, slen, "no GPU backend");
+        snprintf(detail, dlen, "%s", "");
+        return;
+    }
+    const gpu_module *m = module();
+    if (m->ops) {
+        snprintf(summary, slen, "GPU: CUDA, cuFFT");
+        snprintf(detail, dlen, "GPU module: %s (loaded, its table checked; no device checked)",
+                 m->path);
+    } else {
+        snprintf(summary, slen, "%s",
+                 m->path[0] ? "the GPU module cannot be used"
+                            : "the GPU module, " GPU_MODULE_NAME ", is missing");
+        snprintf(detail, dlen, "GPU module: %s", m->error);
+    }
+}
+
+const char *gpu_module_cufft(int load_it, char *buf, size_t len)
+{
+    if (!load_it && !atomic_load(&g_tried)) return NULL;
+    const gpu_module *m = module();
+    if (!m->ops) return NULL;
+    gpu_versions v;
+    m->ops->versions(&v);
+    int b = v.cufft_built;
+    if (v.cufft < 0)
+        snprintf(buf, len, "unknown: cufftGetVersion failed (built with %d.%d.%d)", b / 1000,
+                 b % 1000 / 100, b % 100);
+    else
+        snprintf(buf, len, "%d.%d.%d (built with %d.%d.%d, CUDA runtime %d.%d)", v.cufft / 1000,
+                 v.cufft % 1000 / 100, v.cufft % 100, b / 1000, b % 1000 / 100, b % 100,
+                 v.cudart / 1000, v.cudart % 1000 / 10);
+    return buf;
 }

@@ -43,4 +43,22 @@ int gpu_module_built(void);
  * another psfsim version"), loading it if need be; "" when it loaded. */
 const char *gpu_module_error(void);
 
+/* What the GPU backend is here, for psfsim --version: the module loaded
+ * if need be (dlopen and its table's check; no CUDA call, so no device is
+ * looked at). summary (slen bytes) for the version line: "GPU: CUDA,
+ * cuFFT" (the module loaded), "the GPU module, libpsfsim-gpu.so, is
+ * missing", "the GPU module cannot be used" (a file that is no module, or
+ * of another version), "no GPU backend" (built without it, no module
+ * found); detail (dlen bytes) a line of its own: "GPU module: PATH
+ * (loaded, its table checked; no device checked)" or "GPU module: " and
+ * why it is not used; "" when built without it. */
+void gpu_module_describe(char *summary, size_t slen, char *detail, size_t dlen);
+
+/* cuFFT's version from the module (gpu_module_ops.versions: the libcufft
+ * it loaded, cufftGetVersion, which needs no device), e.g. "12.0.0 (built
+ * with 12.0.0, CUDA runtime 13.0)", into buf (len bytes). load_it 0: only
+ * when the module is loaded already (a CPU run does not load it for this).
+ * Returns buf, or NULL when the module is not loaded or cannot be. */
+const char *gpu_module_cufft(int load_it, char *buf, size_t len);
+
 #endif

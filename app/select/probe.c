@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "app/base/clock.h"
+#include "app/base/log.h"
 #include "app/formats/fits_io.h"
 #include "app/select/gpu_module.h"
 #include "app/formats/png_io.h"
@@ -42,6 +43,7 @@ static void probe_set_init(probe_set *s, int npix, int batch, int device, const 
     s->opt.cache_dir = cache_dir;
     s->opt.measure_plans = measure;
     s->opt.device = device;
+    s->opt.warn = log_warn_text;
 }
 
 static void probe_job(const probe_set *s, psf_job *job)

@@ -12,6 +12,8 @@
 
 #include <fftw3.h>
 
+#include "backend/cache_file.h"
+#include "app/base/log.h"
 #include "app/formats/atomic_file.h"
 #include "app/select/gpu_module.h"
 #include "app/base/make_dir.h"
@@ -176,9 +178,13 @@ static int fig_rows(probe_figures *f, fig_row *rows)
 
 #define FIG_ROWS_MAX (12 + PROBE_MAX_GPUS + 7 * PROBE_NSIZES)
 
+#define PROBE_CACHE_FILE "probe.txt"
+/* The figures take some 3 kB; a file past this is not theirs. */
+#define PROBE_CACHE_MAX_BYTES ((size_t)1 << 20)
+
 static void cache_path(const char *dir, char *out, size_t len)
 {
-    snprintf(out, len, "%s/probe.txt", dir);
+    snprintf(out, len, "%s/%s", dir, PROBE_CACHE_FILE);
 }
 
 /* Figures must be sane to be used: sizes as probed, times finite and > 0. */
@@ -254,16 +260,25 @@ static int parse(FILE *fp, const machine_key *k, probe_figures *f, char *why, si
 int probe_cache_load(const char *dir, const machine_key *k, probe_figures *f, char *why,
                      size_t whylen)
 {
-    char path[4200];
-    cache_path(dir, path, sizeof path);
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        snprintf(why, whylen, "no cached figures (%s: %s)", path, strerror(errno));
+    char *text, reason[4400];
+    size_t len;
+    int rc = cache_file_read(dir, PROBE_CACHE_FILE, PROBE_CACHE_MAX_BYTES, &text, &len, reason,
+                             sizeof reason);
+    if (rc == 1)
+        snprintf(reason, sizeof reason, "%s/%s: %s", dir, PROBE_CACHE_FILE, strerror(ENOENT));
+    if (rc < 0) log_warn("%s; not used as the probe cache", reason);
+    if (rc != 0) {
+        snprintf(why, whylen, "no cached figures (%s)", reason);
         return -1;
     }
     memset(f, 0, sizeof *f);
-    int rc = parse(fp, k, f, why, whylen);
-    fclose(fp);
+    FILE *fp = len ? fmemopen(text, len, "r") : NULL; /* parse reads lines */
+    rc = fp ? parse(fp, k, f, why, whylen) : -1;
+    if (fp)
+        fclose(fp);
+    else
+        snprintf(why, whylen, "not a psfsim probe cache (or an older format)");
+    free(text);
     return rc;
 }
 

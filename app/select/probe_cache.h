@@ -34,8 +34,11 @@ const char *probe_cache_dir(char *buf, size_t len);
  * be named or made (the backends then keep nothing). */
 const char *probe_cache_dir_made(char *buf, size_t len);
 
-/* Load the cached figures for key from dir/probe.txt. Returns 0 on a hit;
- * -1 on a miss with the reason in why (no file, other machine, corrupt). */
+/* Load the cached figures for key from dir/probe.txt, read as
+ * backend/cache_file.h says (at most 1 MiB, never blocking on a FIFO or
+ * device, never through a symbolic link). Returns 0 on a hit; -1 on a miss
+ * with the reason in why (no file, other machine, corrupt); a file that is
+ * there but cannot be read so is also said as a warning naming it. */
 int probe_cache_load(const char *dir, const machine_key *k, probe_figures *f, char *why,
                      size_t whylen);
 

@@ -7,12 +7,21 @@
 #include <string.h>
 #include <strings.h>
 
+#include "app/base/log.h"
 #include "app/formats/fits_io.h"
+#include "app/formats/fits_scan.h"
 #include "app/formats/png_io.h"
 
 typedef enum { MAP_UNKNOWN, MAP_PNG, MAP_FITS } map_format;
 
-/* By the extension after the last '.' of the file name, case-insensitive. */
+static int ext_is(const char *ext, size_t len, const char *name)
+{
+    return len == strlen(name) && !strncasecmp(ext, name, len);
+}
+
+/* By the extension after the last '.' of the file name, case-insensitive;
+ * a FITS extension then .gz is gzip-compressed FITS (cfitsio and fits_scan
+ * read it inflated). */
 static map_format map_format_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -20,8 +29,18 @@ static map_format map_format_of(const char *path)
     const char *dot = strrchr(base, '.');
     if (!dot) return MAP_UNKNOWN;
     const char *ext = dot + 1;
-    if (!strcasecmp(ext, "png")) return MAP_PNG;
-    if (!strcasecmp(ext, "fits") || !strcasecmp(ext, "fit") || !strcasecmp(ext, "fts"))
+    size_t len = strlen(ext);
+    const int gz = ext_is(ext, len, "gz");
+    if (gz) { /* the extension before .gz */
+        const char *prev = dot;
+        while (prev > base && prev[-1] != '.')
+            --prev;
+        if (prev == base) return MAP_UNKNOWN;
+        len = (size_t)(dot - prev);
+        ext = prev;
+    }
+    if (!gz && ext_is(ext, len, "png")) return MAP_PNG;
+    if (ext_is(ext, len, "fits") || ext_is(ext, len, "fit") || ext_is(ext, len, "fts"))
         return MAP_FITS;
     return MAP_UNKNOWN;
 }
@@ -41,7 +60,9 @@ static int map_read(const char *path, float **data, int *rows, int *cols, int *m
         return psf_fits_read_image(path, data, rows, cols, err, errlen);
     default:
         snprintf(err, errlen,
-                 "%s: unknown map file type (expected .png, .fits, .fit or .fts, any case)", path);
+                 "%s: unknown map file type (expected .png, .fits, .fit or .fts, any case; "
+                 "FITS also gzip-compressed: .fits.gz)",
+                 path);
         return -1;
     }
 }
@@ -51,6 +72,16 @@ static void give_up(float **data, int *rows, int *cols)
     free(*data);
     *data = NULL;
     *rows = *cols = 0;
+}
+
+/* A map covers D x D whatever its shape (optics/map_sample.h samples it
+ * so): a non-square one is stretched, which is worth a word. */
+static void warn_if_stretched(const char *path, int rows, int cols)
+{
+    if (rows != cols)
+        log_warn("%s: the map is %d rows x %d columns, not square: it is stretched over D x D "
+                 "(a pixel D/%d wide and D/%d high)",
+                 path, rows, cols, cols, rows);
 }
 
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
@@ -64,6 +95,7 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
         const double inv = 1.0 / maxval;
         for (size_t i = 0; i < n; ++i)
             t[i] = (float)(t[i] * inv);
+        warn_if_stretched(path, *rows, *cols);
         return 0;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -78,36 +110,131 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
             return -1;
         }
     }
+    warn_if_stretched(path, *rows, *cols);
     return 0;
 }
 
-int maps_load_opd(const char *path, double scale, float **data, int *rows, int *cols, char *err,
-                  size_t errlen)
+/* An OPD unit a FITS map's BUNIT may name: value x factor = OPD in units. */
+typedef struct {
+    const char *names; /* the accepted spellings, '|'-separated */
+    const char *unit;  /* how -v and the timing log name it */
+    double factor;
+    zernike_units units;
+} opd_unit;
+
+#define TWO_PI 6.283185307179586
+static const opd_unit opd_unit_table[] = {
+    {"m|meter|meters|metre|metres", "m", 1e9, ZUNITS_NM},
+    {"um|micron|microns|micrometer|micrometers|micrometre|micrometres", "um", 1e3, ZUNITS_NM},
+    {"nm|nanometer|nanometers|nanometre|nanometres", "nm", 1.0, ZUNITS_NM},
+    {"rad|radian|radians", "rad", 1.0 / TWO_PI, ZUNITS_WAVES},
+    {"wave|waves", "waves", 1.0, ZUNITS_WAVES},
+};
+
+/* The entry naming text (case-insensitive), or NULL. */
+static const opd_unit *opd_unit_named(const char *text)
+{
+    size_t len = strlen(text);
+    for (size_t k = 0; k < sizeof opd_unit_table / sizeof *opd_unit_table; ++k) {
+        for (const char *p = opd_unit_table[k].names; *p;) {
+            size_t n = strcspn(p, "|");
+            if (n == len && !strncasecmp(p, text, n)) return &opd_unit_table[k];
+            p += n + (p[n] == '|');
+        }
+    }
+    return NULL;
+}
+
+/* The unit of an OPD map's values: the FITS image's BUNIT, or fallback
+ * when it has none (or a blank one). *factor: value x factor is in
+ * u->units. Returns 0, or -1 with err. */
+static int opd_unit_of(const char *path, zernike_units fallback, double *factor, maps_opd_units *u,
+                       char *err, size_t errlen)
+{
+    *factor = 1.0;
+    u->units = fallback;
+    const char *config = fallback == ZUNITS_WAVES ? "waves" : "nm";
+    if (map_format_of(path) != MAP_FITS) {
+        snprintf(u->what, sizeof u->what, "%s (aberrations.opd_map.units; a PNG has no BUNIT)",
+                 config);
+        return 0;
+    }
+    fits_scan_result r;
+    if (fits_scan_image(path, &r, err, errlen)) return -1;
+    if (r.bunit < 0) {
+        snprintf(err, errlen,
+                 "%s: BUNIT is not a quoted string (an OPD map's BUNIT is one of m, um, nm, "
+                 "rad, waves, or their names: meter, micron, nanometer, radian, wave)",
+                 path);
+        return -1;
+    }
+    if (r.bunit == 0 || strspn(r.bunit_text, " ") == strlen(r.bunit_text)) {
+        snprintf(u->what, sizeof u->what, "%s (aberrations.opd_map.units; the map has %s)", config,
+                 r.bunit ? "a blank BUNIT" : "no BUNIT");
+        return 0;
+    }
+    const char *text = r.bunit_text + strspn(r.bunit_text, " ");
+    const opd_unit *k = opd_unit_named(text);
+    if (!k) {
+        snprintf(err, errlen,
+                 "%s: BUNIT = '%.40s' is not a unit of OPD psfsim knows (m, um, nm, rad, waves, "
+                 "or their names: meter, micron, nanometer, radian, wave; plural too)",
+                 path, text);
+        return -1;
+    }
+    *factor = k->factor;
+    u->units = k->units;
+    snprintf(u->what, sizeof u->what, "%s (the map's BUNIT = '%.40s')", k->unit, text);
+    return 0;
+}
+
+int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
+                  int *cols, maps_opd_units *units, char *err, size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;
+    memset(units, 0, sizeof *units);
     if (!isfinite(scale)) {
         snprintf(err, errlen, "%s: OPD scale %g is not finite", path, scale);
         return -1;
     }
     int maxval = 0;
     if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
+    if (maxval > 0 && maxval != 65535) { /* 1, 2, 4 or 8 bits */
+        snprintf(err, errlen,
+                 "%s: an OPD map PNG must be 16-bit grayscale (this one has 8 bits or fewer: at "
+                 "most 256 levels, too coarse for an OPD); write it with 16 bits, or as FITS",
+                 path);
+        give_up(data, rows, cols);
+        return -1;
+    }
+    double factor = 1.0;
+    if (opd_unit_of(path, fallback, &factor, units, err, errlen)) {
+        give_up(data, rows, cols);
+        return -1;
+    }
+    const double k = scale * factor; /* = scale for nm and waves */
     float *o = *data;
     const size_t n = (size_t)*rows * (size_t)*cols;
     for (size_t i = 0; i < n; ++i) {
         if (isnan(o[i])) {
             o[i] = 0.0f;
         } else {
-            const float v = (float)((double)o[i] * scale);
+            const float v = (float)((double)o[i] * k);
             if (!isfinite(v)) {
+                char unit[80] = "";
+                if (factor != 1.0) snprintf(unit, sizeof unit, ", x %g for its unit", factor);
                 snprintf(err, errlen,
-                         "%s: OPD value %g at row %zu, column %zu is not finite (times scale %g)",
-                         path, (double)o[i], i / (size_t)*cols, i % (size_t)*cols, scale);
+                         "%s: OPD value %g at row %zu, column %zu is not finite (times scale %g%s)",
+                         path, (double)o[i], i / (size_t)*cols, i % (size_t)*cols, scale, unit);
                 give_up(data, rows, cols);
                 return -1;
             }
             o[i] = v;
         }
     }
+    log_info("%s: OPD map of %d x %d pixels, OPD = %g x value in %s", path, *rows, *cols, scale,
+             units->what);
+    warn_if_stretched(path, *rows, *cols);
     return 0;
 }

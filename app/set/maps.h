@@ -1,20 +1,48 @@
 /* Map files named in a config: aperture transmission (shape = "file") and
- * OPD maps, read as PNG (8/16-bit grayscale) or FITS by file extension. */
+ * OPD maps, read as PNG (grayscale; 16-bit for OPD) or FITS (also .fits.gz)
+ * by file extension. A map covers D x D: a non-square one is stretched
+ * over it, with a warning (log_warn) naming the file and its shape. */
 #ifndef PSFSIM_MAPS_H
 #define PSFSIM_MAPS_H
 
 #include <stddef.h>
 
-/* Load a transmission map: PNG grey levels / maxval, FITS values as they
- * are; values outside [0, 1] are an error. Returns 0 or -1 with err
- * naming the file. *data: malloc'd rows x cols, row 0 at y = -D/2 (the
- * PNG's top row, the FITS's first row). */
+#include "app/config/config.h"
+
+/* Load a transmission map: PNG grey levels / maxval (any bit depth: 1, 2,
+ * 4, 8 or 16), FITS values as they are; values outside [0, 1] are an
+ * error. Returns 0 or -1 with err naming the file. *data: malloc'd rows x
+ * cols, row 0 at y = -D/2 (the PNG's top row, the FITS's first row). */
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
                            size_t errlen);
 
-/* Load an OPD map: PNG grey levels or FITS values times scale (NaN in
- * FITS become 0). Returns 0 or -1 with err. */
-int maps_load_opd(const char *path, double scale, float **data, int *rows, int *cols, char *err,
-                  size_t errlen);
+/* The unit of a loaded OPD map's values, and what it was read from. */
+typedef struct {
+    zernike_units units; /* ZUNITS_NM: OPD in nm; ZUNITS_WAVES: in waves at
+                            each image's wavelength */
+    char what[160];      /* e.g. "m (the map's BUNIT = 'meter')", for -v and
+                            the timing log */
+} maps_opd_units;
+
+/* Load an OPD map: 16-bit PNG grey levels (a PNG of 8 bits or fewer is
+ * refused: 256 levels are too coarse for an OPD) or FITS values, times
+ * scale (NaN in FITS become 0), in the unit of the FITS image's BUNIT (FITS
+ * 4.0 sec. 4.4.2.1; case-insensitive), converted to nm or waves:
+ *   m, meter(s), metre(s)                        x 1e9       -> nm
+ *   um, micron(s), micrometer(s), micrometre(s)  x 1e3       -> nm
+ *   nm, nanometer(s), nanometre(s)               x 1         -> nm
+ *   rad, radian(s)                               x 1/(2 pi)  -> waves
+ *   wave(s)                                      x 1         -> waves
+ * rad is a phase phi at each image's wavelength lambda, W = phi lambda /
+ * (2 pi); waves: W = v lambda (so a phase map gives the same phase at
+ * every wavelength of a broadband image, as aberrations.units = waves).
+ * With no BUNIT (a PNG, a FITS without one or with a blank one) the values
+ * are in fallback (aberrations.opd_map.units: nm, or waves). *units says
+ * which, and the unit is logged (log_info). Returns 0, or -1 with err
+ * naming the file: unreadable or refused map, a BUNIT that is not a
+ * string or not one of these units ("PATH: BUNIT = 'furlong' is not a unit
+ * of OPD ..."), a non-finite value or scale. */
+int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
+                  int *cols, maps_opd_units *units, char *err, size_t errlen);
 
 #endif

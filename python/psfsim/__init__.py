@@ -230,6 +230,8 @@ class Set:
         fields = [("index", "i8"), ("wavelength_nm", "f8"), ("defocus", "f8"),
                   ("focus_shift_um", "f8")]
         fields += [("z%d" % j, "f8") for j in self.swept_j]
+        if self.info["random_count"] > 0:  # the manifest's draw and seed
+            fields += [("draw", "i8"), ("seed", "u8")]
         fields += [("pupil_samples", "i4"), ("npix", "i4"), ("pixel_scale_lambda_d", "f8"),
                    ("pixel_scale_arcsec", "f8"), ("pixel_scale_um", "f8"), ("sampling_q", "f8"),
                    ("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")]
@@ -238,7 +240,7 @@ class Set:
     def params(self, first=0, count=None, metrics=None, frame=None):
         """The parameters of images [first, first + count) as a structured
         array (the manifest's quantities; z<j>: each swept Zernike term's
-        value; strehl, axial_intensity, backend from metrics, else NaN and
+        value; draw and seed for a random set; strehl, axial_intensity, backend from metrics, else NaN and
         ""), or a pandas DataFrame (frame=True, or None when pandas is
         installed)."""
         first, count = self._range(first, count)
@@ -258,6 +260,10 @@ class Set:
                 out[f] = view[f]
         for i, j in enumerate(self.swept_j):
             out["z%d" % j] = swept[:count, i]
+        if self.info["random_count"] > 0:
+            if count:
+                out["draw"] = view["draw"]
+            out["seed"] = self.info["seed"]
         out["pupil_samples"] = self.info["pupil_samples"]
         out["npix"] = self.npix
         out["strehl"] = np.nan

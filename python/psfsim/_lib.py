@@ -55,14 +55,15 @@ class Info(ctypes.Structure):
                 ("mft", c_int), ("padding", c_double), ("diameter_m", c_double),
                 ("f_number", c_double), ("nwavelengths", c_int), ("nterms", c_int),
                 ("nswept", c_int), ("png_bits", c_int), ("name", c_char_p),
-                ("normalization", c_char_p)]
+                ("normalization", c_char_p), ("random_count", c_ll),
+                ("seed", ctypes.c_ulonglong)]
 
 
 class Params(ctypes.Structure):
     _fields_ = [("index", c_ll), ("wavelength_nm", c_double), ("defocus", c_double),
                 ("focus_shift_um", c_double), ("pixel_scale_lambda_d", c_double),
                 ("pixel_scale_arcsec", c_double), ("pixel_scale_um", c_double),
-                ("sampling_q", c_double)]
+                ("sampling_q", c_double), ("table_row", c_ll), ("draw", c_ll)]
 
 
 class Decision(ctypes.Structure):

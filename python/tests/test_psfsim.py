@@ -83,6 +83,37 @@ def test_images_equal_command_fits(config, tmp_path):
                     assert header[key] == value, key
 
 
+RANDOM = ('name = "r";\n'
+          'optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n'
+          'sampling: { pupil_samples = 32; };\n'
+          'sweep: { defocus = [-0.2, 0.2];\n'
+          '  random: { count = 3; seed = 7; zernike = ((5, "normal", 0.1)); }; };\n')
+
+
+def test_random_set_labels(tmp_path):
+    """A random set's params carry the manifest's draw and seed; its
+    zernike() totals are the manifest's z<j> labels."""
+    with psfsim.Set(RANDOM, backend="cpu") as s:
+        p = s.params(frame=False)
+        np.testing.assert_array_equal(p["draw"], [0, 1, 2, 0, 1, 2])
+        assert (p["seed"] == 7).all()
+        total = s.zernike()
+        if not BIN:
+            return
+        cfg = tmp_path / "r.cfg"
+        cfg.write_text(RANDOM)
+        subprocess.run([BIN, "-c", str(cfg), "-o", str(tmp_path / "out"), "-q", "--backend",
+                        "cpu"], check=True)
+        with open(tmp_path / "out" / "r_manifest.csv") as f:
+            rows = [line.rstrip("\n").split(",") for line in f]
+        head = rows[0]
+        for k, row in enumerate(rows[1:]):
+            assert int(row[head.index("draw")]) == p["draw"][k]
+            assert int(row[head.index("seed")]) == p["seed"][k]
+            for col in (c for c in head if c.startswith("z") and c[1:].isdigit()):
+                assert float(row[head.index(col)]) == total[k, s.term_j.index(int(col[1:]))]
+
+
 HST = {
     "name": "defocus",
     "optics": {"wavelength_nm": 550.0, "f_number": 24.0,

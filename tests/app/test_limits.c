@@ -1,7 +1,8 @@
 /* limits: the memory and disk needs of an image set, computed by hand here
- * from the terms limits.h lists, and the refusals (message with both
- * numbers, the config file, line and key) against a machine given as
- * numbers. */
+ * from the terms limits.h lists (with output.hdf5: NAME.h5's disk space and
+ * its writer's memory from app/hdf5_writer.h's terms), and the refusals
+ * (message with both numbers, the config file, line and key) against a
+ * machine given as numbers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +355,104 @@ static void test_probe_this_machine(void **state)
     assert_int_equal(mc.reclaim, 0); /* without --force nothing is replaced */
 }
 
+/* 10 images of 128 x 128 (n = 64, Q = 2), HDF5 alone; one label term
+ * (Noll 4, from the defocus sweep). */
+#define H5_CFG(output)                                                                             \
+    "name = \"h\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"                       \
+    "sampling: { pupil_samples = 64; padding = 2.0; };\n"                                          \
+    "sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]; };\n"                  \
+    "output: { png: { enabled = false; }; hdf5: { enabled = true; " output " }; };\n"
+
+static void test_hdf5_disk_by_hand(void **state)
+{
+    (void)state;
+    loaded l;
+    load(H5_CFG(""), &l);
+    assert_int_equal(l.set.modes.nterms, 1);
+    limits_disk d;
+    limits_disk_need(&l.set, 10, 4096, &d);
+    /* 10 images of 65536 bytes, labels (1 term + 10 columns) x 8 + 1 flag,
+     * one chunk (16 images would fit in 1 MiB: all 10) of 256 bytes of
+     * index, 1 MiB of metadata and 1 MiB for the sidecar. */
+    unsigned long long h5 = 10 * 65536ULL + 10 * 89 + 256 + 2 * MIB;
+    assert_int_equal(d.hdf5_bytes, h5);
+    assert_int_equal(d.png_bytes, 0);
+    unsigned long long logs = 28672 + 8192;
+    assert_int_equal(d.total, logs + ((h5 + 4095) / 4096) * 4096 + 3 * 4096);
+    assert_int_equal(d.files, 3 + 6);
+    unload(&l);
+
+    /* The temp file a --resume continues counts as free. */
+    load(H5_CFG(""), &l);
+    limits_machine mc = roomy();
+    mc.disk_free = d.total - 1;
+    char err[4096] = "";
+    assert_int_equal(limits_evaluate(&l.set, "out/h", NULL, 10, &mc, err, sizeof err), -1);
+    assert_non_null(strstr(err, "(HDF5 float32) need up to"));
+    mc.hdf5_part = 1;
+    assert_int_equal(limits_evaluate(&l.set, "out/h", NULL, 10, &mc, err, sizeof err), 0);
+    unload(&l);
+}
+
+static void test_hdf5_memory_by_hand(void **state)
+{
+    (void)state;
+    loaded l;
+    load(H5_CFG(""), &l);
+    limits_memory m;
+    limits_memory_need(&l.set, 1, 10, &m);
+    assert_int_equal(m.batch, 10);
+    /* Queue: 2 batches of 10 rows (image, labels, 2 x 8 bytes of backend);
+     * stages: (2 slots + 2) chunks of 10 images; 3 flag bytes an image. */
+    unsigned long long row = 65536 + 89 + 16;
+    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 655360ULL + 30);
+    assert_int_equal(m.total,
+                     m.fft + m.images + m.pupils + m.scratch + m.writers + m.base + m.hdf5);
+    unload(&l);
+    /* uint16 with gzip: half the bytes, the deflate buffers (8 threads, a
+     * chunk twice each; a chunk is now all 10 images of 32768) and the
+     * slots' levels. */
+    load(H5_CFG("dtype = \"uint16\"; compression = \"gzip\";"), &l);
+    limits_memory_need(&l.set, 1, 10, &m);
+    row = 32768 + 89 + 16;
+    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 327680ULL + 16 * 327680ULL + 30 + 2 * 10 * 32768);
+    unload(&l);
+    /* Without output.hdf5: nothing. */
+    load("name = \"n\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 64; };\n",
+         &l);
+    limits_memory_need(&l.set, 1, 1, &m);
+    assert_int_equal(m.hdf5, 0);
+    limits_disk d;
+    limits_disk_need(&l.set, 1, 4096, &d);
+    assert_int_equal(d.hdf5_bytes, 0);
+    unload(&l);
+}
+
+static void test_hdf5_image_over_a_chunk(void **state)
+{
+    (void)state;
+    loaded l;
+    load("name = \"big\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 64; };\n"
+         "output: {\n"
+         "  npix = 32768; hdf5: { enabled = true; }; };\n",
+         &l);
+    limits_machine mc = roomy();
+    char err[4096] = "", want[4600];
+    assert_int_equal(limits_evaluate(&l.set, "out", NULL, 1, &mc, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s:5: output.npix: an image of 32768 x 32768 float32 is 4.0 GiB, more than one "
+             "HDF5 chunk holds (under 4 GiB): use output.hdf5.dtype = \"uint16\", smaller "
+             "images, or turn output.hdf5 off",
+             l.path);
+    assert_string_equal(err, want);
+    unload(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +461,8 @@ int main(void)
         cmocka_unit_test(test_evaluate_memory),         cmocka_unit_test(test_evaluate_disk),
         cmocka_unit_test(test_largest_set_no_overflow), cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_probe_this_machine),      cmocka_unit_test(test_memory_need_mft),
+        cmocka_unit_test(test_hdf5_disk_by_hand),       cmocka_unit_test(test_hdf5_memory_by_hand),
+        cmocka_unit_test(test_hdf5_image_over_a_chunk),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -441,93 +440,6 @@ static void test_choice_of_path(void **state)
     free(s1.img);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* Milliseconds per image of the backend's run() alone (set up, plans and
- * matrices made before the clock starts), best of three passes over the
- * set; the FFT plan measured as for a large set. */
-static double ms_per_image(const char *text, int force_mft, int *npix)
-{
-    char err[1024], path[4200];
-    char *dir = tu_mkdtemp("mft_time");
-    snprintf(path, sizeof path, "%s/t.cfg", dir);
-    assert_int_equal(tu_write_file(path, text), 0);
-    psf_config cfg;
-    image_set set;
-    memset(&set, 0, sizeof set);
-    assert_int_equal(config_load(path, &cfg, err, sizeof err), 0);
-    tu_rmtree(dir);
-    free(dir);
-    cfg.mft_force = force_mft;
-    assert_int_equal(image_set_init(&set, &cfg, err, sizeof err), 0);
-    int nimg = (int)set.nimages;
-    psf_problem desc;
-    image_set_problem(&set, nimg, &desc);
-    desc.nimages = 1000000; /* plan as for a large set */
-    psf_backend *b = NULL;
-    assert_int_equal(psf_backend_cpu.create(&desc, NULL, &b, err, sizeof err), 0);
-    size_t per = image_set_storage(&set), plane = (size_t)set.samp.npix * set.samp.npix;
-    double *storage = malloc((size_t)nimg * per * sizeof *storage);
-    psf_job *jobs = malloc((size_t)nimg * sizeof *jobs);
-    image_info *infos = malloc((size_t)nimg * sizeof *infos);
-    float *imgs = malloc((size_t)nimg * plane * sizeof *imgs);
-    for (int k = 0; k < nimg; ++k)
-        assert_int_equal(
-            image_set_job(&set, k, storage + (size_t)k * per, &jobs[k], &infos[k], err, sizeof err),
-            0);
-    assert_int_equal(psf_backend_cpu.run(b, jobs, 1, imgs, err, sizeof err), 0); /* warm */
-    double best = HUGE_VAL;
-    for (int pass = 0; pass < 3; ++pass) {
-        double t0 = now_s();
-        assert_int_equal(psf_backend_cpu.run(b, jobs, nimg, imgs, err, sizeof err), 0);
-        best = fmin(best, (now_s() - t0) / nimg);
-    }
-    *npix = set.samp.npix;
-    free(storage);
-    free(jobs);
-    free(infos);
-    free(imgs);
-    psf_backend_cpu.destroy(b);
-    image_set_free(&set);
-    config_free(&cfg);
-    return best * 1e3;
-}
-
-/* Time per image of the MFT against the FFT at a few sizes (printed, not
- * checked): n samples across the pupil (obscured, aberrated), the FFT at
- * padding 2 (N = 2n), the MFT onto the same N x N grid (forced) and onto a
- * 128 x 128 window of it. */
-static void test_mft_timing(void **state)
-{
-    (void)state;
-#ifndef NDEBUG
-    skip(); /* timings of a debug (sanitizer) build mean nothing and take minutes */
-#endif
-    const int ns[] = {64, 128, 256, 512};
-    for (int c = 0; c < 4; ++c) {
-        char text[2048], window[2200];
-        snprintf(text, sizeof text,
-                 "name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; "
-                 "obscuration = 0.3; }; }; sampling: { pupil_samples = %d; }; "
-                 "aberrations: { zernike = ((4, 0.1), (7, 0.05)); }; sweep: { defocus = [0.0, "
-                 "0.01, 0.02, 0.03]; };",
-                 ns[c]);
-        snprintf(window, sizeof window, "%s output: { npix = 128; };", text);
-        int nf, nm, nw;
-        double fft = ms_per_image(text, 0, &nf);
-        double mft = ms_per_image(text, 1, &nm);
-        double win = ms_per_image(window, 0, &nw);
-        printf("n = %3d: FFT %4d^2 %8.3f ms/image; MFT %4d^2 %8.3f ms/image; MFT %d^2 window "
-               "%7.3f ms/image\n",
-               ns[c], nf, fft, nm, mft, nw, win);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,7 +451,6 @@ int main(void)
         cmocka_unit_test(test_broadband_airy_fft),
         cmocka_unit_test(test_mft_sum_normalisation),
         cmocka_unit_test(test_choice_of_path),
-        cmocka_unit_test(test_mft_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,11 +37,58 @@ expect_exit 2 "missing config" -- "$PSFSIM" -c does-not-exist.cfg -o out
 expect_stderr 'does-not-exist.cfg' "missing config: message names the file"
 nothing_written "missing config"
 
+# An integer past 32 bits: libconfig 1.5 kept its low 32 bits (j = 4).
+{ good ''; echo 'aberrations: { zernike = ( (4294967300, 0.1) ); };'; } >wide.cfg
+expect_exit 2 "integer past 32 bits" -- "$PSFSIM" -c wide.cfg -o out
+expect_stderr '^psfsim: wide.cfg:4: aberrations.zernike\[0\]\[0\]: integer 4294967300 is out of the 32-bit range' "integer past 32 bits: message"
+nothing_written "integer past 32 bits"
+
+# Configs that are not regular files: read once, into memory, with a cap.
 good '' >ok.cfg
+expect_exit 2 "config /dev/zero" -- timeout 20 "$PSFSIM" -c /dev/zero -o out
+expect_stderr '^psfsim: /dev/zero: cannot read: larger than the 16 MiB cap on a config' "/dev/zero: the cap"
+nothing_written "/dev/zero"
+truncate -s 17M big.cfg
+expect_exit 2 "config past the cap" -- "$PSFSIM" -c big.cfg -o out
+expect_stderr 'big.cfg: cannot read: larger than the 16 MiB cap on a config \(17825792 bytes\)' "big config: message"
+nothing_written "big config"
+expect_exit 2 "config on standard input" -- "$PSFSIM" -c - -o out <range.cfg
+expect_stderr '^psfsim: <stdin>:3: sampling.padding: must be >= 1 \(got 0.5\)' "-c -: message names <stdin>"
+nothing_written "-c -"
+expect_exit 0 "config by process substitution" -- "$PSFSIM" -q -c <(cat ok.cfg) -o subst
+[ -f subst/bad_0.png ] && pass "process substitution: the set written" || fail "no subst/bad_0.png"
+mkdir -p incdir
+echo '@include "ok.cfg"' >incdir/top.cfg
+expect_exit 0 "piped config: @include from the current directory" -- "$PSFSIM" -q -c <(cat incdir/top.cfg) -o subst2
+mkfifo cfg.fifo
+(cat range.cfg >cfg.fifo &)
+expect_exit 2 "config from a FIFO" -- timeout 20 "$PSFSIM" -c cfg.fifo -o out
+expect_stderr '^psfsim: cfg.fifo:3: sampling.padding: must be >= 1' "FIFO: read as a stream, message"
+nothing_written "FIFO"
+
 touch afile
 expect_exit 2 "unusable output dir" -- "$PSFSIM" -c ok.cfg -o afile/out
 expect_stderr 'output directory afile/out: .*afile.* not a directory' "unusable output dir: message"
 [ -f afile ] && [ ! -s afile ] && pass "unusable output dir: nothing written" || fail "afile changed"
+
+# Output directories and names that cannot work: refused before any work.
+expect_exit 2 "-o \"\"" -- "$PSFSIM" -c ok.cfg -o ""
+expect_stderr '^psfsim: --output: expected a directory \(got ""\)' "-o \"\": message"
+if [ -d /proc/self ]; then # mounted: nothing can be created in /proc, even by root
+  expect_exit 2 "-o /proc" -- "$PSFSIM" -c ok.cfg -o /proc
+  expect_stderr '^psfsim: output directory /proc: not writable: ' "-o /proc: message"
+fi
+ln -s "$SCRATCH/nowhere/target" dangling
+expect_exit 2 "a dangling symbolic link as the output directory" -- "$PSFSIM" -c ok.cfg -o dangling
+expect_stderr "^psfsim: output directory dangling: a symbolic link to $SCRATCH/nowhere/target, which does not exist" "dangling link: message"
+expect_exit 2 "a dangling symbolic link above the output directory" -- "$PSFSIM" -c ok.cfg -o dangling/sub
+expect_stderr '^psfsim: output directory dangling/sub: dangling is a symbolic link to' "dangling link above: message"
+[ -L dangling ] && [ ! -e nowhere ] && pass "dangling link: nothing created" || fail "dangling link: $(ls -la)"
+long=$(printf 'n%.0s' $(seq 231))
+good '' | sed "s/name = \"bad\"/name = \"$long\"/" >long.cfg
+expect_exit 2 "a name too long for its files" -- "$PSFSIM" -c long.cfg -o out
+expect_stderr '^psfsim: long.cfg:1: name: must be at most 230 characters: .*\(got 231\)' "long name: message"
+nothing_written "long name"
 
 expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
 cp out/bad_0.png first.png
@@ -85,4 +132,178 @@ expect_exit 0 "--help" -- "$PSFSIM" --help
 expect_exit 0 "--version" -- "$PSFSIM" --version
 grep -q '^psfsim [0-9]' "$SCRATCH/stdout" && pass "--version prints the version" || fail "--version output"
 [ ! -e out2 ] && pass "bad option: nothing written" || fail "out2 was created"
+# Waves over several wavelengths: the same phase at each, a warning (stderr
+# and the timing log), the images written all the same.
+{ good '' | sed 's/wavelength_nm = 550.0; //'
+  echo 'aberrations: { zernike = ((4, 0.05)); };'
+  echo 'sweep: { wavelength_nm = [1000.0, 1650.0, 2200.0]; };'; } >waves.cfg
+expect_exit 0 "waves over a wavelength sweep" -- "$PSFSIM" -c waves.cfg -o waves
+expect_stderr 'waves.cfg:4: aberrations.zernike: coefficients in waves .*same phase at every wavelength of sweep.wavelength_nm' "waves over a wavelength sweep: warned"
+grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves' waves/bad_timing.csv &&
+  pass "waves over a wavelength sweep: a timing log row" || fail "no warning row in waves/bad_timing.csv"
+# Numbers past where the computation means anything (they gave Strehl 1 or
+# all-NaN images with exit 0): refused before any work.
+{ good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
+expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
+expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
+expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e-310;/' >denormal.cfg
+expect_exit 2 "a denormal diameter" -- "$PSFSIM" -c denormal.cfg -o out4
+expect_stderr 'denormal.cfg:2: optics.aperture.diameter_m: must be >= 1e-06' "denormal diameter: message"
+[ ! -e out4 ] && pass "out-of-bound numbers: nothing written" || fail "out4 was created"
+# Aliasing and sampling: a tilt past the field, Q < 2, a slow FFT size:
+# warned (stderr and the timing log), the images written all the same.
+{ good ''; echo 'aberrations: { zernike = ((2, 10.0)); };'; } >tilt.cfg
+expect_exit 0 "a tilt past the field" -- "$PSFSIM" -c tilt.cfg -o tilt
+expect_stderr 'tilt.cfg:3: sampling.pupil_samples: the wavefront may step by up to 1.25 waves between neighbouring pupil samples' "a tilt past the field: warned"
+grep -q '^warning,,,,,,,"tilt.cfg:3: sampling.pupil_samples: the wavefront may step' tilt/bad_timing.csv &&
+  pass "a tilt past the field: a timing log row" || fail "no warning row in tilt/bad_timing.csv"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 32; padding = 1.5;/' >q.cfg
+expect_exit 0 "padding 1.5" -- "$PSFSIM" -c q.cfg -o q
+expect_stderr 'q.cfg:3: sampling.padding: Q = N/n = 48/32 = 1.5 < 2: the intensity is undersampled' "padding 1.5: warned"
+good '' | sed 's/pupil_samples = 32;/pupil_samples = 515; padding = 2.002;/' >prime.cfg
+expect_exit 0 "N = 1031" -- "$PSFSIM" -c prime.cfg -o prime
+expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prime factor 1031 \(above 7\)' "N = 1031: warned"
+# Decidable before any work (they failed at run time, exit 3, with the
+# directory made): a closed aperture, a map that is 0 or NaN everywhere.
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
+expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
+expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+# fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
+fits4() {
+  { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
+      'NAXIS1  =                    4' 'NAXIS2  =                    4' 'END'
+    head -c $((2880 - 6 * 80)) /dev/zero | tr '\0' ' '
+    for _ in $(seq 16); do printf "$2"; done
+    head -c $((2880 - 64)) /dev/zero; } >"$1"
+}
+fits4 zero.fits '\0\0\0\0'
+fits4 nan.fits '\177\300\0\0'
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
+expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
+expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+{ good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
+expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
+expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
+[ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
+
+# Random and listed sets (sweep.random, sweep.table): every bad key, table
+# and combination gives exit 2, FILE:LINE: KEY (and the table's
+# PATH:LINE:COLUMN), and writes nothing.
+dataset() { # name, sweep text, extra optics keys, pattern, [table text]
+  local name=$1 sweep=$2 optics=$3 pattern=$4
+  [ $# -ge 5 ] && printf '%b' "$5" >"ds_$name.csv"
+  cat >"ds_$name.cfg" <<CFG
+name = "ds";
+optics: { $optics aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+sweep: { $sweep };
+CFG
+  sed -i "s/@T/ds_$name.csv/" "ds_$name.cfg"
+  expect_exit 2 "dataset $name" -- "$PSFSIM" -c "ds_$name.cfg" -o out4
+  expect_stderr "$pattern" "dataset $name: message"
+  [ ! -e out4 ] || { fail "dataset $name: out4 was created"; rm -rf out4; }
+}
+W='wavelength_nm = 550.0;'
+R='count = 4; seed = 1;'
+dataset count0 "random: { count = 0; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_count0.cfg:4: sweep.random.count: must be >= 1 \(got 0\)'
+dataset countbig "random: { count = 20000000; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_countbig.cfg:4: sweep.random.count: must be <= 10000000'
+dataset countlists "defocus = [0.0, 0.1]; random: { count = 6000000; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_countlists.cfg:4: sweep.random.count: makes 12000000 images .*limit of 10000000'
+dataset nocount "random: { seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_nocount.cfg: sweep.random.count: required key missing'
+dataset noseed "random: { count = 4; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_noseed.cfg: sweep.random.seed: required key missing'
+dataset seedneg "random: { count = 4; seed = -3; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_seedneg.cfg:4: sweep.random.seed: must be >= 0 \(got -3\)'
+dataset seedfloat "random: { count = 4; seed = 1.5; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_seedfloat.cfg:4: sweep.random.seed: expected an integer \(got a float\)'
+dataset dist "random: { $R zernike = ((4, \"gauss\", 0.1)); };" "$W" \
+  'ds_dist.cfg:4: sweep.random.zernike\[0\]: the distribution must be "normal" or "uniform" \(got "gauss"\)'
+dataset sigma "random: { $R zernike = ((4, \"normal\", -0.1)); };" "$W" \
+  'ds_sigma.cfg:4: sweep.random.zernike\[0\]: the sigma must be >= 0'
+dataset halfwidth "random: { $R zernike = ((4, \"uniform\", 2e6)); };" "$W" \
+  'ds_halfwidth.cfg:4: sweep.random.zernike\[0\]: the half-width must be at most 1e6'
+dataset rj "random: { $R zernike = ((0, \"normal\", 0.1)); };" "$W" \
+  'ds_rj.cfg:4: sweep.random.zernike\[0\]: j must be >= 1 in the noll convention \(got 0\)'
+dataset rdup "random: { $R zernike = ((4, \"normal\", 0.1), (4, \"uniform\", 0.1)); };" "$W" \
+  'ds_rdup.cfg:4: sweep.random.zernike\[1\]: duplicate term j = 4'
+dataset triple "random: { $R zernike = ((4, \"normal\")); };" "$W" \
+  'ds_triple.cfg:4: sweep.random.zernike\[0\]: expected a triple .*\(got 2 elements\)'
+dataset nothing "random: { $R };" "$W" 'ds_nothing.cfg:4: sweep.random: draws nothing'
+dataset piston "random: { $R spectrum: { j_min = 1; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_piston.cfg:4: sweep.random.spectrum.j_min: j = 1 is piston'
+dataset jorder "random: { $R spectrum: { j_min = 9; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_jorder.cfg:4: sweep.random.spectrum.j_max: must be >= j_min \(9\) \(got 8\)'
+dataset rms "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = -1.0; power = -2.0; }; };" "$W" \
+  'ds_rms.cfg:4: sweep.random.spectrum.total_rms: must be >= 0'
+dataset power "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; power = 99.0; }; };" "$W" \
+  'ds_power.cfg:4: sweep.random.spectrum.power: must be <= 50'
+dataset nopower "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; }; };" "$W" \
+  'ds_nopower.cfg: sweep.random.spectrum.power: required key missing'
+dataset overlap "random: { $R zernike = ((6, \"normal\", 0.1)); spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_overlap.cfg:4: sweep.random.zernike\[0\]: term j = 6 is also drawn by sweep.random.spectrum'
+dataset fsnof "random: { $R focus_shift_um = [10.0]; };" "$W" \
+  'ds_fsnof.cfg:4: sweep.random.focus_shift_um: needs optics.f_number'
+dataset fsboth "focus_shift_um = [0.0]; random: { $R focus_shift_um = [10.0]; };" "$W f_number = 10.0;" \
+  'ds_fsboth.cfg:4: sweep.random.focus_shift_um: cannot be used with sweep.focus_shift_um'
+dataset wlboth "wavelength_nm = [500.0]; random: { $R wavelength_nm = [600.0]; };" "" \
+  'ds_wlboth.cfg:4: sweep.random.wavelength_nm: cannot be used with sweep.wavelength_nm'
+dataset wlbroad "random: { $R wavelength_nm = [600.0]; };" "wavelengths_nm = [500.0, 600.0];" \
+  'ds_wlbroad.cfg:4: sweep.random.wavelength_nm: cannot be used with optics.wavelengths_nm'
+dataset wlneg "random: { $R wavelength_nm = [600.0, 0.0]; };" "" \
+  'ds_wlneg.cfg:4: sweep.random.wavelength_nm\[1\]: must be > 0'
+dataset rkey "random: { $R zernike = ((4, \"normal\", 0.1)); sigma = 1.0; };" "$W" \
+  'ds_rkey.cfg:4: sweep.random.sigma: unknown key'
+# More terms than a FITS header holds: refused with FITS output only.
+cat >ds_fitsterms.cfg <<CFG
+name = "ds";
+optics: { $W aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+output: { fits: { enabled = true; }; };
+sweep: { random: { $R spectrum: { j_min = 2; j_max = 300; total_rms = 0.1; power = -2.0; }; }; };
+CFG
+expect_exit 2 "dataset fitsterms" -- "$PSFSIM" -c ds_fitsterms.cfg -o out4
+expect_stderr 'ds_fitsterms.cfg:5: sweep.random.spectrum: the set has 299 Zernike terms, more than the 256' "fitsterms: message"
+[ ! -e out4 ] && pass "fitsterms: nothing written" || fail "fitsterms: out4 was created"
+# The table: its file, its cells and columns, and what it may not repeat.
+T='table = "@T";'
+dataset tmissing 'table = "nope.csv";' "$W" 'ds_tmissing.cfg:4: sweep.table: cannot read nope.csv'
+dataset tempty "$T" "$W" 'ds_tempty.cfg:4: sweep.table: ds_tempty.csv: empty file' ''
+dataset theader "$T" "$W" 'ds_theader.cfg:4: sweep.table: ds_theader.csv: no data rows' 'z4,z7\n'
+dataset tunknown "$T" "$W" 'ds_tunknown.cfg:4: sweep.table: ds_tunknown.csv:1:2 \(zz\): unknown column' 'z4,zz\n0.1,0.2\n'
+dataset tconv "$T" "$W" 'ds_tconv.cfg:4: sweep.table: ds_tconv.csv:1:1 \(z0\): unknown column' 'z0\n0.1\n'
+dataset textra "$T" "$W" 'ds_textra.cfg:4: sweep.table: ds_textra.csv:3:2: extra cell' 'z4\n0.1\n0.2,0.3\n'
+dataset tshort "$T" "$W" 'ds_tshort.cfg:4: sweep.table: ds_tshort.csv:2:2 \(z5\): missing cell' 'z4,z5\n0.1\n'
+dataset tnan "$T" "$W" 'ds_tnan.cfg:4: sweep.table: ds_tnan.csv:3:1 \(z4\): "abc" is not a number' 'z4\n0.1\nabc\n'
+dataset tnowl "$T" "" 'ds_tnowl.cfg: optics.wavelength_nm: required key missing .*a wavelength_nm column' 'z4\n0.1\n'
+dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be > 0' \
+  'wavelength_nm\n500\n-5\n'
+dataset twlswept "wavelength_nm = [500.0]; $T" "" \
+  'ds_twlswept.cfg:4: sweep.table: ds_twlswept.csv:1:1 \(wavelength_nm\): the column is also given by sweep.wavelength_nm' \
+  'wavelength_nm\n500\n'
+dataset twlrandom "$T random: { $R wavelength_nm = [500.0]; };" "" \
+  'ds_twlrandom.cfg:4: sweep.table: ds_twlrandom.csv:1:1 \(wavelength_nm\): the column is also given by sweep.random.wavelength_nm' \
+  'wavelength_nm\n500\n'
+dataset twlbroad "$T" "wavelengths_nm = [500.0, 600.0];" \
+  'ds_twlbroad.cfg:4: sweep.table: ds_twlbroad.csv:1:1 \(wavelength_nm\): cannot be used with optics.wavelengths_nm' \
+  'wavelength_nm\n500\n'
+dataset tdefocus "defocus = [0.0]; $T" "$W" \
+  'ds_tdefocus.cfg:4: sweep.table: ds_tdefocus.csv:1:2 \(defocus\): the column is also given by sweep.defocus' \
+  'z4,defocus\n0.1,0.2\n'
+dataset tfsnof "$T" "$W" 'ds_tfsnof.cfg:4: sweep.table: ds_tfsnof.csv:1:1 \(focus_shift_um\): needs optics.f_number' \
+  'focus_shift_um\n1\n'
+dataset tfsrandom "$T random: { $R focus_shift_um = [1.0]; };" "$W f_number = 10.0;" \
+  'ds_tfsrandom.cfg:4: sweep.table: ds_tfsrandom.csv:1:1 \(focus_shift_um\): the column is also given by sweep.random.focus_shift_um' \
+  'focus_shift_um\n1\n'
+dataset tzswept "zernike = ((7, [0.0, 0.1])); $T" "$W" \
+  'ds_tzswept.cfg:4: sweep.table: ds_tzswept.csv:1:2 \(z7\): the column is also given by sweep.zernike' \
+  'z4,z7\n0.1,0.2\n'
+awk 'BEGIN { print "z4"; for (i = 0; i < 2500001; ++i) print 0 }' >ds_trows.csv
+dataset trows "defocus = [0.0, 0.1]; table = \"ds_trows.csv\"; random: { count = 2; seed = 1; zernike = ((5, \"normal\", 0.1)); };" "$W" \
+  'ds_trows.cfg:4: sweep.table: ds_trows.csv: 2500001 rows make 10000004 images .*limit of 10000000'
 finish

@@ -221,8 +221,8 @@ expect_stderr 'absurd\.cfg:3: sampling\.pupil_samples: must be <= 65536 \(got 10
 nothing_written out_absurd "pupil_samples = 10^9"
 
 # 10^7 images (10000 defocus x 1000 values of Z7) of 256 x 256: ~1.3 TiB.
-d1=$(awk 'BEGIN { for (i = 0; i < 10000; ++i) printf "%s%d.0", (i ? ", " : ""), i }')
-d2=$(awk 'BEGIN { for (i = 0; i < 1000; ++i) printf "%s%d.0", (i ? ", " : ""), i }')
+d1=$(awk 'BEGIN { for (i = 0; i < 10000; ++i) printf "%s%.2f", (i ? ", " : ""), i * 0.01 }')
+d2=$(awk 'BEGIN { for (i = 0; i < 1000; ++i) printf "%s%.1f", (i ? ", " : ""), i * 0.1 }')
 cat >many.cfg <<CFG
 name = "many";
 optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };
@@ -323,5 +323,17 @@ else
 fi
 remove_dir() { rm -rf "$SCRATCH/gone"; }
 stop_fill_cont "output directory removed mid-run (rm -rf)" "$SCRATCH/gone" c 64 remove_dir
+
+# ---- a garbage image (the shim leaves a NaN in one FFT's output) ----
+# exit 3 naming the image; no file of its batch (the CPU computes 64 images
+# a batch: the 80th FFT is in the second), the manifest true.
+if [ -n "$SHIM" ]; then
+  cfg n 100 32 '' >n.cfg
+  shim_run "NaN image" 3 'image [0-9]+ \(n_[0-9]+\): NaN/negative pixels \(1 NaN, 0 infinite, 0 negative of 4096\); not written' \
+    "$SCRATCH/nan" PSFSIM_FAULT_NAN_AT=80 -- -q --backend cpu -c n.cfg
+  set_true "$SCRATCH/nan" n 64 "NaN image"
+  [ -z "$(ls "$SCRATCH/nan" | grep -E '^n_(6[4-9]|[7-9][0-9])\.png$')" ] &&
+    pass "NaN image: no file of its batch" || fail "NaN image: files of its batch written"
+fi
 
 finish

@@ -65,6 +65,9 @@ for c in "auto 3" "auto 40" "gpu 40"; do
     expect_stderr 'on the CPU' "--backend gpu: the fallback to the CPU is reported"
     [ "$LAST_NCPU" -eq "$nref" ] && pass "--backend gpu: all $nref images from the CPU after the fault" ||
       fail "--backend gpu: $LAST_NCPU of $nref images from the CPU"
+    grep -Eq '^cufft_version,,,,,,,"[0-9]+\.[0-9]+\.[0-9]+ \(built with' "$out/${name}_timing.csv" &&
+      pass "--backend gpu: the timing log has cuFFT's version" ||
+      fail "--backend gpu: timing log: $(grep cufft_version "$out/${name}_timing.csv")"
   fi
 done
 

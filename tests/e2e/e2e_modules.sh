@@ -81,6 +81,26 @@ if [ -n "${PSFSIM_STALE_GPU_MODULE:-}" ]; then
   [ -s stale_auto/stale_0.png ] && pass "a stale GPU module: stale_0.png written" || fail "no PNG"
 fi
 
+# --version says what it checked: the module is loaded and its table
+# checked (no device), so a file at $PSFSIM_GPU_MODULE that is no GPU
+# module, or one of another version, is no GPU backend.
+echo "not a library" >notamodule.so
+PSFSIM_GPU_MODULE="$SCRATCH/notamodule.so" expect_exit 0 "--version, a GPU module path naming no module" -- \
+  "$bin" --version
+! grep -q 'GPU: CUDA' "$SCRATCH/stdout" && grep -q '(CPU: FFTW3; the GPU module cannot be used)' "$SCRATCH/stdout" &&
+  pass "--version claims no GPU backend for a file that is no module" || fail "--version: $(head -1 "$SCRATCH/stdout")"
+grep -q "^GPU module: cannot load the CUDA backend: .*notamodule\.so" "$SCRATCH/stdout" &&
+  pass "--version says why the file is no GPU module" || fail "--version: $(cat "$SCRATCH/stdout")"
+if [ -n "${PSFSIM_STALE_GPU_MODULE:-}" ]; then
+  PSFSIM_GPU_MODULE="$PSFSIM_STALE_GPU_MODULE" expect_exit 0 "--version, a stale GPU module" -- "$bin" --version
+  ! grep -q 'GPU: CUDA' "$SCRATCH/stdout" && grep -q "^GPU module: .*stale_gpu_module\.so is of another psfsim version" "$SCRATCH/stdout" &&
+    pass "--version claims no GPU backend for a stale module" || fail "--version: $(cat "$SCRATCH/stdout")"
+fi
+if "$bin" --version | grep -q 'GPU: CUDA'; then
+  "$bin" --version | grep -q "^GPU module: .*libpsfsim-gpu\.so (loaded, its table checked; no device checked)" &&
+    pass "--version names the GPU module it loaded" || fail "--version: $("$bin" --version)"
+fi
+
 # A module path the user gives is the only one tried, even with a module
 # beside psfsim: a wrong one is an error, not silently another module.
 PSFSIM_FITS_MODULE="$SCRATCH/none.so" expect_exit 2 "PSFSIM_FITS_MODULE naming no file" -- \

@@ -25,4 +25,15 @@ else
   [ "$(awk -F, 'NR == 2 { print $16 }' tiny/tiny_manifest.csv)" = cpu ] && pass "auto chose the CPU" || fail "manifest backend"
   [ ! -e cache2/probe.txt ] && pass "no probe was run (no figures cached)" || fail "probe ran without a GPU"
 fi
+# No NVIDIA kernel driver: CUDA's own words ("CUDA driver version is
+# insufficient for CUDA runtime version") would blame an old driver.
+if [ ! -e /proc/driver/nvidia/version ] && "$PSFSIM" --version | grep -q 'GPU: CUDA'; then
+  printf 'name = "nodrv";\noptics: { wavelength_nm = 500; aperture: { diameter_m = 1; }; };\nsampling: { pupil_samples = 32; };\n' >nodrv.cfg
+  PSFSIM_CACHE_DIR="$SCRATCH/cache3" expect_exit 2 "--backend gpu without a driver" -- "$PSFSIM" --backend gpu -c nodrv.cfg -o nodrv
+  expect_stderr '^psfsim: backend gpu: no NVIDIA GPU on this machine \(no CUDA device: no NVIDIA driver \(no /proc/driver/nvidia/version\)\)$' \
+    "--backend gpu without a driver: says no NVIDIA driver"
+  ! grep -q 'insufficient' "$SCRATCH/stderr" && pass "--backend gpu: no word of an old driver" || fail "blames the driver's version"
+  PSFSIM_CACHE_DIR="$SCRATCH/cache3" expect_exit 0 "--probe without a driver" -- "$PSFSIM" --probe -o probe3
+  expect_stderr 'no usable GPU: gpu probe: no CUDA device: no NVIDIA driver' "--probe without a driver: says no NVIDIA driver"
+fi
 finish

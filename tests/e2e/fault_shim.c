@@ -20,6 +20,10 @@
  *                            fail with EIO (an I/O error surfacing late).
  *   PSFSIM_FAULT_RENAME_AT=N the N-th and later renames into DIR fail with
  *                            ENOSPC (a directory that cannot grow).
+ *   PSFSIM_FAULT_NAN_AT=N    the N-th FFT the CPU backend runs
+ *                            (fftwf_execute_dft, counted over all threads)
+ *                            leaves a NaN in its output: a garbage image,
+ *                            which psfsim must refuse to write.
  *   PSFSIM_FAULT_LOG=FILE    one line per injected fault ("full PATH", ...).
  *
  * "Creation" is mkstemp and friends (atomic_file.c's temp files), fopen /
@@ -52,6 +56,9 @@ int openat(int dirfd, const char *path, int flags, ...);
 int fsync(int fd);
 int fdatasync(int fd);
 int rename(const char *from, const char *to);
+/* FFTW's, with its plan and complex arrays as opaque pointers (fftw3.h:
+ * fftwf_plan, fftwf_complex = float[2]). */
+void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2]);
 
 static long env_long(const char *name)
 {
@@ -285,4 +292,17 @@ int rename(const char *from, const char *to)
     }
     int (*r)(const char *, const char *) = real("rename");
     return r(from, to);
+}
+
+static long g_ffts;
+
+void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2])
+{
+    void (*r)(void *, float(*)[2], float(*)[2]) = real("fftwf_execute_dft");
+    r(plan, in, out);
+    long at = env_long("PSFSIM_FAULT_NAN_AT");
+    if (at > 0 && __atomic_add_fetch(&g_ffts, 1, __ATOMIC_SEQ_CST) == at) {
+        note("nan", NULL);
+        out[0][0] = __builtin_nanf("");
+    }
 }

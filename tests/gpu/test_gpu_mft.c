@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -421,61 +420,6 @@ static void test_fault_injection(void **state)
     unload(&l);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* Milliseconds per image of run() alone on a warm backend (matrices and
- * pupils made by a first run), best of three runs of every image. */
-static double ms_per_image(loaded *l, const psf_backend_ops *ops)
-{
-    char err[1024];
-    psf_backend *b = NULL;
-    assert_int_equal(ops->create(&l->desc, NULL, &b, err, sizeof err), 0);
-    float *img = ops->alloc_images(b, (size_t)l->nimages * l->plane);
-    assert_non_null(img);
-    assert_int_equal(ops->run(b, l->jobs, l->nimages, img, err, sizeof err), 0);
-    double best = HUGE_VAL;
-    for (int pass = 0; pass < 3; ++pass) {
-        double t0 = now_s();
-        assert_int_equal(ops->run(b, l->jobs, l->nimages, img, err, sizeof err), 0);
-        best = fmin(best, (now_s() - t0) / l->nimages);
-    }
-    ops->free_images(b, img);
-    ops->destroy(b);
-    return best * 1e3;
-}
-
-/* GPU MFT against CPU MFT, ms per image (printed, not checked): n samples
- * across the pupil, M x M images at 0.25 lambda/D, 16 images per run. */
-static void test_timing(void **state)
-{
-    (void)state;
-#ifndef NDEBUG
-    skip(); /* timings of a debug (sanitizer) build mean nothing */
-#endif
-    static const int ns[] = {128, 256, 512}, ms[] = {256, 512, 1024};
-    for (int c = 0; c < 3; ++c) {
-        const char *text = tu_format(
-            "name = \"t\"; optics: { wavelength_nm = 500; aperture: { diameter_m = 1.0; "
-            "obscuration = 0.3; }; }; sampling: { pupil_samples = %d; }; "
-            "aberrations: { zernike = ((4, 0.1), (7, 0.05)); }; sweep: { defocus = [0.0, 0.01, "
-            "0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.14, "
-            "0.15]; }; output: { npix = %d; pixel_scale = 0.25; };",
-            ns[c], ms[c]);
-        loaded l;
-        load(&l, text, 0, 16);
-        double tc = ms_per_image(&l, &psf_backend_cpu), tg = ms_per_image(&l, gpu);
-        printf("MFT n = %3d (G = %d) onto %4d^2: CPU %8.3f ms/image, GPU %7.3f ms/image (to host "
-               "memory): %.0fx\n",
-               ns[c], l.desc.pupil_npix, ms[c], tc, tg, tc / tg);
-        unload(&l);
-    }
-}
-
 /* Is there a GPU to test? why says what is missing. */
 static int gpu_present(char *why, size_t whylen)
 {
@@ -516,7 +460,6 @@ int main(void)
         cmocka_unit_test(test_maps),           cmocka_unit_test(test_no_basis),
         cmocka_unit_test(test_mft_equals_fft), cmocka_unit_test(test_many_matrices),
         cmocka_unit_test(test_reuse),          cmocka_unit_test(test_fault_injection),
-        cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,6 +114,23 @@ static void test_open_text_errors(void **state)
                &o, PSFSIM_ERR_CONFIG,
                "mine.cfg:2: optics.aperture.file: cannot read /nonexistent/m.png: No such file "
                "or directory");
+    /* The text goes through config_load's checks: integer literals out of
+     * range, the @include walk. */
+    o.base_dir = NULL;
+    open_fails(SMALL "output: { npix = 4294967360; };\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:7: output.npix: integer 4294967360 is out of the 32-bit range "
+               "-2147483648..2147483647 (a 64-bit integer is written with an L suffix)");
+    o.base_dir = "/";
+    open_fails(SMALL "@include \"tmp\"\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:7: @include \"tmp\": is a directory, not a config file");
+    size_t big = ((size_t)16 << 20) + 1; /* one byte past the cap of a config file */
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, ' ', big);
+    text[big] = '\0';
+    open_fails(text, &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg: larger than the 16 MiB cap on a config (16777217 bytes)");
+    free(text);
 }
 
 static void test_open_bad_arguments(void **state)
@@ -186,6 +203,7 @@ static void test_describe_and_params(void **state)
         assert_true(fabs(p[k].pixel_scale_um - 2.75) < 1e-12);
     }
     assert_true(p[0].defocus == -0.2 && p[2].defocus == 0.0 && p[5].defocus == 0.2);
+    assert_true(p[0].draw == -1 && p[0].table_row == -1 && info.random_count == 0);
     int sj[1], tj[3];
     assert_int_equal(psfsim_zernike_terms(s, sj, tj, err, sizeof err), PSFSIM_OK);
     assert_int_equal(sj[0], 6);
@@ -203,6 +221,34 @@ static void test_describe_and_params(void **state)
     assert_int_equal(psfsim_zernike(s, 6, 1, swept, NULL, err, sizeof err), PSFSIM_ERR_RANGE);
     assert_int_equal(psfsim_params_get(s, 0, 1, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     assert_int_equal(psfsim_params_get(s, 6, 0, p, err, sizeof err), PSFSIM_OK);
+    psfsim_close(s);
+}
+
+/* A random set: each image's draw index d (k = c * count + d) and the
+ * set's seed, the manifest's draw and seed. */
+static void test_random_params(void **state)
+{
+    (void)state;
+    psfsim_set *s =
+        open_text("name = \"r\";\n"
+                  "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+                  "sampling: { pupil_samples = 32; };\n"
+                  "sweep: { defocus = [-0.2, 0.2];\n"
+                  "  random: { count = 3; seed = 7; zernike = ((5, \"normal\", 0.1)); }; };\n",
+                  "cpu");
+    char err[512];
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(info.count, 6);
+    assert_int_equal(info.random_count, 3);
+    assert_true(info.seed == 7);
+    psfsim_params p[6];
+    assert_int_equal(psfsim_params_get(s, 0, 6, p, err, sizeof err), PSFSIM_OK);
+    for (int k = 0; k < 6; ++k) {
+        assert_int_equal(p[k].draw, k % 3);
+        assert_int_equal(p[k].table_row, -1);
+    }
+    assert_true(p[0].defocus == -0.2 && p[3].defocus == 0.2);
     psfsim_close(s);
 }
 
@@ -313,7 +359,7 @@ int main(void)
         cmocka_unit_test(test_open_text_errors),   cmocka_unit_test(test_open_bad_arguments),
         cmocka_unit_test(test_forced_gpu),         cmocka_unit_test(test_describe_and_params),
         cmocka_unit_test(test_compute_errors),     cmocka_unit_test(test_fits_header),
-        cmocka_unit_test(test_message_handler),
+        cmocka_unit_test(test_message_handler),    cmocka_unit_test(test_random_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

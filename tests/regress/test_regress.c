@@ -139,7 +139,9 @@ static void replay_map(const char *path, const char *name, int fits)
     assert_null(img);
     assert_clean_message(err, name, name);
     err[0] = '\0';
-    assert_int_equal(maps_load_opd(path, 2.0, &img, &rows, &cols, err, sizeof err), -1);
+    maps_opd_units units;
+    assert_int_equal(
+        maps_load_opd(path, 2.0, ZUNITS_NM, &img, &rows, &cols, &units, err, sizeof err), -1);
     assert_null(img);
     assert_clean_message(err, name, name);
 }

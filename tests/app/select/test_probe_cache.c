@@ -1,6 +1,6 @@
 /* The probe cache: round trip, another machine's figures, corrupt and
- * truncated files, an unwritable directory, the directory's environment
- * variables. */
+ * truncated files, an unwritable directory, a FIFO, a link or a huge file
+ * at its name, the directory's environment variables. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -159,6 +160,37 @@ static void test_missing_and_unwritable(void **state)
     assert_non_null(strstr(err, "afile"));
 }
 
+/* What sits at probe.txt in a shared directory: a FIFO must not block the
+ * load (alarm: a blocked open ends the test), a symbolic link is not
+ * followed, a file of megabytes is not read. Each is a miss naming the file. */
+static void test_not_a_cache_file(void **state)
+{
+    (void)state;
+    machine_key k;
+    machine_key_read(&k);
+    probe_figures g;
+    char why[512], path[4200];
+    snprintf(path, sizeof path, "%s/probe.txt", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    assert_int_equal(probe_cache_load(dir, &k, &g, why, sizeof why), -1);
+    alarm(0);
+    assert_non_null(strstr(why, "probe.txt: not a regular file (a FIFO)"));
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink("/dev/zero", path), 0);
+    assert_int_equal(probe_cache_load(dir, &k, &g, why, sizeof why), -1);
+    assert_non_null(strstr(why, "probe.txt: a symbolic link (not followed)"));
+    assert_int_equal(unlink(path), 0);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("psfsim-probe 3\n", fp);
+    for (int i = 0; i < 70000; ++i) /* 1.1 MB of lines */
+        fputs("machine.gpus xxx\n", fp);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(probe_cache_load(dir, &k, &g, why, sizeof why), -1);
+    assert_non_null(strstr(why, "probe.txt: larger than 1 MiB"));
+}
+
 static void test_cache_dir_environment(void **state)
 {
     (void)state;
@@ -216,6 +248,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_other_machine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_and_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_and_unwritable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_cache_file, setup, teardown),
         cmocka_unit_test(test_cache_dir_environment),
         cmocka_unit_test(test_machine_key_fields),
         cmocka_unit_test_setup_teardown(test_visible_devices_in_key, setup, teardown),

@@ -1,0 +1,66 @@
+/* Upper and lower bounds of the config's numbers, where the computation
+ * means something (config_priv.h; docs/config.md lists each key's range). */
+#include "app/config/config_priv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cfg_check_bounds(cfg_ctx *c, const config_setting_t *s, const char *key, const char *what,
+                     double v, double lo, double hi, const char *why)
+{
+    if (v >= lo && v <= hi) return 0;
+    char got[64], bound[160], a[64], b[64];
+    cfg_fmt_double(v, got, sizeof got);
+    cfg_fmt_double(lo, a, sizeof a);
+    cfg_fmt_double(hi, b, sizeof b);
+    if (lo == -hi)
+        snprintf(bound, sizeof bound, "in [%s, %s]", a, b);
+    else
+        snprintf(bound, sizeof bound, "%s %s", v < lo ? ">=" : "<=", v < lo ? a : b);
+    return cfg_error(c, s, key, "%s%smust be %s%s%s%s (got %s)", what ? what : "", what ? " " : "",
+                     bound, why ? " (" : "", why ? why : "", why ? ")" : "", got);
+}
+
+int cfg_bound_key(cfg_ctx *c, const char *path, double v, double lo, double hi, const char *why)
+{
+    const config_setting_t *s = cfg_get(c, path);
+    return s ? cfg_check_bounds(c, s, path, NULL, v, lo, hi, why) : 0;
+}
+
+int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double lo, double hi,
+                   const char *why)
+{
+    const config_setting_t *s = cfg_get(c, path);
+    for (int i = 0; s && i < n; ++i) {
+        char key[256];
+        snprintf(key, sizeof key, "%s[%d]", path, i);
+        if (cfg_check_bounds(c, config_setting_get_elem(s, (unsigned)i), key, NULL, v[i], lo, hi,
+                             why))
+            return -1;
+    }
+    return 0;
+}
+
+double cfg_round_bound(double x)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.6g", x);
+    return strtod(buf, NULL);
+}
+
+void config_wavelength_span(const psf_config *cfg, double *lo, double *hi)
+{
+    const double *wl = cfg->n_sweep_wavelength > 0 ? cfg->sweep_wavelength_nm : cfg->wavelengths_nm;
+    int n = cfg->n_sweep_wavelength > 0 ? cfg->n_sweep_wavelength : cfg->nwavelengths;
+    if (cfg->random.n_wavelength > 0) { /* sweep.random.wavelength_nm: one per draw */
+        wl = cfg->random.wavelength_nm;
+        n = cfg->random.n_wavelength;
+    }
+    *lo = HUGE_VAL;
+    *hi = -HUGE_VAL;
+    for (int i = 0; i < n; ++i) {
+        *lo = fmin(*lo, wl[i]);
+        *hi = fmax(*hi, wl[i]);
+    }
+}

@@ -1,0 +1,31 @@
+/* Files kept in the cache directory (psf_backend_options.cache_dir: the
+ * CPU's FFTW wisdom, the latency probe's figures). A cache file is only a
+ * hint, and its directory may be shared or another user's: whatever sits
+ * at its name (a FIFO, a device, a symbolic link, a file of gigabytes) must
+ * neither block psfsim, nor be followed, nor be read whole; it is then "no
+ * cache". Below backend/ users (cpu/, app/) so that both share one reader. */
+#ifndef PSFSIM_CACHE_FILE_H
+#define PSFSIM_CACHE_FILE_H
+
+#include <stddef.h>
+
+/* Read dir/name whole into *text (malloc'd, NUL-terminated after its *len
+ * bytes; free it), at most cap bytes. Opened O_RDONLY | O_NONBLOCK |
+ * O_NOFOLLOW | O_CLOEXEC, so a FIFO opens at once and a symbolic link is
+ * refused; fstat must then show a regular file. Returns 0; 1 when there is
+ * no such file (a cache not made yet: nothing in why); -1 with why naming
+ * the file ("DIR/NAME: not a regular file (a FIFO)", "DIR/NAME: a symbolic
+ * link (not followed)", "DIR/NAME: larger than 16 MiB", an I/O error). */
+int cache_file_read(const char *dir, const char *name, size_t cap, char **text, size_t *len,
+                    char *why, size_t whylen);
+
+/* Replace dir/name by len bytes of data: written to a new file of a unique
+ * name ".NAME.tmp.XXXXXX" in dir (openat O_CREAT | O_EXCL | O_NOFOLLOW, so
+ * neither an existing file nor a symbolic link planted at a guessed name is
+ * written through), closed, then renamed over NAME (renameat within dir:
+ * readers see the old file or the new one, never half). Mode 0666 less the
+ * umask. Returns 0, or -1 with err naming the file (the temp file is gone). */
+int cache_file_replace(const char *dir, const char *name, const void *data, size_t len, char *err,
+                       size_t errlen);
+
+#endif
