@@ -63,7 +63,7 @@ if want 3; then
   stage 3 "end-to-end tests under valgrind memcheck"
   cmake -S . -B build-valgrind -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPSFSIM_CUDA=OFF -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
-  cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim
+  cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim psfsim_stale_gpu_module
   PSFSIM_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
 --errors-for-leak-kinds=definite --suppressions=$PWD/tests/e2e/valgrind.supp" \
     ctest --test-dir build-valgrind --output-on-failure -j "$jobs" -L e2e
