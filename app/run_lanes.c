@@ -49,15 +49,6 @@ void run_close_lane(run_state *r, run_lane *ln)
     ln->backend = NULL;
 }
 
-static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
-{
-    double per = (double)npix * npix * sizeof(float);
-    long long b = (long long)(RUN_BATCH_BYTES / per);
-    if (b > ops->preferred_batch) b = ops->preferred_batch;
-    if (b > nimages) b = nimages;
-    return b < 1 ? 1 : (int)b;
-}
-
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
     size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
@@ -207,7 +198,7 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
     const psf_backend_ops *ops = r->decision.ops;
-    r->batch = batch_size(ops, r->set.samp.npix, r->todo);
+    r->batch = backend_batch(ops, r->set.samp.npix, r->todo);
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;

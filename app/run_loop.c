@@ -9,7 +9,7 @@
 #include "app/base/clock.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
-#include "optics/metrics.h"
+#include "app/set/measure.h"
 #include "app/outputs.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
@@ -229,12 +229,11 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * npix * npix;
         image_info *info = &sl->infos[i];
-        image_set_finish_image(&r->set, info, img); /* MFT "sum": divide by the image's sum */
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
         res->backend = ln->ops->name;
-        res->strehl = metrics_peak(img, npix).value / info->ref_peak;
-        res->axial_intensity = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
+        /* MFT "sum" (divide by the image's sum), then Strehl and axis */
+        image_set_measure(&r->set, info, img, &res->strehl, &res->axial_intensity);
         sl->timings[i] = (image_timing){.compute_us = compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
         metrics_us += sl->timings[i].metrics_us;

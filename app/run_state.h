@@ -25,8 +25,8 @@
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);
- * app/set_limits.c counts memory with the same figure. */
-#define RUN_BATCH_BYTES (512.0 * 1024 * 1024)
+ * app/set_limits.c counts memory with the same figure (backend_batch). */
+#define RUN_BATCH_BYTES BACKEND_BATCH_BYTES
 /* Images per CPU batch while the GPU starts: small, to switch soon. */
 #define RUN_WARM_BATCH 32
 /* Computing devices one process drives (every GPU of a host; gpu_list.h). */

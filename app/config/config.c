@@ -407,16 +407,61 @@ static int parse(cfg_ctx *c, const cfg_text *t)
     return ok;
 }
 
+/* The rest of a load once the config's bytes are in *t (taken: kept in
+ * cfg->text for a fingerprint, or freed) and c names the config and its
+ * directory: the @include walk with its caps, the parse, the integer
+ * literals out of range, every section read and checked. The same for a
+ * file, standard input and a config given as text. 0 or -1 (c->err). */
+static int load_bytes(cfg_ctx *c, psf_config *cfg, cfg_text *t)
+{
+    cfg_wide_site *wide = malloc(sizeof *wide);
+    if (!wide) {
+        snprintf(c->err, c->errlen, "%s: out of memory", c->file);
+        cfg_text_free(t);
+        return -1;
+    }
+    if (cfg_check_includes(c->file, t, c->dir, wide, c->err, c->errlen) != 0) {
+        free(wide);
+        cfg_text_free(t);
+        return -1;
+    }
+    config_init(&c->lc);
+    if (c->dir[0]) config_set_include_dir(&c->lc, c->dir);
+    int parsed = parse(c, t);
+    int rc = -1;
+    if (parsed >= 0 && interrupt_pending()) /* during the parse (16 MiB at most) */
+        snprintf(c->err, c->errlen, "%s: interrupted while loading the config", c->file);
+    else if (parsed == 0)
+        rc = syntax_error(c);
+    else if (parsed == 1 && !(wide->found && cfg_wide_int_check(c, wide) != 0))
+        rc = read_all(c, cfg); /* no integer read wrapped: one out of range was refused */
+    config_destroy(&c->lc);
+    free(wide);
+    cfg->text = t->text; /* kept: the bytes loaded, for a fingerprint */
+    cfg->text_len = t->len;
+    cfg->text_dev = (unsigned long long)t->dev;
+    cfg->text_ino = (unsigned long long)t->ino;
+    snprintf(cfg->include_dir, sizeof cfg->include_dir, "%s", c->dir);
+    return rc;
+}
+
+/* cfg at its defaults and *err "" before a load; a NULL err (or errlen 0)
+ * becomes dummy, a byte nobody reads. */
+static void load_begin(psf_config *cfg, char **err, size_t *errlen, char *dummy)
+{
+    memset(cfg, 0, sizeof *cfg);
+    set_defaults(cfg);
+    if (!*err || *errlen == 0) {
+        *err = dummy;
+        *errlen = 1;
+    }
+    (*err)[0] = '\0';
+}
+
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
 {
     char dummy[1];
-    memset(cfg, 0, sizeof *cfg);
-    set_defaults(cfg);
-    if (!err || errlen == 0) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    err[0] = '\0';
+    load_begin(cfg, &err, &errlen, dummy);
     if (!path || !path[0]) {
         snprintf(err, errlen, "config: no file given");
         return -1;
@@ -440,35 +485,30 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         memcpy(c.dir, path, dl);
         c.dir[dl] = '\0';
     }
-    cfg_wide_site *wide = malloc(sizeof *wide);
-    if (!wide) {
-        snprintf(err, errlen, "%s: out of memory", c.file);
-        cfg_text_free(&t);
+    return load_bytes(&c, cfg, &t);
+}
+
+int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
+                     char *err, size_t errlen)
+{
+    char dummy[1];
+    load_begin(cfg, &err, &errlen, dummy);
+    if (!name || !name[0]) name = "<config>";
+    if (strlen(name) >= CFG_PATH_MAX || (base_dir && strlen(base_dir) >= CFG_PATH_MAX)) {
+        snprintf(err, errlen, "%.64s...: name or base directory too long (more than %d characters)",
+                 name, CFG_PATH_MAX - 1);
         return -1;
     }
-    if (cfg_check_includes(c.file, &t, c.dir, wide, err, errlen) != 0) {
-        free(wide);
-        cfg_text_free(&t);
+    if (!text) {
+        snprintf(err, errlen, "%s: no config text given", name);
         return -1;
     }
-    config_init(&c.lc);
-    if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
-    int parsed = parse(&c, &t);
-    int rc = -1;
-    if (parsed >= 0 && interrupt_pending()) /* during the parse (16 MiB at most) */
-        snprintf(err, errlen, "%s: interrupted while loading the config", c.file);
-    else if (parsed == 0)
-        rc = syntax_error(&c);
-    else if (parsed == 1 && !(wide->found && cfg_wide_int_check(&c, wide) != 0))
-        rc = read_all(&c, cfg); /* no integer read wrapped: one out of range was refused */
-    config_destroy(&c.lc);
-    free(wide);
-    cfg->text = t.text; /* kept: the bytes loaded, for a fingerprint */
-    cfg->text_len = t.len;
-    cfg->text_dev = (unsigned long long)t.dev;
-    cfg->text_ino = (unsigned long long)t.ino;
-    snprintf(cfg->include_dir, sizeof cfg->include_dir, "%s", c.dir);
-    return rc;
+    snprintf(cfg->path, sizeof cfg->path, "%s", name);
+    cfg_ctx c = {.file = cfg->path, .err = err, .errlen = errlen};
+    if (base_dir) snprintf(c.dir, sizeof c.dir, "%s", base_dir);
+    cfg_text t;
+    if (cfg_text_copy(text, name, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
+    return load_bytes(&c, cfg, &t);
 }
 
 void config_free(psf_config *cfg)

@@ -191,6 +191,17 @@ typedef struct {
  * config_free also after an error. Returns 0 on success. */
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);
 
+/* config_load for a config held in memory: text (NUL-terminated, the
+ * same schema and checks, through the same @include walk, caps, integer
+ * range check and parse), named name in messages ("NAME:12:
+ * sampling.padding: ..."; NULL or "" = "<config>"), with @include and
+ * the relative map paths resolved against base_dir (NULL or "" = the
+ * current directory). cfg->path is name; a copy of text is kept in
+ * cfg->text. Text past the 16 MiB cap: "NAME: larger than the 16 MiB cap
+ * on a config (N bytes)". Errors and freeing as config_load. */
+int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
+                     char *err, size_t errlen);
+
 /* Free what config_load allocated (after success or an error) and zero cfg;
  * a second call is harmless. Does not free aperture.map (the app's). */
 void config_free(psf_config *cfg);

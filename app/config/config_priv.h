@@ -139,6 +139,13 @@ typedef struct {
  * with err (t then empty); free t with cfg_text_free. */
 int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, char *err,
                   size_t errlen);
+/* A config given in memory (config_load_text) as a cfg_text: text's
+ * strlen bytes copied into t (no file: stream 0, dev and ino 0, which
+ * match no file an @include names). Returns 0, or -1 with "NAME: larger
+ * than the 16 MiB cap on a config (N bytes)" (more than max) or "NAME: out
+ * of memory" in err (t then empty); free t with cfg_text_free. */
+int cfg_text_copy(const char *text, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen);
 void cfg_text_free(cfg_text *t);
 
 /* ---- config_literal.c ---- */
