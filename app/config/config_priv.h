@@ -221,6 +221,16 @@ double cfg_round_bound(double x);
 int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
                        char *err, size_t errlen);
 
+/* ---- config.c ---- */
+
+/* psf_config's defaults (docs/config.md), before any key is read. */
+void cfg_set_defaults(psf_config *cfg);
+/* Read and check every section of the parsed tree c->lc into cfg: the
+ * schema, name, optics, sampling, aberrations, normalization, sweep,
+ * output, backend, in that order. Returns 0, or -1 with the first error's
+ * FILE:LINE: KEY message in c->err. */
+int cfg_read_all(cfg_ctx *c, psf_config *cfg);
+
 /* ---- config_sweep.c ---- */
 
 /* The aberrations block (convention, units, Zernike terms, OPD map) and the
