@@ -6,10 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/bytes.h"
 
 #define HDF5_ERRLEN 1024
+
+/* The writer thread's group: up to 16 MiB of rows per h5set_write, and
+ * written after a second without a new block. */
+#define HDF5_GROUP_BYTES ((size_t)16 << 20)
+#define HDF5_GROUP_WAIT_S 1
 
 /* Consecutive images k = first .. first + count - 1 and their labels. */
 typedef struct block {
@@ -34,6 +40,9 @@ struct hdf5_writer {
     pthread_mutex_t mu;
     pthread_cond_t work, room;
     block *head, *tail;
+    block *group;       /* the writer thread's rows not yet written */
+    int group_rows;     /* its capacity */
+    int group_goal;     /* rows that make it written: doubles from 1 to group_rows */
     size_t queued, cap; /* bytes queued, and the bound */
     int closing, failed, started;
     pthread_t thread;
@@ -134,31 +143,100 @@ static int write_block(hdf5_writer *w, const block *b, char *err, size_t errlen)
     return 0;
 }
 
+/* Append b's rows to the group g (room checked by the caller). */
+static void group_add(const hdf5_writer *w, block *g, const block *b)
+{
+    size_t i = (size_t)g->count, n = (size_t)b->count, j = (size_t)w->desc.nterms;
+    memcpy((char *)g->images + i * w->image_bytes, b->images, n * w->image_bytes);
+    if (j) memcpy(g->zernike + i * j, b->zernike, n * j * sizeof(double));
+    memcpy(g->index + i, b->index, n * sizeof *b->index);
+    for (int c = 0; c < HDF5_NDOUBLES; ++c)
+        memcpy(g->d[c] + i, b->d[c], n * sizeof(double));
+    memcpy(g->backend + i, b->backend, n * sizeof *b->backend);
+    for (size_t r = 0; r < n; ++r)
+        g->backend_at[i + r] = g->backend[i + r];
+    if (!g->count) g->first = b->first;
+    g->count += b->count;
+}
+
+/* Write the group (one h5set_write per run: one flush), unless an
+ * earlier write failed, and empty it. */
+static void group_write(hdf5_writer *w, block *g)
+{
+    if (!g->count) return;
+    char e[HDF5_ERRLEN];
+    pthread_mutex_lock(&w->mu);
+    int failed = w->failed;
+    pthread_mutex_unlock(&w->mu);
+    if (!failed && write_block(w, g, e, sizeof e) != 0) {
+        pthread_mutex_lock(&w->mu);
+        w->failed = 1;
+        snprintf(w->err, sizeof w->err, "%s", e);
+        pthread_cond_broadcast(&w->room); /* a waiting lane sees the failure */
+        pthread_mutex_unlock(&w->mu);
+    }
+    g->count = 0;
+}
+
+/* The next block, waiting for one; NULL when closing and none is left,
+ * or, with a group pending, after HDF5_GROUP_WAIT_S without one (the
+ * group is then written: a slow run still has its images flagged). */
+static block *next_block(hdf5_writer *w, int pending)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += HDF5_GROUP_WAIT_S;
+    pthread_mutex_lock(&w->mu);
+    int timed_out = 0;
+    while (!w->head && !w->closing && !timed_out)
+        if (pending)
+            timed_out = pthread_cond_timedwait(&w->work, &w->mu, &until) != 0;
+        else
+            pthread_cond_wait(&w->work, &w->mu);
+    block *b = w->head;
+    if (b) {
+        w->head = b->next;
+        if (!w->head) w->tail = NULL;
+        /* Its rows are copied into the group at once: room for the lanes. */
+        w->queued -= b->bytes;
+        pthread_cond_broadcast(&w->room);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return b;
+}
+
+/* Blocks are gathered into a group of consecutive images of up to
+ * w->group_rows, written with one h5set_write: the module flushes once
+ * per write, and a flush per batch cost more than the images' bytes. The
+ * first block is written alone and each group's goal doubles, so a run
+ * killed early still has its first images flagged, as before. */
 static void *writer_main(void *arg)
 {
     hdf5_writer *w = arg;
+    block *g = w->group;
     for (;;) {
-        pthread_mutex_lock(&w->mu);
-        while (!w->head && !w->closing)
-            pthread_cond_wait(&w->work, &w->mu);
-        block *b = w->head;
-        if (b) {
-            w->head = b->next;
-            if (!w->head) w->tail = NULL;
+        block *b = next_block(w, g && g->count > 0);
+        if (!b) {
+            if (g) group_write(w, g);
+            pthread_mutex_lock(&w->mu);
+            int done = w->closing && !w->head;
+            pthread_mutex_unlock(&w->mu);
+            if (done) return NULL;
+            continue;
         }
-        int failed = w->failed;
-        pthread_mutex_unlock(&w->mu);
-        if (!b) return NULL;
-        char e[HDF5_ERRLEN];
-        int rc = failed ? 0 : write_block(w, b, e, sizeof e); /* after a failure: drop */
-        pthread_mutex_lock(&w->mu);
-        if (rc != 0) {
-            w->failed = 1;
-            snprintf(w->err, sizeof w->err, "%s", e);
+        if (g && g->count &&
+            (g->first + g->count != b->first || g->count + b->count > w->group_rows))
+            group_write(w, g);
+        if (b->count > w->group_rows) {
+            group_write(w, b); /* larger than a group: written as it is */
+        } else {
+            group_add(w, g, b);
+            if (g->count >= w->group_goal) {
+                group_write(w, g);
+                w->group_goal =
+                    w->group_goal > w->group_rows / 2 ? w->group_rows : 2 * w->group_goal;
+            }
         }
-        w->queued -= b->bytes;
-        pthread_cond_broadcast(&w->room);
-        pthread_mutex_unlock(&w->mu);
         block_free(b);
     }
 }
@@ -169,6 +247,7 @@ static void writer_free(hdf5_writer *w)
         next = b->next;
         block_free(b);
     }
+    block_free(w->group);
     hdf5_set_desc_free(&w->desc);
     free(w->had);
     pthread_mutex_destroy(&w->mu);
@@ -197,7 +276,16 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
     size_t esize = w->desc.p.dtype == H5SET_UINT16 ? 2 : 4;
     w->image_bytes = (size_t)s->samp.npix * (size_t)s->samp.npix * esize;
     w->cap = (size_t)HDF5_QUEUE_BATCHES * (size_t)(batch > 0 ? batch : 1) * row_bytes(w);
-    w->had = malloc((size_t)s->nimages);
+    /* No group where one would not hold more than a batch (large images:
+     * their batches are written as they come, as large writes already). */
+    size_t rows = HDF5_GROUP_BYTES / row_bytes(w);
+    w->group_rows = rows <= (size_t)(batch > 0 ? batch : 1) ? 0
+                    : rows > (size_t)s->nimages             ? (int)s->nimages
+                                                            : (int)rows;
+    w->group = w->group_rows ? block_new(w, 0, w->group_rows) : NULL;
+    if (w->group) w->group->count = 0;
+    w->group_goal = 1;
+    w->had = w->group || !w->group_rows ? malloc((size_t)s->nimages) : NULL;
     if (w->had)
         w->h5 = h5set_open(&w->desc.p, resume ? H5SET_RESUME : H5SET_NEW, info, err, errlen);
     else
