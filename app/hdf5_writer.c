@@ -1,4 +1,6 @@
-/* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h). */
+/* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h).
+ * Over 450 lines because the thread's groups of blocks and the memory
+ * the writer needs (its sizes, at the end) are one account of its bytes. */
 #include "app/hdf5_writer.h"
 
 #include <pthread.h>
@@ -21,7 +23,7 @@
 typedef struct block {
     struct block *next;
     long long first;
-    int count;
+    int count, cap;  /* cap: rows it has room for */
     size_t bytes;    /* what it holds, for the queue's bound */
     void *images;    /* count x M x M, the file's dtype */
     double *zernike; /* count x J */
@@ -41,6 +43,7 @@ struct hdf5_writer {
     pthread_cond_t work, room;
     block *head, *tail;
     block *group;       /* the writer thread's rows not yet written */
+    block *spare;       /* a block copied into the group, for the next batch */
     int group_rows;     /* its capacity */
     int group_goal;     /* rows that make it written: doubles from 1 to group_rows */
     size_t queued, cap; /* bytes queued, and the bound */
@@ -75,7 +78,7 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
     if (!b) return NULL;
     size_t n = (size_t)count, j = (size_t)w->desc.nterms;
     b->first = first;
-    b->count = count;
+    b->count = b->cap = count;
     b->images = malloc(n * w->image_bytes);
     b->zernike = malloc((j ? j : 1) * n * sizeof(double));
     b->index = malloc(n * sizeof *b->index);
@@ -159,6 +162,33 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     g->count += b->count;
 }
 
+/* Keep b, copied into the group, for the next batch's rows (a block
+ * malloc'd and freed per batch cost page faults each time), or free it. */
+static void recycle(hdf5_writer *w, block *b)
+{
+    pthread_mutex_lock(&w->mu);
+    block *old = w->spare;
+    w->spare = b;
+    pthread_mutex_unlock(&w->mu);
+    block_free(old);
+}
+
+/* The spare block when it has room for count rows (then first and
+ * count set), else a new one; NULL: no memory. */
+static block *take_block(hdf5_writer *w, long long first, int count)
+{
+    pthread_mutex_lock(&w->mu);
+    block *b = w->spare && w->spare->cap >= count ? w->spare : NULL;
+    if (b) w->spare = NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (!b) return block_new(w, first, count);
+    b->next = NULL;
+    b->first = first;
+    b->count = count;
+    b->bytes = (size_t)count * row_bytes(w);
+    return b;
+}
+
 /* Write the group (one h5set_write per run: one flush), unless an
  * earlier write failed, and empty it. */
 static void group_write(hdf5_writer *w, block *g)
@@ -229,6 +259,7 @@ static void *writer_main(void *arg)
             group_write(w, g);
         if (b->count > w->group_rows) {
             group_write(w, b); /* larger than a group: written as it is */
+            block_free(b);
         } else {
             group_add(w, g, b);
             if (g->count >= w->group_goal) {
@@ -236,8 +267,8 @@ static void *writer_main(void *arg)
                 w->group_goal =
                     w->group_goal > w->group_rows / 2 ? w->group_rows : 2 * w->group_goal;
             }
+            recycle(w, b);
         }
-        block_free(b);
     }
 }
 
@@ -248,6 +279,7 @@ static void writer_free(hdf5_writer *w)
         block_free(b);
     }
     block_free(w->group);
+    block_free(w->spare);
     hdf5_set_desc_free(&w->desc);
     free(w->had);
     pthread_mutex_destroy(&w->mu);
@@ -356,7 +388,7 @@ int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, siz
             ++e;
         size_t bytes = (size_t)(e - i) * row_bytes(w);
         if (reserve(w, bytes, err, errlen) != 0) return -1;
-        block *b = block_new(w, jobs[i].k, e - i);
+        block *b = take_block(w, jobs[i].k, e - i);
         if (!b) {
             enqueue(w, NULL, bytes);
             snprintf(err, errlen, "cannot write %s: out of memory for %d images", w->desc.shown,
