@@ -257,8 +257,9 @@ static int bound_pixel_um(cfg_ctx *c, const psf_config *cfg, double p_um)
     return cfg_bound_key(c, "output.pixel_scale_um", p_um, lo, hi, why);
 }
 
-/* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
- * block: the micrometre pixel needs f_number). Unset values stay 0. */
+/* output.npix, output.pixel_scale, output.pixel_scale_um, output.pixel_scale_arcsec
+ * (after the optics block: the micrometre pixel needs f_number, the angular one
+ * D). Unset values stay 0. */
 static int read_output_grid(cfg_ctx *c, psf_config *cfg)
 {
     long long npix = 0;
@@ -281,7 +282,15 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, ukey), ukey,
                          "needs optics.f_number (a focal-plane pixel becomes an angle through "
                          "the focal length f_number * D)");
-    return r == 1 ? bound_pixel_um(c, cfg, cfg->out_pixel_scale_um) : 0;
+    if (r == 1 && bound_pixel_um(c, cfg, cfg->out_pixel_scale_um)) return -1;
+    const char *akey = "output.pixel_scale_arcsec";
+    r = cfg_read_float(c, akey, 0.0, 1, &cfg->out_pixel_scale_arcsec);
+    if (r < 0) return -1;
+    if (r == 1 && (cfg_get(c, "output.pixel_scale") || cfg_get(c, ukey)))
+        return cfg_error(c, cfg_get(c, akey), akey,
+                         "give only one of output.pixel_scale, output.pixel_scale_um and "
+                         "output.pixel_scale_arcsec");
+    return r == 1 ? cfg_bound_pixel_arcsec(c, cfg) : 0;
 }
 
 static int read_output(cfg_ctx *c, psf_config *cfg)

@@ -98,6 +98,10 @@ typedef struct {
                                   image's shortest wavelength) */
     double out_pixel_scale_um; /* output.pixel_scale_um, focal-plane um (needs
                                   f_number; exclusive with out_pixel_scale) */
+
+    /* output.pixel_scale_arcsec: arcsec on the sky, the same angle for every
+     * wavelength (exclusive with the two above). */
+    double out_pixel_scale_arcsec;
     /* Not a key: tests set it after config_load to compute by MFT even
      * where the FFT is exact (image_set_init reads it). */
     int mft_force;

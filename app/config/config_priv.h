@@ -193,6 +193,12 @@ int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double 
  * (1000 waves at 632.8 nm) reads as the number the check uses. */
 double cfg_round_bound(double x);
 
+/* output.pixel_scale_arcsec (arcsec, read into cfg) within [CFG_MIN_PIXEL_LD,
+ * n/2] lambda/D at every wavelength of the set: the pixel is
+ * p pi / (180 * 3600) D / lambda lambda/D. Returns 0, or -1 with the message
+ * naming the key and the bound (cfg_bound_key). */
+int cfg_bound_pixel_arcsec(cfg_ctx *c, const psf_config *cfg);
+
 /* ---- config_include.c ---- */
 
 /* Check every file an @include line of the config names (config: its name

@@ -53,6 +53,7 @@ static const cfg_key schema[] = {
     {"output.npix", CFG_K_INT},
     {"output.pixel_scale", CFG_K_FLOAT},
     {"output.pixel_scale_um", CFG_K_FLOAT},
+    {"output.pixel_scale_arcsec", CFG_K_FLOAT},
     {"output.png", CFG_K_GROUP},
     {"output.png.enabled", CFG_K_BOOL},
     {"output.png.bits", CFG_K_INT},

@@ -20,6 +20,27 @@ static double um_to_lambda_d(const psf_config *cfg, double wl_nm)
     return cfg->out_pixel_scale_um * 1e3 / (cfg->f_number * wl_nm);
 }
 
+/* output.pixel_scale_arcsec as an angle: arcsec pi / (180 * 3600) rad. */
+static double arcsec_to_rad(double arcsec)
+{
+    return arcsec * (M_PI / (180.0 * 3600.0));
+}
+
+/* A pixel of pix_rad radians as lambda/D at wavelength wl_nm: pix D / lambda. */
+static double rad_to_lambda_d(double pix_rad, double diameter_m, double wl_nm)
+{
+    return pix_rad * diameter_m / (wl_nm * 1e-9);
+}
+
+/* The fixed-angle pixel (output.pixel_scale_um or _arcsec) as lambda/D at wl_nm. */
+static double fixed_to_lambda_d(const psf_config *cfg, double wl_nm)
+{
+    if (cfg->out_pixel_scale_arcsec > 0)
+        return rad_to_lambda_d(arcsec_to_rad(cfg->out_pixel_scale_arcsec), cfg->aperture.diameter_m,
+                               wl_nm);
+    return um_to_lambda_d(cfg, wl_nm);
+}
+
 static int same_pixel(double a, double b)
 {
     return fabs(a - b) <= 1e-12 * fabs(b);
@@ -32,16 +53,16 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     double fft_ld = sampling_pixscale_lambda_d(&s->samp);
     int npix = cfg->out_npix > 0 ? cfg->out_npix : big;
     int same = npix == big;
-    if (cfg->out_pixel_scale_um > 0) {
+    if (cfg->out_pixel_scale_um > 0 || cfg->out_pixel_scale_arcsec > 0) {
         /* The pixel in lambda_ref/D of every image: one per swept wavelength. */
         if (cfg->n_sweep_wavelength > 0) {
             for (int i = 0; i < cfg->n_sweep_wavelength; ++i)
-                same &= same_pixel(um_to_lambda_d(cfg, cfg->sweep_wavelength_nm[i]), fft_ld);
+                same &= same_pixel(fixed_to_lambda_d(cfg, cfg->sweep_wavelength_nm[i]), fft_ld);
         } else {
             double wl = cfg->wavelengths_nm[0];
             for (int i = 1; i < cfg->nwavelengths; ++i)
                 wl = fmin(wl, cfg->wavelengths_nm[i]);
-            same &= same_pixel(um_to_lambda_d(cfg, wl), fft_ld);
+            same &= same_pixel(fixed_to_lambda_d(cfg, wl), fft_ld);
         }
     } else if (cfg->out_pixel_scale > 0) {
         same &= same_pixel(cfg->out_pixel_scale, fft_ld);
@@ -53,7 +74,10 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     s->samp.npix = npix;
     s->pupil_npix = n + MFT_PUPIL_MARGIN;
     s->pixel_um = cfg->out_pixel_scale_um;
-    s->pixel_ld = s->pixel_um > 0 ? 0.0 : cfg->out_pixel_scale > 0 ? cfg->out_pixel_scale : fft_ld;
+    s->pixel_rad = arcsec_to_rad(cfg->out_pixel_scale_arcsec);
+    s->pixel_ld = s->pixel_um > 0 || s->pixel_rad > 0 ? 0.0
+                  : cfg->out_pixel_scale > 0          ? cfg->out_pixel_scale
+                                                      : fft_ld;
 }
 
 /* A map that cannot be used: the message names the config and the key. */
@@ -212,6 +236,8 @@ static double min_wavelength(const psf_image_params *p)
 static double pixel_lambda_d(const image_set *s, const image_info *info)
 {
     if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
+    if (s->pixel_rad > 0)
+        return rad_to_lambda_d(s->pixel_rad, s->samp.diameter_m, info->wavelength_nm);
     return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
 }
 
@@ -219,6 +245,7 @@ static double pixel_arcsec(const image_set *s, const image_info *info)
 {
     double wl_m = info->wavelength_nm * 1e-9;
     if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
+    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec;
     return pixel_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
 }
 
@@ -228,6 +255,7 @@ static double pixel_um(const image_set *s, const image_info *info)
     if (!(f > 0)) return NAN;
     if (!s->mft) return sampling_pixscale_um(&s->samp, wl_m, f);
     if (s->pixel_um > 0) return s->pixel_um;
+    if (s->pixel_rad > 0) return s->pixel_rad * f * s->samp.diameter_m * 1e6;
     return s->pixel_ld * wl_m * 1e6 * f;
 }
 
@@ -254,8 +282,9 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double wl_ref = min_wavelength(p), npix2 = (double)s->fft_npix * s->fft_npix;
     double peak = 0.0;
     /* MFT: one pixel (rad) for every component of the image. */
-    double pix_rad = s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
-                                     : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
+    double pix_rad = s->pixel_rad > 0  ? s->pixel_rad
+                     : s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
+                                       : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
     job->ncomp = p->nwl;
     for (int c = 0; c < p->nwl; ++c) {
         psf_component *comp = &job->comp[c];

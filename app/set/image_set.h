@@ -32,8 +32,11 @@ typedef struct {
     int mft;         /* 1: every image by MFT (the output grid differs from the FFT's) */
     int pupil_npix;  /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
     double pixel_ld; /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
-                        n/N); 0 when pixel_um gives it */
+                        n/N); 0 when pixel_um or pixel_rad gives it */
     double pixel_um; /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
+
+    /* MFT: output.pixel_scale_arcsec as an angle (rad); 0 = not used. */
+    double pixel_rad;
     psf_modeset modes;
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
@@ -62,7 +65,8 @@ typedef struct {
     double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
     /* The image grid's pixel (the FFT's, or the MFT's output grid), at
      * wavelength_nm: FFT (n/N) lambda_ref/D as sampling.h; MFT the output
-     * grid's (output.pixel_scale, or output.pixel_scale_um / (F lambda)). */
+     * grid's (output.pixel_scale, output.pixel_scale_um / (F lambda), or
+     * output.pixel_scale_arcsec, the same angle at every wavelength). */
     double pixel_lambda_d; /* lambda/D */
     double pixel_arcsec;   /* arcseconds on the sky */
     double pixel_um;       /* focal-plane micrometres; NAN without f_number */
@@ -98,7 +102,7 @@ size_t image_set_storage(const image_set *s);
  * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak". Broadband
  * components share one angular pixel: pitch dx_c = (D/n) lambda_c/lambda_min.
  * MFT: every component has pitch dx = D/n and the output pixel p (rad) =
- * pixel_ld lambda_ref/D, or pixel_um / (f_number D); N above becomes
+ * pixel_ld lambda_ref/D, pixel_um / (f_number D), or pixel_rad; N above becomes
  * N_c = lambda_c / (dx p), the number of pixels in one period of the
  * sampled pupil's transform, so each component still carries energy w_c
  * over a period and the axis pixel is S1^2 exactly; "sum" is then made

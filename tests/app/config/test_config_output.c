@@ -141,6 +141,23 @@ static void test_errors(void **state)
     expect_error(WITH_F "output: { pixel_scale = 0.5;\n  pixel_scale_um = 2.5; };\n",
                  ":5: output.pixel_scale_um: give only one of output.pixel_scale and "
                  "output.pixel_scale_um");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 0; };\n",
+                 ":4: output.pixel_scale_arcsec: must be > 0 (got 0)");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = \"fine\"; };\n",
+                 ":4: output.pixel_scale_arcsec: expected a number (got a string)");
+    expect_error(MINIMAL "output: { pixel_scale = 0.5;\n  pixel_scale_arcsec = 0.01; };\n",
+                 ":5: output.pixel_scale_arcsec: give only one of output.pixel_scale, "
+                 "output.pixel_scale_um and output.pixel_scale_arcsec");
+    expect_error(WITH_F "output: { pixel_scale_um = 2.5;\n  pixel_scale_arcsec = 0.01; };\n",
+                 ":5: output.pixel_scale_arcsec: give only one of output.pixel_scale, "
+                 "output.pixel_scale_um and output.pixel_scale_arcsec");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 1e6; };\n",
+                 ":4: output.pixel_scale_arcsec: must be <= 1.81513 (pupil_samples / 2 = 16 "
+                 "lambda/D at 550 nm, the shortest wavelength, with D = 1 m: half a period of the "
+                 "sampled pupil's transform) (got 1000000)");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 1e-12; };\n",
+                 ":4: output.pixel_scale_arcsec: must be >= 1.13446e-07 (1e-06 lambda/D at 550 "
+                 "nm, the longest wavelength, with D = 1 m) (got 1e-12)");
     expect_error(MINIMAL "output: { pixel_scal = 0.5; };\n",
                  ":4: output.pixel_scal: unknown key (did you mean output.pixel_scale?)");
     expect_error(MINIMAL "output: { npx = 64; };\n",
@@ -225,12 +242,76 @@ static void test_mft_end_to_end(void **state)
     assert_true(fabs(strtod(fld[12], NULL) - 1.5) < 1e-9);
 }
 
+/* Field i (0-based) of the first data row of a manifest, into out. */
+static void manifest_field(const char *path, int row, int i, char *out, size_t outlen)
+{
+    FILE *m = fopen(path, "r");
+    assert_non_null(m);
+    char line[8192];
+    for (int r = 0; r <= row; ++r)
+        assert_non_null(fgets(line, sizeof line, m));
+    assert_non_null(fgets(line, sizeof line, m));
+    fclose(m);
+    char *p = line;
+    for (int k = 0; k < i && p; ++k) {
+        p = strchr(p, ',');
+        if (p) ++p;
+    }
+    assert_non_null(p);
+    size_t len = strcspn(p, ",\n");
+    assert_true(len < outlen);
+    memcpy(out, p, len);
+    out[len] = '\0';
+}
+
+/* output.pixel_scale_arcsec on a VLT-like case (D = 8.2 m, 12.25 mas, the
+ * near-IR wavelengths swept): every image keeps the pixel, in the manifest and
+ * the FITS header, and its lambda/D value follows the wavelength. */
+static void test_arcsec_pixel_vlt(void **state)
+{
+    (void)state;
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) skip();
+    assert_int_equal(tu_write_file(in_dir("v.cfg"),
+                                   "name = \"v\";\n"
+                                   "optics: { wavelength_nm = 1650.0; aperture: { "
+                                   "diameter_m = 8.2; obscuration = 0.14; }; };\n"
+                                   "sampling: { pupil_samples = 32; };\n"
+                                   "sweep: { wavelength_nm = [1250.0, 1650.0, 2200.0]; };\n"
+                                   "output: { npix = 40; pixel_scale_arcsec = 0.01225; fits: { "
+                                   "enabled = true; }; };\n"),
+                     0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("v.cfg"),
+             in_dir("out"));
+    assert_int_equal(system(cmd), 0);
+    const double wl[3] = {1250e-9, 1650e-9, 2200e-9}, arcsec_per_rad = 180.0 * 3600.0 / M_PI;
+    for (int k = 0; k < 3; ++k) {
+        double ld = 0.01225 / (wl[k] / 8.2 * arcsec_per_rad);
+        char name[64], v[64];
+        snprintf(name, sizeof name, "out/v_%d.fits", k);
+        fitsfile *f;
+        int status = 0;
+        fits_open_diskfile(&f, in_dir(name), READONLY, &status);
+        assert_int_equal(status, 0);
+        assert_true(fabs(fits_key(f, "PIXELSCL") - 0.01225) < 1e-15);
+        assert_true(fabs(fits_key(f, "PIXSCLLD") / ld - 1.0) < 1e-12);
+        assert_true(fabs(fits_key(f, "PADDING") * ld - 1.0) < 1e-12);
+        fits_close_file(f, &status);
+        manifest_field(in_dir("out/v_manifest.csv"), k, 11, v, sizeof v);
+        assert_true(fabs(strtod(v, NULL) - 0.01225) < 1e-15);
+        manifest_field(in_dir("out/v_manifest.csv"), k, 10, v, sizeof v);
+        assert_true(fabs(strtod(v, NULL) / ld - 1.0) < 1e-9);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_values_and_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mft_end_to_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_arcsec_pixel_vlt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
