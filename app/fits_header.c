@@ -1,10 +1,16 @@
 #include "app/fits_header.h"
 
+#include <math.h>
 #include <stdio.h>
 
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
+}
+
+static const char *norm_name(psf_normalization v)
+{
+    return v == NORM_PUPIL ? "pupil" : v == NORM_SUM ? "sum" : "peak";
 }
 
 static fits_kv kv_d(const char *key, double d, const char *comment)
@@ -46,7 +52,10 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
         kvs[n++] = kv_d("FNUMBER", cfg->f_number, "focal ratio");
     }
     if (s->mft) kvs[n++] = kv_s("PROPAG", "mft", "focal plane by matrix Fourier transform");
-    kvs[n++] = kv_s("NORMALIZ", cfg->normalization == NORM_SUM ? "sum" : "peak", "normalisation");
+    kvs[n++] = kv_s("NORMALIZ", norm_name(cfg->normalization), "normalisation");
+    if (cfg->normalization == NORM_PUPIL && isfinite(info->captured_fraction))
+        kvs[n++] =
+            kv_d("EEFIELD", info->captured_fraction, "fraction of the pupil's power in the image");
     kvs[n++] = kv_d("STREHL", res->strehl, "peak / unaberrated peak");
     kvs[n++] = kv_d("AXIALINT", res->axial_intensity, "axis pixel / unaberrated peak");
     kvs[n++] = kv_s("BACKEND", res->backend, "backend that computed the image");

@@ -14,9 +14,10 @@
  * (N/n; with the MFT 1/PIXSCLLD), PIXSCLLD, PIXELSCL (arcsec), PIXSCLUM
  * and FNUMBER (with f_number) (the pixel of the image's grid: info's pixel_*
  * and sampling_q, which image_set_job filled), PROPAG = "mft" (MFT sets only), NORMALIZ,
- * STREHL, AXIALINT, BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the
- * config's convention) with each mode's total coefficient, for at most 256
- * modes. zkeys holds the Z<j> key strings. Returns the number of entries. */
+ * EEFIELD (normalization "pupil", when info has it: the captured fraction), STREHL, AXIALINT,
+ * BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the config's convention) with each
+ * mode's total coefficient, for at most 256 modes. zkeys holds the Z<j> key strings. Returns the
+ * number of entries. */
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12]);
 

@@ -19,12 +19,15 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
-                  long long nkeep, char *err, size_t errlen)
+int manifest_open(manifest_writer *w, const char *path, const char *hash, int captured,
+                  char *const *keep, long long nkeep, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->hash, sizeof w->hash, "%s", hash);
-    return journal_create(&w->j, path, manifest_header, keep, nkeep, err, errlen);
+    char header[sizeof manifest_header + 32];
+    snprintf(header, sizeof header, "%.*s%s", (int)(sizeof manifest_header - 2), manifest_header,
+             captured ? ",captured_fraction\n" : "\n");
+    return journal_create(&w->j, path, header, keep, nkeep, err, errlen);
 }
 
 /* The swept Zernike terms, ';'-separated: their j and their swept values. */
@@ -56,11 +59,16 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[5], 32, info->pixel_um);
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
+    int pupil = cfg->normalization == NORM_PUPIL;
+    char cf[32] = "";
+    if (pupil) csv_number(cf, sizeof cf, info->captured_fraction);
     swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s\n", k, res->png, res->fits,
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s", k, res->png, res->fits,
             f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4], f[5], f[6],
             f[7], res->backend, w->hash);
+    /* "pupil": the column captured_fraction after config_hash */
+    fprintf(fp, "%s%s\n", pupil ? "," : "", pupil ? cf : "");
     if (ferror(fp)) {
         snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);
         return -1;

@@ -22,9 +22,12 @@ typedef struct {
 extern const char manifest_header[];
 
 /* Create path with the header and the kept rows (from a resumed run).
- * hash: the config fingerprint put in every new row. 0 or -1 with err. */
-int manifest_open(manifest_writer *w, const char *path, const char *hash, char *const *keep,
-                  long long nkeep, char *err, size_t errlen);
+ * hash: the config fingerprint put in every new row; captured: 1 when the
+ * set's normalization is "pupil" (cfg->normalization == NORM_PUPIL), which
+ * adds the column captured_fraction after config_hash (image_info's). 0 or
+ * -1 with err. */
+int manifest_open(manifest_writer *w, const char *path, const char *hash, int captured,
+                  char *const *keep, long long nkeep, char *err, size_t errlen);
 
 /* Append image k's row. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,

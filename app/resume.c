@@ -63,7 +63,8 @@ static int keep(char ***rows, long long *n, const char *line)
     return 0;
 }
 
-#define NCOLS 17 /* manifest columns, config_hash last */
+/* Manifest columns, config_hash last; normalization "pupil" adds one after it. */
+#define NCOLS 17
 
 static int read_manifest(const psf_config *cfg, const char *dir, const char *hash, resume_state *rs,
                          FILE *f, const char *path, char *err, size_t errlen)
@@ -78,9 +79,11 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
         return -1;
     }
     while (rc == 0 && getline(&line, &cap, f) > 0) {
-        char copy[4096], *cells[NCOLS + 1];
+        char copy[4096], *cells[NCOLS + 2];
         snprintf(copy, sizeof copy, "%s", line);
-        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
+        int nc = split(copy, cells, NCOLS + 2);
+        if (!strchr(line, '\n') || nc != NCOLS + (cfg->normalization == NORM_PUPIL))
+            continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;

@@ -22,8 +22,8 @@ int set_files_create(run_state *r, char *err, size_t errlen)
     resume_clean_temps(r->dir, r->cfg.name);
     char path[SET_PATH_MAX];
     path_of(r, SET_MANIFEST, path, sizeof path);
-    if (manifest_open(&r->manifest, path, r->hash, r->resume.manifest_rows, r->resume.nmanifest,
-                      err, errlen) != 0)
+    if (manifest_open(&r->manifest, path, r->hash, r->cfg.normalization == NORM_PUPIL,
+                      r->resume.manifest_rows, r->resume.nmanifest, err, errlen) != 0)
         return -1;
     r->manifest_open = 1;
     if (r->mpi && mpi_journal_append(&r->manifest.j, path, err, errlen) != 0) return -1;

@@ -330,7 +330,7 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
 
 static int read_all(cfg_ctx *c, psf_config *cfg)
 {
-    static const char *const norms[] = {"peak", "sum"};
+    static const char *const norms[] = {"peak", "sum", "pupil"};
     static const char *const backends[] = {"auto", "cpu", "gpu"};
     int v = 0;
     if (cfg_schema_check(c, cfg)) return -1;
@@ -339,8 +339,8 @@ static int read_all(cfg_ctx *c, psf_config *cfg)
     if (read_aperture(c, cfg)) return -1;
     if (read_sampling(c, cfg)) return -1;
     if (cfg_read_aberrations(c, cfg)) return -1;
-    if (cfg_read_enum(c, "normalization", norms, 2, 0, &v) < 0) return -1;
-    cfg->normalization = v == 1 ? NORM_SUM : NORM_PEAK;
+    if (cfg_read_enum(c, "normalization", norms, 3, 0, &v) < 0) return -1;
+    cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;

@@ -20,7 +20,9 @@
  * phase is noise at any sampling psfsim takes (docs/config.md). */
 #define CFG_MAX_WAVES 1000.0
 
-typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
+/* pupil: unit power through the entrance pupil, so a finite field sums to the
+ * fraction of it captured (POPPY's and WebbPSF's convention). */
+typedef enum { NORM_PEAK = 0, NORM_SUM = 1, NORM_PUPIL = 2 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
 

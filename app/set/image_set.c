@@ -311,6 +311,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     }
     info->wavelength_nm = wl_ref;
     info->ref_peak = peak;
+    info->captured_fraction = NAN;
     info->coeff_units = units;
     fill_pixel(s, info);
     return 0;
@@ -318,11 +319,16 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
 
 void image_set_finish_image(const image_set *s, image_info *info, float *img)
 {
-    if (!s->mft || s->cfg->normalization != NORM_SUM) return;
+    int pupil = s->cfg->normalization == NORM_PUPIL;
+    if (!pupil && (!s->mft || s->cfg->normalization != NORM_SUM)) return;
     size_t n = (size_t)s->samp.npix * s->samp.npix;
     double total = 0.0;
     for (size_t i = 0; i < n; ++i)
         total += img[i];
+    if (pupil) {
+        info->captured_fraction = total;
+        return;
+    }
     if (!(total > 0.0) || !isfinite(total)) return;
     double inv = 1.0 / total;
     for (size_t i = 0; i < n; ++i)
@@ -334,6 +340,7 @@ void image_set_common_info(const image_set *s, image_info *info)
 {
     const psf_config *cfg = s->cfg;
     memset(info, 0, sizeof *info);
+    info->captured_fraction = NAN;
     info->wavelength_nm = cfg->nwavelengths > 0 ? cfg->wavelengths_nm[0] : 500.0;
     for (int c = 1; c < cfg->nwavelengths; ++c)
         if (cfg->wavelengths_nm[c] < info->wavelength_nm)

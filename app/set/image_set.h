@@ -72,6 +72,10 @@ typedef struct {
     double pixel_um;       /* focal-plane micrometres; NAN without f_number */
     double sampling_q;     /* Q = (lambda/D) / pixel: N/n (samp.padding) for the FFT,
                               1 / pixel_lambda_d (what an FFT would need) for the MFT */
+
+    /* normalization = "pupil": the image's sum, the fraction of the pupil's
+     * power its field captures (image_set_finish_image); NAN otherwise. */
+    double captured_fraction;
 } image_info;
 
 /* Load the maps the config names and fix sampling, modes and the
@@ -99,7 +103,8 @@ size_t image_set_storage(const image_set *s);
  * S2 = sum A^2 of a component's pupil on the N x N grid, Parseval gives
  * sum |F|^2 = N^2 S2 and the unaberrated peak |F(0)|^2 = S1^2 (Goodman,
  * Fourier Optics, 2.1), so scale = w / (N^2 S2), divided by the
- * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak". Broadband
+ * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak"; "pupil" keeps
+ * the scale of "sum" (unit power through the pupil). Broadband
  * components share one angular pixel: pitch dx_c = (D/n) lambda_c/lambda_min.
  * MFT: every component has pitch dx = D/n and the output pixel p (rad) =
  * pixel_ld lambda_ref/D, pixel_um / (f_number D), or pixel_rad; N above becomes
@@ -124,7 +129,11 @@ int image_set_check_open(image_set *s, char *err, size_t errlen);
  * MFT image, which must sum to 1 over its finite field (Parseval no longer
  * gives it): img[npix * npix] (samp.npix) is divided by its sum, accumulated
  * in double, and info->ref_peak with it. Does nothing for FFT sets and
- * "peak" (their scale is exact already), nor for an all-zero image. */
+ * "peak" (their scale is exact already), nor for an all-zero image.
+ * "pupil": the image is left as image_set_job's scale made it (unit power
+ * through the pupil: the FFT's N x N field, a whole period, sums to 1; an MFT
+ * window of M x M pixels to the fraction it captures) and its sum, in
+ * double, goes to info->captured_fraction. */
 void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
 /* The record of what every image of the set shares (the FITS cube's

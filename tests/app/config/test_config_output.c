@@ -305,6 +305,50 @@ static void test_arcsec_pixel_vlt(void **state)
     }
 }
 
+/* normalization = "pupil" by MFT: the manifest's last column captured_fraction
+ * and the FITS header's EEFIELD hold the image's sum, below 1 in a window of
+ * +-2 lambda/D (the Airy encircled energy there is about 0.90). */
+static void test_pupil_captured_fraction(void **state)
+{
+    (void)state;
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) skip();
+    assert_int_equal(tu_write_file(in_dir("p.cfg"), MINIMAL "normalization = \"pupil\";\n"
+                                                            "output: { npix = 40; pixel_scale = "
+                                                            "0.1; fits: { enabled = true; }; };\n"),
+                     0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("p.cfg"),
+             in_dir("out"));
+    assert_int_equal(system(cmd), 0);
+    FILE *m = fopen(in_dir("out/t_manifest.csv"), "r");
+    assert_non_null(m);
+    char line[4096];
+    assert_non_null(fgets(line, sizeof line, m));
+    fclose(m);
+    assert_non_null(strstr(line, ",config_hash,captured_fraction\n"));
+    char v[64];
+    manifest_field(in_dir("out/t_manifest.csv"), 0, 17, v, sizeof v);
+    double cf = strtod(v, NULL);
+    assert_true(cf > 0.85 && cf < 0.95);
+    fitsfile *f;
+    int status = 0;
+    fits_open_diskfile(&f, in_dir("out/t_0.fits"), READONLY, &status);
+    assert_int_equal(status, 0);
+    assert_true(fabs(fits_key(f, "EEFIELD") / cf - 1.0) < 1e-9);
+    char norm[FLEN_VALUE] = "";
+    fits_read_key(f, TSTRING, "NORMALIZ", norm, NULL, &status);
+    float img[40 * 40];
+    fits_read_img(f, TFLOAT, 1, 40 * 40, NULL, img, NULL, &status);
+    fits_close_file(f, &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(norm, "pupil");
+    double sum = 0.0;
+    for (int i = 0; i < 40 * 40; ++i)
+        sum += img[i];
+    assert_true(fabs(sum / cf - 1.0) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +356,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mft_end_to_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_arcsec_pixel_vlt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pupil_captured_fraction, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
