@@ -28,6 +28,27 @@ static fits_kv kv_s(const char *key, const char *s, const char *comment)
     return (fits_kv){.key = key, .type = FITS_KV_STRING, .s = s, .comment = comment};
 }
 
+/* A linear WCS in arcsec offsets from the optical axis (FITS WCS paper I,
+ * Greisen & Calabretta 2002: an unrecognised CTYPE without a projection code
+ * is linear), the diffraction limit, the field and the writer. */
+static int wcs_keys(const image_info *info, const psf_sampling *sp, fits_kv *kvs, int n)
+{
+    double ld_arcsec = info->wavelength_nm * 1e-9 / sp->diameter_m * (180.0 * 3600.0 / M_PI);
+    kvs[n++] = kv_s("CTYPE1", "OFFSET_X", "linear: offset from the optical axis");
+    kvs[n++] = kv_s("CTYPE2", "OFFSET_Y", "linear: offset from the optical axis");
+    kvs[n++] = kv_s("CUNIT1", "arcsec", "unit of CDELT1 and CRVAL1");
+    kvs[n++] = kv_s("CUNIT2", "arcsec", "unit of CDELT2 and CRVAL2");
+    kvs[n++] = kv_d("CDELT1", info->pixel_arcsec, "pixel along a row [arcsec]");
+    kvs[n++] = kv_d("CDELT2", info->pixel_arcsec, "pixel along a column [arcsec]");
+    kvs[n++] = kv_d("CRVAL1", 0.0, "offset at CRPIX1: the axis [arcsec]");
+    kvs[n++] = kv_d("CRVAL2", 0.0, "offset at CRPIX2: the axis [arcsec]");
+    kvs[n++] = kv_d("DIFFLMT", ld_arcsec, "lambda/D at WAVELEN [arcsec]");
+    kvs[n++] = kv_d("FOV", sp->npix * info->pixel_arcsec, "field of view NPIX * PIXELSCL [arcsec]");
+    kvs[n++] = kv_s("ORIGIN", "psfsim", "software that wrote the file");
+    kvs[n++] = kv_s("CREATOR", "psfsim " PSFSIM_VERSION, "software and version");
+    return n;
+}
+
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12])
 {
@@ -63,6 +84,7 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    n = wcs_keys(info, sp, kvs, n);
     for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
         snprintf(zkeys[t], 12, "Z%d",
                  zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));

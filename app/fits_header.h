@@ -6,7 +6,7 @@
 #include "app/set/image_set.h"
 #include "app/image_result.h"
 
-#define FITS_HEADER_FIXED 20
+#define FITS_HEADER_FIXED 40
 #define FITS_HEADER_MAX (FITS_HEADER_FIXED + 256)
 
 /* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
@@ -15,9 +15,12 @@
  * and FNUMBER (with f_number) (the pixel of the image's grid: info's pixel_*
  * and sampling_q, which image_set_job filled), PROPAG = "mft" (MFT sets only), NORMALIZ,
  * EEFIELD (normalization "pupil", when info has it: the captured fraction), STREHL, AXIALINT,
- * BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the config's convention) with each
- * mode's total coefficient, for at most 256 modes. zkeys holds the Z<j> key strings. Returns the
- * number of entries. */
+ * BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, a linear WCS in
+ * arcsec from the axis (CTYPE1/2 = OFFSET_X/Y, CUNIT1/2 = arcsec, CDELT1/2 =
+ * PIXELSCL, CRVAL1/2 = 0), DIFFLMT (lambda/D at WAVELEN, arcsec), FOV (NPIX *
+ * PIXELSCL, arcsec), ORIGIN, CREATOR (psfsim and its version), and Z<j> (j in the config's
+ * convention) with each mode's total coefficient, for at most 256 modes. zkeys holds the Z<j> key
+ * strings. Returns the number of entries. */
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12]);
 

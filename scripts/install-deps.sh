@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-dev libfftw3-dev
       libcfitsio-dev libcmocka-dev libcairo2-dev librandom123-dev libhdf5-dev libjansson-dev libcsv-dev
       python3-numpy python3-h5py valgrind clang libclang-rt-dev clang-format
-      openmpi-bin libopenmpi-dev) # openmpi: the MPI build (test.sh stage mpi)
+      openmpi-bin libopenmpi-dev # openmpi: the MPI build (test.sh stage mpi)
+      fitsverify) # fitsverify: tests/e2e/e2e_fitsverify.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -242,18 +242,10 @@ static int bound_pixel_um(cfg_ctx *c, const psf_config *cfg, double p_um)
     config_wavelength_span(cfg, &wl_lo, &wl_hi);
     double lo = cfg_round_bound(CFG_MIN_PIXEL_LD * f * wl_hi * 1e-3);
     double hi = cfg_round_bound(half * f * wl_lo * 1e-3);
-    char why[320], fs[64], wl[64];
+    char why[320], fs[64], via[96];
     cfg_fmt_double(f, fs, sizeof fs);
-    cfg_fmt_double(p_um > hi ? wl_lo : wl_hi, wl, sizeof wl);
-    if (p_um > hi)
-        snprintf(why, sizeof why,
-                 "pupil_samples / 2 = %g lambda/D at %s nm, the shortest wavelength, through "
-                 "f_number %s: half a period of the sampled pupil's transform",
-                 half, wl, fs);
-    else
-        snprintf(why, sizeof why,
-                 "%g lambda/D at %s nm, the longest wavelength, through f_number %s",
-                 CFG_MIN_PIXEL_LD, wl, fs);
+    snprintf(via, sizeof via, "through f_number %s", fs);
+    cfg_pixel_bound_why(why, sizeof why, p_um > hi, half, p_um > hi ? wl_lo : wl_hi, via);
     return cfg_bound_key(c, "output.pixel_scale_um", p_um, lo, hi, why);
 }
 

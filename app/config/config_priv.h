@@ -193,6 +193,13 @@ int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double 
  * (1000 waves at 632.8 nm) reads as the number the check uses. */
 double cfg_round_bound(double x);
 
+/* Why a fixed-angle output pixel is out of bounds, into why[whylen]: above
+ * (1) n/2 = half lambda/D at the shortest wavelength wl_nm, or below the
+ * smallest (CFG_MIN_PIXEL_LD) at the longest; via names how the pixel
+ * becomes an angle ("through f_number 10", "with D = 1 m"). */
+void cfg_pixel_bound_why(char *why, size_t whylen, int above, double half, double wl_nm,
+                         const char *via);
+
 /* output.pixel_scale_arcsec (arcsec, read into cfg) within [CFG_MIN_PIXEL_LD,
  * n/2] lambda/D at every wavelength of the set: the pixel is
  * p pi / (180 * 3600) D / lambda lambda/D. Returns 0, or -1 with the message

@@ -173,25 +173,32 @@ static double fits_key(fitsfile *f, const char *key)
     return status ? NAN : v;
 }
 
+/* Write text to DIR/cfg_name and run psfsim on it (CPU backend) into DIR/out;
+ * 0 when psfsim is not known (PSFSIM_BIN unset: the caller skips). */
+static int run_psfsim(const char *cfg_name, const char *text)
+{
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) return 0;
+    assert_int_equal(tu_write_file(in_dir(cfg_name), text), 0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir(cfg_name),
+             in_dir("out"));
+    assert_int_equal(system(cmd), 0);
+    return 1;
+}
+
 /* psfsim on an MFT set: 48 x 48 images at 0.3 lambda/D, FITS and manifest. */
 static void test_mft_end_to_end(void **state)
 {
     (void)state;
-    const char *bin = getenv("PSFSIM_BIN");
-    if (!bin) skip();
-    assert_int_equal(tu_write_file(in_dir("m.cfg"),
-                                   "name = \"m\";\n"
-                                   "optics: { wavelength_nm = 500.0; f_number = 10; aperture: { "
-                                   "diameter_m = 1.0; obscuration = 0.2; }; };\n"
-                                   "sampling: { pupil_samples = 32; };\n"
-                                   "sweep: { defocus = [0.0, 0.2]; };\n"
-                                   "output: { npix = 48; pixel_scale = 0.3; fits: { enabled = "
-                                   "true; }; };\n"),
-                     0);
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("m.cfg"),
-             in_dir("out"));
-    assert_int_equal(system(cmd), 0);
+    if (!run_psfsim("m.cfg", "name = \"m\";\n"
+                             "optics: { wavelength_nm = 500.0; f_number = 10; aperture: { "
+                             "diameter_m = 1.0; obscuration = 0.2; }; };\n"
+                             "sampling: { pupil_samples = 32; };\n"
+                             "sweep: { defocus = [0.0, 0.2]; };\n"
+                             "output: { npix = 48; pixel_scale = 0.3; fits: { enabled = "
+                             "true; }; };\n"))
+        skip();
     fitsfile *f;
     int status = 0, naxis = 0;
     long naxes[2] = {0, 0};
@@ -270,21 +277,14 @@ static void manifest_field(const char *path, int row, int i, char *out, size_t o
 static void test_arcsec_pixel_vlt(void **state)
 {
     (void)state;
-    const char *bin = getenv("PSFSIM_BIN");
-    if (!bin) skip();
-    assert_int_equal(tu_write_file(in_dir("v.cfg"),
-                                   "name = \"v\";\n"
-                                   "optics: { wavelength_nm = 1650.0; aperture: { "
-                                   "diameter_m = 8.2; obscuration = 0.14; }; };\n"
-                                   "sampling: { pupil_samples = 32; };\n"
-                                   "sweep: { wavelength_nm = [1250.0, 1650.0, 2200.0]; };\n"
-                                   "output: { npix = 40; pixel_scale_arcsec = 0.01225; fits: { "
-                                   "enabled = true; }; };\n"),
-                     0);
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("v.cfg"),
-             in_dir("out"));
-    assert_int_equal(system(cmd), 0);
+    if (!run_psfsim("v.cfg", "name = \"v\";\n"
+                             "optics: { wavelength_nm = 1650.0; aperture: { "
+                             "diameter_m = 8.2; obscuration = 0.14; }; };\n"
+                             "sampling: { pupil_samples = 32; };\n"
+                             "sweep: { wavelength_nm = [1250.0, 1650.0, 2200.0]; };\n"
+                             "output: { npix = 40; pixel_scale_arcsec = 0.01225; fits: { "
+                             "enabled = true; }; };\n"))
+        skip();
     const double wl[3] = {1250e-9, 1650e-9, 2200e-9}, arcsec_per_rad = 180.0 * 3600.0 / M_PI;
     for (int k = 0; k < 3; ++k) {
         double ld = 0.01225 / (wl[k] / 8.2 * arcsec_per_rad);
@@ -297,6 +297,22 @@ static void test_arcsec_pixel_vlt(void **state)
         assert_true(fabs(fits_key(f, "PIXELSCL") - 0.01225) < 1e-15);
         assert_true(fabs(fits_key(f, "PIXSCLLD") / ld - 1.0) < 1e-12);
         assert_true(fabs(fits_key(f, "PADDING") * ld - 1.0) < 1e-12);
+        /* The linear WCS: pixel (1-based) x is (x - CRPIX1) CDELT1 + CRVAL1
+         * arcsec from the axis; the axis is pixel 21 (0-based 20 = M/2). */
+        double crpix = fits_key(f, "CRPIX1"), cdelt = fits_key(f, "CDELT1");
+        assert_true(crpix == 21.0 && fits_key(f, "CRPIX2") == 21.0);
+        assert_true(cdelt == 0.01225 && fits_key(f, "CDELT2") == 0.01225);
+        assert_true(fits_key(f, "CRVAL1") == 0.0 && fits_key(f, "CRVAL2") == 0.0);
+        assert_true(fabs((31.0 - crpix) * cdelt - 0.1225) < 1e-15);
+        assert_true(fabs((1.0 - crpix) * cdelt + 0.245) < 1e-15);
+        assert_true(fabs(fits_key(f, "DIFFLMT") / (wl[k] / 8.2 * arcsec_per_rad) - 1.0) < 1e-12);
+        assert_true(fabs(fits_key(f, "FOV") - 40 * 0.01225) < 1e-12);
+        char unit[FLEN_VALUE] = "", ctype[FLEN_VALUE] = "";
+        fits_read_key(f, TSTRING, "CUNIT1", unit, NULL, &status);
+        fits_read_key(f, TSTRING, "CTYPE2", ctype, NULL, &status);
+        assert_int_equal(status, 0);
+        assert_string_equal(unit, "arcsec");
+        assert_string_equal(ctype, "OFFSET_Y");
         fits_close_file(f, &status);
         manifest_field(in_dir("out/v_manifest.csv"), k, 11, v, sizeof v);
         assert_true(fabs(strtod(v, NULL) - 0.01225) < 1e-15);
@@ -311,16 +327,10 @@ static void test_arcsec_pixel_vlt(void **state)
 static void test_pupil_captured_fraction(void **state)
 {
     (void)state;
-    const char *bin = getenv("PSFSIM_BIN");
-    if (!bin) skip();
-    assert_int_equal(tu_write_file(in_dir("p.cfg"), MINIMAL "normalization = \"pupil\";\n"
-                                                            "output: { npix = 40; pixel_scale = "
-                                                            "0.1; fits: { enabled = true; }; };\n"),
-                     0);
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("p.cfg"),
-             in_dir("out"));
-    assert_int_equal(system(cmd), 0);
+    if (!run_psfsim("p.cfg", MINIMAL "normalization = \"pupil\";\n"
+                                     "output: { npix = 40; pixel_scale = "
+                                     "0.1; fits: { enabled = true; }; };\n"))
+        skip();
     FILE *m = fopen(in_dir("out/t_manifest.csv"), "r");
     assert_non_null(m);
     char line[4096];
