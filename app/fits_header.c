@@ -31,7 +31,36 @@ static fits_kv kv_s(const char *key, const char *s, const char *comment)
 /* A linear WCS in arcsec offsets from the optical axis (FITS WCS paper I,
  * Greisen & Calabretta 2002: an unrecognised CTYPE without a projection code
  * is linear), the diffraction limit, the field and the writer. */
-static int wcs_keys(const image_info *info, const psf_sampling *sp, fits_kv *kvs, int n)
+/* The weighted mean wavelength (m) of the image (POPPY's WAVELEN): sum w_c
+ * lambda_c over its components; info's wavelength without components. */
+static double mean_wavelength_m(const image_info *info)
+{
+    const psf_image_params *p = &info->params;
+    if (p->nwl < 1) return info->wavelength_nm * 1e-9;
+    double m = 0.0;
+    for (int c = 0; c < p->nwl; ++c)
+        m += p->weights[c] * p->wl_nm[c];
+    return m * 1e-9;
+}
+
+/* NWAVES, WAVE<i> (m) and WGHT<i> (0-based, as POPPY writes them) of the
+ * image's components, their key strings in keys[2 * nwl]. */
+static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[12])
+{
+    const psf_image_params *p = &info->params;
+    if (p->nwl < 1) return n;
+    kvs[n++] = kv_i("NWAVES", p->nwl, "wavelengths in the image");
+    for (int c = 0; c < p->nwl && n + 2 <= FITS_HEADER_MAX; ++c) {
+        snprintf(keys[2 * c], 12, "WAVE%d", c);
+        snprintf(keys[2 * c + 1], 12, "WGHT%d", c);
+        kvs[n++] = kv_d(keys[2 * c], p->wl_nm[c] * 1e-9, "wavelength [m]");
+        kvs[n++] = kv_d(keys[2 * c + 1], p->weights[c], "its weight (sum 1)");
+    }
+    return n;
+}
+
+static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *date, fits_kv *kvs,
+                    int n)
 {
     double ld_arcsec = info->wavelength_nm * 1e-9 / sp->diameter_m * (180.0 * 3600.0 / M_PI);
     kvs[n++] = kv_s("CTYPE1", "OFFSET_X", "linear: offset from the optical axis");
@@ -42,10 +71,11 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, fits_kv *kvs
     kvs[n++] = kv_d("CDELT2", info->pixel_arcsec, "pixel along a column [arcsec]");
     kvs[n++] = kv_d("CRVAL1", 0.0, "offset at CRPIX1: the axis [arcsec]");
     kvs[n++] = kv_d("CRVAL2", 0.0, "offset at CRPIX2: the axis [arcsec]");
-    kvs[n++] = kv_d("DIFFLMT", ld_arcsec, "lambda/D at WAVELEN [arcsec]");
+    kvs[n++] = kv_d("DIFFLMT", ld_arcsec, "lambda/D at REFWAVE [arcsec]");
     kvs[n++] = kv_d("FOV", sp->npix * info->pixel_arcsec, "field of view NPIX * PIXELSCL [arcsec]");
     kvs[n++] = kv_s("ORIGIN", "psfsim", "software that wrote the file");
     kvs[n++] = kv_s("CREATOR", "psfsim " PSFSIM_VERSION, "software and version");
+    if (date[0]) kvs[n++] = kv_s("DATE", date, "set opened (UTC; SOURCE_DATE_EPOCH when set)");
     return n;
 }
 
@@ -56,7 +86,9 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     const psf_sampling *sp = &s->samp;
     double wl_m = info->wavelength_nm * 1e-9;
     int n = 0;
-    kvs[n++] = kv_d("WAVELEN", wl_m, "wavelength [m] (broadband: the shortest)");
+    kvs[n++] =
+        kv_d("WAVELEN", mean_wavelength_m(info), "wavelength [m] (broadband: weighted mean)");
+    kvs[n++] = kv_d("REFWAVE", wl_m, "wavelength of PIXSCLLD and DIFFLMT [m]");
     kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");
     kvs[n++] = kv_i("NPUPIL", sp->pupil_samples, "pupil samples across DIAM");
     if (s->mft) { /* the output grid's size and pixel; PADDING as an FFT would need it */
@@ -84,8 +116,9 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
-    n = wcs_keys(info, sp, kvs, n);
-    for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
+    n = wcs_keys(info, sp, s->date_utc, kvs, n);
+    n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
+    for (int t = 0; t < s->modes.nterms && t < FITS_HEADER_ZMAX && n < FITS_HEADER_MAX; ++t) {
         snprintf(zkeys[t], 12, "Z%d",
                  zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
         kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");

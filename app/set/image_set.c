@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
@@ -88,9 +89,22 @@ static int map_error(const psf_config *cfg, const char *key, const char *why, ch
     return -1;
 }
 
+/* s->date_utc (image_set.h). */
+static void set_date(image_set *s)
+{
+    const char *env = secure_getenv("SOURCE_DATE_EPOCH");
+    char *end = NULL;
+    long long e = env ? strtoll(env, &end, 10) : -1;
+    time_t t = env && *env && end && !*end && e >= 0 ? (time_t)e : time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(s->date_utc, sizeof s->date_utc, "%Y-%m-%dT%H:%M:%S", &tm))
+        s->date_utc[0] = '\0';
+}
+
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    set_date(s);
     s->cfg = cfg;
     s->aperture = cfg->aperture;
     s->nimages = config_image_count(cfg);

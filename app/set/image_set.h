@@ -37,6 +37,10 @@ typedef struct {
 
     /* MFT: output.pixel_scale_arcsec as an angle (rad); 0 = not used. */
     double pixel_rad;
+    /* When the set was opened, UTC "YYYY-MM-DDThh:mm:ss" (the FITS DATE):
+     * SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
+     * convention) when set and valid, else the clock. */
+    char date_utc[24];
     psf_modeset modes;
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
