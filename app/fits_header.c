@@ -50,7 +50,7 @@ static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[1
     const psf_image_params *p = &info->params;
     if (p->nwl < 1) return n;
     kvs[n++] = kv_i("NWAVES", p->nwl, "wavelengths in the image");
-    for (int c = 0; c < p->nwl && n + 2 <= FITS_HEADER_MAX; ++c) {
+    for (int c = 0; c < p->nwl && c < PSF_MAX_COMPONENTS && n + 2 <= FITS_HEADER_MAX; ++c) {
         snprintf(keys[2 * c], 12, "WAVE%d", c);
         snprintf(keys[2 * c + 1], 12, "WGHT%d", c);
         kvs[n++] = kv_d(keys[2 * c], p->wl_nm[c] * 1e-9, "wavelength [m]");
@@ -59,8 +59,8 @@ static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[1
     return n;
 }
 
-static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *date, fits_kv *kvs,
-                    int n)
+static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *date,
+                    const char *hash, fits_kv *kvs, int n)
 {
     double ld_arcsec = info->wavelength_nm * 1e-9 / sp->diameter_m * (180.0 * 3600.0 / M_PI);
     kvs[n++] = kv_s("CTYPE1", "OFFSET_X", "linear: offset from the optical axis");
@@ -76,6 +76,7 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *
     kvs[n++] = kv_s("ORIGIN", "psfsim", "software that wrote the file");
     kvs[n++] = kv_s("CREATOR", "psfsim " PSFSIM_VERSION, "software and version");
     if (date[0]) kvs[n++] = kv_s("DATE", date, "set opened (UTC; SOURCE_DATE_EPOCH when set)");
+    if (hash[0]) kvs[n++] = kv_s("CFGHASH", hash, "config fingerprint (manifest config_hash)");
     return n;
 }
 
@@ -116,7 +117,7 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
-    n = wcs_keys(info, sp, s->date_utc, kvs, n);
+    n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
     n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
     for (int t = 0; t < s->modes.nterms && t < FITS_HEADER_ZMAX && n < FITS_HEADER_MAX; ++t) {
         snprintf(zkeys[t], 12, "Z%d",

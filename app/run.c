@@ -45,6 +45,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    snprintf(r->set.config_hash, sizeof r->set.config_hash, "%s", r->hash);
     set_checks_warn(&r->set, &r->notes);
     for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
         log_warn("%s", r->notes.text[i]);

@@ -41,6 +41,9 @@ typedef struct {
      * SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
      * convention) when set and valid, else the clock. */
     char date_utc[24];
+    /* The manifest's config_hash (the config's fingerprint), for the FITS
+     * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
+    char config_hash[24];
     psf_modeset modes;
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;

@@ -48,6 +48,9 @@ done
 card() { head -c 11520 "$1" | fold -w 80 | sed -n "s/^$2 *= *\([^/]*\).*/\1/p" | tr -d "' " | head -1; }
 [ "$(card out_fft/a_0.fits DATE)" = "2023-11-14T22:13:20" ] && pass "DATE from SOURCE_DATE_EPOCH" ||
   fail "DATE: $(card out_fft/a_0.fits DATE)"
+h=$(cut -d, -f17 out_fft/a_manifest.csv | tail -1)
+[ -n "$h" ] && [ "$(card out_fft/a_0.fits CFGHASH)" = "$h" ] && pass "CFGHASH = the manifest's config_hash" ||
+  fail "CFGHASH $(card out_fft/a_0.fits CFGHASH), manifest $h"
 [ "$(card out_broad/w_0.fits NWAVES)" = 3 ] && [ "$(card out_broad/w_0.fits WGHT1)" = 0.5 ] &&
   pass "broadband NWAVES, WGHT1" || fail "NWAVES $(card out_broad/w_0.fits NWAVES) WGHT1 $(card out_broad/w_0.fits WGHT1)"
 awk -v w="$(card out_broad/w_0.fits WAVELEN)" -v r="$(card out_broad/w_0.fits REFWAVE)" \
