@@ -131,6 +131,15 @@ static double vanes_in_disk(const psf_aperture_geom *g, double t0, double d, dou
 double aperture_area_m2(const psf_aperture *a)
 {
     if (aperture_check(a, NULL, 0) || a->shape == APERTURE_FILE) return -1.0;
+    if (a->shape == APERTURE_SEGMENTED) {
+        if (a->seg.stop_diameter_m > 0.0 || a->obscuration > 0.0 ||
+            (a->spider_count > 0 && a->spider_width_m > 0.0))
+            return -1.0;
+        int n = 0, nseg = aperture_segment_count(a->seg.rings);
+        for (int k = 0; k < nseg; ++k)
+            n += !((a->seg.missing[k / 64] >> (k % 64)) & 1ULL);
+        return n * 0.5 * sqrt(3.0) * a->seg.flat_to_flat_m * a->seg.flat_to_flat_m;
+    }
     psf_aperture_geom g;
     aperture_geom_init(a, &g);
     double r = g.r_out, ro = g.r_obs;

@@ -5,7 +5,9 @@
  * Conventions: design.md, "Aperture". Lengths in metres, angles from +x
  * towards +y. The open region is the intersection of
  *   - the outer boundary: |p| <= R (circle) or the hexagon of circumradius R
- *     with vertices on the +x and -x axes (none for a FILE aperture),
+ *     with vertices on the +x and -x axes (none for a FILE aperture), or the
+ *     union of a segmented aperture's segments (aperture_seg.h) inside its
+ *     optional circular stop,
  *   - |p| >= e R (central obscuration),
  *   - the outside of every spider vane: vane k has direction
  *     u_k = (cos phi_k, sin phi_k), phi_k = angle + k 360/count, and blocks
@@ -25,6 +27,7 @@
 #define PSFSIM_APERTURE_GEOM_H
 
 #include "optics/aperture.h"
+#include "optics/aperture_seg.h"
 #include "optics/psf_hd.h"
 
 #include <math.h>
@@ -36,7 +39,7 @@
  * circle crosses in one sample then sums to <= 0.35 APG_CURV_TOL of dx^2. */
 #define APG_CURV_TOL 5e-4
 
-enum { APG_OUTER_NONE = 0, APG_OUTER_CIRCLE = 1, APG_OUTER_HEXAGON = 2 };
+enum { APG_OUTER_NONE = 0, APG_OUTER_CIRCLE = 1, APG_OUTER_HEXAGON = 2, APG_OUTER_SEGMENTS = 3 };
 enum { APG_OPEN = 0, APG_BLOCKED = 1, APG_FRAC = 2, APG_SPLIT = 3 };
 
 /* The aperture's geometry, precomputed once (a POD the GPU can copy). */
@@ -55,6 +58,7 @@ typedef struct {
     double vane_step_deg;   /* 360 / nvanes */
     double vane_cos_step;   /* cos, sin of the step: rotates one vane onto the next */
     double vane_sin_step;
+    psf_seg_geom seg; /* APG_OUTER_SEGMENTS only (aperture_seg.h) */
 } psf_aperture_geom;
 
 /* (cos, sin) of deg degrees, exact at multiples of 90 so that vanes along the
@@ -83,9 +87,10 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
 {
     double r = 0.5 * a->diameter_m;
     g->binary = a->edge == EDGE_BINARY;
-    g->outer = a->shape == APERTURE_CIRCULAR  ? APG_OUTER_CIRCLE
-               : a->shape == APERTURE_HEXAGON ? APG_OUTER_HEXAGON
-                                              : APG_OUTER_NONE;
+    g->outer = a->shape == APERTURE_CIRCULAR    ? APG_OUTER_CIRCLE
+               : a->shape == APERTURE_HEXAGON   ? APG_OUTER_HEXAGON
+               : a->shape == APERTURE_SEGMENTED ? APG_OUTER_SEGMENTS
+                                                : APG_OUTER_NONE;
     g->r_out = r;
     g->hex_apothem = r * APG_SQRT3_2;
     /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg. */
@@ -102,6 +107,9 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
     g->vane_angle0_deg = a->spider_angle_deg;
     g->vane_step_deg = g->nvanes > 0 ? 360.0 / g->nvanes : 360.0;
     apg_unit_deg(g->vane_step_deg, &g->vane_cos_step, &g->vane_sin_step);
+    double sc = 1.0, ss = 0.0;
+    if (g->outer == APG_OUTER_SEGMENTS) apg_unit_deg(a->seg.angle_deg, &sc, &ss);
+    aps_init(&a->seg, sc, ss, &g->seg);
 }
 
 /* Fraction of the square [-h/2, h/2]^2 where a x + b y <= s, for a unit
@@ -187,6 +195,44 @@ PSF_HD int apg_circle_cell(double cx, double cy, double r, double rc, double sid
     return APG_FRAC;
 }
 
+/* The present segments against the cell of side h centred at (cx, cy)
+ * (aperture_seg.h, "Grey edges"): APG_OPEN inside one segment, APG_BLOCKED
+ * in no segment, APG_FRAC with the exact open fraction when every segment
+ * near it misses it, or cuts it with one flat, else APG_SPLIT (also for a
+ * cell too large for the seven-centre search). */
+PSF_HD int apg_segments_cell(const psf_seg_geom *g, double cx, double cy, double h, double *frac)
+{
+    if (h > 0.25 * g->pitch) return APG_SPLIT; /* h sqrt2 / 2 <= p / (4 sqrt2) < p / 4 */
+    const int dq[7] = {0, 1, 0, -1, -1, 0, 1}, dr[7] = {0, 0, 1, 1, 0, -1, -1};
+    int q0, r0, touched = 0;
+    double sum = 0.0;
+    aps_nearest(g, cx, cy, &q0, &r0);
+    for (int n = 0; n < 7; ++n) {
+        int q = q0 + dq[n], r = r0 + dr[n], ncut = 0, out = 0;
+        if (!aps_present(g, q, r)) continue;
+        double sx, sy, f = 1.0;
+        aps_center(g, q, r, &sx, &sy);
+        for (int k = 0; k < 6 && !out; ++k) {
+            double rho = 0.5 * h * (fabs(g->nx[k]) + fabs(g->ny[k]));
+            double d = g->nx[k] * (cx - sx) + g->ny[k] * (cy - sy) - g->apothem;
+            if (d >= rho)
+                out = 1;
+            else if (d > -rho) {
+                ++ncut;
+                f = aperture_halfplane_fraction(g->nx[k], g->ny[k], -d, h);
+            }
+        }
+        if (out) continue;
+        if (ncut == 0) return APG_OPEN;
+        if (ncut > 1) return APG_SPLIT;
+        sum += f;
+        touched = 1;
+    }
+    if (!touched) return APG_BLOCKED;
+    *frac = sum > 1.0 ? 1.0 : sum;
+    return APG_FRAC;
+}
+
 /* Count one boundary's verdict on a cell; returns 1 when it blocks the cell. */
 PSF_HD int apg_tally(int st, double f, int *ncut, int *split, double *frac)
 {
@@ -222,6 +268,14 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
                 ncut++;
                 frac = aperture_halfplane_fraction(g->hex_nx[k], g->hex_ny[k], -d, h);
             }
+        }
+    } else if (g->outer == APG_OUTER_SEGMENTS) {
+        st = apg_segments_cell(&g->seg, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+        if (g->seg.stop_r > 0.0) {
+            int lin = last || h * h <= APG_CURV_TOL * g->seg.stop_r * dx;
+            st = apg_circle_cell(cx, cy, r, g->seg.stop_r, 1.0, h, lin, &f);
+            if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
         }
     }
     if (g->r_obs > 0.0) {
@@ -294,6 +348,10 @@ PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
     if (g->outer == APG_OUTER_HEXAGON)
         for (int k = 0; k < 6; ++k)
             if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
+    if (g->outer == APG_OUTER_SEGMENTS) {
+        if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
+        if (!aps_point_in(&g->seg, x, y)) return 0;
+    }
     if (r2 < g->r_obs * g->r_obs) return 0;
     if (g->nvanes > 0 && apg_point_under_vane(g, x, y, sqrt(r2))) return 0;
     return 1;
@@ -348,7 +406,8 @@ PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, doubl
  * sqrt3/2 |x| + |y|/2 <= R sqrt3/2, squared). The left sides are integers
  * (|X|, |Y| <= 2^17: exact in 64 bits and in double); with an integer q
  * the circle and hexagon tests are exact, e q is one rounding of the
- * config's e times n. Spiders: the point test at (dj dx, di dx). */
+ * config's e times n. Spiders, segments and their stop: the point test at
+ * (dj dx, di dx) (the segments' flats are not on the sample lattice). */
 PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, double dx_m)
 {
     long long X = 2LL * dj, Y = 2LL * di, X2 = X * X, Y2 = Y * Y, AX = X < 0 ? -X : X;
@@ -367,8 +426,13 @@ PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, doubl
         double eq = g->obs_ratio * (whole ? qn : q);
         if ((double)(X2 + Y2) < eq * eq) return 0;
     }
+    double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes, segments: not on the lattice */
+    if (g->outer == APG_OUTER_SEGMENTS) {
+        double r2 = x * x + y * y;
+        if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
+        if (!aps_point_in(&g->seg, x, y)) return 0;
+    }
     if (g->nvanes == 0) return 1;
-    double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes: not on the lattice */
     return !apg_point_under_vane(g, x, y, sqrt(x * x + y * y));
 }
 

@@ -222,6 +222,14 @@ int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, c
 int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg);
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
 
+/* ---- config_aperture.c ---- */
+
+/* optics.aperture.segments into a->seg (a->shape read; have_diameter: 1
+ * when diameter_m was given, else it is set to the segments' circumscribed
+ * diameter, or the outer stop's if smaller). An error when the group is
+ * given for another shape. Returns 0, or -1 with a message. */
+int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
+
 /* ---- config_schema.c ---- */
 
 /* Walk the whole tree: every key must be in the schema table for its place

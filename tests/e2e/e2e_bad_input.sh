@@ -188,4 +188,46 @@ expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmiss
 expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
 expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
 [ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
+# Segmented apertures (optics.aperture.segments): each bad value names its
+# file, line and key, and nothing is written.
+segcfg() { # $1: the segments group's body; $2: more aperture keys
+  cat <<CFG
+name = "bad";
+optics: { wavelength_nm = 550.0; aperture: { shape = "segmented"; ${2:-}
+  segments: { $1 }; }; };
+sampling: { pupil_samples = 32; };
+CFG
+}
+segcfg 'flat_to_flat_m = 1.32; gap_m = 0.007; rings = 1; missing = [0];' >segok.cfg
+expect_exit 0 "a segmented aperture" -- "$PSFSIM" -c segok.cfg -o segok -q
+segcfg 'flat_to_flat_m = 1.32; gap_m = -0.01; rings = 1;' >segovl.cfg
+expect_exit 2 "overlapping segments" -- "$PSFSIM" -c segovl.cfg -o out6
+expect_stderr 'segovl.cfg:3: optics.aperture.segments.gap_m: must be >= 0: neighbouring segments would overlap \(got -0.01\)' "overlapping segments: message"
+segcfg 'flat_to_flat_m = 1.32; gap_m = 1.5; rings = 1;' >seggap.cfg
+expect_exit 2 "a gap larger than the segment" -- "$PSFSIM" -c seggap.cfg -o out6
+expect_stderr 'seggap.cfg:3: optics.aperture.segments.gap_m: must be < optics.aperture.segments.flat_to_flat_m \(1.32\) \(got 1.5\)' "gap larger than the segment: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;
+  missing = [0, 19];' >segidx.cfg
+expect_exit 2 "a segment index out of range" -- "$PSFSIM" -c segidx.cfg -o out6
+expect_stderr 'segidx.cfg:4: optics.aperture.segments.missing\[1\]: must be a segment index, an integer in \[0, 18\] for 2 rings \(got 19\)' "segment index out of range: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 1; missing = [2, 2];' >segdup.cfg
+expect_exit 2 "a segment left out twice" -- "$PSFSIM" -c segdup.cfg -o out6
+expect_stderr 'segdup.cfg:3: optics.aperture.segments.missing\[1\]: segment 2 is already listed' "segment listed twice: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 0; missing = [0];' >segnone.cfg
+expect_exit 2 "every segment left out" -- "$PSFSIM" -c segnone.cfg -o out6
+expect_stderr 'segnone.cfg:3: optics.aperture.segments.missing: leaves out every segment' "every segment left out: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 11;' >segrings.cfg
+expect_exit 2 "too many rings" -- "$PSFSIM" -c segrings.cfg -o out6
+expect_stderr 'segrings.cfg:3: optics.aperture.segments.rings: ' "too many rings: message"
+segcfg 'gap_m = 0.007; rings = 1;' >segf.cfg
+expect_exit 2 "no segment size" -- "$PSFSIM" -c segf.cfg -o out6
+expect_stderr 'segf.cfg: optics.aperture.segments.flat_to_flat_m: required key missing \(shape = "segmented"\)' "no segment size: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;' 'diameter_m = 6.0;' >segdiam.cfg
+expect_exit 2 "a diameter smaller than the segments" -- "$PSFSIM" -c segdiam.cfg -o out6
+expect_stderr 'segdiam.cfg:2: optics.aperture.diameter_m: must hold every segment: >= 6.64' "diameter smaller than the segments: message"
+good 'aperture: { diameter_m = 1.0; segments: { flat_to_flat_m = 0.1; rings = 1; }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >segshape.cfg
+expect_exit 2 "segments with a circular shape" -- "$PSFSIM" -c segshape.cfg -o out6
+expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = "segmented"' "segments without shape = segmented: message"
+[ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
 finish
