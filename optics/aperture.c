@@ -95,6 +95,23 @@ static int segments_check(const psf_aperture *a, char *err, size_t errlen)
     return 0;
 }
 
+/* One listed vane: finite, a width > 0, inside the radius R. */
+static int vane_check(const psf_vane *v, double R, char *err, size_t errlen)
+{
+    if (!isfinite(v->angle_deg) || !isfinite(v->offset_m) || !isfinite(v->r_start_m) ||
+        !isfinite(v->r_end_m))
+        return fail(err, errlen, "vane angle, offset and radii must be finite", v->angle_deg);
+    if (!(v->width_m > 0.0) || !isfinite(v->width_m))
+        return fail(err, errlen, "vane width_m must be > 0", v->width_m);
+    if (fabs(v->offset_m) - 0.5 * v->width_m >= R)
+        return fail(err, errlen, "vane lies outside the aperture: |offset_m| - width_m/2 >= D/2",
+                    v->offset_m);
+    if (v->r_start_m >= R) return fail(err, errlen, "vane r_start_m must be < D/2", v->r_start_m);
+    if (v->r_end_m != 0.0 && !(v->r_end_m > v->r_start_m))
+        return fail(err, errlen, "vane r_end_m must be > r_start_m (or 0: no end)", v->r_end_m);
+    return 0;
+}
+
 int aperture_check(const psf_aperture *a, char *err, size_t errlen)
 {
     if (!a) return fail(err, errlen, "no aperture given", 0.0);
@@ -118,6 +135,10 @@ int aperture_check(const psf_aperture *a, char *err, size_t errlen)
     if (a->shape == APERTURE_FILE && (!a->map || a->map_rows < 1 || a->map_cols < 1))
         return fail(err, errlen, "shape \"file\" needs a transmission map, rows x cols >= 1",
                     (double)a->map_rows);
+    if (a->nvanes < 0 || a->nvanes > APERTURE_MAX_VANES)
+        return fail(err, errlen, "listed vanes must number 0..16", (double)a->nvanes);
+    for (int k = 0; k < a->nvanes; ++k)
+        if (vane_check(&a->vanes[k], 0.5 * a->diameter_m, err, errlen)) return -1;
     if (a->shape == APERTURE_SEGMENTED) return segments_check(a, err, errlen);
     return 0;
 }

@@ -36,6 +36,18 @@ typedef struct {
 } psf_segments;
 typedef enum { EDGE_GREY = 0, EDGE_BINARY = 1 } psf_edge_mode;
 
+/* Most vanes of a listed spider (psf_aperture.vanes). */
+#define APERTURE_MAX_VANES 16
+
+/* One listed spider vane: the strip |s - offset| < width/2 for
+ * r_start <= t <= r_end, where t is the distance along the direction
+ * u = (cos angle, sin angle) and s along (-sin angle, cos angle): a strut
+ * parallel to u at a signed distance offset from the axis, from t = r_start
+ * to t = r_end measured from its point nearest the axis (r_end 0: no end). */
+typedef struct {
+    double angle_deg, width_m, offset_m, r_start_m, r_end_m;
+} psf_vane;
+
 typedef struct {
     psf_aperture_shape shape;
     double diameter_m;       /* circumscribed diameter D, metres */
@@ -52,6 +64,9 @@ typedef struct {
     /* APERTURE_SEGMENTED only; diameter_m then is the pupil's diameter
      * (sampling, Zernike radius, obscuration ratio), holding every segment. */
     psf_segments seg;
+    /* Listed vanes, on top of the spider_count equal ones (either may be 0). */
+    int nvanes;
+    psf_vane vanes[APERTURE_MAX_VANES];
 } psf_aperture;
 
 /* Returns 0 when a describes a valid aperture (known shape and edge mode,
@@ -84,8 +99,8 @@ int aperture_fill(const psf_aperture *a, int npix, double dx_m, float *amp, char
  * obscuration and spiders (overlaps of vanes near the axis counted once),
  * and for segmented ones without stop, obscuration or spiders (present
  * segments times sqrt(3)/2 f^2, f flat to flat). Used by tests and to
- * report the collecting area. Returns < 0 for FILE and other segmented
- * apertures. */
+ * report the collecting area. Returns < 0 for FILE, other segmented
+ * apertures and any with listed vanes. */
 double aperture_area_m2(const psf_aperture *a);
 
 #endif

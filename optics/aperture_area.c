@@ -130,7 +130,7 @@ static double vanes_in_disk(const psf_aperture_geom *g, double t0, double d, dou
 
 double aperture_area_m2(const psf_aperture *a)
 {
-    if (aperture_check(a, NULL, 0) || a->shape == APERTURE_FILE) return -1.0;
+    if (aperture_check(a, NULL, 0) || a->shape == APERTURE_FILE || a->nvanes > 0) return -1.0;
     if (a->shape == APERTURE_SEGMENTED) {
         if (a->seg.stop_diameter_m > 0.0 || a->obscuration > 0.0 ||
             (a->spider_count > 0 && a->spider_width_m > 0.0))

@@ -59,6 +59,9 @@ typedef struct {
     double vane_cos_step;   /* cos, sin of the step: rotates one vane onto the next */
     double vane_sin_step;
     psf_seg_geom seg; /* APG_OUTER_SEGMENTS only (aperture_seg.h) */
+    int nlist;        /* listed vanes (psf_vane), each: direction, half width, offset, t range */
+    double lux[APERTURE_MAX_VANES], luy[APERTURE_MAX_VANES], lhw[APERTURE_MAX_VANES];
+    double loff[APERTURE_MAX_VANES], lt0[APERTURE_MAX_VANES], lt1[APERTURE_MAX_VANES];
 } psf_aperture_geom;
 
 /* (cos, sin) of deg degrees, exact at multiples of 90 so that vanes along the
@@ -110,6 +113,17 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
     double sc = 1.0, ss = 0.0;
     if (g->outer == APG_OUTER_SEGMENTS) apg_unit_deg(a->seg.angle_deg, &sc, &ss);
     aps_init(&a->seg, sc, ss, &g->seg);
+    g->nlist = 0;
+    for (int k = 0; k < a->nvanes && k < APERTURE_MAX_VANES; ++k) {
+        const psf_vane *v = &a->vanes[k];
+        if (!(v->width_m > 0.0)) continue;
+        int n = g->nlist++;
+        apg_unit_deg(v->angle_deg, &g->lux[n], &g->luy[n]);
+        g->lhw[n] = 0.5 * v->width_m;
+        g->loff[n] = v->offset_m;
+        g->lt0[n] = v->r_start_m;
+        g->lt1[n] = v->r_end_m > 0.0 ? v->r_end_m : 1e300;
+    }
 }
 
 /* Fraction of the square [-h/2, h/2]^2 where a x + b y <= s, for a unit
@@ -178,6 +192,43 @@ PSF_HD int apg_vane_cell(double ux, double uy, double hw, double cx, double cy, 
         return APG_FRAC;
     }
     return APG_SPLIT;
+}
+
+/* Listed vane n against the cell of side h centred at (cx, cy): the
+ * intersection of off - hw < s < off + hw and t0 <= t <= t1. Open when one
+ * of the four fails everywhere in the cell, blocked when all hold
+ * everywhere, exact when only the long edges, or only one end, cut it. */
+PSF_HD int apg_listvane_cell(const psf_aperture_geom *g, int n, double cx, double cy, double h,
+                             double *frac)
+{
+    double ux = g->lux[n], uy = g->luy[n], hw = g->lhw[n], off = g->loff[n];
+    double t = cx * ux + cy * uy, s = cy * ux - cx * uy;
+    double rho = 0.5 * h * (fabs(ux) + fabs(uy));
+    double e1 = s - off - hw, e2 = off - hw - s, e3 = g->lt0[n] - t, e4 = t - g->lt1[n];
+    if (e1 >= rho || e2 >= rho || e3 >= rho || e4 >= rho) return APG_OPEN;
+    int sides_in = e1 <= -rho && e2 <= -rho, ends_in = e3 <= -rho && e4 <= -rho;
+    if (sides_in && ends_in) return APG_BLOCKED;
+    if (ends_in) {
+        *frac = 1.0 - aperture_halfplane_fraction(-uy, ux, off + hw - s, h) +
+                aperture_halfplane_fraction(-uy, ux, off - hw - s, h);
+        return APG_FRAC;
+    }
+    if (sides_in && e4 <= -rho) { /* only the start: open where t < t0 */
+        *frac = aperture_halfplane_fraction(ux, uy, e3, h);
+        return APG_FRAC;
+    }
+    if (sides_in && e3 <= -rho) { /* only the end: open where t > t1 */
+        *frac = 1.0 - aperture_halfplane_fraction(ux, uy, -e4, h);
+        return APG_FRAC;
+    }
+    return APG_SPLIT;
+}
+
+/* 1 when (x, y) is under listed vane n (its ends block, its sides not). */
+PSF_HD int apg_point_under_listvane(const psf_aperture_geom *g, int n, double x, double y)
+{
+    double t = x * g->lux[n] + y * g->luy[n], s = y * g->lux[n] - x * g->luy[n];
+    return t >= g->lt0[n] && t <= g->lt1[n] && fabs(s - g->loff[n]) < g->lhw[n];
 }
 
 /* Circle of radius rc against the cell of side h centred at (cx, cy), r = its
@@ -309,6 +360,10 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
             }
         }
     }
+    for (int n = 0; n < g->nlist; ++n) {
+        st = apg_listvane_cell(g, n, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+    }
     if (ncut == 0) return 1.0;
     if (ncut == 1 && !split) return frac;
     return -1.0;
@@ -354,6 +409,8 @@ PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
     }
     if (r2 < g->r_obs * g->r_obs) return 0;
     if (g->nvanes > 0 && apg_point_under_vane(g, x, y, sqrt(r2))) return 0;
+    for (int n = 0; n < g->nlist; ++n)
+        if (apg_point_under_listvane(g, n, x, y)) return 0;
     return 1;
 }
 
@@ -432,6 +489,8 @@ PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, doubl
         if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
         if (!aps_point_in(&g->seg, x, y)) return 0;
     }
+    for (int v = 0; v < g->nlist; ++v)
+        if (apg_point_under_listvane(g, v, x, y)) return 0;
     if (g->nvanes == 0) return 1;
     return !apg_point_under_vane(g, x, y, sqrt(x * x + y * y));
 }

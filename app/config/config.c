@@ -172,7 +172,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         long long count = 0;
         r = cfg_read_int(c, "optics.aperture.spiders.count", 0, CFG_MAX_SPIDERS, &count);
         if (r < 0) return -1;
-        if (r == 0)
+        if (r == 0 && !cfg_get(c, "optics.aperture.spiders.vanes"))
             return cfg_missing(c, "optics.aperture.spiders.count",
                                "(optics.aperture.spiders is given)");
         a->spider_count = (int)count;
@@ -193,7 +193,8 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         const char *akey = "optics.aperture.spiders.angle_deg";
         if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
             cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
-                          NULL))
+                          NULL) ||
+            cfg_read_vanes(c, a))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;

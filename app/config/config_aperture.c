@@ -1,9 +1,11 @@
 /* The segmented aperture's keys, optics.aperture.segments (docs/config.md,
- * "Segmented apertures"), read after optics.aperture.shape and diameter_m. */
+ * "Segmented apertures"), read after optics.aperture.shape and diameter_m,
+ * and the listed spider vanes, optics.aperture.spiders.vanes. */
 #include "app/config/config_priv.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SEG "optics.aperture.segments"
 
@@ -94,4 +96,114 @@ int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter)
         return -1;
     if (cfg_read_float(c, SEG ".outer_diameter_m", 0.0, 1, &s->stop_diameter_m) < 0) return -1;
     return fit_diameter(c, a, have_diameter);
+}
+
+#define VANES "optics.aperture.spiders.vanes"
+
+/* Member name of vane i (the setting, or NULL when absent) into key. */
+static const config_setting_t *vane_member(const config_setting_t *v, int i, const char *name,
+                                           char *key, size_t len)
+{
+    snprintf(key, len, VANES "[%d].%s", i, name);
+    return config_setting_get_member(v, name);
+}
+
+/* A number member of vane i: required or not, > lo_gt when lo_gt is not
+ * -HUGE_VAL. Returns 1 when read, 0 when absent, -1 on error. */
+static int vane_number(cfg_ctx *c, const config_setting_t *v, int i, const char *name, int required,
+                       double *out)
+{
+    char key[128];
+    const config_setting_t *m = vane_member(v, i, name, key, sizeof key);
+    if (!m) return required ? cfg_error(c, v, key, "required key missing") : 0;
+    if (!cfg_is_number(m))
+        return cfg_error(c, m, key, "expected a number (got %s)",
+                         cfg_type_name(config_setting_type(m)));
+    *out = cfg_number(m);
+    if (!isfinite(*out)) return cfg_error(c, m, key, "must be finite");
+    return 1;
+}
+
+/* Vane i's values against the aperture of radius R. */
+static int vane_bounds(cfg_ctx *c, const config_setting_t *v, int i, const psf_vane *w, double R)
+{
+    char key[128], got[64], r[64];
+    cfg_fmt_double(R, r, sizeof r);
+    const config_setting_t *m = vane_member(v, i, "width_m", key, sizeof key);
+    cfg_fmt_double(w->width_m, got, sizeof got);
+    if (!(w->width_m >= CFG_MIN_SPIDER_WIDTH_M))
+        return cfg_error(c, m, key, "must be >= %g (got %s)", CFG_MIN_SPIDER_WIDTH_M, got);
+    if (fabs(w->angle_deg) > CFG_MAX_ANGLE_DEG) {
+        m = vane_member(v, i, "angle_deg", key, sizeof key);
+        cfg_fmt_double(w->angle_deg, got, sizeof got);
+        return cfg_error(c, m, key, "must be in [-360, 360] (got %s)", got);
+    }
+    if (fabs(w->offset_m) - 0.5 * w->width_m >= R) {
+        m = vane_member(v, i, "offset_m", key, sizeof key);
+        cfg_fmt_double(w->offset_m, got, sizeof got);
+        return cfg_error(c, m, key,
+                         "the vane lies outside the aperture: |offset_m| - width_m / 2 must be < "
+                         "diameter_m / 2 = %s (got %s)",
+                         r, got);
+    }
+    if (w->r_start_m >= R) {
+        m = vane_member(v, i, "r_start_m", key, sizeof key);
+        cfg_fmt_double(w->r_start_m, got, sizeof got);
+        return cfg_error(c, m, key,
+                         "the vane starts outside the aperture: must be < diameter_m / 2 = %s "
+                         "(got %s)",
+                         r, got);
+    }
+    if (w->r_end_m != 0.0 && !(w->r_end_m > w->r_start_m)) {
+        m = vane_member(v, i, "r_end_m", key, sizeof key);
+        cfg_fmt_double(w->r_end_m, got, sizeof got);
+        return cfg_error(c, m, key, "must be > r_start_m, or 0 for no end (got %s)", got);
+    }
+    return 0;
+}
+
+/* Vane i: a group of the five known members. */
+static int read_vane(cfg_ctx *c, const config_setting_t *v, int i, psf_vane *w, double R)
+{
+    static const char *const names[] = {"angle_deg", "width_m", "offset_m", "r_start_m", "r_end_m"};
+    char key[128];
+    snprintf(key, sizeof key, VANES "[%d]", i);
+    if (config_setting_type(v) != CONFIG_TYPE_GROUP)
+        return cfg_error(c, v, key, "expected a group { angle_deg; width_m; ... } (got %s)",
+                         cfg_type_name(config_setting_type(v)));
+    for (int e = 0; e < config_setting_length(v); ++e) {
+        const config_setting_t *m = config_setting_get_elem(v, (unsigned)e);
+        const char *name = config_setting_name(m);
+        int known = 0;
+        for (int k = 0; k < 5; ++k)
+            known |= strcmp(name, names[k]) == 0;
+        snprintf(key, sizeof key, VANES "[%d].%s", i, name);
+        if (!known)
+            return cfg_error(c, m, key,
+                             "unknown key (known keys here: angle_deg, width_m, offset_m, "
+                             "r_start_m, r_end_m)");
+    }
+    memset(w, 0, sizeof *w);
+    if (vane_number(c, v, i, "angle_deg", 1, &w->angle_deg) < 0 ||
+        vane_number(c, v, i, "width_m", 1, &w->width_m) < 0 ||
+        vane_number(c, v, i, "offset_m", 0, &w->offset_m) < 0 ||
+        vane_number(c, v, i, "r_start_m", 0, &w->r_start_m) < 0 ||
+        vane_number(c, v, i, "r_end_m", 0, &w->r_end_m) < 0)
+        return -1;
+    return vane_bounds(c, v, i, w, R);
+}
+
+int cfg_read_vanes(cfg_ctx *c, psf_aperture *a)
+{
+    const config_setting_t *l = cfg_get(c, VANES);
+    if (!l) return 0;
+    int n = config_setting_length(l);
+    if (n < 1 || n > APERTURE_MAX_VANES)
+        return cfg_error(c, l, VANES, "must hold 1 to %d vanes (got %d)", APERTURE_MAX_VANES, n);
+    for (int i = 0; i < n; ++i)
+        if (read_vane(c, config_setting_get_elem(l, (unsigned)i), i, &a->vanes[i],
+                      0.5 * a->diameter_m))
+            return -1;
+    a->nvanes = n;
+    return 0;
 }

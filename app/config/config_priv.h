@@ -61,7 +61,8 @@ typedef enum {
     CFG_K_STRING,  /* "..." */
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS    /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_GROUPS   /* ( { ... }, ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -229,6 +230,10 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
  * diameter, or the outer stop's if smaller). An error when the group is
  * given for another shape. Returns 0, or -1 with a message. */
 int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
+/* optics.aperture.spiders.vanes into a->vanes, a->nvanes (diameter_m
+ * read): each { angle_deg; width_m; offset_m; r_start_m; r_end_m; }, the
+ * first two required. Returns 0, or -1 with a message. */
+int cfg_read_vanes(cfg_ctx *c, psf_aperture *a);
 
 /* ---- config_schema.c ---- */
 

@@ -29,6 +29,7 @@ static const cfg_key schema[] = {
     {"optics.aperture.spiders.count", CFG_K_INT},
     {"optics.aperture.spiders.width_m", CFG_K_FLOAT},
     {"optics.aperture.spiders.angle_deg", CFG_K_FLOAT},
+    {"optics.aperture.spiders.vanes", CFG_K_GROUPS},
     {"optics.aperture.segments", CFG_K_GROUP},
     {"optics.aperture.segments.flat_to_flat_m", CFG_K_FLOAT},
     {"optics.aperture.segments.gap_m", CFG_K_FLOAT},
@@ -186,6 +187,8 @@ static const char *kind_expected(cfg_kind k)
         return "a list of numbers [a, b, ...]";
     case CFG_K_PAIRS:
         return "a list of pairs ( (j, value), ... )";
+    case CFG_K_GROUPS:
+        return "a list of groups ( { ... }, ... )";
     }
     return "?";
 }
@@ -207,6 +210,8 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
     case CFG_K_NUMBERS:
     case CFG_K_PAIRS:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
+    case CFG_K_GROUPS:
+        return t == CONFIG_TYPE_LIST;
     }
     return 0;
 }

@@ -230,4 +230,27 @@ good 'aperture: { diameter_m = 1.0; segments: { flat_to_flat_m = 0.1; rings = 1;
 expect_exit 2 "segments with a circular shape" -- "$PSFSIM" -c segshape.cfg -o out6
 expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = "segmented"' "segments without shape = segmented: message"
 [ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
+# Listed spider vanes (optics.aperture.spiders.vanes).
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.1; r_start_m = 0.1; r_end_m = 0.4; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneok.cfg
+expect_exit 0 "listed vanes" -- "$PSFSIM" -c vaneok.cfg -o vaneok -q
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.6; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneout.cfg
+expect_exit 2 "a vane outside the aperture" -- "$PSFSIM" -c vaneout.cfg -o out7
+expect_stderr 'vaneout.cfg:3: optics.aperture.spiders.vanes\[1\].offset_m: the vane lies outside the aperture: \|offset_m\| - width_m / 2 must be < diameter_m / 2 = 0.5 \(got 0.6\)' "vane outside the aperture: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanew.cfg
+expect_exit 2 "a vane without a width" -- "$PSFSIM" -c vanew.cfg -o out7
+expect_stderr 'vanew.cfg:2: optics.aperture.spiders.vanes\[0\].width_m: required key missing' "vane without a width: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; length_m = 1.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanekey.cfg
+expect_exit 2 "an unknown vane key" -- "$PSFSIM" -c vanekey.cfg -o out7
+expect_stderr 'vanekey.cfg:2: optics.aperture.spiders.vanes\[0\].length_m: unknown key' "unknown vane key: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 9.0; width_m = 0.02; r_start_m = 0.3; r_end_m = 0.2; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneend.cfg
+expect_exit 2 "a vane ending before its start" -- "$PSFSIM" -c vaneend.cfg -o out7
+expect_stderr 'vaneend.cfg:2: optics.aperture.spiders.vanes\[0\].r_end_m: must be > r_start_m, or 0 for no end \(got 0.2\)' "vane ending before its start: message"
+[ ! -e out7 ] && pass "bad vanes: nothing written" || fail "out7 was created"
 finish

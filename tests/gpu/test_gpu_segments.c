@@ -2,7 +2,7 @@
  * (gpu/pupil.cu, aperture_kernel, from optics/aperture_seg.h), so its
  * transmissions must equal the CPU's aperture_fill for the same aperture:
  * JWST-like (18 segments, struts) and Keck-like (36) arrays, rotated, with
- * an outer stop and an obscuration, grey and binary edges, in FFT order.
+ * an outer stop, an obscuration and listed vanes, grey and binary edges, in FFT order.
  * Grey samples may differ by float rounding of differently contracted
  * arithmetic (nvcc's FMAs): |GPU - CPU| <= 1e-5; binary samples exactly on
  * a flat may flip: at most 1e-4 of the open samples. Links the GPU
@@ -105,6 +105,10 @@ static void test_segments(void **state)
         j = segmented(1.32, 0.007, 2, 7.3, edge);
         j.obscuration = 0.1;
         j.seg.stop_diameter_m = 6.4;
+        compare(&j, 200, 256);
+        j.nvanes = 2; /* listed vanes: off the axis, with ends */
+        j.vanes[0] = (psf_vane){200.0, 0.06, 0.4, 0.3, 2.9};
+        j.vanes[1] = (psf_vane){-20.0, 0.05, -0.25, -1.0, 2.5};
         compare(&j, 200, 256);
         psf_aperture k = segmented(1.5588, 0.003, 3, 0.0, edge);
         compare(&k, 256, 260);
