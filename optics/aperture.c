@@ -135,6 +135,7 @@ int aperture_check(const psf_aperture *a, char *err, size_t errlen)
     if (a->shape == APERTURE_FILE && (!a->map || a->map_rows < 1 || a->map_cols < 1))
         return fail(err, errlen, "shape \"file\" needs a transmission map, rows x cols >= 1",
                     (double)a->map_rows);
+    if (!isfinite(a->angle_deg)) return fail(err, errlen, "angle_deg must be finite", a->angle_deg);
     if (a->nvanes < 0 || a->nvanes > APERTURE_MAX_VANES)
         return fail(err, errlen, "listed vanes must number 0..16", (double)a->nvanes);
     for (int k = 0; k < a->nvanes; ++k)

@@ -64,6 +64,13 @@ typedef struct {
     /* APERTURE_SEGMENTED only; diameter_m then is the pupil's diameter
      * (sampling, Zernike radius, obscuration ratio), holding every segment. */
     psf_segments seg;
+    /* APERTURE_HEXAGON: rotation of the hexagon from +x towards +y, degrees
+     * (0: vertices on the x axis). */
+    double angle_deg;
+    /* Central obscuration's shape: 0 a circle of radius e D/2, 1 a hexagon
+     * of circumradius e D/2, its vertices at angle_deg (HEXAGON), at the
+     * segments' angle (SEGMENTED), else on the x axis. */
+    int obscuration_hexagon;
     /* Listed vanes, on top of the spider_count equal ones (either may be 0). */
     int nvanes;
     psf_vane vanes[APERTURE_MAX_VANES];

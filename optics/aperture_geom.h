@@ -50,7 +50,12 @@ typedef struct {
     double hex_apothem; /* R sqrt(3)/2: the hexagon's flat sides' distance */
     double hex_nx[6];   /* hexagon edge outward unit normals, at 30 + 60 k deg */
     double hex_ny[6];
-    double r_obs;           /* obscuration radius e R, metres; 0 = none */
+    int hex_rotated;    /* 1: the hexagon is rotated (its binary rim by point test) */
+    double hex_rho1;    /* max over the six normals of |nx| + |ny| (a cell's reach) */
+    double r_obs;       /* obscuration radius e R, metres; 0 = none */
+    int obs_hex;        /* 1: the obscuration is a hexagon of circumradius r_obs */
+    double obs_apothem; /* its flats' distance, r_obs sqrt(3)/2 */
+    double obs_nx[6], obs_ny[6];
     double obs_ratio;       /* e, for the binary edges' exact rim test */
     int nvanes;             /* spider vanes; 0 = none (also when width is 0) */
     double vane_hw;         /* half width w/2, metres */
@@ -96,15 +101,33 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
                                                 : APG_OUTER_NONE;
     g->r_out = r;
     g->hex_apothem = r * APG_SQRT3_2;
-    /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg. */
+    /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg
+     * (then rotated by the hexagon's angle). */
     g->hex_nx[0] = APG_SQRT3_2, g->hex_ny[0] = 0.5;
     g->hex_nx[1] = 0.0, g->hex_ny[1] = 1.0;
     g->hex_nx[2] = -APG_SQRT3_2, g->hex_ny[2] = 0.5;
     g->hex_nx[3] = -APG_SQRT3_2, g->hex_ny[3] = -0.5;
     g->hex_nx[4] = 0.0, g->hex_ny[4] = -1.0;
     g->hex_nx[5] = APG_SQRT3_2, g->hex_ny[5] = -0.5;
+    double hc = 1.0, hs = 0.0; /* the hexagons' rotation */
+    if (a->shape == APERTURE_HEXAGON) apg_unit_deg(a->angle_deg, &hc, &hs);
+    if (a->shape == APERTURE_SEGMENTED) apg_unit_deg(a->seg.angle_deg, &hc, &hs);
+    g->hex_rotated = a->shape == APERTURE_HEXAGON && !(hc == 1.0 && hs == 0.0);
+    for (int k = 0; k < 6; ++k) {
+        double nx = g->hex_nx[k] * hc - g->hex_ny[k] * hs,
+               ny = g->hex_nx[k] * hs + g->hex_ny[k] * hc;
+        g->obs_nx[k] = nx, g->obs_ny[k] = ny;
+        if (a->shape == APERTURE_HEXAGON) g->hex_nx[k] = nx, g->hex_ny[k] = ny;
+    }
+    g->hex_rho1 = 0.5 + APG_SQRT3_2; /* unrotated: the largest, at 30 + 60 k, k != 1, 4 */
+    for (int k = 0; k < 6; ++k) {
+        double m = fabs(g->hex_nx[k]) + fabs(g->hex_ny[k]);
+        g->hex_rho1 = m > g->hex_rho1 ? m : g->hex_rho1;
+    }
     g->r_obs = a->obscuration > 0.0 ? a->obscuration * r : 0.0;
     g->obs_ratio = a->obscuration > 0.0 ? a->obscuration : 0.0;
+    g->obs_hex = a->obscuration_hexagon && g->r_obs > 0.0;
+    g->obs_apothem = g->r_obs * APG_SQRT3_2;
     g->nvanes = (a->spider_count > 0 && a->spider_width_m > 0.0) ? a->spider_count : 0;
     g->vane_hw = 0.5 * a->spider_width_m;
     g->vane_angle0_deg = a->spider_angle_deg;
@@ -284,6 +307,37 @@ PSF_HD int apg_segments_cell(const psf_seg_geom *g, double cx, double cy, double
     return APG_FRAC;
 }
 
+/* 1 when (x, y) is inside the hexagonal obscuration (its flats open). */
+PSF_HD int apg_in_obs_hexagon(const psf_aperture_geom *g, double x, double y)
+{
+    for (int k = 0; k < 6; ++k)
+        if (g->obs_nx[k] * x + g->obs_ny[k] * y >= g->obs_apothem) return 0;
+    return 1;
+}
+
+/* The hexagonal obscuration against the cell of side h centred at (cx, cy):
+ * open when the cell lies beyond one flat, blocked when inside all six,
+ * exact (the part beyond that flat) when one flat alone cuts it. */
+PSF_HD int apg_obs_hexagon_cell(const psf_aperture_geom *g, double cx, double cy, double h,
+                                double *frac)
+{
+    int ncut = 0;
+    double f = 0.0;
+    for (int k = 0; k < 6; ++k) {
+        double rho = 0.5 * h * (fabs(g->obs_nx[k]) + fabs(g->obs_ny[k]));
+        double d = g->obs_nx[k] * cx + g->obs_ny[k] * cy - g->obs_apothem;
+        if (d >= rho) return APG_OPEN;
+        if (d > -rho) {
+            ++ncut;
+            f = 1.0 - aperture_halfplane_fraction(g->obs_nx[k], g->obs_ny[k], -d, h);
+        }
+    }
+    if (ncut == 0) return APG_BLOCKED;
+    if (ncut > 1) return APG_SPLIT;
+    *frac = f;
+    return APG_FRAC;
+}
+
 /* Count one boundary's verdict on a cell; returns 1 when it blocks the cell. */
 PSF_HD int apg_tally(int st, double f, int *ncut, int *split, double *frac)
 {
@@ -311,7 +365,7 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
         st = apg_circle_cell(cx, cy, r, g->r_out, 1.0, h, lin, &f);
         if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
     } else if (g->outer == APG_OUTER_HEXAGON) {
-        double rho = 0.5 * h * (0.5 + APG_SQRT3_2); /* |nx| + |ny| is the same for all six */
+        double rho = 0.5 * h * g->hex_rho1;
         for (int k = 0; k < 6; ++k) {
             double d = g->hex_nx[k] * cx + g->hex_ny[k] * cy - g->hex_apothem;
             if (d >= rho) return 0.0;
@@ -329,7 +383,10 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
             if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
         }
     }
-    if (g->r_obs > 0.0) {
+    if (g->obs_hex) {
+        st = apg_obs_hexagon_cell(g, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+    } else if (g->r_obs > 0.0) {
         int lin = last || h * h <= APG_CURV_TOL * g->r_obs * dx;
         st = apg_circle_cell(cx, cy, r, g->r_obs, -1.0, h, lin, &f);
         if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
@@ -407,7 +464,7 @@ PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
         if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
         if (!aps_point_in(&g->seg, x, y)) return 0;
     }
-    if (r2 < g->r_obs * g->r_obs) return 0;
+    if (g->obs_hex ? apg_in_obs_hexagon(g, x, y) : r2 < g->r_obs * g->r_obs) return 0;
     if (g->nvanes > 0 && apg_point_under_vane(g, x, y, sqrt(r2))) return 0;
     for (int n = 0; n < g->nlist; ++n)
         if (apg_point_under_listvane(g, n, x, y)) return 0;
@@ -463,8 +520,9 @@ PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, doubl
  * sqrt3/2 |x| + |y|/2 <= R sqrt3/2, squared). The left sides are integers
  * (|X|, |Y| <= 2^17: exact in 64 bits and in double); with an integer q
  * the circle and hexagon tests are exact, e q is one rounding of the
- * config's e times n. Spiders, segments and their stop: the point test at
- * (dj dx, di dx) (the segments' flats are not on the sample lattice). */
+ * config's e times n. Spiders, segments and their stop, a rotated hexagon
+ * and a hexagonal obscuration: the point test at (dj dx, di dx) (their
+ * edges are not on the sample lattice). */
 PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, double dx_m)
 {
     long long X = 2LL * dj, Y = 2LL * di, X2 = X * X, Y2 = Y * Y, AX = X < 0 ? -X : X;
@@ -473,17 +531,21 @@ PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, doubl
     long long n = (long long)qn;
     if (g->outer == APG_OUTER_CIRCLE && (whole ? X2 + Y2 > n * n : (double)(X2 + Y2) > q * q))
         return 0;
-    if (g->outer == APG_OUTER_HEXAGON) {
+    if (g->outer == APG_OUTER_HEXAGON && !g->hex_rotated) {
         if (whole ? (4 * Y2 > 3 * n * n || AX > n || Y2 > 3 * (n - AX) * (n - AX))
                   : (4.0 * (double)Y2 > 3.0 * q * q || (double)AX > q ||
                      (double)Y2 > 3.0 * (q - (double)AX) * (q - (double)AX)))
             return 0;
     }
-    if (g->obs_ratio > 0.0) {
+    if (g->obs_ratio > 0.0 && !g->obs_hex) {
         double eq = g->obs_ratio * (whole ? qn : q);
         if ((double)(X2 + Y2) < eq * eq) return 0;
     }
     double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes, segments: not on the lattice */
+    if (g->outer == APG_OUTER_HEXAGON && g->hex_rotated)
+        for (int k = 0; k < 6; ++k)
+            if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
+    if (g->obs_hex && apg_in_obs_hexagon(g, x, y)) return 0;
     if (g->outer == APG_OUTER_SEGMENTS) {
         double r2 = x * x + y * y;
         if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;

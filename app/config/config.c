@@ -156,7 +156,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
     if (r == 1 && cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
                                 CFG_MAX_DIAMETER_M, NULL))
         return -1;
-    if (cfg_read_segments(c, a, r == 1) ||
+    if (cfg_read_segments(c, a, r == 1) || cfg_read_aperture_extras(c, a) ||
         cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
                       CFG_MAX_DIAMETER_M, NULL))
         return -1;

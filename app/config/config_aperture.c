@@ -207,3 +207,21 @@ int cfg_read_vanes(cfg_ctx *c, psf_aperture *a)
     a->nvanes = n;
     return 0;
 }
+
+int cfg_read_aperture_extras(cfg_ctx *c, psf_aperture *a)
+{
+    static const char *const obs[] = {"circle", "hexagon"};
+    const char *akey = "optics.aperture.angle_deg";
+    const config_setting_t *as = cfg_get(c, akey);
+    if (as && a->shape != APERTURE_HEXAGON)
+        return cfg_error(c, as, akey,
+                         "only used with shape = \"hexagon\" (segments: "
+                         "optics.aperture.segments.angle_deg)");
+    if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->angle_deg) < 0 ||
+        cfg_bound_key(c, akey, a->angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG, NULL))
+        return -1;
+    int v = 0;
+    if (cfg_read_enum(c, "optics.aperture.obscuration_shape", obs, 2, 0, &v) < 0) return -1;
+    a->obscuration_hexagon = v;
+    return 0;
+}

@@ -234,6 +234,10 @@ int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
  * read): each { angle_deg; width_m; offset_m; r_start_m; r_end_m; }, the
  * first two required. Returns 0, or -1 with a message. */
 int cfg_read_vanes(cfg_ctx *c, psf_aperture *a);
+/* optics.aperture.angle_deg (shape = "hexagon" only) and
+ * optics.aperture.obscuration_shape ("circle" | "hexagon") into a.
+ * Returns 0, or -1 with a message. */
+int cfg_read_aperture_extras(cfg_ctx *c, psf_aperture *a);
 
 /* ---- config_schema.c ---- */
 

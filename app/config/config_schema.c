@@ -25,6 +25,8 @@ static const cfg_key schema[] = {
     {"optics.aperture.shape", CFG_K_STRING},
     {"optics.aperture.diameter_m", CFG_K_FLOAT},
     {"optics.aperture.obscuration", CFG_K_FLOAT},
+    {"optics.aperture.obscuration_shape", CFG_K_STRING},
+    {"optics.aperture.angle_deg", CFG_K_FLOAT},
     {"optics.aperture.spiders", CFG_K_GROUP},
     {"optics.aperture.spiders.count", CFG_K_INT},
     {"optics.aperture.spiders.width_m", CFG_K_FLOAT},

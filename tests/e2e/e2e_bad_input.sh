@@ -253,4 +253,15 @@ good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 9.0; widt
 expect_exit 2 "a vane ending before its start" -- "$PSFSIM" -c vaneend.cfg -o out7
 expect_stderr 'vaneend.cfg:2: optics.aperture.spiders.vanes\[0\].r_end_m: must be > r_start_m, or 0 for no end \(got 0.2\)' "vane ending before its start: message"
 [ ! -e out7 ] && pass "bad vanes: nothing written" || fail "out7 was created"
+# optics.aperture.angle_deg (hexagon only) and obscuration_shape.
+good 'aperture: { shape = "hexagon"; diameter_m = 1.0; angle_deg = 30.0; obscuration = 0.3; obscuration_shape = "hexagon"; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >hexok.cfg
+expect_exit 0 "a rotated hexagon with a hexagonal obscuration" -- "$PSFSIM" -c hexok.cfg -o hexok -q
+good 'aperture: { diameter_m = 1.0; angle_deg = 30.0; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >hexang.cfg
+expect_exit 2 "angle_deg on a circle" -- "$PSFSIM" -c hexang.cfg -o out8
+expect_stderr 'hexang.cfg:2: optics.aperture.angle_deg: only used with shape = "hexagon"' "angle_deg on a circle: message"
+good 'aperture: { diameter_m = 1.0; obscuration = 0.2; obscuration_shape = "square"; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >obsshape.cfg
+expect_exit 2 "an unknown obscuration shape" -- "$PSFSIM" -c obsshape.cfg -o out8
+expect_stderr 'obsshape.cfg:2: optics.aperture.obscuration_shape: must be "circle" or "hexagon" \(got "square"\)' "unknown obscuration shape: message"
+[ ! -e out8 ] && pass "bad hexagon keys: nothing written" || fail "out8 was created"
 finish

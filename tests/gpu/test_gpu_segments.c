@@ -2,7 +2,8 @@
  * (gpu/pupil.cu, aperture_kernel, from optics/aperture_seg.h), so its
  * transmissions must equal the CPU's aperture_fill for the same aperture:
  * JWST-like (18 segments, struts) and Keck-like (36) arrays, rotated, with
- * an outer stop, an obscuration and listed vanes, grey and binary edges, in FFT order.
+ * an outer stop, an obscuration and listed vanes; a rotated hexagon with a
+ * hexagonal obscuration; grey and binary edges, in FFT order.
  * Grey samples may differ by float rounding of differently contracted
  * arithmetic (nvcc's FMAs): |GPU - CPU| <= 1e-5; binary samples exactly on
  * a flat may flip: at most 1e-4 of the open samples. Links the GPU
@@ -110,6 +111,16 @@ static void test_segments(void **state)
         j.vanes[0] = (psf_vane){200.0, 0.06, 0.4, 0.3, 2.9};
         j.vanes[1] = (psf_vane){-20.0, 0.05, -0.25, -1.0, 2.5};
         compare(&j, 200, 256);
+        j.obscuration_hexagon = 1; /* a hexagonal obscuration at the segments' angle */
+        j.obscuration = 0.2;
+        compare(&j, 200, 256);
+        psf_aperture h = {.shape = APERTURE_HEXAGON,
+                          .diameter_m = 2.0785,
+                          .angle_deg = 17.0,
+                          .obscuration = 0.3,
+                          .obscuration_hexagon = 1,
+                          .edge = edge ? EDGE_BINARY : EDGE_GREY};
+        compare(&h, 128, 256); /* a rotated single hexagon */
         psf_aperture k = segmented(1.5588, 0.003, 3, 0.0, edge);
         compare(&k, 256, 260);
         k = segmented(1.5588, 0.003, 3, 30.0, edge);
