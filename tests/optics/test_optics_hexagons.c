@@ -16,6 +16,7 @@
 
 #include "optics/aperture.h"
 #include "optics/aperture_geom.h"
+#include "tests/support/aperture_tests.h"
 
 static psf_aperture hexagon(double d, double angle, double e, int obs_hex)
 {
@@ -51,23 +52,10 @@ static int ref_inside(const psf_aperture *a, double x, double y)
     return 1;
 }
 
-static double grid_area(const psf_aperture *a, int n, int npix)
+/* ref_inside for at_brute_fraction. */
+static int ref_open(const void *ctx, double x, double y)
 {
-    float *amp = malloc((size_t)npix * npix * sizeof *amp);
-    assert_non_null(amp);
-    double dx = a->diameter_m / n, sum = 0.0;
-    char err[256];
-    assert_int_equal(aperture_fill(a, npix, dx, amp, err, sizeof err), 0);
-    for (size_t i = 0; i < (size_t)npix * npix; ++i)
-        sum += amp[i];
-    free(amp);
-    return sum * dx * dx;
-}
-
-static double urand(unsigned *seed)
-{
-    *seed = *seed * 1103515245u + 12345u;
-    return ((*seed >> 8) & 0xFFFFFF) / 16777216.0;
+    return ref_inside((const psf_aperture *)ctx, x, y);
 }
 
 static void test_areas(void **state)
@@ -78,12 +66,12 @@ static void test_areas(void **state)
         psf_aperture a = hexagon(2.0, angles[t], 0.0, 0);
         double want = 1.5 * sqrt(3.0);
         assert_true(fabs(aperture_area_m2(&a) - want) < 1e-12);
-        double got = grid_area(&a, 400, 404);
+        double got = at_grid_area(&a, 400, 404);
         if (fabs(got / want - 1.0) > 1e-5) fail_msg("angle %g: %.9g vs %.9g", angles[t], got, want);
         a = hexagon(2.0, angles[t], 0.4, 1);
         want = 1.5 * sqrt(3.0) * (1.0 - 0.16);
         assert_true(fabs(aperture_area_m2(&a) - want) < 1e-12);
-        got = grid_area(&a, 400, 404);
+        got = at_grid_area(&a, 400, 404);
         if (fabs(got / want - 1.0) > 1e-5)
             fail_msg("angle %g, obs: %.9g vs %.9g", angles[t], got, want);
     }
@@ -91,7 +79,7 @@ static void test_areas(void **state)
     c.shape = APERTURE_CIRCULAR;
     double want = M_PI - 1.5 * sqrt(3.0) * 0.09;
     assert_true(fabs(aperture_area_m2(&c) - want) < 1e-12);
-    assert_true(fabs(grid_area(&c, 400, 404) / want - 1.0) < 1e-5);
+    assert_true(fabs(at_grid_area(&c, 400, 404) / want - 1.0) < 1e-5);
 }
 
 static void test_grey_accuracy(void **state)
@@ -107,18 +95,14 @@ static void test_grey_accuracy(void **state)
         aperture_geom_init(&a, &g);
         double R = t % 4 < 2 ? 1.0 : 0.35; /* the outer rim or the obscuration's */
         double ang =
-            (a.shape == APERTURE_HEXAGON ? a.angle_deg : 0.0) + 60.0 * (int)(urand(&seed) * 6);
-        double f = t % 7 == 0 ? 0.0 : urand(&seed), p0 = ang * M_PI / 180.0, p1 = p0 + M_PI / 3;
+            (a.shape == APERTURE_HEXAGON ? a.angle_deg : 0.0) + 60.0 * (int)(at_urand(&seed) * 6);
+        double f = t % 7 == 0 ? 0.0 : at_urand(&seed), p0 = ang * M_PI / 180.0, p1 = p0 + M_PI / 3;
         double bx = R * ((1 - f) * cos(p0) + f * cos(p1)),
                by = R * ((1 - f) * sin(p0) + f * sin(p1));
-        double dx = 2.0 / 97.0, x = bx + (urand(&seed) - 0.5) * dx,
-               y = by + (urand(&seed) - 0.5) * dx;
-        long in = 0;
-        for (int i = 0; i < K; ++i)
-            for (int j = 0; j < K; ++j)
-                in +=
-                    ref_inside(&a, x + ((j + 0.5) / K - 0.5) * dx, y + ((i + 0.5) / K - 0.5) * dx);
-        double e = fabs(aperture_sample(&g, x, y, dx) - (double)in / ((double)K * K));
+        double dx = 2.0 / 97.0, x = bx + (at_urand(&seed) - 0.5) * dx,
+               y = by + (at_urand(&seed) - 0.5) * dx;
+        double e =
+            fabs(aperture_sample(&g, x, y, dx) - at_brute_fraction(ref_open, &a, x, y, dx, K));
         worst = e > worst ? e : worst;
     }
     if (worst > 1e-3) fail_msg("worst grey error %g", worst);
@@ -144,7 +128,7 @@ static void test_points_and_symmetry(void **state)
     assert_int_equal(aperture_point_open(&ga, 0.0, 0.31), 1);
     unsigned seed = 1;
     for (int t = 0; t < 20000; ++t) {
-        double x = 2.2 * (urand(&seed) - 0.5), y = 2.2 * (urand(&seed) - 0.5);
+        double x = 2.2 * (at_urand(&seed) - 0.5), y = 2.2 * (at_urand(&seed) - 0.5);
         int o = aperture_point_open(&ga, x, y);
         assert_int_equal(aperture_point_open(&gb, x, y), o);
         assert_int_equal(ref_inside(&a, x, y), o);
@@ -152,7 +136,7 @@ static void test_points_and_symmetry(void **state)
     /* Binary edges of a rotated hexagon: the point test at the sample centres. */
     a.edge = EDGE_BINARY;
     a.obscuration = 0.0;
-    assert_true(fabs(grid_area(&a, 1000, 1004) / (1.5 * sqrt(3.0)) - 1.0) < 2e-3);
+    assert_true(fabs(at_grid_area(&a, 1000, 1004) / (1.5 * sqrt(3.0)) - 1.0) < 2e-3);
     char err[256];
     a.angle_deg = NAN;
     assert_int_equal(aperture_check(&a, err, sizeof err), -1);

@@ -16,6 +16,7 @@
 
 #include "optics/aperture.h"
 #include "optics/aperture_geom.h"
+#include "tests/support/aperture_tests.h"
 
 /* JWST-like: 18 segments of 1.32 m flat to flat, 7 mm gaps, no centre. */
 static psf_aperture jwst_like(double angle_deg)
@@ -76,10 +77,10 @@ static int ref_inside(const ref_segments *r, double x, double y)
     return 0;
 }
 
-static double urand(unsigned *seed)
+/* ref_inside for at_brute_fraction. */
+static int ref_open(const void *ctx, double x, double y)
 {
-    *seed = *seed * 1103515245u + 12345u;
-    return ((*seed >> 8) & 0xFFFFFF) / 16777216.0;
+    return ref_inside((const ref_segments *)ctx, x, y);
 }
 
 static void test_numbering(void **state)
@@ -122,20 +123,6 @@ static void test_numbering(void **state)
     assert_true(fabs(x - p * sqrt(3.0) / 2) < 1e-12 && fabs(y - 1.5 * p) < 1e-12);
 }
 
-/* Sum of the grey grid times dx^2 over an npix grid at n samples across D. */
-static double grid_area(const psf_aperture *a, int n, int npix)
-{
-    float *amp = malloc((size_t)npix * npix * sizeof *amp);
-    assert_non_null(amp);
-    double dx = a->diameter_m / n, sum = 0.0;
-    char err[256];
-    assert_int_equal(aperture_fill(a, npix, dx, amp, err, sizeof err), 0);
-    for (size_t i = 0; i < (size_t)npix * npix; ++i)
-        sum += amp[i];
-    free(amp);
-    return sum * dx * dx;
-}
-
 static void test_area(void **state)
 {
     (void)state;
@@ -144,7 +131,7 @@ static void test_area(void **state)
         psf_aperture a = jwst_like(angles[t]);
         double want = 18 * 0.5 * sqrt(3.0) * 1.32 * 1.32;
         assert_true(fabs(aperture_area_m2(&a) - want) < 1e-12);
-        double got = grid_area(&a, 500, 512);
+        double got = at_grid_area(&a, 500, 512);
         if (fabs(got / want - 1.0) > 1e-5)
             fail_msg("angle %g: grid area %.9g m^2, closed form %.9g", angles[t], got, want);
     }
@@ -156,10 +143,10 @@ static void test_area(void **state)
     k.diameter_m = 2.0 * aperture_segments_radius(&k.seg);
     double want = 36 * 1.5 * sqrt(3.0) * 0.81;
     assert_true(fabs(aperture_area_m2(&k) - want) < 1e-9);
-    assert_true(fabs(grid_area(&k, 600, 608) / want - 1.0) < 1e-5);
+    assert_true(fabs(at_grid_area(&k, 600, 608) / want - 1.0) < 1e-5);
     /* The binary grid's area converges too (point test at sample centres). */
     k.edge = EDGE_BINARY;
-    assert_true(fabs(grid_area(&k, 1000, 1008) / want - 1.0) < 2e-3);
+    assert_true(fabs(at_grid_area(&k, 1000, 1008) / want - 1.0) < 2e-3);
     /* Areas not in closed form are refused. */
     k.seg.stop_diameter_m = 9.0;
     assert_true(aperture_area_m2(&k) < 0.0);
@@ -182,20 +169,16 @@ static void test_grey_accuracy(void **state)
     const int K = 2000;
     for (int t = 0; t < 40; ++t) {
         /* A point on a random segment's boundary (a vertex at t % 5 == 0). */
-        int k = 1 + (int)(urand(&seed) * 18);
+        int k = 1 + (int)(at_urand(&seed) * 18);
         double cx, cy;
         aperture_segment_center(&a.seg, k, &cx, &cy);
-        double phi = (a.seg.angle_deg + 60.0 * (int)(urand(&seed) * 6)) * M_PI / 180.0;
-        double rc = 1.32 / sqrt(3.0), f = t % 5 == 0 ? 0.0 : urand(&seed);
+        double phi = (a.seg.angle_deg + 60.0 * (int)(at_urand(&seed) * 6)) * M_PI / 180.0;
+        double rc = 1.32 / sqrt(3.0), f = t % 5 == 0 ? 0.0 : at_urand(&seed);
         double bx = cx + rc * ((1 - f) * cos(phi) + f * cos(phi + M_PI / 3));
         double by = cy + rc * ((1 - f) * sin(phi) + f * sin(phi + M_PI / 3));
-        double x = bx + (urand(&seed) - 0.5) * dx, y = by + (urand(&seed) - 0.5) * dx;
-        long in = 0;
-        for (int i = 0; i < K; ++i)
-            for (int j = 0; j < K; ++j)
-                in += ref_inside(&ref, x + ((j + 0.5) / K - 0.5) * dx,
-                                 y + ((i + 0.5) / K - 0.5) * dx);
-        double e = fabs(aperture_sample(&g, x, y, dx) - (double)in / ((double)K * K));
+        double x = bx + (at_urand(&seed) - 0.5) * dx, y = by + (at_urand(&seed) - 0.5) * dx;
+        double e =
+            fabs(aperture_sample(&g, x, y, dx) - at_brute_fraction(ref_open, &ref, x, y, dx, K));
         worst = e > worst ? e : worst;
     }
     if (worst > 1e-3) fail_msg("worst grey error %g", worst);
@@ -242,7 +225,7 @@ static void test_missing_and_points(void **state)
     double c = 0.5, sn = 0.5 * sqrt(3.0);
     int nopen = 0;
     for (int t = 0; t < 20000; ++t) {
-        double px = (urand(&seed) - 0.5) * 7.0, py = (urand(&seed) - 0.5) * 7.0;
+        double px = (at_urand(&seed) - 0.5) * 7.0, py = (at_urand(&seed) - 0.5) * 7.0;
         int o = aperture_point_open(&g, px, py);
         nopen += o;
         assert_int_equal(aperture_point_open(&g, c * px - sn * py, sn * px + c * py), o);
