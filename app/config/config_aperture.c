@@ -62,7 +62,12 @@ static int fit_diameter(cfg_ctx *c, psf_aperture *a, int have_diameter)
         need = a->seg.stop_diameter_m;
     if (!have_diameter) {
         a->diameter_m = need;
-        return 0;
+        if (need >= CFG_MIN_DIAMETER_M && need <= CFG_MAX_DIAMETER_M) return 0;
+        char d[64];
+        cfg_fmt_double(need, d, sizeof d);
+        return cfg_error(c, cfg_get(c, SEG ".flat_to_flat_m"), SEG ".flat_to_flat_m",
+                         "the segments span %s m: the aperture's diameter must be in [%g, %g] m", d,
+                         CFG_MIN_DIAMETER_M, CFG_MAX_DIAMETER_M);
     }
     if (a->diameter_m >= need * (1.0 - 1e-12)) return 0;
     char got[64], want[64];

@@ -229,6 +229,9 @@ good 'aperture: { diameter_m = 1.0; segments: { flat_to_flat_m = 0.1; rings = 1;
   sed 's/aperture: { diameter_m = 1.0; }; //' >segshape.cfg
 expect_exit 2 "segments with a circular shape" -- "$PSFSIM" -c segshape.cfg -o out6
 expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = "segmented"' "segments without shape = segmented: message"
+segcfg 'flat_to_flat_m = 900.0; rings = 10;' >segbig.cfg
+expect_exit 2 "segments spanning more than 10 km" -- "$PSFSIM" -c segbig.cfg -o out6
+expect_stderr 'segbig.cfg:3: optics.aperture.segments.flat_to_flat_m: the segments span .* m: the aperture.s diameter must be in \[1e-06, 10000\] m' "segments spanning more than 10 km: message"
 [ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
 # Listed spider vanes (optics.aperture.spiders.vanes).
 good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
