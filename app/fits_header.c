@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "app/config/config.h"
+
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
@@ -20,6 +22,22 @@ static fits_kv kv_i(const char *key, long long i, const char *comment)
 static fits_kv kv_s(const char *key, const char *s, const char *comment)
 {
     return (fits_kv){.key = key, .type = FITS_KV_STRING, .s = s, .comment = comment};
+}
+
+int fits_header_check(const image_set *s, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    if (!cfg->fits_enabled || s->modes.nterms <= FITS_HEADER_ZMAX) return 0;
+    const char *key =
+        cfg->n_sweep_zernike > cfg->nzernike ? "sweep.zernike" : "aberrations.zernike";
+    char where[CFG_PATH_MAX + 32];
+    config_key_where(cfg, key, where, sizeof where);
+    snprintf(err, errlen,
+             "%s: %s: the set has %d Zernike terms (aberrations.zernike, sweep.zernike and "
+             "Z4 for a defocus sweep together); a FITS header holds at most %d (one Z<j> "
+             "keyword each); use fewer terms or PNG output only",
+             where, key, s->modes.nterms, FITS_HEADER_ZMAX);
+    return -1;
 }
 
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,

@@ -7,7 +7,9 @@
 #include "app/image_result.h"
 
 #define FITS_HEADER_FIXED 20
-#define FITS_HEADER_MAX (FITS_HEADER_FIXED + 256)
+/* Z<j> keywords one header holds: one per mode of the set (docs/config.md). */
+#define FITS_HEADER_ZMAX 256
+#define FITS_HEADER_MAX (FITS_HEADER_FIXED + FITS_HEADER_ZMAX)
 
 /* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
  * res: WAVELEN (m), DIAM (m), NPUPIL, NPIX (the image size), PADDING
@@ -15,9 +17,18 @@
  * and FNUMBER (with f_number) (the pixel of the image's grid: info's pixel_*
  * and sampling_q, which image_set_job filled), PROPAG = "mft" (MFT sets only), NORMALIZ,
  * STREHL, AXIALINT, BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the
- * config's convention) with each mode's total coefficient, for at most 256
- * modes. zkeys holds the Z<j> key strings. Returns the number of entries. */
+ * config's convention) with each mode's total coefficient, for at most
+ * FITS_HEADER_ZMAX modes (fits_header_check refuses a FITS set with more).
+ * zkeys holds the Z<j> key strings. Returns the number of entries. */
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12]);
+
+/* Before any work, for a set with FITS output: its header holds a Z<j>
+ * for every mode, and the cube's PLANES table a column for each too, so
+ * a set of more than FITS_HEADER_ZMAX modes is refused, not cut: -1 with
+ * "FILE:LINE: KEY: the set has N Zernike terms (...); a FITS header holds
+ * at most 256 ..." (KEY: aberrations.zernike or sweep.zernike, the one
+ * with more terms), else 0. */
+int fits_header_check(const image_set *s, char *err, size_t errlen);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,23 +10,85 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/base/log.h"
+#include "app/base/text_shown.h"
+#include "app/formats/journal.h"
 #include "app/outputs.h"
+#include "app/set_dir.h"
+#include "app/set_members.h"
 
-int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
+/* FNV-1a 64 (Fowler, Noll, Vo) of n more bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; ++i)
+        h = (h ^ c[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The fingerprint so far, and where a failure's message goes. */
+typedef struct {
+    uint64_t h;
+    char *err;
+    size_t errlen;
+} fingerprint;
+
+/* Add a count (8 bytes, little-endian) to fp; then n bytes after their
+ * count: the files after the config are each delimited. */
+static void add_length(fingerprint *fp, uint64_t n)
+{
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i)
+        len[i] = (unsigned char)(n >> (8 * i));
+    fp->h = fnv(fp->h, len, sizeof len);
+}
+
+static void add_counted(fingerprint *fp, const void *p, size_t n)
+{
+    add_length(fp, n);
+    fp->h = fnv(fp->h, p, n);
+}
+
+/* Add the bytes of the map at path to fp (add_counted). 0 or -1 with
+ * fp->err. */
+static int add_file(fingerprint *fp, const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        snprintf(fp->err, fp->errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
         return -1;
     }
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 offset basis */
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ULL;
+    add_length(fp, (uint64_t)st.st_size);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fp->h = fnv(fp->h, buf, n);
+    int bad = ferror(f);
     fclose(f);
-    for (const char *v = PSFSIM_VERSION; *v; ++v)
-        h = (h ^ (uint64_t)(unsigned char)*v) * 1099511628211ULL;
-    snprintf(out, 24, "%016llx", (unsigned long long)h);
+    if (bad) snprintf(fp->err, fp->errlen, "%s: cannot read it", path);
+    return bad ? -1 : 0;
+}
+
+static int add_include(const char *file, const char *text, size_t len, void *arg)
+{
+    (void)file;
+    add_counted(arg, text, len);
+    return 0;
+}
+
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen)
+{
+    fingerprint fp = {.h = 1469598103934665603ULL, .err = err, .errlen = errlen}; /* FNV basis */
+    fp.h = fnv(fp.h, cfg->text, cfg->text_len); /* the bytes parsed: -c - and FIFOs too */
+    if (config_for_each_include(cfg, add_include, &fp, err, errlen) != 0) return -1;
+    if (cfg->aperture.shape == APERTURE_FILE && cfg->aperture_file[0] &&
+        add_file(&fp, cfg->aperture_file) != 0)
+        return -1;
+    if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file) != 0) return -1;
+    fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
+    snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
     return 0;
 }
 
@@ -44,12 +107,12 @@ static int split(char *line, char **cells, int max)
     return n;
 }
 
-static int file_ok(const char *dir, const char *name)
+/* name is a regular file (not a link to one) in dirfd, and not empty. */
+static int file_ok(int dirfd, const char *name)
 {
-    char path[8300];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return name[0] && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    return name[0] && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size > 0;
 }
 
 static int keep(char ***rows, long long *n, const char *line)
@@ -65,22 +128,64 @@ static int keep(char ***rows, long long *n, const char *line)
 
 #define NCOLS 17 /* manifest columns, config_hash last */
 
-static int read_manifest(const psf_config *cfg, const char *dir, const char *hash, resume_state *rs,
+/* 1 when row k's png and fits cells are exactly what this config writes
+ * for image k: NAME_<k>.png, NAME_<k>.fits, or with a cube NAME_cube.fits
+ * (empty until the cube is complete); empty for a format it does not
+ * write. A row naming anything else ("../../etc/passwd", another file of
+ * the directory) claims nothing. */
+static int row_names_ok(const psf_config *cfg, long long nimages, long long k, const char *png,
+                        const char *fits)
+{
+    char want[SET_PATH_MAX] = "";
+    if (cfg->png_enabled) outputs_image_name(cfg, k, nimages, "png", want, sizeof want);
+    if (strcmp(png, want) != 0) return 0;
+    want[0] = '\0';
+    if (cfg->fits_enabled && cfg->fits_cube) {
+        outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
+        return !fits[0] || !strcmp(fits, want);
+    }
+    if (cfg->fits_enabled) outputs_image_name(cfg, k, nimages, "fits", want, sizeof want);
+    return !strcmp(fits, want);
+}
+
+/* Rows whose names were not the set's: how many, and the first's cells. */
+typedef struct {
+    long long n, k;
+    char png[64], fits[64];
+} untrusted_rows;
+
+static void note_untrusted(untrusted_rows *u, long long k, const char *png, const char *fits)
+{
+    if (u->n++) return;
+    u->k = k;
+    text_shown(png, 48, u->png, sizeof u->png);
+    text_shown(fits, 48, u->fits, sizeof u->fits);
+}
+
+static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, resume_state *rs,
                          FILE *f, const char *path, char *err, size_t errlen)
 {
     char *line = NULL;
     size_t cap = 0;
     int rc = 0;
+    untrusted_rows bad = {0};
     if (getline(&line, &cap, f) <= 0 || strncmp(line, "index,png,fits,", 15) != 0 ||
         !strstr(line, ",config_hash")) {
         snprintf(err, errlen, "%s: not a psfsim manifest; use --force to start the set over", path);
         free(line);
         return -1;
     }
+    char *copy = NULL; /* a row, split: as long as the row (the swept terms' cells have no bound) */
     while (rc == 0 && getline(&line, &cap, f) > 0) {
-        char copy[4096], *cells[NCOLS + 1];
-        snprintf(copy, sizeof copy, "%s", line);
-        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) != NCOLS) continue; /* cut short */
+        char *cells[NCOLS + 1];
+        free(copy);
+        if (!(copy = strdup(line))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+            break;
+        }
+        /* A table or random set's label columns follow config_hash. */
+        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) < NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;
@@ -92,20 +197,29 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
             rc = -1;
             break;
         }
-        if ((cfg->png_enabled && !file_ok(dir, cells[1])) ||
-            (cfg->fits_enabled && !file_ok(dir, cells[2])))
+        if (!row_names_ok(cfg, rs->nimages, k, cells[1], cells[2])) {
+            note_untrusted(&bad, k, cells[1], cells[2]);
+            continue;
+        }
+        if ((cfg->png_enabled && !file_ok(dirfd, cells[1])) ||
+            (cfg->fits_enabled && !file_ok(dirfd, cells[2])))
             continue;
         rs->done[k] = 1;
         rs->ndone++;
         if (keep(&rs->manifest_rows, &rs->nmanifest, line) != 0) rc = -1;
     }
     free(line);
+    free(copy);
+    if (rc == 0 && bad.n)
+        log_warn("%s: %lld row(s) name files that are not this set's (image %lld: png \"%s\", "
+                 "fits \"%s\"); not trusted: those images are computed again",
+                 path, bad.n, bad.k, bad.png, bad.fits);
     return rc;
 }
 
-static void read_timing(const resume_state *rs, const char *path, resume_state *out)
+static void read_timing(const resume_state *rs, int dirfd, const char *name, resume_state *out)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd, name);
     if (!f) return;
     char *line = NULL;
     size_t cap = 0;
@@ -121,8 +235,8 @@ static void read_timing(const resume_state *rs, const char *path, resume_state *
     fclose(f);
 }
 
-int resume_load(const psf_config *cfg, const char *dir, long long nimages, const char *hash,
-                resume_state *rs, char *err, size_t errlen)
+int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nimages,
+                const char *hash, resume_state *rs, char *err, size_t errlen)
 {
     memset(rs, 0, sizeof *rs);
     rs->nimages = nimages;
@@ -131,15 +245,16 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
         snprintf(err, errlen, "cannot allocate the resume table of %lld images", nimages);
         return -1;
     }
-    char path[SET_PATH_MAX];
+    if (dirfd < 0) return 0; /* no directory: nothing done yet */
+    char path[SET_PATH_MAX], name[SET_PATH_MAX];
     outputs_set_file(dir, cfg->name, SET_MANIFEST, path, sizeof path);
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd,
+                                outputs_set_file(NULL, cfg->name, SET_MANIFEST, name, sizeof name));
     if (!f) return 0; /* nothing done yet */
-    int rc = read_manifest(cfg, dir, hash, rs, f, path, err, errlen);
+    int rc = read_manifest(cfg, dirfd, hash, rs, f, path, err, errlen);
     fclose(f);
     if (rc != 0) return -1;
-    outputs_set_file(dir, cfg->name, SET_TIMING, path, sizeof path);
-    read_timing(rs, path, rs);
+    read_timing(rs, dirfd, outputs_set_file(NULL, cfg->name, SET_TIMING, name, sizeof name), rs);
     return 0;
 }
 
@@ -158,19 +273,41 @@ void resume_free(resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-void resume_clean_temps(const char *dir, const char *name)
+/* Keep the rows whose leading index is done. */
+static void filter_rows(const resume_state *rs, char **rows, long long *n)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    size_t n = strlen(name);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *s = e->d_name;
-        if (s[0] != '.' || strncmp(s + 1, name, n) != 0 || s[n + 1] != '_' || !strstr(s, ".tmp."))
-            continue;
-        char path[8300];
-        snprintf(path, sizeof path, "%s/%s", dir, s);
-        unlink(path);
+    long long kept = 0;
+    for (long long i = 0; i < *n; ++i) {
+        long long k = strtoll(rows[i], NULL, 10);
+        if (k >= 0 && k < rs->nimages && rs->done[k])
+            rows[kept++] = rows[i];
+        else
+            free(rows[i]);
     }
+    *n = kept;
+}
+
+void resume_require(resume_state *rs, const unsigned char *also)
+{
+    if (!rs->done) return;
+    for (long long k = 0; k < rs->nimages; ++k)
+        if (rs->done[k] && !also[k]) {
+            rs->done[k] = 0;
+            rs->ndone--;
+        }
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+}
+
+void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages)
+{
+    DIR *d = set_dir_entries(dirfd);
+    if (!d) return;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)))
+        if (set_members_own_temp(cfg, nimages, e->d_name) &&
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd, e->d_name, 0);
     closedir(d);
 }

@@ -58,6 +58,18 @@ static const cfg_key schema[] = {
     {"sweep.defocus", CFG_K_NUMBERS},
     {"sweep.focus_shift_um", CFG_K_NUMBERS},
     {"sweep.zernike", CFG_K_PAIRS},
+    {"sweep.random", CFG_K_GROUP},
+    {"sweep.random.count", CFG_K_INT},
+    {"sweep.random.seed", CFG_K_INT},
+    {"sweep.random.zernike", CFG_K_TRIPLES},
+    {"sweep.random.spectrum", CFG_K_GROUP},
+    {"sweep.random.spectrum.j_min", CFG_K_INT},
+    {"sweep.random.spectrum.j_max", CFG_K_INT},
+    {"sweep.random.spectrum.total_rms", CFG_K_FLOAT},
+    {"sweep.random.spectrum.power", CFG_K_FLOAT},
+    {"sweep.random.focus_shift_um", CFG_K_NUMBERS},
+    {"sweep.random.wavelength_nm", CFG_K_NUMBERS},
+    {"sweep.table", CFG_K_STRING},
     {"output", CFG_K_GROUP},
     {"output.dir", CFG_K_STRING},
     {"output.npix", CFG_K_INT},
@@ -72,6 +84,11 @@ static const cfg_key schema[] = {
     {"output.fits", CFG_K_GROUP},
     {"output.fits.enabled", CFG_K_BOOL},
     {"output.fits.cube", CFG_K_BOOL},
+    {"output.hdf5", CFG_K_GROUP},
+    {"output.hdf5.enabled", CFG_K_BOOL},
+    {"output.hdf5.dtype", CFG_K_STRING},
+    {"output.hdf5.compression", CFG_K_STRING},
+    {"output.hdf5.level", CFG_K_INT},
     {"backend", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
@@ -191,6 +208,8 @@ static const char *kind_expected(cfg_kind k)
         return "a list of pairs ( (j, value), ... )";
     case CFG_K_GROUPS:
         return "a list of groups ( { ... }, ... )";
+    case CFG_K_TRIPLES:
+        return "a list of triples ( (j, \"normal\" | \"uniform\", width), ... )";
     }
     return "?";
 }
@@ -211,6 +230,7 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
         return t == CONFIG_TYPE_BOOL;
     case CFG_K_NUMBERS:
     case CFG_K_PAIRS:
+    case CFG_K_TRIPLES:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
     case CFG_K_GROUPS:
         return t == CONFIG_TYPE_LIST;

@@ -9,8 +9,10 @@
 
 #include "backend/backend.h"
 #include "app/config/config.h"
+#include "app/set/axes.h"
 #include "app/set/jobs.h"
 #include "app/set/maps.h"
+#include "app/set/labels.h"
 #include "optics/aperture_cache.h"
 #include "optics/sampling.h"
 
@@ -28,13 +30,15 @@ typedef struct {
      * pixel scale is in image_info (image_set_job): sampling_pixscale_*(&samp)
      * hold only for the FFT. */
     psf_sampling samp;
-    int fft_npix;    /* N = floor(padding n + 0.5), the FFT size */
-    int mft;         /* 1: every image by MFT (the output grid differs from the FFT's) */
-    int pupil_npix;  /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
-    double pixel_ld; /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
-                        n/N); 0 when pixel_um gives it */
-    double pixel_um; /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
-    psf_modeset modes;
+    int fft_npix;          /* N = floor(padding n + 0.5), the FFT size */
+    int mft;               /* 1: every image by MFT (the output grid differs from the FFT's) */
+    int pupil_npix;        /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
+    double pixel_ld;       /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
+                              n/N); 0 when pixel_um gives it */
+    double pixel_um;       /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
+    set_axes axes;         /* the table and random axes; axes.nimages = nimages */
+    psf_modeset modes;     /* jobs_modeset(&axes) */
+    set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
     int map_rows, map_cols;
@@ -70,12 +74,13 @@ typedef struct {
                               1 / pixel_lambda_d (what an FFT would need) for the MFT */
 } image_info;
 
-/* Load the maps the config names and fix sampling, modes and the
- * propagation: the FFT unless output.npix / output.pixel_scale[_um] define
- * a grid other than the FFT's (npix != N, or the pixel differs from n/N
- * lambda_ref/D by more than 1e-12 relative for some image), or
- * cfg->mft_force; then the MFT (README, "Conventions"). Returns 0, or -1
- * with a message naming the file (maps) or key in err. */
+/* Load the table (axes_init) and the maps the config names and fix
+ * sampling, modes, labels and the propagation: the FFT unless output.npix / output.pixel_scale[_um]
+ * define a grid other than the FFT's (npix != N, or the pixel differs from n/N lambda_ref/D by more
+ * than 1e-12 relative for some image), or cfg->mft_force; then the MFT (README, "Conventions").
+ * Returns 0, or -1 with a message naming the file (maps) or key in err; a set with a table or
+ * random axis and FITS output also refuses more than the 256 terms a FITS header holds ("CFG:LINE:
+ * KEY: the set has N Zernike terms, ..."). */
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen);
 void image_set_free(image_set *s);
 
@@ -125,8 +130,8 @@ void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
 /* The record of what every image of the set shares (the FITS cube's
  * header): no swept values, coeff_units NULL, wavelength_nm the shortest of
- * optics.wavelength_nm (500 when the config has none) and the pixel fields
- * at it. */
+ * optics.wavelength_nm (without one: the first listed wavelength, 500 when
+ * there is none) and the pixel fields at it. */
 void image_set_common_info(const image_set *s, image_info *info);
 
 #endif
