@@ -9,13 +9,12 @@
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
+    if (w->ncols >= CUBE_MAX_COLS) return; /* not reached: fits_header_check */
     snprintf(w->names[w->ncols], sizeof w->names[0], "%.23s", name);
     w->units[w->ncols++] = unit;
 }
 
-/* Keywords common to every plane: the image header less its per-image
- * values (WAVELEN, PIXELSCL, STREHL, AXIALINT, BACKEND, Z<j>: in the table). */
-static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
+int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
 {
     image_info info;
     image_set_common_info(s, &info);
@@ -36,7 +35,8 @@ static int common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     return m;
 }
 
-int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen)
+int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,
+                     size_t errlen)
 {
     memset(w, 0, sizeof *w);
     outputs_set_file(NULL, s->cfg->name, SET_CUBE, w->name, sizeof w->name);
@@ -54,7 +54,7 @@ int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *
     }
     fits_kv kvs[FITS_HEADER_MAX];
     char zkeys[FITS_HEADER_MAX][12];
-    int nkv = common_keys(s, kvs, zkeys);
+    int nkv = cube_writer_common_keys(s, kvs, zkeys);
     for (int t = 0; t < s->modes.nterms && w->ncols < CUBE_MAX_COLS; ++t)
         add_col(w, zkeys[t], s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
     for (int i = 0; i < w->ncols; ++i) {
@@ -65,14 +65,19 @@ int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *
             return -1;
         }
     }
-    char path[CFG_PATH_MAX + 400];
-    snprintf(path, sizeof path, "%s/%s", dir, w->name);
-    w->cube = psf_fits_cube_open(path, s->samp.npix, s->nimages, kvs, nkv, err, errlen);
+    w->cube =
+        psf_fits_cube_open_at(dirfd, dir, w->name, s->samp.npix, s->nimages, kvs, nkv, err, errlen);
     if (!w->cube) {
         cube_writer_abort(w);
         return -1;
     }
     return 0;
+}
+
+int cube_writer_columns(const image_set *s)
+{
+    int n = 7 + s->cfg->n_sweep_zernike + s->modes.nterms;
+    return n < CUBE_MAX_COLS ? n : CUBE_MAX_COLS;
 }
 
 int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,

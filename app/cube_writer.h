@@ -9,11 +9,14 @@
 
 #include <stddef.h>
 
+#include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/set/image_set.h"
 #include "app/image_result.h"
 
-#define CUBE_MAX_COLS 300
+/* The PLANES table's columns: 7 and, per mode (at most FITS_HEADER_ZMAX:
+ * fits_header_check), its total and, when swept, its swept value. */
+#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX)
 
 typedef struct {
     psf_fits_cube *cube;
@@ -24,8 +27,19 @@ typedef struct {
     double *cols[CUBE_MAX_COLS]; /* [nimages] each */
 } cube_writer;
 
-/* Open dir/NAME_cube.fits's temp file for set s. 0 or -1 with err. */
-int cube_writer_open(cube_writer *w, const image_set *s, const char *dir, char *err, size_t errlen);
+/* Keywords common to every plane, for the cube's primary header, into kvs
+ * (FITS_HEADER_MAX; zkeys as fits_header_build's): the image header less
+ * its per-image values (WAVELEN, PIXELSCL, PIXSCLUM, STREHL, AXIALINT,
+ * BACKEND, Z<j>: in the table). Returns their number. */
+int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12]);
+
+/* Columns of set s's PLANES table (INDEX .. AXIALINT, ZSWEEP<j>, Z<j>). */
+int cube_writer_columns(const image_set *s);
+
+/* Open NAME_cube.fits's temp file for set s in the directory dirfd (dir:
+ * for messages). 0 or -1 with err. */
+int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,
+                     size_t errlen);
 
 /* Plane k: img (N*N) and its row of the PLANES table. 0 or -1 with err. */
 int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "app/config/config.h"
+
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
@@ -78,6 +80,22 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *
     if (date[0]) kvs[n++] = kv_s("DATE", date, "set opened (UTC; SOURCE_DATE_EPOCH when set)");
     if (hash[0]) kvs[n++] = kv_s("CFGHASH", hash, "config fingerprint (manifest config_hash)");
     return n;
+}
+
+int fits_header_check(const image_set *s, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    if (!cfg->fits_enabled || s->modes.nterms <= FITS_HEADER_ZMAX) return 0;
+    const char *key =
+        cfg->n_sweep_zernike > cfg->nzernike ? "sweep.zernike" : "aberrations.zernike";
+    char where[CFG_PATH_MAX + 32];
+    config_key_where(cfg, key, where, sizeof where);
+    snprintf(err, errlen,
+             "%s: %s: the set has %d Zernike terms (aberrations.zernike, sweep.zernike and "
+             "Z4 for a defocus sweep together); a FITS header holds at most %d (one Z<j> "
+             "keyword each); use fewer terms or PNG output only",
+             where, key, s->modes.nterms, FITS_HEADER_ZMAX);
+    return -1;
 }
 
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,

@@ -7,7 +7,8 @@
 #include "app/image_result.h"
 
 #define FITS_HEADER_FIXED 40
-#define FITS_HEADER_ZMAX 256 /* Z<j> keys at most */
+/* Z<j> keywords one header holds: one per mode of the set (docs/config.md). */
+#define FITS_HEADER_ZMAX 256
 #define FITS_HEADER_MAX (FITS_HEADER_FIXED + FITS_HEADER_ZMAX + 2 * PSF_MAX_COMPONENTS)
 
 /* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
@@ -23,10 +24,18 @@
  * date_utc), CFGHASH (s's config_hash, when filled), NWAVES, WAVE<i> (m), WGHT<i> (the image's
  * components, 0-based: not for the cube's common info), REFWAVE (info's wavelength_nm, m: the
  * pixel's reference) with WAVELEN the weighted mean wavelength, and Z<j> (j in the config's
- * convention) with each mode's total coefficient, for at most 256 modes. zkeys (FITS_HEADER_MAX)
- * holds the WAVE/WGHT keys from FITS_HEADER_ZMAX on and the Z<j> key strings. Returns the number of
- * entries. */
+ * convention) with each mode's total coefficient, for at most FITS_HEADER_ZMAX modes
+ * (fits_header_check refuses a FITS set with more). zkeys (FITS_HEADER_MAX) holds the WAVE/WGHT
+ * keys from FITS_HEADER_ZMAX on and the Z<j> key strings. Returns the number of entries. */
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12]);
+
+/* Before any work, for a set with FITS output: its header holds a Z<j>
+ * for every mode, and the cube's PLANES table a column for each too, so
+ * a set of more than FITS_HEADER_ZMAX modes is refused, not cut: -1 with
+ * "FILE:LINE: KEY: the set has N Zernike terms (...); a FITS header holds
+ * at most 256 ..." (KEY: aberrations.zernike or sweep.zernike, the one
+ * with more terms), else 0. */
+int fits_header_check(const image_set *s, char *err, size_t errlen);
 
 #endif

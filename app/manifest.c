@@ -19,29 +19,80 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-int manifest_open(manifest_writer *w, const char *path, const char *hash, int captured,
-                  char *const *keep, long long nkeep, char *err, size_t errlen)
+void csv_exact(char *out, size_t outlen, double v)
+{
+    if (isnan(v)) {
+        out[0] = '\0';
+        return;
+    }
+    for (int digits = 15; digits <= 17; ++digits) {
+        snprintf(out, outlen, "%.*g", digits, v);
+        if (strtod(out, NULL) == v) return;
+    }
+}
+
+/* The header: manifest_header, then the label columns of a table or random
+ * set, then captured_fraction with normalization "pupil". malloc'd; NULL when out of memory. */
+static char *header_for(const image_set *s)
+{
+    const set_labels *l = &s->labels;
+    int dataset = axes_is_dataset(&s->axes);
+    size_t base = strlen(manifest_header), len = base + 40 + 16 * (size_t)l->nterms;
+    char *h = malloc(len);
+    if (!h) return NULL;
+    memcpy(h, manifest_header, base + 1);
+    int pupil = s->cfg->normalization == NORM_PUPIL;
+    if (!dataset && !pupil) return h;
+    size_t at = base - 1; /* over the newline */
+    if (dataset && s->cfg->random.count > 0) at += (size_t)snprintf(h + at, len - at, ",draw,seed");
+    for (int i = 0; dataset && i < l->nterms; ++i)
+        at += (size_t)snprintf(h + at, len - at, ",z%d", l->j[i]);
+    /* normalization "pupil": captured_fraction last, after the label columns */
+    if (pupil) at += (size_t)snprintf(h + at, len - at, ",captured_fraction");
+    snprintf(h + at, len - at, "\n");
+    return h;
+}
+
+int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char *dir,
+                  const char *name, const char *hash, char *const *keep, long long nkeep, char *err,
+                  size_t errlen)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->hash, sizeof w->hash, "%s", hash);
-    char header[sizeof manifest_header + 32];
-    snprintf(header, sizeof header, "%.*s%s", (int)(sizeof manifest_header - 2), manifest_header,
-             captured ? ",captured_fraction\n" : "\n");
-    return journal_create(&w->j, path, header, keep, nkeep, err, errlen);
+    char *header = header_for(s);
+    if (!header) {
+        snprintf(err, errlen, "out of memory for the manifest's header");
+        return -1;
+    }
+    int rc = journal_create(&w->j, dirfd, dir, name, header, keep, nkeep, err, errlen);
+    free(header);
+    return rc;
 }
 
-/* The swept Zernike terms, ';'-separated: their j and their swept values. */
-static void swept_terms(const psf_config *cfg, const psf_image_params *p, char *js, size_t jlen,
-                        char *cs, size_t clen)
+/* A table or random set's label cells: ,draw,seed (random sets), then each
+ * label term's total (docs/config.md). */
+static void label_cells(FILE *fp, const image_set *s, const image_info *info)
 {
-    js[0] = cs[0] = '\0';
-    size_t jn = 0, cn = 0;
+    if (!axes_is_dataset(&s->axes)) return;
+    if (s->cfg->random.count > 0) fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+    for (int i = 0; i < s->labels.nterms; ++i) {
+        char num[40];
+        csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
+        fprintf(fp, ",%s", num);
+    }
+}
+
+/* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,
+ * then their swept values. */
+static void swept_terms(FILE *fp, const psf_config *cfg, const psf_image_params *p)
+{
+    for (int i = 0; i < cfg->n_sweep_zernike; ++i)
+        fprintf(fp, "%s%d", i ? ";" : "", cfg->sweep_zernike[i].j);
+    fputc(',', fp);
     for (int i = 0; i < cfg->n_sweep_zernike; ++i) {
         char num[32];
         csv_number(num, sizeof num, p->sweep_zernike[i]);
-        jn += (size_t)snprintf(js + jn, jn < jlen ? jlen - jn : 0, "%s%d", i ? ";" : "",
-                               cfg->sweep_zernike[i].j);
-        cn += (size_t)snprintf(cs + cn, cn < clen ? clen - cn : 0, "%s%s", i ? ";" : "", num);
+        fprintf(fp, "%s%s", i ? ";" : "", num);
     }
 }
 
@@ -50,7 +101,7 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
-    char f[9][32], js[512], cs[1024];
+    char f[9][32];
     csv_number(f[0], 32, info->wavelength_nm);
     csv_number(f[1], 32, p->sweep_defocus);
     csv_number(f[2], 32, p->sweep_focus_shift_um);
@@ -59,16 +110,18 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(f[5], 32, info->pixel_um);
     csv_number(f[6], 32, res->strehl);
     csv_number(f[7], 32, res->axial_intensity);
-    int pupil = cfg->normalization == NORM_PUPIL;
-    char cf[32] = "";
-    if (pupil) csv_number(cf, sizeof cf, info->captured_fraction);
-    swept_terms(cfg, p, js, sizeof js, cs, sizeof cs);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s,%s,%s,%s,%s", k, res->png, res->fits,
-            f[0], f[1], f[2], js, cs, s->samp.pupil_samples, s->samp.npix, f[3], f[4], f[5], f[6],
-            f[7], res->backend, w->hash);
-    /* "pupil": the column captured_fraction after config_hash */
-    fprintf(fp, "%s%s\n", pupil ? "," : "", pupil ? cf : "");
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits, f[0], f[1], f[2]);
+    swept_terms(fp, cfg, p); /* any number of terms: no cell is cut */
+    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix, f[3], f[4],
+            f[5], f[6], f[7], res->backend, w->hash);
+    label_cells(fp, s, info);
+    if (cfg->normalization == NORM_PUPIL) { /* captured_fraction, after the label cells */
+        char cf[32];
+        csv_number(cf, sizeof cf, info->captured_fraction);
+        fprintf(fp, ",%s", cf);
+    }
+    fputc('\n', fp);
     if (ferror(fp)) {
         snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);
         return -1;
@@ -87,15 +140,16 @@ int manifest_close(manifest_writer *w, char *err, size_t errlen)
     return journal_close(&w->j, err, errlen);
 }
 
-int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen)
+int manifest_set_fits(int dirfd, const char *dir, const char *name, const char *cube, char *err,
+                      size_t errlen)
 {
-    FILE *in = fopen(path, "r");
+    FILE *in = journal_read_open(dirfd, name);
     if (!in) {
-        snprintf(err, errlen, "cannot read %s back: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot read %s/%s back: %s", dir, name, strerror(errno));
         return -1;
     }
     atomic_file af;
-    if (atomic_open(&af, path, err, errlen) != 0) {
+    if (atomic_open_at(&af, dirfd, dir, name, err, errlen) != 0) {
         fclose(in);
         return -1;
     }
@@ -109,7 +163,7 @@ int manifest_set_fits(const char *path, const char *name, char *err, size_t errl
         }
         /* index,png,<fits>,rest: the fits cell is between the 2nd and 3rd comma */
         char *c3 = strchr(c2 + 1, ',');
-        fprintf(af.fp, "%.*s%s%s", (int)(c2 + 1 - line), line, name, c3 ? c3 : "\n");
+        fprintf(af.fp, "%.*s%s%s", (int)(c2 + 1 - line), line, cube, c3 ? c3 : "\n");
     }
     free(line);
     fclose(in);

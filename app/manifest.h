@@ -1,8 +1,10 @@
 /* NAME_manifest.csv: one row per image written, in the columns and order of
  * config-schema.md, then config_hash (the config's fingerprint, which
- * --resume checks). It is a journal (journal.h): rows are appended once an
- * image's files are in place and flushed after each batch, so at every
- * moment it lists only images whose files exist. */
+ * --resume checks), then for a set with a table or random axis the label
+ * columns: draw and seed (random sets), and z<j> per label term
+ * (app/set/labels.h), in full precision (docs/config.md). It is a journal (journal.h): rows are
+ * appended once an image's files are in place and flushed after each batch, so at every moment it
+ * lists only images whose files exist. */
 #ifndef PSFSIM_MANIFEST_H
 #define PSFSIM_MANIFEST_H
 
@@ -18,16 +20,19 @@ typedef struct {
     long long rows;
 } manifest_writer;
 
-/* The manifest's header line (with its newline). */
+/* The manifest's header line (with its newline) for a set without a table
+ * or random axis. */
 extern const char manifest_header[];
 
-/* Create path with the header and the kept rows (from a resumed run).
- * hash: the config fingerprint put in every new row; captured: 1 when the
- * set's normalization is "pupil" (cfg->normalization == NORM_PUPIL), which
- * adds the column captured_fraction after config_hash (image_info's). 0 or
- * -1 with err. */
-int manifest_open(manifest_writer *w, const char *path, const char *hash, int captured,
-                  char *const *keep, long long nkeep, char *err, size_t errlen);
+/* Create the file name in the directory dirfd (dir: for messages;
+ * journal.h) with set s's header and the kept rows (from a resumed run).
+ * hash: the config fingerprint put in every new row. The header's columns:
+ * manifest_header's, a table or random set's label columns, then
+ * captured_fraction (image_info's) when s's normalization is "pupil"
+ * (docs/config.md). 0 or -1 with err. */
+int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char *dir,
+                  const char *name, const char *hash, char *const *keep, long long nkeep, char *err,
+                  size_t errlen);
 
 /* Append image k's row. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
@@ -36,14 +41,20 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 /* After a batch: push the rows to disk. 0 or -1 with err. */
 int manifest_flush(manifest_writer *w, char *err, size_t errlen);
 
-/* Rewrite the manifest at path atomically with every row's fits cell set
- * to name (the FITS cube that holds all the images). 0 or -1 with err. */
-int manifest_set_fits(const char *path, const char *name, char *err, size_t errlen);
+/* Rewrite the manifest (the file name in dirfd; dir: for messages)
+ * atomically with every row's fits cell set to cube (the FITS cube that
+ * holds all the images). 0 or -1 with err. */
+int manifest_set_fits(int dirfd, const char *dir, const char *name, const char *cube, char *err,
+                      size_t errlen);
 
 /* Flush and close. 0 or -1 with err. */
 int manifest_close(manifest_writer *w, char *err, size_t errlen);
 
 /* Format v with %.10g, or "" for NaN (an empty CSV cell). */
 void csv_number(char *out, size_t outlen, double v);
+
+/* Format v in the fewest of %.15g, %.16g, %.17g digits that read back as
+ * v (strtod), so labels round-trip; "" for NaN. out: at least 32 bytes. */
+void csv_exact(char *out, size_t outlen, double v);
 
 #endif

@@ -14,15 +14,8 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
-
-/* 1 when name is a file an earlier run of this config wrote. */
-static int is_set_file(const char *name, const char *set)
-{
-    size_t n = strlen(set);
-    if (strncmp(name, set, n) != 0 || name[n] != '_') return 0;
-    const char *ext = strrchr(name, '.');
-    return ext && (!strcmp(ext, ".png") || !strcmp(ext, ".fits") || !strcmp(ext, ".csv"));
-}
+#include "app/set_dir.h"
+#include "app/set_members.h"
 
 /* 0 when a file can be created in dir, else the reason (errno). access()
  * is not enough: root passes it on /proc, where nothing can be created.
@@ -78,9 +71,12 @@ static int check_existing(const psf_config *cfg, const char *dir, int force, cha
     struct dirent *e;
     int found = 0;
     char first[256] = "";
+    set_members m; /* only the set's own files count (app/set_members.h) */
+    set_members_load(&m, dirfd(d), cfg, config_image_count(cfg));
     while ((e = readdir(d)))
-        if (is_set_file(e->d_name, cfg->name) && !found++)
+        if (set_members_has(&m, e->d_name) && !found++)
             snprintf(first, sizeof first, "%s", e->d_name);
+    set_members_free(&m);
     closedir(d);
     if (found && !force) {
         snprintf(err, errlen,
@@ -167,6 +163,9 @@ static int in_this_set(const psf_config *cfg, long long nimages, const char *nam
     char want[512];
     outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
     if (!strcmp(name, want)) return cfg->fits_enabled && cfg->fits_cube;
+    for (set_file f = SET_HDF5; f <= SET_SIDECAR; ++f)
+        if (!strcmp(name, outputs_set_file(NULL, cfg->name, f, want, sizeof want)))
+            return cfg->hdf5_enabled;
     const char *digits = name + strlen(cfg->name) + 1, *ext = strrchr(name, '.');
     char *end;
     long long k = strtoll(digits, &end, 10);
@@ -177,57 +176,35 @@ static int in_this_set(const psf_config *cfg, long long nimages, const char *nam
     return !strcmp(name, want);
 }
 
-void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages)
+void outputs_remove_stale(const psf_config *cfg, int dirfd, const char *dir,
+                          const set_members *earlier, long long nimages)
 {
-    DIR *d = opendir(dir);
+    DIR *d = set_dir_entries(dirfd);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
         const char *ext = strrchr(e->d_name, '.');
-        if (!is_set_file(e->d_name, cfg->name) || !ext || !strcmp(ext, ".csv")) continue;
+        if (!set_members_has(earlier, e->d_name) || !ext || !strcmp(ext, ".csv")) continue;
         if (in_this_set(cfg, nimages, e->d_name)) continue;
-        char path[CFG_PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) == 0) log_info("removed %s, left by the earlier set", path);
+        if (unlinkat(dirfd, e->d_name, 0) == 0)
+            log_info("removed %s/%s, left by the earlier set", dir, e->d_name);
     }
     closedir(d);
 }
 
-void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
-                        char *out, size_t outlen)
-{
-    int digits = 1;
-    for (long long v = nimages - 1; v >= 10 && digits < 19; v /= 10)
-        ++digits;
-    snprintf(out, outlen, "%s_%0*lld.%s", cfg->name, digits, k, ext);
-}
-
-const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
-                             size_t outlen)
-{
-    const char *suffix = f == SET_MANIFEST ? "manifest.csv"
-                         : f == SET_TIMING ? "timing.csv"
-                                           : "cube.fits";
-    if (dir)
-        snprintf(out, outlen, "%s/%s_%s", dir, name, suffix);
-    else
-        snprintf(out, outlen, "%s_%s", name, suffix);
-    return out;
-}
-
-int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
-                        const float *img, image_result *res, double *png_us, double *fits_us,
-                        char *err, size_t errlen)
+int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
+                        const image_info *info, const float *img, image_result *res, double *png_us,
+                        double *fits_us, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    char name[512], path[CFG_PATH_MAX + 600];
+    char name[512];
     *png_us = *fits_us = 0.0;
     if (cfg->png_enabled) {
         double t0 = clock_us();
         outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (psf_png_write_image(path, img, s->samp.npix, cfg->png_bits, cfg->png_stretch,
-                                cfg->png_dynamic_range, cfg->png_compression, err, errlen) != 0)
+        if (psf_png_write_image_at(dirfd, dir, name, img, s->samp.npix, cfg->png_bits,
+                                   cfg->png_stretch, cfg->png_dynamic_range, cfg->png_compression,
+                                   err, errlen) != 0)
             return -1;
         snprintf(res->png, sizeof res->png, "%s", name);
         *png_us = clock_us() - t0;
@@ -235,15 +212,14 @@ int outputs_write_image(const image_set *s, const char *dir, long long k, const 
     if (cfg->fits_enabled && !cfg->fits_cube) {
         double t0 = clock_us();
         outputs_image_name(cfg, k, s->nimages, "fits", name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
         fits_kv kvs[FITS_HEADER_MAX];
         char zkeys[FITS_HEADER_MAX][12];
         int nkv = fits_header_build(s, info, res, kvs, zkeys);
-        if (psf_fits_write_image(path, img, s->samp.npix, kvs, nkv, err, errlen) != 0) {
+        if (psf_fits_write_image_at(dirfd, dir, name, img, s->samp.npix, kvs, nkv, err, errlen) !=
+            0) {
             /* An image is in the set with all its files or not at all. */
             if (res->png[0]) {
-                snprintf(path, sizeof path, "%s/%s", dir, res->png);
-                unlink(path);
+                unlinkat(dirfd, res->png, 0);
                 res->png[0] = '\0';
             }
             return -1;

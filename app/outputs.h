@@ -8,48 +8,37 @@
 #include "app/config/config.h"
 #include "app/image_result.h"
 #include "app/set/image_set.h"
+#include "app/set_members.h" /* the files' names: outputs_image_name, outputs_set_file */
 
 /* Check, before anything is written, that dir can be used: it is a
  * directory or can be created (its nearest existing ancestor is a
  * directory a file can be created in, and no symbolic link to nothing
  * stands in the way), and, unless force, holds no file of an earlier set
- * of this name (NAME_*.png, NAME_*.fits, NAME_manifest.csv,
- * NAME_timing.csv). Returns 0, or -1 with a message naming the path.
- * Touches nothing: that a file can be created is probed with an unnamed
- * O_TMPFILE file (on a filesystem without them, a hidden file
- * .psfsim-probe-XXXXXX removed at once). */
+ * of this name (app/set_members.h: its manifest, timing log, cube, NAME.h5
+ * with its temp file, NAME.json, and the image files its manifest names
+ * or, without one, NAME_<k>.png/.fits of this set's digit count; another
+ * set's or the user's NAME_x.png are not). Returns 0, or -1 with a message
+ * naming the path. Touches nothing: that a file can be created is probed
+ * with an unnamed O_TMPFILE file (on a filesystem without them, a hidden
+ * file .psfsim-probe-XXXXXX removed at once). */
 int outputs_check(const psf_config *cfg, const char *dir, int force, char *err, size_t errlen);
 
-/* After a complete --force run: remove the files of an earlier set of this
- * name that this set did not write (NAME_k.png/.fits of another k or digit
- * count, a format now disabled, a cube no longer asked for). Manifest and
- * timing log were replaced. Failures are ignored (the files stay). */
-void outputs_remove_stale(const psf_config *cfg, const char *dir, long long nimages);
+/* After a complete --force run: remove, from the directory dirfd (dir: for
+ * messages), the files of the earlier set (earlier: its members, loaded
+ * before this run replaced its manifest) that this set did not write
+ * (NAME_k.png/.fits of another k or digit count, a format now disabled, a
+ * cube or NAME.h5 no longer asked for); nothing that is not the earlier
+ * set's. Manifest and timing log were replaced. Failures are ignored (the
+ * files stay). */
+void outputs_remove_stale(const psf_config *cfg, int dirfd, const char *dir,
+                          const set_members *earlier, long long nimages);
 
-/* File name (no directory) of image k of nimages: NAME_k.EXT with k
- * zero-padded to the number of digits of nimages - 1. */
-void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
-                        char *out, size_t outlen);
-
-/* The set's own files (README, "Outputs"): the manifest, the timing log
- * and the cube (output.fits.cube). */
-typedef enum { SET_MANIFEST, SET_TIMING, SET_CUBE } set_file;
-
-/* Room for dir/NAME_manifest.csv and the others (a dir of up to
- * CFG_PATH_MAX, the name and the suffix). */
-#define SET_PATH_MAX (CFG_PATH_MAX + 300)
-
-/* dir/NAME_manifest.csv, dir/NAME_timing.csv or dir/NAME_cube.fits (name:
- * the config's set name) into out, cut to outlen; dir NULL: the file name
- * alone. The one place that names them. Returns out. */
-const char *outputs_set_file(const char *dir, const char *name, set_file f, char *out,
-                             size_t outlen);
-
-/* Write image k's PNG and/or FITS into dir as the config asks, each
- * atomically. png_us/fits_us get the time each took. Returns 0, or -1 with
- * err (files not written are left out of res). */
-int outputs_write_image(const image_set *s, const char *dir, long long k, const image_info *info,
-                        const float *img, image_result *res, double *png_us, double *fits_us,
-                        char *err, size_t errlen);
+/* Write image k's PNG and/or FITS into the directory dirfd (dir: its
+ * name for messages) as the config asks, each atomically, through that
+ * descriptor (atomic_file.h). png_us/fits_us get the time each took.
+ * Returns 0, or -1 with err (files not written are left out of res). */
+int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
+                        const image_info *info, const float *img, image_result *res, double *png_us,
+                        double *fits_us, char *err, size_t errlen);
 
 #endif

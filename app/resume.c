@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,25 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/base/log.h"
+#include "app/base/text_shown.h"
+#include "app/formats/journal.h"
 #include "app/outputs.h"
-
-int config_fingerprint(const char *path, char out[24], char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 offset basis */
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ULL;
-    fclose(f);
-    for (const char *v = PSFSIM_VERSION; *v; ++v)
-        h = (h ^ (uint64_t)(unsigned char)*v) * 1099511628211ULL;
-    snprintf(out, 24, "%016llx", (unsigned long long)h);
-    return 0;
-}
+#include "app/set_dir.h"
+#include "app/set_members.h"
 
 /* Split a CSV line (no quoted commas in psfsim's manifest) in place. */
 static int split(char *line, char **cells, int max)
@@ -44,12 +32,12 @@ static int split(char *line, char **cells, int max)
     return n;
 }
 
-static int file_ok(const char *dir, const char *name)
+/* name is a regular file (not a link to one) in dirfd, and not empty. */
+static int file_ok(int dirfd, const char *name)
 {
-    char path[8300];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return name[0] && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    return name[0] && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size > 0;
 }
 
 static int keep(char ***rows, long long *n, const char *line)
@@ -63,27 +51,67 @@ static int keep(char ***rows, long long *n, const char *line)
     return 0;
 }
 
-/* Manifest columns, config_hash last; normalization "pupil" adds one after it. */
+/* Manifest columns through config_hash; label columns and captured_fraction may follow. */
 #define NCOLS 17
 
-static int read_manifest(const psf_config *cfg, const char *dir, const char *hash, resume_state *rs,
+/* 1 when row k's png and fits cells are exactly what this config writes
+ * for image k: NAME_<k>.png, NAME_<k>.fits, or with a cube NAME_cube.fits
+ * (empty until the cube is complete); empty for a format it does not
+ * write. A row naming anything else ("../../etc/passwd", another file of
+ * the directory) claims nothing. */
+static int row_names_ok(const psf_config *cfg, long long nimages, long long k, const char *png,
+                        const char *fits)
+{
+    char want[SET_PATH_MAX] = "";
+    if (cfg->png_enabled) outputs_image_name(cfg, k, nimages, "png", want, sizeof want);
+    if (strcmp(png, want) != 0) return 0;
+    want[0] = '\0';
+    if (cfg->fits_enabled && cfg->fits_cube) {
+        outputs_set_file(NULL, cfg->name, SET_CUBE, want, sizeof want);
+        return !fits[0] || !strcmp(fits, want);
+    }
+    if (cfg->fits_enabled) outputs_image_name(cfg, k, nimages, "fits", want, sizeof want);
+    return !strcmp(fits, want);
+}
+
+/* Rows whose names were not the set's: how many, and the first's cells. */
+typedef struct {
+    long long n, k;
+    char png[64], fits[64];
+} untrusted_rows;
+
+static void note_untrusted(untrusted_rows *u, long long k, const char *png, const char *fits)
+{
+    if (u->n++) return;
+    u->k = k;
+    text_shown(png, 48, u->png, sizeof u->png);
+    text_shown(fits, 48, u->fits, sizeof u->fits);
+}
+
+static int read_manifest(const psf_config *cfg, int dirfd, const char *hash, resume_state *rs,
                          FILE *f, const char *path, char *err, size_t errlen)
 {
     char *line = NULL;
     size_t cap = 0;
     int rc = 0;
+    untrusted_rows bad = {0};
     if (getline(&line, &cap, f) <= 0 || strncmp(line, "index,png,fits,", 15) != 0 ||
         !strstr(line, ",config_hash")) {
         snprintf(err, errlen, "%s: not a psfsim manifest; use --force to start the set over", path);
         free(line);
         return -1;
     }
+    char *copy = NULL; /* a row, split: as long as the row (the swept terms' cells have no bound) */
     while (rc == 0 && getline(&line, &cap, f) > 0) {
-        char copy[4096], *cells[NCOLS + 2];
-        snprintf(copy, sizeof copy, "%s", line);
-        int nc = split(copy, cells, NCOLS + 2);
-        if (!strchr(line, '\n') || nc != NCOLS + (cfg->normalization == NORM_PUPIL))
-            continue; /* cut short */
+        char *cells[NCOLS + 1];
+        free(copy);
+        if (!(copy = strdup(line))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -1;
+            break;
+        }
+        /* A table or random set's label columns follow config_hash. */
+        if (!strchr(line, '\n') || split(copy, cells, NCOLS + 1) < NCOLS) continue; /* cut short */
         char *end;
         long long k = strtoll(cells[0], &end, 10);
         if (*end || k < 0 || k >= rs->nimages || rs->done[k]) continue;
@@ -95,20 +123,29 @@ static int read_manifest(const psf_config *cfg, const char *dir, const char *has
             rc = -1;
             break;
         }
-        if ((cfg->png_enabled && !file_ok(dir, cells[1])) ||
-            (cfg->fits_enabled && !file_ok(dir, cells[2])))
+        if (!row_names_ok(cfg, rs->nimages, k, cells[1], cells[2])) {
+            note_untrusted(&bad, k, cells[1], cells[2]);
+            continue;
+        }
+        if ((cfg->png_enabled && !file_ok(dirfd, cells[1])) ||
+            (cfg->fits_enabled && !file_ok(dirfd, cells[2])))
             continue;
         rs->done[k] = 1;
         rs->ndone++;
         if (keep(&rs->manifest_rows, &rs->nmanifest, line) != 0) rc = -1;
     }
     free(line);
+    free(copy);
+    if (rc == 0 && bad.n)
+        log_warn("%s: %lld row(s) name files that are not this set's (image %lld: png \"%s\", "
+                 "fits \"%s\"); not trusted: those images are computed again",
+                 path, bad.n, bad.k, bad.png, bad.fits);
     return rc;
 }
 
-static void read_timing(const resume_state *rs, const char *path, resume_state *out)
+static void read_timing(const resume_state *rs, int dirfd, const char *name, resume_state *out)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd, name);
     if (!f) return;
     char *line = NULL;
     size_t cap = 0;
@@ -124,8 +161,8 @@ static void read_timing(const resume_state *rs, const char *path, resume_state *
     fclose(f);
 }
 
-int resume_load(const psf_config *cfg, const char *dir, long long nimages, const char *hash,
-                resume_state *rs, char *err, size_t errlen)
+int resume_load(const psf_config *cfg, int dirfd, const char *dir, long long nimages,
+                const char *hash, resume_state *rs, char *err, size_t errlen)
 {
     memset(rs, 0, sizeof *rs);
     rs->nimages = nimages;
@@ -134,15 +171,16 @@ int resume_load(const psf_config *cfg, const char *dir, long long nimages, const
         snprintf(err, errlen, "cannot allocate the resume table of %lld images", nimages);
         return -1;
     }
-    char path[SET_PATH_MAX];
+    if (dirfd < 0) return 0; /* no directory: nothing done yet */
+    char path[SET_PATH_MAX], name[SET_PATH_MAX];
     outputs_set_file(dir, cfg->name, SET_MANIFEST, path, sizeof path);
-    FILE *f = fopen(path, "r");
+    FILE *f = journal_read_open(dirfd,
+                                outputs_set_file(NULL, cfg->name, SET_MANIFEST, name, sizeof name));
     if (!f) return 0; /* nothing done yet */
-    int rc = read_manifest(cfg, dir, hash, rs, f, path, err, errlen);
+    int rc = read_manifest(cfg, dirfd, hash, rs, f, path, err, errlen);
     fclose(f);
     if (rc != 0) return -1;
-    outputs_set_file(dir, cfg->name, SET_TIMING, path, sizeof path);
-    read_timing(rs, path, rs);
+    read_timing(rs, dirfd, outputs_set_file(NULL, cfg->name, SET_TIMING, name, sizeof name), rs);
     return 0;
 }
 
@@ -161,19 +199,41 @@ void resume_free(resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-void resume_clean_temps(const char *dir, const char *name)
+/* Keep the rows whose leading index is done. */
+static void filter_rows(const resume_state *rs, char **rows, long long *n)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    size_t n = strlen(name);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *s = e->d_name;
-        if (s[0] != '.' || strncmp(s + 1, name, n) != 0 || s[n + 1] != '_' || !strstr(s, ".tmp."))
-            continue;
-        char path[8300];
-        snprintf(path, sizeof path, "%s/%s", dir, s);
-        unlink(path);
+    long long kept = 0;
+    for (long long i = 0; i < *n; ++i) {
+        long long k = strtoll(rows[i], NULL, 10);
+        if (k >= 0 && k < rs->nimages && rs->done[k])
+            rows[kept++] = rows[i];
+        else
+            free(rows[i]);
     }
+    *n = kept;
+}
+
+void resume_require(resume_state *rs, const unsigned char *also)
+{
+    if (!rs->done) return;
+    for (long long k = 0; k < rs->nimages; ++k)
+        if (rs->done[k] && !also[k]) {
+            rs->done[k] = 0;
+            rs->ndone--;
+        }
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+}
+
+void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages)
+{
+    DIR *d = set_dir_entries(dirfd);
+    if (!d) return;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)))
+        if (set_members_own_temp(cfg, nimages, e->d_name) &&
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd, e->d_name, 0);
     closedir(d);
 }

@@ -12,13 +12,32 @@
 #include "app/base/clock.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
+#include "app/fits_header.h"
 #include "app/formats/fits_module.h"
+#include "app/formats/hdf5_module.h"
 #include "app/run_lanes.h"
 #include "app/run_ranks.h"
 #include "app/run_report.h"
 #include "app/run_state.h"
 #include "app/set_files.h"
 #include "app/set_limits.h"
+
+/* An existing output directory is opened, and the set's lock taken when
+ * its lock file is there, before anything of the set is read: a set in use
+ * by another run is refused (exit 2) untouched. Else the lock is taken in
+ * start() (set_files_create), where a failure to make the lock file is a
+ * run-time one; here only --resume fails on a directory it cannot open. */
+static int lock_early(run_state *r, char *err, size_t errlen)
+{
+    int there = set_dir_open(&r->out, 0, err, errlen);
+    if (there != 0) return there < 0 && r->opt->resume ? -1 : 0;
+    char lerr[RUN_ERRLEN];
+    int rc = set_dir_lock(&r->out, r->cfg.name, 0, lerr, sizeof lerr);
+    r->locked_early = rc == 0;
+    if (rc != SET_DIR_BUSY) return 0;
+    snprintf(err, errlen, "%s", lerr);
+    return -1;
+}
 
 /* Load, validate and plan: everything that can fail before a file is written.
  * With MPI every rank does this (its own backend choice); only rank 0 checks
@@ -29,6 +48,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
     if (o->backend_given) r->cfg.backend = o->backend;
     r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
+    set_dir_init(&r->out, r->dir);
     if (r->mpi && r->cfg.fits_enabled && r->cfg.fits_cube) {
         snprintf(err, errlen,
                  "%s: output.fits.cube: one cube file cannot be written by %d MPI ranks; run "
@@ -36,7 +56,14 @@ static int prepare(run_state *r, char *err, size_t errlen)
                  o->config_path, r->mpi->size);
         return -1;
     }
-    if (config_fingerprint(o->config_path, r->hash, err, errlen) != 0) return -1;
+    if (r->mpi && r->cfg.hdf5_enabled) {
+        snprintf(err, errlen,
+                 "%s: output.hdf5: one HDF5 file cannot be written by %d MPI ranks; run this "
+                 "set as one process",
+                 o->config_path, r->mpi->size);
+        return -1;
+    }
+    if (config_fingerprint(&r->cfg, r->hash, err, errlen) != 0) return -1;
     /* FITS output needs the FITS module: a psfsim without it says so before
      * any work (exit 2, nothing written), not after the first image. */
     char ferr[RUN_ERRLEN];
@@ -44,15 +71,26 @@ static int prepare(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
         return -1;
     }
+    if (r->cfg.hdf5_enabled && hdf5_module_load(ferr, sizeof ferr) != 0) {
+        snprintf(err, errlen, "%s: output.hdf5: %.900s", o->config_path, ferr);
+        return -1;
+    }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
     snprintf(r->set.config_hash, sizeof r->set.config_hash, "%s", r->hash);
+    if (fits_header_check(&r->set, err, errlen) != 0) return -1;
     set_checks_warn(&r->set, &r->notes);
     for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
         log_warn("%s", r->notes.text[i]);
+    if (run_is_root(r) && lock_early(r, err, errlen) != 0) return -1;
     if (o->resume) {
-        if (resume_load(&r->cfg, r->dir, r->set.nimages, r->hash, &r->resume, err, errlen) != 0)
+        if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,
+                        errlen) != 0)
             return -1;
     } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
+        return -1;
+    } else if (o->force && r->out.fd >= 0 &&
+               set_members_load(&r->earlier, r->out.fd, &r->cfg, r->set.nimages) != 0) {
+        snprintf(err, errlen, "out of memory reading the set %s replaces", r->dir);
         return -1;
     }
     r->todo = r->set.nimages - r->resume.ndone;
@@ -98,7 +136,8 @@ static int start(run_state *r, char *err, size_t errlen)
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
-    r->writers = writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->dir);
+    r->writers =
+        writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->out.fd, r->dir);
     if (!r->writers) {
         snprintf(err, errlen, "cannot start the writer threads");
         return -1;
@@ -108,7 +147,8 @@ static int start(run_state *r, char *err, size_t errlen)
 }
 
 /* Run the image loop on the started backend and writers. Returns the
- * status: 0, or 3 (the error logged). A signal after the last image was
+ * status: 0, 2 (the set in use: start() refused it untouched) or 3 (the
+ * error logged). A signal after the last image was
  * handed to the writers stopped nothing: the set is complete, not
  * interrupted (exit 0, no --resume hint). With MPI the other ranks may be
  * gone: left as interrupted. err: this rank's error, "" if none. */
@@ -118,12 +158,12 @@ static int compute(run_state *r, char *err, size_t errlen)
     r->t_create = clock_us();
     err[0] = '\0';
     if (start(r, err, errlen) != 0 || run_images(r, err, errlen) != 0) {
+        status = r->refused ? 2 : 3;
         if (err[0] && r->mpi)
             log_error("rank %d (images %lld-%lld): %s", r->mpi->rank, r->k_begin, r->k_end - 1,
                       err);
         else if (err[0])
             log_error("%s", err);
-        status = 3;
     }
     progress_end(&r->bar, r->written);
     if (r->interrupted && !r->mpi && status == 0 && r->written == r->todo) {
@@ -147,8 +187,15 @@ static void close_set(run_state *r, int *status)
         run_summary(r, wall, &me, 1);
     }
     char cerr[RUN_ERRLEN];
-    if (set_files_close(r, complete, cerr, sizeof cerr) != 0) {
+    if (set_dir_gone(&r->out)) { /* nothing left to close into: run_report says so */
+        atomic_store(&r->dir_gone, 1);
+        set_files_abort(r);
+    } else if (set_files_close(r, complete, cerr, sizeof cerr) != 0 && !set_dir_gone(&r->out)) {
         log_error("%s", cerr);
+        *status = 3;
+    }
+    if (set_dir_gone(&r->out)) { /* also when it went while the files were closed */
+        atomic_store(&r->dir_gone, 1);
         *status = 3;
     }
 }
@@ -160,6 +207,7 @@ static void init(run_state *r, const cli_options *o, const mpi_world *w)
     r->mpi = w && w->active && w->size > 1 ? w : NULL;
     r->t_start = clock_us();
     r->nlanes = 1;
+    set_dir_init(&r->out, NULL);
     pthread_mutex_init(&r->mu, NULL);
     interrupt_install();
 }
@@ -172,6 +220,8 @@ static void cleanup(run_state *r)
     run_free_lanes(r);
     pthread_mutex_destroy(&r->mu);
     resume_free(&r->resume);
+    set_members_free(&r->earlier);
+    set_dir_close(&r->out);
     image_set_free(&r->set);
     config_free(&r->cfg);
 }
@@ -216,7 +266,7 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     /* --force replaced the set: what the earlier one wrote and this one did
      * not (more images, another format) must not pass for part of it. */
     if (status == 0 && o->force && run_is_root(&r))
-        outputs_remove_stale(&r.cfg, r.dir, r.set.nimages);
+        outputs_remove_stale(&r.cfg, r.out.fd, r.dir, &r.earlier, r.set.nimages);
     cleanup(&r);
     return status;
 }

@@ -6,8 +6,9 @@
 #include "app/mpi_run.h"
 
 /* Run the job o describes. Returns the exit status: 0 every image written,
- * 2 usage or config error (nothing written), 3 run-time failure (the
- * manifest lists the images written), 130 interrupted. Messages go through
+ * 2 usage or config error, or the set in use by another run (nothing
+ * written), 3 run-time failure (the manifest lists the images written),
+ * 130 interrupted. Messages go through
  * the logger. w: the MPI world (app/mpi_run.h); NULL, or one of a single
  * process, for a plain run. With more than one rank every rank calls this
  * and computes its block of the set; rank 0 creates and finally sorts the

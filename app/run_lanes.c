@@ -49,15 +49,6 @@ void run_close_lane(run_state *r, run_lane *ln)
     ln->backend = NULL;
 }
 
-static int batch_size(const psf_backend_ops *ops, int npix, long long nimages)
-{
-    double per = (double)npix * npix * sizeof(float);
-    long long b = (long long)(RUN_BATCH_BYTES / per);
-    if (b > ops->preferred_batch) b = ops->preferred_batch;
-    if (b > nimages) b = nimages;
-    return b < 1 ? 1 : (int)b;
-}
-
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
     size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
@@ -69,8 +60,11 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
+        int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
+        size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
+        if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes) {
+            !sl->writes || (levels && !sl->levels)) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -186,6 +180,7 @@ void run_free_lanes(run_state *r)
         free(sl->results);
         free(sl->timings);
         free(sl->writes);
+        free(sl->levels);
     }
 }
 
@@ -203,7 +198,7 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
     const psf_backend_ops *ops = r->decision.ops;
-    r->batch = batch_size(ops, r->set.samp.npix, r->todo);
+    r->batch = backend_batch(ops, r->set.samp.npix, r->todo);
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;

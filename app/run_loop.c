@@ -9,23 +9,17 @@
 #include "app/base/clock.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
-#include "optics/metrics.h"
+#include "app/set/measure.h"
 #include "app/outputs.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
+#include "app/set_hdf5.h"
 
-/* Remove the files of a written image (res's names in r->dir). */
+/* Remove the files of a written image (res's names in the output directory). */
 static void forget_image(run_state *r, const image_result *res)
 {
-    char path[CFG_PATH_MAX + 600];
-    if (res->png[0]) {
-        snprintf(path, sizeof path, "%s/%s", r->dir, res->png);
-        unlink(path);
-    }
-    if (res->fits[0]) {
-        snprintf(path, sizeof path, "%s/%s", r->dir, res->fits);
-        unlink(path);
-    }
+    if (res->png[0]) unlinkat(r->out.fd, res->png, 0);
+    if (res->fits[0]) unlinkat(r->out.fd, res->fits, 0);
 }
 
 /* Log slot sl's written images (r->mu held): manifest and timing rows,
@@ -94,6 +88,15 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
+    if (rc == 0) rc = set_hdf5_add(r, sl, err, errlen); /* once in the manifest */
+    if (set_dir_gone(&r->out)) { /* it took the set with it: stop (run_report says so) */
+        atomic_store(&r->dir_gone, 1);
+        if (rc == 0 && r->mpi)
+            snprintf(err, errlen, "the output directory %s was removed during the run", r->dir);
+        else if (rc == 0)
+            err[0] = '\0';
+        rc = -1;
+    }
     sl->count = 0;
     return rc;
 }
@@ -226,12 +229,11 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * npix * npix;
         image_info *info = &sl->infos[i];
-        image_set_finish_image(&r->set, info, img); /* MFT "sum": divide by the image's sum */
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
         res->backend = ln->ops->name;
-        res->strehl = metrics_peak(img, npix).value / info->ref_peak;
-        res->axial_intensity = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
+        /* MFT "sum" (divide by the image's sum), then Strehl and axis */
+        image_set_measure(&r->set, info, img, &res->strehl, &res->axial_intensity);
         sl->timings[i] = (image_timing){.compute_us = compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
         metrics_us += sl->timings[i].metrics_us;
@@ -240,6 +242,7 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
                                     .info = info,
                                     .res = res,
                                     .timing = &sl->timings[i]};
+        if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
     }
     /* The slot's count is set before its first job can finish. */
     sl->count = nb;

@@ -114,8 +114,11 @@ void run_ranks_finish(run_state *r, int *status, const char *err, long long *tot
         if (r->timing_open) run_summary(r, wall, all, n);
         jrc = set_files_close_journals(r, e, sizeof e);
         if (jrc == 0) jrc = set_files_sort(r, e, sizeof e);
-        if (jrc != 0) log_error("%s", e);
-        if (failed || jrc != 0) *status = 3;
+        if (set_dir_gone(&r->out)) /* run_report says so */
+            atomic_store(&r->dir_gone, 1);
+        else if (jrc != 0)
+            log_error("%s", e);
+        if (failed || jrc != 0 || atomic_load(&r->dir_gone)) *status = 3;
     } else if (run_is_root(r)) {
         log_error("cannot allocate the ranks' reports");
         *status = 3;

@@ -145,7 +145,10 @@ void run_report(const run_state *r, int status, long long written)
                  r->k_end - 1);
     else if (r->mpi)
         snprintf(who, sizeof who, "rank %d: ", r->mpi->rank);
-    if (r->interrupted && r->mpi)
+    if (atomic_load(&r->dir_gone) && run_is_root(r))
+        log_error("the output directory %s was removed during the run; %lld image(s) were lost",
+                  r->dir, written + r->resume.ndone);
+    else if (r->interrupted && r->mpi)
         log_error("%sinterrupted: %lld of its %lld image(s) written; rerun with --resume to "
                   "finish",
                   who, written, r->todo);

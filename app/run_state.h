@@ -11,19 +11,22 @@
 #include "app/cli.h"
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
+#include "app/hdf5_writer.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"
 #include "app/manifest.h"
 #include "app/mpi_run.h"
 #include "app/progress.h"
 #include "app/resume.h"
+#include "app/set_dir.h"
+#include "app/set_members.h"
 #include "app/timing.h"
 #include "app/writer_pool.h"
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);
- * app/set_limits.c counts memory with the same figure. */
-#define RUN_BATCH_BYTES (512.0 * 1024 * 1024)
+ * app/set_limits.c counts memory with the same figure (backend_batch). */
+#define RUN_BATCH_BYTES BACKEND_BATCH_BYTES
 /* Images per CPU batch while the GPU starts: small, to switch soon. */
 #define RUN_WARM_BATCH 32
 /* Computing devices one process drives (every GPU of a host; gpu_list.h). */
@@ -33,6 +36,7 @@
 typedef struct {
     float *images; /* batch * N * N, from the backend (pinned for the GPU) */
     psf_job *jobs;
+    unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
     image_info *infos;
     double *storage; /* image_set_storage doubles per image */
     image_result *results;
@@ -68,8 +72,15 @@ struct run_state {
     const mpi_world *mpi; /* an MPI run of more than one rank (app/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;
-    set_notes notes; /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
-    const char *dir;
+    set_notes notes;     /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
+    const char *dir;     /* the output directory as given (messages) */
+    set_dir out;         /* that directory, opened once: every file goes through out.fd */
+    int locked_early;    /* prepare() took the set's lock (its lock file was there) */
+    set_members earlier; /* --force: the files of the set it replaces (app/set_members.h) */
+    int refused;         /* start() found the set in use (or, when the directory or its lock
+                            file was made meanwhile, already written): exit 2 */
+    atomic_int dir_gone; /* the output directory was removed under the run (set_dir_gone):
+                            the set is lost, exit 3 (run_report says so) */
     char hash[24];
     resume_state resume;
     backend_decision decision;
@@ -90,6 +101,8 @@ struct run_state {
     int manifest_open, timing_open;
     cube_writer cube; /* output.fits.cube */
     int cube_open;
+    hdf5_writer *h5; /* output.hdf5's NAME.h5 (app/set_hdf5.h), NULL when not open */
+    int h5_kept;     /* --resume found NAME.h5 complete: it is kept as it is */
     progress bar;
     long long todo;           /* images this run computes (all, or the missing ones; with
                                  MPI, this rank's block of them) */

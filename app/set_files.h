@@ -13,8 +13,11 @@
 
 #include "app/run_state.h"
 
-/* Create the output directory (removing the temp files a killed run left)
- * and the journals, with --resume the earlier run's kept rows first; with
+/* Create and open the output directory, take the set's lock unless
+ * prepare() holds it (app/set_dir.h; the set in use, or written meanwhile
+ * when the directory or its lock file is new: -1 with r->refused, nothing
+ * touched), remove the temp files a killed run left, and create the
+ * journals, with --resume the earlier run's kept rows first; with
  * MPI (rank 0) opened for appending too, as every rank appends to them
  * (app/formats/mpi_journal.h). 0, or -1 with err (what is open is marked so
  * in r and closed by set_files_abort). */
@@ -48,7 +51,7 @@ int set_files_sort(run_state *r, char *err, size_t errlen);
 int set_files_close(run_state *r, int complete, char *err, size_t errlen);
 
 /* After a failure: discard the cube, close what is still open, errors
- * ignored. */
+ * ignored; then nothing is open. */
 void set_files_abort(run_state *r);
 
 #endif

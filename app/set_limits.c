@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
+#include "app/formats/hdf5_io.h"
+#include "app/hdf5_writer.h"
+#include "app/set_members.h"
 #include "app/writer_pool.h"
 
 #define KIB 1024ULL
@@ -27,19 +31,6 @@
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
 #define LIMITS_WRITER_STATE (1ULL * MIB)
 #define LIMITS_BASE_BYTES (64ULL * MIB)
-/* FITS: cards in one 2880-byte block, and the fixed keywords of
- * fits_header.c with room for the long strings' CONTINUE cards. */
-#define FITS_BLOCK 2880ULL
-#define FITS_CARDS_PER_BLOCK 36ULL
-#define FITS_FIXED_CARDS 64ULL
-
-static unsigned long long round_up(unsigned long long v, unsigned long long unit)
-{
-    if (unit <= 1) return v;
-    unsigned long long r = v % unit;
-    return r ? bytes_add(v, unit - r) : v;
-}
-
 void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -90,48 +81,9 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     m->writers = bytes_mul((unsigned long long)m->nwriters,
                            bytes_add(2ULL * plane + mpix, LIMITS_WRITER_STATE));
     m->base = LIMITS_BASE_BYTES;
+    m->hdf5 = hdf5_writer_memory_need(s, m->batch, 1);
     m->total = bytes_add(bytes_add(bytes_add(m->fft, m->images), bytes_add(m->pupils, m->scratch)),
-                         bytes_add(m->writers, m->base));
-}
-
-void limits_disk_need(const image_set *s, long long todo, unsigned long long block, limits_disk *d)
-{
-    memset(d, 0, sizeof *d);
-    const psf_config *cfg = s->cfg;
-    const unsigned long long mpix = (unsigned long long)s->samp.npix;
-    const unsigned long long k = todo > 0 ? (unsigned long long)todo : 0;
-    if (block < 1) block = 1;
-    if (cfg->png_enabled) {
-        unsigned long long raw = mpix * (1ULL + mpix * (unsigned long long)(cfg->png_bits / 8));
-        d->png_bytes = raw + raw / 256 + 8 * KIB;
-    }
-    unsigned long long fits_header = 0, fits_data = 0;
-    if (cfg->fits_enabled) {
-        unsigned long long cards = FITS_FIXED_CARDS + (unsigned long long)s->modes.nterms;
-        fits_header = FITS_BLOCK * ((cards + FITS_CARDS_PER_BLOCK - 1) / FITS_CARDS_PER_BLOCK);
-        fits_data = 4ULL * mpix * mpix;
-        d->fits_bytes = fits_header + round_up(fits_data, FITS_BLOCK);
-    }
-    unsigned long long total = 0, files = 0;
-    if (d->png_bytes) {
-        total = bytes_mul(k, round_up(d->png_bytes, block) + block);
-        files = k;
-    }
-    if (d->fits_bytes && cfg->fits_cube) {
-        /* One file: the header, every plane, the PLANES table (a row per plane). */
-        unsigned long long cube = bytes_add(bytes_mul(k, fits_data), bytes_mul(k, 256));
-        cube = bytes_add(round_up(cube, FITS_BLOCK), 4 * fits_header + 4 * FITS_BLOCK);
-        total = bytes_add(total, round_up(cube, block) + block);
-        files += 1;
-    } else if (d->fits_bytes) {
-        total = bytes_add(total, bytes_mul(k, round_up(d->fits_bytes, block) + block));
-        files += k;
-    }
-    unsigned long long row = 1 * KIB + 32ULL * (unsigned long long)cfg->n_sweep_zernike;
-    unsigned long long logs = bytes_add(bytes_mul(k, row), 16 * KIB);
-    total = bytes_add(total, round_up(logs, block) + 2 * block);
-    d->total = total;
-    d->files = files + 2 + 4; /* manifest, timing and their temp files */
+                         bytes_add(bytes_add(m->writers, m->base), m->hdf5));
 }
 
 /* A decimal number of bytes from the first line of path ("max" -> 0). */
@@ -221,29 +173,36 @@ static void existing_ancestor(const char *dir, char *out, size_t outlen)
     }
 }
 
-/* Bytes of the files of set name in dir (outputs.c's NAME_*.png/.fits/.csv). */
-static unsigned long long set_bytes(const char *dir, const char *name)
+/* Bytes of the files of set cfg in dir (app/set_members.h: those --force
+ * replaces or removes; another set's or the user's files are no credit).
+ * NAME.h5's temp file is not counted here: limits_check counts it once
+ * (hdf5_part). */
+static unsigned long long set_bytes(const char *dir, const psf_config *cfg)
 {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    size_t n = strlen(name);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    set_members m;
+    set_members_load(&m, fd, cfg, config_image_count(cfg));
+    char h5[SET_PATH_MAX], part[SET_PATH_MAX] = "";
+    outputs_set_file(NULL, cfg->name, SET_HDF5, h5, sizeof h5);
+    if (h5set_temp_name(h5, part, sizeof part) != 0) part[0] = '\0';
     unsigned long long sum = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, name, n) != 0 || e->d_name[n] != '_') continue;
-        const char *ext = strrchr(e->d_name, '.');
-        if (!ext || (strcmp(ext, ".png") && strcmp(ext, ".fits") && strcmp(ext, ".csv"))) continue;
-        char path[4096 + 512];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+    struct stat st;
+    while ((e = readdir(d)))
+        if (set_members_has(&m, e->d_name) && strcmp(e->d_name, part) != 0 &&
+            fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             sum = bytes_add(sum, (unsigned long long)st.st_size);
-    }
+    set_members_free(&m);
     closedir(d);
     return sum;
 }
 
-void limits_probe(const char *dir, const char *name, int force, limits_machine *mc)
+void limits_probe(const char *dir, const psf_config *cfg, int force, limits_machine *mc)
 {
     memset(mc, 0, sizeof *mc);
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
@@ -264,7 +223,7 @@ void limits_probe(const char *dir, const char *name, int force, limits_machine *
         if (mc->disk_free == 0) mc->disk_free = 1; /* known to be full, not unknown */
         if (vfs.f_files > 0) mc->inodes_free = vfs.f_favail > 0 ? vfs.f_favail : 1;
     }
-    if (force && dir) mc->reclaim = set_bytes(dir, name);
+    if (force && dir) mc->reclaim = set_bytes(dir, cfg);
 }
 
 /* "FILE:LINE: key: " for key in the config (where config_load found it; the
@@ -331,12 +290,18 @@ static int check_memory(const image_set *s, const limits_memory *m, const limits
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix,
                  s->fft_npix > 0 ? s->fft_npix : s->samp.npix, s->samp.pupil_samples,
                  s->samp.padding);
+    char h5[64] = "";
+    if (m->hdf5) {
+        char b[32];
+        limits_format_bytes(m->hdf5, b, sizeof b);
+        snprintf(h5, sizeof h5, ", HDF5 writer %s", b);
+    }
     snprintf(err, errlen,
              "%s%s needs %s of memory on the CPU backend (%s %s, images %s in %d batches of "
-             "%d, pupils %s, scratch %s, %d writer thread(s) %s), more than this machine can "
+             "%d, pupils %s, scratch %s, %d writer thread(s) %s%s), more than this machine can "
              "give: %s; lower sampling.pupil_samples or sampling.padding",
              prefix, grid, total, s->mft ? "MFT" : "FFT buffers", fft, img, WRITER_SLOTS, m->batch,
-             pup, scr, m->nwriters, wr, what);
+             pup, scr, m->nwriters, wr, h5, what);
     return -1;
 }
 
@@ -344,12 +309,13 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
                       const limits_machine *mc, long long todo, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
-    int space = mc->disk_free && d->total > bytes_add(mc->disk_free, mc->reclaim);
+    int space =
+        mc->disk_free && d->total > bytes_add(bytes_add(mc->disk_free, mc->reclaim), mc->hdf5_part);
     int inodes = mc->inodes_free && d->files > mc->inodes_free;
     if (!space && !inodes) return 0;
     char prefix[4400], kinds[64] = "";
     const char *key = cfg->n_sweep_wavelength || cfg->n_sweep_defocus || cfg->n_sweep_focus_shift ||
-                              cfg->n_sweep_zernike
+                              cfg->n_sweep_zernike || axes_is_dataset(&s->axes)
                           ? "sweep"
                           : "sampling.pupil_samples";
     key_prefix(cfg, key, prefix, sizeof prefix);
@@ -358,6 +324,11 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
         size_t used = strlen(kinds);
         snprintf(kinds + used, sizeof kinds - used, "%s%s", used ? " + " : "",
                  cfg->fits_cube ? "FITS cube" : "FITS");
+    }
+    if (cfg->hdf5_enabled) {
+        size_t used = strlen(kinds);
+        snprintf(kinds + used, sizeof kinds - used, "%sHDF5 %s", used ? " + " : "",
+                 cfg->hdf5_dtype == HDF5_UINT16 ? "uint16" : "float32");
     }
     if (space) {
         char need[32], have[32], back[64] = "";
@@ -382,9 +353,30 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
     return -1;
 }
 
+/* output.hdf5: one image must fit in one chunk, under 4 GiB (HDF5 stores
+ * a chunk's size in 32 bits; app/formats/hdf5_params.c). */
+static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
+{
+    unsigned long long image = hdf5_writer_image_bytes(s);
+    if (!s->cfg->hdf5_enabled || image <= 0xffffffffULL) return 0;
+    char prefix[4400], size[32];
+    key_prefix(s->cfg, s->cfg->out_npix ? "output.npix" : "sampling.pupil_samples", prefix,
+               sizeof prefix);
+    limits_format_bytes(image, size, sizeof size);
+    int u16 = s->cfg->hdf5_dtype == HDF5_UINT16;
+    snprintf(err, errlen,
+             "%san image of %d x %d %s is %s, more than one HDF5 chunk holds (under 4 GiB): "
+             "%s, or turn output.hdf5 off",
+             prefix, s->samp.npix, s->samp.npix, u16 ? "uint16" : "float32", size,
+             u16 ? "make the images smaller"
+                 : "use output.hdf5.dtype = \"uint16\", smaller images");
+    return -1;
+}
+
 int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen)
 {
+    if (check_hdf5_image(s, err, errlen) != 0) return -1;
     int nwriters = o && o->jobs > 0 ? o->jobs : 0;
     if (nwriters == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -402,6 +394,12 @@ int limits_check(const image_set *s, const char *dir, const cli_options *o, long
                  char *err, size_t errlen)
 {
     limits_machine mc;
-    limits_probe(dir, s->cfg->name, o && o->force, &mc);
+    limits_probe(dir, s->cfg, o && o->force, &mc);
+    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX];
+    struct stat st;
+    outputs_set_file(dir, s->cfg->name, SET_HDF5, h5, sizeof h5);
+    if (s->cfg->hdf5_enabled && h5set_temp_name(h5, tmp, sizeof tmp) == 0 && lstat(tmp, &st) == 0 &&
+        S_ISREG(st.st_mode))
+        mc.hdf5_part = (unsigned long long)st.st_size;
     return limits_evaluate(s, dir, o, todo, &mc, err, errlen);
 }

@@ -8,11 +8,11 @@
 
 const char timing_header[] = "index,backend,compute_us,metrics_us,png_us,fits_us,total_us,note\n";
 
-int timing_open(timing_writer *w, const char *path, char *const *keep, long long nkeep, char *err,
-                size_t errlen)
+int timing_open(timing_writer *w, int dirfd, const char *dir, const char *name, char *const *keep,
+                long long nkeep, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    return journal_create(&w->j, path, timing_header, keep, nkeep, err, errlen);
+    return journal_create(&w->j, dirfd, dir, name, timing_header, keep, nkeep, err, errlen);
 }
 
 void timing_add(timing_writer *w, long long k, const char *backend, const image_timing *t)

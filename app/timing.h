@@ -19,9 +19,10 @@ typedef struct {
     double compute_us, metrics_us, png_us, fits_us;
 } image_timing;
 
-/* Create path with the header and the kept rows (from a resumed run). */
-int timing_open(timing_writer *w, const char *path, char *const *keep, long long nkeep, char *err,
-                size_t errlen);
+/* Create the file name in the directory dirfd (dir: for messages;
+ * journal.h) with the header and the kept rows (from a resumed run). */
+int timing_open(timing_writer *w, int dirfd, const char *dir, const char *name, char *const *keep,
+                long long nkeep, char *err, size_t errlen);
 extern const char timing_header[];
 void timing_add(timing_writer *w, long long k, const char *backend, const image_timing *t);
 /* A summary row: name, a value in microseconds (NaN = none) and a note. */

@@ -7,6 +7,7 @@
 
 #include "app/base/clock.h"
 #include "app/formats/fits_io.h"
+#include "app/formats/png_io.h"
 
 typedef struct node {
     write_job *job;
@@ -16,6 +17,7 @@ typedef struct node {
 
 struct writer_pool {
     const image_set *set;
+    int dirfd;
     const char *dir;
     pthread_mutex_t mu;
     pthread_cond_t work, done;
@@ -48,9 +50,13 @@ static void write_one(writer_pool *p, write_job *j)
 {
     double png_us = 0, fits_us = 0;
     if (p->fits_serial) pthread_mutex_lock(&p->fits_mu);
-    j->status = outputs_write_image(p->set, p->dir, j->k, j->info, j->img, j->res, &png_us,
-                                    &fits_us, j->err, sizeof j->err);
+    j->status = outputs_write_image(p->set, p->dirfd, p->dir, j->k, j->info, j->img, j->res,
+                                    &png_us, &fits_us, j->err, sizeof j->err);
     if (p->fits_serial) pthread_mutex_unlock(&p->fits_mu);
+    const psf_config *cfg = p->set->cfg;
+    if (j->status == 0 && j->levels)
+        psf_png_stretch_levels(j->img, p->set->samp.npix, cfg->png_bits, cfg->png_stretch,
+                               cfg->png_dynamic_range, j->levels);
     j->timing->png_us = png_us;
     j->timing->fits_us = fits_us;
 }
@@ -80,12 +86,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir)
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, int dirfd,
+                                const char *dir)
 {
     writer_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->nslots = nslots;
     p->set = s;
+    p->dirfd = dirfd;
     p->dir = dir;
     p->fits_serial = s->cfg->fits_enabled && !psf_fits_thread_safe();
     pthread_mutex_init(&p->mu, NULL);

@@ -25,13 +25,19 @@ typedef struct {
     image_timing *timing; /* png_us, fits_us filled */
     int status;           /* 0 written, -1 failed (message in err) */
     char err[WRITER_ERRLEN];
+    /* N*N or NULL: once written, img's PNG stretch levels (output.png's
+     * bits and stretch) for output.hdf5's uint16 images, made here on the
+     * writer threads. */
+    unsigned short *levels;
 } write_job;
 
 typedef struct writer_pool writer_pool;
 
-/* Start nthreads (>= 1) writers for set s into dir, with nslots (>= 1)
- * slots (WRITER_SLOTS per computing device). NULL on failure. */
-writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, const char *dir);
+/* Start nthreads (>= 1) writers for set s into the directory dirfd (dir:
+ * its name for messages), with nslots (>= 1) slots (WRITER_SLOTS per
+ * computing device). NULL on failure. */
+writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, int dirfd,
+                                const char *dir);
 
 /* Queue a job in slot (0 .. nslots-1). The job must stay valid until
  * the slot is waited for. Never blocks (slots bound the queue). */

@@ -4,6 +4,7 @@
  * (CPU backend) and reused in turn.
  * Prints CSV rows: pipeline,npix,images,seconds_total,us_per_psf
  * Usage: psfsim_bench_writers CONFIG OUTDIR IMAGES [THREADS] */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,9 @@ int main(int argc, char **argv)
     if (psf_backend_cpu.run(b, jobs, nd, imgs, err, sizeof err)) return 1;
     psf_backend_cpu.destroy(b);
     /* Write total images, slot-bounded like psfsim's loop. */
-    writer_pool *pool = writer_pool_create((int)nthreads, WRITER_SLOTS, &set, argv[2]);
+    int dirfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) return 1;
+    writer_pool *pool = writer_pool_create((int)nthreads, WRITER_SLOTS, &set, dirfd, argv[2]);
     enum { CHUNK = 256 };
     write_job *w = calloc(2 * CHUNK, sizeof *w);
     image_result *res = calloc(2 * CHUNK, sizeof *res);
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
     writer_pool_wait_slot(pool, 1);
     double t = now_s() - t0;
     writer_pool_destroy(pool);
+    close(dirfd);
     printf("png_ceiling_%ldthreads,%d,%lld,%.6f,%.2f\n", nthreads, npix, total, t, t / total * 1e6);
     free(w);
     free(res);

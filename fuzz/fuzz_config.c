@@ -48,7 +48,7 @@ static void check_config(const psf_config *c)
     long long k = config_image_count(c);
     FUZZ_REQUIRE(k >= 1 && k <= 10000000LL, "%lld images", k);
     FUZZ_REQUIRE(c->png_bits == 8 || c->png_bits == 16, "bits %d", c->png_bits);
-    FUZZ_REQUIRE(c->png_enabled || c->fits_enabled, "nothing to write");
+    FUZZ_REQUIRE(c->png_enabled || c->fits_enabled || c->hdf5_enabled, "nothing to write");
     FUZZ_REQUIRE(isfinite(c->aperture.diameter_m) && c->aperture.diameter_m > 0, "D %g",
                  c->aperture.diameter_m);
     FUZZ_REQUIRE(c->aperture.obscuration >= 0 && c->aperture.obscuration < 1, "obscuration %g",

@@ -37,6 +37,7 @@ LAYERS = [
     ("app/set", 6),
     ("app/select", 7),
     ("app", 8),
+    ("lib", 9),  # libpsfsim: beside the command, reusing its FITS header
 ]
 SOURCE_DIRS = [name for name, _ in LAYERS]
 EXTS = (".c", ".h", ".cu")

@@ -4,7 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-dev libfftw3-dev
       libcfitsio-dev libcmocka-dev libcairo2-dev librandom123-dev libhdf5-dev libjansson-dev libcsv-dev
-      python3-numpy python3-h5py valgrind clang libclang-rt-dev clang-format
+      python3-numpy python3-h5py python3-pytest python3-venv python3-pip # the Python package's tests
+      python3-pandas python3-astropy # its optional DataFrame and HDUList, tested when there
+      valgrind clang libclang-rt-dev clang-format
       openmpi-bin libopenmpi-dev # openmpi: the MPI build (test.sh stage mpi)
       fitsverify) # fitsverify: tests/e2e/e2e_fitsverify.sh
 missing=()

@@ -5,12 +5,16 @@
 #     layering check (scripts/include_graph.py --check: no include from a
 #     folder to one above it, no include cycle), then
 #     the default build (with the CUDA backend when nvcc is present; GPU
-#     tests skip without a GPU), warnings as errors;
+#     tests skip without a GPU), warnings as errors; its ctest includes
+#     libpsfsim's tests (tests/lib: the C API, the installed tree with the
+#     example built by pkg-config and find_package, the Python package's
+#     pytest); then `pip install ./python` into a scratch virtual
+#     environment, whose psfsim computes a shipped config;
 #  2. a CPU-only build (-DPSFSIM_CUDA=OFF) under AddressSanitizer and
 #     UndefinedBehaviorSanitizer, the whole suite again;
 #  3. the end-to-end tests (ctest -L e2e) of a CPU-only build under
 #     valgrind memcheck: no error, no definite leak (tests/e2e/lib_e2e.sh runs
-#     psfsim under PSFSIM_WRAPPER);
+#     psfsim under PSFSIM_WRAPPER); libpsfsim's C API tests under it too;
 #  4. a short fuzz run (ctest -L fuzz): the libFuzzer targets of fuzz/ built
 #     with clang, ASan and UBSan, PSFSIM_FUZZ_SECONDS (default 45) seconds
 #     each, two at a time on two cores.
@@ -37,6 +41,16 @@ if want 1; then
   clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' '*.cu')
   python3 scripts/include_graph.py --check
   run_suite build-test -DCMAKE_BUILD_TYPE=Release
+  # The README's `pip install ./python`, reusing build-test's libpsfsim
+  # (PSFSIM_CMAKE_BUILD_DIR), Debian's numpy and setuptools (no download).
+  venv=$PWD/build-test/venv
+  rm -rf "$venv"
+  py=/usr/bin/python3 # Debian's, whose site-packages hold python3-numpy
+  [ -x "$py" ] || py=python3
+  "$py" -m venv --system-site-packages "$venv"
+  PSFSIM_CMAKE_BUILD_DIR=$PWD/build-test "$venv/bin/pip" install -q --no-build-isolation --no-deps ./python
+  cfg=$PWD/configs/keck_segment.cfg
+  (cd / && "$venv/bin/python" -c "import psfsim, sys; im, p = psfsim.compute(sys.argv[1], backend='cpu', frame=False); assert im.shape == (3, 384, 384) and p['strehl'][0] > 0.99; print('test.sh: pip install ./python: psfsim', psfsim.version(), 'computes', sys.argv[1])" "$cfg")
 fi
 if want 2; then
   stage 2 "ASan + UBSan"
@@ -49,10 +63,16 @@ if want 3; then
   stage 3 "end-to-end tests under valgrind memcheck"
   cmake -S . -B build-valgrind -G Ninja -DPSFSIM_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPSFSIM_CUDA=OFF -DPSFSIM_BENCH=OFF -DPSFSIM_CAIRO=OFF
-  cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim
+  cmake --build build-valgrind -j "$jobs" --target psfsim psfsim_fault_shim psfsim_stale_gpu_module
   PSFSIM_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
 --errors-for-leak-kinds=definite --suppressions=$PWD/tests/e2e/valgrind.supp" \
     ctest --test-dir build-valgrind --output-on-failure -j "$jobs" -L e2e
+  cmake --build build-valgrind -j "$jobs" --target test_lib_api test_lib_compute
+  for t in test_lib_api test_lib_compute; do
+    PSFSIM_SOURCE_DIR=$PWD PSFSIM_BIN=$PWD/build-valgrind/psfsim PSFSIM_CACHE_DIR=$PWD/build-valgrind/tests/cache \
+      valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+      --errors-for-leak-kinds=definite --suppressions="$PWD/tests/e2e/valgrind.supp" "build-valgrind/tests/$t"
+  done
 fi
 if want 4; then
   stage 4 "fuzz smoke run"

@@ -6,6 +6,8 @@
 #include <string.h>
 
 static log_level g_level = LOG_WARN;
+static log_sink g_sink;
+static void *g_sink_ctx;
 
 void log_set_level(log_level level)
 {
@@ -14,6 +16,12 @@ void log_set_level(log_level level)
 log_level log_get_level(void)
 {
     return g_level;
+}
+
+void log_set_sink(log_sink sink, void *ctx)
+{
+    g_sink = sink;
+    g_sink_ctx = ctx;
 }
 
 void log_msg(log_level level, const char *fmt, ...)
@@ -30,6 +38,11 @@ void log_msg(log_level level, const char *fmt, ...)
     size_t len = m < 0 ? (size_t)n : (size_t)n + (size_t)m;
     if (len > sizeof line - 2) len = sizeof line - 2; /* cut: keep the newline */
     line[len++] = '\n';
+    if (g_sink) {
+        line[len - 1] = '\0';
+        g_sink(level, line + n, g_sink_ctx);
+        return;
+    }
     fwrite(line, 1, len, stderr);
 }
 

@@ -9,6 +9,14 @@ void log_set_level(log_level level);
 log_level log_get_level(void);
 
 void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Where messages go instead of stderr: sink(level, message, ctx) with the
+ * message as it would be printed, without the "psfsim: " prefix and the
+ * newline; NULL restores stderr. The library (lib/psfsim.h) sets one, so
+ * that it never prints; the command never does. Not thread-safe against
+ * messages being logged: set it before any work starts. */
+typedef void (*log_sink)(log_level level, const char *message, void *ctx);
+void log_set_sink(log_sink sink, void *ctx);
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

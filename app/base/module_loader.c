@@ -2,6 +2,7 @@
 #include "app/base/module_loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,28 @@ static int exe_dir(char *dir, size_t dirlen)
     return 0;
 }
 
+/* When this code is in a shared library (libpsfsim.so, lib/psfsim.h)
+ * rather than in the executable: that library's directory into dir, 0;
+ * else -1. The library's modules are beside it (a build tree, the Python
+ * package) or in its psfsim/ subdirectory (an installed tree:
+ * lib/libpsfsim.so.0, lib/psfsim/NAME), whatever program loaded it.
+ * (glibc names the executable's own link map "".) */
+static int library_dir(char *dir, size_t dirlen)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1((void *)library_dir, &info, (void **)&map, RTLD_DL_LINKMAP) || !map ||
+        !map->l_name || !map->l_name[0])
+        return -1;
+    char real[PATH_MAX];
+    if (!realpath(map->l_name, real)) return -1;
+    char *slash = strrchr(real, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    snprintf(dir, dirlen, "%s", real);
+    return 0;
+}
+
 /* $env, or NULL. secure_getenv: a setuid or setgid psfsim (or one run
  * with raised capabilities) never loads a library the caller names. */
 static const char *module_env(const char *env)
@@ -42,6 +65,13 @@ static int candidates(const char *name, const char *env, char (*paths)[MODULE_PA
         return n;
     }
     char dir[PATH_MAX];
+    if (library_dir(dir, sizeof dir) == 0) {
+        static const char *const lib_rel[] = {"", "/psfsim"};
+        for (size_t i = 0; i < sizeof lib_rel / sizeof *lib_rel && n < max; ++i)
+            snprintf(paths[n++], sizeof paths[0], "%.*s%s/%.40s", PATH_MAX - 60, dir, lib_rel[i],
+                     name);
+        return n;
+    }
     if (exe_dir(dir, sizeof dir) != 0) return n;
     static const char *const rel[] = {"", "/..", "/../lib/psfsim"};
     for (size_t i = 0; i < sizeof rel / sizeof *rel && n < max; ++i)
@@ -69,6 +99,10 @@ static void not_found(const char *name, const char *env, char *err, size_t errle
     char at[PATH_MAX + 64] = "", dir[PATH_MAX] = "";
     if (val && *val) {
         snprintf(err, errlen, "no %s at %s ($%s)", name, val, env);
+        return;
+    }
+    if (library_dir(dir, sizeof dir) == 0) {
+        snprintf(err, errlen, "no %s in %s or %s/psfsim", name, dir, dir);
         return;
     }
     if (exe_dir(dir, sizeof dir) != 0) {

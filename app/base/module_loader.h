@@ -10,7 +10,10 @@
  * secure_getenv, so not in a setuid or setgid process), else beside
  * the running executable, one directory up (build trees: tests/, bench/
  * and fuzz/ hold executables that link psfsim_app) and in ../lib/psfsim/
- * (an installed tree: bin/psfsim, lib/psfsim/NAME). */
+ * (an installed tree: bin/psfsim, lib/psfsim/NAME). Loaded from the shared
+ * library libpsfsim.so (lib/psfsim.h) instead of an executable, the
+ * candidates are beside that library and in its psfsim/ subdirectory
+ * (lib/libpsfsim.so.0, lib/psfsim/NAME), whichever program loaded it. */
 #ifndef PSFSIM_MODULE_LOADER_H
 #define PSFSIM_MODULE_LOADER_H
 

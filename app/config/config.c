@@ -1,19 +1,17 @@
-/* config_load: parse with libconfig, hold the tree to the schema
- * (config_schema.c), then read and range-check each section against
- * config-schema.md. The aberrations and sweep sections are in
- * config_sweep.c; messages and typed getters in config_read.c. */
+/* The config's sections read and range-checked (docs/config.md, "Keys"),
+ * after config_load.c has parsed the bytes and config_schema.c held the
+ * tree to the schema. The aberrations and sweep sections are in
+ * config_sweep.c, the dataset axes in config_dataset.c, the bounds in
+ * config_bounds.c; messages and typed getters in config_read.c. */
 #include "app/config/config_priv.h"
 
-#include "app/base/interrupt.h"
-
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void set_defaults(psf_config *cfg)
+void cfg_set_defaults(psf_config *cfg)
 {
     cfg->f_number = 0.0;
     cfg->aperture.shape = APERTURE_CIRCULAR;
@@ -32,6 +30,10 @@ static void set_defaults(psf_config *cfg)
     cfg->png_stretch = STRETCH_LOG;
     cfg->png_dynamic_range = 1.0e6;
     cfg->fits_enabled = 0;
+    cfg->hdf5_enabled = 0;
+    cfg->hdf5_dtype = HDF5_FLOAT32;
+    cfg->hdf5_compression = HDF5_NONE;
+    cfg->hdf5_level = 4;
     cfg->backend = BACKEND_AUTO;
 }
 
@@ -78,7 +80,7 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, swept, "sweep.wavelength_nm",
                          "cannot be used with optics.wavelengths_nm (a broadband set): sweep "
                          "single wavelengths or give one broadband set");
-    if (!one && !set && !swept)
+    if (!one && !set && !swept && !cfg_wavelength_elsewhere(c))
         return cfg_missing(c, "optics.wavelength_nm",
                            "(or optics.wavelengths_nm, or sweep.wavelength_nm)");
     if (w && !set)
@@ -143,16 +145,21 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
 static int read_aperture(cfg_ctx *c, psf_config *cfg)
 {
     psf_aperture *a = &cfg->aperture;
-    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     static const char *const edges[] = {"grey", "binary"};
     int v = 0;
     if (!cfg_get(c, "optics.aperture")) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 3, 0, &v) < 0) return -1;
+    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 4, 0, &v) < 0) return -1;
     a->shape = (psf_aperture_shape)v; /* same order as psf_aperture_shape */
     int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
     if (r < 0) return -1;
-    if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+    if (r == 0 && a->shape != APERTURE_SEGMENTED)
+        return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (r == 1 && cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+                                CFG_MAX_DIAMETER_M, NULL))
+        return -1;
+    if (cfg_read_segments(c, a, r == 1) || cfg_read_aperture_extras(c, a) ||
+        cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
                       CFG_MAX_DIAMETER_M, NULL))
         return -1;
     if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
@@ -167,7 +174,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         long long count = 0;
         r = cfg_read_int(c, "optics.aperture.spiders.count", 0, CFG_MAX_SPIDERS, &count);
         if (r < 0) return -1;
-        if (r == 0)
+        if (r == 0 && !cfg_get(c, "optics.aperture.spiders.vanes"))
             return cfg_missing(c, "optics.aperture.spiders.count",
                                "(optics.aperture.spiders is given)");
         a->spider_count = (int)count;
@@ -188,7 +195,8 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         const char *akey = "optics.aperture.spiders.angle_deg";
         if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
             cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
-                          NULL))
+                          NULL) ||
+            cfg_read_vanes(c, a))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;
@@ -285,6 +293,28 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     return r == 1 ? cfg_bound_pixel_arcsec(c, cfg) : 0;
 }
 
+/* output.hdf5: enabled, dtype, compression and level (gzip only). */
+static int read_output_hdf5(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const dtypes[] = {"float32", "uint16"};
+    static const char *const codecs[] = {"none", "gzip"};
+    int v = 0;
+    if (cfg_read_bool(c, "output.hdf5.enabled", &cfg->hdf5_enabled) < 0) return -1;
+    if (cfg_read_enum(c, "output.hdf5.dtype", dtypes, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_dtype = (hdf5_dtype)v; /* same order as hdf5_dtype */
+    if (cfg_read_enum(c, "output.hdf5.compression", codecs, 2, 0, &v) < 0) return -1;
+    cfg->hdf5_compression = (hdf5_compression)v;
+    const char *lkey = "output.hdf5.level";
+    long long level = 4;
+    int r = cfg_read_int(c, lkey, 1, 9, &level);
+    if (r < 0) return -1;
+    if (r == 1 && cfg->hdf5_compression != HDF5_GZIP)
+        return cfg_error(c, cfg_get(c, lkey), lkey,
+                         "only used with output.hdf5.compression = \"gzip\"");
+    cfg->hdf5_level = (int)level;
+    return 0;
+}
+
 static int read_output(cfg_ctx *c, psf_config *cfg)
 {
     static const char *const stretches[] = {"linear", "log", "sqrt"};
@@ -311,16 +341,18 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     cfg->png_compression = (int)level;
     if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
     if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
-    if (!cfg->png_enabled && !cfg->fits_enabled) {
+    if (read_output_hdf5(c, cfg)) return -1;
+    if (!cfg->png_enabled && !cfg->fits_enabled && !cfg->hdf5_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
-        return cfg_error(
-            c, s ? s : cfg_get(c, "output.fits.enabled"), "output",
-            "nothing to write: output.png.enabled or output.fits.enabled must be true");
+        if (!s) s = cfg_get(c, "output.fits.enabled");
+        return cfg_error(c, s ? s : cfg_get(c, "output.hdf5.enabled"), "output",
+                         "nothing to write: output.png.enabled, output.fits.enabled or "
+                         "output.hdf5.enabled must be true");
     }
     return 0;
 }
 
-static int read_all(cfg_ctx *c, psf_config *cfg)
+int cfg_read_all(cfg_ctx *c, psf_config *cfg)
 {
     static const char *const norms[] = {"peak", "sum", "pupil"};
     static const char *const backends[] = {"auto", "cpu", "gpu"};
@@ -340,140 +372,6 @@ static int read_all(cfg_ctx *c, psf_config *cfg)
     return 0;
 }
 
-/* libconfig's parse error as "FILE:LINE: syntax error: TEXT". */
-static int syntax_error(cfg_ctx *c)
-{
-    const char *file = config_error_file(&c->lc) ? config_error_file(&c->lc) : c->file;
-    char inc[CFG_PATH_MAX + 8];
-    if (strcmp(file, c->file) != 0 && file[0] != '/' && c->dir[0]) {
-        snprintf(inc, sizeof inc, "%s/%s", c->dir, file); /* an @include'd file */
-        file = inc;
-    }
-    const char *text = config_error_text(&c->lc) ? config_error_text(&c->lc) : "";
-    int line = config_error_line(&c->lc);
-    if (config_error_type(&c->lc) == CONFIG_ERR_FILE_IO) {
-        snprintf(c->err, c->errlen, "%s: cannot read: %s", file, text);
-        return -1;
-    }
-    const char *hint = strstr(text, "mismatched element type")
-                           ? " (an array [ ] holds one type: write 450.0, not 450, or use a "
-                             "list ( ))"
-                           : "";
-    if (strcmp(text, "syntax error") == 0)
-        snprintf(c->err, c->errlen, "%s:%d: syntax error", file, line);
-    else
-        snprintf(c->err, c->errlen, "%s:%d: syntax error: %s%s", file, line, text, hint);
-    cfg_one_line(c->err);
-    return -1;
-}
-
-/* Parse the config's bytes: through a memory stream, so that libconfig
- * sees them as it would the file (NULs included). 1 = parsed, 0 = a
- * syntax error (in c->lc), -1 = no memory (message written). */
-static int parse(cfg_ctx *c, const cfg_text *t)
-{
-    if (t->len == 0) return config_read_string(&c->lc, "") == CONFIG_TRUE;
-    FILE *f = fmemopen(t->text, t->len, "r");
-    if (!f) return cfg_error(c, NULL, "config", "out of memory");
-    int ok = config_read(&c->lc, f) == CONFIG_TRUE;
-    fclose(f);
-    return ok;
-}
-
-int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
-{
-    char dummy[1];
-    memset(cfg, 0, sizeof *cfg);
-    set_defaults(cfg);
-    if (!err || errlen == 0) {
-        err = dummy;
-        errlen = sizeof dummy;
-    }
-    err[0] = '\0';
-    if (!path || !path[0]) {
-        snprintf(err, errlen, "config: no file given");
-        return -1;
-    }
-    /* "-": standard input, named so in messages. */
-    cfg_ctx c = {.file = strcmp(path, "-") ? path : "<stdin>", .err = err, .errlen = errlen};
-    size_t len = strlen(c.file);
-    if (len >= CFG_PATH_MAX) {
-        snprintf(err, errlen, "%.64s...: path too long (more than %d characters)", path,
-                 CFG_PATH_MAX - 1);
-        return -1;
-    }
-    memcpy(cfg->path, c.file, len + 1);
-    cfg_text t;
-    if (cfg_text_read(path, c.file, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
-    /* A stream (standard input, a pipe, a FIFO) has no directory of its
-     * own: its @include and file names resolve against the current one. */
-    const char *slash = t.stream ? NULL : strrchr(path, '/');
-    if (slash) {
-        size_t dl = slash == path ? 1 : (size_t)(slash - path);
-        memcpy(c.dir, path, dl);
-        c.dir[dl] = '\0';
-    }
-    cfg_wide_site *wide = malloc(sizeof *wide);
-    if (!wide) {
-        snprintf(err, errlen, "%s: out of memory", c.file);
-        cfg_text_free(&t);
-        return -1;
-    }
-    if (cfg_check_includes(c.file, &t, c.dir, wide, err, errlen) != 0) {
-        free(wide);
-        cfg_text_free(&t);
-        return -1;
-    }
-    config_init(&c.lc);
-    if (c.dir[0]) config_set_include_dir(&c.lc, c.dir);
-    int parsed = parse(&c, &t);
-    int rc = -1;
-    if (parsed >= 0 && interrupt_pending()) /* during the parse (16 MiB at most) */
-        snprintf(err, errlen, "%s: interrupted while loading the config", c.file);
-    else if (parsed == 0)
-        rc = syntax_error(&c);
-    else if (parsed == 1 && !(wide->found && cfg_wide_int_check(&c, wide) != 0))
-        rc = read_all(&c, cfg); /* no integer read wrapped: one out of range was refused */
-    config_destroy(&c.lc);
-    free(wide);
-    cfg->text = t.text; /* kept: the bytes loaded, for a fingerprint */
-    cfg->text_len = t.len;
-    return rc;
-}
-
-void config_free(psf_config *cfg)
-{
-    if (!cfg) return;
-    free(cfg->text);
-    free(cfg->wavelengths_nm);
-    free(cfg->weights);
-    free(cfg->zernike);
-    free(cfg->sweep_wavelength_nm);
-    free(cfg->sweep_defocus);
-    free(cfg->sweep_focus_shift_um);
-    if (cfg->sweep_zernike)
-        for (int i = 0; i < cfg->n_sweep_zernike; ++i)
-            free(cfg->sweep_zernike[i].values);
-    free(cfg->sweep_zernike);
-    for (int i = 0; cfg->keys && i < cfg->nkeys; ++i) {
-        free(cfg->keys[i].key);
-        free(cfg->keys[i].where);
-    }
-    free(cfg->keys);
-    memset(cfg, 0, sizeof *cfg);
-}
-
-int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen)
-{
-    for (int i = 0; key && i < cfg->nkeys; ++i) {
-        if (strcmp(cfg->keys[i].key, key) != 0) continue;
-        snprintf(out, outlen, "%s", cfg->keys[i].where);
-        return 1;
-    }
-    snprintf(out, outlen, "%s", cfg->path);
-    return 0;
-}
-
 long long config_image_count(const psf_config *cfg)
 {
     long long k = 1;
@@ -482,5 +380,6 @@ long long config_image_count(const psf_config *cfg)
     if (cfg->n_sweep_focus_shift > 0) k *= cfg->n_sweep_focus_shift;
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         if (cfg->sweep_zernike[i].nvalues > 0) k *= cfg->sweep_zernike[i].nvalues;
+    if (cfg->random.count > 0) k *= cfg->random.count;
     return k;
 }

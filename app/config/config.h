@@ -25,6 +25,10 @@
 typedef enum { NORM_PEAK = 0, NORM_SUM = 1, NORM_PUPIL = 2 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
+/* output.hdf5.dtype: float32 images as computed, or uint16 PNG stretch levels. */
+typedef enum { HDF5_FLOAT32 = 0, HDF5_UINT16 = 1 } hdf5_dtype;
+/* output.hdf5.compression. */
+typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
 
 typedef struct {
     int j;        /* index in the config's convention */
@@ -38,6 +42,32 @@ typedef struct {
     double *values; /* added to that term's coefficient, in units */
 } cfg_zernike_sweep;
 
+/* A term of sweep.random.zernike: drawn per image, added to term j. */
+typedef enum { CFG_DRAW_NORMAL = 0, CFG_DRAW_UNIFORM = 1 } cfg_draw_dist;
+
+typedef struct {
+    int j, n, m;
+    cfg_draw_dist dist;
+    double width; /* normal: sigma; uniform: half-width; in units, finite, 0..1e6 */
+} cfg_random_term;
+
+/* sweep.random (docs/config.md): `count` seeded draws, the innermost axis;
+ * app/set/draws.h computes each value from (seed, draw index, term). */
+typedef struct {
+    long long count;         /* 1..10,000,000; 0 = no random axis */
+    unsigned long long seed; /* 0..2^63-1 */
+    int nzernike;
+    cfg_random_term *zernike;           /* [nzernike], in the order written, distinct j */
+    int spectrum;                       /* 1: sweep.random.spectrum given */
+    int spectrum_j_min, spectrum_j_max; /* indices of the convention, past piston */
+    double spectrum_total_rms;          /* in units, 0..1e6 */
+    double spectrum_power;              /* -50..50 */
+    int n_focus_shift;
+    double *focus_shift_um; /* [n_focus_shift] um, one chosen per draw */
+    int n_wavelength;
+    double *wavelength_nm; /* [n_wavelength] nm, one chosen per draw */
+} cfg_random;
+
 /* Where a key of the config is written, recorded by config_load. */
 typedef struct {
     char *key;   /* dotted path: "sampling.pupil_samples", or a group: "sweep" */
@@ -50,6 +80,9 @@ typedef struct {
      * stream cannot be read twice, so a fingerprint hashes these. */
     char *text;
     size_t text_len;
+    unsigned long long text_dev, text_ino; /* its identity (fstat), for include cycles */
+    char include_dir[CFG_PATH_MAX];        /* where its @include names resolve; "": the current
+                                              directory (a stream's) */
     char name[256];
 
     /* optics */
@@ -89,6 +122,9 @@ typedef struct {
     double *sweep_focus_shift_um;
     int n_sweep_zernike;
     cfg_zernike_sweep *sweep_zernike; /* [n_sweep_zernike], in the order written */
+    cfg_random random;                /* sweep.random; random.count 0 without */
+    /* sweep.table: the resolved path ("" = none); app/set/axes.c loads it. */
+    char table_file[CFG_PATH_MAX];
 
     /* output */
     char output_dir[CFG_PATH_MAX];
@@ -115,6 +151,11 @@ typedef struct {
     int fits_enabled;
     int fits_cube; /* with fits_enabled: one NAME_cube.fits, one plane per image,
                       instead of one FITS file per image */
+
+    int hdf5_enabled; /* output.hdf5.enabled: the set as one NAME.h5 (and NAME.json) */
+    hdf5_dtype hdf5_dtype;
+    hdf5_compression hdf5_compression;
+    int hdf5_level; /* output.hdf5.level: the gzip level 1..9, default 4 */
 
     backend_choice backend;
 
@@ -156,6 +197,17 @@ typedef struct {
  * config_free also after an error. Returns 0 on success. */
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);
 
+/* config_load for a config held in memory: text (NUL-terminated, the
+ * same schema and checks, through the same @include walk, caps, integer
+ * range check and parse), named name in messages ("NAME:12:
+ * sampling.padding: ..."; NULL or "" = "<config>"), with @include and
+ * the relative map paths resolved against base_dir (NULL or "" = the
+ * current directory). cfg->path is name; a copy of text is kept in
+ * cfg->text. Text past the 16 MiB cap: "NAME: larger than the 16 MiB cap
+ * on a config (N bytes)". Errors and freeing as config_load. */
+int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
+                     char *err, size_t errlen);
+
 /* Free what config_load allocated (after success or an error) and zero cfg;
  * a second call is harmless. Does not free aperture.map (the app's). */
 void config_free(psf_config *cfg);
@@ -167,13 +219,39 @@ void config_free(psf_config *cfg);
  * or 0 with out = cfg->path when the config has no such key. */
 int config_key_where(const psf_config *cfg, const char *key, char *out, size_t outlen);
 
+/* Call visit(file, text, len, arg) for every inclusion the @include lines
+ * of the loaded config cfg make, nested ones too, resolved as config_load
+ * resolved them (cfg->include_dir), in the order libconfig reads them (an
+ * include's own includes after it); a file included twice is visited
+ * twice. text, len: the file's bytes as read now (NUL-terminated, valid
+ * during the call). Each included file is read once; the config's own
+ * bytes are cfg->text, not read again (a stream cannot be). visit returns
+ * 0, or non-zero to stop (its own message in the arg it was given).
+ * Returns 0, or -1 (an include config_load refuses now: err says so; or
+ * visit stopped). */
+int config_for_each_include(const psf_config *cfg,
+                            int (*visit)(const char *file, const char *text, size_t len, void *arg),
+                            void *arg, char *err, size_t errlen);
+
 /* The shortest and longest wavelength of the set's images, nm: those of
  * sweep.wavelength_nm when it is given (they replace optics.wavelength_nm),
  * else optics.wavelength_nm or optics.wavelengths_nm. */
 void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
 
 /* Number of images the config's sweep makes (product of the swept list
- * lengths; 1 without a sweep). Computed in 64 bits. */
+ * lengths and sweep.random.count; 1 without a sweep). Computed in 64 bits.
+ * A sweep.table multiplies it by its rows (app/set/axes.h). */
 long long config_image_count(const psf_config *cfg);
+
+/* The fingerprint of every byte that decides the images of the loaded
+ * config cfg: FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
+ * config's bytes as parsed (cfg->text: read once, so -c - and a FIFO
+ * work), then of each file its @include lines name, nested ones too
+ * (config_for_each_include), of the aperture map (shape "file")
+ * and of the OPD map, each of those as its length (8 bytes, little-endian)
+ * and its bytes, then psfsim's version. A config with no include and no
+ * map has the fingerprint it had when only its own bytes counted. 0 or -1
+ * with err (a file that cannot be read). */
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
 
 #endif

@@ -53,6 +53,10 @@ void config_wavelength_span(const psf_config *cfg, double *lo, double *hi)
 {
     const double *wl = cfg->n_sweep_wavelength > 0 ? cfg->sweep_wavelength_nm : cfg->wavelengths_nm;
     int n = cfg->n_sweep_wavelength > 0 ? cfg->n_sweep_wavelength : cfg->nwavelengths;
+    if (cfg->random.n_wavelength > 0) { /* sweep.random.wavelength_nm: one per draw */
+        wl = cfg->random.wavelength_nm;
+        n = cfg->random.n_wavelength;
+    }
     *lo = HUGE_VAL;
     *hi = -HUGE_VAL;
     for (int i = 0; i < n; ++i) {

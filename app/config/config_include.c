@@ -35,6 +35,7 @@ typedef struct {
     int line;      /* 1-based */
     size_t offset; /* of its line in the file */
     char *name;    /* as written; NULL: it holds a backslash */
+    int target;    /* the file it includes (include_walk.files), -1: none opened */
 } include_line;
 
 /* A distinct file (by st_dev, st_ino) and what the walk knows of it. */
@@ -42,6 +43,7 @@ typedef struct {
     dev_t dev;
     ino_t ino;
     size_t len; /* its bytes */
+    char *text; /* kept for config_for_each_include (owned; NULL: the config's, or not kept) */
     include_line *inc;
     int ninc;
     int on_chain; /* being walked: an include of it is a cycle */
@@ -65,6 +67,7 @@ typedef struct {
     unsigned long long bytes; /* up to the point it would stop */
     int stopped;
     cfg_wide_site *wide; /* the first literal out of range, in reading order */
+    int keep_text;       /* config_for_each_include: keep each included file's bytes */
 } include_walk;
 
 static int include_error(char *err, size_t errlen, const char *file, int line, const char *name,
@@ -89,7 +92,7 @@ static int add_line(include_file *f, int line, size_t offset, const char *name, 
         memcpy(copy, name, n);
         copy[n] = '\0';
     }
-    f->inc[f->ninc++] = (include_line){line, offset, copy};
+    f->inc[f->ninc++] = (include_line){line, offset, copy, -1};
     return 0;
 }
 
@@ -215,7 +218,10 @@ static int open_include(include_walk *w, const char *name, const char *file, int
         return include_error(err, errlen, file, line, name, "is not a regular file");
     }
     *gi = add_file(w, st.st_dev, st.st_ino, t.text, t.len);
-    cfg_text_free(&t);
+    if (*gi >= 0 && w->keep_text)
+        w->files[*gi].text = t.text; /* owned by the walk now */
+    else
+        cfg_text_free(&t);
     if (*gi < 0) return include_error(err, errlen, file, line, name, "out of memory");
     return 0;
 }
@@ -254,6 +260,7 @@ static int walk(include_walk *w, int fi, const char *file, const char *source, i
         }
         int gi;
         if (open_include(w, e->name, file, e->line, &gi, err, errlen) != 0) return -1;
+        f->inc[i].target = gi;
         if (gi < 0) {
             w->stopped = 1;
             continue;
@@ -280,8 +287,33 @@ static int walk(include_walk *w, int fi, const char *file, const char *source, i
     return 0;
 }
 
-int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
-                       char *err, size_t errlen)
+/* What config_for_each_include calls, with its argument. */
+typedef struct {
+    int (*fn)(const char *file, const char *text, size_t len, void *arg);
+    void *arg;
+} include_visit;
+
+/* Visit every inclusion below file fi in the order libconfig reads them
+ * (an include, then its own includes). Bounded: the walk that came before
+ * held the inclusions to CFG_MAX_INCLUSIONS. */
+static int visit_below(const include_walk *w, int fi, const include_visit *v)
+{
+    const include_file *f = &w->files[fi];
+    for (int i = 0; i < f->ninc; ++i) {
+        const include_line *e = &f->inc[i];
+        if (e->target < 0) continue; /* not opened: libconfig refused the config */
+        const include_file *g = &w->files[e->target];
+        char resolved[2 * CFG_PATH_MAX + 2];
+        snprintf(resolved, sizeof resolved, "%s%s%s", w->dir, w->dir[0] ? "/" : "", e->name);
+        if (v->fn(resolved, g->text, g->len, v->arg) != 0) return -1;
+        if (visit_below(w, e->target, v) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The walk of cfg_check_includes, then (v not NULL) the visits. */
+static int check_and_visit(const char *config, const cfg_text *t, const char *dir,
+                           cfg_wide_site *wide, const include_visit *v, char *err, size_t errlen)
 {
     wide->found = 0;
     include_walk *w = calloc(1, sizeof *w);
@@ -293,15 +325,43 @@ int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, c
         w->dir = dir ? dir : "";
         w->bytes = t->len;
         w->wide = wide;
+        w->keep_text = v != NULL;
         rc = walk(w, 0, config, NULL, 0, err, errlen);
+        if (rc == 0 && v && visit_below(w, 0, v) != 0) rc = -2; /* visit's own message */
     }
     for (int i = 0; w && i < w->nfiles; ++i) {
         for (int k = 0; k < w->files[i].ninc; ++k)
             free(w->files[i].inc[k].name);
         free(w->files[i].inc);
+        free(w->files[i].text);
     }
     free(w);
     if (rc == 0) return 0;
-    cfg_one_line(err);
+    if (rc == -1) cfg_one_line(err);
     return -1;
+}
+
+int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
+                       char *err, size_t errlen)
+{
+    return check_and_visit(config, t, dir, wide, NULL, err, errlen);
+}
+
+int config_for_each_include(const psf_config *cfg,
+                            int (*visit)(const char *file, const char *text, size_t len, void *arg),
+                            void *arg, char *err, size_t errlen)
+{
+    cfg_text t = {.text = cfg->text,
+                  .len = cfg->text_len,
+                  .dev = (dev_t)cfg->text_dev,
+                  .ino = (ino_t)cfg->text_ino};
+    cfg_wide_site *wide = malloc(sizeof *wide);
+    if (!wide) {
+        snprintf(err, errlen, "%s: out of memory", cfg->path);
+        return -1;
+    }
+    include_visit v = {visit, arg};
+    int rc = check_and_visit(cfg->path, &t, cfg->include_dir, wide, &v, err, errlen);
+    free(wide);
+    return rc;
 }

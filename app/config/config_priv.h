@@ -61,7 +61,9 @@ typedef enum {
     CFG_K_STRING,  /* "..." */
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS    /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES, /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS   /* ( { ... }, ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -137,6 +139,13 @@ typedef struct {
  * read: larger than the 16 MiB cap on a config (...)". Returns 0, or -1
  * with err (t then empty); free t with cfg_text_free. */
 int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen);
+/* A config given in memory (config_load_text) as a cfg_text: text's
+ * strlen bytes copied into t (no file: stream 0, dev and ino 0, which
+ * match no file an @include names). Returns 0, or -1 with "NAME: larger
+ * than the 16 MiB cap on a config (N bytes)" (more than max) or "NAME: out
+ * of memory" in err (t then empty); free t with cfg_text_free. */
+int cfg_text_copy(const char *text, const char *shown, size_t max, cfg_text *t, char *err,
                   size_t errlen);
 void cfg_text_free(cfg_text *t);
 
@@ -226,6 +235,16 @@ int cfg_bound_pixel_arcsec(cfg_ctx *c, const psf_config *cfg);
 int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, cfg_wide_site *wide,
                        char *err, size_t errlen);
 
+/* ---- config.c ---- */
+
+/* psf_config's defaults (docs/config.md), before any key is read. */
+void cfg_set_defaults(psf_config *cfg);
+/* Read and check every section of the parsed tree c->lc into cfg: the
+ * schema, name, optics, sampling, aberrations, normalization, sweep,
+ * output, backend, in that order. Returns 0, or -1 with the first error's
+ * FILE:LINE: KEY message in c->err. */
+int cfg_read_all(cfg_ctx *c, psf_config *cfg);
+
 /* ---- config_sweep.c ---- */
 
 /* The aberrations block (convention, units, Zernike terms, OPD map) and the
@@ -234,6 +253,39 @@ int cfg_check_includes(const char *config, const cfg_text *t, const char *dir, c
  * with a message; what they allocate is in cfg for config_free. */
 int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg);
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
+/* j in the config's convention -> (n, m) (optics/zernike.h's ranges); s
+ * and key name the setting for messages. Returns 0, or -1 with a message. */
+int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  long long j, int *n, int *m);
+
+/* ---- config_dataset.c ---- */
+
+/* sweep.random and sweep.table (after the Cartesian lists: the image limit
+ * counts them, and a random list may not repeat a swept one). Returns 0 or
+ * -1 with a message; what it allocates is in cfg->random for config_free. */
+int cfg_read_dataset(cfg_ctx *c, psf_config *cfg);
+/* Whether the wavelength may come from the sweep block other than
+ * sweep.wavelength_nm: sweep.random.wavelength_nm, or a sweep.table (whose
+ * wavelength_nm column app/set/axes.c requires then). */
+int cfg_wavelength_elsewhere(const cfg_ctx *c);
+/* Free what cfg_read_dataset allocated in r and zero it. */
+void cfg_free_random(cfg_random *r);
+
+/* ---- config_aperture.c ---- */
+
+/* optics.aperture.segments into a->seg (a->shape read; have_diameter: 1
+ * when diameter_m was given, else it is set to the segments' circumscribed
+ * diameter, or the outer stop's if smaller). An error when the group is
+ * given for another shape. Returns 0, or -1 with a message. */
+int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
+/* optics.aperture.spiders.vanes into a->vanes, a->nvanes (diameter_m
+ * read): each { angle_deg; width_m; offset_m; r_start_m; r_end_m; }, the
+ * first two required. Returns 0, or -1 with a message. */
+int cfg_read_vanes(cfg_ctx *c, psf_aperture *a);
+/* optics.aperture.angle_deg (shape = "hexagon" only) and
+ * optics.aperture.obscuration_shape ("circle" | "hexagon") into a.
+ * Returns 0, or -1 with a message. */
+int cfg_read_aperture_extras(cfg_ctx *c, psf_aperture *a);
 
 /* ---- config_schema.c ---- */
 

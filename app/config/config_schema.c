@@ -25,10 +25,20 @@ static const cfg_key schema[] = {
     {"optics.aperture.shape", CFG_K_STRING},
     {"optics.aperture.diameter_m", CFG_K_FLOAT},
     {"optics.aperture.obscuration", CFG_K_FLOAT},
+    {"optics.aperture.obscuration_shape", CFG_K_STRING},
+    {"optics.aperture.angle_deg", CFG_K_FLOAT},
     {"optics.aperture.spiders", CFG_K_GROUP},
     {"optics.aperture.spiders.count", CFG_K_INT},
     {"optics.aperture.spiders.width_m", CFG_K_FLOAT},
     {"optics.aperture.spiders.angle_deg", CFG_K_FLOAT},
+    {"optics.aperture.spiders.vanes", CFG_K_GROUPS},
+    {"optics.aperture.segments", CFG_K_GROUP},
+    {"optics.aperture.segments.flat_to_flat_m", CFG_K_FLOAT},
+    {"optics.aperture.segments.gap_m", CFG_K_FLOAT},
+    {"optics.aperture.segments.rings", CFG_K_INT},
+    {"optics.aperture.segments.missing", CFG_K_NUMBERS},
+    {"optics.aperture.segments.angle_deg", CFG_K_FLOAT},
+    {"optics.aperture.segments.outer_diameter_m", CFG_K_FLOAT},
     {"optics.aperture.edge", CFG_K_STRING},
     {"optics.aperture.file", CFG_K_STRING},
     {"sampling", CFG_K_GROUP},
@@ -48,6 +58,18 @@ static const cfg_key schema[] = {
     {"sweep.defocus", CFG_K_NUMBERS},
     {"sweep.focus_shift_um", CFG_K_NUMBERS},
     {"sweep.zernike", CFG_K_PAIRS},
+    {"sweep.random", CFG_K_GROUP},
+    {"sweep.random.count", CFG_K_INT},
+    {"sweep.random.seed", CFG_K_INT},
+    {"sweep.random.zernike", CFG_K_TRIPLES},
+    {"sweep.random.spectrum", CFG_K_GROUP},
+    {"sweep.random.spectrum.j_min", CFG_K_INT},
+    {"sweep.random.spectrum.j_max", CFG_K_INT},
+    {"sweep.random.spectrum.total_rms", CFG_K_FLOAT},
+    {"sweep.random.spectrum.power", CFG_K_FLOAT},
+    {"sweep.random.focus_shift_um", CFG_K_NUMBERS},
+    {"sweep.random.wavelength_nm", CFG_K_NUMBERS},
+    {"sweep.table", CFG_K_STRING},
     {"output", CFG_K_GROUP},
     {"output.dir", CFG_K_STRING},
     {"output.npix", CFG_K_INT},
@@ -63,6 +85,11 @@ static const cfg_key schema[] = {
     {"output.fits", CFG_K_GROUP},
     {"output.fits.enabled", CFG_K_BOOL},
     {"output.fits.cube", CFG_K_BOOL},
+    {"output.hdf5", CFG_K_GROUP},
+    {"output.hdf5.enabled", CFG_K_BOOL},
+    {"output.hdf5.dtype", CFG_K_STRING},
+    {"output.hdf5.compression", CFG_K_STRING},
+    {"output.hdf5.level", CFG_K_INT},
     {"backend", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
@@ -180,6 +207,10 @@ static const char *kind_expected(cfg_kind k)
         return "a list of numbers [a, b, ...]";
     case CFG_K_PAIRS:
         return "a list of pairs ( (j, value), ... )";
+    case CFG_K_GROUPS:
+        return "a list of groups ( { ... }, ... )";
+    case CFG_K_TRIPLES:
+        return "a list of triples ( (j, \"normal\" | \"uniform\", width), ... )";
     }
     return "?";
 }
@@ -200,7 +231,10 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
         return t == CONFIG_TYPE_BOOL;
     case CFG_K_NUMBERS:
     case CFG_K_PAIRS:
+    case CFG_K_TRIPLES:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
+    case CFG_K_GROUPS:
+        return t == CONFIG_TYPE_LIST;
     }
     return 0;
 }

@@ -48,9 +48,8 @@ static int get_pair(cfg_ctx *c, const config_setting_t *list, const char *path, 
     return 0;
 }
 
-/* j in the config's convention -> (n, m) with the ranges of zernike.h. */
-static int convert_j(cfg_ctx *c, const config_setting_t *s, const char *key,
-                     zernike_convention conv, long long j, int *n, int *m)
+int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  long long j, int *n, int *m)
 {
     long long jmin = conv == ZCONV_ANSI ? 0 : 1;
     if (j < jmin)
@@ -92,7 +91,7 @@ static int read_terms(cfg_ctx *c, psf_config *cfg)
             return -1;
         const config_setting_t *vs = config_setting_get_elem(p, 1);
         if (finite_value(c, vs, key, "coefficient")) return -1;
-        if (convert_j(c, p, key, cfg->zconv, j, &n, &m)) return -1;
+        if (cfg_zernike_j(c, p, key, cfg->zconv, j, &n, &m)) return -1;
         for (int k = 0; k < cfg->nzernike; ++k) {
             if (cfg->zernike[k].j == j) {
                 const config_setting_t *first =
@@ -160,7 +159,7 @@ static int read_swept_terms(cfg_ctx *c, psf_config *cfg)
                              cfg_type_name(t));
         int nv = config_setting_length(vs);
         if (nv == 0) return cfg_error(c, vs, key, "must hold at least one value");
-        if (convert_j(c, p, key, cfg->zconv, j, &z->n, &z->m)) return -1;
+        if (cfg_zernike_j(c, p, key, cfg->zconv, j, &z->n, &z->m)) return -1;
         for (int k = 0; k < i; ++k) {
             if (cfg->sweep_zernike[k].j == j)
                 return cfg_error(
@@ -274,5 +273,6 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
                          "makes %.0f images (the product of the swept list lengths), more than "
                          "the limit of %lld",
                          count, CFG_MAX_IMAGES);
-    return bound_aberrations(c, cfg);
+    if (bound_aberrations(c, cfg)) return -1;
+    return cfg_read_dataset(c, cfg);
 }

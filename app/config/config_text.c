@@ -114,6 +114,26 @@ int cfg_text_read(const char *path, const char *shown, size_t max, cfg_text *t, 
     return e ? -1 : 0;
 }
 
+int cfg_text_copy(const char *text, const char *shown, size_t max, cfg_text *t, char *err,
+                  size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    size_t len = strlen(text);
+    if (len > max) {
+        snprintf(err, errlen, "%s: larger than the %zu MiB cap on a config (%zu bytes)", shown,
+                 max >> 20, len);
+        return -1;
+    }
+    t->text = malloc(len + 1);
+    if (!t->text) {
+        snprintf(err, errlen, "%s: out of memory", shown);
+        return -1;
+    }
+    memcpy(t->text, text, len + 1);
+    t->len = len;
+    return 0;
+}
+
 void cfg_text_free(cfg_text *t)
 {
     free(t->text);

@@ -9,42 +9,112 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
-/* The process umask, read without changing it (umask(2) would race with
- * other threads creating files): Linux reports it in /proc/self/status.
- * Falls back to 022. */
-static mode_t current_umask(void)
-{
-    mode_t mask = 022;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return mask;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        unsigned int m;
-        if (sscanf(line, "Umask: %o", &m) == 1) {
-            mask = (mode_t)(m & 0777u);
-            break;
-        }
-    }
-    fclose(f);
-    return mask;
-}
+/* Names tried before giving up (each taken one means someone else holds
+ * it: 62^6 names, so more than a few in a row is an attack or a bug). */
+#define TEMP_TRIES 100
+#define TEMP_SUFFIX "XXXXXX"
+
+static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 static void clear(atomic_file *af)
 {
     af->final_path[0] = '\0';
     af->tmp_path[0] = '\0';
+    af->name_at = af->tmp_at = 0;
+    af->dirfd = -1;
+    af->own_dirfd = 0;
     af->fp = NULL;
 }
 
-/* Fill af->final_path and af->tmp_path ("<dir>/.<base>.tmp.XXXXXX") from
- * final_path. Returns 0, or -1 with err. */
-static int make_names(atomic_file *af, const char *final_path, char *err, size_t errlen)
+/* Close the directory when atomic_open opened it, then forget everything. */
+static void release(atomic_file *af)
+{
+    if (af->own_dirfd && af->dirfd >= 0) close(af->dirfd);
+    clear(af);
+}
+
+/* 6 random letters and digits into out (getrandom; a counter mixed with
+ * the clock and the pid when it is not there). */
+static void random_suffix(char out[7])
+{
+    unsigned char b[6];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        static atomic_uint_fast64_t counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+                     (atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ULL);
+        for (int i = 0; i < 6; ++i, v >>= 8)
+            b[i] = (unsigned char)v;
+    }
+    for (int i = 0; i < 6; ++i)
+        out[i] = letters[b[i] % (sizeof letters - 1)];
+    out[6] = '\0';
+}
+
+/* Fill af's names: final_path "DIR/NAME", tmp_path "DIR/.NAME.tmp.XXXXXX".
+ * Returns 0, or -1 with err. */
+static int make_names(atomic_file *af, const char *dir, const char *name, char *err, size_t errlen)
+{
+    clear(af);
+    if (!dir) dir = "";
+    int sep = dir[0] && dir[strlen(dir) - 1] != '/';
+    if (!name || !name[0] || strchr(name, '/')) {
+        snprintf(err, errlen, "cannot write %s%s%s: not a file name", dir, sep ? "/" : "",
+                 name ? name : "");
+        return -1;
+    }
+    int n = snprintf(af->final_path, sizeof af->final_path, "%s%s%s", dir, sep ? "/" : "", name);
+    int t = snprintf(af->tmp_path, sizeof af->tmp_path, "%s%s.%s.tmp." TEMP_SUFFIX, dir,
+                     sep ? "/" : "", name);
+    if (n < 0 || t < 0 || (size_t)n >= sizeof af->final_path || (size_t)t >= sizeof af->tmp_path) {
+        snprintf(err, errlen, "cannot write %.200s/%.200s...: %s", dir, name,
+                 strerror(ENAMETOOLONG));
+        clear(af);
+        return -1;
+    }
+    af->name_at = (size_t)n - strlen(name);
+    af->tmp_at = af->name_at;
+    return 0;
+}
+
+int atomic_open_at(atomic_file *af, int dirfd, const char *dir, const char *name, char *err,
+                   size_t errlen)
+{
+    if (make_names(af, dir, name, err, errlen)) return -1;
+    af->dirfd = dirfd;
+    char *suffix = af->tmp_path + strlen(af->tmp_path) - 6;
+    int fd = -1, e = EEXIST;
+    for (int i = 0; i < TEMP_TRIES && fd < 0 && e == EEXIST; ++i) {
+        random_suffix(suffix);
+        fd = openat(dirfd, af->tmp_path + af->tmp_at,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        e = fd < 0 ? errno : 0;
+    }
+    if (fd >= 0 && !(af->fp = fdopen(fd, "wb"))) {
+        e = errno;
+        close(fd);
+        unlinkat(dirfd, af->tmp_path + af->tmp_at, 0);
+        fd = -1;
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
+        clear(af);
+        return -1;
+    }
+    return 0;
+}
+
+int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errlen)
 {
     clear(af);
     if (!final_path || !final_path[0]) {
@@ -62,37 +132,29 @@ static int make_names(atomic_file *af, const char *final_path, char *err, size_t
         snprintf(err, errlen, "cannot write %s: the name is a directory", final_path);
         return -1;
     }
-    int dirlen = slash ? (int)(slash - final_path) + 1 : 0; /* with the '/' */
-    int n =
-        snprintf(af->tmp_path, sizeof af->tmp_path, "%.*s.%s.tmp.XXXXXX", dirlen, final_path, base);
-    if (n < 0 || (size_t)n >= sizeof af->tmp_path) {
-        af->tmp_path[0] = '\0';
-        snprintf(err, errlen, "cannot write %s: %s", final_path, strerror(ENAMETOOLONG));
+    char dir[4096] = "";
+    if (slash) /* "/x": the root; "a/x": a */
+        snprintf(dir, sizeof dir, "%.*s", slash == final_path ? 1 : (int)(slash - final_path),
+                 final_path);
+    int dirfd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", final_path, strerror(errno));
         return -1;
     }
-    memcpy(af->final_path, final_path, len + 1);
+    if (atomic_open_at(af, dirfd, dir, base, err, errlen) != 0) {
+        close(dirfd);
+        return -1;
+    }
+    af->own_dirfd = 1;
     return 0;
 }
 
-int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errlen)
+/* Rename the temp file over the final name in the directory: 0 or errno. */
+static int rename_into_place(const atomic_file *af)
 {
-    if (make_names(af, final_path, err, errlen)) return -1;
-    int fd = mkstemp(af->tmp_path);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
-        clear(af);
-        return -1;
-    }
-    /* mkstemp makes the file 0600; give it the mode an ordinary create would. */
-    if (fchmod(fd, (mode_t)(0666 & ~current_umask())) != 0 || !(af->fp = fdopen(fd, "wb"))) {
-        int e = errno;
-        close(fd);
-        unlink(af->tmp_path);
-        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
-        clear(af);
-        return -1;
-    }
+    if (renameat(af->dirfd, af->tmp_path + af->tmp_at, af->dirfd, af->final_path + af->name_at) !=
+        0)
+        return errno ? errno : EIO;
     return 0;
 }
 
@@ -111,14 +173,14 @@ int atomic_commit(atomic_file *af, char *err, size_t errlen)
     if (!e && ferror(fp)) e = EIO; /* an earlier write failed */
     errno = 0;
     if (fclose(fp) != 0 && !e) e = errno ? errno : EIO;
-    if (!e && rename(af->tmp_path, af->final_path) != 0) e = errno;
+    if (!e) e = rename_into_place(af);
     if (e) {
-        unlink(af->tmp_path);
+        unlinkat(af->dirfd, af->tmp_path + af->tmp_at, 0);
         snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
-        clear(af);
+        release(af);
         return -1;
     }
-    clear(af);
+    release(af);
     return 0;
 }
 
@@ -130,58 +192,46 @@ int atomic_publish(atomic_file *af, char *err, size_t errlen)
         e = EBADF;
     else if (fflush(af->fp) != 0 || ferror(af->fp))
         e = errno ? errno : EIO;
-    if (!e && rename(af->tmp_path, af->final_path) != 0) e = errno;
+    if (!e) e = rename_into_place(af);
     if (e) {
         snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
         atomic_abort(af);
         return -1;
     }
-    af->tmp_path[0] = '\0'; /* nothing left to remove: the file is in place */
+    af->tmp_path[0] = '\0';              /* nothing left to remove: the file is in place */
+    if (af->own_dirfd) close(af->dirfd); /* appends go through fp */
+    af->own_dirfd = 0;
+    af->dirfd = -1;
     return 0;
 }
 
 void atomic_abort(atomic_file *af)
 {
     if (af->fp) fclose(af->fp);
-    if (af->tmp_path[0]) unlink(af->tmp_path);
-    clear(af);
+    if (af->tmp_path[0]) unlinkat(af->dirfd, af->tmp_path + af->tmp_at, 0);
+    release(af);
 }
 
-int atomic_reserve_path(atomic_file *af, const char *final_path, char *err, size_t errlen)
+int atomic_write_all(atomic_file *af, const void *p, size_t n, char *err, size_t errlen)
 {
-    if (make_names(af, final_path, err, errlen)) return -1;
-    /* mkstemp proves the directory is writable and picks a name nobody
-     * holds; the empty file is removed at once so the writer can create it
-     * exclusively (cfitsio's fits_create_diskfile refuses an existing file,
-     * so a name taken in between is an error, never a clobber). */
-    int fd = mkstemp(af->tmp_path);
-    if (fd < 0) {
-        int e = errno;
+    errno = 0;
+    if (af->fp && n > 0 && fwrite(p, 1, n, af->fp) != n) {
+        int e = errno ? errno : EIO; /* the reason, which ferror alone would not keep */
         snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
-        clear(af);
+        atomic_abort(af);
         return -1;
     }
-    close(fd);
-    unlink(af->tmp_path);
-    return 0;
+    return atomic_commit(af, err, errlen);
 }
 
-int atomic_commit_path(atomic_file *af, char *err, size_t errlen)
+int atomic_is_temp_of(const char *name, const char *final)
 {
-    if (!af->tmp_path[0]) {
-        snprintf(err, errlen, "cannot write %s: no reserved temp file", af->final_path);
-        clear(af);
-        return -1;
-    }
-    int e = 0;
-    if (access(af->tmp_path, F_OK) != 0) e = errno; /* the writer never made it */
-    if (!e && rename(af->tmp_path, af->final_path) != 0) e = errno;
-    if (e) {
-        unlink(af->tmp_path);
-        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
-        clear(af);
-        return -1;
-    }
-    clear(af);
-    return 0;
+    size_t n = strlen(final);
+    if (name[0] != '.' || strncmp(name + 1, final, n) != 0 || strncmp(name + 1 + n, ".tmp.", 5))
+        return 0;
+    const char *s = name + 1 + n + 5;
+    if (strlen(s) != 6) return 0;
+    for (; *s; ++s)
+        if (!strchr(letters, *s)) return 0;
+    return 1;
 }

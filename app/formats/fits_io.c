@@ -1,9 +1,12 @@
 /* FITS images through cfitsio: the FITS module, libpsfsim-fits.so
  * (fits_module.h), whose table psfsim calls through (app/formats/fits_module.c);
- * each function has the contract of the fits_io.h function of the same
- * name with the psf_fits_ prefix. Files are opened and created with the
- * *_diskfile calls, which take the name literally (no extended filename
- * syntax: a '[' or '!' in a directory name means nothing special). */
+ * each reader has the contract of the fits_io.h function of the same name
+ * with the psf_fits_ prefix. Files are opened with the *_diskfile calls,
+ * which take the name literally (no extended filename syntax: a '[' or '!'
+ * in a directory name means nothing special). Nothing here creates a
+ * file: the encoders let cfitsio write into memory (fits_create_memfile)
+ * and return the bytes, which psfsim writes through a descriptor of its
+ * own (fits_module.c). */
 #include "app/formats/fits_io.h"
 
 #include <errno.h>
@@ -14,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/formats/atomic_file.h"
 #include "app/formats/fits_module.h"
 #include "app/formats/fits_scan.h"
 #include "app/base/module_loader.h"
@@ -96,70 +98,187 @@ static int text_ok(const char *s)
     return 1;
 }
 
-static int write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
-                       char *err, size_t errlen)
+/* The bytes of memfile f (buf, bufsize: its buffer), from offset from to
+ * the end of the current HDU's data padded to 2880 bytes, into out (moved:
+ * a fresh buffer; the memfile's is freed). f is closed. 0, or a cfitsio
+ * status. */
+static int memfile_take(fitsfile *f, void **buf, size_t *bufsize, LONGLONG from, fits_bytes *out,
+                        int status)
 {
-    if (npix <= 0) {
-        snprintf(err, errlen, "%s: cannot write a FITS image of %d x %d pixels", path, npix, npix);
-        return -1;
+    LONGLONG head = 0, data = 0, end = 0;
+    if (!status) fits_get_hduaddrll(f, &head, &data, &end, &status);
+    int cstatus = 0;
+    fits_close_file(f, &cstatus);
+    if (!status) status = cstatus;
+    size_t size = (size_t)((end + 2879) / 2880 * 2880);
+    if (!status && (size > *bufsize || from < 0 || (size_t)from > size)) status = MEMORY_ALLOCATION;
+    if (!status && !(out->data = malloc(size - (size_t)from + 1))) status = MEMORY_ALLOCATION;
+    if (!status) {
+        memcpy(out->data, (char *)*buf + from, size - (size_t)from);
+        out->size = size - (size_t)from;
     }
+    free(*buf);
+    *buf = NULL;
+    return status;
+}
+
+/* The keywords' names and texts are what FITS can hold; else why says so. */
+static int keys_ok(const fits_kv *kvs, int nkv, char *why, size_t whylen)
+{
     for (int k = 0; k < nkv; ++k) {
         if (!key_ok(kvs[k].key)) {
-            snprintf(err, errlen,
-                     "cannot write %s: FITS keyword \"%.40s\" must be 1 to 8 of A-Z 0-9 _ -", path,
+            snprintf(why, whylen, "FITS keyword \"%.40s\" must be 1 to 8 of A-Z 0-9 _ -",
                      kvs[k].key ? kvs[k].key : "(null)");
             return -1;
         }
         if (kvs[k].type == FITS_KV_STRING && !text_ok(kvs[k].s)) {
-            snprintf(err, errlen, "cannot write %s: keyword %s: the value must be printable ASCII",
-                     path, kvs[k].key);
+            snprintf(why, whylen, "keyword %s: the value must be printable ASCII", kvs[k].key);
             return -1;
         }
         if (kvs[k].comment && !text_ok(kvs[k].comment)) {
-            snprintf(err, errlen,
-                     "cannot write %s: keyword %s: the comment must be printable ASCII", path,
-                     kvs[k].key);
+            snprintf(why, whylen, "keyword %s: the comment must be printable ASCII", kvs[k].key);
             return -1;
         }
     }
-    atomic_file af;
-    if (atomic_reserve_path(&af, path, err, errlen)) return -1;
+    return 0;
+}
 
-    fitsfile *f = NULL;
+/* A new memfile f with an image HDU of naxis axes and the keywords;
+ * *bad_key names the keyword cfitsio refused. Returns the status. */
+static int memfile_image(fitsfile **f, void **buf, size_t *bufsize, int naxis, long *naxes,
+                         const fits_kv *kvs, int nkv, const char **bad_key)
+{
     int status = 0;
+    *buf = NULL;
+    *bufsize = 0;
+    *f = NULL;
+    fits_create_memfile(f, buf, bufsize, 0, realloc, &status);
+    fits_create_img(*f, FLOAT_IMG, naxis, naxes, &status);
+    for (int k = 0; k < nkv && !status; ++k) {
+        write_key(*f, &kvs[k], &status);
+        if (status) *bad_key = kvs[k].key;
+    }
+    return status;
+}
+
+/* why: "keyword K: cfitsio error N: TEXT" or "cfitsio error N: TEXT". */
+static void encode_error(int status, const char *bad_key, char *why, size_t whylen)
+{
+    char text[200];
+    fits_error_text(status, text, sizeof text);
+    if (bad_key)
+        snprintf(why, whylen, "keyword %s: %s", bad_key, text);
+    else
+        snprintf(why, whylen, "%s", text);
+}
+
+static int encode_image(const float *img, int npix, const fits_kv *kvs, int nkv, fits_bytes *out,
+                        char *why, size_t whylen)
+{
+    out->data = NULL;
+    out->size = 0;
+    if (keys_ok(kvs, nkv, why, whylen) != 0) return -1;
+    fitsfile *f = NULL;
+    void *buf = NULL;
+    size_t bufsize = 0;
     const char *bad_key = NULL;
     long naxes[2] = {npix, npix}; /* NAXIS1 = columns, NAXIS2 = rows */
-    fits_create_diskfile(&f, af.tmp_path, &status);
-    fits_create_img(f, FLOAT_IMG, 2, naxes, &status);
-    for (int k = 0; k < nkv && !status; ++k) {
-        write_key(f, &kvs[k], &status);
-        if (status) bad_key = kvs[k].key;
-    }
+    int status = memfile_image(&f, &buf, &bufsize, 2, naxes, kvs, nkv, &bad_key);
     /* Row-major buffer from the first pixel: array row 0 is the first stored
      * row. cfitsio converts to big-endian in its own buffer (the input is
      * not modified), hence the cast. */
     fits_write_img(f, TFLOAT, 1, (LONGLONG)npix * npix, (void *)(uintptr_t)img, &status);
-    int sys = status ? errno : 0; /* a failed write's reason (cfitsio keeps only its code) */
-    if (f) {
-        int cstatus = 0;
-        errno = 0;
-        fits_close_file(f, &cstatus);
-        if (!status) status = cstatus;
-        if (cstatus && !sys) sys = errno; /* the data is flushed at close */
-    }
+    if (f) status = memfile_take(f, &buf, &bufsize, 0, out, status);
+    free(buf);
     if (status) {
-        char text[200];
-        fits_error_text(status, text, sizeof text);
-        atomic_abort(&af);
-        if (bad_key)
-            snprintf(err, errlen, "cannot write %s: keyword %s: %s", path, bad_key, text);
-        else if (sys && (status == WRITE_ERROR || status == FILE_NOT_CLOSED))
-            snprintf(err, errlen, "cannot write %s: %s (%s)", path, strerror(sys), text);
-        else
-            snprintf(err, errlen, "cannot write %s: %s", path, text);
+        encode_error(status, bad_key, why, whylen);
         return -1;
     }
-    return atomic_commit_path(&af, err, errlen);
+    return 0;
+}
+
+static int encode_cube_header(int npix, long long nplanes, const fits_kv *kvs, int nkv,
+                              fits_bytes *out, char *why, size_t whylen)
+{
+    out->data = NULL;
+    out->size = 0;
+    if (keys_ok(kvs, nkv, why, whylen) != 0) return -1;
+    fitsfile *f = NULL;
+    void *buf = NULL;
+    size_t bufsize = 0;
+    const char *bad_key = NULL;
+    long naxes[3] = {npix, npix, (long)nplanes};
+    int status = memfile_image(&f, &buf, &bufsize, 3, naxes, kvs, nkv, &bad_key);
+    /* The header ends (END, blank fill: fits_set_hdustruc) and reaches the
+     * buffer (fits_flush_buffer); the image is then cut to no data, so
+     * closing does not pad a cube's worth of data in memory. */
+    LONGLONG head = 0, data = 0, end = 0;
+    fits_set_hdustruc(f, &status);
+    fits_get_hduaddrll(f, &head, &data, &end, &status);
+    fits_flush_buffer(f, 0, &status);
+    if (!status && (data <= 0 || (size_t)data > bufsize)) status = MEMORY_ALLOCATION;
+    if (!status && !(out->data = malloc((size_t)data))) status = MEMORY_ALLOCATION;
+    if (!status) {
+        memcpy(out->data, buf, (size_t)data);
+        out->size = (size_t)data;
+    }
+    if (f) {
+        long none[1] = {0};
+        int cstatus = 0;
+        fits_resize_img(f, FLOAT_IMG, 0, none, &cstatus);
+        cstatus = 0;
+        fits_close_file(f, &cstatus);
+    }
+    free(buf);
+    if (status) {
+        free(out->data);
+        out->data = NULL;
+        out->size = 0;
+        encode_error(status, bad_key, why, whylen);
+        return -1;
+    }
+    return 0;
+}
+
+static int encode_table(long long nrows, int ncols, const char *const *names,
+                        const char *const *units, double *const *cols, fits_bytes *out, char *why,
+                        size_t whylen)
+{
+    out->data = NULL;
+    out->size = 0;
+    int status = 0;
+    char **ttype = calloc((size_t)ncols, sizeof *ttype),
+         **tform = calloc((size_t)ncols, sizeof *tform);
+    char **tunit = calloc((size_t)ncols, sizeof *tunit);
+    if (!ttype || !tform || !tunit) status = MEMORY_ALLOCATION;
+    for (int i = 0; !status && i < ncols; ++i) {
+        ttype[i] = (char *)(uintptr_t)names[i];
+        tform[i] = "1D";
+        tunit[i] = (char *)(uintptr_t)units[i];
+    }
+    /* The table as the second HDU of a memfile after an empty primary;
+     * its bytes from its header on are the extension. */
+    fitsfile *f = NULL;
+    void *buf = NULL;
+    size_t bufsize = 0;
+    long none[1] = {0};
+    if (!status) fits_create_memfile(&f, &buf, &bufsize, 0, realloc, &status);
+    if (f) fits_create_img(f, BYTE_IMG, 0, none, &status);
+    if (f) fits_create_tbl(f, BINARY_TBL, nrows, ncols, ttype, tform, tunit, "PLANES", &status);
+    for (int i = 0; f && !status && i < ncols; ++i)
+        fits_write_col(f, TDOUBLE, i + 1, 1, 1, nrows, cols[i], &status);
+    free(ttype);
+    free(tform);
+    free(tunit);
+    LONGLONG head = 0, data = 0, end = 0;
+    if (f) fits_get_hduaddrll(f, &head, &data, &end, &status);
+    if (f) status = memfile_take(f, &buf, &bufsize, head, out, status);
+    free(buf);
+    if (status) {
+        encode_error(status, NULL, why, whylen);
+        return -1;
+    }
+    return 0;
 }
 
 static int read_image(const char *path, float **data, int *rows, int *cols, char *err,
@@ -283,116 +402,14 @@ static int thread_safe(void)
     return fits_is_reentrant();
 }
 
-struct psf_fits_cube {
-    atomic_file af;
-    fitsfile *f;
-    int npix;
-    long long nplanes;
-};
-
-static void cube_abort(psf_fits_cube *c);
-
-static void cube_error(const char *path, int status, char *err, size_t errlen)
-{
-    char text[200];
-    fits_error_text(status, text, sizeof text);
-    snprintf(err, errlen, "cannot write %s: %s", path, text);
-}
-
-static psf_fits_cube *cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
-                                int nkv, char *err, size_t errlen)
-{
-    psf_fits_cube *c = calloc(1, sizeof *c);
-    if (!c) {
-        snprintf(err, errlen, "cannot write %s: out of memory", path);
-        return NULL;
-    }
-    c->npix = npix;
-    c->nplanes = nplanes;
-    if (atomic_reserve_path(&c->af, path, err, errlen)) {
-        free(c);
-        return NULL;
-    }
-    int status = 0;
-    long naxes[3] = {npix, npix, (long)nplanes};
-    fits_create_diskfile(&c->f, c->af.tmp_path, &status);
-    fits_create_img(c->f, FLOAT_IMG, 3, naxes, &status);
-    for (int k = 0; k < nkv && !status; ++k)
-        write_key(c->f, &kvs[k], &status);
-    if (status) {
-        cube_error(path, status, err, errlen);
-        cube_abort(c);
-        return NULL;
-    }
-    return c;
-}
-
-static int cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
-                            size_t errlen)
-{
-    int status = 0;
-    LONGLONG n = (LONGLONG)c->npix * c->npix;
-    fits_write_img(c->f, TFLOAT, 1 + plane * n, n, (void *)(uintptr_t)img, &status);
-    if (status) cube_error(c->af.final_path, status, err, errlen);
-    return status ? -1 : 0;
-}
-
-static int cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
-                       const char *const *units, double *const *cols, char *err, size_t errlen)
-{
-    int status = 0;
-    char **ttype = calloc((size_t)ncols, sizeof *ttype),
-         **tform = calloc((size_t)ncols, sizeof *tform);
-    char **tunit = calloc((size_t)ncols, sizeof *tunit);
-    if (!ttype || !tform || !tunit) status = MEMORY_ALLOCATION;
-    for (int i = 0; !status && i < ncols; ++i) {
-        ttype[i] = (char *)(uintptr_t)names[i];
-        tform[i] = "1D";
-        tunit[i] = (char *)(uintptr_t)units[i];
-    }
-    if (!status)
-        fits_create_tbl(c->f, BINARY_TBL, c->nplanes, ncols, ttype, tform, tunit, "PLANES",
-                        &status);
-    for (int i = 0; !status && i < ncols; ++i)
-        fits_write_col(c->f, TDOUBLE, i + 1, 1, 1, c->nplanes, cols[i], &status);
-    free(ttype);
-    free(tform);
-    free(tunit);
-    int cstatus = 0;
-    fits_close_file(c->f, &cstatus);
-    c->f = NULL;
-    if (!status) status = cstatus;
-    if (status) {
-        cube_error(c->af.final_path, status, err, errlen);
-        cube_abort(c);
-        return -1;
-    }
-    int rc = atomic_commit_path(&c->af, err, errlen);
-    free(c);
-    return rc;
-}
-
-static void cube_abort(psf_fits_cube *c)
-{
-    if (!c) return;
-    if (c->f) {
-        int status = 0;
-        fits_close_file(c->f, &status);
-    }
-    atomic_abort(&c->af);
-    free(c);
-}
-
 PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
     .abi = FITS_MODULE_ABI,
     .size = sizeof(fits_module_ops),
-    .write_image = write_image,
+    .encode_image = encode_image,
     .read_image = read_image,
     .read_key_double = read_key_double,
     .read_key_string = read_key_string,
-    .cube_open = cube_open,
-    .cube_write_plane = cube_write_plane,
-    .cube_commit = cube_commit,
-    .cube_abort = cube_abort,
+    .encode_cube_header = encode_cube_header,
+    .encode_table = encode_table,
     .thread_safe = thread_safe,
 };

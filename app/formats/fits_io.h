@@ -1,6 +1,6 @@
 /* FITS images through cfitsio: float32 PSF output with header keywords,
- * and 2-D map input (aperture, OPD). The code (app/formats/fits_io.c) is the FITS
- * module, libpsfsim-fits.so, which these functions load on first use
+ * and 2-D map input (aperture, OPD). cfitsio's side (app/formats/fits_io.c) is
+ * the FITS module, libpsfsim-fits.so, which these functions load on first use
  * (fits_module.h): when it cannot be loaded each fails with err saying so
  * ("cannot write PATH: cannot load FITS support: no libpsfsim-fits.so in
  * ..."), the key readers return -1 and psf_fits_thread_safe 0. */
@@ -26,6 +26,13 @@ typedef struct {
 int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
                          char *err, size_t errlen);
 
+/* The same into the file name (a plain name) of the directory dirfd,
+ * through that descriptor (atomic_open_at: no symbolic link in it is
+ * followed); dir names the directory in messages (DIR/NAME). cfitsio
+ * encodes the file in memory; psfsim writes it (fits_module.h). */
+int psf_fits_write_image_at(int dirfd, const char *dir, const char *name, const float *img,
+                            int npix, const fits_kv *kvs, int nkv, char *err, size_t errlen);
+
 /* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
  * row-major, row 0 = the first stored row), of a FITS file or a
  * gzip-compressed one (fits_scan.h checks either first). *data is malloc'd.
@@ -41,13 +48,18 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
 /* A FITS cube: NAXIS1 = NAXIS2 = N, NAXIS3 = nplanes float32 planes (plane
  * p = image p of a series), written plane by plane into a temp file and
  * renamed into place by commit, with a binary-table extension PLANES of
- * per-plane parameters (one row per plane, double columns). */
+ * per-plane parameters (one row per plane, double columns). psfsim writes
+ * the file itself through its own descriptor (app/formats/fits_cube.c):
+ * cfitsio encodes the headers and the table in memory; the planes, big-
+ * endian float32, go straight to their place in the file. */
 typedef struct psf_fits_cube psf_fits_cube;
 
-/* Open the cube's temp file beside path with kvs in the primary header.
- * NULL with err on failure (nothing left behind). */
-psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
-                                  int nkv, char *err, size_t errlen);
+/* Open the cube's temp file for the file name in the directory dirfd (dir:
+ * for messages; atomic_open_at) with kvs in the primary header. NULL with
+ * err on failure (nothing left behind). */
+psf_fits_cube *psf_fits_cube_open_at(int dirfd, const char *dir, const char *name, int npix,
+                                     long long nplanes, const fits_kv *kvs, int nkv, char *err,
+                                     size_t errlen);
 
 /* Write plane (0-based) from img (N*N, row-major, row 0 first). 0 or -1. */
 int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,

@@ -1,9 +1,13 @@
 /* fits_io.h's functions, through the FITS module loaded on first use
- * (fits_module.h). */
+ * (fits_module.h); the writers write the module's encoded bytes
+ * themselves (atomic_file.h). The cube is in app/formats/fits_cube.c. */
 #include "app/formats/fits_module.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "app/formats/atomic_file.h"
 
 #include "app/base/module_loader.h"
 
@@ -46,19 +50,60 @@ int fits_module_load(char *err, size_t errlen)
     return ops(err, errlen) ? 0 : -1;
 }
 
-/* "VERB PATH: REASON" into err when the module is missing. */
-static const fits_module_ops *ops_for(const char *verb, const char *path, char *err, size_t errlen)
+const fits_module_ops *fits_module_for(const char *verb, const char *path, char *err, size_t errlen)
 {
     const fits_module_ops *m = ops(NULL, 0);
     if (!m) snprintf(err, errlen, "%s %s: %s", verb, path, g_error);
     return m;
 }
 
+/* Encode the image and write it through af (opened by the caller; shown:
+ * the file for messages). 0, or -1 with err (af aborted). */
+static int write_encoded(atomic_file *af, const char *shown, const float *img, int npix,
+                         const fits_kv *kvs, int nkv, char *err, size_t errlen)
+{
+    const fits_module_ops *m = fits_module_for("cannot write", shown, err, errlen);
+    fits_bytes b = {0};
+    char why[900];
+    if (!m || m->encode_image(img, npix, kvs, nkv, &b, why, sizeof why) != 0) {
+        if (m) snprintf(err, errlen, "cannot write %s: %s", shown, why);
+        atomic_abort(af);
+        return -1;
+    }
+    int rc = atomic_write_all(af, b.data, b.size, err, errlen);
+    free(b.data);
+    return rc;
+}
+
+/* Refused before a temp file is made (the old writer's first check). */
+static int size_ok(const char *shown, int npix, char *err, size_t errlen)
+{
+    if (npix > 0) return 1;
+    snprintf(err, errlen, "%s: cannot write a FITS image of %d x %d pixels", shown, npix, npix);
+    return 0;
+}
+
 int psf_fits_write_image(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
                          char *err, size_t errlen)
 {
-    const fits_module_ops *m = ops_for("cannot write", path, err, errlen);
-    return m ? m->write_image(path, img, npix, kvs, nkv, err, errlen) : -1;
+    atomic_file af;
+    if (!size_ok(path, npix, err, errlen) || !fits_module_for("cannot write", path, err, errlen) ||
+        atomic_open(&af, path, err, errlen) != 0)
+        return -1;
+    return write_encoded(&af, path, img, npix, kvs, nkv, err, errlen);
+}
+
+int psf_fits_write_image_at(int dirfd, const char *dir, const char *name, const float *img,
+                            int npix, const fits_kv *kvs, int nkv, char *err, size_t errlen)
+{
+    char shown[4200];
+    snprintf(shown, sizeof shown, "%s/%s", dir, name);
+    atomic_file af;
+    if (!size_ok(shown, npix, err, errlen) ||
+        !fits_module_for("cannot write", shown, err, errlen) ||
+        atomic_open_at(&af, dirfd, dir, name, err, errlen) != 0)
+        return -1;
+    return write_encoded(&af, shown, img, npix, kvs, nkv, err, errlen);
 }
 
 int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
@@ -66,7 +111,7 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
 {
     *data = NULL;
     *rows = *cols = 0;
-    const fits_module_ops *m = ops_for("cannot read", path, err, errlen);
+    const fits_module_ops *m = fits_module_for("cannot read", path, err, errlen);
     return m ? m->read_image(path, data, rows, cols, err, errlen) : -1;
 }
 
@@ -80,31 +125,6 @@ int psf_fits_read_key_string(const char *path, const char *key, char *out, size_
 {
     const fits_module_ops *m = ops(NULL, 0);
     return m ? m->read_key_string(path, key, out, outlen) : -1;
-}
-
-psf_fits_cube *psf_fits_cube_open(const char *path, int npix, long long nplanes, const fits_kv *kvs,
-                                  int nkv, char *err, size_t errlen)
-{
-    const fits_module_ops *m = ops_for("cannot write", path, err, errlen);
-    return m ? m->cube_open(path, npix, nplanes, kvs, nkv, err, errlen) : NULL;
-}
-
-/* A cube exists only when the module was loaded: g_ops is set. */
-int psf_fits_cube_write_plane(psf_fits_cube *c, long long plane, const float *img, char *err,
-                              size_t errlen)
-{
-    return ops(NULL, 0)->cube_write_plane(c, plane, img, err, errlen);
-}
-
-int psf_fits_cube_commit(psf_fits_cube *c, int ncols, const char *const *names,
-                         const char *const *units, double *const *cols, char *err, size_t errlen)
-{
-    return ops(NULL, 0)->cube_commit(c, ncols, names, units, cols, err, errlen);
-}
-
-void psf_fits_cube_abort(psf_fits_cube *c)
-{
-    if (c) ops(NULL, 0)->cube_abort(c);
 }
 
 int psf_fits_thread_safe(void)

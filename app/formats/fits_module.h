@@ -1,12 +1,16 @@
 /* The FITS module's interface: libpsfsim-fits.so (app/formats/fits_io.c with
- * app/formats/fits_scan.c and app/formats/atomic_file.c, linked with cfitsio) exports one
- * table, psf_fits_module_entry, of the functions fits_io.h declares; psfsim
- * itself does not link cfitsio. app/formats/fits_module.c defines fits_io.h's
+ * app/formats/fits_scan.c, linked with cfitsio) exports one table,
+ * psf_fits_module_entry: the readers fits_io.h declares and the encoders
+ * psfsim's writers use; psfsim itself does not link cfitsio.
+ * app/formats/fits_module.c and app/formats/fits_cube.c define fits_io.h's
  * functions: each loads the module on first use (module_loader.h; the
  * path may be given by $PSFSIM_FITS_MODULE) and calls through the table,
  * so a run without FITS input or output never maps cfitsio and libcurl.
- * Each entry has the contract of the fits_io.h function of the same name
- * (psf_fits_ prefix dropped). */
+ * Each reader has the contract of the fits_io.h function of the same name
+ * (psf_fits_ prefix dropped). The module creates no file: its encoders
+ * return a file's bytes (cfitsio writing into memory, fits_create_memfile),
+ * which psfsim writes through a directory descriptor of its own
+ * (atomic_file.h). */
 #ifndef PSFSIM_FITS_MODULE_H
 #define PSFSIM_FITS_MODULE_H
 
@@ -16,25 +20,43 @@
 
 #define FITS_MODULE_NAME "libpsfsim-fits.so"
 #define FITS_MODULE_ENTRY "psf_fits_module_entry"
-/* Raised whenever the table changes, so a stale module is refused. */
-#define FITS_MODULE_ABI 1
+/* Raised whenever the table changes, so a stale module is refused.
+ * 2: the encoders replaced write_image and the cube calls, which created
+ * files by name. */
+#define FITS_MODULE_ABI 2
 
+/* Bytes an encoder made: data (malloc'd; the caller frees it with free())
+ * holds size bytes, a whole number of 2880-byte FITS blocks. */
+typedef struct {
+    void *data;
+    size_t size;
+} fits_bytes;
+
+/* The encoders return 0, or -1 with why (no path in it: the caller's
+ * message names the file, "cannot write PATH: WHY") and out empty.
+ *  encode_image: the whole file psf_fits_write_image writes (npix >= 1);
+ *    why names a keyword cfitsio or the checks refused ("FITS keyword
+ *    \"x\" must be 1 to 8 of A-Z 0-9 _ -", "keyword K: cfitsio error N:
+ *    ...").
+ *  encode_cube_header: the primary header of an npix x npix x nplanes
+ *    float32 cube with the keywords, up to where its data starts.
+ *  encode_table: the binary-table extension PLANES (nrows rows of ncols
+ *    double columns names[i], units units[i]: fits_io.h's cube commit),
+ *    header and data, to go after the cube's padded data. */
 typedef struct {
     int abi;     /* FITS_MODULE_ABI */
     size_t size; /* sizeof(fits_module_ops) */
-    int (*write_image)(const char *path, const float *img, int npix, const fits_kv *kvs, int nkv,
-                       char *err, size_t errlen);
+    int (*encode_image)(const float *img, int npix, const fits_kv *kvs, int nkv, fits_bytes *out,
+                        char *why, size_t whylen);
     int (*read_image)(const char *path, float **data, int *rows, int *cols, char *err,
                       size_t errlen);
     int (*read_key_double)(const char *path, const char *key, double *out);
     int (*read_key_string)(const char *path, const char *key, char *out, size_t outlen);
-    psf_fits_cube *(*cube_open)(const char *path, int npix, long long nplanes, const fits_kv *kvs,
-                                int nkv, char *err, size_t errlen);
-    int (*cube_write_plane)(psf_fits_cube *c, long long plane, const float *img, char *err,
-                            size_t errlen);
-    int (*cube_commit)(psf_fits_cube *c, int ncols, const char *const *names,
-                       const char *const *units, double *const *cols, char *err, size_t errlen);
-    void (*cube_abort)(psf_fits_cube *c);
+    int (*encode_cube_header)(int npix, long long nplanes, const fits_kv *kvs, int nkv,
+                              fits_bytes *out, char *why, size_t whylen);
+    int (*encode_table)(long long nrows, int ncols, const char *const *names,
+                        const char *const *units, double *const *cols, fits_bytes *out, char *why,
+                        size_t whylen);
     int (*thread_safe)(void);
 } fits_module_ops;
 
@@ -48,5 +70,10 @@ extern const fits_module_ops psf_fits_module_entry;
  * functions call it themselves; a caller may call it early to fail before
  * any work is done. */
 int fits_module_load(char *err, size_t errlen);
+
+/* The module's table, loading it if need be; NULL with "VERB PATH: REASON"
+ * in err when it cannot be loaded (verb: "cannot write", ...). */
+const fits_module_ops *fits_module_for(const char *verb, const char *path, char *err,
+                                       size_t errlen);
 
 #endif

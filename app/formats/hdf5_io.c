@@ -370,6 +370,13 @@ static int thread_safe(void)
     return H5is_library_threadsafe(&ts) >= 0 && ts;
 }
 
+static void library_version(char *out, size_t outlen)
+{
+    unsigned maj = 0, min = 0, rel = 0;
+    if (H5get_libversion(&maj, &min, &rel) < 0) maj = min = rel = 0;
+    snprintf(out, outlen, "%u.%u.%u", maj, min, rel);
+}
+
 PSFSIM_MODULE_EXPORT const hdf5_module_ops psf_hdf5_module_entry = {
     .abi = HDF5_MODULE_ABI,
     .size = sizeof(hdf5_module_ops),
@@ -379,4 +386,5 @@ PSFSIM_MODULE_EXPORT const hdf5_module_ops psf_hdf5_module_entry = {
     .write = set_write,
     .close = set_close,
     .thread_safe = thread_safe,
+    .library_version = library_version,
 };

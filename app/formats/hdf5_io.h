@@ -172,4 +172,8 @@ int h5set_temp_name(const char *name, char *out, size_t outlen);
  * loaded). Loads the module. */
 int h5set_thread_safe(void);
 
+/* The libhdf5 version the module runs with ("1.10.10") into out (outlen
+ * bytes); "" when the module cannot be loaded. Loads the module. */
+void h5set_library_version(char *out, size_t outlen);
+
 #endif

@@ -88,6 +88,15 @@ int h5set_thread_safe(void)
     return m ? m->thread_safe() : 0;
 }
 
+void h5set_library_version(char *out, size_t outlen)
+{
+    const hdf5_module_ops *m = ops(NULL, 0);
+    if (m)
+        m->library_version(out, outlen);
+    else if (outlen)
+        out[0] = '\0';
+}
+
 int h5set_temp_name(const char *name, char *out, size_t outlen)
 {
     const char *slash = strrchr(name, '/');

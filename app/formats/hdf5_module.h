@@ -17,7 +17,7 @@
 #define HDF5_MODULE_ENTRY "psf_hdf5_module_entry"
 /* Raised whenever the table or a struct of hdf5_io.h changes, so a stale
  * module is refused. */
-#define HDF5_MODULE_ABI 1
+#define HDF5_MODULE_ABI 2
 /* The temp file beside NAME.h5 (printf format of the base name). */
 #define H5SET_TEMP_FORMAT ".%s.part"
 
@@ -32,6 +32,7 @@ typedef struct {
                  size_t errlen);
     int (*close)(h5set *s, h5set_close_mode mode, char *err, size_t errlen);
     int (*thread_safe)(void);
+    void (*library_version)(char *out, size_t outlen);
 } hdf5_module_ops;
 
 /* Defined by the module only (app/formats/hdf5_io.c). */

@@ -1,16 +1,17 @@
 #include "app/formats/journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int journal_create(journal *j, const char *path, const char *header, char *const *keep,
-                   long long nkeep, char *err, size_t errlen)
+int journal_create(journal *j, int dirfd, const char *dir, const char *name, const char *header,
+                   char *const *keep, long long nkeep, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
-    if (atomic_open(&j->af, path, err, errlen) != 0) return -1;
+    if (atomic_open_at(&j->af, dirfd, dir, name, err, errlen) != 0) return -1;
     j->buf = malloc(JOURNAL_BUF_BYTES);
     if (j->buf) setvbuf(j->af.fp, j->buf, _IOFBF, JOURNAL_BUF_BYTES);
     fputs(header, j->af.fp);
@@ -71,10 +72,19 @@ int journal_close(journal *j, char *err, size_t errlen)
     return rc;
 }
 
-/* Lines of a file, malloc'd, each with its '\n'. */
-static char **read_lines(const char *path, long long *n)
+FILE *journal_read_open(int dirfd, const char *name)
 {
-    FILE *f = fopen(path, "r");
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "r");
+    if (!f) close(fd);
+    return f;
+}
+
+/* Lines of a file, malloc'd, each with its '\n'. */
+static char **read_lines(int dirfd, const char *name, long long *n)
+{
+    FILE *f = journal_read_open(dirfd, name);
     if (!f) return NULL;
     char **lines = NULL, *line = NULL;
     size_t cap = 0;
@@ -105,12 +115,14 @@ static int by_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int journal_sort(const char *path, char *err, size_t errlen)
+int journal_sort(int dirfd, const char *dir, const char *name, char *err, size_t errlen)
 {
     long long n = 0;
-    char **lines = read_lines(path, &n);
+    errno = 0;
+    char **lines = read_lines(dirfd, name, &n);
     if (!lines || n < 1) {
-        snprintf(err, errlen, "cannot read %s back: %s", path, strerror(errno ? errno : EIO));
+        snprintf(err, errlen, "cannot read %s%s%s back: %s", dir ? dir : "", dir ? "/" : "", name,
+                 strerror(errno ? errno : EIO));
         free(lines);
         return -1;
     }
@@ -125,7 +137,7 @@ int journal_sort(const char *path, char *err, size_t errlen)
     }
     int rc = -1;
     atomic_file af;
-    if (data && rest && atomic_open(&af, path, err, errlen) == 0) {
+    if (data && rest && atomic_open_at(&af, dirfd, dir, name, err, errlen) == 0) {
         qsort(data, (size_t)nd, sizeof *data, by_index);
         fputs(lines[0], af.fp);
         for (long long i = 0; i < nd; ++i)

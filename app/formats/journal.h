@@ -24,10 +24,11 @@ typedef struct {
  * rows of ~250 bytes) fit, so a flush is one write(). */
 #define JOURNAL_BUF_BYTES (4 << 20)
 
-/* Create path with header and keep[0..nkeep) lines (each ending in '\n').
- * Returns 0, or -1 with err; nothing is left on failure. */
-int journal_create(journal *j, const char *path, const char *header, char *const *keep,
-                   long long nkeep, char *err, size_t errlen);
+/* Create the file name in the directory dirfd (dir: its name for
+ * messages; atomic_file.h) with header and keep[0..nkeep) lines (each
+ * ending in '\n'). Returns 0, or -1 with err; nothing is left on failure. */
+int journal_create(journal *j, int dirfd, const char *dir, const char *name, const char *header,
+                   char *const *keep, long long nkeep, char *err, size_t errlen);
 
 /* The stream to append lines to. */
 static inline FILE *journal_fp(journal *j)
@@ -46,9 +47,14 @@ int journal_flush(journal *j, char *err, size_t errlen);
 /* Flush and close. 0, or -1 with err. Safe on a journal never created. */
 int journal_close(journal *j, char *err, size_t errlen);
 
-/* Rewrite path atomically with its data lines sorted by the integer in their
- * first column (summary lines, whose first cell is not a number, stay at the
- * end in their order). 0, or -1 with err. */
-int journal_sort(const char *path, char *err, size_t errlen);
+/* Rewrite the file name in dirfd (dir: for messages) atomically with its
+ * data lines sorted by the integer in their first column (summary lines,
+ * whose first cell is not a number, stay at the end in their order). A
+ * symbolic link there is not followed (ELOOP). 0, or -1 with err. */
+int journal_sort(int dirfd, const char *dir, const char *name, char *err, size_t errlen);
+
+/* Open the file name in dirfd for reading, refusing a symbolic link
+ * (O_NOFOLLOW): NULL with errno when it cannot be. */
+FILE *journal_read_open(int dirfd, const char *name);
 
 #endif

@@ -1,17 +1,24 @@
 #include "app/formats/mpi_journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-int mpi_journal_append(journal *j, const char *path, char *err, size_t errlen)
+int mpi_journal_append(journal *j, int dirfd, const char *dir, const char *name, char *err,
+                       size_t errlen)
 {
     if (j->af.fp && journal_close(j, err, errlen) != 0) return -1;
     memset(j, 0, sizeof *j);
-    snprintf(j->af.final_path, sizeof j->af.final_path, "%s", path);
-    FILE *fp = fopen(path, "a");
+    j->af.dirfd = -1;
+    snprintf(j->af.final_path, sizeof j->af.final_path, "%s/%s", dir, name);
+    int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    FILE *fp = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!fp) {
-        snprintf(err, errlen, "cannot append to %s: %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0) close(fd);
+        snprintf(err, errlen, "cannot append to %s: %s", j->af.final_path, strerror(e));
         return -1;
     }
     j->buf = malloc(JOURNAL_BUF_BYTES);

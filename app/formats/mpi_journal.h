@@ -15,15 +15,18 @@
 
 #include "app/formats/journal.h"
 
-/* Point j at path for appending: close j's stream if it has one (flushing
- * it: j is then the creator's journal, already published), open path with
- * fopen "a" (the file must exist) and give it the journal's buffer.
+/* Point j at the file name in the directory dirfd (dir: for messages) for
+ * appending: close j's stream if it has one (flushing it: j is then the
+ * creator's journal, already published), open the file with O_APPEND (it
+ * must exist; a symbolic link there is refused, O_NOFOLLOW) and give it the
+ * journal's buffer.
  * The journal is marked shared: journal_flush then never cuts the file back
  * after a failed write (other ranks' lines may follow this rank's last good
  * one); a write cut short by a full disk may leave part of one line, which
  * the next rank's line then continues (--resume skips such a line unless
  * its cells still look whole: README).
  * Returns 0, or -1 with err naming the path; j then holds no stream. */
-int mpi_journal_append(journal *j, const char *path, char *err, size_t errlen);
+int mpi_journal_append(journal *j, int dirfd, const char *dir, const char *name, char *err,
+                       size_t errlen);
 
 #endif

@@ -140,8 +140,32 @@ static int png_write_body(png_structp png, png_infop info, const png_write_job *
     return 0;
 }
 
-int psf_png_write_levels(const char *path, const unsigned short *levels, int npix, int bits,
-                         int compression, char *err, size_t errlen)
+/* Where a PNG goes: path (atomic_open), or name in the directory dirfd
+ * (atomic_open_at; dir names it in messages). shown: the file as messages
+ * name it. */
+typedef struct {
+    const char *path;
+    int dirfd;
+    const char *dir, *name;
+    char shown[4200];
+} png_dest;
+
+static png_dest dest_path(const char *path)
+{
+    png_dest d = {.path = path, .dirfd = -1};
+    snprintf(d.shown, sizeof d.shown, "%s", path);
+    return d;
+}
+
+static png_dest dest_at(int dirfd, const char *dir, const char *name)
+{
+    png_dest d = {.dirfd = dirfd, .dir = dir, .name = name};
+    snprintf(d.shown, sizeof d.shown, "%s/%s", dir, name);
+    return d;
+}
+
+/* The checks both writers make before anything is created. */
+static int check_size_bits(const char *path, int npix, int bits, char *err, size_t errlen)
 {
     if (npix <= 0 || npix > 1000000) {
         snprintf(err, errlen, "%s: cannot write a PNG of %d x %d pixels", path, npix, npix);
@@ -151,6 +175,14 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
         snprintf(err, errlen, "%s: PNG bit depth must be 8 or 16 (got %d)", path, bits);
         return -1;
     }
+    return 0;
+}
+
+static int write_levels(const png_dest *d, const unsigned short *levels, int npix, int bits,
+                        int compression, char *err, size_t errlen)
+{
+    const char *path = d->shown;
+    if (check_size_bits(path, npix, bits, err, errlen) != 0) return -1;
     if (compression < 0 || compression > 9) {
         snprintf(err, errlen, "%s: PNG compression level must be 0..9 (got %d)", path, compression);
         return -1;
@@ -161,7 +193,8 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
         return -1;
     }
     atomic_file af;
-    if (atomic_open(&af, path, err, errlen)) {
+    if (d->path ? atomic_open(&af, d->path, err, errlen)
+                : atomic_open_at(&af, d->dirfd, d->dir, d->name, err, errlen)) {
         free(job.row8);
         return -1;
     }
@@ -191,26 +224,49 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
     return atomic_commit(&af, err, errlen);
 }
 
-int psf_png_write_image(const char *path, const float *img, int npix, int bits, png_stretch stretch,
-                        double dynamic_range, int compression, char *err, size_t errlen)
+int psf_png_write_levels(const char *path, const unsigned short *levels, int npix, int bits,
+                         int compression, char *err, size_t errlen)
 {
-    if (npix <= 0 || npix > 1000000) {
-        snprintf(err, errlen, "%s: cannot write a PNG of %d x %d pixels", path, npix, npix);
-        return -1;
-    }
-    if (bits != 8 && bits != 16) {
-        snprintf(err, errlen, "%s: PNG bit depth must be 8 or 16 (got %d)", path, bits);
-        return -1;
-    }
+    png_dest d = dest_path(path);
+    return write_levels(&d, levels, npix, bits, compression, err, errlen);
+}
+
+int psf_png_write_levels_at(int dirfd, const char *dir, const char *name,
+                            const unsigned short *levels, int npix, int bits, int compression,
+                            char *err, size_t errlen)
+{
+    png_dest d = dest_at(dirfd, dir, name);
+    return write_levels(&d, levels, npix, bits, compression, err, errlen);
+}
+
+static int write_image(const png_dest *d, const float *img, int npix, int bits, png_stretch stretch,
+                       double dynamic_range, int compression, char *err, size_t errlen)
+{
+    if (check_size_bits(d->shown, npix, bits, err, errlen) != 0) return -1;
     unsigned short *levels = malloc((size_t)npix * (size_t)npix * sizeof *levels);
     if (!levels) {
-        snprintf(err, errlen, "%s: out of memory for a %d x %d image", path, npix, npix);
+        snprintf(err, errlen, "%s: out of memory for a %d x %d image", d->shown, npix, npix);
         return -1;
     }
     psf_png_stretch_levels(img, npix, bits, stretch, dynamic_range, levels);
-    int rc = psf_png_write_levels(path, levels, npix, bits, compression, err, errlen);
+    int rc = write_levels(d, levels, npix, bits, compression, err, errlen);
     free(levels);
     return rc;
+}
+
+int psf_png_write_image(const char *path, const float *img, int npix, int bits, png_stretch stretch,
+                        double dynamic_range, int compression, char *err, size_t errlen)
+{
+    png_dest d = dest_path(path);
+    return write_image(&d, img, npix, bits, stretch, dynamic_range, compression, err, errlen);
+}
+
+int psf_png_write_image_at(int dirfd, const char *dir, const char *name, const float *img, int npix,
+                           int bits, png_stretch stretch, double dynamic_range, int compression,
+                           char *err, size_t errlen)
+{
+    png_dest d = dest_at(dirfd, dir, name);
+    return write_image(&d, img, npix, bits, stretch, dynamic_range, compression, err, errlen);
 }
 
 /* What png_read_body fills; owned and freed by psf_png_read_gray. */

@@ -38,6 +38,17 @@ int psf_png_write_levels(const char *path, const unsigned short *levels, int npi
 int psf_png_write_image(const char *path, const float *img, int npix, int bits, png_stretch stretch,
                         double dynamic_range, int compression, char *err, size_t errlen);
 
+/* psf_png_write_levels and psf_png_write_image into the file name (a plain
+ * name) of the directory dirfd, through that descriptor (atomic_open_at:
+ * no symbolic link in it is followed); dir names the directory in
+ * messages (DIR/NAME). */
+int psf_png_write_levels_at(int dirfd, const char *dir, const char *name,
+                            const unsigned short *levels, int npix, int bits, int compression,
+                            char *err, size_t errlen);
+int psf_png_write_image_at(int dirfd, const char *dir, const char *name, const float *img, int npix,
+                           int bits, png_stretch stretch, double dynamic_range, int compression,
+                           char *err, size_t errlen);
+
 /* Read an 8- or 16-bit grayscale PNG (palette/RGB/alpha are refused with a
  * message). *data (malloc'd, rows x cols, row-major, row 0 = top) gets the
  * raw grey levels as floats; *maxval 255 or 65535. Returns 0 or -1 with err.

@@ -154,3 +154,12 @@ int backend_select(backend_choice choice, const image_set *s, int writers, const
     }
     return choose_auto(s, writers, gpus, d, err, errlen);
 }
+
+int backend_batch(const psf_backend_ops *ops, int npix, long long nimages)
+{
+    double per = (double)npix * npix * sizeof(float);
+    long long b = (long long)(BACKEND_BATCH_BYTES / per);
+    if (b > ops->preferred_batch) b = ops->preferred_batch;
+    if (b > nimages) b = nimages;
+    return b < 1 ? 1 : (int)b;
+}

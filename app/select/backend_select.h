@@ -34,4 +34,13 @@ typedef struct {
 int backend_select(backend_choice choice, const image_set *s, int writers, const gpu_list *gpus,
                    backend_decision *d, char *err, size_t errlen);
 
+/* Host memory one batch of images may take (the psfsim command keeps two
+ * batches in flight; app/set_limits.c counts with the same figure). */
+#define BACKEND_BATCH_BYTES (512.0 * 1024 * 1024)
+
+/* Images per run() call for backend ops on a set of nimages npix x npix
+ * images: its preferred_batch, fewer when BACKEND_BATCH_BYTES would be
+ * passed or the set is smaller; at least 1. */
+int backend_batch(const psf_backend_ops *ops, int npix, long long nimages);
+
 #endif

@@ -1,5 +1,6 @@
 #include "app/set/image_set.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,11 +55,13 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     double fft_ld = sampling_pixscale_lambda_d(&s->samp);
     int npix = cfg->out_npix > 0 ? cfg->out_npix : big;
     int same = npix == big;
+    long long nlisted;
+    const double *listed = axes_image_wavelengths(&s->axes, &nlisted);
     if (cfg->out_pixel_scale_um > 0 || cfg->out_pixel_scale_arcsec > 0) {
-        /* The pixel in lambda_ref/D of every image: one per swept wavelength. */
-        if (cfg->n_sweep_wavelength > 0) {
-            for (int i = 0; i < cfg->n_sweep_wavelength; ++i)
-                same &= same_pixel(fixed_to_lambda_d(cfg, cfg->sweep_wavelength_nm[i]), fft_ld);
+        /* The pixel in lambda_ref/D of every image: one per listed wavelength. */
+        if (listed) {
+            for (long long i = 0; i < nlisted; ++i)
+                same &= same_pixel(fixed_to_lambda_d(cfg, listed[i]), fft_ld);
         } else {
             double wl = cfg->wavelengths_nm[0];
             for (int i = 1; i < cfg->nwavelengths; ++i)
@@ -101,13 +104,33 @@ static void set_date(image_set *s)
         s->date_utc[0] = '\0';
 }
 
+/* A FITS header holds at most 256 Z<j> (fits_header.h): a table or random
+ * set, whose labels are the point, refuses more rather than cut them. */
+#define SET_FITS_MAX_TERMS 256
+
+static int check_fits_terms(const image_set *s, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    if (!cfg->fits_enabled || !axes_is_dataset(&s->axes) || s->modes.nterms <= SET_FITS_MAX_TERMS)
+        return 0;
+    const char *key = cfg->random.spectrum ? "sweep.random.spectrum" : "sweep";
+    char where[CFG_PATH_MAX + 32];
+    config_key_where(cfg, key, where, sizeof where);
+    snprintf(err, errlen,
+             "%.4200s: %s: the set has %d Zernike terms, more than the %d a FITS header holds "
+             "(Z<j>); use fewer terms or turn output.fits off",
+             where, key, s->modes.nterms, SET_FITS_MAX_TERMS);
+    return -1;
+}
+
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     set_date(s);
     s->cfg = cfg;
     s->aperture = cfg->aperture;
-    s->nimages = config_image_count(cfg);
+    if (axes_init(&s->axes, cfg, err, errlen) != 0) return -1;
+    s->nimages = s->axes.nimages;
     _Static_assert(CFG_MAX_WAVELENGTHS <= PSF_MAX_COMPONENTS,
                    "a config's wavelengths must fit in one psf_job");
     if (cfg->nwavelengths > PSF_MAX_COMPONENTS) {
@@ -134,7 +157,10 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
         return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
-    return jobs_modeset(cfg, &s->modes, err, errlen);
+    if (jobs_modeset(&s->axes, &s->modes, err, errlen) != 0 ||
+        set_labels_init(&s->labels, &s->axes, &s->modes, err, errlen) != 0)
+        return -1;
+    return check_fits_terms(s, err, errlen);
 }
 
 void image_set_free(image_set *s)
@@ -143,6 +169,8 @@ void image_set_free(image_set *s)
     free(s->aperture_map);
     free(s->opd_map);
     jobs_modeset_free(&s->modes);
+    set_labels_free(&s->labels);
+    axes_free(&s->axes);
     memset(s, 0, sizeof *s);
 }
 
@@ -168,15 +196,16 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     const psf_config *cfg = s->cfg;
     problem->pupil_samples = s->samp.pupil_samples;
     problem->pupil_pitches = cfg->nwavelengths > 1 ? cfg->nwavelengths : 1;
-    int nwl =
-        cfg->nwavelengths > cfg->n_sweep_wavelength ? cfg->nwavelengths : cfg->n_sweep_wavelength;
-    problem->mft_matrices = nwl > 0 ? nwl : 1;
+    long long nlisted;
+    axes_image_wavelengths(&s->axes, &nlisted); /* a table's column: at most its rows */
+    long long nwl = cfg->nwavelengths > nlisted ? cfg->nwavelengths : nlisted;
+    problem->mft_matrices = nwl > 0 ? (nwl < INT_MAX ? (int)nwl : INT_MAX) : 1;
 }
 
 size_t image_set_storage(const image_set *s)
 {
     size_t nt = (size_t)s->modes.nterms;
-    return nt * (PSF_MAX_COMPONENTS + 1) + (size_t)s->cfg->n_sweep_zernike + 1;
+    return nt * (PSF_MAX_COMPONENTS + 1) + jobs_scratch_size(&s->axes) + 1;
 }
 
 /* S1 and S2 of the aperture at pitch dx_m on the pupil grid (the backend's),
@@ -291,7 +320,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double *scratch = units + nt;
     memset(job, 0, sizeof *job);
     memset(info, 0, sizeof *info);
-    jobs_image_params(cfg, k, scratch, &info->params);
+    jobs_image_params(&s->axes, k, scratch, &info->params);
     const psf_image_params *p = &info->params;
     double wl_ref = min_wavelength(p), npix2 = (double)s->fft_npix * s->fft_npix;
     double peak = 0.0;
@@ -306,7 +335,8 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->wavelength_m = wl * 1e-9;
         comp->dx_m = s->mft ? s->samp.dx_m : s->samp.dx_m * wl / wl_ref;
         comp->coeff_waves = coeff + (size_t)c * nt;
-        jobs_coefficients(cfg, &s->modes, p, wl, coeff + (size_t)c * nt, c == 0 ? units : NULL);
+        jobs_coefficients(&s->axes, &s->modes, p, wl, coeff + (size_t)c * nt,
+                          c == 0 ? units : NULL);
         if (s->opd_map) comp->opd_to_waves = s->opd_units.units == ZUNITS_NM ? 1.0 / wl : 1.0;
         const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);
         if (!a) return -1;
@@ -355,7 +385,11 @@ void image_set_common_info(const image_set *s, image_info *info)
     const psf_config *cfg = s->cfg;
     memset(info, 0, sizeof *info);
     info->captured_fraction = NAN;
-    info->wavelength_nm = cfg->nwavelengths > 0 ? cfg->wavelengths_nm[0] : 500.0;
+    long long nlisted;
+    const double *listed = axes_image_wavelengths(&s->axes, &nlisted);
+    info->wavelength_nm = cfg->nwavelengths > 0 ? cfg->wavelengths_nm[0]
+                          : nlisted > 0         ? listed[0]
+                                                : 500.0;
     for (int c = 1; c < cfg->nwavelengths; ++c)
         if (cfg->wavelengths_nm[c] < info->wavelength_nm)
             info->wavelength_nm = cfg->wavelengths_nm[c];

@@ -9,8 +9,10 @@
 
 #include "backend/backend.h"
 #include "app/config/config.h"
+#include "app/set/axes.h"
 #include "app/set/jobs.h"
 #include "app/set/maps.h"
+#include "app/set/labels.h"
 #include "optics/aperture_cache.h"
 #include "optics/sampling.h"
 
@@ -44,7 +46,9 @@ typedef struct {
     /* The manifest's config_hash (the config's fingerprint), for the FITS
      * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
     char config_hash[24];
-    psf_modeset modes;
+    set_axes axes;         /* the table and random axes; axes.nimages = nimages */
+    psf_modeset modes;     /* jobs_modeset(&axes) */
+    set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
     int map_rows, map_cols;
@@ -85,12 +89,13 @@ typedef struct {
     double captured_fraction;
 } image_info;
 
-/* Load the maps the config names and fix sampling, modes and the
- * propagation: the FFT unless output.npix / output.pixel_scale[_um] define
- * a grid other than the FFT's (npix != N, or the pixel differs from n/N
- * lambda_ref/D by more than 1e-12 relative for some image), or
- * cfg->mft_force; then the MFT (README, "Conventions"). Returns 0, or -1
- * with a message naming the file (maps) or key in err. */
+/* Load the table (axes_init) and the maps the config names and fix
+ * sampling, modes, labels and the propagation: the FFT unless output.npix / output.pixel_scale[_um]
+ * define a grid other than the FFT's (npix != N, or the pixel differs from n/N lambda_ref/D by more
+ * than 1e-12 relative for some image), or cfg->mft_force; then the MFT (README, "Conventions").
+ * Returns 0, or -1 with a message naming the file (maps) or key in err; a set with a table or
+ * random axis and FITS output also refuses more than the 256 terms a FITS header holds ("CFG:LINE:
+ * KEY: the set has N Zernike terms, ..."). */
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen);
 void image_set_free(image_set *s);
 
@@ -145,8 +150,8 @@ void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
 /* The record of what every image of the set shares (the FITS cube's
  * header): no swept values, coeff_units NULL, wavelength_nm the shortest of
- * optics.wavelength_nm (500 when the config has none) and the pixel fields
- * at it. */
+ * optics.wavelength_nm (without one: the first listed wavelength, 500 when
+ * there is none) and the pixel fields at it. */
 void image_set_common_info(const image_set *s, image_info *info);
 
 #endif

@@ -1,4 +1,5 @@
-/* Image-set expansion: the sweep block's Cartesian product (see jobs.h). */
+/* Image-set expansion: the sweep block's Cartesian product, the table's
+ * rows and the draws (see jobs.h). */
 #include "app/set/jobs.h"
 
 #include <math.h>
@@ -23,9 +24,17 @@ static void add_mode(psf_modeset *ms, int n, int m)
     ++ms->nterms;
 }
 
-int jobs_modeset(const psf_config *cfg, psf_modeset *ms, char *err, size_t errlen)
+/* Whether the table or the draws give a defocus or a focus shift. */
+static int listed_focus(const set_axes *ax)
 {
-    size_t cap = (size_t)cfg->nzernike + (size_t)cfg->n_sweep_zernike + 1;
+    return ax->col_defocus >= 0 || ax->col_focus_shift >= 0 || ax->cfg->random.n_focus_shift > 0;
+}
+
+int jobs_modeset(const set_axes *ax, psf_modeset *ms, char *err, size_t errlen)
+{
+    const psf_config *cfg = ax->cfg;
+    size_t cap = (size_t)cfg->nzernike + (size_t)cfg->n_sweep_zernike + 1 + (size_t)ax->nrandom +
+                 (size_t)ax->nzcols;
     ms->nterms = 0;
     ms->n = malloc(cap * sizeof *ms->n);
     ms->m = malloc(cap * sizeof *ms->m);
@@ -40,6 +49,11 @@ int jobs_modeset(const psf_config *cfg, psf_modeset *ms, char *err, size_t errle
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         add_mode(ms, cfg->sweep_zernike[i].n, cfg->sweep_zernike[i].m);
     if (cfg->n_sweep_defocus > 0 || cfg->n_sweep_focus_shift > 0) add_mode(ms, 2, 0);
+    for (int i = 0; i < ax->nrandom; ++i)
+        add_mode(ms, ax->random[i].n, ax->random[i].m);
+    for (int i = 0; i < ax->nzcols; ++i)
+        add_mode(ms, ax->zcols[i].n, ax->zcols[i].m);
+    if (listed_focus(ax)) add_mode(ms, 2, 0);
     return 0;
 }
 
@@ -62,11 +76,12 @@ static int take(long long *k, int len)
     return i;
 }
 
-void jobs_image_params(const psf_config *cfg, long long k, double *scratch, psf_image_params *p)
+/* The Cartesian lists' values of image c (jobs.h's order). */
+static void cartesian_params(const psf_config *cfg, long long c, double *scratch,
+                             psf_image_params *p)
 {
     static const double one = 1.0;
-    p->index = k;
-    long long rest = k < 0 ? 0 : k;
+    long long rest = c;
     /* The innermost (fastest) list first: the last sweep.zernike entry. */
     for (int i = cfg->n_sweep_zernike - 1; i >= 0; --i) {
         const cfg_zernike_sweep *z = &cfg->sweep_zernike[i];
@@ -91,9 +106,83 @@ void jobs_image_params(const psf_config *cfg, long long k, double *scratch, psf_
     }
 }
 
-void jobs_coefficients(const psf_config *cfg, const psf_modeset *ms, const psf_image_params *p,
+/* The image's only wavelength, *wl (a listed one). */
+static void listed_wavelength(psf_image_params *p, const double *wl)
+{
+    static const double one = 1.0;
+    p->sweep_wavelength_nm = *wl;
+    p->nwl = 1;
+    p->wl_nm = wl;
+    p->weights = &one;
+}
+
+static void table_params(const set_axes *ax, long long row, psf_image_params *p)
+{
+    p->table_row = row;
+    if (row < 0) return;
+    const psf_table *t = ax->table;
+    if (ax->col_wavelength >= 0) listed_wavelength(p, &t->cols[ax->col_wavelength][row]);
+    if (ax->col_defocus >= 0) p->sweep_defocus = t->cols[ax->col_defocus][row];
+    if (ax->col_focus_shift >= 0) p->sweep_focus_shift_um = t->cols[ax->col_focus_shift][row];
+}
+
+/* Draw d's values (draws.h): each term's, then the listed choices. */
+static void draw_params(const set_axes *ax, long long d, double *drawn, psf_image_params *p)
+{
+    const cfg_random *r = &ax->cfg->random;
+    p->draw = d;
+    p->drawn = NULL;
+    if (d < 0) return;
+    uint64_t seed = (uint64_t)r->seed, ud = (uint64_t)d;
+    for (int i = 0; i < ax->nrandom; ++i) {
+        const axes_random_term *t = &ax->random[i];
+        drawn[i] = draw_zernike(seed, ud, t->j, t->dist, t->width);
+    }
+    p->drawn = ax->nrandom > 0 ? drawn : NULL;
+    if (r->n_focus_shift > 0) {
+        draw_id id = {seed, ud, 0, DRAW_FOCUS_SHIFT};
+        p->sweep_focus_shift_um = r->focus_shift_um[draw_choice(id, r->n_focus_shift)];
+    }
+    if (r->n_wavelength > 0) {
+        draw_id id = {seed, ud, 0, DRAW_WAVELENGTH};
+        listed_wavelength(p, &r->wavelength_nm[draw_choice(id, r->n_wavelength)]);
+    }
+}
+
+size_t jobs_scratch_size(const set_axes *ax)
+{
+    return (size_t)ax->cfg->n_sweep_zernike + (size_t)ax->nrandom;
+}
+
+void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_image_params *p)
+{
+    const psf_config *cfg = ax->cfg;
+    long long c, row, d;
+    axes_split(ax, k, &c, &row, &d); /* a k past the set wraps in the outermost list */
+    p->index = k;
+    cartesian_params(cfg, c, scratch, p);
+    table_params(ax, row, p);
+    draw_params(ax, d, scratch ? scratch + cfg->n_sweep_zernike : NULL, p);
+}
+
+/* total plus the table row's and then the draw's part of mode (n, m), in
+ * the config's units. */
+static double add_listed(const set_axes *ax, const psf_image_params *p, int n, int m, double total)
+{
+    if (p->table_row >= 0)
+        for (int i = 0; i < ax->nzcols; ++i)
+            if (ax->zcols[i].n == n && ax->zcols[i].m == m)
+                total += ax->table->cols[ax->zcols[i].col][p->table_row];
+    if (p->drawn)
+        for (int i = 0; i < ax->nrandom; ++i)
+            if (ax->random[i].n == n && ax->random[i].m == m) total += p->drawn[i];
+    return total;
+}
+
+void jobs_coefficients(const set_axes *ax, const psf_modeset *ms, const psf_image_params *p,
                        double wl_nm, double *out_waves, double *out_units)
 {
+    const psf_config *cfg = ax->cfg;
     int nm_units = cfg->zunits == ZUNITS_NM;
     for (int t = 0; t < ms->nterms; ++t) {
         int n = ms->n[t], m = ms->m[t];
@@ -111,6 +200,7 @@ void jobs_coefficients(const psf_config *cfg, const psf_modeset *ms, const psf_i
                 total += nm_units ? z4_nm : z4_nm / wl_nm;
             }
         }
+        if (p->table_row >= 0 || p->drawn) total = add_listed(ax, p, n, m, total);
         out_waves[t] = nm_units ? total / wl_nm : total;
         if (out_units) out_units[t] = total;
     }

@@ -67,27 +67,54 @@ static int opd_in_nm(const image_set *s)
     return s->opd_units.units == ZUNITS_NM;
 }
 
+/* The wavelengths the set computes: *n of them at *wl (one per image when
+ * *listed: sweep.wavelength_nm, sweep.random.wavelength_nm or the table's
+ * column; else the optics' for every image), the key that gives them, and
+ * their span [*lo, *hi]. */
+static const double *set_wavelengths(const image_set *s, long long *n, int *listed,
+                                     const char **key, double *lo, double *hi)
+{
+    const psf_config *cfg = s->cfg;
+    const double *wl = axes_image_wavelengths(&s->axes, n);
+    *listed = wl != NULL;
+    *key = cfg->n_sweep_wavelength > 0    ? "sweep.wavelength_nm"
+           : cfg->random.n_wavelength > 0 ? "sweep.random.wavelength_nm"
+           : wl                           ? "sweep.table"
+                                          : "optics.wavelengths_nm";
+    if (!wl) {
+        wl = cfg->wavelengths_nm;
+        *n = cfg->nwavelengths;
+    }
+    *lo = HUGE_VAL;
+    *hi = -HUGE_VAL;
+    for (long long i = 0; i < *n; ++i) {
+        *lo = fmin(*lo, wl[i]);
+        *hi = fmax(*hi, wl[i]);
+    }
+    return wl;
+}
+
 /* Aberrations in waves over a set of several wavelengths (set_checks.h). */
 static void check_units(const image_set *s, set_notes *notes)
 {
     const psf_config *cfg = s->cfg;
-    int swept = cfg->n_sweep_wavelength > 0;
-    const char *span = swept ? "sweep.wavelength_nm" : "optics.wavelengths_nm";
-    int nwl = swept ? cfg->n_sweep_wavelength : cfg->nwavelengths;
+    const char *span;
+    long long nwl;
+    int listed;
     double lo, hi;
-    config_wavelength_span(cfg, &lo, &hi);
+    set_wavelengths(s, &nwl, &listed, &span, &lo, &hi);
     if (!(hi > lo)) return; /* one wavelength: waves and nm are one scale apart */
     const char *key = cfg->zunits == ZUNITS_WAVES ? waves_key(cfg) : NULL;
     if (key)
         add_note(notes, cfg, key,
                  "coefficients in waves (aberrations.units = \"waves\") keep the same phase at "
-                 "every wavelength of %s (%d, %.6g-%.6g nm), so the optical path they describe "
+                 "every wavelength of %s (%lld, %.6g-%.6g nm), so the optical path they describe "
                  "changes with the wavelength; for one wavefront seen at every wavelength give "
                  "them in nm (aberrations.units = \"nm\")",
                  span, nwl, lo, hi);
     if (s->opd_map && !opd_in_nm(s) && cfg->opd_scale != 0.0)
         add_note(notes, cfg, "aberrations.opd_map.units",
-                 "an OPD map in waves keeps the same phase at every wavelength of %s (%d, "
+                 "an OPD map in waves keeps the same phase at every wavelength of %s (%lld, "
                  "%.6g-%.6g nm), so the optical path it describes changes with the wavelength; "
                  "for one wavefront give it in nm (units = \"nm\")",
                  span, nwl, lo, hi);
@@ -108,12 +135,42 @@ static double largest_abs(const double *v, int n)
     return big;
 }
 
+/* The largest |value| of the table's and the draws' part of mode (n, m):
+ * a column's largest cell, a uniform draw's half-width, 5 sigma of a
+ * normal draw (unbounded: a bound for all but about 6e-7 of the draws). */
+static double largest_listed(const set_axes *ax, int n, int m)
+{
+    double a = 0.0;
+    for (int i = 0; i < ax->nzcols; ++i)
+        if (ax->zcols[i].n == n && ax->zcols[i].m == m)
+            a += largest_abs(ax->table->cols[ax->zcols[i].col], (int)ax->nrows);
+    if (n == 2 && m == 0 && ax->col_defocus >= 0)
+        a += largest_abs(ax->table->cols[ax->col_defocus], (int)ax->nrows);
+    for (int i = 0; i < ax->nrandom; ++i)
+        if (ax->random[i].n == n && ax->random[i].m == m)
+            a += (ax->random[i].dist == DRAW_NORMAL ? 5.0 : 1.0) * ax->random[i].width;
+    return a;
+}
+
+/* The largest |focus shift| of the set, um. */
+static double largest_focus_shift(const image_set *s)
+{
+    const psf_config *cfg = s->cfg;
+    const set_axes *ax = &s->axes;
+    double a = largest_abs(cfg->sweep_focus_shift_um, cfg->n_sweep_focus_shift);
+    a = fmax(a, largest_abs(cfg->random.focus_shift_um, cfg->random.n_focus_shift));
+    if (ax->col_focus_shift >= 0)
+        a = fmax(a, largest_abs(ax->table->cols[ax->col_focus_shift], (int)ax->nrows));
+    return a;
+}
+
 /* The largest |total| of mode (n, m) over the set's images, in the
  * config's units: its term plus the largest |value| of each swept list
  * that adds to it (the triangle inequality over the sweep's product). */
-static double largest_coefficient(const psf_config *cfg, int n, int m)
+static double largest_coefficient(const image_set *s, int n, int m)
 {
-    double a = 0.0;
+    const psf_config *cfg = s->cfg;
+    double a = largest_listed(&s->axes, n, m);
     for (int i = 0; i < cfg->nzernike; ++i)
         if (cfg->zernike[i].n == n && cfg->zernike[i].m == m) a += fabs(cfg->zernike[i].coeff);
     for (int i = 0; i < cfg->n_sweep_zernike; ++i) {
@@ -151,25 +208,22 @@ static double largest_step(const image_set *s)
     double zw = 0.0, znm = 0.0; /* sum_t G_t A_t: in waves, in nm */
     for (int t = 0; t < ms->nterms; ++t) {
         double g = set_checks_zernike_max_gradient(ms->n[t], ms->m[t]);
-        double a = largest_coefficient(cfg, ms->n[t], ms->m[t]);
+        double a = largest_coefficient(s, ms->n[t], ms->m[t]);
         if (cfg->zunits == ZUNITS_NM)
             znm += g * a;
         else
             zw += g * a;
-        if (ms->n[t] == 2 && ms->m[t] == 0 && cfg->n_sweep_focus_shift > 0) /* a length */
-            znm += g * 1e3 *
-                   fabs(wavefront_focus_shift_to_z4_um(
-                       largest_abs(cfg->sweep_focus_shift_um, cfg->n_sweep_focus_shift),
-                       cfg->f_number));
+        double fs = largest_focus_shift(s);
+        if (ms->n[t] == 2 && ms->m[t] == 0 && fs > 0) /* a length */
+            znm += g * 1e3 * fabs(wavefront_focus_shift_to_z4_um(fs, cfg->f_number));
     }
     double slope = s->opd_map ? opd_slope(s) : 0.0;
-    int swept = cfg->n_sweep_wavelength > 0;
-    const double *wl = swept ? cfg->sweep_wavelength_nm : cfg->wavelengths_nm;
-    int nwl = swept ? cfg->n_sweep_wavelength : cfg->nwavelengths;
-    double wl_ref = wl[0], worst = 0.0;
-    for (int c = 1; c < nwl; ++c)
-        wl_ref = fmin(wl_ref, wl[c]);
-    for (int c = 0; c < nwl; ++c) { /* each pitch as image_set_job gives it */
+    long long nwl;
+    int swept;
+    const char *key;
+    double wl_ref, wl_hi, worst = 0.0;
+    const double *wl = set_wavelengths(s, &nwl, &swept, &key, &wl_ref, &wl_hi);
+    for (long long c = 0; c < nwl; ++c) { /* each pitch as image_set_job gives it */
         double dx = s->samp.dx_m * (swept || s->mft ? 1.0 : wl[c] / wl_ref);
         double opd = opd_in_nm(s) ? slope / wl[c] : slope;
         double step = 2.0 * dx / s->samp.diameter_m * (zw + znm / wl[c]) + opd * dx;
@@ -211,7 +265,10 @@ static void check_sampling(const image_set *s, set_notes *notes)
                  big, n, s->samp.padding);
     if (s->mft) { /* the pixel in lambda/D at the set's shortest wavelength */
         double wl_lo, wl_hi;
-        config_wavelength_span(cfg, &wl_lo, &wl_hi);
+        long long nwl;
+        int listed;
+        const char *wkey;
+        set_wavelengths(s, &nwl, &listed, &wkey, &wl_lo, &wl_hi);
         double ld = s->pixel_rad > 0  ? s->pixel_rad * s->samp.diameter_m / (wl_lo * 1e-9)
                     : s->pixel_um > 0 ? s->pixel_um * 1e3 / (cfg->f_number * wl_lo)
                                       : s->pixel_ld;
@@ -267,7 +324,10 @@ static int check_opd_bound(const image_set *s, char *err, size_t errlen)
     for (size_t i = 0; i < n; ++i)
         if (fabs(s->opd_map[i]) > big) big = fabs(s->opd_map[at = i]);
     double wl_lo, wl_hi;
-    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    long long nwl;
+    int listed;
+    const char *wkey;
+    set_wavelengths(s, &nwl, &listed, &wkey, &wl_lo, &wl_hi);
     int nm = opd_in_nm(s);
     if (big <= (nm ? CFG_MAX_WAVES * wl_lo : CFG_MAX_WAVES)) return 0;
     const char *key = written(cfg, "aberrations.opd_map.scale") ? "aberrations.opd_map.scale"

@@ -1,7 +1,8 @@
 /* limits: the memory and disk needs of an image set, computed by hand here
- * from the terms limits.h lists, and the refusals (message with both
- * numbers, the config file, line and key) against a machine given as
- * numbers. */
+ * from the terms limits.h lists (with output.hdf5: NAME.h5's disk space and
+ * its writer's memory from app/hdf5_writer.h's terms), and the refusals
+ * (message with both numbers, the config file, line and key) against a
+ * machine given as numbers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,14 +151,20 @@ static void test_disk_need_by_hand(void **state)
     load(small_cfg, &l);
     limits_disk d;
     limits_disk_need(&l.set, 10, 4096, &d);
-    /* PNG: 128 rows of 1 + 256 bytes = 32896, + 1/256 + 8 KiB. */
-    assert_int_equal(d.png_bytes, 32896 + 128 + 8192);
-    /* FITS: 64 + 1 cards in 2 blocks; 65536 data bytes padded to 23 blocks. */
+    /* PNG: 128 rows of 1 + 256 bytes = 32896, deflated at worst to
+     * compressBound = 32896 + 8 + 2 + 13 = 32919, in 5 IDAT chunks of 12
+     * bytes, + signature, IHDR and IEND (45). */
+    assert_int_equal(d.png_bytes, 32919 + 5 * 12 + 45);
+    /* FITS: 8 + 34 keywords (33, with the WCS, DATE, CFGHASH and WAVE0, and
+     * Z4) + END in 2 blocks; 65536 data bytes padded to 23 blocks: the file
+     * psfsim writes, exactly. */
     assert_int_equal(d.fits_bytes, 2 * 2880 + 23 * 2880);
-    /* Each file to 4 KiB blocks plus one; logs 10 x 1 KiB + 16 KiB -> 28 KiB + 2 blocks. */
-    unsigned long long png = 45056 + 4096, fits = 73728 + 4096, logs = 28672 + 8192;
-    assert_int_equal(d.total, 10 * png + 10 * fits + logs);
-    assert_int_equal(d.files, 10 + 10 + 6);
+    /* Each file to 4 KiB blocks; the logs (rows of at most 272 + 151
+     * bytes, 16 KiB more) twice, and 2 blocks; 23 directory entries of 40
+     * bytes in one block. */
+    unsigned long long png = 36864, fits = 73728, logs = 2 * 24576 + 8192, dirents = 4096;
+    assert_int_equal(d.total, 10 * png + 10 * fits + logs + dirents);
+    assert_int_equal(d.files, 10 + 10 + 7);
     unload(&l);
 }
 
@@ -173,14 +180,19 @@ static void test_disk_need_8bit_cube(void **state)
          &l);
     limits_disk d;
     limits_disk_need(&l.set, 3, 512, &d);
-    assert_int_equal(d.png_bytes, 32 * 33 + 32 * 33 / 256 + 8192);
-    /* One cube file: 3 planes of 4096 bytes and 3 table rows of 256,
-     * padded to 2880 (13056 -> 14400), 4 headers of 2 blocks and 4 blocks. */
-    unsigned long long cube = 14400 + 4 * 5760 + 4 * 2880;
-    unsigned long long png = ((d.png_bytes + 511) / 512) * 512 + 512;
-    unsigned long long logs = ((3 * (1024 + 32) + 16384 + 511) / 512) * 512 + 1024;
-    assert_int_equal(d.total, 3 * png + ((cube + 511) / 512) * 512 + 512 + logs);
-    assert_int_equal(d.files, 3 + 1 + 6);
+    /* 32 rows of 1 + 32 bytes: 1056 + 13, one IDAT chunk, 45. */
+    assert_int_equal(d.png_bytes, 1069 + 12 + 45);
+    /* One cube file, as psfsim writes it: the primary header (8 cards,
+     * NAXIS3, 10 common keywords, END: 1 block), 3 planes of 4096 bytes
+     * padded to 14400, the PLANES header (9 cards, TTYPE, TFORM for 9
+     * columns and TUNIT for 6, END: 1 block) and its 3 rows of 72 bytes
+     * (1 block). */
+    unsigned long long cube = 2880 + 14400 + 2880 + 2880;
+    unsigned long long png = ((d.png_bytes + 511) / 512) * 512;
+    unsigned long long logs = 2 * (((3 * (298 + 151) + 16384 + 511) / 512) * 512) + 1024;
+    unsigned long long dirents = 512; /* 7 of 40 bytes */
+    assert_int_equal(d.total, 3 * png + ((cube + 511) / 512) * 512 + logs + dirents);
+    assert_int_equal(d.files, 3 + 1 + 7);
     unload(&l);
 }
 
@@ -271,16 +283,16 @@ static void test_evaluate_disk(void **state)
     mc.reclaim = 1;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), 0);
 
-    /* Inodes: 26 files (10 PNG, 10 FITS, the logs and their temp files). */
+    /* Inodes: 27 files (10 PNG, 10 FITS, the logs, the lock, the temp files). */
     mc = roomy();
-    mc.inodes_free = 25;
+    mc.inodes_free = 26;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), -1);
     snprintf(want, sizeof want,
-             "%s:4: sweep: 10 image(s) (PNG 16-bit + FITS) need 26 files in out/x, but its file "
-             "system (/data) has 25 free inodes",
+             "%s:4: sweep: 10 image(s) (PNG 16-bit + FITS) need 27 files in out/x, but its file "
+             "system (/data) has 26 free inodes",
              l.path);
     assert_string_equal(err, want);
-    mc.inodes_free = 26;
+    mc.inodes_free = 27;
     assert_int_equal(limits_evaluate(&l.set, "out/x", &o, 10, &mc, err, sizeof err), 0);
     unload(&l);
 }
@@ -336,22 +348,133 @@ static void test_probe_this_machine(void **state)
     char old[4200];
     snprintf(old, sizeof old, "%s/lim_0.png", g_dir);
     assert_int_equal(tu_write_file(old, "0123456789"), 0);
-    snprintf(old, sizeof old, "%s/lim_manifest.csv", g_dir);
-    assert_int_equal(tu_write_file(old, "abc"), 0);
+    snprintf(old, sizeof old, "%s/lim_manifest.csv", g_dir); /* 15 + 13 bytes, naming lim_0.png */
+    assert_int_equal(tu_write_file(old, "index,png,fits\n0,lim_0.png,\n"), 0);
     snprintf(old, sizeof old, "%s/other_0.png", g_dir);
     assert_int_equal(tu_write_file(old, "not ours"), 0);
+    snprintf(old, sizeof old, "%s/lim_notes.png", g_dir); /* the user's, not the set's */
+    assert_int_equal(tu_write_file(old, "notes"), 0);
+    snprintf(old, sizeof old, "%s/lim_1.png", g_dir); /* not in the manifest: not the set's */
+    assert_int_equal(tu_write_file(old, "one"), 0);
+    loaded l;
+    load("name = \"lim\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 32; };\n",
+         &l);
 
     limits_machine mc;
-    limits_probe(dir, "lim", 1, &mc);
+    limits_probe(dir, &l.cfg, 1, &mc);
     assert_true(mc.mem_physical > 0);
     assert_string_equal(mc.fs_path, g_dir);
     assert_true(mc.disk_free > 0);
     assert_true(mc.block >= 512);
     assert_int_equal(mc.reclaim, 0); /* dir does not exist: nothing to replace */
-    limits_probe(g_dir, "lim", 1, &mc);
-    assert_int_equal(mc.reclaim, 13); /* lim_0.png and lim_manifest.csv */
-    limits_probe(g_dir, "lim", 0, &mc);
+    limits_probe(g_dir, &l.cfg, 1, &mc);
+    assert_int_equal(mc.reclaim, 10 + 28); /* lim_0.png and lim_manifest.csv */
+    limits_probe(g_dir, &l.cfg, 0, &mc);
     assert_int_equal(mc.reclaim, 0); /* without --force nothing is replaced */
+    unload(&l);
+}
+
+/* 10 images of 128 x 128 (n = 64, Q = 2), HDF5 alone; one label term
+ * (Noll 4, from the defocus sweep). */
+#define H5_CFG(output)                                                                             \
+    "name = \"h\";\n"                                                                              \
+    "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"                       \
+    "sampling: { pupil_samples = 64; padding = 2.0; };\n"                                          \
+    "sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]; };\n"                  \
+    "output: { png: { enabled = false; }; hdf5: { enabled = true; " output " }; };\n"
+
+static void test_hdf5_disk_by_hand(void **state)
+{
+    (void)state;
+    loaded l;
+    load(H5_CFG(""), &l);
+    assert_int_equal(l.set.modes.nterms, 1);
+    limits_disk d;
+    limits_disk_need(&l.set, 10, 4096, &d);
+    /* 10 images of 65536 bytes, labels (1 term + 10 columns) x 8 + 1 flag,
+     * one chunk (16 images would fit in 1 MiB: all 10) of 256 bytes of
+     * index, 1 MiB of metadata and 1 MiB for the sidecar. */
+    unsigned long long h5 = 10 * 65536ULL + 10 * 89 + 256 + 2 * MIB;
+    assert_int_equal(d.hdf5_bytes, h5);
+    assert_int_equal(d.png_bytes, 0);
+    /* The journals twice (set_limits_disk.c: 10 rows of at most 268 + 151
+     * bytes and 16 KiB, to 4096-byte blocks, 24576), two blocks, and the
+     * directory's entries (6 of 36 bytes: one block). */
+    unsigned long long logs = 2 * 24576 + 2 * 4096 + 4096;
+    assert_int_equal(d.total, logs + ((h5 + 4095) / 4096) * 4096 + 3 * 4096);
+    assert_int_equal(d.files, 3 + 7); /* and the lock file */
+    unload(&l);
+
+    /* The temp file a --resume continues counts as free. */
+    load(H5_CFG(""), &l);
+    limits_machine mc = roomy();
+    mc.disk_free = d.total - 1;
+    char err[4096] = "";
+    assert_int_equal(limits_evaluate(&l.set, "out/h", NULL, 10, &mc, err, sizeof err), -1);
+    assert_non_null(strstr(err, "(HDF5 float32) need up to"));
+    mc.hdf5_part = 1;
+    assert_int_equal(limits_evaluate(&l.set, "out/h", NULL, 10, &mc, err, sizeof err), 0);
+    unload(&l);
+}
+
+static void test_hdf5_memory_by_hand(void **state)
+{
+    (void)state;
+    loaded l;
+    load(H5_CFG(""), &l);
+    limits_memory m;
+    limits_memory_need(&l.set, 1, 10, &m);
+    assert_int_equal(m.batch, 10);
+    /* Queue: 2 batches of 10 rows (image, labels, 2 x 8 bytes of backend);
+     * stages: (2 slots + 2) chunks of 10 images; 3 flag bytes an image. */
+    unsigned long long row = 65536 + 89 + 16;
+    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 655360ULL + 30);
+    assert_int_equal(m.total,
+                     m.fft + m.images + m.pupils + m.scratch + m.writers + m.base + m.hdf5);
+    unload(&l);
+    /* uint16 with gzip: half the bytes, the deflate buffers (8 threads, a
+     * chunk twice each; a chunk is now all 10 images of 32768) and the
+     * slots' levels. */
+    load(H5_CFG("dtype = \"uint16\"; compression = \"gzip\";"), &l);
+    limits_memory_need(&l.set, 1, 10, &m);
+    row = 32768 + 89 + 16;
+    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 327680ULL + 16 * 327680ULL + 30 + 2 * 10 * 32768);
+    unload(&l);
+    /* Without output.hdf5: nothing. */
+    load("name = \"n\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 64; };\n",
+         &l);
+    limits_memory_need(&l.set, 1, 1, &m);
+    assert_int_equal(m.hdf5, 0);
+    limits_disk d;
+    limits_disk_need(&l.set, 1, 4096, &d);
+    assert_int_equal(d.hdf5_bytes, 0);
+    unload(&l);
+}
+
+static void test_hdf5_image_over_a_chunk(void **state)
+{
+    (void)state;
+    loaded l;
+    load("name = \"big\";\n"
+         "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 64; };\n"
+         "output: {\n"
+         "  npix = 32768; hdf5: { enabled = true; }; };\n",
+         &l);
+    limits_machine mc = roomy();
+    char err[4096] = "", want[4600];
+    assert_int_equal(limits_evaluate(&l.set, "out", NULL, 1, &mc, err, sizeof err), -1);
+    snprintf(want, sizeof want,
+             "%s:5: output.npix: an image of 32768 x 32768 float32 is 4.0 GiB, more than one "
+             "HDF5 chunk holds (under 4 GiB): use output.hdf5.dtype = \"uint16\", smaller "
+             "images, or turn output.hdf5 off",
+             l.path);
+    assert_string_equal(err, want);
+    unload(&l);
 }
 
 int main(void)
@@ -362,6 +485,8 @@ int main(void)
         cmocka_unit_test(test_evaluate_memory),         cmocka_unit_test(test_evaluate_disk),
         cmocka_unit_test(test_largest_set_no_overflow), cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_probe_this_machine),      cmocka_unit_test(test_memory_need_mft),
+        cmocka_unit_test(test_hdf5_disk_by_hand),       cmocka_unit_test(test_hdf5_memory_by_hand),
+        cmocka_unit_test(test_hdf5_image_over_a_chunk),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -188,4 +188,201 @@ expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmiss
 expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
 expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
 [ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
+# Segmented apertures (optics.aperture.segments): each bad value names its
+# file, line and key, and nothing is written.
+segcfg() { # $1: the segments group's body; $2: more aperture keys
+  cat <<CFG
+name = "bad";
+optics: { wavelength_nm = 550.0; aperture: { shape = "segmented"; ${2:-}
+  segments: { $1 }; }; };
+sampling: { pupil_samples = 32; };
+CFG
+}
+segcfg 'flat_to_flat_m = 1.32; gap_m = 0.007; rings = 1; missing = [0];' >segok.cfg
+expect_exit 0 "a segmented aperture" -- "$PSFSIM" -c segok.cfg -o segok -q
+segcfg 'flat_to_flat_m = 1.32; gap_m = -0.01; rings = 1;' >segovl.cfg
+expect_exit 2 "overlapping segments" -- "$PSFSIM" -c segovl.cfg -o out6
+expect_stderr 'segovl.cfg:3: optics.aperture.segments.gap_m: must be >= 0: neighbouring segments would overlap \(got -0.01\)' "overlapping segments: message"
+segcfg 'flat_to_flat_m = 1.32; gap_m = 1.5; rings = 1;' >seggap.cfg
+expect_exit 2 "a gap larger than the segment" -- "$PSFSIM" -c seggap.cfg -o out6
+expect_stderr 'seggap.cfg:3: optics.aperture.segments.gap_m: must be < optics.aperture.segments.flat_to_flat_m \(1.32\) \(got 1.5\)' "gap larger than the segment: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;
+  missing = [0, 19];' >segidx.cfg
+expect_exit 2 "a segment index out of range" -- "$PSFSIM" -c segidx.cfg -o out6
+expect_stderr 'segidx.cfg:4: optics.aperture.segments.missing\[1\]: must be a segment index, an integer in \[0, 18\] for 2 rings \(got 19\)' "segment index out of range: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 1; missing = [2, 2];' >segdup.cfg
+expect_exit 2 "a segment left out twice" -- "$PSFSIM" -c segdup.cfg -o out6
+expect_stderr 'segdup.cfg:3: optics.aperture.segments.missing\[1\]: segment 2 is already listed' "segment listed twice: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 0; missing = [0];' >segnone.cfg
+expect_exit 2 "every segment left out" -- "$PSFSIM" -c segnone.cfg -o out6
+expect_stderr 'segnone.cfg:3: optics.aperture.segments.missing: leaves out every segment' "every segment left out: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 11;' >segrings.cfg
+expect_exit 2 "too many rings" -- "$PSFSIM" -c segrings.cfg -o out6
+expect_stderr 'segrings.cfg:3: optics.aperture.segments.rings: ' "too many rings: message"
+segcfg 'gap_m = 0.007; rings = 1;' >segf.cfg
+expect_exit 2 "no segment size" -- "$PSFSIM" -c segf.cfg -o out6
+expect_stderr 'segf.cfg: optics.aperture.segments.flat_to_flat_m: required key missing \(shape = "segmented"\)' "no segment size: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;' 'diameter_m = 6.0;' >segdiam.cfg
+expect_exit 2 "a diameter smaller than the segments" -- "$PSFSIM" -c segdiam.cfg -o out6
+expect_stderr 'segdiam.cfg:2: optics.aperture.diameter_m: must hold every segment: >= 6.64' "diameter smaller than the segments: message"
+good 'aperture: { diameter_m = 1.0; segments: { flat_to_flat_m = 0.1; rings = 1; }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >segshape.cfg
+expect_exit 2 "segments with a circular shape" -- "$PSFSIM" -c segshape.cfg -o out6
+expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = "segmented"' "segments without shape = segmented: message"
+segcfg 'flat_to_flat_m = 900.0; rings = 10;' >segbig.cfg
+expect_exit 2 "segments spanning more than 10 km" -- "$PSFSIM" -c segbig.cfg -o out6
+expect_stderr 'segbig.cfg:3: optics.aperture.segments.flat_to_flat_m: the segments span .* m: the aperture.s diameter must be in \[1e-06, 10000\] m' "segments spanning more than 10 km: message"
+[ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
+# Listed spider vanes (optics.aperture.spiders.vanes).
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.1; r_start_m = 0.1; r_end_m = 0.4; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneok.cfg
+expect_exit 0 "listed vanes" -- "$PSFSIM" -c vaneok.cfg -o vaneok -q
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.6; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneout.cfg
+expect_exit 2 "a vane outside the aperture" -- "$PSFSIM" -c vaneout.cfg -o out7
+expect_stderr 'vaneout.cfg:3: optics.aperture.spiders.vanes\[1\].offset_m: the vane lies outside the aperture: \|offset_m\| - width_m / 2 must be < diameter_m / 2 = 0.5 \(got 0.6\)' "vane outside the aperture: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanew.cfg
+expect_exit 2 "a vane without a width" -- "$PSFSIM" -c vanew.cfg -o out7
+expect_stderr 'vanew.cfg:2: optics.aperture.spiders.vanes\[0\].width_m: required key missing' "vane without a width: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; length_m = 1.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanekey.cfg
+expect_exit 2 "an unknown vane key" -- "$PSFSIM" -c vanekey.cfg -o out7
+expect_stderr 'vanekey.cfg:2: optics.aperture.spiders.vanes\[0\].length_m: unknown key' "unknown vane key: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 9.0; width_m = 0.02; r_start_m = 0.3; r_end_m = 0.2; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneend.cfg
+expect_exit 2 "a vane ending before its start" -- "$PSFSIM" -c vaneend.cfg -o out7
+expect_stderr 'vaneend.cfg:2: optics.aperture.spiders.vanes\[0\].r_end_m: must be > r_start_m, or 0 for no end \(got 0.2\)' "vane ending before its start: message"
+[ ! -e out7 ] && pass "bad vanes: nothing written" || fail "out7 was created"
+# optics.aperture.angle_deg (hexagon only) and obscuration_shape.
+good 'aperture: { shape = "hexagon"; diameter_m = 1.0; angle_deg = 30.0; obscuration = 0.3; obscuration_shape = "hexagon"; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >hexok.cfg
+expect_exit 0 "a rotated hexagon with a hexagonal obscuration" -- "$PSFSIM" -c hexok.cfg -o hexok -q
+good 'aperture: { diameter_m = 1.0; angle_deg = 30.0; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >hexang.cfg
+expect_exit 2 "angle_deg on a circle" -- "$PSFSIM" -c hexang.cfg -o out8
+expect_stderr 'hexang.cfg:2: optics.aperture.angle_deg: only used with shape = "hexagon"' "angle_deg on a circle: message"
+good 'aperture: { diameter_m = 1.0; obscuration = 0.2; obscuration_shape = "square"; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >obsshape.cfg
+expect_exit 2 "an unknown obscuration shape" -- "$PSFSIM" -c obsshape.cfg -o out8
+expect_stderr 'obsshape.cfg:2: optics.aperture.obscuration_shape: must be "circle" or "hexagon" \(got "square"\)' "unknown obscuration shape: message"
+[ ! -e out8 ] && pass "bad hexagon keys: nothing written" || fail "out8 was created"
+
+# Random and listed sets (sweep.random, sweep.table): every bad key, table
+# and combination gives exit 2, FILE:LINE: KEY (and the table's
+# PATH:LINE:COLUMN), and writes nothing.
+dataset() { # name, sweep text, extra optics keys, pattern, [table text]
+  local name=$1 sweep=$2 optics=$3 pattern=$4
+  [ $# -ge 5 ] && printf '%b' "$5" >"ds_$name.csv"
+  cat >"ds_$name.cfg" <<CFG
+name = "ds";
+optics: { $optics aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+sweep: { $sweep };
+CFG
+  sed -i "s/@T/ds_$name.csv/" "ds_$name.cfg"
+  expect_exit 2 "dataset $name" -- "$PSFSIM" -c "ds_$name.cfg" -o out4
+  expect_stderr "$pattern" "dataset $name: message"
+  [ ! -e out4 ] || { fail "dataset $name: out4 was created"; rm -rf out4; }
+}
+W='wavelength_nm = 550.0;'
+R='count = 4; seed = 1;'
+dataset count0 "random: { count = 0; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_count0.cfg:4: sweep.random.count: must be >= 1 \(got 0\)'
+dataset countbig "random: { count = 20000000; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_countbig.cfg:4: sweep.random.count: must be <= 10000000'
+dataset countlists "defocus = [0.0, 0.1]; random: { count = 6000000; seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_countlists.cfg:4: sweep.random.count: makes 12000000 images .*limit of 10000000'
+dataset nocount "random: { seed = 1; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_nocount.cfg: sweep.random.count: required key missing'
+dataset noseed "random: { count = 4; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_noseed.cfg: sweep.random.seed: required key missing'
+dataset seedneg "random: { count = 4; seed = -3; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_seedneg.cfg:4: sweep.random.seed: must be >= 0 \(got -3\)'
+dataset seedfloat "random: { count = 4; seed = 1.5; zernike = ((4, \"normal\", 0.1)); };" "$W" \
+  'ds_seedfloat.cfg:4: sweep.random.seed: expected an integer \(got a float\)'
+dataset dist "random: { $R zernike = ((4, \"gauss\", 0.1)); };" "$W" \
+  'ds_dist.cfg:4: sweep.random.zernike\[0\]: the distribution must be "normal" or "uniform" \(got "gauss"\)'
+dataset sigma "random: { $R zernike = ((4, \"normal\", -0.1)); };" "$W" \
+  'ds_sigma.cfg:4: sweep.random.zernike\[0\]: the sigma must be >= 0'
+dataset halfwidth "random: { $R zernike = ((4, \"uniform\", 2e6)); };" "$W" \
+  'ds_halfwidth.cfg:4: sweep.random.zernike\[0\]: the half-width must be at most 1e6'
+dataset rj "random: { $R zernike = ((0, \"normal\", 0.1)); };" "$W" \
+  'ds_rj.cfg:4: sweep.random.zernike\[0\]: j must be >= 1 in the noll convention \(got 0\)'
+dataset rdup "random: { $R zernike = ((4, \"normal\", 0.1), (4, \"uniform\", 0.1)); };" "$W" \
+  'ds_rdup.cfg:4: sweep.random.zernike\[1\]: duplicate term j = 4'
+dataset triple "random: { $R zernike = ((4, \"normal\")); };" "$W" \
+  'ds_triple.cfg:4: sweep.random.zernike\[0\]: expected a triple .*\(got 2 elements\)'
+dataset nothing "random: { $R };" "$W" 'ds_nothing.cfg:4: sweep.random: draws nothing'
+dataset piston "random: { $R spectrum: { j_min = 1; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_piston.cfg:4: sweep.random.spectrum.j_min: j = 1 is piston'
+dataset jorder "random: { $R spectrum: { j_min = 9; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_jorder.cfg:4: sweep.random.spectrum.j_max: must be >= j_min \(9\) \(got 8\)'
+dataset rms "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = -1.0; power = -2.0; }; };" "$W" \
+  'ds_rms.cfg:4: sweep.random.spectrum.total_rms: must be >= 0'
+dataset power "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; power = 99.0; }; };" "$W" \
+  'ds_power.cfg:4: sweep.random.spectrum.power: must be <= 50'
+dataset nopower "random: { $R spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; }; };" "$W" \
+  'ds_nopower.cfg: sweep.random.spectrum.power: required key missing'
+dataset overlap "random: { $R zernike = ((6, \"normal\", 0.1)); spectrum: { j_min = 4; j_max = 8; total_rms = 0.1; power = -2.0; }; };" "$W" \
+  'ds_overlap.cfg:4: sweep.random.zernike\[0\]: term j = 6 is also drawn by sweep.random.spectrum'
+dataset fsnof "random: { $R focus_shift_um = [10.0]; };" "$W" \
+  'ds_fsnof.cfg:4: sweep.random.focus_shift_um: needs optics.f_number'
+dataset fsboth "focus_shift_um = [0.0]; random: { $R focus_shift_um = [10.0]; };" "$W f_number = 10.0;" \
+  'ds_fsboth.cfg:4: sweep.random.focus_shift_um: cannot be used with sweep.focus_shift_um'
+dataset wlboth "wavelength_nm = [500.0]; random: { $R wavelength_nm = [600.0]; };" "" \
+  'ds_wlboth.cfg:4: sweep.random.wavelength_nm: cannot be used with sweep.wavelength_nm'
+dataset wlbroad "random: { $R wavelength_nm = [600.0]; };" "wavelengths_nm = [500.0, 600.0];" \
+  'ds_wlbroad.cfg:4: sweep.random.wavelength_nm: cannot be used with optics.wavelengths_nm'
+dataset wlneg "random: { $R wavelength_nm = [600.0, 0.0]; };" "" \
+  'ds_wlneg.cfg:4: sweep.random.wavelength_nm\[1\]: must be > 0'
+dataset rkey "random: { $R zernike = ((4, \"normal\", 0.1)); sigma = 1.0; };" "$W" \
+  'ds_rkey.cfg:4: sweep.random.sigma: unknown key'
+# More terms than a FITS header holds: refused with FITS output only.
+cat >ds_fitsterms.cfg <<CFG
+name = "ds";
+optics: { $W aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+output: { fits: { enabled = true; }; };
+sweep: { random: { $R spectrum: { j_min = 2; j_max = 300; total_rms = 0.1; power = -2.0; }; }; };
+CFG
+expect_exit 2 "dataset fitsterms" -- "$PSFSIM" -c ds_fitsterms.cfg -o out4
+expect_stderr 'ds_fitsterms.cfg:5: sweep.random.spectrum: the set has 299 Zernike terms, more than the 256' "fitsterms: message"
+[ ! -e out4 ] && pass "fitsterms: nothing written" || fail "fitsterms: out4 was created"
+# The table: its file, its cells and columns, and what it may not repeat.
+T='table = "@T";'
+dataset tmissing 'table = "nope.csv";' "$W" 'ds_tmissing.cfg:4: sweep.table: cannot read nope.csv'
+dataset tempty "$T" "$W" 'ds_tempty.cfg:4: sweep.table: ds_tempty.csv: empty file' ''
+dataset theader "$T" "$W" 'ds_theader.cfg:4: sweep.table: ds_theader.csv: no data rows' 'z4,z7\n'
+dataset tunknown "$T" "$W" 'ds_tunknown.cfg:4: sweep.table: ds_tunknown.csv:1:2 \(zz\): unknown column' 'z4,zz\n0.1,0.2\n'
+dataset tconv "$T" "$W" 'ds_tconv.cfg:4: sweep.table: ds_tconv.csv:1:1 \(z0\): unknown column' 'z0\n0.1\n'
+dataset textra "$T" "$W" 'ds_textra.cfg:4: sweep.table: ds_textra.csv:3:2: extra cell' 'z4\n0.1\n0.2,0.3\n'
+dataset tshort "$T" "$W" 'ds_tshort.cfg:4: sweep.table: ds_tshort.csv:2:2 \(z5\): missing cell' 'z4,z5\n0.1\n'
+dataset tnan "$T" "$W" 'ds_tnan.cfg:4: sweep.table: ds_tnan.csv:3:1 \(z4\): "abc" is not a number' 'z4\n0.1\nabc\n'
+dataset tnowl "$T" "" 'ds_tnowl.cfg: optics.wavelength_nm: required key missing .*a wavelength_nm column' 'z4\n0.1\n'
+dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be > 0' \
+  'wavelength_nm\n500\n-5\n'
+dataset twlswept "wavelength_nm = [500.0]; $T" "" \
+  'ds_twlswept.cfg:4: sweep.table: ds_twlswept.csv:1:1 \(wavelength_nm\): the column is also given by sweep.wavelength_nm' \
+  'wavelength_nm\n500\n'
+dataset twlrandom "$T random: { $R wavelength_nm = [500.0]; };" "" \
+  'ds_twlrandom.cfg:4: sweep.table: ds_twlrandom.csv:1:1 \(wavelength_nm\): the column is also given by sweep.random.wavelength_nm' \
+  'wavelength_nm\n500\n'
+dataset twlbroad "$T" "wavelengths_nm = [500.0, 600.0];" \
+  'ds_twlbroad.cfg:4: sweep.table: ds_twlbroad.csv:1:1 \(wavelength_nm\): cannot be used with optics.wavelengths_nm' \
+  'wavelength_nm\n500\n'
+dataset tdefocus "defocus = [0.0]; $T" "$W" \
+  'ds_tdefocus.cfg:4: sweep.table: ds_tdefocus.csv:1:2 \(defocus\): the column is also given by sweep.defocus' \
+  'z4,defocus\n0.1,0.2\n'
+dataset tfsnof "$T" "$W" 'ds_tfsnof.cfg:4: sweep.table: ds_tfsnof.csv:1:1 \(focus_shift_um\): needs optics.f_number' \
+  'focus_shift_um\n1\n'
+dataset tfsrandom "$T random: { $R focus_shift_um = [1.0]; };" "$W f_number = 10.0;" \
+  'ds_tfsrandom.cfg:4: sweep.table: ds_tfsrandom.csv:1:1 \(focus_shift_um\): the column is also given by sweep.random.focus_shift_um' \
+  'focus_shift_um\n1\n'
+dataset tzswept "zernike = ((7, [0.0, 0.1])); $T" "$W" \
+  'ds_tzswept.cfg:4: sweep.table: ds_tzswept.csv:1:2 \(z7\): the column is also given by sweep.zernike' \
+  'z4,z7\n0.1,0.2\n'
+awk 'BEGIN { print "z4"; for (i = 0; i < 2500001; ++i) print 0 }' >ds_trows.csv
+dataset trows "defocus = [0.0, 0.1]; table = \"ds_trows.csv\"; random: { count = 2; seed = 1; zernike = ((5, \"normal\", 0.1)); };" "$W" \
+  'ds_trows.cfg:4: sweep.table: ds_trows.csv: 2500001 rows make 10000004 images .*limit of 10000000'
 finish

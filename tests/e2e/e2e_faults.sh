@@ -16,19 +16,6 @@ SHIM=${PSFSIM_FAULT_SHIM:-}
 # instrumented, so the order is harmless.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
-# cfg NAME NIMAGES PUPIL OUTPUT [SWEEP-EXTRA]: NIMAGES defocus steps, N = 2 PUPIL.
-cfg() {
-  local values
-  values=$(awk -v n="$2" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.3f", (i ? ", " : ""), i * 0.01 }')
-  cat <<CFG
-name = "$1";
-optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
-sampling: { pupil_samples = $3; };
-sweep: { defocus = [$values]; ${5:-} };
-output: { $4 };
-CFG
-}
-
 # complete FILE NPIX: a PNG ends in its IEND chunk; a FITS holds whole 2880-byte
 # blocks, starts with SIMPLE and has room for NPIX^2 float32 values.
 complete() {
@@ -96,9 +83,9 @@ cfg f 10 32 'fits: { enabled = true; };' >f.cfg # 10 images of 64 x 64, PNG + FI
 
 # ---- disk full (ENOSPC on every write from the k-th file on) ----
 if [ -n "$SHIM" ]; then
-  # Files in order: manifest 1, timing 2, then per image: PNG 3, FITS 4 (the
-  # reserved name) and 5 (cfitsio's create).
-  for k in 1 2 3 4 5 9 17 26; do
+  # Files in order: manifest 1, timing 2, then per image k: PNG 3 + 2k, FITS
+  # 4 + 2k (cfitsio encodes it in memory; psfsim creates the one file).
+  for k in 1 2 3 4 5 7 12 18; do
     shim_run "disk full from file $k" 3 'No space left on device' "$SCRATCH/full$k" \
       PSFSIM_FAULT_FULL_AT=$k -- -j 1 -c f.cfg
     set_true "$SCRATCH/full$k" f 64 "disk full from file $k"
@@ -114,14 +101,25 @@ if [ -n "$SHIM" ]; then
 
   # ---- the directory becomes unwritable (EACCES) or is removed mid-run ----
   shim_run "directory unwritable from image 1" 3 'f_1\.png: Permission denied' "$SCRATCH/acc" \
-    PSFSIM_FAULT_EACCES_AT=6 -- -j 1 -c f.cfg
+    PSFSIM_FAULT_EACCES_AT=5 -- -j 1 -c f.cfg
   set_true "$SCRATCH/acc" f 64 "unwritable mid-run"
   shim_run "directory removed before image 1" 3 'No such file or directory' "$SCRATCH/rm6" \
-    PSFSIM_FAULT_RMDIR_AT=6 -- -j 1 -c f.cfg
+    PSFSIM_FAULT_RMDIR_AT=5 -- -j 1 -c f.cfg
   set_true "$SCRATCH/rm6" f 64 "directory removed mid-run"
   shim_run "directory removed before the manifest" 3 'f_manifest\.csv: No such file' \
     "$SCRATCH/rm1" PSFSIM_FAULT_RMDIR_AT=1 -- -j 1 -c f.cfg
   set_true "$SCRATCH/rm1" f 64 "directory removed at the start"
+  # Removed after an image is in place: noticed after the batch and at the
+  # end (its descriptor's link count is 0), and said as it is. Renames: the
+  # manifest 1, the timing log 2, then PNG k 3 + k (a PNG-only set).
+  cfg p 10 32 'fits: { enabled = false; };' >p.cfg
+  for n in 12 7; do # after image 9 (the set's last) and after image 4
+    shim_run "directory removed after rename $n" 3 \
+      "the output directory $SCRATCH/rmr$n was removed during the run; $((n - 2)) image\(s\) were lost" \
+      "$SCRATCH/rmr$n" PSFSIM_FAULT_RMDIR_RENAME_AT=$n -- -j 1 -c p.cfg
+    grep -q 'lists them\|written to' "$SCRATCH/stderr" && fail "rename $n: claims images exist" ||
+      pass "rename $n: claims no image exists"
+  done
 
   # ---- renames into the directory fail (a directory that cannot grow) ----
   shim_run "rename fails from image 0" 3 'f_0\.png: No space left on device' "$SCRATCH/ren" \
@@ -130,9 +128,63 @@ if [ -n "$SHIM" ]; then
   shim_run "rename fails from image 4" 3 'No space left on device' "$SCRATCH/ren4" \
     PSFSIM_FAULT_RENAME_AT=11 -- -j 1 -c f.cfg
   set_true "$SCRATCH/ren4" f 64 "rename fails later"
+
+  # ---- links planted in the directory (another user of a shared one) ----
+  # Just before the n-th file is created, a symbolic link to outside/n
+  # appears at the very name being created (a temp file's); just before the
+  # n-th rename, at the final name. psfsim makes every file through its own
+  # descriptor of the directory (O_CREAT | O_EXCL | O_NOFOLLOW: a taken name
+  # is never opened, another is drawn) and renames within it, so nothing is
+  # written outside and the set is whole. (cfitsio creating the FITS temp by
+  # name followed the link: file 4 or 5, the cube's 3 or 4.)
+  cfg fc 4 32 'fits: { enabled = true; cube = true; };' >fc.cfg
+  mkdir -p "$SCRATCH/outside"
+  links_ok() { # WHAT DIR NAME: nothing outside; the planted links go, then the set is true
+    [ -z "$(ls -A "$SCRATCH/outside")" ] && pass "$1: nothing written outside $2" ||
+      fail "$1: written outside: $(ls "$SCRATCH/outside")"
+    find "$2" -type l -delete
+    if [ "$3" = fc ]; then # a cube: no image files of their own to list
+      [ -z "$(find "$2" -name '.*tmp*')" ] && pass "$1: no temp file" || fail "$1: temp files left"
+    else
+      set_true "$2" "$3" 64 "$1"
+    fi
+  }
+  for n in 1 2 3 4 5 6; do
+    rm -rf "$SCRATCH/outside"/*
+    shim_run "link planted at the name of file $n" 0 '' "$SCRATCH/link$n" PSFSIM_FAULT_LINK_AT=$n \
+      PSFSIM_FAULT_LINK_TO="$SCRATCH/outside" PSFSIM_FAULT_LOG="$SCRATCH/link$n.log" -- -j 1 -c f.cfg
+    grep -q '^link ' "$SCRATCH/link$n.log" 2>/dev/null && pass "file $n: the link was planted" ||
+      fail "file $n: no link planted"
+    links_ok "link at file $n" "$SCRATCH/link$n" f
+    [ "$(tail -n +2 "$SCRATCH/link$n/f_manifest.csv" | wc -l)" -eq 10 ] &&
+      pass "link at file $n: 10 images listed" || fail "link at file $n: not 10 images"
+  done
+  for n in 1 2 3 4; do
+    rm -rf "$SCRATCH/outside"/*
+    shim_run "cube: link planted at the name of file $n" 0 '' "$SCRATCH/clink$n" \
+      PSFSIM_FAULT_LINK_AT=$n PSFSIM_FAULT_LINK_TO="$SCRATCH/outside" -- -j 1 -c fc.cfg
+    links_ok "cube: link at file $n" "$SCRATCH/clink$n" fc
+    [ -f "$SCRATCH/clink$n/fc_cube.fits" ] && [ ! -L "$SCRATCH/clink$n/fc_cube.fits" ] &&
+      pass "cube: link at file $n: the cube is a file" || fail "cube: link at file $n: no cube file"
+  done
+  for n in 3 4; do
+    rm -rf "$SCRATCH/outside"/*
+    shim_run "link planted at the final name of rename $n" 0 '' "$SCRATCH/rlink$n" \
+      PSFSIM_FAULT_LINK_RENAME_AT=$n PSFSIM_FAULT_LINK_TO="$SCRATCH/outside" -- -j 1 -c f.cfg
+    [ -z "$(find "$SCRATCH/rlink$n" -type l)" ] && pass "rename $n: the link was replaced" ||
+      fail "rename $n: a link is left: $(find "$SCRATCH/rlink$n" -type l)"
+    links_ok "link at the final name of rename $n" "$SCRATCH/rlink$n" f
+  done
 else
-  echo "skip: no fault shim (PSFSIM_FAULT_SHIM): disk-full, EACCES, rmdir and rename checks"
+  echo "skip: no fault shim (PSFSIM_FAULT_SHIM): disk-full, EACCES, rmdir, rename and link checks"
 fi
+
+# ---- the output directory given as a symbolic link: resolved once, used ----
+rm -rf real_out link_out && mkdir real_out && ln -s real_out link_out
+expect_exit 0 "output directory given as a symbolic link" -- "$PSFSIM" -q -c f.cfg -o link_out
+[ -f real_out/f_9.fits ] && [ -f real_out/f_manifest.csv ] &&
+  pass "symbolic link to the output directory: the set is in its target" ||
+  fail "symbolic link to the output directory: set not in its target"
 
 # ---- the manifest itself hits a write limit mid-row (EFBIG past ulimit -f) ----
 # 55 swept terms make 700-byte rows: the manifest passes 40 KiB after ~60
@@ -283,6 +335,16 @@ if try_mount "$SCRATCH/small" size=256k; then
 else
   echo "skip: no tmpfs: the up-front disk check is covered by test_limits"
 fi
+if try_mount "$SCRATCH/fit" size=3m; then
+  # 200 PNGs of 64 x 64 (16-bit): at worst 8340 bytes, 3 blocks, each; with
+  # the logs 2.6 MiB: it fits in 3 MiB, and is written. (The estimate was
+  # 8 KiB and a block more per file and 1 KiB per row: 5 MiB, refused.)
+  cfg t 200 32 '' >t.cfg
+  expect_exit 0 "a set that fits the free space" -- "$PSFSIM" -q -j 1 -c t.cfg -o "$SCRATCH/fit/out"
+  set_true "$SCRATCH/fit/out" t 64 "a set that fits the free space"
+  [ "$(tail -n +2 "$SCRATCH/fit/out/t_manifest.csv" | wc -l)" -eq 200 ] &&
+    pass "a set that fits: 200 images listed" || fail "a set that fits: not 200 images"
+fi
 
 # A real ENOSPC mid-run: once the run has started, another process fills the
 # file system (psfsim is stopped meanwhile, so the fill lands between two of
@@ -292,13 +354,9 @@ stop_fill_cont() { # WHAT DIR NAME NPIX ACTION: run psfsim on c.cfg, ACTION whil
   "$PSFSIM" -j 1 -c c.cfg -o "$dir" 2>"$SCRATCH/stderr" &
   local pid=$! i=0
   while [ ! -s "$dir/${name}_manifest.csv" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
-  kill -STOP $pid 2>/dev/null
-  # kill returns before every thread has stopped: wait until all have, or
-  # a writer could still rename a file into the directory being removed.
-  for _ in $(seq 500); do
-    grep -qv '^T' <(for t in /proc/$pid/task/*/stat; do awk '{ print $3 }' "$t" 2>/dev/null; done) || break
-    sleep 0.01
-  done
+  # (every thread stopped: a writer could else still rename a file into
+  # the directory being removed)
+  stop_all $pid
   $action
   kill -CONT $pid 2>/dev/null
   wait $pid

@@ -47,6 +47,25 @@ cmp -s a.csv b.csv && pass "manifest equals the single-process run's (index..axi
 expect_exit 2 "an existing set without --force: every rank stops" -- "${MPIRUN[@]}" "$PSFSIM" --backend cpu -c m.cfg -o par
 [ "$(grep -c 'already holds' "$SCRATCH/stderr")" -eq 1 ] && pass "said once (rank 0)" || fail "message count"
 
+# 1b. A random set (sweep.random): the draws are a function of (seed, draw,
+# term), so 3 ranks give the same images and manifest, label columns and
+# all, byte for byte.
+cat >rnd.cfg <<'CFG'
+name = "rn";
+optics: { wavelength_nm = 600; f_number = 12.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 32; padding = 2.0; };
+aberrations: { zernike = ((8, 0.05)); };
+sweep: { defocus = [0.0, 0.2]; random: { count = 60; seed = 77; zernike = ((4, "normal", 0.05), (7, "uniform", 0.02));
+  spectrum: { j_min = 9; j_max = 10; total_rms = 0.03; power = -2.0; }; focus_shift_um = [-40.0, 40.0]; }; };
+output: { fits: { enabled = true; }; };
+CFG
+expect_exit 0 "random set, single process" -- "$PSFSIM" -q --backend cpu -c rnd.cfg -o rref
+expect_exit 0 "random set, mpirun -n 3" -- "${MPIRUN[@]}" "$PSFSIM" -q --backend cpu -c rnd.cfg -o rpar
+[ "$(ls rpar/*.png | wc -l)" -eq 120 ] && [ "$(same_files rref rpar)" -eq 0 ] &&
+  pass "random set: 120 images equal the single-process run's" || fail "random set: $(same_files rref rpar) images differ"
+cmp -s rref/rn_manifest.csv rpar/rn_manifest.csv && pass "random set: manifest equal byte for byte" ||
+  fail "random set: manifest differs"
+
 # 2. Kill rank 1 mid-run (SIGKILL, a crash): the others finish their files
 # in flight; every file present is complete and the manifest lists only
 # them; --resume completes the set, equal to one process's.
@@ -96,4 +115,11 @@ cut -d, -f1-15 kref/k_manifest.csv >a.csv
 cut -d, -f1-15 kpart/k_manifest.csv >b.csv
 cmp -s a.csv b.csv && pass "resumed manifest equals the single-process run's" || fail "resumed manifest differs"
 [ -z "$(ls -A kpart | grep '^\.')" ] && pass "no temp files left" || fail "temp files left"
+
+# output.hdf5 is one file of one process: refused with MPI, before any work.
+sweep h 32 2 | sed 's/fits: { enabled = true; };/hdf5: { enabled = true; };/' >h.cfg
+expect_exit 2 "output.hdf5 with mpirun -n 3" -- "${MPIRUN[@]}" "$PSFSIM" -q --backend cpu -c h.cfg -o hpar
+expect_stderr 'h.cfg: output.hdf5: one HDF5 file cannot be written by 3 MPI ranks; run this set as one process' \
+  "output.hdf5 with MPI: message"
+[ ! -e hpar ] && pass "output.hdf5 with MPI: nothing written" || fail "hpar written"
 finish

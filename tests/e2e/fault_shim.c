@@ -20,17 +20,34 @@
  *                            fail with EIO (an I/O error surfacing late).
  *   PSFSIM_FAULT_RENAME_AT=N the N-th and later renames into DIR fail with
  *                            ENOSPC (a directory that cannot grow).
+ *   PSFSIM_FAULT_LINK_AT=N   just before the N-th creation, a symbolic link
+ *                            is planted at the very name being created,
+ *                            pointing at PSFSIM_FAULT_LINK_TO/N (a name
+ *                            outside DIR that does not exist), as another
+ *                            user of a shared directory could: a writer that
+ *                            follows it creates a file outside DIR.
+ *   PSFSIM_FAULT_LINK_RENAME_AT=N  just before the N-th rename into DIR, the
+ *                            final name is replaced by such a link (a writer
+ *                            that opened the final name would write there).
+ *   PSFSIM_FAULT_RMDIR_RENAME_AT=N just after the N-th rename into DIR, DIR
+ *                            and all in it is removed (after the last image
+ *                            is in place: nothing fails later by itself).
  *   PSFSIM_FAULT_NAN_AT=N    the N-th FFT the CPU backend runs
  *                            (fftwf_execute_dft, counted over all threads)
  *                            leaves a NaN in its output: a garbage image,
  *                            which psfsim must refuse to write.
  *   PSFSIM_FAULT_LOG=FILE    one line per injected fault ("full PATH", ...).
  *
- * "Creation" is mkstemp and friends (atomic_file.c's temp files), fopen /
- * fopen64 in a writing mode (cfitsio creating a FITS file) and open /
- * open64 / openat with O_CREAT. Counters are atomic: psfsim's writer
- * threads create files concurrently. Sources: dlsym(3) RTLD_NEXT for the
- * real calls; /dev/full(4) for ENOSPC on every write. */
+ * "Creation" is mkstemp and friends (temp files made by name), fopen /
+ * fopen64 in a writing mode (cfitsio creating a FITS file by name) and
+ * open / open64 / openat with O_CREAT (psfsim's temp files, made through a
+ * directory descriptor: a name relative to it is resolved through
+ * /proc/self/fd to decide whether it lies under DIR). "Rename" is rename
+ * and renameat. The set's lock file (.NAME.lock, app/set_dir.h) is left
+ * alone: it holds no data, and the counts stay those of the set's files.
+ * Counters are atomic: psfsim's writer threads create files
+ * concurrently. Sources: dlsym(3) RTLD_NEXT for the real calls;
+ * /dev/full(4) for ENOSPC on every write; proc(5) for /proc/self/fd. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +73,7 @@ int openat(int dirfd, const char *path, int flags, ...);
 int fsync(int fd);
 int fdatasync(int fd);
 int rename(const char *from, const char *to);
+int renameat(int fromfd, const char *from, int tofd, const char *to);
 /* FFTW's, with its plan and complex arrays as opaque pointers (fftw3.h:
  * fftwf_plan, fftwf_complex = float[2]). */
 void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2]);
@@ -87,13 +105,45 @@ static void note(const char *what, const char *path)
     fclose(f);
 }
 
-/* 1 when path lies under PSFSIM_FAULT_DIR. */
-static int in_scope(const char *path)
+static int under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* path as an absolute name: as it is, or relative to the directory dirfd
+ * (AT_FDCWD: the current one) as /proc/self/fd names it, " (deleted)"
+ * dropped (a removed directory). */
+static void absolute(int dirfd, const char *path, char *out, size_t outlen)
+{
+    if (path[0] == '/') {
+        snprintf(out, outlen, "%s", path);
+        return;
+    }
+    char base[4096] = "";
+    if (dirfd == AT_FDCWD) {
+        if (!getcwd(base, sizeof base)) base[0] = '\0';
+    } else {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+        ssize_t n = readlink(link, base, sizeof base - 1);
+        base[n > 0 ? n : 0] = '\0';
+        char *del = strstr(base, " (deleted)");
+        if (del && del[10] == '\0') *del = '\0';
+    }
+    snprintf(out, outlen, "%s/%s", base, path);
+}
+
+/* 1 when path (relative to dirfd) lies under PSFSIM_FAULT_DIR, as given or
+ * with its symbolic links resolved. */
+static int in_scope_at(int dirfd, const char *path)
 {
     const char *dir = getenv("PSFSIM_FAULT_DIR");
     if (!dir || !*dir || !path) return 0;
-    size_t n = strlen(dir);
-    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+    char full[8300], real_dir[4096];
+    absolute(dirfd, path, full, sizeof full);
+    if (under(path, dir) || under(full, dir)) return 1;
+    return realpath(dir, real_dir) && under(full, real_dir);
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -106,17 +156,38 @@ typedef enum { FAULT_NONE, FAULT_FULL, FAULT_EACCES } fault;
 
 static long g_creations, g_fsyncs, g_renames;
 
-/* Count a creation of path and say which fault it meets; removes the
- * directory first when PSFSIM_FAULT_RMDIR_AT says so. */
-static fault on_create(const char *path)
+/* Plant a symbolic link at path (relative to dirfd) to
+ * PSFSIM_FAULT_LINK_TO/k, replacing what is there when replace is set. */
+static void plant_link(int dirfd, const char *path, long k, int replace)
 {
-    if (!in_scope(path)) return FAULT_NONE;
+    const char *to = getenv("PSFSIM_FAULT_LINK_TO");
+    if (!to || !*to) return;
+    char target[4200];
+    snprintf(target, sizeof target, "%s/%ld", to, k);
+    if (replace) unlinkat(dirfd, path, 0);
+    if (symlinkat(target, dirfd, path) == 0) note("link", path);
+}
+
+/* Count a creation of path (relative to dirfd) and say which fault it
+ * meets; removes the directory first when PSFSIM_FAULT_RMDIR_AT says so,
+ * or plants a link at path (PSFSIM_FAULT_LINK_AT). */
+/* 1 for the set's lock file ".NAME.lock" (no directory part). */
+static int is_lock_file(const char *path)
+{
+    size_t n = strlen(path);
+    return path[0] == '.' && !strchr(path, '/') && n > 5 && !strcmp(path + n - 5, ".lock");
+}
+
+static fault on_create_at(int dirfd, const char *path)
+{
+    if (is_lock_file(path) || !in_scope_at(dirfd, path)) return FAULT_NONE;
     long k = __atomic_add_fetch(&g_creations, 1, __ATOMIC_SEQ_CST);
     long rmdir_at = env_long("PSFSIM_FAULT_RMDIR_AT");
     if (rmdir_at > 0 && k == rmdir_at) {
         note("rmdir", getenv("PSFSIM_FAULT_DIR"));
         nftw(getenv("PSFSIM_FAULT_DIR"), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
+    if (env_long("PSFSIM_FAULT_LINK_AT") == k) plant_link(dirfd, path, k, 0);
     long eacces_at = env_long("PSFSIM_FAULT_EACCES_AT");
     if (eacces_at > 0 && k >= eacces_at) {
         note("eacces", path);
@@ -128,6 +199,11 @@ static fault on_create(const char *path)
         return FAULT_FULL;
     }
     return FAULT_NONE;
+}
+
+static fault on_create(const char *path)
+{
+    return on_create_at(AT_FDCWD, path);
 }
 
 /* Put /dev/full behind fd (the file itself stays, empty). */
@@ -201,7 +277,8 @@ FILE *fopen64(const char *path, const char *mode)
 
 static int wrap_open(const char *name, int dirfd, const char *path, int flags, mode_t mode)
 {
-    fault f = (flags & O_CREAT) ? on_create(path) : FAULT_NONE;
+    fault f =
+        (flags & O_CREAT) ? on_create_at(dirfd == -1000 ? AT_FDCWD : dirfd, path) : FAULT_NONE;
     if (f == FAULT_EACCES) {
         errno = EACCES;
         return -1;
@@ -282,16 +359,48 @@ int fdatasync(int fd)
     return r(fd);
 }
 
-int rename(const char *from, const char *to)
+/* A rename to to (relative to tofd) into DIR: count it; fail it
+ * (PSFSIM_FAULT_RENAME_AT: -1), plant a link at to first
+ * (PSFSIM_FAULT_LINK_RENAME_AT) or, after it, remove DIR
+ * (PSFSIM_FAULT_RMDIR_RENAME_AT: 1). 0: rename as usual. */
+static int on_rename(int tofd, const char *to)
 {
+    if (!in_scope_at(tofd, to)) return 0;
+    long k = __atomic_add_fetch(&g_renames, 1, __ATOMIC_SEQ_CST);
     long at = env_long("PSFSIM_FAULT_RENAME_AT");
-    if (at > 0 && in_scope(to) && __atomic_add_fetch(&g_renames, 1, __ATOMIC_SEQ_CST) >= at) {
+    if (at > 0 && k >= at) {
         note("rename", to);
         errno = ENOSPC;
         return -1;
     }
+    if (env_long("PSFSIM_FAULT_LINK_RENAME_AT") == k) plant_link(tofd, to, k, 1);
+    return env_long("PSFSIM_FAULT_RMDIR_RENAME_AT") == k;
+}
+
+/* After the rename: remove DIR when on_rename said so. */
+static int after_rename(int rc, int rmdir_after)
+{
+    if (rmdir_after) {
+        note("rmdir", getenv("PSFSIM_FAULT_DIR"));
+        nftw(getenv("PSFSIM_FAULT_DIR"), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return rc;
+}
+
+int rename(const char *from, const char *to)
+{
+    int what = on_rename(AT_FDCWD, to);
+    if (what < 0) return -1;
     int (*r)(const char *, const char *) = real("rename");
-    return r(from, to);
+    return after_rename(r(from, to), what);
+}
+
+int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+    int what = on_rename(tofd, to);
+    if (what < 0) return -1;
+    int (*r)(int, const char *, int, const char *) = real("renameat");
+    return after_rename(r(fromfd, from, tofd, to), what);
 }
 
 static long g_ffts;

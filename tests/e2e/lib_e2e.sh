@@ -58,6 +58,28 @@ wrapper_clean() {
   for f in $bad; do echo "  valgrind: $f"; sed 's/^/    /' "$f" | tail -40; done
   return 1
 }
+# cfg NAME NIMAGES PUPIL OUTPUT [SWEEP-EXTRA]: a config of NIMAGES defocus
+# steps, N = 2 PUPIL, output block OUTPUT (e2e_faults.sh, e2e_sets.sh).
+cfg() {
+  local values
+  values=$(awk -v n="$2" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.3f", (i ? ", " : ""), i * 0.01 }')
+  cat <<CFG
+name = "$1";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = $3; };
+sweep: { defocus = [$values]; ${5:-} };
+output: { $4 };
+CFG
+}
+# stop_all PID: SIGSTOP, then wait until every thread of PID has stopped
+# (kill returns before they all have).
+stop_all() {
+  kill -STOP "$1" 2>/dev/null
+  for _ in $(seq 500); do
+    grep -qv '^T' <(for t in /proc/$1/task/*/stat; do awk '{ print $3 }' "$t" 2>/dev/null; done) || break
+    sleep 0.01
+  done
+}
 finish() {
   wrapper_clean || fail "valgrind reported errors (above)"
   if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi

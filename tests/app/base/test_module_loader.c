@@ -119,7 +119,7 @@ static void test_fits_module_loads(void **state)
     assert_int_equal(fits_module_load(err, sizeof err), 0);
     /* Only the table is exported: the module's own helpers stay hidden. */
     entry = NULL;
-    const char *hidden[] = {"atomic_reserve_path"};
+    const char *hidden[] = {"fits_scan_first_image"};
     assert_null(module_load(FITS_MODULE_NAME, "PSFSIM_FITS_MODULE", hidden, &entry, 1, &st, NULL, 0,
                             err, sizeof err));
     assert_int_equal(st, MODULE_NO_ENTRY);

@@ -364,7 +364,7 @@ static void test_unknown_key(void **state)
     /* Nothing close: the keys valid there. */
     expect_error(MINIMAL "sweep: { frobnicate = [1.0]; };\n",
                  ":4: sweep.frobnicate: unknown key (known keys here: wavelength_nm, defocus, "
-                 "focus_shift_um, zernike)");
+                 "focus_shift_um, zernike, random, table)");
 }
 
 static void test_wrong_type(void **state)
@@ -480,8 +480,8 @@ static void test_out_of_range(void **state)
     expect_error(MINIMAL "output: { png: { dynamic_range = 1.0; }; };\n",
                  ":4: output.png.dynamic_range: must be > 1 (got 1)");
     expect_error(MINIMAL "output: { png: { enabled = false; }; };\n",
-                 ":4: output: nothing to write: output.png.enabled or output.fits.enabled must "
-                 "be true");
+                 ":4: output: nothing to write: output.png.enabled, output.fits.enabled or "
+                 "output.hdf5.enabled must be true");
     expect_error(MINIMAL "normalization = \"max\";\n",
                  ":4: normalization: must be \"peak\", \"sum\" or \"pupil\" (got \"max\")");
     expect_error(MINIMAL "backend = \"tpu\";\n",

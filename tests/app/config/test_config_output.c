@@ -1,7 +1,8 @@
 /* The output grid's keys (output.npix, output.pixel_scale,
- * output.pixel_scale_um): values and defaults, each mistake with its exact
- * message, nothing written by psfsim for any of them, and an MFT set end to
- * end (image size, FITS header and manifest report the output grid). */
+ * output.pixel_scale_um) and output.hdf5's (enabled, dtype, compression,
+ * level): values and defaults, each mistake with its exact message,
+ * nothing written by psfsim for any of them, and an MFT set end to end
+ * (image size, FITS header and manifest report the output grid). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -359,6 +360,64 @@ static void test_pupil_captured_fraction(void **state)
     assert_true(fabs(sum / cf - 1.0) < 1e-6);
 }
 
+/* output.hdf5: values, defaults, HDF5 as the only output. */
+static void test_hdf5_values(void **state)
+{
+    (void)state;
+    psf_config c = load_ok(MINIMAL);
+    assert_int_equal(c.hdf5_enabled, 0);
+    assert_int_equal(c.hdf5_dtype, HDF5_FLOAT32);
+    assert_int_equal(c.hdf5_compression, HDF5_NONE);
+    assert_int_equal(c.hdf5_level, 4);
+    config_free(&c);
+    c = load_ok(MINIMAL "output: { hdf5: { enabled = true; dtype = \"uint16\"; compression = "
+                        "\"gzip\"; level = 9; }; };\n");
+    assert_int_equal(c.hdf5_enabled, 1);
+    assert_int_equal(c.hdf5_dtype, HDF5_UINT16);
+    assert_int_equal(c.hdf5_compression, HDF5_GZIP);
+    assert_int_equal(c.hdf5_level, 9);
+    config_free(&c);
+    /* HDF5 alone is something to write. */
+    c = load_ok(MINIMAL "output: { png: { enabled = false; }; hdf5: { enabled = true; }; };\n");
+    assert_int_equal(c.png_enabled, 0);
+    assert_int_equal(c.fits_enabled, 0);
+    assert_int_equal(c.hdf5_enabled, 1);
+    assert_int_equal(c.hdf5_level, 4);
+    config_free(&c);
+    /* The keys may be given while HDF5 is off. */
+    c = load_ok(MINIMAL "output: { hdf5: { dtype = \"uint16\"; }; };\n");
+    assert_int_equal(c.hdf5_enabled, 0);
+    assert_int_equal(c.hdf5_dtype, HDF5_UINT16);
+    config_free(&c);
+}
+
+/* output.hdf5: each mistake, exit 2, nothing written. */
+static void test_hdf5_errors(void **state)
+{
+    (void)state;
+    expect_error(MINIMAL "output: { hdf5: { enabled = 1; }; };\n",
+                 ":4: output.hdf5.enabled: expected true or false (got an integer)");
+    expect_error(MINIMAL "output: { hdf5: {\n  dtype = \"float64\"; }; };\n",
+                 ":5: output.hdf5.dtype: must be \"float32\" or \"uint16\" (got \"float64\")");
+    expect_error(MINIMAL "output: { hdf5: { compression = \"lzf\"; }; };\n",
+                 ":4: output.hdf5.compression: must be \"none\" or \"gzip\" (got \"lzf\")");
+    expect_error(MINIMAL "output: { hdf5: { compression = \"gzip\"; level = 0; }; };\n",
+                 ":4: output.hdf5.level: must be >= 1 (got 0)");
+    expect_error(MINIMAL "output: { hdf5: { compression = \"gzip\"; level = 10; }; };\n",
+                 ":4: output.hdf5.level: must be <= 9 (got 10)");
+    expect_error(MINIMAL "output: { hdf5: { compression = \"gzip\"; level = 4.0; }; };\n",
+                 ":4: output.hdf5.level: expected an integer (got a float)");
+    expect_error(MINIMAL "output: { hdf5: { level = 6; }; };\n",
+                 ":4: output.hdf5.level: only used with output.hdf5.compression = \"gzip\"");
+    expect_error(MINIMAL "output: { hdf5: { dtpye = \"uint16\"; }; };\n",
+                 ":4: output.hdf5.dtpye: unknown key (did you mean output.hdf5.dtype?)");
+    expect_error(MINIMAL "output: { hdf5 = true; };\n",
+                 ":4: output.hdf5: expected a group { ... } (got a boolean)");
+    expect_error(MINIMAL "output: { png: { enabled = false; };\n  hdf5: { enabled = false; }; };\n",
+                 ":4: output: nothing to write: output.png.enabled, output.fits.enabled or "
+                 "output.hdf5.enabled must be true");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +426,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mft_end_to_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_arcsec_pixel_vlt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pupil_captured_fraction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hdf5_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hdf5_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

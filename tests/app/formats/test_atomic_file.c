@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,46 +188,45 @@ static void test_commit_write_error(void **state)
     free(dir);
 }
 
-static void test_reserve_commit_path(void **state)
+/* atomic_open_at: the file is made through the directory's descriptor; a
+ * symbolic link at the final name is replaced, never followed; a name with
+ * a '/' is refused; the temp's name is recognised as that file's. */
+static void test_open_at_links(void **state)
 {
     (void)state;
-    char *dir = tu_mkdtemp("atomic");
-    char path[4096], err[512] = "";
-    path_in(path, sizeof path, dir, "img.fits");
-    assert_int_equal(tu_write_file(path, "old"), 0);
+    char *dir = tu_mkdtemp("atomic"), *other = tu_mkdtemp("atomic_other");
+    char path[4096], outside[4096], err[512] = "";
+    path_in(outside, sizeof outside, other, "outside.txt");
+    assert_int_equal(tu_write_file(outside, "keep"), 0);
+    path_in(path, sizeof path, dir, "final.txt");
+    assert_int_equal(symlink(outside, path), 0);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
     atomic_file af;
-    assert_int_equal(atomic_reserve_path(&af, path, err, sizeof err), 0);
-    assert_null(af.fp);
-    assert_int_equal(access(af.tmp_path, F_OK), -1); /* free for the writer */
-    assert_int_equal(tu_write_file(af.tmp_path, "new"), 0);
-    assert_string_equal(slurp(path), "old");
-    assert_int_equal(atomic_commit_path(&af, err, sizeof err), 0);
+    assert_int_equal(atomic_open_at(&af, dirfd, dir, "final.txt", err, sizeof err), 0);
+    assert_string_equal(af.final_path, path);
+    assert_true(atomic_is_temp_of(af.tmp_path + strlen(dir) + 1, "final.txt"));
+    fputs("new", af.fp);
+    assert_int_equal(atomic_commit(&af, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
     assert_string_equal(slurp(path), "new");
+    assert_string_equal(slurp(outside), "keep");
+    assert_int_equal(atomic_open_at(&af, dirfd, dir, "sub/x", err, sizeof err), -1);
+    assert_non_null(strstr(err, "sub/x"));
     assert_int_equal(tu_count_entries(dir), 1);
-
-    /* Abort after the writer created the temp: removed, old file kept. */
-    assert_int_equal(atomic_reserve_path(&af, path, err, sizeof err), 0);
-    assert_int_equal(tu_write_file(af.tmp_path, "partial"), 0);
-    assert_int_equal(tu_count_entries(dir), 2);
-    atomic_abort(&af);
-    assert_string_equal(slurp(path), "new");
-    assert_int_equal(tu_count_entries(dir), 1);
-
-    /* Commit when the writer never created the file: error, nothing left. */
-    assert_int_equal(atomic_reserve_path(&af, path, err, sizeof err), 0);
-    assert_int_equal(atomic_commit_path(&af, err, sizeof err), -1);
-    assert_non_null(strstr(err, path));
-    assert_string_equal(slurp(path), "new");
-    assert_int_equal(tu_count_entries(dir), 1);
-
-    /* Reserve in a missing directory. */
-    char missing[4096];
-    snprintf(missing, sizeof missing, "%s/nope/img.fits", dir);
-    assert_int_equal(atomic_reserve_path(&af, missing, err, sizeof err), -1);
-    assert_non_null(strstr(err, missing));
-    assert_int_equal(tu_count_entries(dir), 1);
+    close(dirfd);
+    assert_true(atomic_is_temp_of(".a.png.tmp.AbC123", "a.png"));
+    assert_false(atomic_is_temp_of(".a.png.tmp.AbC12", "a.png"));
+    assert_false(atomic_is_temp_of(".a.png.tmp.AbC1234", "a.png"));
+    assert_false(atomic_is_temp_of(".a.png.tmp.AbC-23", "a.png"));
+    assert_false(atomic_is_temp_of(".b.png.tmp.AbC123", "a.png"));
+    assert_false(atomic_is_temp_of("a.png.tmp.AbC123", "a.png"));
     tu_rmtree(dir);
+    tu_rmtree(other);
     free(dir);
+    free(other);
 }
 
 /* A relative name (no directory part) puts the temp in the current dir. */
@@ -256,7 +256,7 @@ int main(void)
         cmocka_unit_test(test_commit_creates_file), cmocka_unit_test(test_commit_replaces_existing),
         cmocka_unit_test(test_abort_keeps_old),     cmocka_unit_test(test_open_missing_dir),
         cmocka_unit_test(test_open_bad_names),      cmocka_unit_test(test_commit_rename_fails),
-        cmocka_unit_test(test_commit_write_error),  cmocka_unit_test(test_reserve_commit_path),
+        cmocka_unit_test(test_commit_write_error),  cmocka_unit_test(test_open_at_links),
         cmocka_unit_test(test_relative_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

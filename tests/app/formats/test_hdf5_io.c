@@ -871,6 +871,13 @@ static void test_module_abi(void **state)
     assert_int_equal(hdf5_module_load(err, sizeof err), 0);
     int ts = h5set_thread_safe();
     assert_true(ts == 0 || ts == 1);
+    /* The library's version, as libhdf5 gives it. */
+    char version[64], want[64];
+    unsigned maj, min, rel;
+    assert_true(H5get_libversion(&maj, &min, &rel) >= 0);
+    snprintf(want, sizeof want, "%u.%u.%u", maj, min, rel);
+    h5set_library_version(version, sizeof version);
+    assert_string_equal(version, want);
     /* Only the table is exported. */
     const char *hidden[] = {"h5p_new"};
     assert_null(module_load(HDF5_MODULE_NAME, "PSFSIM_HDF5_MODULE", hidden, &entry, 1, &st, NULL, 0,

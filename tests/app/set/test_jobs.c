@@ -16,6 +16,7 @@
 #include "tests/support/testutil.h"
 
 static char *g_dir;
+static set_axes g_ax;
 
 static int setup(void **state)
 {
@@ -27,6 +28,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    axes_free(&g_ax);
     tu_rmtree(g_dir);
     free(g_dir);
     g_dir = NULL;
@@ -38,6 +40,15 @@ static int teardown(void **state)
         double a_ = (a), b_ = (b);                                                                 \
         if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);         \
     } while (0)
+
+/* The set axes of a config (no table, no draws here: nothing to load). */
+static const set_axes *ax_of(const psf_config *cfg)
+{
+    char err[256] = "";
+    axes_free(&g_ax);
+    if (axes_init(&g_ax, cfg, err, sizeof err)) fail_msg("%s", err);
+    return &g_ax;
+}
 
 /* Load config text (a minimal valid head plus the given tail) into cfg. */
 static void load(const char *optics_extra, const char *tail, psf_config *cfg)
@@ -79,7 +90,7 @@ static void test_sweep_order(void **state)
                 for (int i8 = 0; i8 < 3; ++i8, ++k) {
                     psf_image_params p;
                     memset(&p, 0, sizeof p);
-                    jobs_image_params(&c, k, scratch, &p);
+                    jobs_image_params(ax_of(&c), k, scratch, &p);
                     assert_int_equal(p.index, k);
                     ASSERT_NEAR(p.sweep_wavelength_nm, wl[iw], 0);
                     assert_int_equal(p.nwl, 1);
@@ -93,12 +104,12 @@ static void test_sweep_order(void **state)
                 }
     /* Spot checks written out: k = ((iw * 5 + id) * 2 + i7) * 3 + i8. */
     psf_image_params p;
-    jobs_image_params(&c, 47, scratch, &p); /* 47 = ((1*5 + 2)*2 + 1)*3 + 2 */
+    jobs_image_params(ax_of(&c), 47, scratch, &p); /* 47 = ((1*5 + 2)*2 + 1)*3 + 2 */
     ASSERT_NEAR(p.sweep_wavelength_nm, 550.0, 0);
     ASSERT_NEAR(p.sweep_defocus, 0.0, 0);
     ASSERT_NEAR(p.sweep_zernike[0], 0.05, 0);
     ASSERT_NEAR(p.sweep_zernike[1], 0.3, 0);
-    jobs_image_params(&c, 89, scratch, &p);
+    jobs_image_params(ax_of(&c), 89, scratch, &p);
     ASSERT_NEAR(p.sweep_wavelength_nm, 650.0, 0);
     ASSERT_NEAR(p.sweep_defocus, 1.0, 0);
     ASSERT_NEAR(p.sweep_zernike[0], 0.05, 0);
@@ -115,7 +126,7 @@ static void test_focus_shift_order_and_broadband(void **state)
     assert_int_equal(config_image_count(&c), 6);
     for (long long k = 0; k < 6; ++k) {
         psf_image_params p;
-        jobs_image_params(&c, k, NULL, &p);
+        jobs_image_params(ax_of(&c), k, NULL, &p);
         /* Defocus before (slower than) focus shift. */
         ASSERT_NEAR(p.sweep_defocus, 0.1 * (double)(k / 2 + 1), 1e-15);
         ASSERT_NEAR(p.sweep_focus_shift_um, k % 2 ? 50.0 : -50.0, 0);
@@ -133,7 +144,7 @@ static void test_focus_shift_order_and_broadband(void **state)
     load("wavelength_nm = 550.0;", "", &c);
     assert_int_equal(config_image_count(&c), 1);
     psf_image_params p;
-    jobs_image_params(&c, 0, NULL, &p);
+    jobs_image_params(ax_of(&c), 0, NULL, &p);
     assert_int_equal(p.nwl, 1);
     ASSERT_NEAR(p.wl_nm[0], 550.0, 0);
     ASSERT_NEAR(p.weights[0], 1.0, 0);
@@ -156,7 +167,7 @@ static void test_modeset(void **state)
          "aberrations: { zernike = ( (4, 0.25), (11, -0.05) ); };\n"
          "sweep: { defocus = [0.0, 0.1]; zernike = ( (11, [0.01]), (7, [0.0, 0.1]) ); };\n",
          &c);
-    assert_int_equal(jobs_modeset(&c, &ms, err, sizeof err), 0);
+    assert_int_equal(jobs_modeset(ax_of(&c), &ms, err, sizeof err), 0);
     assert_int_equal(ms.nterms, 3);
     assert_int_equal(ms.n[0], 2);
     assert_int_equal(ms.m[0], 0);
@@ -178,7 +189,7 @@ static void test_modeset(void **state)
          "aberrations: { convention = \"ansi\"; zernike = ( (12, 0.1), (3, 0.2) ); };\n"
          "sweep: { focus_shift_um = [10.0]; };\n",
          &c);
-    assert_int_equal(jobs_modeset(&c, &ms, err, sizeof err), 0);
+    assert_int_equal(jobs_modeset(ax_of(&c), &ms, err, sizeof err), 0);
     assert_int_equal(ms.nterms, 3);
     assert_int_equal(ms.n[0], 4);
     assert_int_equal(ms.m[0], 0);
@@ -194,7 +205,7 @@ static void test_modeset(void **state)
 
     /* Nothing at all. */
     load("wavelength_nm = 550.0;", "", &c);
-    assert_int_equal(jobs_modeset(&c, &ms, err, sizeof err), 0);
+    assert_int_equal(jobs_modeset(ax_of(&c), &ms, err, sizeof err), 0);
     assert_int_equal(ms.nterms, 0);
     jobs_modeset_free(&ms);
     jobs_modeset_free(&ms); /* twice is harmless */
@@ -208,9 +219,9 @@ static void totals(const psf_config *c, long long k, double wl_nm, psf_modeset *
     char err[256];
     double scratch[8];
     psf_image_params p;
-    assert_int_equal(jobs_modeset(c, ms, err, sizeof err), 0);
-    jobs_image_params(c, k, scratch, &p);
-    jobs_coefficients(c, ms, &p, wl_nm, w, u);
+    assert_int_equal(jobs_modeset(ax_of(c), ms, err, sizeof err), 0);
+    jobs_image_params(ax_of(c), k, scratch, &p);
+    jobs_coefficients(ax_of(c), ms, &p, wl_nm, w, u);
 }
 
 static void test_coefficients(void **state)

@@ -1,0 +1,122 @@
+/* psf_config as JSON (app/config_json.h). Objects are built with jansson's
+ * "steal" calls, which take a NULL value as a failure: one NULL anywhere
+ * makes the whole result NULL. */
+#include "app/config_json.h"
+
+#include <math.h>
+
+/* A number, or null where the field holds "not set" (0 or NaN). */
+static json_t *real_or_null(double v)
+{
+    return v != 0.0 && isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *reals(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; ++i)
+        if (json_array_append_new(a, json_real(v[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* A list the config may leave out: null when empty. */
+static json_t *list_or_null(const double *v, int n)
+{
+    return n > 0 ? reals(v, n) : json_null();
+}
+
+static json_t *path_or_null(const char *p)
+{
+    return p[0] ? json_string(p) : json_null();
+}
+
+static const char *zunits_name(zernike_units u)
+{
+    return u == ZUNITS_NM ? "nm" : "waves";
+}
+
+static json_t *aperture(const psf_config *cfg)
+{
+    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    const psf_aperture *a = &cfg->aperture;
+    return json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
+                     "diameter_m", a->diameter_m, "obscuration", a->obscuration, "spiders", "count",
+                     a->spider_count, "width_m", a->spider_width_m, "angle_deg",
+                     a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
+                     "file", path_or_null(cfg->aperture_file));
+}
+
+static json_t *optics(const psf_config *cfg)
+{
+    return json_pack("{s:o, s:o, s:o, s:o}", "wavelengths_nm",
+                     reals(cfg->wavelengths_nm, cfg->nwavelengths), "weights",
+                     reals(cfg->weights, cfg->nwavelengths), "f_number",
+                     real_or_null(cfg->f_number), "aperture", aperture(cfg));
+}
+
+static json_t *aberrations(const psf_config *cfg)
+{
+    static const char *const convs[] = {"noll", "ansi", "fringe"};
+    json_t *terms = json_array();
+    for (int i = 0; terms && i < cfg->nzernike; ++i)
+        if (json_array_append_new(
+                terms, json_pack("[i, f]", cfg->zernike[i].j, cfg->zernike[i].coeff)) != 0) {
+            json_decref(terms);
+            terms = NULL;
+        }
+    json_t *opd = cfg->opd_file[0] ? json_pack("{s:s, s:s, s:f}", "file", cfg->opd_file, "units",
+                                               zunits_name(cfg->opd_units), "scale", cfg->opd_scale)
+                                   : json_null();
+    return json_pack("{s:s, s:s, s:o, s:o}", "convention", convs[cfg->zconv], "units",
+                     zunits_name(cfg->zunits), "zernike", terms, "opd_map", opd);
+}
+
+static json_t *sweep(const psf_config *cfg)
+{
+    json_t *z = json_array();
+    for (int i = 0; z && i < cfg->n_sweep_zernike; ++i) {
+        const cfg_zernike_sweep *t = &cfg->sweep_zernike[i];
+        if (json_array_append_new(z, json_pack("[i, o]", t->j, reals(t->values, t->nvalues))) !=
+            0) {
+            json_decref(z);
+            z = NULL;
+        }
+    }
+    if (z && cfg->n_sweep_zernike == 0) {
+        json_decref(z);
+        z = json_null();
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "wavelength_nm",
+                     list_or_null(cfg->sweep_wavelength_nm, cfg->n_sweep_wavelength), "defocus",
+                     list_or_null(cfg->sweep_defocus, cfg->n_sweep_defocus), "focus_shift_um",
+                     list_or_null(cfg->sweep_focus_shift_um, cfg->n_sweep_focus_shift), "zernike",
+                     z);
+}
+
+static json_t *output(const psf_config *cfg)
+{
+    static const char *const stretches[] = {"linear", "log", "sqrt"};
+    json_t *npix = cfg->out_npix > 0 ? json_integer(cfg->out_npix) : json_null();
+    return json_pack(
+        "{s:s, s:o, s:o, s:o, s:{s:b, s:i, s:s, s:f, s:i}, s:{s:b, s:b}, s:{s:b, s:s, s:s, s:i}}",
+        "dir", cfg->output_dir, "npix", npix, "pixel_scale", real_or_null(cfg->out_pixel_scale),
+        "pixel_scale_um", real_or_null(cfg->out_pixel_scale_um), "png", "enabled", cfg->png_enabled,
+        "bits", cfg->png_bits, "stretch", stretches[cfg->png_stretch], "dynamic_range",
+        cfg->png_dynamic_range, "compression", cfg->png_compression, "fits", "enabled",
+        cfg->fits_enabled, "cube", cfg->fits_cube, "hdf5", "enabled", cfg->hdf5_enabled, "dtype",
+        cfg->hdf5_dtype == HDF5_UINT16 ? "uint16" : "float32", "compression",
+        cfg->hdf5_compression == HDF5_GZIP ? "gzip" : "none", "level", cfg->hdf5_level);
+}
+
+json_t *config_to_json(const psf_config *cfg)
+{
+    static const char *const backends[] = {"auto", "cpu", "gpu"};
+    return json_pack("{s:s, s:o, s:{s:i, s:f}, s:o, s:s, s:o, s:o, s:s}", "name", cfg->name,
+                     "optics", optics(cfg), "sampling", "pupil_samples", cfg->pupil_samples,
+                     "padding", cfg->padding, "aberrations", aberrations(cfg), "normalization",
+                     cfg->normalization == NORM_SUM ? "sum" : "peak", "sweep", sweep(cfg), "output",
+                     output(cfg), "backend", backends[cfg->backend]);
+}

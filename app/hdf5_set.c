@@ -1,0 +1,265 @@
+/* NAME.h5's labels and attributes from the image set (app/hdf5_set.h). */
+#include "app/hdf5_set.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <fftw3.h>
+
+#include "app/select/gpu_module.h"
+
+int hdf5_label_terms(const image_set *s, int *term)
+{
+    for (int i = 0; term && i < s->labels.nterms; ++i)
+        term[i] = s->labels.mode[i];
+    return s->labels.nterms;
+}
+
+void hdf5_set_versions(int gpu, set_versions *v)
+{
+    memset(v, 0, sizeof *v);
+    snprintf(v->psfsim, sizeof v->psfsim, "%s", PSFSIM_VERSION);
+    snprintf(v->fftw, sizeof v->fftw, "%s", fftwf_version);
+    h5set_library_version(v->hdf5, sizeof v->hdf5);
+    if (gpu) snprintf(v->cuda, sizeof v->cuda, "%s", gpu_module_toolkit());
+    time_t now = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&now, &utc)) strftime(v->date, sizeof v->date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+}
+
+static const char *conv_name(zernike_convention c)
+{
+    return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
+}
+
+static const char *units_name(zernike_units u)
+{
+    return u == ZUNITS_NM ? "nm" : "waves";
+}
+
+int hdf5_set_conventions(const image_set *s, set_convention *out)
+{
+    const psf_config *cfg = s->cfg;
+    int m = s->samp.npix, n = 0;
+    const char *norm =
+        cfg->normalization == NORM_SUM
+            ? "sum: each image sums to 1 over the M x M field"
+            : "peak: intensity over the unaberrated image's peak (Strehl = the image's peak)";
+#define CONV(k, ...)                                                                               \
+    do {                                                                                           \
+        out[n].key = k;                                                                            \
+        snprintf(out[n++].value, sizeof out[0].value, __VA_ARGS__);                                \
+    } while (0)
+    CONV("zernike_convention", "%s", conv_name(cfg->zconv));
+    CONV("zernike_units", "%s: RMS wavefront error%s", units_name(cfg->zunits),
+         cfg->zunits == ZUNITS_NM ? "" : " in waves at the wavelength computed");
+    CONV("zernike_normalisation",
+         "orthonormal over the unit disk (unit RMS), Noll 1976; rho = r / (D/2)");
+    CONV("normalization", "%s", norm);
+    CONV("centring",
+         "optical axis at pixel (row %d, column %d), 0-based: (M/2, M/2), M/2 by "
+         "integer division",
+         m / 2, m / 2);
+    CONV("orientation", "images[k, row, column]; row 0 is the first row (the PNG's top row, the "
+                        "FITS file's first stored row); columns along +x, rows along +y");
+    CONV("propagation", "%s", s->mft ? "mft" : "fft");
+    CONV("propagation_sign", "PSF = |F{A exp(+i 2 pi W / lambda)}|^2, F the forward DFT "
+                             "(exponent -): a positive Noll 2 moves the PSF towards larger "
+                             "columns, a positive Noll 3 towards larger rows");
+    CONV("pixel_scale", "%s",
+         cfg->n_sweep_wavelength > 0
+             ? "per image (labels/pixel_scale_*): the wavelength is swept"
+             : "the same for every image (the pixel_scale_* attributes, labels/pixel_scale_*)");
+#undef CONV
+    return n;
+}
+
+/* A copy of the formatted text in d's pool ("" when it is full). */
+__attribute__((format(printf, 2, 3))) static const char *keep(hdf5_set_desc *d, const char *fmt,
+                                                              ...)
+{
+    char *at = d->text + d->used;
+    size_t room = sizeof d->text - d->used;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(at, room, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= room) return "";
+    d->used += (size_t)w + 1;
+    return at;
+}
+
+static void attr_s(hdf5_set_desc *d, const char *obj, const char *key, const char *v)
+{
+    if (d->p.nattrs < HDF5_MAX_ATTRS)
+        d->attrs[d->p.nattrs++] =
+            (h5set_attr){.object = obj, .key = key, .type = H5SET_STRING, .s = v};
+}
+
+static void attr_d(hdf5_set_desc *d, const char *obj, const char *key, double v)
+{
+    if (d->p.nattrs < HDF5_MAX_ATTRS)
+        d->attrs[d->p.nattrs++] =
+            (h5set_attr){.object = obj, .key = key, .type = H5SET_DOUBLE, .d = v};
+}
+
+static void attr_i(hdf5_set_desc *d, const char *obj, const char *key, long long v)
+{
+    if (d->p.nattrs < HDF5_MAX_ATTRS)
+        d->attrs[d->p.nattrs++] =
+            (h5set_attr){.object = obj, .key = key, .type = H5SET_INT64, .i = v};
+}
+
+static void columns(const image_set *s, hdf5_set_desc *d)
+{
+    const char *zu = units_name(s->cfg->zunits);
+    static const h5set_column base[HDF5_NCOLS] = {
+        {"index", H5SET_INT64, 0, NULL, "image index k, the manifest's index"},
+        {"wavelength_nm", H5SET_DOUBLE, 0, "nm",
+         "the image's wavelength (broadband: the shortest, the pixel scale's reference)"},
+        {"defocus", H5SET_DOUBLE, 0, NULL, "the swept sweep.defocus value; NaN when not swept"},
+        {"focus_shift_um", H5SET_DOUBLE, 0, "um",
+         "the swept sweep.focus_shift_um value; NaN when not swept"},
+        {"pixel_scale_lambda_d", H5SET_DOUBLE, 0, "lambda/D", "image pixel at wavelength_nm"},
+        {"pixel_scale_arcsec", H5SET_DOUBLE, 0, "arcsec", "image pixel on the sky"},
+        {"pixel_scale_um", H5SET_DOUBLE, 0, "um",
+         "image pixel in the focal plane; NaN without optics.f_number"},
+        {"strehl", H5SET_DOUBLE, 0, NULL, "image peak / unaberrated peak"},
+        {"axial_intensity", H5SET_DOUBLE, 0, NULL, "pixel (M/2, M/2) / unaberrated peak"},
+        {"backend", H5SET_STRING, HDF5_BACKEND_WIDTH, NULL, "cpu or gpu: which computed it"},
+    };
+    memcpy(d->cols, base, sizeof base);
+    d->cols[HDF5_COL_DEFOCUS].units = zu;
+    d->p.ncolumns = HDF5_NCOLS;
+    d->p.columns = d->cols;
+}
+
+/* The label terms' Noll j and their j in the config's convention. */
+static int terms(const image_set *s, hdf5_set_desc *d)
+{
+    int nt = s->modes.nterms;
+    d->term = malloc((size_t)(nt ? nt : 1) * sizeof *d->term);
+    d->noll_j = malloc((size_t)(nt ? nt : 1) * sizeof *d->noll_j);
+    d->conv_j = malloc((size_t)nt * 12 + 1);
+    if (!d->term || !d->noll_j || !d->conv_j) return -1;
+    d->nterms = hdf5_label_terms(s, d->term);
+    size_t used = 0;
+    d->conv_j[0] = '\0';
+    for (int i = 0; i < d->nterms; ++i) {
+        int t = d->term[i];
+        d->noll_j[i] = s->modes.noll[t];
+        used += (size_t)sprintf(d->conv_j + used, "%s%d", i ? "," : "",
+                                zernike_nm_to_index(s->cfg->zconv, s->modes.n[t], s->modes.m[t]));
+    }
+    d->p.nzernike = d->nterms;
+    d->p.noll_j = d->noll_j;
+    d->p.zernike_units = units_name(s->cfg->zunits);
+    return 0;
+}
+
+/* The set's constants: sampling, aperture, wavelengths, the pixel. */
+static void constants(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    attr_i(d, NULL, "pupil_samples", s->samp.pupil_samples);
+    attr_i(d, NULL, "fft_size", s->fft_npix);
+    attr_d(d, NULL, "padding", s->samp.padding);
+    attr_d(d, NULL, "diameter_m", s->samp.diameter_m);
+    if (cfg->f_number > 0) attr_d(d, NULL, "f_number", cfg->f_number);
+    attr_i(d, NULL, "axis_row", s->samp.npix / 2);
+    attr_i(d, NULL, "axis_column", s->samp.npix / 2);
+    char *wl = d->text + d->used;
+    for (int i = 0; i < cfg->nwavelengths; ++i)
+        keep(d, "%.10g", cfg->wavelengths_nm[i]);
+    for (char *c = wl; c < d->text + d->used - 1; ++c) /* the values' NULs become commas */
+        if (!*c) *c = ',';
+    if (cfg->nwavelengths > 0 && cfg->n_sweep_wavelength == 0)
+        attr_s(d, NULL, "wavelengths_nm", wl);
+    if (cfg->n_sweep_wavelength > 0) return; /* the pixel is per image */
+    image_info info;
+    image_set_common_info(s, &info);
+    attr_d(d, NULL, "pixel_scale_lambda_d", info.pixel_lambda_d);
+    attr_d(d, NULL, "pixel_scale_arcsec", info.pixel_arcsec);
+    if (cfg->f_number > 0) attr_d(d, NULL, "pixel_scale_um", info.pixel_um);
+}
+
+static void provenance(const image_set *s, const hdf5_provenance *pv, hdf5_set_desc *d)
+{
+    set_versions v;
+    hdf5_set_versions(pv->gpu, &v);
+    attr_s(d, NULL, "name", s->cfg->name);
+    attr_s(d, NULL, "psfsim_version", keep(d, "%s", v.psfsim));
+    attr_s(d, NULL, "fftw_version", keep(d, "%s", v.fftw));
+    attr_s(d, NULL, "hdf5_version", keep(d, "%s", v.hdf5));
+    if (v.cuda[0]) attr_s(d, NULL, "cuda_toolkit", keep(d, "%s (runtime and cuFFT)", v.cuda));
+    attr_s(d, NULL, "config_file", s->cfg->path);
+    attr_s(d, NULL, "config_hash", pv->config_hash);
+    attr_s(d, NULL, "backend", pv->backend);
+    attr_s(d, NULL, "date", keep(d, "%s", v.date));
+}
+
+/* The images' units and, for uint16, the stretch that made the levels. */
+static void image_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    static const char *const stretch[] = {"linear", "log", "sqrt"};
+    attr_s(d, "images", "normalization", cfg->normalization == NORM_SUM ? "sum" : "peak");
+    if (cfg->hdf5_dtype != HDF5_UINT16) return;
+    attr_s(
+        d, "images", "levels",
+        keep(d, "PNG stretch grey levels 0..%d of I / the image's peak", (1 << cfg->png_bits) - 1));
+    attr_i(d, "images", "bits", cfg->png_bits);
+    attr_s(d, "images", "stretch", stretch[cfg->png_stretch]);
+    attr_d(d, "images", "dynamic_range", cfg->png_dynamic_range);
+}
+
+int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5_provenance *pv,
+                      hdf5_set_desc *d, char *err, size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    memset(d, 0, sizeof *d);
+    outputs_set_file(NULL, cfg->name, SET_HDF5, d->name, sizeof d->name);
+    outputs_set_file(dir, cfg->name, SET_HDF5, d->shown, sizeof d->shown);
+    d->p = (h5set_params){.dir_fd = dirfd,
+                          .name = d->name,
+                          .shown = d->shown,
+                          .nimages = s->nimages,
+                          .npix = s->samp.npix,
+                          .dtype = cfg->hdf5_dtype == HDF5_UINT16 ? H5SET_UINT16 : H5SET_FLOAT32,
+                          .gzip = cfg->hdf5_compression == HDF5_GZIP ? cfg->hdf5_level : 0,
+                          .resume_key = pv->config_hash,
+                          .attrs = d->attrs};
+    if (terms(s, d) != 0) {
+        snprintf(err, errlen, "cannot write %s: out of memory", d->shown);
+        return -1;
+    }
+    columns(s, d);
+    provenance(s, pv, d);
+    set_convention conv[SET_CONVENTIONS];
+    int nc = hdf5_set_conventions(s, conv);
+    for (int i = 0; i < nc; ++i)
+        attr_s(d, NULL, conv[i].key, keep(d, "%s", conv[i].value));
+    constants(s, d);
+    image_attrs(s, d);
+    if (d->nterms > 0) {
+        attr_s(d, "labels/zernike", "convention", conv_name(cfg->zconv));
+        attr_s(d, "labels/zernike", "j", d->conv_j);
+        attr_s(d, "labels/zernike", "description",
+               "each label term's total RMS coefficient (config + sweep + focus shift); "
+               "columns: noll_j, or j in the convention");
+    }
+    return 0;
+}
+
+void hdf5_set_desc_free(hdf5_set_desc *d)
+{
+    free(d->term);
+    free(d->noll_j);
+    free(d->conv_j);
+    d->term = d->noll_j = NULL;
+    d->conv_j = NULL;
+}

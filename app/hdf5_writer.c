@@ -1,0 +1,359 @@
+/* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h). */
+#include "app/hdf5_writer.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/bytes.h"
+
+#define HDF5_ERRLEN 1024
+
+/* Consecutive images k = first .. first + count - 1 and their labels. */
+typedef struct block {
+    struct block *next;
+    long long first;
+    int count;
+    size_t bytes;    /* what it holds, for the queue's bound */
+    void *images;    /* count x M x M, the file's dtype */
+    double *zernike; /* count x J */
+    int64_t *index;
+    double *d[HDF5_NDOUBLES]; /* the float64 columns, HDF5_COL_WAVELENGTH on */
+    char (*backend)[HDF5_BACKEND_WIDTH + 1];
+    const char **backend_at; /* [count] -> backend[i] */
+} block;
+
+struct hdf5_writer {
+    const image_set *set;
+    hdf5_set_desc desc;
+    h5set *h5;
+    size_t image_bytes;
+    unsigned char *had; /* [K] written when opened */
+    pthread_mutex_t mu;
+    pthread_cond_t work, room;
+    block *head, *tail;
+    size_t queued, cap; /* bytes queued, and the bound */
+    int closing, failed, started;
+    pthread_t thread;
+    char err[HDF5_ERRLEN];
+};
+
+static void block_free(block *b)
+{
+    if (!b) return;
+    free(b->images);
+    free(b->zernike);
+    free(b->index);
+    for (int c = 0; c < HDF5_NDOUBLES; ++c)
+        free(b->d[c]);
+    free(b->backend);
+    free(b->backend_at);
+    free(b);
+}
+
+/* Bytes of one image in a block: the image and its labels. */
+static size_t row_bytes(const hdf5_writer *w)
+{
+    return w->image_bytes + ((size_t)w->desc.nterms + HDF5_NCOLS + 1) * sizeof(double) +
+           HDF5_BACKEND_WIDTH + 1;
+}
+
+static block *block_new(const hdf5_writer *w, long long first, int count)
+{
+    block *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    size_t n = (size_t)count, j = (size_t)w->desc.nterms;
+    b->first = first;
+    b->count = count;
+    b->images = malloc(n * w->image_bytes);
+    b->zernike = malloc((j ? j : 1) * n * sizeof(double));
+    b->index = malloc(n * sizeof *b->index);
+    int ok = b->images && b->zernike && b->index;
+    for (int c = 0; c < HDF5_NDOUBLES; ++c)
+        ok &= (b->d[c] = malloc(n * sizeof(double))) != NULL;
+    b->backend = calloc(n, sizeof *b->backend);
+    b->backend_at = malloc(n * sizeof *b->backend_at);
+    if (!ok || !b->backend || !b->backend_at) {
+        block_free(b);
+        return NULL;
+    }
+    b->bytes = n * row_bytes(w);
+    return b;
+}
+
+/* Row i of b from job j. */
+static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
+{
+    const image_info *info = j->info;
+    const void *src = w->desc.p.dtype == H5SET_UINT16 ? (const void *)j->levels : j->img;
+    memcpy((char *)b->images + (size_t)i * w->image_bytes, src, w->image_bytes);
+    for (int t = 0; t < w->desc.nterms; ++t)
+        b->zernike[(size_t)i * w->desc.nterms + t] = info->coeff_units[w->desc.term[t]];
+    b->index[i] = j->k;
+    double v[HDF5_NDOUBLES] = {
+        info->wavelength_nm,  info->params.sweep_defocus, info->params.sweep_focus_shift_um,
+        info->pixel_lambda_d, info->pixel_arcsec,         info->pixel_um,
+        j->res->strehl,       j->res->axial_intensity};
+    for (int c = 0; c < HDF5_NDOUBLES; ++c)
+        b->d[c][i] = v[c];
+    snprintf(b->backend[i], sizeof b->backend[i], "%.*s", HDF5_BACKEND_WIDTH, j->res->backend);
+    b->backend_at[i] = b->backend[i];
+}
+
+/* h5set_write of b's images a .. a + n - 1. */
+static int write_part(hdf5_writer *w, const block *b, int a, int n, char *err, size_t errlen)
+{
+    const void *cols[HDF5_NCOLS];
+    cols[HDF5_COL_INDEX] = b->index + a;
+    for (int c = 0; c < HDF5_NDOUBLES; ++c)
+        cols[HDF5_COL_WAVELENGTH + c] = b->d[c] + a;
+    cols[HDF5_COL_BACKEND] = b->backend_at + a;
+    h5set_rows rows = {.images = (const char *)b->images + (size_t)a * w->image_bytes,
+                       .zernike = w->desc.nterms ? b->zernike + (size_t)a * w->desc.nterms : NULL,
+                       .columns = cols};
+    return h5set_write(w->h5, b->first + a, n, &rows, err, errlen);
+}
+
+/* Write block b, leaving out the images the file had when opened (every
+ * image of a chunk is flagged together, so what is left is whole). */
+static int write_block(hdf5_writer *w, const block *b, char *err, size_t errlen)
+{
+    for (int i = 0; i < b->count;) {
+        if (w->had[b->first + i]) {
+            ++i;
+            continue;
+        }
+        int e = i + 1;
+        while (e < b->count && !w->had[b->first + e])
+            ++e;
+        if (write_part(w, b, i, e - i, err, errlen) != 0) return -1;
+        i = e;
+    }
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    hdf5_writer *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->head && !w->closing)
+            pthread_cond_wait(&w->work, &w->mu);
+        block *b = w->head;
+        if (b) {
+            w->head = b->next;
+            if (!w->head) w->tail = NULL;
+        }
+        int failed = w->failed;
+        pthread_mutex_unlock(&w->mu);
+        if (!b) return NULL;
+        char e[HDF5_ERRLEN];
+        int rc = failed ? 0 : write_block(w, b, e, sizeof e); /* after a failure: drop */
+        pthread_mutex_lock(&w->mu);
+        if (rc != 0) {
+            w->failed = 1;
+            snprintf(w->err, sizeof w->err, "%s", e);
+        }
+        w->queued -= b->bytes;
+        pthread_cond_broadcast(&w->room);
+        pthread_mutex_unlock(&w->mu);
+        block_free(b);
+    }
+}
+
+static void writer_free(hdf5_writer *w)
+{
+    for (block *b = w->head, *next; b; b = next) {
+        next = b->next;
+        block_free(b);
+    }
+    hdf5_set_desc_free(&w->desc);
+    free(w->had);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->work);
+    pthread_cond_destroy(&w->room);
+    free(w);
+}
+
+hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
+                              const hdf5_provenance *pv, int resume, int batch, h5set_info *info,
+                              char *err, size_t errlen)
+{
+    hdf5_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "cannot start the HDF5 writer: out of memory");
+        return NULL;
+    }
+    w->set = s;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->work, NULL);
+    pthread_cond_init(&w->room, NULL);
+    if (hdf5_set_describe(s, dirfd, dir, pv, &w->desc, err, errlen) != 0) {
+        writer_free(w);
+        return NULL;
+    }
+    size_t esize = w->desc.p.dtype == H5SET_UINT16 ? 2 : 4;
+    w->image_bytes = (size_t)s->samp.npix * (size_t)s->samp.npix * esize;
+    w->cap = (size_t)HDF5_QUEUE_BATCHES * (size_t)(batch > 0 ? batch : 1) * row_bytes(w);
+    w->had = malloc((size_t)s->nimages);
+    if (w->had)
+        w->h5 = h5set_open(&w->desc.p, resume ? H5SET_RESUME : H5SET_NEW, info, err, errlen);
+    else
+        snprintf(err, errlen, "cannot write %s: out of memory", w->desc.shown);
+    if (!w->h5) {
+        writer_free(w);
+        return NULL;
+    }
+    memcpy(w->had, h5set_written(w->h5), (size_t)s->nimages);
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        snprintf(err, errlen, "cannot write %s: cannot start its thread", w->desc.shown);
+        h5set_close(w->h5, H5SET_KEEP, NULL, 0);
+        writer_free(w);
+        return NULL;
+    }
+    w->started = 1;
+    return w;
+}
+
+const unsigned char *hdf5_writer_written(const hdf5_writer *w)
+{
+    return w->had;
+}
+
+/* Wait until bytes fit in the queue (an empty queue takes any block) and
+ * count them in. 0, or -1 with the thread's failure in err. */
+static int reserve(hdf5_writer *w, size_t bytes, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->failed && w->queued > 0 && w->queued + bytes > w->cap)
+        pthread_cond_wait(&w->room, &w->mu);
+    int failed = w->failed;
+    if (failed)
+        snprintf(err, errlen, "%s", w->err);
+    else
+        w->queued += bytes;
+    pthread_mutex_unlock(&w->mu);
+    return failed ? -1 : 0;
+}
+
+/* Queue b (its bytes reserved), or, b NULL, give back bytes. */
+static void enqueue(hdf5_writer *w, block *b, size_t bytes)
+{
+    pthread_mutex_lock(&w->mu);
+    if (b) {
+        if (w->tail)
+            w->tail->next = b;
+        else
+            w->head = b;
+        w->tail = b;
+        pthread_cond_signal(&w->work);
+    } else {
+        w->queued -= bytes;
+        pthread_cond_broadcast(&w->room);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n;) {
+        if (jobs[i].status != 0) {
+            ++i;
+            continue;
+        }
+        int e = i + 1; /* a run of consecutive k */
+        while (e < n && jobs[e].status == 0 && jobs[e].k == jobs[e - 1].k + 1)
+            ++e;
+        size_t bytes = (size_t)(e - i) * row_bytes(w);
+        if (reserve(w, bytes, err, errlen) != 0) return -1;
+        block *b = block_new(w, jobs[i].k, e - i);
+        if (!b) {
+            enqueue(w, NULL, bytes);
+            snprintf(err, errlen, "cannot write %s: out of memory for %d images", w->desc.shown,
+                     e - i);
+            return -1;
+        }
+        for (int r = i; r < e; ++r)
+            fill_row(w, b, r - i, &jobs[r]);
+        enqueue(w, b, bytes);
+        i = e;
+    }
+    return 0;
+}
+
+int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)
+{
+    if (!w) return 0;
+    pthread_mutex_lock(&w->mu);
+    w->closing = 1;
+    pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->mu);
+    if (w->started) pthread_join(w->thread, NULL);
+    int rc = 0;
+    if (w->failed) {
+        snprintf(err, errlen, "%s", w->err);
+        rc = -1;
+    }
+    char e[HDF5_ERRLEN];
+    h5set_close_mode mode = complete && !rc ? H5SET_COMPLETE : H5SET_KEEP;
+    if (h5set_close(w->h5, mode, e, sizeof e) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s", e);
+        rc = -1;
+    }
+    writer_free(w);
+    return rc;
+}
+
+unsigned long long hdf5_writer_image_bytes(const image_set *s)
+{
+    unsigned long long m = (unsigned long long)s->samp.npix;
+    return m * m * (s->cfg->hdf5_dtype == HDF5_UINT16 ? 2ULL : 4ULL);
+}
+
+/* The module's chunk: c = max(1, 1 MiB / image) images, at most K. */
+static unsigned long long chunk_images(const image_set *s)
+{
+    unsigned long long c = (1ULL << 20) / hdf5_writer_image_bytes(s);
+    if (c < 1) c = 1;
+    return c < (unsigned long long)s->nimages ? c : (unsigned long long)s->nimages;
+}
+
+static unsigned long long chunk_bytes(const image_set *s)
+{
+    return chunk_images(s) * hdf5_writer_image_bytes(s); /* < 4 GiB + 1 MiB */
+}
+
+/* Label bytes of one image: the terms, the columns and the written flag. */
+static unsigned long long label_bytes(const image_set *s)
+{
+    return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS) * 8ULL + 1ULL;
+}
+
+unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes)
+{
+    if (!s->cfg->hdf5_enabled) return 0;
+    unsigned long long b = (unsigned long long)(batch > 0 ? batch : 1);
+    unsigned long long l = (unsigned long long)(lanes > 0 ? lanes : 1);
+    unsigned long long image = hdf5_writer_image_bytes(s);
+    unsigned long long row = image + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
+    unsigned long long queue = bytes_mul(HDF5_QUEUE_BATCHES * b, row);
+    unsigned long long stages = bytes_mul(WRITER_SLOTS * l + 2, chunk_bytes(s));
+    unsigned long long gzip =
+        s->cfg->hdf5_compression == HDF5_GZIP ? bytes_mul(8ULL * 2, chunk_bytes(s)) : 0;
+    unsigned long long flags = bytes_mul(3ULL, (unsigned long long)s->nimages);
+    unsigned long long levels =
+        s->cfg->hdf5_dtype == HDF5_UINT16 ? bytes_mul(WRITER_SLOTS * l * b, image) : 0;
+    return bytes_add(bytes_add(queue, stages), bytes_add(bytes_add(gzip, flags), levels));
+}
+
+unsigned long long hdf5_writer_disk_need(const image_set *s)
+{
+    if (!s->cfg->hdf5_enabled) return 0;
+    unsigned long long k = (unsigned long long)s->nimages;
+    unsigned long long images = bytes_mul(k, hdf5_writer_image_bytes(s));
+    unsigned long long nchunks = (k + chunk_images(s) - 1) / chunk_images(s);
+    unsigned long long meta = bytes_add(bytes_mul(nchunks, 256ULL), 2ULL << 20); /* + NAME.json */
+    return bytes_add(bytes_add(images, bytes_mul(k, label_bytes(s))), meta);
+}

@@ -1,0 +1,71 @@
+/* output.hdf5: the whole set as one NAME.h5 (app/formats/hdf5_io.h), written
+ * by a thread of its own in blocks of whole batches: as each batch
+ * retires (in any order with several lanes), its images (float32, or the
+ * uint16 stretch levels the writer pool made) and labels are copied into a
+ * block and queued; the thread gives each block to h5set_write, one call
+ * per run of consecutive indices (the module stages chunks given in part).
+ * The queue holds at most HDF5_QUEUE_BATCHES batches: a lane that would
+ * pass it waits, so memory stays bounded (app/set_limits.c counts it).
+ * NAME.h5 appears, renamed from its temp file, only complete; an
+ * interrupted or failed run keeps the temp file for --resume. */
+#ifndef PSFSIM_HDF5_WRITER_H
+#define PSFSIM_HDF5_WRITER_H
+
+#include <stddef.h>
+
+#include "app/hdf5_set.h"
+#include "app/writer_pool.h"
+
+/* Batches of images the queue holds beyond the one being written. */
+#define HDF5_QUEUE_BATCHES 2
+
+typedef struct hdf5_writer hdf5_writer;
+
+/* Open NAME.h5's temp file in the directory dirfd (dir: its name for
+ * messages; the file is made through that descriptor) for set s (resume: continue the temp file
+ * an interrupted run of the same config fingerprint left, else start
+ * afresh) and start the thread. batch: the most images one add gives (the
+ * queue's unit). info (may be NULL) says whether a temp file was resumed.
+ * NULL with err ("cannot write DIR/NAME.h5: ..."). */
+hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
+                              const hdf5_provenance *pv, int resume, int batch, h5set_info *info,
+                              char *err, size_t errlen);
+
+/* [K]: 1 where image k was in the file when it was opened (a resumed temp
+ * file's images). Images given again are skipped: the file keeps its own. */
+const unsigned char *hdf5_writer_written(const hdf5_writer *w);
+
+/* Queue the images of jobs[0..n-1] written by the writer pool (status 0;
+ * the others are left out), with their labels; jobs ascend in k. Waits
+ * while the queue is full. 0, or -1 with err when the thread has failed
+ * (its message: the run then stops). */
+int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, size_t errlen);
+
+/* Write what is queued, stop the thread and close: complete (every image
+ * given) renames NAME.h5 into place with its attributes, else the temp
+ * file is kept for --resume. Frees w (NULL is fine). 0, or -1 with err
+ * (the thread's failure, or the close's). */
+int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen);
+
+/* Bytes of one image of set s in NAME.h5 (M^2 float32 or uint16 values). */
+unsigned long long hdf5_writer_image_bytes(const image_set *s);
+
+/* Host memory writing NAME.h5 takes for set s with batches of batch images
+ * on lanes computing devices, bytes (saturating): the queue
+ * (HDF5_QUEUE_BATCHES batches of images and labels); the module's stages,
+ * a chunk given in part each (at most one per batch buffer, WRITER_SLOTS
+ * per lane, and two more), its gzip threads' buffers (at most 8 threads,
+ * a chunk twice each: shuffled and deflated); the written flags (3 bytes
+ * an image); for uint16 the slots' stretch levels (WRITER_SLOTS batches
+ * of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / image)
+ * images (app/formats/hdf5_params.c). */
+unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes);
+
+/* Disk space of NAME.h5 for set s, bytes (saturating), as if uncompressed
+ * (gzip stores a chunk deflate cannot shrink as it is): K images, the
+ * labels ((J + columns) doubles and the written flag an image), and
+ * HDF5's metadata (256 bytes a chunk for the chunk index, 1 MiB for the
+ * rest); plus 1 MiB for the sidecar NAME.json. */
+unsigned long long hdf5_writer_disk_need(const image_set *s);
+
+#endif

@@ -1,0 +1,77 @@
+/* The axes of an image set beyond the config's Cartesian lists: the listed
+ * set's table (sweep.table, loaded and checked here) and the random set's
+ * terms (sweep.random, the spectrum expanded into per-term sigmas). The
+ * image index k splits as
+ *     k = (c * nrows + r) * ndraws + d
+ * c the Cartesian index (jobs.h: wavelength outermost .. the last
+ * sweep.zernike entry), r the table row, d the draw, the innermost
+ * (docs/config.md, "Axis order"). */
+#ifndef PSFSIM_AXES_H
+#define PSFSIM_AXES_H
+
+#include <stddef.h>
+
+#include "app/config/config.h"
+#include "app/set/draws.h"
+#include "app/set/table.h"
+
+/* A drawn term: sweep.random.zernike as written, then the spectrum's. */
+typedef struct {
+    int j, n, m;    /* j in the config's convention */
+    draw_dist dist; /* the spectrum's terms are normal */
+    double width;   /* sigma or half-width, in the config's units */
+} axes_random_term;
+
+/* A z<j> column of the table. */
+typedef struct {
+    int col;     /* its column in the table */
+    int j, n, m; /* j in the config's convention */
+} axes_table_term;
+
+typedef struct {
+    const psf_config *cfg;
+    long long ncart;  /* images of the Cartesian lists (1 without) */
+    psf_table *table; /* NULL without sweep.table */
+    long long nrows;  /* the table's data rows; 1 without */
+    int col_wavelength, col_defocus, col_focus_shift; /* table columns, -1: absent */
+    int nzcols;
+    axes_table_term *zcols; /* [nzcols], in column order */
+    long long ndraws;       /* sweep.random.count; 1 without */
+    int nrandom;
+    axes_random_term *random; /* [nrandom] */
+    long long nimages;        /* ncart * nrows * ndraws */
+} set_axes;
+
+/* Build ax for cfg (kept by pointer: it must outlive ax): load and check
+ * the table, expand the spectrum (draw_spectrum_sigma). Returns 0, or -1
+ * with one message, "CFG:LINE: KEY: WHY" (CFG:LINE where the key is
+ * written, config_key_where), among them:
+ *   sweep.table: PATH:L:C (NAME): ...     table_load's and table_check_columns'
+ *   sweep.table: PATH:H:C (NAME): the column is also given by KEY (CFG:LINE); ...
+ *     (wavelength_nm with sweep.wavelength_nm or sweep.random.wavelength_nm,
+ *     defocus with sweep.defocus, focus_shift_um with sweep.focus_shift_um or
+ *     sweep.random.focus_shift_um, z<j> with sweep.zernike's j)
+ *   sweep.table: PATH:H:C (wavelength_nm): cannot be used with optics.wavelengths_nm ...
+ *   sweep.table: PATH:H:C (focus_shift_um): needs optics.f_number ...
+ *   sweep.table: PATH:L:C (wavelength_nm): must be > 0 (got X)
+ *   sweep.table: PATH: N rows make M images with the other axes, more than the limit ...
+ *   optics.wavelength_nm: required key missing (... or a wavelength_nm column in sweep.table)
+ * ax holds nothing after an error (axes_free is harmless). */
+int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen);
+void axes_free(set_axes *ax);
+
+/* Whether the set has a table or a random axis (its manifest then has the
+ * label columns: docs/config.md, "NAME_manifest.csv"). */
+int axes_is_dataset(const set_axes *ax);
+
+/* k -> (Cartesian index, table row or -1, draw or -1); k in 0..nimages-1
+ * (a negative k reads as 0). */
+void axes_split(const set_axes *ax, long long k, long long *cart, long long *row, long long *draw);
+
+/* The wavelengths the images take one each, nm: sweep.wavelength_nm,
+ * sweep.random.wavelength_nm or the table's column, *n values (a table's
+ * column repeats values); NULL (and *n = 0) when every image has the
+ * config's optics wavelengths. */
+const double *axes_image_wavelengths(const set_axes *ax, long long *n);
+
+#endif

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The datasets benchmark: random-aberration sets (12 Zernike terms, Noll
+# 4..15, normal, sigma 0.05 waves) written as one NAME.h5 (float32), whole
+# psfsim process, against in the same run
+#  (a) the bytes-to-disk bound: the same number of bytes written
+#      sequentially to the same file system by dd (bs 16 MiB, no sync:
+#      psfsim does not sync either);
+#  (b) the Python peer (bench/reference_h5py.py): one batched FFT per chunk
+#      in CuPy (NumPy without a GPU), written with h5py;
+# and psfsim's own compute time (the timing log's compute_us), its peak
+# memory (ru_maxrss) at N and N/10 images (flat in the number of images).
+#   bench/datasets_bench.sh BUILD DIR CASES     DIR: where the files go (a disk, or tmpfs)
+#   CASES: space-separated IMAGES:PUPIL pairs, e.g. "1000000:32 100000:128"
+# Prints CSV rows: case,what,images,npix,seconds,images_per_s,peak_rss_mb,note
+set -euo pipefail
+build=$1 dir=$2 cases=$3
+root="$(cd "$(dirname "$0")/.." && pwd)"
+py=${PYTHON:-python3}
+mkdir -p "$dir"
+rss() { # command... : run it, print "seconds peak_rss_mb" on fd 3
+  "$py" - "$@" 3>&1 1>&2 <<'EOF'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+rc = subprocess.run(sys.argv[1:]).returncode
+t = time.perf_counter() - t
+m = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{t:.3f} {m:.0f}", file=open(3, "w", closefd=False))
+sys.exit(rc)
+EOF
+}
+cfg() { # name images pupil
+  cat <<EOF
+name = "$1";
+optics: { wavelength_nm = 1000.0; aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = $3; padding = 2.0; };
+sweep: { random: { count = $2; seed = 1;
+  zernike = ((4, "normal", 0.05), (5, "normal", 0.05), (6, "normal", 0.05), (7, "normal", 0.05),
+             (8, "normal", 0.05), (9, "normal", 0.05), (10, "normal", 0.05), (11, "normal", 0.05),
+             (12, "normal", 0.05), (13, "normal", 0.05), (14, "normal", 0.05), (15, "normal", 0.05)); }; };
+output: { png: { enabled = false; }; hdf5: { enabled = true; dtype = "float32"; }; };
+EOF
+}
+echo "case,what,images,npix,seconds,images_per_s,peak_rss_mb,note"
+for c in $cases; do
+  k=${c%%:*} n=${c##*:} npix=$((2 * n)) name="ds${n}"
+  tag="${k}x${npix}"
+  for kk in $((k / 10)) "$k"; do
+    cfg "$name" "$kk" "$n" >"$dir/$name.cfg"
+    rm -f "$dir/$name".h5 "$dir/$name"_*.csv "$dir/$name".json
+    read -r t m < <(rss "$build/psfsim" -q --force -c "$dir/$name.cfg" -o "$dir")
+    cu=$(awk -F, '$1 == "compute_us" { print $7 }' "$dir/${name}_timing.csv")
+    echo "$tag,psfsim,$kk,$npix,$t,$(awk -v k="$kk" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,compute $(awk -v c="$cu" 'BEGIN { printf "%.3f", c / 1e6 }') s; $(grep -m1 '^backend,' "$dir/${name}_timing.csv" | cut -d, -f8- | tr -d '"' | tr , ';')"
+  done
+  bytes=$(stat -c %s "$dir/$name.h5")
+  rm -f "$dir/$name.h5"
+  read -r t m < <(rss dd if=/dev/zero of="$dir/dd.bin" bs=16M count=$(((bytes + 16777215) / 16777216)) status=none)
+  echo "$tag,dd_same_bytes,$k,$npix,$t,$(awk -v k="$k" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,$bytes bytes"
+  rm -f "$dir/dd.bin"
+  row=$("$py" "$root/bench/reference_h5py.py" "$dir/ref.h5" --images "$k" --pupil "$n" ${PEER_ARGS:-})
+  IFS=, read -r peer _ _ t rate <<<"$row"
+  echo "$tag,$peer,$k,$npix,$t,$rate,,h5py"
+  rm -f "$dir/ref.h5"
+done

@@ -1,0 +1,213 @@
+/* Computing images into the caller's buffer (lib/psfsim.h): batches of
+ * the set's jobs (image_set_job), run by each lane's backend, finished and
+ * measured (image_set_measure), as the command's image loop does
+ * (app/run_loop.c), with the PNG's stretch for the grey levels. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/formats/png_io.h"
+#include "app/set/measure.h"
+#include "lib/set_priv.h"
+
+/* One compute call: the images still to hand out, shared by the lanes. */
+typedef struct {
+    psfsim_set *s;
+    long long first, count;
+    long long next, done; /* under mu */
+    float *images;        /* the caller's floats, or NULL (levels) */
+    uint16_t *levels;     /* the caller's grey levels, or NULL */
+    psfsim_metrics *metrics;
+    pthread_mutex_t mu;
+    atomic_int stop; /* a lane failed: the others stop too */
+    int rc;          /* the first failure (under mu) */
+    char err[LIB_ERRLEN];
+} work;
+
+typedef struct {
+    work *w;
+    lib_lane *ln;
+} lane_arg;
+
+static void fail(work *w, int rc, const char *why)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->rc == PSFSIM_OK) {
+        w->rc = rc;
+        snprintf(w->err, sizeof w->err, "%s", why);
+    }
+    pthread_mutex_unlock(&w->mu);
+    atomic_store(&w->stop, 1);
+}
+
+/* The next batch's jobs into ln, from *k0 on. Returns how many, or -1. */
+static int take(work *w, lib_lane *ln, long long *k0, char *err, size_t errlen)
+{
+    psfsim_set *s = w->s;
+    size_t per = image_set_storage(&s->set);
+    pthread_mutex_lock(&w->mu);
+    long long left = w->first + w->count - w->next;
+    int nb = left < s->batch ? (int)left : s->batch;
+    *k0 = w->next;
+    w->next += nb;
+    int rc = 0;
+    for (int i = 0; i < nb && rc == 0; ++i)
+        rc = image_set_job(&s->set, *k0 + i, ln->storage + (size_t)i * per, &ln->jobs[i],
+                           &ln->infos[i], err, errlen);
+    pthread_mutex_unlock(&w->mu);
+    return rc ? -1 : nb;
+}
+
+/* Run the batch on ln's backend; a GPU that fails gives way to the CPU. */
+static int run(work *w, lib_lane *ln, int nb, float *out, char *err, size_t errlen)
+{
+    if (ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0) return PSFSIM_OK;
+    if (ln->ops == &psf_backend_cpu) return PSFSIM_ERR_COMPUTE;
+    char why[LIB_ERRLEN];
+    snprintf(why, sizeof why, "%s", err);
+    int rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
+    if (rc == PSFSIM_OK && w->levels) rc = lib_lane_scratch(w->s, ln, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    if (w->levels) out = ln->scratch;
+    return ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0 ? PSFSIM_OK
+                                                                          : PSFSIM_ERR_COMPUTE;
+}
+
+/* After the backend: finish, measure, stretch (the levels' path). */
+static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+{
+    const image_set *set = &w->s->set;
+    const psf_config *cfg = &w->s->cfg;
+    size_t plane = (size_t)set->samp.npix * set->samp.npix;
+    for (int i = 0; i < nb; ++i) {
+        float *img = out + (size_t)i * plane;
+        psfsim_metrics m = {.backend = ln->ops->name};
+        image_set_measure(set, &ln->infos[i], img, &m.strehl, &m.axial_intensity);
+        long long at = k0 + i - w->first;
+        if (w->metrics) w->metrics[at] = m;
+        if (w->levels)
+            psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
+                                   cfg->png_dynamic_range, w->levels + (size_t)at * plane);
+    }
+}
+
+/* The batch is done: count it, tell the progress callback (one at a time). */
+static void count_done(work *w, int nb)
+{
+    psfsim_set *s = w->s;
+    pthread_mutex_lock(&w->mu);
+    w->done += nb;
+    if (s->progress && s->progress(w->done, w->count, s->progress_user) != 0)
+        atomic_store(&s->cancel, 1);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void *lane_loop(void *arg)
+{
+    work *w = ((lane_arg *)arg)->w;
+    lib_lane *ln = ((lane_arg *)arg)->ln;
+    psfsim_set *s = w->s;
+    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
+    char err[LIB_ERRLEN];
+    while (!atomic_load(&w->stop) && !atomic_load(&s->cancel)) {
+        long long k0;
+        int nb = take(w, ln, &k0, err, sizeof err);
+        if (nb < 0) {
+            fail(w, PSFSIM_ERR_CONFIG, err);
+            break;
+        }
+        if (nb == 0) break;
+        int rc = w->levels ? lib_lane_scratch(s, ln, err, sizeof err) : PSFSIM_OK;
+        float *out = w->levels ? ln->scratch : w->images + (size_t)(k0 - w->first) * plane;
+        if (rc == PSFSIM_OK) rc = run(w, ln, nb, out, err, sizeof err);
+        if (rc != PSFSIM_OK) {
+            fail(w, rc, err);
+            break;
+        }
+        finish(w, ln, k0, nb, w->levels ? ln->scratch : out);
+        count_done(w, nb);
+    }
+    return NULL;
+}
+
+/* The lanes over w's images: lane 0 on this thread, the others on their
+ * own. */
+static void run_lanes(work *w)
+{
+    psfsim_set *s = w->s;
+    lane_arg args[LIB_MAX_LANES];
+    pthread_t threads[LIB_MAX_LANES];
+    int started[LIB_MAX_LANES] = {0};
+    for (int l = 0; l < s->nlanes; ++l)
+        args[l] = (lane_arg){w, &s->lanes[l]};
+    for (int l = 1; l < s->nlanes; ++l) /* a thread that cannot start: the others do its part */
+        started[l] = pthread_create(&threads[l], NULL, lane_loop, &args[l]) == 0;
+    lane_loop(&args[0]);
+    for (int l = 1; l < s->nlanes; ++l)
+        if (started[l]) pthread_join(threads[l], NULL);
+}
+
+static int compute(psfsim_set *s, long long first, long long count, float *images, uint16_t *levels,
+                   size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
+{
+    lib_messages_init();
+    if (!s || (count > 0 && !images && !levels))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
+    int rc = lib_check_range(s, first, count, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
+    if (count > 0 && capacity / plane < (size_t)count)
+        return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
+                        "the buffer holds %zu values, fewer than the %lld x %d x %d = %.0f the "
+                        "images need",
+                        capacity, count, s->set.samp.npix, s->set.samp.npix,
+                        (double)count * (double)plane);
+    for (long long i = 0; metrics && i < count; ++i)
+        metrics[i] = (psfsim_metrics){NAN, NAN, ""};
+    if (count == 0) return PSFSIM_OK;
+    char why[LIB_ERRLEN] = "";
+    rc = lib_lanes_start(s, why, sizeof why);
+    if (rc != PSFSIM_OK) return lib_fail(err, errlen, rc, "%s", why);
+    work w = {.s = s,
+              .first = first,
+              .count = count,
+              .next = first,
+              .images = images,
+              .levels = levels,
+              .metrics = metrics};
+    pthread_mutex_init(&w.mu, NULL);
+    atomic_init(&w.stop, 0);
+    run_lanes(&w);
+    pthread_mutex_destroy(&w.mu);
+    int cancelled = atomic_exchange(&s->cancel, 0) && w.done < count;
+    if (w.rc != PSFSIM_OK) return lib_fail(err, errlen, w.rc, "%s", w.err);
+    if (cancelled)
+        return lib_fail(err, errlen, PSFSIM_ERR_CANCELLED, "cancelled after %lld of %lld image(s)",
+                        w.done, count);
+    return PSFSIM_OK;
+}
+
+int psfsim_compute(psfsim_set *set, long long first, long long count, float *images,
+                   size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
+{
+    return compute(set, first, count, images, NULL, capacity, metrics, err, errlen);
+}
+
+int psfsim_compute_u16(psfsim_set *set, long long first, long long count, uint16_t *levels,
+                       size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
+{
+    return compute(set, first, count, NULL, levels, capacity, metrics, err, errlen);
+}
+
+void psfsim_set_progress(psfsim_set *set, psfsim_progress_fn fn, void *user)
+{
+    if (!set) return;
+    set->progress = fn;
+    set->progress_user = user;
+}
+
+void psfsim_cancel(psfsim_set *set)
+{
+    if (set) atomic_store(&set->cancel, 1);
+}

@@ -1,0 +1,45 @@
+/* The FITS header of an image (lib/psfsim.h), built by the command's own
+ * fits_header_build (app/fits_header.c, compiled into the library), so the
+ * keywords are the files' whatever the caller makes of them (an astropy
+ * HDUList in the Python package). */
+#include <stdio.h>
+#include <string.h>
+
+#include "app/fits_header.h"
+#include "lib/set_priv.h"
+
+int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metrics,
+                       psfsim_card *cards, int max, int *ncards, char *err, size_t errlen)
+{
+    if (!set || !metrics || !cards || !ncards)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, metrics, cards or count given");
+    *ncards = 0;
+    int rc = lib_check_range(set, k, 1, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    psf_job job;
+    image_info info;
+    char why[LIB_ERRLEN];
+    if (image_set_job(&set->set, k, set->query_storage, &job, &info, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
+    image_result res = {.strehl = metrics->strehl,
+                        .axial_intensity = metrics->axial_intensity,
+                        .backend = metrics->backend ? metrics->backend : ""};
+    fits_kv kvs[FITS_HEADER_MAX];
+    char zkeys[FITS_HEADER_MAX][12];
+    int n = fits_header_build(&set->set, &info, &res, kvs, zkeys);
+    if (n > max)
+        return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
+                        "the header has %d keywords, cards holds %d", n, max);
+    for (int i = 0; i < n; ++i) {
+        psfsim_card *c = &cards[i];
+        memset(c, 0, sizeof *c);
+        snprintf(c->key, sizeof c->key, "%s", kvs[i].key);
+        c->type = kvs[i].type == FITS_KV_DOUBLE ? 'd' : kvs[i].type == FITS_KV_INT ? 'i' : 's';
+        c->d = kvs[i].d;
+        c->i = kvs[i].i;
+        snprintf(c->s, sizeof c->s, "%s", kvs[i].s ? kvs[i].s : "");
+        snprintf(c->comment, sizeof c->comment, "%s", kvs[i].comment ? kvs[i].comment : "");
+    }
+    *ncards = n;
+    return PSFSIM_OK;
+}

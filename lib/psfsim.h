@@ -1,0 +1,260 @@
+/* psfsim.h: the psfsim library, libpsfsim.so.0 (pkg-config psfsim, or
+ * find_package(psfsim) and the target psfsim::psfsim).
+ *
+ * An image set is opened from a config file, or from config text in memory
+ * (the same schema as the psfsim command: docs/config.md), queried (image
+ * count, image shape, each image's parameters: the manifest's quantities,
+ * the backend decision with its predicted times) and computed into buffers
+ * the caller owns, any range of images at a time, as float32 intensities
+ * or as the PNG's grey levels. The library writes no file of the set and
+ * never prints: every error comes back as a psfsim_status code with a
+ * one-line message in the caller's err buffer (err may be NULL, errlen 0),
+ * config errors as the command says them ("FILE:LINE: key: why"); what
+ * the command would log (a GPU failure and the fall-back to the CPU, the
+ * latency probe) goes to the handler of psfsim_set_message_handler, or
+ * nowhere. It never calls exit() and installs no signal handler.
+ *
+ * Images: image k of a set of K is M x M float32 (M = psfsim_info.npix),
+ * row-major, row 0 first, optical axis at (row M/2, column M/2), 0-based;
+ * image k at offset (k - first) * M * M of the buffer. The values are the
+ * command's FITS pixels (the normalisation of the config: peak or sum;
+ * README, "Conventions"); the grey levels are its PNG's (bits, stretch and
+ * dynamic range of output.png).
+ *
+ * Thread safety: distinct sets may be opened, queried, computed and closed
+ * at the same time from different threads (the library serialises what
+ * must be: the FFT planner, the GPU module's loading, the latency probe);
+ * one set must not be used from two threads at once, except
+ * psfsim_cancel, which any thread may call while the set is open.
+ * psfsim_set_message_handler is process-wide: set it before opening sets.
+ *
+ * ABI: the structs are fixed for soname 0 (new quantities come as new
+ * functions), except psfsim_options, which carries its size. */
+#ifndef PSFSIM_H
+#define PSFSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PSFSIM_API __attribute__((visibility("default")))
+#else
+#define PSFSIM_API
+#endif
+
+/* Functions of this header: 1 for libpsfsim.so.0's first release. */
+#define PSFSIM_API_VERSION 1
+
+/* What every function that can fail returns. */
+typedef enum {
+    PSFSIM_OK = 0,
+    PSFSIM_ERR_ARGUMENT = 1,  /* a NULL set or buffer, a bad option ("backend", "gpus") */
+    PSFSIM_ERR_CONFIG = 2,    /* the config: syntax, unknown key, range, map files;
+                                 the message is the command's, "FILE:LINE: key: why" */
+    PSFSIM_ERR_RANGE = 3,     /* images [first, first + count) not inside [0, K) */
+    PSFSIM_ERR_BUFFER = 4,    /* the caller's buffer holds fewer values than needed */
+    PSFSIM_ERR_BACKEND = 5,   /* the backend asked for cannot be used ("gpu" without
+                                 a usable GPU, a --gpus device that is not there) */
+    PSFSIM_ERR_COMPUTE = 6,   /* a run-time failure while computing */
+    PSFSIM_ERR_MEMORY = 7,    /* out of memory */
+    PSFSIM_ERR_CANCELLED = 8, /* psfsim_cancel (or the progress callback) stopped it */
+} psfsim_status;
+
+/* "ok", "argument", "config", "range", "buffer", "backend", "compute",
+ * "memory", "cancelled"; "unknown" for any other value. */
+PSFSIM_API const char *psfsim_status_name(int status);
+
+/* The library's version, "0.1.0" (the psfsim command's). */
+PSFSIM_API const char *psfsim_version(void);
+
+/* How a set is opened. Call psfsim_options_init first, then set fields. */
+typedef struct {
+    size_t size;          /* sizeof(psfsim_options), set by psfsim_options_init */
+    const char *backend;  /* NULL: the config's `backend` key; else "auto", "cpu" or
+                             "gpu", as the command's --backend */
+    const char *gpus;     /* NULL or "all": every visible GPU; else CUDA device indices,
+                             "0,2", as --gpus (used when the GPU computes) */
+    int threads;          /* CPU threads of the CPU backend; 0 = one per CPU */
+    const char *name;     /* config text only: how messages name it; NULL = "<config>" */
+    const char *base_dir; /* config text only: the directory @include and relative map
+                             files are resolved against; NULL = the current one */
+} psfsim_options;
+
+/* Defaults: the config's backend, every GPU, threads chosen, "<config>". */
+PSFSIM_API void psfsim_options_init(psfsim_options *options);
+
+typedef struct psfsim_set psfsim_set;
+
+/* Open the set of the config file path (its maps resolved against its
+ * directory), or of config text (NUL-terminated), with options (NULL: the
+ * defaults): the config is loaded and checked, the maps read, each image's
+ * job laid out and the backend chosen (with "auto" on a machine with an
+ * NVIDIA GPU: the latency probe's figures, cached per machine, measured
+ * once otherwise). The backend itself starts at the first compute.
+ * Returns PSFSIM_OK with *set (close it with psfsim_close), or
+ * PSFSIM_ERR_CONFIG (the config, its maps), PSFSIM_ERR_ARGUMENT (NULL
+ * path/text/set, bad backend or gpus option), PSFSIM_ERR_BACKEND ("gpu"
+ * without a GPU backend, a GPU asked for that is not there) or
+ * PSFSIM_ERR_MEMORY, with *set NULL and the message in err. */
+PSFSIM_API int psfsim_open_file(const char *path, const psfsim_options *options, psfsim_set **set,
+                                char *err, size_t errlen);
+PSFSIM_API int psfsim_open_text(const char *text, const psfsim_options *options, psfsim_set **set,
+                                char *err, size_t errlen);
+
+/* Stop the backend and free everything; NULL is harmless. */
+PSFSIM_API void psfsim_close(psfsim_set *set);
+
+/* What the whole set shares. */
+typedef struct {
+    long long count;           /* K: images in the set (the sweep's product) */
+    int npix;                  /* M: every image is M x M */
+    int pupil_samples;         /* n: samples across the aperture diameter */
+    int fft_npix;              /* N = floor(padding n + 0.5): the FFT size */
+    int mft;                   /* 1: the images are matrix Fourier transforms onto the
+                                  output grid (README, "Output grid (MFT)") */
+    double padding;            /* sampling.padding Q */
+    double diameter_m;         /* D */
+    double f_number;           /* 0 when the config gives none */
+    int nwavelengths;          /* wavelengths summed into each image (broadband) */
+    int nterms;                /* Zernike modes of psfsim_zernike's totals */
+    int nswept;                /* swept Zernike terms (sweep.zernike entries) */
+    int png_bits;              /* psfsim_compute_u16's levels are 0 .. 2^png_bits - 1 */
+    const char *name;          /* the config's name; valid until psfsim_close */
+    const char *normalization; /* "peak" or "sum" */
+    long long random_count;    /* sweep.random.count; 0 when the set is not a random set */
+    unsigned long long seed;   /* sweep.random.seed (the manifest's seed); 0 without */
+} psfsim_info;
+
+PSFSIM_API int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t errlen);
+
+/* One image's parameters: the manifest's columns known before computing. */
+typedef struct {
+    long long index;             /* k */
+    double wavelength_nm;        /* the image's wavelength; broadband: the shortest, which
+                                    the pixel scale in lambda/D refers to */
+    double defocus;              /* sweep.defocus value (aberrations.units RMS); NaN when
+                                    not swept */
+    double focus_shift_um;       /* sweep.focus_shift_um value; NaN when not swept */
+    double pixel_scale_lambda_d; /* the image's pixel, lambda/D at wavelength_nm */
+    double pixel_scale_arcsec;   /* arcseconds on the sky */
+    double pixel_scale_um;       /* focal-plane micrometres; NaN without f_number */
+    double sampling_q;           /* Q = (lambda/D) / pixel (FITS PADDING) */
+    long long table_row;         /* the sweep.table data row (0-based); -1 without a table */
+    long long draw;              /* the sweep.random draw index d (the manifest's draw);
+                                    -1 when the set is not a random set */
+} psfsim_params;
+
+/* Parameters of images [first, first + count) into params[count].
+ * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL), PSFSIM_ERR_CONFIG (a map
+ * grid that cannot be built). */
+PSFSIM_API int psfsim_params_get(psfsim_set *set, long long first, long long count,
+                                 psfsim_params *params, char *err, size_t errlen);
+
+/* The Zernike indices, in the config's convention (aberrations.convention):
+ * the swept terms' j (the manifest's zernike_j, nswept of them) into
+ * swept_j, and every mode's j (the FITS header's Z<j>, nterms) into
+ * term_j; either may be NULL, else it must hold psfsim_info's count. */
+PSFSIM_API int psfsim_zernike_terms(const psfsim_set *set, int *swept_j, int *term_j, char *err,
+                                    size_t errlen);
+
+/* For images [first, first + count): the swept Zernike values (the
+ * manifest's zernike_coeff) into swept[count * nswept] and each mode's
+ * total coefficient in the config's units (FITS Z<j>, the focus shift
+ * included in Z4) into total[count * nterms], image-major; either may be
+ * NULL. Errors as psfsim_params_get. */
+PSFSIM_API int psfsim_zernike(psfsim_set *set, long long first, long long count, double *swept,
+                              double *total, char *err, size_t errlen);
+
+/* The backend decision. */
+typedef struct {
+    char backend[8];         /* "cpu" or "gpu" */
+    char reason[256];        /* as -v and the timing log say it: "backend cpu: predicted
+                                0.41 ms vs gpu 212 ms incl. start"; after a GPU failure
+                                "backend cpu: fallback after: ..." */
+    double predicted_cpu_us; /* auto: predicted wall time of the whole set computed into
+                                memory (no files), microseconds; NaN otherwise */
+    double predicted_gpu_us; /* the same on the GPU(s), start-up included when CUDA is
+                                not running yet; NaN otherwise */
+    char probe[256];         /* auto: where the probe's figures came from; "" otherwise */
+    int ndevices;            /* GPU: the CUDA devices that share the set */
+    int devices[16];
+} psfsim_decision;
+
+PSFSIM_API int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *err,
+                                   size_t errlen);
+
+/* What computing an image measured: the manifest's strehl, axial_intensity
+ * and backend. */
+typedef struct {
+    double strehl;          /* image peak / unaberrated peak */
+    double axial_intensity; /* axis pixel / unaberrated peak */
+    const char *backend;    /* "cpu" or "gpu" (static) */
+} psfsim_metrics;
+
+/* Progress: called after each batch with the images of this compute call
+ * done so far and its count, from the thread that computed the batch
+ * (with several GPUs their threads, one call at a time). A non-zero return
+ * cancels, as psfsim_cancel. NULL removes it. */
+typedef int (*psfsim_progress_fn)(long long done, long long total, void *user);
+PSFSIM_API void psfsim_set_progress(psfsim_set *set, psfsim_progress_fn fn, void *user);
+
+/* Ask the compute call in progress on set (or, if none, the next one) to
+ * stop after the batch in flight: it returns PSFSIM_ERR_CANCELLED, the
+ * images done before it are valid (the progress callback counted them).
+ * Any thread, any time while the set is open. */
+PSFSIM_API void psfsim_cancel(psfsim_set *set);
+
+/* Compute images [first, first + count) into images (capacity floats, at
+ * least count * M * M), in batches of the backend's size (the CPU's 64,
+ * the GPU's up to 1024 images), the backend writing straight into the
+ * buffer. metrics (NULL, or count entries) gets each image's metrics.
+ * A GPU that fails is said once (message handler) and the CPU computes the
+ * rest, as the command does. Returns PSFSIM_OK, PSFSIM_ERR_RANGE,
+ * PSFSIM_ERR_BUFFER, PSFSIM_ERR_ARGUMENT, PSFSIM_ERR_BACKEND (a GPU asked
+ * for with "gpu" cannot start), PSFSIM_ERR_COMPUTE, PSFSIM_ERR_MEMORY or
+ * PSFSIM_ERR_CANCELLED. count 0 does nothing. */
+PSFSIM_API int psfsim_compute(psfsim_set *set, long long first, long long count, float *images,
+                              size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen);
+
+/* The same, as the grey levels the command writes to its PNG files
+ * (output.png: bits, stretch, dynamic_range; 8-bit levels are 0..255),
+ * count * M * M values. The float images are made in the library's own
+ * batch buffer. */
+PSFSIM_API int psfsim_compute_u16(psfsim_set *set, long long first, long long count,
+                                  uint16_t *levels, size_t capacity, psfsim_metrics *metrics,
+                                  char *err, size_t errlen);
+
+/* One keyword of the FITS header of an image, as the command writes it. */
+typedef struct {
+    char key[12]; /* "WAVELEN", "Z4", ... */
+    char type;    /* 'd' a double (d), 'i' an integer (i), 's' a string (s) */
+    double d;
+    long long i;
+    char s[72];
+    char comment[72];
+} psfsim_card;
+
+/* The header keywords of image k's FITS file (README, "Outputs": WAVELEN,
+ * DIAM, ..., Z<j>), in the command's order, with metrics the image's (from
+ * psfsim_compute) for STREHL, AXIALINT and BACKEND, into cards (max
+ * entries; 300 are always enough); *ncards gets their number. */
+PSFSIM_API int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metrics,
+                                  psfsim_card *cards, int max, int *ncards, char *err,
+                                  size_t errlen);
+
+/* Where the library's messages go (the command's warnings and -v lines,
+ * without "psfsim: "): fn(level, message, user) for levels 1 error, 2
+ * warning, 3 information, 4 debug up to max_level; NULL (the default):
+ * nowhere. Process-wide; from any thread that computes. */
+typedef void (*psfsim_message_fn)(int level, const char *message, void *user);
+PSFSIM_API void psfsim_set_message_handler(psfsim_message_fn fn, int max_level, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

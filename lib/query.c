@@ -1,0 +1,117 @@
+/* Queries of an open set (lib/psfsim.h): its shape, each image's
+ * parameters and Zernike values, the backend decision. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/set_priv.h"
+#include "optics/zernike.h"
+
+int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t errlen)
+{
+    if (!set || !info) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no info given");
+    const image_set *s = &set->set;
+    const psf_config *cfg = &set->cfg;
+    memset(info, 0, sizeof *info);
+    info->count = s->nimages;
+    info->npix = s->samp.npix;
+    info->pupil_samples = s->samp.pupil_samples;
+    info->fft_npix = s->fft_npix;
+    info->mft = s->mft;
+    info->padding = cfg->padding;
+    info->diameter_m = s->samp.diameter_m;
+    info->f_number = cfg->f_number;
+    info->nwavelengths = cfg->n_sweep_wavelength > 0 ? 1 : cfg->nwavelengths;
+    info->nterms = s->modes.nterms;
+    info->nswept = cfg->n_sweep_zernike;
+    info->png_bits = cfg->png_bits;
+    info->name = cfg->name;
+    info->normalization = cfg->normalization == NORM_SUM ? "sum" : "peak";
+    info->random_count = cfg->random.count;
+    info->seed = cfg->random.count > 0 ? cfg->random.seed : 0;
+    return PSFSIM_OK;
+}
+
+/* Image k's job and record, in the queries' storage. */
+static int image(psfsim_set *set, long long k, image_info *info, char *err, size_t errlen)
+{
+    psf_job job;
+    char why[LIB_ERRLEN];
+    if (image_set_job(&set->set, k, set->query_storage, &job, info, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
+    return PSFSIM_OK;
+}
+
+int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_params *params,
+                      char *err, size_t errlen)
+{
+    if (!set || (!params && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no params given");
+    int rc = lib_check_range(set, first, count, err, errlen);
+    for (long long i = 0; rc == PSFSIM_OK && i < count; ++i) {
+        image_info info;
+        rc = image(set, first + i, &info, err, errlen);
+        if (rc != PSFSIM_OK) break;
+        params[i] = (psfsim_params){.index = first + i,
+                                    .wavelength_nm = info.wavelength_nm,
+                                    .defocus = info.params.sweep_defocus,
+                                    .focus_shift_um = info.params.sweep_focus_shift_um,
+                                    .pixel_scale_lambda_d = info.pixel_lambda_d,
+                                    .pixel_scale_arcsec = info.pixel_arcsec,
+                                    .pixel_scale_um = info.pixel_um,
+                                    .sampling_q = info.sampling_q,
+                                    .table_row = info.params.table_row,
+                                    .draw = info.params.draw};
+    }
+    return rc;
+}
+
+int psfsim_zernike_terms(const psfsim_set *set, int *swept_j, int *term_j, char *err, size_t errlen)
+{
+    if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
+    const psf_config *cfg = &set->cfg;
+    for (int i = 0; swept_j && i < cfg->n_sweep_zernike; ++i)
+        swept_j[i] = cfg->sweep_zernike[i].j;
+    const psf_modeset *m = &set->set.modes;
+    for (int t = 0; term_j && t < m->nterms; ++t)
+        term_j[t] = zernike_nm_to_index(cfg->zconv, m->n[t], m->m[t]);
+    return PSFSIM_OK;
+}
+
+int psfsim_zernike(psfsim_set *set, long long first, long long count, double *swept, double *total,
+                   char *err, size_t errlen)
+{
+    if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
+    int rc = lib_check_range(set, first, count, err, errlen);
+    int ns = set->cfg.n_sweep_zernike, nt = set->set.modes.nterms;
+    for (long long i = 0; rc == PSFSIM_OK && i < count; ++i) {
+        image_info info;
+        rc = image(set, first + i, &info, err, errlen);
+        if (rc != PSFSIM_OK) break;
+        for (int j = 0; swept && j < ns; ++j)
+            swept[i * ns + j] = info.params.sweep_zernike[j];
+        for (int t = 0; total && t < nt; ++t)
+            total[i * nt + t] = info.coeff_units[t];
+    }
+    return rc;
+}
+
+int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *err, size_t errlen)
+{
+    if (!set || !decision)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no decision given");
+    const backend_decision *d = &set->decision;
+    memset(decision, 0, sizeof *decision);
+    /* After a fall-back the lanes compute on the CPU: say what computes. */
+    const char *name = set->nlanes > 0 ? set->lanes[0].ops->name : d->ops->name;
+    snprintf(decision->backend, sizeof decision->backend, "%s", name);
+    snprintf(decision->reason, sizeof decision->reason, "%s", d->reason);
+    snprintf(decision->probe, sizeof decision->probe, "%s", d->probe);
+    decision->predicted_cpu_us = d->cpu_us;
+    decision->predicted_gpu_us = d->gpu_us;
+    int gpu = strcmp(d->ops->name, "cpu") != 0;
+    decision->ndevices = gpu ? d->ndevices : 0;
+    for (int i = 0; gpu && i < d->ndevices && i < 16; ++i)
+        decision->devices[i] = d->devices[i];
+    return PSFSIM_OK;
+}

@@ -1,0 +1,79 @@
+/* What a psfsim_set holds (lib/psfsim.h), shared by the library's files:
+ * open.c (open, close, the library's lock and message sink), query.c,
+ * lanes.c (the backends), compute.c and header.c. Not installed. */
+#ifndef PSFSIM_LIB_SET_PRIV_H
+#define PSFSIM_LIB_SET_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "app/config/config.h"
+#include "app/select/backend_select.h"
+#include "app/set/image_set.h"
+#include "lib/psfsim.h"
+
+#define LIB_ERRLEN 1024
+#define LIB_MAX_LANES GPU_LIST_MAX
+
+/* One computing device: its backend, made at the first compute, and its
+ * batch's jobs. */
+typedef struct {
+    const psf_backend_ops *ops; /* the backend now (after a GPU failure: the CPU) */
+    psf_backend *backend;
+    int device;        /* psf_backend_options.device */
+    psf_job *jobs;     /* [batch] */
+    image_info *infos; /* [batch] */
+    double *storage;   /* [batch * image_set_storage] */
+    float *scratch;    /* [batch * M * M] from ops->alloc_images: the u16 path's floats */
+} lib_lane;
+
+struct psfsim_set {
+    psf_config cfg;
+    image_set set;
+    int set_ready;             /* image_set_init succeeded (set to free) */
+    backend_decision decision; /* at open; reason updated on a fall-back */
+    int threads;               /* psfsim_options.threads */
+    int batch;                 /* images per run() call */
+    lib_lane lanes[LIB_MAX_LANES];
+    int nlanes;            /* lanes started (0 until the first compute) */
+    double *query_storage; /* image_set_storage doubles for the queries */
+    psfsim_progress_fn progress;
+    void *progress_user;
+    atomic_int cancel; /* psfsim_cancel: the next batch boundary stops */
+};
+
+/* The library's lock: held for what is process-wide (the FFT planner,
+ * the GPU module, the probe), never while computing. */
+void lib_lock(void);
+void lib_unlock(void);
+
+/* Route the logger to the message handler (status.c): every entry point
+ * that may log calls it first, so that the library never prints. */
+void lib_messages_init(void);
+
+/* snprintf into err (NULL or errlen 0: nothing); returns status. */
+int lib_fail(char *err, size_t errlen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* [first, first + count) inside [0, K): PSFSIM_OK or PSFSIM_ERR_RANGE. */
+int lib_check_range(const psfsim_set *s, long long first, long long count, char *err,
+                    size_t errlen);
+
+/* Start the lanes if they are not (lanes.c): the backend of the decision
+ * on each of its devices, the CPU when an "auto" GPU cannot start.
+ * PSFSIM_OK, or PSFSIM_ERR_BACKEND / _COMPUTE / _MEMORY with err. */
+int lib_lanes_start(psfsim_set *s, char *err, size_t errlen);
+
+/* Lane ln's GPU failed with why: say so, and put the CPU in its place
+ * (under the lock). PSFSIM_OK or an error with err. */
+int lib_lane_fall_back(psfsim_set *s, lib_lane *ln, const char *why, char *err, size_t errlen);
+
+/* The u16 path's float buffer of lane ln (made once). PSFSIM_OK or
+ * PSFSIM_ERR_MEMORY. */
+int lib_lane_scratch(psfsim_set *s, lib_lane *ln, char *err, size_t errlen);
+
+/* Stop every lane and free its buffers. */
+void lib_lanes_stop(psfsim_set *s);
+
+#endif

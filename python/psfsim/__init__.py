@@ -1,0 +1,406 @@
+"""psfsim from Python: optical point-spread functions as NumPy arrays.
+
+    import psfsim
+    images, params = psfsim.compute("configs/defocus.cfg")     # [K, M, M] float32
+    images, params = psfsim.compute({"name": "airy", ...}, backend="cpu")
+
+    with psfsim.Set(config) as s:                # sets larger than memory
+        print(s.count, s.shape, s.decision["reason"])
+        for batch in s.batches(256):
+            use(batch.first, batch.images, batch.params)
+
+config: a path (str or os.PathLike) to a config file, config text (a str
+holding a newline or a '{'), or a nested dict (converted to libconfig
+syntax, psfsim._config). The images are the psfsim command's FITS pixels
+(float32) or, with dtype=numpy.uint16, its PNG grey levels. backend= and
+gpus= are the command's --backend and --gpus. Errors raise psfsim.Error
+(ConfigError, ...) carrying the library's message, config errors as
+"FILE:LINE: key: why".
+
+The library's warnings (a GPU that failed, the CPU taking over) go to the
+logging logger "psfsim".
+
+Bound with ctypes over libpsfsim.so.0 (lib/psfsim.h): no compiled
+extension; the library computes with the GIL released, straight into the
+NumPy arrays' memory.
+"""
+import ctypes
+import logging
+import os
+
+import numpy as np
+
+from . import _lib
+from ._config import config_text
+
+__all__ = ["compute", "Set", "Batch", "config_text", "Error", "ConfigError", "RangeError",
+           "BackendError", "ComputeError", "Cancelled", "version"]
+__version__ = "0.1.0"
+
+_ERRLEN = 2048
+
+# The library's messages (a GPU that failed and the CPU taking over, the
+# latency probe) go to the logger "psfsim": warnings show by default.
+_log = logging.getLogger("psfsim")
+_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
+
+
+def _on_message(level, message, user):
+    _log.log(_LEVELS.get(level, logging.INFO), "%s", message.decode("utf-8", "replace"))
+
+
+_on_message_c = _lib.MESSAGE(_on_message)  # kept for the life of the process
+_lib.lib.psfsim_set_message_handler(_on_message_c, 3, None)
+
+
+class Error(Exception):
+    """A libpsfsim failure: .status ("config", "range", ...) and .message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ConfigError(Error, ValueError):
+    """The config: syntax, unknown key, range, map files ("FILE:LINE: key: why")."""
+
+
+class ArgumentError(Error, ValueError):
+    """A bad argument (backend=, gpus=, a buffer)."""
+
+
+class RangeError(Error, IndexError):
+    """Images outside the set."""
+
+
+class BackendError(Error):
+    """The backend asked for cannot be used."""
+
+
+class ComputeError(Error):
+    """A run-time failure while computing."""
+
+
+class Cancelled(Error):
+    """Set.cancel() (or a progress callback returning True) stopped it."""
+
+
+_ERRORS = {1: ArgumentError, 2: ConfigError, 3: RangeError, 4: ArgumentError, 5: BackendError,
+           6: ComputeError, 7: MemoryError, 8: Cancelled}
+
+
+def _check(rc, err):
+    if rc == 0:
+        return
+    msg = err.value.decode("utf-8", "replace")
+    cls = _ERRORS.get(rc, Error)
+    if cls is MemoryError:
+        raise MemoryError(msg)
+    raise cls(_lib.lib.psfsim_status_name(rc).decode(), msg)
+
+
+def version():
+    """The library's version ("0.1.0")."""
+    return _lib.lib.psfsim_version().decode()
+
+
+def _b(s):
+    return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+
+
+class Batch(tuple):
+    """One batch of Set.batches(): first, images [n, M, M], params (n rows)."""
+    __slots__ = ()
+
+    def __new__(cls, first, images, params):
+        return tuple.__new__(cls, (first, images, params))
+
+    first = property(lambda self: self[0])
+    images = property(lambda self: self[1])
+    params = property(lambda self: self[2])
+
+
+class Set:
+    """An open image set (psfsim_open_file / psfsim_open_text).
+
+    Set(config, backend=None, gpus=None, threads=0, base_dir=None, name=None):
+    base_dir and name are for config text and dicts: where @include and
+    relative map files are found (default: the current directory) and how
+    messages name the config (default "<config>", "<dict>" for a dict).
+    One Set is for one thread at a time; cancel() from any thread."""
+
+    def __init__(self, config, backend=None, gpus=None, threads=0, base_dir=None, name=None):
+        self._h = None
+        opt = _lib.Options()
+        _lib.lib.psfsim_options_init(ctypes.byref(opt))
+        keep = [_b(backend), _b(gpus), _b(name), _b(base_dir)]
+        opt.backend, opt.gpus = keep[0], keep[1]
+        opt.threads = int(threads or 0)
+        err = ctypes.create_string_buffer(_ERRLEN)
+        h = ctypes.c_void_p()
+        if isinstance(config, dict):
+            opt.name = keep[2] or b"<dict>"
+            opt.base_dir = keep[3]
+            rc = _lib.lib.psfsim_open_text(config_text(config).encode(), ctypes.byref(opt),
+                                           ctypes.byref(h), err, _ERRLEN)
+        elif isinstance(config, os.PathLike) or (isinstance(config, str) and
+                                                 "\n" not in config and "{" not in config):
+            rc = _lib.lib.psfsim_open_file(os.fsencode(config), ctypes.byref(opt),
+                                           ctypes.byref(h), err, _ERRLEN)
+        elif isinstance(config, (str, bytes)):
+            opt.name, opt.base_dir = keep[2], keep[3]
+            text = config.encode() if isinstance(config, str) else config
+            rc = _lib.lib.psfsim_open_text(text, ctypes.byref(opt), ctypes.byref(h), err,
+                                           _ERRLEN)
+        else:
+            raise TypeError("config: a path, config text or a dict, not %s" %
+                            type(config).__name__)
+        _check(rc, err)
+        self._h = h
+        info = _lib.Info()
+        _check(_lib.lib.psfsim_describe(h, ctypes.byref(info), err, _ERRLEN), err)
+        self.count = info.count
+        self.npix = info.npix
+        self.name = info.name.decode()
+        self.info = {f: getattr(info, f) for f, _ in info._fields_}
+        self.info["name"] = self.name
+        self.info["normalization"] = info.normalization.decode()
+        sj = (ctypes.c_int * max(info.nswept, 1))()
+        tj = (ctypes.c_int * max(info.nterms, 1))()
+        _check(_lib.lib.psfsim_zernike_terms(h, sj, tj, err, _ERRLEN), err)
+        self.swept_j = list(sj)[:info.nswept]
+        self.term_j = list(tj)[:info.nterms]
+
+    # -- life --
+    def close(self):
+        if self._h:
+            _lib.lib.psfsim_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __len__(self):
+        return self.count
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("psfsim.Set: closed")
+        return self._h
+
+    @property
+    def shape(self):
+        """(K, M, M): the whole set's array."""
+        return (self.count, self.npix, self.npix)
+
+    @property
+    def decision(self):
+        """The backend decision: backend, reason, predicted_cpu_us,
+        predicted_gpu_us (NaN unless auto), probe, devices."""
+        d = _lib.Decision()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        _check(_lib.lib.psfsim_decision_get(self._handle(), ctypes.byref(d), err, _ERRLEN), err)
+        return {"backend": d.backend.decode(), "reason": d.reason.decode(),
+                "predicted_cpu_us": d.predicted_cpu_us, "predicted_gpu_us": d.predicted_gpu_us,
+                "probe": d.probe.decode(), "devices": list(d.devices)[:d.ndevices]}
+
+    def cancel(self):
+        """Stop the compute in progress after its batch in flight (any thread)."""
+        if self._h:
+            _lib.lib.psfsim_cancel(self._h)
+
+    def _range(self, first, count):
+        first = int(first)
+        count = self.count - first if count is None else int(count)
+        return first, count
+
+    # -- parameters --
+    def params_dtype(self):
+        """The structured dtype of params(): the manifest's columns."""
+        fields = [("index", "i8"), ("wavelength_nm", "f8"), ("defocus", "f8"),
+                  ("focus_shift_um", "f8")]
+        fields += [("z%d" % j, "f8") for j in self.swept_j]
+        if self.info["random_count"] > 0:  # the manifest's draw and seed
+            fields += [("draw", "i8"), ("seed", "u8")]
+        fields += [("pupil_samples", "i4"), ("npix", "i4"), ("pixel_scale_lambda_d", "f8"),
+                   ("pixel_scale_arcsec", "f8"), ("pixel_scale_um", "f8"), ("sampling_q", "f8"),
+                   ("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")]
+        return np.dtype(fields)
+
+    def params(self, first=0, count=None, metrics=None, frame=None):
+        """The parameters of images [first, first + count) as a structured
+        array (the manifest's quantities; z<j>: each swept Zernike term's
+        value; draw and seed for a random set; strehl, axial_intensity, backend from metrics, else NaN and
+        ""), or a pandas DataFrame (frame=True, or None when pandas is
+        installed)."""
+        first, count = self._range(first, count)
+        err = ctypes.create_string_buffer(_ERRLEN)
+        raw = (_lib.Params * max(count, 1))()
+        _check(_lib.lib.psfsim_params_get(self._handle(), first, count, raw, err, _ERRLEN), err)
+        ns = len(self.swept_j)
+        swept = np.empty((max(count, 1), max(ns, 1)), dtype=np.float64)
+        _check(_lib.lib.psfsim_zernike(self._handle(), first, count,
+                                       swept.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                                       None, err, _ERRLEN), err)
+        out = np.zeros(count, dtype=self.params_dtype())
+        view = np.ctypeslib.as_array(raw)[:count] if count else None
+        for f in ("index", "wavelength_nm", "defocus", "focus_shift_um", "pixel_scale_lambda_d",
+                  "pixel_scale_arcsec", "pixel_scale_um", "sampling_q"):
+            if count:
+                out[f] = view[f]
+        for i, j in enumerate(self.swept_j):
+            out["z%d" % j] = swept[:count, i]
+        if self.info["random_count"] > 0:
+            if count:
+                out["draw"] = view["draw"]
+            out["seed"] = self.info["seed"]
+        out["pupil_samples"] = self.info["pupil_samples"]
+        out["npix"] = self.npix
+        out["strehl"] = np.nan
+        out["axial_intensity"] = np.nan
+        if metrics is not None:
+            out["strehl"] = metrics["strehl"]
+            out["axial_intensity"] = metrics["axial_intensity"]
+            out["backend"] = metrics["backend"]
+        return _frame(out, frame)
+
+    def zernike(self, first=0, count=None):
+        """Each mode's total coefficient (config units; FITS Z<j>, j in
+        self.term_j) for images [first, first + count): [count, nterms]."""
+        first, count = self._range(first, count)
+        nt = len(self.term_j)
+        total = np.zeros((count, max(nt, 1)), dtype=np.float64)
+        err = ctypes.create_string_buffer(_ERRLEN)
+        _check(_lib.lib.psfsim_zernike(self._handle(), first, count, None,
+                                       total.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                                       err, _ERRLEN), err)
+        return total[:, :nt]
+
+    # -- computing --
+    def compute(self, first=0, count=None, out=None, dtype=np.float32, progress=None):
+        """Images [first, first + count) as an array [count, M, M] (float32
+        intensities, or uint16 PNG levels with dtype=numpy.uint16), computed
+        straight into out when given (C-contiguous, that dtype, at least
+        count * M * M values). progress(done, total) is called after each
+        batch; returning True cancels. Returns (images, metrics): metrics a
+        structured array of strehl, axial_intensity, backend."""
+        first, count = self._range(first, count)
+        dtype = np.dtype(dtype)
+        if dtype not in (np.dtype(np.float32), np.dtype(np.uint16)):
+            raise TypeError("dtype: float32 or uint16, not %s" % dtype)
+        shape = (count, self.npix, self.npix)
+        if out is None:
+            out = np.empty(shape, dtype=dtype)
+        elif out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out: a writeable C-contiguous %s array" % dtype)
+        met = (_lib.Metrics * max(count, 1))()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        cb = _lib.PROGRESS(lambda d, t, u: 1 if progress(d, t) else 0) if progress else \
+            ctypes.cast(None, _lib.PROGRESS)
+        h = self._handle()
+        _lib.lib.psfsim_set_progress(h, cb, None)
+        try:
+            if dtype == np.float32:
+                ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+                rc = _lib.lib.psfsim_compute(h, first, count, ptr, out.size, met, err, _ERRLEN)
+            else:
+                ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16))
+                rc = _lib.lib.psfsim_compute_u16(h, first, count, ptr, out.size, met, err,
+                                                 _ERRLEN)
+        finally:
+            _lib.lib.psfsim_set_progress(h, ctypes.cast(None, _lib.PROGRESS), None)
+        _check(rc, err)
+        return out[:count] if out.shape[0] != count else out, _metrics(met, count)
+
+    def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=False):
+        """Iterate images [first, first + count) in batches of size (default:
+        64 MiB of images): Batch(first, images, params) each, a new array
+        per batch, so memory stays one batch whatever the set's size."""
+        first, count = self._range(first, count)
+        if size is None:
+            size = max(1, (64 << 20) // (4 * self.npix * self.npix))
+        end = first + count
+        while first < end:
+            n = min(int(size), end - first)
+            images, metrics = self.compute(first, n, dtype=dtype)
+            yield Batch(first, images, self.params(first, n, metrics, frame=frame))
+            first += n
+
+    def __iter__(self):
+        return iter(self.batches())
+
+    # -- FITS --
+    def header_cards(self, k, metrics):
+        """Image k's FITS header keywords as the command writes them:
+        [(key, value, comment)], metrics one row of compute()'s metrics."""
+        cards = (_lib.Card * 300)()
+        n = ctypes.c_int()
+        m = _lib.Metrics(float(metrics["strehl"]), float(metrics["axial_intensity"]),
+                         str(metrics["backend"]).encode())
+        err = ctypes.create_string_buffer(_ERRLEN)
+        _check(_lib.lib.psfsim_fits_header(self._handle(), int(k), ctypes.byref(m), cards, 300,
+                                           ctypes.byref(n), err, _ERRLEN), err)
+        out = []
+        for c in cards[:n.value]:
+            t = c.type.decode()
+            value = c.d if t == "d" else c.i if t == "i" else c.s.decode()
+            out.append((c.key.decode(), value, c.comment.decode()))
+        return out
+
+    def hdulist(self, k, image, metrics):
+        """An astropy.io.fits.HDUList of image k (a [M, M] float32 array from
+        compute()) with the header of the command's NAME_k.fits. Needs
+        astropy."""
+        from astropy.io import fits
+        hdu = fits.PrimaryHDU(np.asarray(image, dtype=np.float32))
+        for key, value, comment in self.header_cards(k, metrics):
+            hdu.header[key] = (value, comment)
+        return fits.HDUList([hdu])
+
+
+def _metrics(met, count):
+    """The psfsim_metrics array as a structured array, without a Python
+    loop over the images (the backend names are a few static strings)."""
+    raw = np.frombuffer(met, dtype=[("strehl", "f8"), ("axial_intensity", "f8"),
+                                    ("backend", "u%d" % ctypes.sizeof(ctypes.c_void_p))],
+                        count=count)
+    out = np.zeros(count, dtype=[("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")])
+    out["strehl"] = raw["strehl"]
+    out["axial_intensity"] = raw["axial_intensity"]
+    for p in np.unique(raw["backend"]):
+        out["backend"][raw["backend"] == p] = ctypes.string_at(int(p)).decode() if p else ""
+    return out
+
+
+def _frame(arr, frame):
+    if frame is False:
+        return arr
+    try:
+        import pandas
+    except ImportError:
+        if frame:
+            raise
+        return arr
+    return pandas.DataFrame.from_records(arr, index="index")
+
+
+def compute(config, backend=None, gpus=None, threads=0, dtype=np.float32, frame=None,
+            base_dir=None, name=None, progress=None):
+    """Every image of the set: (images [K, M, M], params). params is the
+    structured array of Set.params with the metrics of the computation
+    (strehl, axial_intensity, backend), or a pandas DataFrame indexed by
+    image (frame=True, or frame=None when pandas is installed)."""
+    with Set(config, backend=backend, gpus=gpus, threads=threads, base_dir=base_dir,
+             name=name) as s:
+        images, metrics = s.compute(dtype=dtype, progress=progress)
+        return images, s.params(0, s.count, metrics, frame=frame)

@@ -1,0 +1,131 @@
+# output.hdf5 end to end, read with h5py (tests/e2e/h5_check.py): NAME.h5's
+# shapes, dtypes and attributes, its labels equal to the manifest row for
+# row, its images equal to the run's FITS files (float32) or PNG levels
+# (uint16); the sidecar NAME.json parses and holds its keys; an earlier
+# NAME.h5 is a set that exists (--force replaces it, and removes it when
+# HDF5 is off); a missing HDF5 module is exit 2 with nothing written;
+# kill -9 mid-run then --resume gives the datasets of an uninterrupted run,
+# byte for byte, with and without gzip. Skipped (77) without a python3
+# that imports h5py and numpy.
+source "$(dirname "$0")/lib_e2e.sh"
+export PSFSIM_CACHE_DIR="$SCRATCH/cache"
+
+PY=""
+for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
+  [ -n "$p" ] && "$p" -c "import h5py, numpy" 2>/dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || { echo "skipped: no python3 imports h5py and numpy"; exit 77; }
+h5() { "$PY" "$SRC/tests/e2e/h5_check.py" "$@" >"$SCRATCH/py.out" 2>&1; }
+h5_ok() { if h5 "$@"; then pass "$(tail -1 "$SCRATCH/py.out")"; else
+  fail "h5_check.py $*"; sed 's/^/  /' "$SCRATCH/py.out"; fi; }
+
+# defocus x a swept wavelength (a pixel per image) x a focus shift, FITS, PNG, HDF5 float32.
+cat >f.cfg <<'CFG'
+name = "f";
+optics: { f_number = 12.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 32; padding = 2.0; };
+aberrations: { zernike = ((8, 0.05), (5, -0.02)); };
+sweep: { wavelength_nm = [500.0, 650.0]; defocus = [-0.5, 0.0, 0.5]; focus_shift_um = [0.0, 20.0]; };
+output: { fits: { enabled = true; }; hdf5: { enabled = true; }; };
+CFG
+expect_exit 0 "float32 set with FITS and PNG" -- "$PSFSIM" -q --backend cpu -c f.cfg -o f
+h5_ok check f f fits
+h5_ok sidecar f f
+"$PY" -m json.tool f/f.json >/dev/null && pass "f.json: python3 -m json.tool parses it" ||
+  fail "f.json does not parse"
+[ -z "$(ls -A f | grep '^\.')" ] && pass "no temp file left" || fail "temp files: $(ls -A f | grep '^\.')"
+
+# uint16 with gzip: the PNG stretch's levels (8-bit sqrt here).
+sed -e 's/name = "f"/name = "u"/' -e 's/fits: { enabled = true; }; hdf5: { enabled = true; }/png: { bits = 8; stretch = "sqrt"; }; hdf5: { enabled = true; dtype = "uint16"; compression = "gzip"; level = 6; }/' f.cfg >u.cfg
+expect_exit 0 "uint16 gzip set with PNG" -- "$PSFSIM" -q --backend cpu -c u.cfg -o u
+h5_ok check u u png
+# The same without PNG: HDF5 alone, the same datasets (the levels made all the same).
+sed -e 's/name = "u"/name = "o"/' -e 's/png: { bits = 8;/png: { enabled = false; bits = 8;/' u.cfg >o.cfg
+expect_exit 0 "HDF5 as the only output" -- "$PSFSIM" -q --backend cpu -c o.cfg -o o
+[ "$(ls o | grep -c '\.png$')" -eq 0 ] && pass "no PNG written" || fail "PNGs written"
+h5_ok same u/u.h5 o/o.h5
+expect_exit 0 "--force over an earlier NAME.h5" -- "$PSFSIM" -q --backend cpu --force -c u.cfg -o u
+h5_ok check u u png
+
+# An earlier NAME.h5 is a set that exists.
+expect_exit 2 "a second run without --force" -- "$PSFSIM" -q --backend cpu -c f.cfg -o f
+expect_stderr 'already holds image set "f"' "the set exists: message"
+mkdir -p only && cp o/o.h5 only/
+expect_exit 2 "NAME.h5 alone is a set" -- "$PSFSIM" -q --backend cpu -c o.cfg -o only
+expect_stderr 'already holds image set "o" \(o.h5 and 0 more' "NAME.h5 alone: message"
+sed 's/hdf5: { enabled = true; }/hdf5: { enabled = false; }/' f.cfg >f_off.cfg
+expect_exit 0 "--force without HDF5" -- "$PSFSIM" -q --backend cpu --force -c f_off.cfg -o f
+[ ! -e f/f.h5 ] && [ ! -e f/f.json ] && pass "--force removed the earlier f.h5 and f.json" ||
+  fail "f.h5 or f.json left: $(ls f | grep -v _)"
+
+# The HDF5 module missing: exit 2 before any work.
+PSFSIM_HDF5_MODULE="$SCRATCH/none/libpsfsim-hdf5.so" expect_exit 2 "no HDF5 module" -- \
+  "$PSFSIM" -q --backend cpu -c o.cfg -o nomod
+expect_stderr 'o.cfg: output.hdf5: cannot load HDF5 support' "no HDF5 module: message"
+[ ! -e nomod ] && pass "no HDF5 module: nothing written" || fail "nomod written"
+
+# kill -9 mid-run, then --resume: NAME.h5 equals an uninterrupted run's.
+# kcfg NAME NIMAGES HDF5-KEYS: NIMAGES images of 128 x 128, PNG at level 9
+# (slow enough to be caught mid-set with one writer thread).
+kcfg() {
+  local values
+  values=$(awk -v n="$(($2 / 5))" 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.4f", (i ? ", " : ""), i * 0.001 }')
+  cat <<CFG
+name = "$1";
+optics: { wavelength_nm = 600.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 64; padding = 2.0; };
+aberrations: { zernike = ((8, 0.05)); };
+sweep: { defocus = [-1.0, -0.5, 0.0, 0.5, 1.0]; zernike = ((11, [$values])); };
+output: { png: { compression = 9; }; hdf5: { enabled = true; $3 }; };
+CFG
+}
+# kill_and_resume NAME NIMAGES HDF5-KEYS LANES: the killed run and the
+# resume compute with LANES CPU lanes (PSFSIM_TEST_LANES: batches retire out
+# of order), the reference with one.
+kill_and_resume() {
+  local name=$1 n=$2 lanes=(env PSFSIM_TEST_LANES="$4")
+  kcfg "$name" "$n" "$3" >"$name.cfg"
+  expect_exit 0 "$name: uninterrupted reference" -- "$PSFSIM" -q --backend cpu -j 1 -c "$name.cfg" -o "$name.ref"
+  "${lanes[@]}" "$PSFSIM" -q --backend cpu -j 1 -c "$name.cfg" -o "$name.part" >/dev/null 2>&1 &
+  local pid=$! rows=0
+  for _ in $(seq 400); do
+    rows=$(($(wc -l 2>/dev/null <"$name.part/${name}_manifest.csv" || echo 1) - 1))
+    [ "$rows" -ge $((n / 5)) ] && break
+    sleep 0.01
+  done
+  kill -9 $pid
+  wait $pid
+  local rc=$?
+  rows=$(($(wc -l <"$name.part/${name}_manifest.csv") - 1))
+  [ $rc -eq 137 ] && [ "$rows" -lt "$n" ] && pass "$name: killed mid-set ($rows of $n rows)" ||
+    fail "$name: not killed mid-set (exit $rc, $rows rows)"
+  [ ! -e "$name.part/$name.h5" ] && [ -f "$name.part/.$name.h5.part" ] &&
+    pass "$name: no $name.h5, its temp file kept" || fail "$name: $(ls -A "$name.part" | grep h5)"
+  expect_exit 0 "$name: --resume ($4 lane(s))" -- "${lanes[@]}" "$PSFSIM" -v --backend cpu -j 1 --resume -c "$name.cfg" -o "$name.part"
+  local held
+  held=$(sed -n "s/.*resuming: $name.h5 holds \([0-9]*\) image.*/\1/p" "$SCRATCH/stderr")
+  # A kill while HDF5 flushed its metadata (a short moment of each block)
+  # leaves a temp file that is started afresh, as it says; else it goes on.
+  if [ -n "$held" ] && [ "$held" -gt 0 ]; then pass "$name: the temp file was continued ($held images in it)"
+  elif grep -q "was not resumed: it was interrupted while HDF5 wrote its metadata\|was not resumed: HDF5 cannot open it" "$SCRATCH/stderr"; then
+    pass "$name: killed mid-flush: the temp file was started afresh, as it says"
+  else fail "$name: the temp file was not continued: $(grep resuming "$SCRATCH/stderr")"; fi
+  h5_ok same "$name.ref/$name.h5" "$name.part/$name.h5"
+  h5_ok check "$name.part" "$name" none
+  cut -d, -f1-15 "$name.ref/${name}_manifest.csv" >a.csv
+  cut -d, -f1-15 "$name.part/${name}_manifest.csv" >b.csv
+  cmp -s a.csv b.csv && pass "$name: manifest equals the uninterrupted run's" || fail "$name: manifest differs"
+  local diffs=0 f
+  for f in "$name.ref"/*.png; do cmp -s "$f" "$name.part/$(basename "$f")" || diffs=$((diffs + 1)); done
+  [ $diffs -eq 0 ] && pass "$name: every PNG equals the uninterrupted run's" || fail "$name: $diffs PNGs differ"
+  cp "$name.part/$name.h5" "$name.kept.h5"
+  expect_exit 0 "$name: --resume of the complete set" -- "$PSFSIM" -v --backend cpu --resume -c "$name.cfg" -o "$name.part"
+  grep -q "resuming: $n image(s) done earlier" "$SCRATCH/stderr" && grep -q "$name.h5 is complete, kept" "$SCRATCH/stderr" &&
+    cmp -s "$name.kept.h5" "$name.part/$name.h5" && pass "$name: nothing computed, $name.h5 kept as it was" ||
+    fail "$name: the complete set was not kept: $(grep resuming "$SCRATCH/stderr")"
+  h5_ok sidecar "$name.part" "$name"
+  [ $failures -eq 0 ] && rm -rf "$name.ref" "$name.part" "$name.kept.h5"
+}
+kill_and_resume kz 1200 'compression = "gzip";' 1
+kill_and_resume kn 600 '' 3
+finish

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The Python package's tests (python/tests) against this build: the first
+# of $PSFSIM_PYTHON, python3 and /usr/bin/python3 that has numpy and pytest
+# (Debian's python3-numpy and python3-pytest: scripts/install-deps.sh);
+# none: skipped (77). PSFSIM_LIBRARY, PSFSIM_BIN and SRC come from ctest.
+set -u
+# The FITS DATE from a fixed SOURCE_DATE_EPOCH: the command's files and the
+# library's header cards (python/tests) carry the same DATE.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}"
+for py in ${PSFSIM_PYTHON:-} python3 /usr/bin/python3; do
+  if "$py" -c 'import numpy, pytest' 2>/dev/null; then
+    export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
+    exec "$py" -m pytest -q -p no:cacheprovider "$SRC/python/tests"
+  fi
+done
+echo "no Python with numpy and pytest: skipped"
+exit 77

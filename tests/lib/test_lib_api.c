@@ -1,0 +1,365 @@
+/* libpsfsim's C API (lib/psfsim.h), linked as users link it (the shared
+ * library): every entry point with good and bad input returns the
+ * documented code and message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/psfsim.h"
+#include "tests/support/testutil.h"
+
+#define SMALL                                                                                      \
+    "name = \"small\";\n"                                                                          \
+    "optics: { wavelength_nm = 550.0; f_number = 10.0;\n"                                          \
+    "  aperture: { diameter_m = 1.0; obscuration = 0.2; }; };\n"                                   \
+    "sampling: { pupil_samples = 32; padding = 2.0; };\n"                                          \
+    "aberrations: { zernike = ( (11, 0.05) ); };\n"                                                \
+    "sweep: { defocus = [-0.2, 0.0, 0.2]; zernike = ( (6, [0.0, 0.1]) ); };\n"
+
+static psfsim_set *open_text(const char *text, const char *backend)
+{
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = backend;
+    psfsim_set *s = NULL;
+    char err[1024] = "";
+    int rc = psfsim_open_text(text, &o, &s, err, sizeof err);
+    if (rc != PSFSIM_OK) fail_msg("open: %s: %s", psfsim_status_name(rc), err);
+    return s;
+}
+
+/* Open text that must fail with status and exactly message. */
+static void open_fails(const char *text, const psfsim_options *o, int status, const char *message)
+{
+    psfsim_set *s = (psfsim_set *)1;
+    char err[1024] = "";
+    int rc = psfsim_open_text(text, o, &s, err, sizeof err);
+    assert_int_equal(rc, status);
+    assert_null(s);
+    assert_string_equal(err, message);
+}
+
+static void test_status_and_version(void **state)
+{
+    (void)state;
+    assert_string_equal(psfsim_status_name(PSFSIM_OK), "ok");
+    assert_string_equal(psfsim_status_name(PSFSIM_ERR_CONFIG), "config");
+    assert_string_equal(psfsim_status_name(PSFSIM_ERR_CANCELLED), "cancelled");
+    assert_string_equal(psfsim_status_name(99), "unknown");
+    assert_string_equal(psfsim_status_name(-1), "unknown");
+    assert_string_equal(psfsim_version(), PSFSIM_VERSION);
+}
+
+static void test_open_file(void **state)
+{
+    (void)state;
+    char path[4096], err[1024];
+    snprintf(path, sizeof path, "%s/configs/defocus.cfg", tu_source_dir());
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = "cpu";
+    psfsim_set *s = NULL;
+    assert_int_equal(psfsim_open_file(path, &o, &s, err, sizeof err), PSFSIM_OK);
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(info.count, 9);
+    assert_int_equal(info.npix, 512);
+    assert_int_equal(info.pupil_samples, 256);
+    assert_int_equal(info.fft_npix, 512);
+    assert_int_equal(info.mft, 0);
+    assert_int_equal(info.png_bits, 16);
+    assert_string_equal(info.name, "defocus");
+    assert_string_equal(info.normalization, "peak");
+    psfsim_decision d;
+    assert_int_equal(psfsim_decision_get(s, &d, err, sizeof err), PSFSIM_OK);
+    assert_string_equal(d.backend, "cpu");
+    assert_string_equal(d.reason, "backend cpu: requested");
+    assert_true(isnan(d.predicted_cpu_us) && isnan(d.predicted_gpu_us));
+    psfsim_close(s);
+    /* A file that is not there: the command's message. */
+    assert_int_equal(psfsim_open_file("/nonexistent/x.cfg", NULL, &s, err, sizeof err),
+                     PSFSIM_ERR_CONFIG);
+    assert_null(s);
+    assert_string_equal(err, "/nonexistent/x.cfg: cannot read: No such file or directory");
+    psfsim_close(NULL); /* harmless */
+}
+
+static void test_open_text_errors(void **state)
+{
+    (void)state;
+    psfsim_options o;
+    psfsim_options_init(&o);
+    open_fails("name = \"x\";\noptics: { wavelength_nm = ; };\n", NULL, PSFSIM_ERR_CONFIG,
+               "<config>:2: syntax error");
+    o.name = "mine.cfg";
+    open_fails("name = \"x\";\noptics: { wavelenght_nm = 550.0; };\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:2: optics.wavelenght_nm: unknown key (did you mean "
+               "optics.wavelength_nm?)");
+    open_fails(SMALL "output: { png: { bits = 12; }; };\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:7: output.png.bits: must be 8 or 16 (got 12)");
+    open_fails("name = \"x\";\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg: optics.wavelength_nm: required key missing (or optics.wavelengths_nm, "
+               "or sweep.wavelength_nm)");
+    /* A relative map resolves against base_dir. */
+    o.base_dir = "/nonexistent";
+    open_fails("name = \"x\";\noptics: { wavelength_nm = 550.0; aperture: { shape = \"file\";"
+               " diameter_m = 1.0; file = \"m.png\"; }; };\nsampling: { pupil_samples = 32; };\n",
+               &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:2: optics.aperture.file: cannot read /nonexistent/m.png: No such file "
+               "or directory");
+    /* The text goes through config_load's checks: integer literals out of
+     * range, the @include walk. */
+    o.base_dir = NULL;
+    open_fails(SMALL "output: { npix = 4294967360; };\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:7: output.npix: integer 4294967360 is out of the 32-bit range "
+               "-2147483648..2147483647 (a 64-bit integer is written with an L suffix)");
+    o.base_dir = "/";
+    open_fails(SMALL "@include \"tmp\"\n", &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:7: @include \"tmp\": is a directory, not a config file");
+    size_t big = ((size_t)16 << 20) + 1; /* one byte past the cap of a config file */
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    memset(text, ' ', big);
+    text[big] = '\0';
+    open_fails(text, &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg: larger than the 16 MiB cap on a config (16777217 bytes)");
+    free(text);
+}
+
+static void test_open_bad_arguments(void **state)
+{
+    (void)state;
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = "fast";
+    open_fails(SMALL, &o, PSFSIM_ERR_ARGUMENT, "backend: expected auto, cpu or gpu (got \"fast\")");
+    psfsim_options_init(&o);
+    o.gpus = "0,x";
+    psfsim_set *s = NULL;
+    char err[512];
+    assert_int_equal(psfsim_open_text(SMALL, &o, &s, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_non_null(strstr(err, "--gpus"));
+    psfsim_options_init(&o);
+    o.size = 8;
+    open_fails(SMALL, &o, PSFSIM_ERR_ARGUMENT, "options: size 8 (not from psfsim_options_init)");
+    assert_int_equal(psfsim_open_text(NULL, NULL, &s, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_open_text(SMALL, NULL, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_open_file(NULL, NULL, &s, NULL, 0), PSFSIM_ERR_ARGUMENT);
+    /* err may be NULL */
+    assert_int_equal(psfsim_open_text("x", NULL, &s, NULL, 0), PSFSIM_ERR_CONFIG);
+}
+
+/* "gpu" on a machine without a usable GPU (or a build without one): the
+ * command's usage error, at open or at the first compute. */
+static void test_forced_gpu(void **state)
+{
+    (void)state;
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = "gpu";
+    psfsim_set *s = NULL;
+    char err[1024] = "";
+    int rc = psfsim_open_text(SMALL, &o, &s, err, sizeof err);
+    if (rc == PSFSIM_OK) {
+        float img[6 * 64 * 64];
+        rc = psfsim_compute(s, 0, 1, img, 64 * 64, NULL, err, sizeof err);
+        psfsim_decision d;
+        psfsim_decision_get(s, &d, NULL, 0);
+        psfsim_close(s);
+        if (rc == PSFSIM_OK && strcmp(d.backend, "gpu") == 0) skip(); /* a GPU is there */
+    }
+    assert_int_equal(rc, PSFSIM_ERR_BACKEND);
+    assert_true(strncmp(err, "backend gpu: ", 13) == 0);
+}
+
+static void test_describe_and_params(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(SMALL, "cpu");
+    char err[512];
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(info.count, 6);
+    assert_int_equal(info.npix, 64);
+    assert_int_equal(info.nswept, 1);
+    assert_int_equal(info.nterms, 3); /* 11, then the swept 6, then 4 for defocus */
+    assert_int_equal(psfsim_describe(NULL, &info, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    psfsim_params p[6];
+    assert_int_equal(psfsim_params_get(s, 0, 6, p, err, sizeof err), PSFSIM_OK);
+    for (int k = 0; k < 6; ++k) {
+        assert_int_equal(p[k].index, k);
+        assert_true(p[k].wavelength_nm == 550.0);
+        assert_true(isnan(p[k].focus_shift_um));
+        assert_true(fabs(p[k].pixel_scale_lambda_d - 0.5) < 1e-15);
+        assert_true(fabs(p[k].sampling_q - 2.0) < 1e-15);
+        /* 0.5 lambda/D at f/10: 0.5 * 10 * 0.55 um */
+        assert_true(fabs(p[k].pixel_scale_um - 2.75) < 1e-12);
+    }
+    assert_true(p[0].defocus == -0.2 && p[2].defocus == 0.0 && p[5].defocus == 0.2);
+    assert_true(p[0].draw == -1 && p[0].table_row == -1 && info.random_count == 0);
+    int sj[1], tj[3];
+    assert_int_equal(psfsim_zernike_terms(s, sj, tj, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(sj[0], 6);
+    assert_int_equal(tj[0], 11);
+    assert_int_equal(tj[1], 6);
+    assert_int_equal(tj[2], 4);
+    double swept[6], total[18];
+    assert_int_equal(psfsim_zernike(s, 0, 6, swept, total, err, sizeof err), PSFSIM_OK);
+    assert_true(swept[0] == 0.0 && swept[1] == 0.1 && swept[5] == 0.1);
+    assert_true(total[1 * 3 + 0] == 0.05 && total[1 * 3 + 1] == 0.1 && total[1 * 3 + 2] == -0.2);
+    /* out of range */
+    assert_int_equal(psfsim_params_get(s, 4, 3, p, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 4..6 (first 4, count 3) are not in the set of 6 (0..5)");
+    assert_int_equal(psfsim_params_get(s, -1, 1, p, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_zernike(s, 6, 1, swept, NULL, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_params_get(s, 0, 1, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_params_get(s, 6, 0, p, err, sizeof err), PSFSIM_OK);
+    psfsim_close(s);
+}
+
+/* A random set: each image's draw index d (k = c * count + d) and the
+ * set's seed, the manifest's draw and seed. */
+static void test_random_params(void **state)
+{
+    (void)state;
+    psfsim_set *s =
+        open_text("name = \"r\";\n"
+                  "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+                  "sampling: { pupil_samples = 32; };\n"
+                  "sweep: { defocus = [-0.2, 0.2];\n"
+                  "  random: { count = 3; seed = 7; zernike = ((5, \"normal\", 0.1)); }; };\n",
+                  "cpu");
+    char err[512];
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(info.count, 6);
+    assert_int_equal(info.random_count, 3);
+    assert_true(info.seed == 7);
+    psfsim_params p[6];
+    assert_int_equal(psfsim_params_get(s, 0, 6, p, err, sizeof err), PSFSIM_OK);
+    for (int k = 0; k < 6; ++k) {
+        assert_int_equal(p[k].draw, k % 3);
+        assert_int_equal(p[k].table_row, -1);
+    }
+    assert_true(p[0].defocus == -0.2 && p[3].defocus == 0.2);
+    psfsim_close(s);
+}
+
+static void test_compute_errors(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(SMALL, "cpu");
+    char err[512];
+    size_t plane = 64 * 64;
+    float *img = calloc(6 * plane, sizeof *img);
+    uint16_t *lv = calloc(6 * plane, sizeof *lv);
+    assert_int_equal(psfsim_compute(s, 5, 2, img, 6 * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 5..6 (first 5, count 2) are not in the set of 6 (0..5)");
+    assert_int_equal(psfsim_compute(s, 0, -1, img, 6 * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_compute(s, 0, 2, img, 2 * plane - 1, NULL, err, sizeof err),
+                     PSFSIM_ERR_BUFFER);
+    assert_string_equal(err, "the buffer holds 8191 values, fewer than the 2 x 64 x 64 = 8192 the "
+                             "images need");
+    assert_int_equal(psfsim_compute_u16(s, 0, 6, lv, 5 * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_BUFFER);
+    assert_int_equal(psfsim_compute(s, 0, 1, NULL, plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_compute(NULL, 0, 1, img, plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_compute(s, 6, 0, img, 0, NULL, err, sizeof err), PSFSIM_OK);
+    /* and then it computes */
+    psfsim_metrics m[6];
+    assert_int_equal(psfsim_compute(s, 0, 6, img, 6 * plane, m, err, sizeof err), PSFSIM_OK);
+    for (int k = 0; k < 6; ++k) {
+        assert_string_equal(m[k].backend, "cpu");
+        assert_true(m[k].strehl > 0.05 && m[k].strehl <= 1.0);
+        /* peak normalisation: the image's maximum is the Strehl ratio */
+        float peak = 0;
+        for (size_t i = 0; i < plane; ++i)
+            peak = img[k * plane + i] > peak ? img[k * plane + i] : peak;
+        assert_true(fabs(peak - m[k].strehl) < 1e-6);
+    }
+    assert_int_equal(psfsim_compute_u16(s, 0, 6, lv, 6 * plane, NULL, err, sizeof err), PSFSIM_OK);
+    for (int k = 0; k < 6; ++k) { /* the log stretch puts each image's peak at 65535 */
+        uint16_t top = 0;
+        for (size_t i = 0; i < plane; ++i)
+            top = lv[k * plane + i] > top ? lv[k * plane + i] : top;
+        assert_int_equal(top, 65535);
+    }
+    free(img);
+    free(lv);
+    psfsim_close(s);
+}
+
+static void test_fits_header(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(SMALL, "cpu");
+    char err[512];
+    psfsim_card cards[300];
+    int n = 0;
+    psfsim_metrics m = {0.5, 0.25, "cpu"};
+    assert_int_equal(psfsim_fits_header(s, 1, &m, cards, 300, &n, err, sizeof err), PSFSIM_OK);
+    assert_true(n > 10);
+    assert_string_equal(cards[0].key, "WAVELEN");
+    assert_int_equal(cards[0].type, 'd');
+    assert_true(fabs(cards[0].d - 550e-9) < 1e-20);
+    int found = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!strcmp(cards[i].key, "STREHL")) found += cards[i].d == 0.5;
+        if (!strcmp(cards[i].key, "BACKEND")) found += !strcmp(cards[i].s, "cpu");
+        if (!strcmp(cards[i].key, "Z6")) found += cards[i].d == 0.1;
+        if (!strcmp(cards[i].key, "NPIX")) found += cards[i].type == 'i' && cards[i].i == 64;
+    }
+    assert_int_equal(found, 4);
+    assert_int_equal(psfsim_fits_header(s, 1, &m, cards, 3, &n, err, sizeof err),
+                     PSFSIM_ERR_BUFFER);
+    assert_int_equal(psfsim_fits_header(s, 6, &m, cards, 300, &n, err, sizeof err),
+                     PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_fits_header(s, 0, NULL, cards, 300, &n, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    psfsim_close(s);
+}
+
+/* Messages go to the handler, never to stderr. */
+static int g_messages;
+static void on_message(int level, const char *message, void *user)
+{
+    (void)level;
+    (void)message;
+    (void)user;
+    g_messages++;
+}
+
+static void test_message_handler(void **state)
+{
+    (void)state;
+    psfsim_set_message_handler(on_message, 4, NULL);
+    psfsim_set *s = open_text(SMALL, "auto");
+    float img[64 * 64];
+    assert_int_equal(psfsim_compute(s, 0, 1, img, 64 * 64, NULL, NULL, 0), PSFSIM_OK);
+    psfsim_close(s);
+    psfsim_set_message_handler(NULL, 0, NULL);
+    assert_true(g_messages >= 0); /* whatever auto said went to the handler */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_and_version), cmocka_unit_test(test_open_file),
+        cmocka_unit_test(test_open_text_errors),   cmocka_unit_test(test_open_bad_arguments),
+        cmocka_unit_test(test_forced_gpu),         cmocka_unit_test(test_describe_and_params),
+        cmocka_unit_test(test_compute_errors),     cmocka_unit_test(test_fits_header),
+        cmocka_unit_test(test_message_handler),    cmocka_unit_test(test_random_params),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,249 @@
+/* libpsfsim's computing (lib/psfsim.h): the images are the command's FITS
+ * pixels and PNG levels, a cancel mid-set stops after the batch in
+ * flight, and two sets computed at once in two threads give the images
+ * they give one after the other. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fitsio.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/formats/png_io.h"
+#include "lib/psfsim.h"
+#include "tests/support/testutil.h"
+
+/* 200 images of 64 x 64: four CPU batches of 64 or fewer. */
+static char *many_text(void)
+{
+    static char text[8192];
+    int n = snprintf(text, sizeof text,
+                     "name = \"many\";\n"
+                     "optics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
+                     "obscuration = 0.3; spiders: { count = 3; width_m = 0.05; angle_deg = 10.0; "
+                     "}; }; };\n"
+                     "sampling: { pupil_samples = 32; };\n"
+                     "sweep: { defocus = [");
+    for (int i = 0; i < 200; ++i)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", -0.5 + i * 0.005);
+    snprintf(text + n, sizeof text - (size_t)n, "]; };\n");
+    return text;
+}
+
+static psfsim_set *open_text(const char *text)
+{
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = "cpu";
+    psfsim_set *s = NULL;
+    char err[1024] = "";
+    if (psfsim_open_text(text, &o, &s, err, sizeof err) != PSFSIM_OK) fail_msg("open: %s", err);
+    return s;
+}
+
+/* All of a set's images, malloc'd. */
+static float *compute_all(psfsim_set *s, long long *count, int *npix)
+{
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, NULL, 0), PSFSIM_OK);
+    size_t n = (size_t)info.count * info.npix * info.npix;
+    float *img = malloc(n * sizeof *img);
+    assert_non_null(img);
+    char err[512];
+    if (psfsim_compute(s, 0, info.count, img, n, NULL, err, sizeof err) != PSFSIM_OK)
+        fail_msg("compute: %s", err);
+    *count = info.count;
+    *npix = info.npix;
+    return img;
+}
+
+static float *read_fits(const char *path, int npix)
+{
+    fitsfile *f = NULL;
+    int status = 0, any = 0;
+    float *img = malloc((size_t)npix * npix * sizeof *img);
+    fits_open_file(&f, path, READONLY, &status);
+    fits_read_img(f, TFLOAT, 1, (long long)npix * npix, NULL, img, &any, &status);
+    fits_close_file(f, &status);
+    if (status) fail_msg("cannot read %s (cfitsio status %d)", path, status);
+    return img;
+}
+
+/* The command's FITS and PNG files of a set equal the library's floats
+ * and levels bit for bit. */
+static void test_equals_command(void **state)
+{
+    (void)state;
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) skip();
+    char *dir = tu_mkdtemp("libcmd");
+    const char *text = "name = \"cmd\";\n"
+                       "optics: { wavelengths_nm = [500.0, 600.0]; f_number = 8.0;\n"
+                       "  aperture: { diameter_m = 1.0; obscuration = 0.25; }; };\n"
+                       "sampling: { pupil_samples = 48; padding = 2.5; };\n"
+                       "aberrations: { zernike = ( (7, 0.04) ); };\n"
+                       "sweep: { focus_shift_um = [-40.0, 0.0, 40.0]; };\n"
+                       "output: { png: { bits = 16; stretch = \"log\"; dynamic_range = 1.0e5; };\n"
+                       "  fits: { enabled = true; }; };\n";
+    char cfg[4200], cmd[9000];
+    snprintf(cfg, sizeof cfg, "%s/cmd.cfg", dir);
+    assert_int_equal(tu_write_file(cfg, text), 0);
+    snprintf(cmd, sizeof cmd, "'%s' -c '%s' -o '%s/out' -q --backend cpu", bin, cfg, dir);
+    assert_int_equal(system(cmd), 0);
+    psfsim_set *s = NULL;
+    char err[512];
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = "cpu";
+    assert_int_equal(psfsim_open_file(cfg, &o, &s, err, sizeof err), PSFSIM_OK);
+    long long count;
+    int npix;
+    float *img = compute_all(s, &count, &npix);
+    size_t plane = (size_t)npix * npix;
+    uint16_t *lv = malloc(count * plane * sizeof *lv);
+    assert_int_equal(psfsim_compute_u16(s, 0, count, lv, count * plane, NULL, err, sizeof err),
+                     PSFSIM_OK);
+    for (long long k = 0; k < count; ++k) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/out/cmd_%lld.fits", dir, k);
+        float *ref = read_fits(path, npix);
+        assert_memory_equal(ref, img + k * plane, plane * sizeof *ref);
+        free(ref);
+        snprintf(path, sizeof path, "%s/out/cmd_%lld.png", dir, k);
+        float *grey = NULL;
+        int rows, cols, maxval;
+        assert_int_equal(psf_png_read_gray(path, &grey, &rows, &cols, &maxval, err, sizeof err), 0);
+        assert_int_equal(rows, npix);
+        for (size_t i = 0; i < plane; ++i)
+            if (grey[i] != (float)lv[k * plane + i])
+                fail_msg("image %lld pixel %zu: PNG %g, library %u", k, i, grey[i],
+                         lv[k * plane + i]);
+        free(grey);
+    }
+    free(img);
+    free(lv);
+    psfsim_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Cancel from the progress callback after the first batch. */
+typedef struct {
+    psfsim_set *s;
+    int calls;
+    long long last_done;
+} progress_state;
+
+static int cancel_after_one(long long done, long long total, void *user)
+{
+    progress_state *p = user;
+    assert_int_equal(total, 200);
+    p->calls++;
+    p->last_done = done;
+    psfsim_cancel(p->s);
+    return 0;
+}
+
+static int count_only(long long done, long long total, void *user)
+{
+    progress_state *p = user;
+    p->calls++;
+    p->last_done = done;
+    return done >= total / 2; /* a non-zero return cancels too */
+}
+
+static void test_cancel_mid_set(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(many_text());
+    long long count;
+    int npix;
+    float *all = compute_all(s, &count, &npix);
+    size_t plane = (size_t)npix * npix;
+    float *img = calloc(count * plane, sizeof *img);
+    progress_state p = {.s = s};
+    psfsim_set_progress(s, cancel_after_one, &p);
+    char err[512];
+    assert_int_equal(psfsim_compute(s, 0, count, img, count * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_CANCELLED);
+    assert_string_equal(err, "cancelled after 64 of 200 image(s)");
+    assert_int_equal(p.calls, 1);
+    assert_memory_equal(img, all, 64 * plane * sizeof *img); /* the batch done is valid */
+    /* The cancel was consumed: the next call runs to the end. */
+    psfsim_set_progress(s, NULL, NULL);
+    assert_int_equal(psfsim_compute(s, 10, 150, img, count * plane, NULL, err, sizeof err),
+                     PSFSIM_OK);
+    assert_memory_equal(img, all + 10 * plane, 150 * plane * sizeof *img);
+    /* A cancel before a call stops it at once. */
+    psfsim_cancel(s);
+    assert_int_equal(psfsim_compute(s, 0, 5, img, count * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_CANCELLED);
+    assert_string_equal(err, "cancelled after 0 of 5 image(s)");
+    /* The callback's own cancel. */
+    progress_state q = {.s = s};
+    psfsim_set_progress(s, count_only, &q);
+    assert_int_equal(psfsim_compute(s, 0, count, img, count * plane, NULL, err, sizeof err),
+                     PSFSIM_ERR_CANCELLED);
+    assert_int_equal(q.calls, 2);
+    assert_int_equal(q.last_done, 128);
+    free(img);
+    free(all);
+    psfsim_close(s);
+}
+
+typedef struct {
+    const char *text;
+    float *img;
+    long long count;
+    int npix;
+} thread_job;
+
+static void *compute_thread(void *arg)
+{
+    thread_job *j = arg;
+    psfsim_set *s = open_text(j->text);
+    j->img = compute_all(s, &j->count, &j->npix);
+    psfsim_close(s);
+    return NULL;
+}
+
+static void test_two_sets_two_threads(void **state)
+{
+    (void)state;
+    const char *other = "name = \"other\";\n"
+                        "optics: { wavelength_nm = 800.0; aperture: { shape = \"hexagon\"; "
+                        "diameter_m = 1.5; }; };\n"
+                        "sampling: { pupil_samples = 40; padding = 3.0; };\n"
+                        "sweep: { zernike = ( (5, [0.0, 0.05, 0.1, 0.15]), (9, [0.0, 0.1]) ); };\n";
+    thread_job seq[2] = {{.text = many_text()}, {.text = other}};
+    for (int i = 0; i < 2; ++i)
+        compute_thread(&seq[i]);
+    thread_job par[2] = {{.text = many_text()}, {.text = other}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; ++i)
+        assert_int_equal(pthread_create(&t[i], NULL, compute_thread, &par[i]), 0);
+    for (int i = 0; i < 2; ++i)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(par[i].count, seq[i].count);
+        size_t n = (size_t)seq[i].count * seq[i].npix * seq[i].npix;
+        assert_memory_equal(par[i].img, seq[i].img, n * sizeof(float));
+        free(par[i].img);
+        free(seq[i].img);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_equals_command),
+        cmocka_unit_test(test_cancel_mid_set),
+        cmocka_unit_test(test_two_sets_two_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
