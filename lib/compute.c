@@ -59,19 +59,37 @@ static int take(work *w, lib_lane *ln, long long *k0, char *err, size_t errlen)
     return rc ? -1 : nb;
 }
 
-/* Run the batch on ln's backend; a GPU that fails gives way to the CPU. */
-static int run(work *w, lib_lane *ln, int nb, float *out, char *err, size_t errlen)
+/* Where lane ln's backend writes a batch: its own buffer for the levels'
+ * path and for a GPU (alloc_images' pinned memory: a device-to-host copy
+ * into the caller's pageable memory is staged and slow), else straight
+ * into the caller's floats at k0. */
+static int batch_buffer(work *w, lib_lane *ln, long long k0, float **out, char *err, size_t errlen)
 {
-    if (ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0) return PSFSIM_OK;
+    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    if (!w->levels && ln->ops == &psf_backend_cpu) {
+        *out = w->images + (size_t)(k0 - w->first) * plane;
+        return PSFSIM_OK;
+    }
+    int rc = lib_lane_scratch(w->s, ln, err, errlen);
+    *out = ln->scratch;
+    return rc;
+}
+
+/* Run the batch on ln's backend into *out (batch_buffer); a GPU that
+ * fails gives way to the CPU, and *out to the CPU's buffer. */
+static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err, size_t errlen)
+{
+    int rc = batch_buffer(w, ln, k0, out, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    if (ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0) return PSFSIM_OK;
     if (ln->ops == &psf_backend_cpu) return PSFSIM_ERR_COMPUTE;
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    int rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    if (rc == PSFSIM_OK && w->levels) rc = lib_lane_scratch(w->s, ln, err, errlen);
+    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
+    if (rc == PSFSIM_OK) rc = batch_buffer(w, ln, k0, out, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    if (w->levels) out = ln->scratch;
-    return ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0 ? PSFSIM_OK
-                                                                          : PSFSIM_ERR_COMPUTE;
+    return ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0 ? PSFSIM_OK
+                                                                           : PSFSIM_ERR_COMPUTE;
 }
 
 /* After the backend: finish, measure, stretch (the levels' path). */
@@ -90,6 +108,9 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
             psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
                                    cfg->png_dynamic_range, w->levels + (size_t)at * plane);
     }
+    float *dst = w->images ? w->images + (size_t)(k0 - w->first) * plane : NULL;
+    if (dst && dst != out) /* the lane's buffer: one copy for the batch */
+        memcpy(dst, out, (size_t)nb * plane * sizeof *out);
 }
 
 /* The batch is done: count it, tell the progress callback (one at a time). */
@@ -108,7 +129,6 @@ static void *lane_loop(void *arg)
     work *w = ((lane_arg *)arg)->w;
     lib_lane *ln = ((lane_arg *)arg)->ln;
     psfsim_set *s = w->s;
-    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
     char err[LIB_ERRLEN];
     while (!atomic_load(&w->stop) && !atomic_load(&s->cancel)) {
         long long k0;
@@ -118,14 +138,13 @@ static void *lane_loop(void *arg)
             break;
         }
         if (nb == 0) break;
-        int rc = w->levels ? lib_lane_scratch(s, ln, err, sizeof err) : PSFSIM_OK;
-        float *out = w->levels ? ln->scratch : w->images + (size_t)(k0 - w->first) * plane;
-        if (rc == PSFSIM_OK) rc = run(w, ln, nb, out, err, sizeof err);
+        float *out = NULL;
+        int rc = run(w, ln, k0, nb, &out, err, sizeof err);
         if (rc != PSFSIM_OK) {
             fail(w, rc, err);
             break;
         }
-        finish(w, ln, k0, nb, w->levels ? ln->scratch : out);
+        finish(w, ln, k0, nb, out);
         count_done(w, nb);
     }
     return NULL;
