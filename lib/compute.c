@@ -6,10 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/formats/png_io.h"
 #include "app/set/measure.h"
 #include "lib/set_priv.h"
+
+/* finish's threads: at most one per CPU and FINISH_MAX_THREADS, each with
+ * FINISH_MIN_IMAGES images or more (a thread's start, ~20 us, is then
+ * small against its images' work). */
+#define FINISH_MAX_THREADS 8
+#define FINISH_MIN_IMAGES 16
 
 /* One compute call: the images still to hand out, shared by the lanes. */
 typedef struct {
@@ -19,6 +26,7 @@ typedef struct {
     float *images;        /* the caller's floats, or NULL (levels) */
     uint16_t *levels;     /* the caller's grey levels, or NULL */
     psfsim_metrics *metrics;
+    int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
     atomic_int stop; /* a lane failed: the others stop too */
     int rc;          /* the first failure (under mu) */
@@ -92,25 +100,62 @@ static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *e
                                                                            : PSFSIM_ERR_COMPUTE;
 }
 
-/* After the backend: finish, measure, stretch (the levels' path). */
-static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+/* Images [i0, i1) of a batch after the backend: finish, measure, stretch
+ * (the levels' path), and one copy of the part from the lane's buffer. */
+typedef struct {
+    work *w;
+    lib_lane *ln;
+    long long k0;
+    int i0, i1;
+    float *out;
+} batch_part;
+
+static void *finish_part(void *arg)
 {
+    const batch_part *p = arg;
+    work *w = p->w;
     const image_set *set = &w->s->set;
     const psf_config *cfg = &w->s->cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
-    for (int i = 0; i < nb; ++i) {
-        float *img = out + (size_t)i * plane;
-        psfsim_metrics m = {.backend = ln->ops->name};
-        image_set_measure(set, &ln->infos[i], img, &m.strehl, &m.axial_intensity);
-        long long at = k0 + i - w->first;
+    for (int i = p->i0; i < p->i1; ++i) {
+        float *img = p->out + (size_t)i * plane;
+        psfsim_metrics m = {.backend = p->ln->ops->name};
+        image_set_measure(set, &p->ln->infos[i], img, &m.strehl, &m.axial_intensity);
+        long long at = p->k0 + i - w->first;
         if (w->metrics) w->metrics[at] = m;
         if (w->levels)
             psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
                                    cfg->png_dynamic_range, w->levels + (size_t)at * plane);
     }
-    float *dst = w->images ? w->images + (size_t)(k0 - w->first) * plane : NULL;
-    if (dst && dst != out) /* the lane's buffer: one copy for the batch */
-        memcpy(dst, out, (size_t)nb * plane * sizeof *out);
+    float *dst = w->images ? w->images + (size_t)(p->k0 + p->i0 - w->first) * plane : NULL;
+    float *src = p->out + (size_t)p->i0 * plane;
+    if (dst && dst != src) memcpy(dst, src, (size_t)(p->i1 - p->i0) * plane * sizeof *src);
+    return NULL;
+}
+
+/* After the backend: the batch's images finished on up to w->finishers
+ * threads (each image's work is its own: info, metrics and levels at its
+ * index), since at a GPU's rate one thread measuring and copying is the
+ * bottleneck. A thread that cannot start: this one does its part. */
+static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+{
+    int nt = nb / FINISH_MIN_IMAGES < w->finishers ? nb / FINISH_MIN_IMAGES : w->finishers;
+    if (nt < 1) nt = 1;
+    batch_part parts[FINISH_MAX_THREADS];
+    pthread_t threads[FINISH_MAX_THREADS];
+    int started[FINISH_MAX_THREADS] = {0};
+    for (int t = 0; t < nt; ++t)
+        parts[t] = (batch_part){
+            w, ln, k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt), out};
+    for (int t = 1; t < nt; ++t)
+        started[t] = pthread_create(&threads[t], NULL, finish_part, &parts[t]) == 0;
+    finish_part(&parts[0]);
+    for (int t = 1; t < nt; ++t) {
+        if (started[t])
+            pthread_join(threads[t], NULL);
+        else
+            finish_part(&parts[t]);
+    }
 }
 
 /* The batch is done: count it, tell the progress callback (one at a time). */
@@ -167,6 +212,12 @@ static void run_lanes(work *w)
         if (started[l]) pthread_join(threads[l], NULL);
 }
 
+static int finishers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > FINISH_MAX_THREADS ? FINISH_MAX_THREADS : (int)n;
+}
+
 static int compute(psfsim_set *s, long long first, long long count, float *images, uint16_t *levels,
                    size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
 {
@@ -194,7 +245,8 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
               .next = first,
               .images = images,
               .levels = levels,
-              .metrics = metrics};
+              .metrics = metrics,
+              .finishers = finishers()};
     pthread_mutex_init(&w.mu, NULL);
     atomic_init(&w.stop, 0);
     run_lanes(&w);
