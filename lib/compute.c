@@ -100,6 +100,28 @@ static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *e
                                                                            : PSFSIM_ERR_COMPUTE;
 }
 
+#define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
+
+/* fn on each of args[0..n) (size bytes each, n <= MAX_THREADS): the first
+ * on this thread, the others on their own. One that cannot start is run
+ * here afterwards when redo, else left out (the lanes: the others take its
+ * images). */
+static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int redo)
+{
+    pthread_t threads[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    char *arg = args;
+    for (int t = 1; t < n; ++t)
+        started[t] = pthread_create(&threads[t], NULL, fn, arg + (size_t)t * size) == 0;
+    fn(arg);
+    for (int t = 1; t < n; ++t) {
+        if (started[t])
+            pthread_join(threads[t], NULL);
+        else if (redo)
+            fn(arg + (size_t)t * size);
+    }
+}
+
 /* Images [i0, i1) of a batch after the backend: finish, measure, stretch
  * (the levels' path), and one copy of the part from the lane's buffer. */
 typedef struct {
@@ -142,20 +164,10 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
     int nt = nb / FINISH_MIN_IMAGES < w->finishers ? nb / FINISH_MIN_IMAGES : w->finishers;
     if (nt < 1) nt = 1;
     batch_part parts[FINISH_MAX_THREADS];
-    pthread_t threads[FINISH_MAX_THREADS];
-    int started[FINISH_MAX_THREADS] = {0};
     for (int t = 0; t < nt; ++t)
         parts[t] = (batch_part){
             w, ln, k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt), out};
-    for (int t = 1; t < nt; ++t)
-        started[t] = pthread_create(&threads[t], NULL, finish_part, &parts[t]) == 0;
-    finish_part(&parts[0]);
-    for (int t = 1; t < nt; ++t) {
-        if (started[t])
-            pthread_join(threads[t], NULL);
-        else
-            finish_part(&parts[t]);
-    }
+    on_threads(finish_part, parts, sizeof parts[0], nt, 1);
 }
 
 /* The batch is done: count it, tell the progress callback (one at a time). */
@@ -201,15 +213,9 @@ static void run_lanes(work *w)
 {
     psfsim_set *s = w->s;
     lane_arg args[LIB_MAX_LANES];
-    pthread_t threads[LIB_MAX_LANES];
-    int started[LIB_MAX_LANES] = {0};
     for (int l = 0; l < s->nlanes; ++l)
         args[l] = (lane_arg){w, &s->lanes[l]};
-    for (int l = 1; l < s->nlanes; ++l) /* a thread that cannot start: the others do its part */
-        started[l] = pthread_create(&threads[l], NULL, lane_loop, &args[l]) == 0;
-    lane_loop(&args[0]);
-    for (int l = 1; l < s->nlanes; ++l)
-        if (started[l]) pthread_join(threads[l], NULL);
+    on_threads(lane_loop, args, sizeof args[0], s->nlanes, 0);
 }
 
 static int finishers(void)
