@@ -145,16 +145,21 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
 static int read_aperture(cfg_ctx *c, psf_config *cfg)
 {
     psf_aperture *a = &cfg->aperture;
-    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     static const char *const edges[] = {"grey", "binary"};
     int v = 0;
     if (!cfg_get(c, "optics.aperture")) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 3, 0, &v) < 0) return -1;
+    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 4, 0, &v) < 0) return -1;
     a->shape = (psf_aperture_shape)v; /* same order as psf_aperture_shape */
     int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
     if (r < 0) return -1;
-    if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+    if (r == 0 && a->shape != APERTURE_SEGMENTED)
+        return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (r == 1 && cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+                                CFG_MAX_DIAMETER_M, NULL))
+        return -1;
+    if (cfg_read_segments(c, a, r == 1) || cfg_read_aperture_extras(c, a) ||
+        cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
                       CFG_MAX_DIAMETER_M, NULL))
         return -1;
     if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
@@ -169,7 +174,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         long long count = 0;
         r = cfg_read_int(c, "optics.aperture.spiders.count", 0, CFG_MAX_SPIDERS, &count);
         if (r < 0) return -1;
-        if (r == 0)
+        if (r == 0 && !cfg_get(c, "optics.aperture.spiders.vanes"))
             return cfg_missing(c, "optics.aperture.spiders.count",
                                "(optics.aperture.spiders is given)");
         a->spider_count = (int)count;
@@ -190,7 +195,8 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         const char *akey = "optics.aperture.spiders.angle_deg";
         if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
             cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
-                          NULL))
+                          NULL) ||
+            cfg_read_vanes(c, a))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;

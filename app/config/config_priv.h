@@ -62,7 +62,8 @@ typedef enum {
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
     CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
-    CFG_K_TRIPLES  /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES, /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS   /* ( { ... }, ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -256,6 +257,22 @@ int cfg_read_dataset(cfg_ctx *c, psf_config *cfg);
 int cfg_wavelength_elsewhere(const cfg_ctx *c);
 /* Free what cfg_read_dataset allocated in r and zero it. */
 void cfg_free_random(cfg_random *r);
+
+/* ---- config_aperture.c ---- */
+
+/* optics.aperture.segments into a->seg (a->shape read; have_diameter: 1
+ * when diameter_m was given, else it is set to the segments' circumscribed
+ * diameter, or the outer stop's if smaller). An error when the group is
+ * given for another shape. Returns 0, or -1 with a message. */
+int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
+/* optics.aperture.spiders.vanes into a->vanes, a->nvanes (diameter_m
+ * read): each { angle_deg; width_m; offset_m; r_start_m; r_end_m; }, the
+ * first two required. Returns 0, or -1 with a message. */
+int cfg_read_vanes(cfg_ctx *c, psf_aperture *a);
+/* optics.aperture.angle_deg (shape = "hexagon" only) and
+ * optics.aperture.obscuration_shape ("circle" | "hexagon") into a.
+ * Returns 0, or -1 with a message. */
+int cfg_read_aperture_extras(cfg_ctx *c, psf_aperture *a);
 
 /* ---- config_schema.c ---- */
 
