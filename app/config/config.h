@@ -1,6 +1,6 @@
-/* A psfsim config file, loaded with libconfig and validated against
- * ../shared/config-schema.md (the public contract: keys, types, units,
- * defaults, ranges). */
+/* A psfsim config file, loaded with libconfig and validated against the
+ * public contract of keys, types, units, defaults and ranges that
+ * docs/config.md documents. */
 #ifndef PSFSIM_CONFIG_H
 #define PSFSIM_CONFIG_H
 
@@ -106,7 +106,9 @@ typedef struct {
     int nzernike;
     cfg_zernike_term *zernike;   /* [nzernike], in the order written, distinct j */
     char opd_file[CFG_PATH_MAX]; /* "" = none; resolved path */
-    zernike_units opd_units;     /* "nm" (default) or "waves" at each job's wavelength */
+    zernike_units opd_units;     /* aberrations.opd_map.units: "nm" (default) or "waves" at
+                                    each job's wavelength; a FITS map's BUNIT overrides it
+                                    (app/set/maps.c) */
     /* aberrations.opd_map.scale (a key added to the schema; default 1.0):
      * OPD in opd_units = scale * file value (PNG counts or FITS values) */
     double opd_scale;
