@@ -23,8 +23,9 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     info.coeff_units = zero;
     fits_kv all[FITS_HEADER_MAX];
     int n = fits_header_build(s, &info, &res, all, zkeys), m = 0;
-    static const char *const per_plane[] = {"WAVELEN", "PIXELSCL", "PIXSCLUM",
-                                            "STREHL",  "AXIALINT", "BACKEND"};
+    static const char *const per_plane[] = {"WAVELEN",  "PIXELSCL", "PIXSCLUM", "STREHL",
+                                            "AXIALINT", "BACKEND",  "CDELT1",   "CDELT2",
+                                            "DIFFLMT",  "FOV",      "REFWAVE"};
     for (int i = 0; i < n; ++i) {
         int skip = all[i].key[0] == 'Z' && all[i].key[1] >= '0' && all[i].key[1] <= '9';
         for (size_t j = 0; j < sizeof per_plane / sizeof *per_plane; ++j)

@@ -1,5 +1,6 @@
 #include "app/fits_header.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "app/config/config.h"
@@ -7,6 +8,11 @@
 static const char *conv_name(zernike_convention c)
 {
     return c == ZCONV_ANSI ? "ansi" : c == ZCONV_FRINGE ? "fringe" : "noll";
+}
+
+static const char *norm_name(psf_normalization v)
+{
+    return v == NORM_PUPIL ? "pupil" : v == NORM_SUM ? "sum" : "peak";
 }
 
 static fits_kv kv_d(const char *key, double d, const char *comment)
@@ -22,6 +28,58 @@ static fits_kv kv_i(const char *key, long long i, const char *comment)
 static fits_kv kv_s(const char *key, const char *s, const char *comment)
 {
     return (fits_kv){.key = key, .type = FITS_KV_STRING, .s = s, .comment = comment};
+}
+
+/* A linear WCS in arcsec offsets from the optical axis (FITS WCS paper I,
+ * Greisen & Calabretta 2002: an unrecognised CTYPE without a projection code
+ * is linear), the diffraction limit, the field and the writer. */
+/* The weighted mean wavelength (m) of the image (POPPY's WAVELEN): sum w_c
+ * lambda_c over its components; info's wavelength without components. */
+static double mean_wavelength_m(const image_info *info)
+{
+    const psf_image_params *p = &info->params;
+    if (p->nwl < 1) return info->wavelength_nm * 1e-9;
+    double m = 0.0;
+    for (int c = 0; c < p->nwl; ++c)
+        m += p->weights[c] * p->wl_nm[c];
+    return m * 1e-9;
+}
+
+/* NWAVES, WAVE<i> (m) and WGHT<i> (0-based, as POPPY writes them) of the
+ * image's components, their key strings in keys[2 * nwl]. */
+static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[12])
+{
+    const psf_image_params *p = &info->params;
+    if (p->nwl < 1) return n;
+    kvs[n++] = kv_i("NWAVES", p->nwl, "wavelengths in the image");
+    for (int c = 0; c < p->nwl && c < PSF_MAX_COMPONENTS && n + 2 <= FITS_HEADER_MAX; ++c) {
+        snprintf(keys[2 * c], 12, "WAVE%d", c);
+        snprintf(keys[2 * c + 1], 12, "WGHT%d", c);
+        kvs[n++] = kv_d(keys[2 * c], p->wl_nm[c] * 1e-9, "wavelength [m]");
+        kvs[n++] = kv_d(keys[2 * c + 1], p->weights[c], "its weight (sum 1)");
+    }
+    return n;
+}
+
+static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *date,
+                    const char *hash, fits_kv *kvs, int n)
+{
+    double ld_arcsec = info->wavelength_nm * 1e-9 / sp->diameter_m * (180.0 * 3600.0 / M_PI);
+    kvs[n++] = kv_s("CTYPE1", "OFFSET_X", "linear: offset from the optical axis");
+    kvs[n++] = kv_s("CTYPE2", "OFFSET_Y", "linear: offset from the optical axis");
+    kvs[n++] = kv_s("CUNIT1", "arcsec", "unit of CDELT1 and CRVAL1");
+    kvs[n++] = kv_s("CUNIT2", "arcsec", "unit of CDELT2 and CRVAL2");
+    kvs[n++] = kv_d("CDELT1", info->pixel_arcsec, "pixel along a row [arcsec]");
+    kvs[n++] = kv_d("CDELT2", info->pixel_arcsec, "pixel along a column [arcsec]");
+    kvs[n++] = kv_d("CRVAL1", 0.0, "offset at CRPIX1: the axis [arcsec]");
+    kvs[n++] = kv_d("CRVAL2", 0.0, "offset at CRPIX2: the axis [arcsec]");
+    kvs[n++] = kv_d("DIFFLMT", ld_arcsec, "lambda/D at REFWAVE [arcsec]");
+    kvs[n++] = kv_d("FOV", sp->npix * info->pixel_arcsec, "field of view NPIX * PIXELSCL [arcsec]");
+    kvs[n++] = kv_s("ORIGIN", "psfsim", "software that wrote the file");
+    kvs[n++] = kv_s("CREATOR", "psfsim " PSFSIM_VERSION, "software and version");
+    if (date[0]) kvs[n++] = kv_s("DATE", date, "set opened (UTC; SOURCE_DATE_EPOCH when set)");
+    if (hash[0]) kvs[n++] = kv_s("CFGHASH", hash, "config fingerprint (manifest config_hash)");
+    return n;
 }
 
 int fits_header_check(const image_set *s, char *err, size_t errlen)
@@ -47,7 +105,9 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     const psf_sampling *sp = &s->samp;
     double wl_m = info->wavelength_nm * 1e-9;
     int n = 0;
-    kvs[n++] = kv_d("WAVELEN", wl_m, "wavelength [m] (broadband: the shortest)");
+    kvs[n++] =
+        kv_d("WAVELEN", mean_wavelength_m(info), "wavelength [m] (broadband: weighted mean)");
+    kvs[n++] = kv_d("REFWAVE", wl_m, "wavelength of PIXSCLLD and DIFFLMT [m]");
     kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");
     kvs[n++] = kv_i("NPUPIL", sp->pupil_samples, "pupil samples across DIAM");
     if (s->mft) { /* the output grid's size and pixel; PADDING as an FFT would need it */
@@ -64,7 +124,10 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
         kvs[n++] = kv_d("FNUMBER", cfg->f_number, "focal ratio");
     }
     if (s->mft) kvs[n++] = kv_s("PROPAG", "mft", "focal plane by matrix Fourier transform");
-    kvs[n++] = kv_s("NORMALIZ", cfg->normalization == NORM_SUM ? "sum" : "peak", "normalisation");
+    kvs[n++] = kv_s("NORMALIZ", norm_name(cfg->normalization), "normalisation");
+    if (cfg->normalization == NORM_PUPIL && isfinite(info->captured_fraction))
+        kvs[n++] =
+            kv_d("EEFIELD", info->captured_fraction, "fraction of the pupil's power in the image");
     kvs[n++] = kv_d("STREHL", res->strehl, "peak / unaberrated peak");
     kvs[n++] = kv_d("AXIALINT", res->axial_intensity, "axis pixel / unaberrated peak");
     kvs[n++] = kv_s("BACKEND", res->backend, "backend that computed the image");
@@ -72,7 +135,9 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
-    for (int t = 0; t < s->modes.nterms && n < FITS_HEADER_MAX; ++t) {
+    n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
+    n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
+    for (int t = 0; t < s->modes.nterms && t < FITS_HEADER_ZMAX && n < FITS_HEADER_MAX; ++t) {
         snprintf(zkeys[t], 12, "Z%d",
                  zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
         kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");

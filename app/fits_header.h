@@ -6,20 +6,27 @@
 #include "app/set/image_set.h"
 #include "app/image_result.h"
 
-#define FITS_HEADER_FIXED 20
+#define FITS_HEADER_FIXED 40
 /* Z<j> keywords one header holds: one per mode of the set (docs/config.md). */
 #define FITS_HEADER_ZMAX 256
-#define FITS_HEADER_MAX (FITS_HEADER_FIXED + FITS_HEADER_ZMAX)
+#define FITS_HEADER_MAX (FITS_HEADER_FIXED + FITS_HEADER_ZMAX + 2 * PSF_MAX_COMPONENTS)
 
 /* Fill kvs (FITS_HEADER_MAX entries) for image info of set s with result
  * res: WAVELEN (m), DIAM (m), NPUPIL, NPIX (the image size), PADDING
  * (N/n; with the MFT 1/PIXSCLLD), PIXSCLLD, PIXELSCL (arcsec), PIXSCLUM
  * and FNUMBER (with f_number) (the pixel of the image's grid: info's pixel_*
  * and sampling_q, which image_set_job filled), PROPAG = "mft" (MFT sets only), NORMALIZ,
- * STREHL, AXIALINT, BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, and Z<j> (j in the
- * config's convention) with each mode's total coefficient, for at most
- * FITS_HEADER_ZMAX modes (fits_header_check refuses a FITS set with more).
- * zkeys holds the Z<j> key strings. Returns the number of entries. */
+ * EEFIELD (normalization "pupil", when info has it: the captured fraction), STREHL, AXIALINT,
+ * BACKEND, ZCONV, ZUNITS, CRPIX1/2 = N/2 + 1, a linear WCS in
+ * arcsec from the axis (CTYPE1/2 = OFFSET_X/Y, CUNIT1/2 = arcsec, CDELT1/2 =
+ * PIXELSCL, CRVAL1/2 = 0), DIFFLMT (lambda/D at REFWAVE, arcsec), FOV (NPIX *
+ * PIXELSCL, arcsec), ORIGIN, CREATOR (psfsim and its version), DATE (s's
+ * date_utc), CFGHASH (s's config_hash, when filled), NWAVES, WAVE<i> (m), WGHT<i> (the image's
+ * components, 0-based: not for the cube's common info), REFWAVE (info's wavelength_nm, m: the
+ * pixel's reference) with WAVELEN the weighted mean wavelength, and Z<j> (j in the config's
+ * convention) with each mode's total coefficient, for at most FITS_HEADER_ZMAX modes
+ * (fits_header_check refuses a FITS set with more). zkeys (FITS_HEADER_MAX) holds the WAVE/WGHT
+ * keys from FITS_HEADER_ZMAX on and the Z<j> key strings. Returns the number of entries. */
 int fits_header_build(const image_set *s, const image_info *info, const image_result *res,
                       fits_kv *kvs, char (*zkeys)[12]);
 

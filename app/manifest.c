@@ -32,20 +32,23 @@ void csv_exact(char *out, size_t outlen, double v)
 }
 
 /* The header: manifest_header, then the label columns of a table or random
- * set. malloc'd; NULL when out of memory. */
+ * set, then captured_fraction with normalization "pupil". malloc'd; NULL when out of memory. */
 static char *header_for(const image_set *s)
 {
     const set_labels *l = &s->labels;
     int dataset = axes_is_dataset(&s->axes);
-    size_t base = strlen(manifest_header), len = base + 16 + 16 * (size_t)l->nterms;
+    size_t base = strlen(manifest_header), len = base + 40 + 16 * (size_t)l->nterms;
     char *h = malloc(len);
     if (!h) return NULL;
     memcpy(h, manifest_header, base + 1);
-    if (!dataset) return h;
+    int pupil = s->cfg->normalization == NORM_PUPIL;
+    if (!dataset && !pupil) return h;
     size_t at = base - 1; /* over the newline */
-    if (s->cfg->random.count > 0) at += (size_t)snprintf(h + at, len - at, ",draw,seed");
-    for (int i = 0; i < l->nterms; ++i)
+    if (dataset && s->cfg->random.count > 0) at += (size_t)snprintf(h + at, len - at, ",draw,seed");
+    for (int i = 0; dataset && i < l->nterms; ++i)
         at += (size_t)snprintf(h + at, len - at, ",z%d", l->j[i]);
+    /* normalization "pupil": captured_fraction last, after the label columns */
+    if (pupil) at += (size_t)snprintf(h + at, len - at, ",captured_fraction");
     snprintf(h + at, len - at, "\n");
     return h;
 }
@@ -113,6 +116,11 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix, f[3], f[4],
             f[5], f[6], f[7], res->backend, w->hash);
     label_cells(fp, s, info);
+    if (cfg->normalization == NORM_PUPIL) { /* captured_fraction, after the label cells */
+        char cf[32];
+        csv_number(cf, sizeof cf, info->captured_fraction);
+        fprintf(fp, ",%s", cf);
+    }
     fputc('\n', fp);
     if (ferror(fp)) {
         snprintf(err, errlen, "writing the manifest %s failed", w->j.af.final_path);

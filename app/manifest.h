@@ -26,7 +26,10 @@ extern const char manifest_header[];
 
 /* Create the file name in the directory dirfd (dir: for messages;
  * journal.h) with set s's header and the kept rows (from a resumed run).
- * hash: the config fingerprint put in every new row. 0 or -1 with err. */
+ * hash: the config fingerprint put in every new row. The header's columns:
+ * manifest_header's, a table or random set's label columns, then
+ * captured_fraction (image_info's) when s's normalization is "pupil"
+ * (docs/config.md). 0 or -1 with err. */
 int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char *dir,
                   const char *name, const char *hash, char *const *keep, long long nkeep, char *err,
                   size_t errlen);

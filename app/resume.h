@@ -24,17 +24,6 @@ typedef struct {
     long long ntiming;
 } resume_state;
 
-/* The fingerprint of every byte that decides the images of the loaded
- * config cfg: FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
- * config's bytes as parsed (cfg->text: read once, so -c - and a FIFO
- * work), then of each file its @include lines name, nested ones too
- * (config_for_each_include), of the aperture map (shape "file")
- * and of the OPD map, each of those as its length (8 bytes, little-endian)
- * and its bytes, then psfsim's version. A config with no include and no
- * map has the fingerprint it had when only its own bytes counted. 0 or -1
- * with err (a file that cannot be read). */
-int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
-
 /* Read NAME_manifest.csv and NAME_timing.csv in the output directory
  * dirfd (dir: its name for messages; dirfd -1: there is no directory yet;
  * both files may be missing: nothing done). A manifest of another config

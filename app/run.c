@@ -76,6 +76,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
         return -1;
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
+    snprintf(r->set.config_hash, sizeof r->set.config_hash, "%s", r->hash);
     if (fits_header_check(&r->set, err, errlen) != 0) return -1;
     set_checks_warn(&r->set, &r->notes);
     for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
@@ -101,7 +102,11 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
     if (run_is_root(r)) {
-        if (r->set.mft && r->set.pixel_um > 0)
+        if (r->set.mft && r->set.pixel_rad > 0)
+            log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g arcsec) into %s",
+                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
+                     r->cfg.out_pixel_scale_arcsec, r->dir);
+        else if (r->set.mft && r->set.pixel_um > 0)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g um) into %s",
                      r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
                      r->set.pixel_um, r->dir);

@@ -6,10 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/formats/png_io.h"
 #include "app/set/measure.h"
 #include "lib/set_priv.h"
+
+/* finish's threads: at most one per CPU and FINISH_MAX_THREADS, each with
+ * FINISH_MIN_IMAGES images or more (a thread's start, ~20 us, is then
+ * small against its images' work). */
+#define FINISH_MAX_THREADS 8
+#define FINISH_MIN_IMAGES 16
 
 /* One compute call: the images still to hand out, shared by the lanes. */
 typedef struct {
@@ -19,6 +26,7 @@ typedef struct {
     float *images;        /* the caller's floats, or NULL (levels) */
     uint16_t *levels;     /* the caller's grey levels, or NULL */
     psfsim_metrics *metrics;
+    int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
     atomic_int stop; /* a lane failed: the others stop too */
     int rc;          /* the first failure (under mu) */
@@ -59,37 +67,107 @@ static int take(work *w, lib_lane *ln, long long *k0, char *err, size_t errlen)
     return rc ? -1 : nb;
 }
 
-/* Run the batch on ln's backend; a GPU that fails gives way to the CPU. */
-static int run(work *w, lib_lane *ln, int nb, float *out, char *err, size_t errlen)
+/* Where lane ln's backend writes a batch: its own buffer for the levels'
+ * path and for a GPU (alloc_images' pinned memory: a device-to-host copy
+ * into the caller's pageable memory is staged and slow), else straight
+ * into the caller's floats at k0. */
+static int batch_buffer(work *w, lib_lane *ln, long long k0, float **out, char *err, size_t errlen)
 {
-    if (ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0) return PSFSIM_OK;
+    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    if (!w->levels && ln->ops == &psf_backend_cpu) {
+        *out = w->images + (size_t)(k0 - w->first) * plane;
+        return PSFSIM_OK;
+    }
+    int rc = lib_lane_scratch(w->s, ln, err, errlen);
+    *out = ln->scratch;
+    return rc;
+}
+
+/* Run the batch on ln's backend into *out (batch_buffer); a GPU that
+ * fails gives way to the CPU, and *out to the CPU's buffer. */
+static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err, size_t errlen)
+{
+    int rc = batch_buffer(w, ln, k0, out, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    if (ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0) return PSFSIM_OK;
     if (ln->ops == &psf_backend_cpu) return PSFSIM_ERR_COMPUTE;
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    int rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    if (rc == PSFSIM_OK && w->levels) rc = lib_lane_scratch(w->s, ln, err, errlen);
+    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
+    if (rc == PSFSIM_OK) rc = batch_buffer(w, ln, k0, out, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    if (w->levels) out = ln->scratch;
-    return ln->ops->run(ln->backend, ln->jobs, nb, out, err, errlen) == 0 ? PSFSIM_OK
-                                                                          : PSFSIM_ERR_COMPUTE;
+    return ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0 ? PSFSIM_OK
+                                                                           : PSFSIM_ERR_COMPUTE;
 }
 
-/* After the backend: finish, measure, stretch (the levels' path). */
-static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+#define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
+
+/* fn on each of args[0..n) (size bytes each, n <= MAX_THREADS): the first
+ * on this thread, the others on their own. One that cannot start is run
+ * here afterwards when redo, else left out (the lanes: the others take its
+ * images). */
+static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int redo)
 {
+    pthread_t threads[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    char *arg = args;
+    for (int t = 1; t < n; ++t)
+        started[t] = pthread_create(&threads[t], NULL, fn, arg + (size_t)t * size) == 0;
+    fn(arg);
+    for (int t = 1; t < n; ++t) {
+        if (started[t])
+            pthread_join(threads[t], NULL);
+        else if (redo)
+            fn(arg + (size_t)t * size);
+    }
+}
+
+/* Images [i0, i1) of a batch after the backend: finish, measure, stretch
+ * (the levels' path), and one copy of the part from the lane's buffer. */
+typedef struct {
+    work *w;
+    lib_lane *ln;
+    long long k0;
+    int i0, i1;
+    float *out;
+} batch_part;
+
+static void *finish_part(void *arg)
+{
+    const batch_part *p = arg;
+    work *w = p->w;
     const image_set *set = &w->s->set;
     const psf_config *cfg = &w->s->cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
-    for (int i = 0; i < nb; ++i) {
-        float *img = out + (size_t)i * plane;
-        psfsim_metrics m = {.backend = ln->ops->name};
-        image_set_measure(set, &ln->infos[i], img, &m.strehl, &m.axial_intensity);
-        long long at = k0 + i - w->first;
+    for (int i = p->i0; i < p->i1; ++i) {
+        float *img = p->out + (size_t)i * plane;
+        psfsim_metrics m = {.backend = p->ln->ops->name};
+        image_set_measure(set, &p->ln->infos[i], img, &m.strehl, &m.axial_intensity);
+        long long at = p->k0 + i - w->first;
         if (w->metrics) w->metrics[at] = m;
         if (w->levels)
             psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
                                    cfg->png_dynamic_range, w->levels + (size_t)at * plane);
     }
+    float *dst = w->images ? w->images + (size_t)(p->k0 + p->i0 - w->first) * plane : NULL;
+    float *src = p->out + (size_t)p->i0 * plane;
+    if (dst && dst != src) memcpy(dst, src, (size_t)(p->i1 - p->i0) * plane * sizeof *src);
+    return NULL;
+}
+
+/* After the backend: the batch's images finished on up to w->finishers
+ * threads (each image's work is its own: info, metrics and levels at its
+ * index), since at a GPU's rate one thread measuring and copying is the
+ * bottleneck. A thread that cannot start: this one does its part. */
+static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+{
+    int nt = nb / FINISH_MIN_IMAGES < w->finishers ? nb / FINISH_MIN_IMAGES : w->finishers;
+    if (nt < 1) nt = 1;
+    batch_part parts[FINISH_MAX_THREADS];
+    for (int t = 0; t < nt; ++t)
+        parts[t] = (batch_part){
+            w, ln, k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt), out};
+    on_threads(finish_part, parts, sizeof parts[0], nt, 1);
 }
 
 /* The batch is done: count it, tell the progress callback (one at a time). */
@@ -108,7 +186,6 @@ static void *lane_loop(void *arg)
     work *w = ((lane_arg *)arg)->w;
     lib_lane *ln = ((lane_arg *)arg)->ln;
     psfsim_set *s = w->s;
-    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
     char err[LIB_ERRLEN];
     while (!atomic_load(&w->stop) && !atomic_load(&s->cancel)) {
         long long k0;
@@ -118,14 +195,13 @@ static void *lane_loop(void *arg)
             break;
         }
         if (nb == 0) break;
-        int rc = w->levels ? lib_lane_scratch(s, ln, err, sizeof err) : PSFSIM_OK;
-        float *out = w->levels ? ln->scratch : w->images + (size_t)(k0 - w->first) * plane;
-        if (rc == PSFSIM_OK) rc = run(w, ln, nb, out, err, sizeof err);
+        float *out = NULL;
+        int rc = run(w, ln, k0, nb, &out, err, sizeof err);
         if (rc != PSFSIM_OK) {
             fail(w, rc, err);
             break;
         }
-        finish(w, ln, k0, nb, w->levels ? ln->scratch : out);
+        finish(w, ln, k0, nb, out);
         count_done(w, nb);
     }
     return NULL;
@@ -137,15 +213,15 @@ static void run_lanes(work *w)
 {
     psfsim_set *s = w->s;
     lane_arg args[LIB_MAX_LANES];
-    pthread_t threads[LIB_MAX_LANES];
-    int started[LIB_MAX_LANES] = {0};
     for (int l = 0; l < s->nlanes; ++l)
         args[l] = (lane_arg){w, &s->lanes[l]};
-    for (int l = 1; l < s->nlanes; ++l) /* a thread that cannot start: the others do its part */
-        started[l] = pthread_create(&threads[l], NULL, lane_loop, &args[l]) == 0;
-    lane_loop(&args[0]);
-    for (int l = 1; l < s->nlanes; ++l)
-        if (started[l]) pthread_join(threads[l], NULL);
+    on_threads(lane_loop, args, sizeof args[0], s->nlanes, 0);
+}
+
+static int finishers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > FINISH_MAX_THREADS ? FINISH_MAX_THREADS : (int)n;
 }
 
 static int compute(psfsim_set *s, long long first, long long count, float *images, uint16_t *levels,
@@ -175,7 +251,8 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
               .next = first,
               .images = images,
               .levels = levels,
-              .metrics = metrics};
+              .metrics = metrics,
+              .finishers = finishers()};
     pthread_mutex_init(&w.mu, NULL);
     atomic_init(&w.stop, 0);
     run_lanes(&w);

@@ -76,6 +76,8 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
                                       err, errlen);
     if (!bad) {
         bad = image_set_init(&s->set, &s->cfg, err, errlen);
+        /* The FITS CFGHASH, as the command fills it (app/run.c). */
+        if (!bad) bad = config_fingerprint(&s->cfg, s->set.config_hash, err, errlen);
         s->set_ready = !bad;
         if (bad) image_set_free(&s->set);
     }

@@ -25,7 +25,8 @@ typedef struct {
     psf_job *jobs;     /* [batch] */
     image_info *infos; /* [batch] */
     double *storage;   /* [batch * image_set_storage] */
-    float *scratch;    /* [batch * M * M] from ops->alloc_images: the u16 path's floats */
+    float *scratch;    /* [batch * M * M] from ops->alloc_images: the GPU's and the u16
+                        * path's floats (compute.c's batch_buffer) */
 } lib_lane;
 
 struct psfsim_set {
@@ -69,7 +70,7 @@ int lib_lanes_start(psfsim_set *s, char *err, size_t errlen);
  * (under the lock). PSFSIM_OK or an error with err. */
 int lib_lane_fall_back(psfsim_set *s, lib_lane *ln, const char *why, char *err, size_t errlen);
 
-/* The u16 path's float buffer of lane ln (made once). PSFSIM_OK or
+/* The float buffer of lane ln's batch (made once). PSFSIM_OK or
  * PSFSIM_ERR_MEMORY. */
 int lib_lane_scratch(psfsim_set *s, lib_lane *ln, char *err, size_t errlen);
 

@@ -6,8 +6,47 @@
 
 #include <stddef.h>
 
-typedef enum { APERTURE_CIRCULAR = 0, APERTURE_HEXAGON = 1, APERTURE_FILE = 2 } psf_aperture_shape;
+typedef enum {
+    APERTURE_CIRCULAR = 0,
+    APERTURE_HEXAGON = 1,
+    APERTURE_FILE = 2,
+    APERTURE_SEGMENTED = 3
+} psf_aperture_shape;
+
+/* Largest number of rings around the centre segment, and of segments:
+ * 1 + 3 rings (rings + 1). */
+#define APERTURE_SEG_MAX_RINGS 10
+#define APERTURE_SEG_MAX 331
+
+/* A segmented aperture (APERTURE_SEGMENTED): regular hexagonal segments on
+ * a hexagonal lattice (design.md, "Aperture"; numbering in docs/config.md,
+ * "Segmented apertures"). At angle 0 every segment has its vertices on its
+ * own +x and -x directions (as the single hexagon), neighbouring centres
+ * are a pitch p = flat_to_flat + gap apart across the flats, at 30 + 60 k
+ * degrees. Segment 0 is the centre; ring n >= 1 holds segments
+ * 3 n (n - 1) + 1 .. 3 n (n + 1), counter-clockwise from the one at angle
+ * 30 degrees (rotated with angle_deg). */
+typedef struct {
+    double flat_to_flat_m;         /* each segment's width across its flats, metres */
+    double gap_m;                  /* gap between facing flats of neighbours, metres, >= 0 */
+    int rings;                     /* rings around the centre segment, 0..APERTURE_SEG_MAX_RINGS */
+    double angle_deg;              /* rotation of the whole array, from +x towards +y */
+    double stop_diameter_m;        /* outer circular stop's diameter; 0 = none */
+    unsigned long long missing[6]; /* bit k % 64 of word k / 64: segment k left out */
+} psf_segments;
 typedef enum { EDGE_GREY = 0, EDGE_BINARY = 1 } psf_edge_mode;
+
+/* Most vanes of a listed spider (psf_aperture.vanes). */
+#define APERTURE_MAX_VANES 16
+
+/* One listed spider vane: the strip |s - offset| < width/2 for
+ * r_start <= t <= r_end, where t is the distance along the direction
+ * u = (cos angle, sin angle) and s along (-sin angle, cos angle): a strut
+ * parallel to u at a signed distance offset from the axis, from t = r_start
+ * to t = r_end measured from its point nearest the axis (r_end 0: no end). */
+typedef struct {
+    double angle_deg, width_m, offset_m, r_start_m, r_end_m;
+} psf_vane;
 
 typedef struct {
     psf_aperture_shape shape;
@@ -22,6 +61,19 @@ typedef struct {
      * y = -D/2). Obscuration and spiders, when set, are applied on top. */
     const float *map;
     int map_rows, map_cols;
+    /* APERTURE_SEGMENTED only; diameter_m then is the pupil's diameter
+     * (sampling, Zernike radius, obscuration ratio), holding every segment. */
+    psf_segments seg;
+    /* APERTURE_HEXAGON: rotation of the hexagon from +x towards +y, degrees
+     * (0: vertices on the x axis). */
+    double angle_deg;
+    /* Central obscuration's shape: 0 a circle of radius e D/2, 1 a hexagon
+     * of circumradius e D/2, its vertices at angle_deg (HEXAGON), at the
+     * segments' angle (SEGMENTED), else on the x axis. */
+    int obscuration_hexagon;
+    /* Listed vanes, on top of the spider_count equal ones (either may be 0). */
+    int nvanes;
+    psf_vane vanes[APERTURE_MAX_VANES];
 } psf_aperture;
 
 /* Returns 0 when a describes a valid aperture (known shape and edge mode,
@@ -30,6 +82,17 @@ typedef struct {
  * APERTURE_FILE), else -1 with a message in err (err may be NULL). Shared
  * by aperture_fill and the backends that build the pupil on the device. */
 int aperture_check(const psf_aperture *a, char *err, size_t errlen);
+
+/* Segments of a segmented aperture's rings: 1 + 3 rings (rings + 1). */
+int aperture_segment_count(int rings);
+
+/* Centre (x, y) in metres of segment k (numbering of psf_segments) of s;
+ * returns 0, or -1 when k is outside 0 .. aperture_segment_count - 1. */
+int aperture_segment_center(const psf_segments *s, int k, double *x, double *y);
+
+/* Largest distance from the axis of a point of a present segment (its
+ * farthest vertex), metres: the smallest diameter_m / 2 that holds them. */
+double aperture_segments_radius(const psf_segments *s);
 
 /* Fill amp[N*N] (row-major, row i at y = (i - N/2) dx, column j at
  * x = (j - N/2) dx, metres) with the transmission in [0, 1] for pupil pitch
@@ -40,8 +103,11 @@ int aperture_fill(const psf_aperture *a, int npix, double dx_m, float *amp, char
                   size_t errlen);
 
 /* Area of the open region in m^2, analytic for circular/hexagon shapes with
- * obscuration and spiders (overlaps of vanes near the axis counted once).
- * Used by tests and to report the collecting area. Returns < 0 for FILE. */
+ * obscuration and spiders (overlaps of vanes near the axis counted once),
+ * and for segmented ones without stop, obscuration or spiders (present
+ * segments times sqrt(3)/2 f^2, f flat to flat). Used by tests and to
+ * report the collecting area. Returns < 0 for FILE, other segmented
+ * apertures and any with listed vanes. */
 double aperture_area_m2(const psf_aperture *a);
 
 #endif

@@ -128,9 +128,33 @@ static double vanes_in_disk(const psf_aperture_geom *g, double t0, double d, dou
     return poly + c * arm_disk_area(g->vane_hw, t0, rho);
 }
 
+/* A hexagonal obscuration (circumradius e R, inside the outer boundary
+ * when it fits the outer's inscribed circle, or has the outer hexagon's
+ * orientation): the outer area minus 3 sqrt(3)/2 (e R)^2; -1 with spiders,
+ * segments, or an obscuration that may cross the outer hexagon's sides. */
+static double hex_obscured_area(const psf_aperture *a)
+{
+    double r = 0.5 * a->diameter_m, ro = a->obscuration * r;
+    if (a->shape == APERTURE_SEGMENTED || (a->spider_count > 0 && a->spider_width_m > 0.0))
+        return -1.0;
+    double obs = 1.5 * sqrt(3.0) * ro * ro;
+    if (a->shape == APERTURE_CIRCULAR) return APG_PI * r * r - obs;
+    return 1.5 * sqrt(3.0) * r * r - obs; /* HEXAGON: same angle, so inside */
+}
+
 double aperture_area_m2(const psf_aperture *a)
 {
-    if (aperture_check(a, NULL, 0) || a->shape == APERTURE_FILE) return -1.0;
+    if (aperture_check(a, NULL, 0) || a->shape == APERTURE_FILE || a->nvanes > 0) return -1.0;
+    if (a->obscuration_hexagon && a->obscuration > 0.0) return hex_obscured_area(a);
+    if (a->shape == APERTURE_SEGMENTED) {
+        if (a->seg.stop_diameter_m > 0.0 || a->obscuration > 0.0 ||
+            (a->spider_count > 0 && a->spider_width_m > 0.0))
+            return -1.0;
+        int n = 0, nseg = aperture_segment_count(a->seg.rings);
+        for (int k = 0; k < nseg; ++k)
+            n += !((a->seg.missing[k / 64] >> (k % 64)) & 1ULL);
+        return n * 0.5 * sqrt(3.0) * a->seg.flat_to_flat_m * a->seg.flat_to_flat_m;
+    }
     psf_aperture_geom g;
     aperture_geom_init(a, &g);
     double r = g.r_out, ro = g.r_obs;

@@ -5,7 +5,9 @@
  * Conventions: design.md, "Aperture". Lengths in metres, angles from +x
  * towards +y. The open region is the intersection of
  *   - the outer boundary: |p| <= R (circle) or the hexagon of circumradius R
- *     with vertices on the +x and -x axes (none for a FILE aperture),
+ *     with vertices on the +x and -x axes (none for a FILE aperture), or the
+ *     union of a segmented aperture's segments (aperture_seg.h) inside its
+ *     optional circular stop,
  *   - |p| >= e R (central obscuration),
  *   - the outside of every spider vane: vane k has direction
  *     u_k = (cos phi_k, sin phi_k), phi_k = angle + k 360/count, and blocks
@@ -25,6 +27,7 @@
 #define PSFSIM_APERTURE_GEOM_H
 
 #include "optics/aperture.h"
+#include "optics/aperture_seg.h"
 #include "optics/psf_hd.h"
 
 #include <math.h>
@@ -36,7 +39,7 @@
  * circle crosses in one sample then sums to <= 0.35 APG_CURV_TOL of dx^2. */
 #define APG_CURV_TOL 5e-4
 
-enum { APG_OUTER_NONE = 0, APG_OUTER_CIRCLE = 1, APG_OUTER_HEXAGON = 2 };
+enum { APG_OUTER_NONE = 0, APG_OUTER_CIRCLE = 1, APG_OUTER_HEXAGON = 2, APG_OUTER_SEGMENTS = 3 };
 enum { APG_OPEN = 0, APG_BLOCKED = 1, APG_FRAC = 2, APG_SPLIT = 3 };
 
 /* The aperture's geometry, precomputed once (a POD the GPU can copy). */
@@ -47,7 +50,12 @@ typedef struct {
     double hex_apothem; /* R sqrt(3)/2: the hexagon's flat sides' distance */
     double hex_nx[6];   /* hexagon edge outward unit normals, at 30 + 60 k deg */
     double hex_ny[6];
-    double r_obs;           /* obscuration radius e R, metres; 0 = none */
+    int hex_rotated;    /* 1: the hexagon is rotated (its binary rim by point test) */
+    double hex_rho1;    /* max over the six normals of |nx| + |ny| (a cell's reach) */
+    double r_obs;       /* obscuration radius e R, metres; 0 = none */
+    int obs_hex;        /* 1: the obscuration is a hexagon of circumradius r_obs */
+    double obs_apothem; /* its flats' distance, r_obs sqrt(3)/2 */
+    double obs_nx[6], obs_ny[6];
     double obs_ratio;       /* e, for the binary edges' exact rim test */
     int nvanes;             /* spider vanes; 0 = none (also when width is 0) */
     double vane_hw;         /* half width w/2, metres */
@@ -55,6 +63,10 @@ typedef struct {
     double vane_step_deg;   /* 360 / nvanes */
     double vane_cos_step;   /* cos, sin of the step: rotates one vane onto the next */
     double vane_sin_step;
+    psf_seg_geom seg; /* APG_OUTER_SEGMENTS only (aperture_seg.h) */
+    int nlist;        /* listed vanes (psf_vane), each: direction, half width, offset, t range */
+    double lux[APERTURE_MAX_VANES], luy[APERTURE_MAX_VANES], lhw[APERTURE_MAX_VANES];
+    double loff[APERTURE_MAX_VANES], lt0[APERTURE_MAX_VANES], lt1[APERTURE_MAX_VANES];
 } psf_aperture_geom;
 
 /* (cos, sin) of deg degrees, exact at multiples of 90 so that vanes along the
@@ -83,25 +95,58 @@ PSF_HD void aperture_geom_init(const psf_aperture *a, psf_aperture_geom *g)
 {
     double r = 0.5 * a->diameter_m;
     g->binary = a->edge == EDGE_BINARY;
-    g->outer = a->shape == APERTURE_CIRCULAR  ? APG_OUTER_CIRCLE
-               : a->shape == APERTURE_HEXAGON ? APG_OUTER_HEXAGON
-                                              : APG_OUTER_NONE;
+    g->outer = a->shape == APERTURE_CIRCULAR    ? APG_OUTER_CIRCLE
+               : a->shape == APERTURE_HEXAGON   ? APG_OUTER_HEXAGON
+               : a->shape == APERTURE_SEGMENTED ? APG_OUTER_SEGMENTS
+                                                : APG_OUTER_NONE;
     g->r_out = r;
     g->hex_apothem = r * APG_SQRT3_2;
-    /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg. */
+    /* Edge normals at 30, 90, ..., 330 deg: vertices at 0 and 180 deg
+     * (then rotated by the hexagon's angle). */
     g->hex_nx[0] = APG_SQRT3_2, g->hex_ny[0] = 0.5;
     g->hex_nx[1] = 0.0, g->hex_ny[1] = 1.0;
     g->hex_nx[2] = -APG_SQRT3_2, g->hex_ny[2] = 0.5;
     g->hex_nx[3] = -APG_SQRT3_2, g->hex_ny[3] = -0.5;
     g->hex_nx[4] = 0.0, g->hex_ny[4] = -1.0;
     g->hex_nx[5] = APG_SQRT3_2, g->hex_ny[5] = -0.5;
+    double hc = 1.0, hs = 0.0; /* the hexagons' rotation */
+    if (a->shape == APERTURE_HEXAGON) apg_unit_deg(a->angle_deg, &hc, &hs);
+    if (a->shape == APERTURE_SEGMENTED) apg_unit_deg(a->seg.angle_deg, &hc, &hs);
+    g->hex_rotated = a->shape == APERTURE_HEXAGON && !(hc == 1.0 && hs == 0.0);
+    for (int k = 0; k < 6; ++k) {
+        double nx = g->hex_nx[k] * hc - g->hex_ny[k] * hs,
+               ny = g->hex_nx[k] * hs + g->hex_ny[k] * hc;
+        g->obs_nx[k] = nx, g->obs_ny[k] = ny;
+        if (a->shape == APERTURE_HEXAGON) g->hex_nx[k] = nx, g->hex_ny[k] = ny;
+    }
+    g->hex_rho1 = 0.5 + APG_SQRT3_2; /* unrotated: the largest, at 30 + 60 k, k != 1, 4 */
+    for (int k = 0; k < 6; ++k) {
+        double m = fabs(g->hex_nx[k]) + fabs(g->hex_ny[k]);
+        g->hex_rho1 = m > g->hex_rho1 ? m : g->hex_rho1;
+    }
     g->r_obs = a->obscuration > 0.0 ? a->obscuration * r : 0.0;
     g->obs_ratio = a->obscuration > 0.0 ? a->obscuration : 0.0;
+    g->obs_hex = a->obscuration_hexagon && g->r_obs > 0.0;
+    g->obs_apothem = g->r_obs * APG_SQRT3_2;
     g->nvanes = (a->spider_count > 0 && a->spider_width_m > 0.0) ? a->spider_count : 0;
     g->vane_hw = 0.5 * a->spider_width_m;
     g->vane_angle0_deg = a->spider_angle_deg;
     g->vane_step_deg = g->nvanes > 0 ? 360.0 / g->nvanes : 360.0;
     apg_unit_deg(g->vane_step_deg, &g->vane_cos_step, &g->vane_sin_step);
+    double sc = 1.0, ss = 0.0;
+    if (g->outer == APG_OUTER_SEGMENTS) apg_unit_deg(a->seg.angle_deg, &sc, &ss);
+    aps_init(&a->seg, sc, ss, &g->seg);
+    g->nlist = 0;
+    for (int k = 0; k < a->nvanes && k < APERTURE_MAX_VANES; ++k) {
+        const psf_vane *v = &a->vanes[k];
+        if (!(v->width_m > 0.0)) continue;
+        int n = g->nlist++;
+        apg_unit_deg(v->angle_deg, &g->lux[n], &g->luy[n]);
+        g->lhw[n] = 0.5 * v->width_m;
+        g->loff[n] = v->offset_m;
+        g->lt0[n] = v->r_start_m;
+        g->lt1[n] = v->r_end_m > 0.0 ? v->r_end_m : 1e300;
+    }
 }
 
 /* Fraction of the square [-h/2, h/2]^2 where a x + b y <= s, for a unit
@@ -172,6 +217,43 @@ PSF_HD int apg_vane_cell(double ux, double uy, double hw, double cx, double cy, 
     return APG_SPLIT;
 }
 
+/* Listed vane n against the cell of side h centred at (cx, cy): the
+ * intersection of off - hw < s < off + hw and t0 <= t <= t1. Open when one
+ * of the four fails everywhere in the cell, blocked when all hold
+ * everywhere, exact when only the long edges, or only one end, cut it. */
+PSF_HD int apg_listvane_cell(const psf_aperture_geom *g, int n, double cx, double cy, double h,
+                             double *frac)
+{
+    double ux = g->lux[n], uy = g->luy[n], hw = g->lhw[n], off = g->loff[n];
+    double t = cx * ux + cy * uy, s = cy * ux - cx * uy;
+    double rho = 0.5 * h * (fabs(ux) + fabs(uy));
+    double e1 = s - off - hw, e2 = off - hw - s, e3 = g->lt0[n] - t, e4 = t - g->lt1[n];
+    if (e1 >= rho || e2 >= rho || e3 >= rho || e4 >= rho) return APG_OPEN;
+    int sides_in = e1 <= -rho && e2 <= -rho, ends_in = e3 <= -rho && e4 <= -rho;
+    if (sides_in && ends_in) return APG_BLOCKED;
+    if (ends_in) {
+        *frac = 1.0 - aperture_halfplane_fraction(-uy, ux, off + hw - s, h) +
+                aperture_halfplane_fraction(-uy, ux, off - hw - s, h);
+        return APG_FRAC;
+    }
+    if (sides_in && e4 <= -rho) { /* only the start: open where t < t0 */
+        *frac = aperture_halfplane_fraction(ux, uy, e3, h);
+        return APG_FRAC;
+    }
+    if (sides_in && e3 <= -rho) { /* only the end: open where t > t1 */
+        *frac = 1.0 - aperture_halfplane_fraction(ux, uy, -e4, h);
+        return APG_FRAC;
+    }
+    return APG_SPLIT;
+}
+
+/* 1 when (x, y) is under listed vane n (its ends block, its sides not). */
+PSF_HD int apg_point_under_listvane(const psf_aperture_geom *g, int n, double x, double y)
+{
+    double t = x * g->lux[n] + y * g->luy[n], s = y * g->lux[n] - x * g->luy[n];
+    return t >= g->lt0[n] && t <= g->lt1[n] && fabs(s - g->loff[n]) < g->lhw[n];
+}
+
 /* Circle of radius rc against the cell of side h centred at (cx, cy), r = its
  * distance from the axis. side = +1: open inside (outer rim), -1: open outside
  * (obscuration). lin: the tangent-line approximation is allowed. */
@@ -184,6 +266,75 @@ PSF_HD int apg_circle_cell(double cx, double cy, double r, double rc, double sid
     if (d <= -hd) return APG_OPEN;
     if (!lin || r <= 0.0) return APG_SPLIT;
     *frac = aperture_halfplane_fraction(side * cx / r, side * cy / r, -d, h);
+    return APG_FRAC;
+}
+
+/* The present segments against the cell of side h centred at (cx, cy)
+ * (aperture_seg.h, "Grey edges"): APG_OPEN inside one segment, APG_BLOCKED
+ * in no segment, APG_FRAC with the exact open fraction when every segment
+ * near it misses it, or cuts it with one flat, else APG_SPLIT (also for a
+ * cell too large for the seven-centre search). */
+PSF_HD int apg_segments_cell(const psf_seg_geom *g, double cx, double cy, double h, double *frac)
+{
+    if (h > 0.25 * g->pitch) return APG_SPLIT; /* h sqrt2 / 2 <= p / (4 sqrt2) < p / 4 */
+    const int dq[7] = {0, 1, 0, -1, -1, 0, 1}, dr[7] = {0, 0, 1, 1, 0, -1, -1};
+    int q0, r0, touched = 0;
+    double sum = 0.0;
+    aps_nearest(g, cx, cy, &q0, &r0);
+    for (int n = 0; n < 7; ++n) {
+        int q = q0 + dq[n], r = r0 + dr[n], ncut = 0, out = 0;
+        if (!aps_present(g, q, r)) continue;
+        double sx, sy, f = 1.0;
+        aps_center(g, q, r, &sx, &sy);
+        for (int k = 0; k < 6 && !out; ++k) {
+            double rho = 0.5 * h * (fabs(g->nx[k]) + fabs(g->ny[k]));
+            double d = g->nx[k] * (cx - sx) + g->ny[k] * (cy - sy) - g->apothem;
+            if (d >= rho)
+                out = 1;
+            else if (d > -rho) {
+                ++ncut;
+                f = aperture_halfplane_fraction(g->nx[k], g->ny[k], -d, h);
+            }
+        }
+        if (out) continue;
+        if (ncut == 0) return APG_OPEN;
+        if (ncut > 1) return APG_SPLIT;
+        sum += f;
+        touched = 1;
+    }
+    if (!touched) return APG_BLOCKED;
+    *frac = sum > 1.0 ? 1.0 : sum;
+    return APG_FRAC;
+}
+
+/* 1 when (x, y) is inside the hexagonal obscuration (its flats open). */
+PSF_HD int apg_in_obs_hexagon(const psf_aperture_geom *g, double x, double y)
+{
+    for (int k = 0; k < 6; ++k)
+        if (g->obs_nx[k] * x + g->obs_ny[k] * y >= g->obs_apothem) return 0;
+    return 1;
+}
+
+/* The hexagonal obscuration against the cell of side h centred at (cx, cy):
+ * open when the cell lies beyond one flat, blocked when inside all six,
+ * exact (the part beyond that flat) when one flat alone cuts it. */
+PSF_HD int apg_obs_hexagon_cell(const psf_aperture_geom *g, double cx, double cy, double h,
+                                double *frac)
+{
+    int ncut = 0;
+    double f = 0.0;
+    for (int k = 0; k < 6; ++k) {
+        double rho = 0.5 * h * (fabs(g->obs_nx[k]) + fabs(g->obs_ny[k]));
+        double d = g->obs_nx[k] * cx + g->obs_ny[k] * cy - g->obs_apothem;
+        if (d >= rho) return APG_OPEN;
+        if (d > -rho) {
+            ++ncut;
+            f = 1.0 - aperture_halfplane_fraction(g->obs_nx[k], g->obs_ny[k], -d, h);
+        }
+    }
+    if (ncut == 0) return APG_BLOCKED;
+    if (ncut > 1) return APG_SPLIT;
+    *frac = f;
     return APG_FRAC;
 }
 
@@ -214,7 +365,7 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
         st = apg_circle_cell(cx, cy, r, g->r_out, 1.0, h, lin, &f);
         if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
     } else if (g->outer == APG_OUTER_HEXAGON) {
-        double rho = 0.5 * h * (0.5 + APG_SQRT3_2); /* |nx| + |ny| is the same for all six */
+        double rho = 0.5 * h * g->hex_rho1;
         for (int k = 0; k < 6; ++k) {
             double d = g->hex_nx[k] * cx + g->hex_ny[k] * cy - g->hex_apothem;
             if (d >= rho) return 0.0;
@@ -223,8 +374,19 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
                 frac = aperture_halfplane_fraction(g->hex_nx[k], g->hex_ny[k], -d, h);
             }
         }
+    } else if (g->outer == APG_OUTER_SEGMENTS) {
+        st = apg_segments_cell(&g->seg, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+        if (g->seg.stop_r > 0.0) {
+            int lin = last || h * h <= APG_CURV_TOL * g->seg.stop_r * dx;
+            st = apg_circle_cell(cx, cy, r, g->seg.stop_r, 1.0, h, lin, &f);
+            if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+        }
     }
-    if (g->r_obs > 0.0) {
+    if (g->obs_hex) {
+        st = apg_obs_hexagon_cell(g, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
+    } else if (g->r_obs > 0.0) {
         int lin = last || h * h <= APG_CURV_TOL * g->r_obs * dx;
         st = apg_circle_cell(cx, cy, r, g->r_obs, -1.0, h, lin, &f);
         if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
@@ -254,6 +416,10 @@ PSF_HD double apg_cell(const psf_aperture_geom *g, double cx, double cy, double 
                 apg_rotate(g->vane_cos_step, sn, &ux, &uy);
             }
         }
+    }
+    for (int n = 0; n < g->nlist; ++n) {
+        st = apg_listvane_cell(g, n, cx, cy, h, &f);
+        if (apg_tally(st, f, &ncut, &split, &frac)) return 0.0;
     }
     if (ncut == 0) return 1.0;
     if (ncut == 1 && !split) return frac;
@@ -294,8 +460,14 @@ PSF_HD int aperture_point_open(const psf_aperture_geom *g, double x, double y)
     if (g->outer == APG_OUTER_HEXAGON)
         for (int k = 0; k < 6; ++k)
             if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
-    if (r2 < g->r_obs * g->r_obs) return 0;
+    if (g->outer == APG_OUTER_SEGMENTS) {
+        if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
+        if (!aps_point_in(&g->seg, x, y)) return 0;
+    }
+    if (g->obs_hex ? apg_in_obs_hexagon(g, x, y) : r2 < g->r_obs * g->r_obs) return 0;
     if (g->nvanes > 0 && apg_point_under_vane(g, x, y, sqrt(r2))) return 0;
+    for (int n = 0; n < g->nlist; ++n)
+        if (apg_point_under_listvane(g, n, x, y)) return 0;
     return 1;
 }
 
@@ -348,7 +520,9 @@ PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, doubl
  * sqrt3/2 |x| + |y|/2 <= R sqrt3/2, squared). The left sides are integers
  * (|X|, |Y| <= 2^17: exact in 64 bits and in double); with an integer q
  * the circle and hexagon tests are exact, e q is one rounding of the
- * config's e times n. Spiders: the point test at (dj dx, di dx). */
+ * config's e times n. Spiders, segments and their stop, a rotated hexagon
+ * and a hexagonal obscuration: the point test at (dj dx, di dx) (their
+ * edges are not on the sample lattice). */
 PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, double dx_m)
 {
     long long X = 2LL * dj, Y = 2LL * di, X2 = X * X, Y2 = Y * Y, AX = X < 0 ? -X : X;
@@ -357,18 +531,29 @@ PSF_HD int aperture_index_open(const psf_aperture_geom *g, int di, int dj, doubl
     long long n = (long long)qn;
     if (g->outer == APG_OUTER_CIRCLE && (whole ? X2 + Y2 > n * n : (double)(X2 + Y2) > q * q))
         return 0;
-    if (g->outer == APG_OUTER_HEXAGON) {
+    if (g->outer == APG_OUTER_HEXAGON && !g->hex_rotated) {
         if (whole ? (4 * Y2 > 3 * n * n || AX > n || Y2 > 3 * (n - AX) * (n - AX))
                   : (4.0 * (double)Y2 > 3.0 * q * q || (double)AX > q ||
                      (double)Y2 > 3.0 * (q - (double)AX) * (q - (double)AX)))
             return 0;
     }
-    if (g->obs_ratio > 0.0) {
+    if (g->obs_ratio > 0.0 && !g->obs_hex) {
         double eq = g->obs_ratio * (whole ? qn : q);
         if ((double)(X2 + Y2) < eq * eq) return 0;
     }
+    double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes, segments: not on the lattice */
+    if (g->outer == APG_OUTER_HEXAGON && g->hex_rotated)
+        for (int k = 0; k < 6; ++k)
+            if (g->hex_nx[k] * x + g->hex_ny[k] * y > g->hex_apothem) return 0;
+    if (g->obs_hex && apg_in_obs_hexagon(g, x, y)) return 0;
+    if (g->outer == APG_OUTER_SEGMENTS) {
+        double r2 = x * x + y * y;
+        if (g->seg.stop_r > 0.0 && r2 > g->seg.stop_r * g->seg.stop_r) return 0;
+        if (!aps_point_in(&g->seg, x, y)) return 0;
+    }
+    for (int v = 0; v < g->nlist; ++v)
+        if (apg_point_under_listvane(g, v, x, y)) return 0;
     if (g->nvanes == 0) return 1;
-    double x = (double)dj * dx_m, y = (double)di * dx_m; /* vanes: not on the lattice */
     return !apg_point_under_vane(g, x, y, sqrt(x * x + y * y));
 }
 

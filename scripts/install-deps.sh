@@ -7,7 +7,8 @@ pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-
       python3-numpy python3-h5py python3-pytest python3-venv python3-pip # the Python package's tests
       python3-pandas python3-astropy # its optional DataFrame and HDUList, tested when there
       valgrind clang libclang-rt-dev clang-format
-      openmpi-bin libopenmpi-dev) # openmpi: the MPI build (test.sh stage mpi)
+      openmpi-bin libopenmpi-dev # openmpi: the MPI build (test.sh stage mpi)
+      fitsverify) # fitsverify: tests/e2e/e2e_fitsverify.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

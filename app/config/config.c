@@ -145,16 +145,21 @@ static int read_wavelengths(cfg_ctx *c, psf_config *cfg)
 static int read_aperture(cfg_ctx *c, psf_config *cfg)
 {
     psf_aperture *a = &cfg->aperture;
-    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     static const char *const edges[] = {"grey", "binary"};
     int v = 0;
     if (!cfg_get(c, "optics.aperture")) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 3, 0, &v) < 0) return -1;
+    if (cfg_read_enum(c, "optics.aperture.shape", shapes, 4, 0, &v) < 0) return -1;
     a->shape = (psf_aperture_shape)v; /* same order as psf_aperture_shape */
     int r = cfg_read_float(c, "optics.aperture.diameter_m", 0.0, 1, &a->diameter_m);
     if (r < 0) return -1;
-    if (r == 0) return cfg_missing(c, "optics.aperture.diameter_m", NULL);
-    if (cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+    if (r == 0 && a->shape != APERTURE_SEGMENTED)
+        return cfg_missing(c, "optics.aperture.diameter_m", NULL);
+    if (r == 1 && cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
+                                CFG_MAX_DIAMETER_M, NULL))
+        return -1;
+    if (cfg_read_segments(c, a, r == 1) || cfg_read_aperture_extras(c, a) ||
+        cfg_bound_key(c, "optics.aperture.diameter_m", a->diameter_m, CFG_MIN_DIAMETER_M,
                       CFG_MAX_DIAMETER_M, NULL))
         return -1;
     if (cfg_read_float(c, "optics.aperture.obscuration", -HUGE_VAL, 0, &a->obscuration) < 0)
@@ -169,7 +174,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         long long count = 0;
         r = cfg_read_int(c, "optics.aperture.spiders.count", 0, CFG_MAX_SPIDERS, &count);
         if (r < 0) return -1;
-        if (r == 0)
+        if (r == 0 && !cfg_get(c, "optics.aperture.spiders.vanes"))
             return cfg_missing(c, "optics.aperture.spiders.count",
                                "(optics.aperture.spiders is given)");
         a->spider_count = (int)count;
@@ -190,7 +195,8 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         const char *akey = "optics.aperture.spiders.angle_deg";
         if (cfg_read_float(c, akey, -HUGE_VAL, 0, &a->spider_angle_deg) < 0 ||
             cfg_bound_key(c, akey, a->spider_angle_deg, -CFG_MAX_ANGLE_DEG, CFG_MAX_ANGLE_DEG,
-                          NULL))
+                          NULL) ||
+            cfg_read_vanes(c, a))
             return -1;
     }
     if (cfg_read_enum(c, "optics.aperture.edge", edges, 2, 0, &v) < 0) return -1;
@@ -244,23 +250,16 @@ static int bound_pixel_um(cfg_ctx *c, const psf_config *cfg, double p_um)
     config_wavelength_span(cfg, &wl_lo, &wl_hi);
     double lo = cfg_round_bound(CFG_MIN_PIXEL_LD * f * wl_hi * 1e-3);
     double hi = cfg_round_bound(half * f * wl_lo * 1e-3);
-    char why[320], fs[64], wl[64];
+    char why[320], fs[64], via[96];
     cfg_fmt_double(f, fs, sizeof fs);
-    cfg_fmt_double(p_um > hi ? wl_lo : wl_hi, wl, sizeof wl);
-    if (p_um > hi)
-        snprintf(why, sizeof why,
-                 "pupil_samples / 2 = %g lambda/D at %s nm, the shortest wavelength, through "
-                 "f_number %s: half a period of the sampled pupil's transform",
-                 half, wl, fs);
-    else
-        snprintf(why, sizeof why,
-                 "%g lambda/D at %s nm, the longest wavelength, through f_number %s",
-                 CFG_MIN_PIXEL_LD, wl, fs);
+    snprintf(via, sizeof via, "through f_number %s", fs);
+    cfg_pixel_bound_why(why, sizeof why, p_um > hi, half, p_um > hi ? wl_lo : wl_hi, via);
     return cfg_bound_key(c, "output.pixel_scale_um", p_um, lo, hi, why);
 }
 
-/* output.npix, output.pixel_scale, output.pixel_scale_um (after the optics
- * block: the micrometre pixel needs f_number). Unset values stay 0. */
+/* output.npix, output.pixel_scale, output.pixel_scale_um, output.pixel_scale_arcsec
+ * (after the optics block: the micrometre pixel needs f_number, the angular one
+ * D). Unset values stay 0. */
 static int read_output_grid(cfg_ctx *c, psf_config *cfg)
 {
     long long npix = 0;
@@ -283,7 +282,15 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, ukey), ukey,
                          "needs optics.f_number (a focal-plane pixel becomes an angle through "
                          "the focal length f_number * D)");
-    return r == 1 ? bound_pixel_um(c, cfg, cfg->out_pixel_scale_um) : 0;
+    if (r == 1 && bound_pixel_um(c, cfg, cfg->out_pixel_scale_um)) return -1;
+    const char *akey = "output.pixel_scale_arcsec";
+    r = cfg_read_float(c, akey, 0.0, 1, &cfg->out_pixel_scale_arcsec);
+    if (r < 0) return -1;
+    if (r == 1 && (cfg_get(c, "output.pixel_scale") || cfg_get(c, ukey)))
+        return cfg_error(c, cfg_get(c, akey), akey,
+                         "give only one of output.pixel_scale, output.pixel_scale_um and "
+                         "output.pixel_scale_arcsec");
+    return r == 1 ? cfg_bound_pixel_arcsec(c, cfg) : 0;
 }
 
 /* output.hdf5: enabled, dtype, compression and level (gzip only). */
@@ -347,7 +354,7 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
 
 int cfg_read_all(cfg_ctx *c, psf_config *cfg)
 {
-    static const char *const norms[] = {"peak", "sum"};
+    static const char *const norms[] = {"peak", "sum", "pupil"};
     static const char *const backends[] = {"auto", "cpu", "gpu"};
     int v = 0;
     if (cfg_schema_check(c, cfg)) return -1;
@@ -356,8 +363,8 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     if (read_aperture(c, cfg)) return -1;
     if (read_sampling(c, cfg)) return -1;
     if (cfg_read_aberrations(c, cfg)) return -1;
-    if (cfg_read_enum(c, "normalization", norms, 2, 0, &v) < 0) return -1;
-    cfg->normalization = v == 1 ? NORM_SUM : NORM_PEAK;
+    if (cfg_read_enum(c, "normalization", norms, 3, 0, &v) < 0) return -1;
+    cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;

@@ -1,6 +1,6 @@
-/* A psfsim config file, loaded with libconfig and validated against
- * ../shared/config-schema.md (the public contract: keys, types, units,
- * defaults, ranges). */
+/* A psfsim config file, loaded with libconfig and validated against the
+ * public contract of keys, types, units, defaults and ranges that
+ * docs/config.md documents. */
 #ifndef PSFSIM_CONFIG_H
 #define PSFSIM_CONFIG_H
 
@@ -20,7 +20,9 @@
  * phase is noise at any sampling psfsim takes (docs/config.md). */
 #define CFG_MAX_WAVES 1000.0
 
-typedef enum { NORM_PEAK = 0, NORM_SUM = 1 } psf_normalization;
+/* pupil: unit power through the entrance pupil, so a finite field sums to the
+ * fraction of it captured (POPPY's and WebbPSF's convention). */
+typedef enum { NORM_PEAK = 0, NORM_SUM = 1, NORM_PUPIL = 2 } psf_normalization;
 typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
 /* output.hdf5.dtype: float32 images as computed, or uint16 PNG stretch levels. */
@@ -104,7 +106,9 @@ typedef struct {
     int nzernike;
     cfg_zernike_term *zernike;   /* [nzernike], in the order written, distinct j */
     char opd_file[CFG_PATH_MAX]; /* "" = none; resolved path */
-    zernike_units opd_units;     /* "nm" (default) or "waves" at each job's wavelength */
+    zernike_units opd_units;     /* aberrations.opd_map.units: "nm" (default) or "waves" at
+                                    each job's wavelength; a FITS map's BUNIT overrides it
+                                    (app/set/maps.c) */
     /* aberrations.opd_map.scale (a key added to the schema; default 1.0):
      * OPD in opd_units = scale * file value (PNG counts or FITS values) */
     double opd_scale;
@@ -134,6 +138,10 @@ typedef struct {
                                   image's shortest wavelength) */
     double out_pixel_scale_um; /* output.pixel_scale_um, focal-plane um (needs
                                   f_number; exclusive with out_pixel_scale) */
+
+    /* output.pixel_scale_arcsec: arcsec on the sky, the same angle for every
+     * wavelength (exclusive with the two above). */
+    double out_pixel_scale_arcsec;
     /* Not a key: tests set it after config_load to compute by MFT even
      * where the FFT is exact (image_set_init reads it). */
     int mft_force;
@@ -236,5 +244,16 @@ void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
  * lengths and sweep.random.count; 1 without a sweep). Computed in 64 bits.
  * A sweep.table multiplies it by its rows (app/set/axes.h). */
 long long config_image_count(const psf_config *cfg);
+
+/* The fingerprint of every byte that decides the images of the loaded
+ * config cfg: FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
+ * config's bytes as parsed (cfg->text: read once, so -c - and a FIFO
+ * work), then of each file its @include lines name, nested ones too
+ * (config_for_each_include), of the aperture map (shape "file")
+ * and of the OPD map, each of those as its length (8 bytes, little-endian)
+ * and its bytes, then psfsim's version. A config with no include and no
+ * map has the fingerprint it had when only its own bytes counted. 0 or -1
+ * with err (a file that cannot be read). */
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
 
 #endif

@@ -64,3 +64,32 @@ void config_wavelength_span(const psf_config *cfg, double *lo, double *hi)
         *hi = fmax(*hi, wl[i]);
     }
 }
+
+void cfg_pixel_bound_why(char *why, size_t whylen, int above, double half, double wl_nm,
+                         const char *via)
+{
+    char wl[64];
+    cfg_fmt_double(wl_nm, wl, sizeof wl);
+    if (above)
+        snprintf(why, whylen,
+                 "pupil_samples / 2 = %g lambda/D at %s nm, the shortest wavelength, %s: half a "
+                 "period of the sampled pupil's transform",
+                 half, wl, via);
+    else
+        snprintf(why, whylen, "%g lambda/D at %s nm, the longest wavelength, %s", CFG_MIN_PIXEL_LD,
+                 wl, via);
+}
+
+int cfg_bound_pixel_arcsec(cfg_ctx *c, const psf_config *cfg)
+{
+    double wl_lo, wl_hi, d = cfg->aperture.diameter_m, half = 0.5 * cfg->pupil_samples;
+    double p = cfg->out_pixel_scale_arcsec, arcsec_per_rad = 180.0 * 3600.0 / M_PI;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    double lo = cfg_round_bound(CFG_MIN_PIXEL_LD * wl_hi * 1e-9 / d * arcsec_per_rad);
+    double hi = cfg_round_bound(half * wl_lo * 1e-9 / d * arcsec_per_rad);
+    char why[320], ds[64], via[96];
+    cfg_fmt_double(d, ds, sizeof ds);
+    snprintf(via, sizeof via, "with D = %s m", ds);
+    cfg_pixel_bound_why(why, sizeof why, p > hi, half, p > hi ? wl_lo : wl_hi, via);
+    return cfg_bound_key(c, "output.pixel_scale_arcsec", p, lo, hi, why);
+}

@@ -62,7 +62,8 @@ typedef enum {
     CFG_K_BOOL,    /* true | false */
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
     CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
-    CFG_K_TRIPLES  /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES, /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS   /* ( { ... }, ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -201,6 +202,19 @@ int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double 
  * (1000 waves at 632.8 nm) reads as the number the check uses. */
 double cfg_round_bound(double x);
 
+/* Why a fixed-angle output pixel is out of bounds, into why[whylen]: above
+ * (1) n/2 = half lambda/D at the shortest wavelength wl_nm, or below the
+ * smallest (CFG_MIN_PIXEL_LD) at the longest; via names how the pixel
+ * becomes an angle ("through f_number 10", "with D = 1 m"). */
+void cfg_pixel_bound_why(char *why, size_t whylen, int above, double half, double wl_nm,
+                         const char *via);
+
+/* output.pixel_scale_arcsec (arcsec, read into cfg) within [CFG_MIN_PIXEL_LD,
+ * n/2] lambda/D at every wavelength of the set: the pixel is
+ * p pi / (180 * 3600) D / lambda lambda/D. Returns 0, or -1 with the message
+ * naming the key and the bound (cfg_bound_key). */
+int cfg_bound_pixel_arcsec(cfg_ctx *c, const psf_config *cfg);
+
 /* ---- config_include.c ---- */
 
 /* Check every file an @include line of the config names (config: its name
@@ -256,6 +270,22 @@ int cfg_read_dataset(cfg_ctx *c, psf_config *cfg);
 int cfg_wavelength_elsewhere(const cfg_ctx *c);
 /* Free what cfg_read_dataset allocated in r and zero it. */
 void cfg_free_random(cfg_random *r);
+
+/* ---- config_aperture.c ---- */
+
+/* optics.aperture.segments into a->seg (a->shape read; have_diameter: 1
+ * when diameter_m was given, else it is set to the segments' circumscribed
+ * diameter, or the outer stop's if smaller). An error when the group is
+ * given for another shape. Returns 0, or -1 with a message. */
+int cfg_read_segments(cfg_ctx *c, psf_aperture *a, int have_diameter);
+/* optics.aperture.spiders.vanes into a->vanes, a->nvanes (diameter_m
+ * read): each { angle_deg; width_m; offset_m; r_start_m; r_end_m; }, the
+ * first two required. Returns 0, or -1 with a message. */
+int cfg_read_vanes(cfg_ctx *c, psf_aperture *a);
+/* optics.aperture.angle_deg (shape = "hexagon" only) and
+ * optics.aperture.obscuration_shape ("circle" | "hexagon") into a.
+ * Returns 0, or -1 with a message. */
+int cfg_read_aperture_extras(cfg_ctx *c, psf_aperture *a);
 
 /* ---- config_schema.c ---- */
 

@@ -25,10 +25,20 @@ static const cfg_key schema[] = {
     {"optics.aperture.shape", CFG_K_STRING},
     {"optics.aperture.diameter_m", CFG_K_FLOAT},
     {"optics.aperture.obscuration", CFG_K_FLOAT},
+    {"optics.aperture.obscuration_shape", CFG_K_STRING},
+    {"optics.aperture.angle_deg", CFG_K_FLOAT},
     {"optics.aperture.spiders", CFG_K_GROUP},
     {"optics.aperture.spiders.count", CFG_K_INT},
     {"optics.aperture.spiders.width_m", CFG_K_FLOAT},
     {"optics.aperture.spiders.angle_deg", CFG_K_FLOAT},
+    {"optics.aperture.spiders.vanes", CFG_K_GROUPS},
+    {"optics.aperture.segments", CFG_K_GROUP},
+    {"optics.aperture.segments.flat_to_flat_m", CFG_K_FLOAT},
+    {"optics.aperture.segments.gap_m", CFG_K_FLOAT},
+    {"optics.aperture.segments.rings", CFG_K_INT},
+    {"optics.aperture.segments.missing", CFG_K_NUMBERS},
+    {"optics.aperture.segments.angle_deg", CFG_K_FLOAT},
+    {"optics.aperture.segments.outer_diameter_m", CFG_K_FLOAT},
     {"optics.aperture.edge", CFG_K_STRING},
     {"optics.aperture.file", CFG_K_STRING},
     {"sampling", CFG_K_GROUP},
@@ -65,6 +75,7 @@ static const cfg_key schema[] = {
     {"output.npix", CFG_K_INT},
     {"output.pixel_scale", CFG_K_FLOAT},
     {"output.pixel_scale_um", CFG_K_FLOAT},
+    {"output.pixel_scale_arcsec", CFG_K_FLOAT},
     {"output.png", CFG_K_GROUP},
     {"output.png.enabled", CFG_K_BOOL},
     {"output.png.bits", CFG_K_INT},
@@ -196,6 +207,8 @@ static const char *kind_expected(cfg_kind k)
         return "a list of numbers [a, b, ...]";
     case CFG_K_PAIRS:
         return "a list of pairs ( (j, value), ... )";
+    case CFG_K_GROUPS:
+        return "a list of groups ( { ... }, ... )";
     case CFG_K_TRIPLES:
         return "a list of triples ( (j, \"normal\" | \"uniform\", width), ... )";
     }
@@ -220,6 +233,8 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
     case CFG_K_PAIRS:
     case CFG_K_TRIPLES:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
+    case CFG_K_GROUPS:
+        return t == CONFIG_TYPE_LIST;
     }
     return 0;
 }

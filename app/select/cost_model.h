@@ -1,6 +1,6 @@
 /* Predicted wall time of a whole image set on each backend, from the probe's
- * figures (design.md, "Backend choice"; the method of ../shared/design.md
- * "Performance method": fixed costs + per-image costs, measured). */
+ * figures (docs/design.md, "Backend choice" and "Performance method": fixed
+ * costs + per-image costs, measured). */
 #ifndef PSFSIM_COST_MODEL_H
 #define PSFSIM_COST_MODEL_H
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
@@ -21,6 +22,27 @@ static double um_to_lambda_d(const psf_config *cfg, double wl_nm)
     return cfg->out_pixel_scale_um * 1e3 / (cfg->f_number * wl_nm);
 }
 
+/* output.pixel_scale_arcsec as an angle: arcsec pi / (180 * 3600) rad. */
+static double arcsec_to_rad(double arcsec)
+{
+    return arcsec * (M_PI / (180.0 * 3600.0));
+}
+
+/* A pixel of pix_rad radians as lambda/D at wavelength wl_nm: pix D / lambda. */
+static double rad_to_lambda_d(double pix_rad, double diameter_m, double wl_nm)
+{
+    return pix_rad * diameter_m / (wl_nm * 1e-9);
+}
+
+/* The fixed-angle pixel (output.pixel_scale_um or _arcsec) as lambda/D at wl_nm. */
+static double fixed_to_lambda_d(const psf_config *cfg, double wl_nm)
+{
+    if (cfg->out_pixel_scale_arcsec > 0)
+        return rad_to_lambda_d(arcsec_to_rad(cfg->out_pixel_scale_arcsec), cfg->aperture.diameter_m,
+                               wl_nm);
+    return um_to_lambda_d(cfg, wl_nm);
+}
+
 static int same_pixel(double a, double b)
 {
     return fabs(a - b) <= 1e-12 * fabs(b);
@@ -35,16 +57,16 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     int same = npix == big;
     long long nlisted;
     const double *listed = axes_image_wavelengths(&s->axes, &nlisted);
-    if (cfg->out_pixel_scale_um > 0) {
+    if (cfg->out_pixel_scale_um > 0 || cfg->out_pixel_scale_arcsec > 0) {
         /* The pixel in lambda_ref/D of every image: one per listed wavelength. */
         if (listed) {
             for (long long i = 0; i < nlisted; ++i)
-                same &= same_pixel(um_to_lambda_d(cfg, listed[i]), fft_ld);
+                same &= same_pixel(fixed_to_lambda_d(cfg, listed[i]), fft_ld);
         } else {
             double wl = cfg->wavelengths_nm[0];
             for (int i = 1; i < cfg->nwavelengths; ++i)
                 wl = fmin(wl, cfg->wavelengths_nm[i]);
-            same &= same_pixel(um_to_lambda_d(cfg, wl), fft_ld);
+            same &= same_pixel(fixed_to_lambda_d(cfg, wl), fft_ld);
         }
     } else if (cfg->out_pixel_scale > 0) {
         same &= same_pixel(cfg->out_pixel_scale, fft_ld);
@@ -56,7 +78,10 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     s->samp.npix = npix;
     s->pupil_npix = n + MFT_PUPIL_MARGIN;
     s->pixel_um = cfg->out_pixel_scale_um;
-    s->pixel_ld = s->pixel_um > 0 ? 0.0 : cfg->out_pixel_scale > 0 ? cfg->out_pixel_scale : fft_ld;
+    s->pixel_rad = arcsec_to_rad(cfg->out_pixel_scale_arcsec);
+    s->pixel_ld = s->pixel_um > 0 || s->pixel_rad > 0 ? 0.0
+                  : cfg->out_pixel_scale > 0          ? cfg->out_pixel_scale
+                                                      : fft_ld;
 }
 
 /* A map that cannot be used: the message names the config and the key. */
@@ -65,6 +90,18 @@ static int map_error(const psf_config *cfg, const char *key, const char *why, ch
 {
     snprintf(err, errlen, "%.900s: %s: %.900s", cfg->path, key, why);
     return -1;
+}
+
+/* s->date_utc (image_set.h). */
+static void set_date(image_set *s)
+{
+    const char *env = secure_getenv("SOURCE_DATE_EPOCH");
+    char *end = NULL;
+    long long e = env ? strtoll(env, &end, 10) : -1;
+    time_t t = env && *env && end && !*end && e >= 0 ? (time_t)e : time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(s->date_utc, sizeof s->date_utc, "%Y-%m-%dT%H:%M:%S", &tm))
+        s->date_utc[0] = '\0';
 }
 
 /* A FITS header holds at most 256 Z<j> (fits_header.h): a table or random
@@ -89,6 +126,7 @@ static int check_fits_terms(const image_set *s, char *err, size_t errlen)
 int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    set_date(s);
     s->cfg = cfg;
     s->aperture = cfg->aperture;
     if (axes_init(&s->axes, cfg, err, errlen) != 0) return -1;
@@ -241,6 +279,8 @@ static double min_wavelength(const psf_image_params *p)
 static double pixel_lambda_d(const image_set *s, const image_info *info)
 {
     if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
+    if (s->pixel_rad > 0)
+        return rad_to_lambda_d(s->pixel_rad, s->samp.diameter_m, info->wavelength_nm);
     return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
 }
 
@@ -248,6 +288,7 @@ static double pixel_arcsec(const image_set *s, const image_info *info)
 {
     double wl_m = info->wavelength_nm * 1e-9;
     if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
+    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec;
     return pixel_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
 }
 
@@ -257,6 +298,7 @@ static double pixel_um(const image_set *s, const image_info *info)
     if (!(f > 0)) return NAN;
     if (!s->mft) return sampling_pixscale_um(&s->samp, wl_m, f);
     if (s->pixel_um > 0) return s->pixel_um;
+    if (s->pixel_rad > 0) return s->pixel_rad * f * s->samp.diameter_m * 1e6;
     return s->pixel_ld * wl_m * 1e6 * f;
 }
 
@@ -283,8 +325,9 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double wl_ref = min_wavelength(p), npix2 = (double)s->fft_npix * s->fft_npix;
     double peak = 0.0;
     /* MFT: one pixel (rad) for every component of the image. */
-    double pix_rad = s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
-                                     : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
+    double pix_rad = s->pixel_rad > 0  ? s->pixel_rad
+                     : s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
+                                       : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
     job->ncomp = p->nwl;
     for (int c = 0; c < p->nwl; ++c) {
         psf_component *comp = &job->comp[c];
@@ -312,6 +355,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     }
     info->wavelength_nm = wl_ref;
     info->ref_peak = peak;
+    info->captured_fraction = NAN;
     info->coeff_units = units;
     fill_pixel(s, info);
     return 0;
@@ -319,11 +363,16 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
 
 void image_set_finish_image(const image_set *s, image_info *info, float *img)
 {
-    if (!s->mft || s->cfg->normalization != NORM_SUM) return;
+    int pupil = s->cfg->normalization == NORM_PUPIL;
+    if (!pupil && (!s->mft || s->cfg->normalization != NORM_SUM)) return;
     size_t n = (size_t)s->samp.npix * s->samp.npix;
     double total = 0.0;
     for (size_t i = 0; i < n; ++i)
         total += img[i];
+    if (pupil) {
+        info->captured_fraction = total;
+        return;
+    }
     if (!(total > 0.0) || !isfinite(total)) return;
     double inv = 1.0 / total;
     for (size_t i = 0; i < n; ++i)
@@ -335,6 +384,7 @@ void image_set_common_info(const image_set *s, image_info *info)
 {
     const psf_config *cfg = s->cfg;
     memset(info, 0, sizeof *info);
+    info->captured_fraction = NAN;
     long long nlisted;
     const double *listed = axes_image_wavelengths(&s->axes, &nlisted);
     info->wavelength_nm = cfg->nwavelengths > 0 ? cfg->wavelengths_nm[0]

@@ -30,12 +30,22 @@ typedef struct {
      * pixel scale is in image_info (image_set_job): sampling_pixscale_*(&samp)
      * hold only for the FFT. */
     psf_sampling samp;
-    int fft_npix;          /* N = floor(padding n + 0.5), the FFT size */
-    int mft;               /* 1: every image by MFT (the output grid differs from the FFT's) */
-    int pupil_npix;        /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
-    double pixel_ld;       /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
-                              n/N); 0 when pixel_um gives it */
-    double pixel_um;       /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
+    int fft_npix;    /* N = floor(padding n + 0.5), the FFT size */
+    int mft;         /* 1: every image by MFT (the output grid differs from the FFT's) */
+    int pupil_npix;  /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
+    double pixel_ld; /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
+                        n/N); 0 when pixel_um or pixel_rad gives it */
+    double pixel_um; /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */
+
+    /* MFT: output.pixel_scale_arcsec as an angle (rad); 0 = not used. */
+    double pixel_rad;
+    /* When the set was opened, UTC "YYYY-MM-DDThh:mm:ss" (the FITS DATE):
+     * SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
+     * convention) when set and valid, else the clock. */
+    char date_utc[24];
+    /* The manifest's config_hash (the config's fingerprint), for the FITS
+     * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
+    char config_hash[24];
     set_axes axes;         /* the table and random axes; axes.nimages = nimages */
     psf_modeset modes;     /* jobs_modeset(&axes) */
     set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */
@@ -66,12 +76,17 @@ typedef struct {
     double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
     /* The image grid's pixel (the FFT's, or the MFT's output grid), at
      * wavelength_nm: FFT (n/N) lambda_ref/D as sampling.h; MFT the output
-     * grid's (output.pixel_scale, or output.pixel_scale_um / (F lambda)). */
+     * grid's (output.pixel_scale, output.pixel_scale_um / (F lambda), or
+     * output.pixel_scale_arcsec, the same angle at every wavelength). */
     double pixel_lambda_d; /* lambda/D */
     double pixel_arcsec;   /* arcseconds on the sky */
     double pixel_um;       /* focal-plane micrometres; NAN without f_number */
     double sampling_q;     /* Q = (lambda/D) / pixel: N/n (samp.padding) for the FFT,
                               1 / pixel_lambda_d (what an FFT would need) for the MFT */
+
+    /* normalization = "pupil": the image's sum, the fraction of the pupil's
+     * power its field captures (image_set_finish_image); NAN otherwise. */
+    double captured_fraction;
 } image_info;
 
 /* Load the table (axes_init) and the maps the config names and fix
@@ -100,10 +115,11 @@ size_t image_set_storage(const image_set *s);
  * S2 = sum A^2 of a component's pupil on the N x N grid, Parseval gives
  * sum |F|^2 = N^2 S2 and the unaberrated peak |F(0)|^2 = S1^2 (Goodman,
  * Fourier Optics, 2.1), so scale = w / (N^2 S2), divided by the
- * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak". Broadband
+ * unaberrated peak sum_c w_c S1_c^2 / (N^2 S2_c) for "peak"; "pupil" keeps
+ * the scale of "sum" (unit power through the pupil). Broadband
  * components share one angular pixel: pitch dx_c = (D/n) lambda_c/lambda_min.
  * MFT: every component has pitch dx = D/n and the output pixel p (rad) =
- * pixel_ld lambda_ref/D, or pixel_um / (f_number D); N above becomes
+ * pixel_ld lambda_ref/D, pixel_um / (f_number D), or pixel_rad; N above becomes
  * N_c = lambda_c / (dx p), the number of pixels in one period of the
  * sampled pupil's transform, so each component still carries energy w_c
  * over a period and the axis pixel is S1^2 exactly; "sum" is then made
@@ -125,7 +141,11 @@ int image_set_check_open(image_set *s, char *err, size_t errlen);
  * MFT image, which must sum to 1 over its finite field (Parseval no longer
  * gives it): img[npix * npix] (samp.npix) is divided by its sum, accumulated
  * in double, and info->ref_peak with it. Does nothing for FFT sets and
- * "peak" (their scale is exact already), nor for an all-zero image. */
+ * "peak" (their scale is exact already), nor for an all-zero image.
+ * "pupil": the image is left as image_set_job's scale made it (unit power
+ * through the pupil: the FFT's N x N field, a whole period, sums to 1; an MFT
+ * window of M x M pixels to the fraction it captures) and its sum, in
+ * double, goes to info->captured_fraction. */
 void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
 /* The record of what every image of the set shares (the FITS cube's

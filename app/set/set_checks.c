@@ -269,8 +269,11 @@ static void check_sampling(const image_set *s, set_notes *notes)
         int listed;
         const char *wkey;
         set_wavelengths(s, &nwl, &listed, &wkey, &wl_lo, &wl_hi);
-        double ld = s->pixel_um > 0 ? s->pixel_um * 1e3 / (cfg->f_number * wl_lo) : s->pixel_ld;
-        const char *key = s->pixel_um > 0            ? "output.pixel_scale_um"
+        double ld = s->pixel_rad > 0  ? s->pixel_rad * s->samp.diameter_m / (wl_lo * 1e-9)
+                    : s->pixel_um > 0 ? s->pixel_um * 1e3 / (cfg->f_number * wl_lo)
+                                      : s->pixel_ld;
+        const char *key = s->pixel_rad > 0           ? "output.pixel_scale_arcsec"
+                          : s->pixel_um > 0          ? "output.pixel_scale_um"
                           : cfg->out_pixel_scale > 0 ? "output.pixel_scale"
                                                      : qkey;
         if (ld > 0.5)

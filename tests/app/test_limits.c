@@ -155,13 +155,14 @@ static void test_disk_need_by_hand(void **state)
      * compressBound = 32896 + 8 + 2 + 13 = 32919, in 5 IDAT chunks of 12
      * bytes, + signature, IHDR and IEND (45). */
     assert_int_equal(d.png_bytes, 32919 + 5 * 12 + 45);
-    /* FITS: 8 + 16 keywords (15 and Z4) + END in 1 block; 65536 data bytes
-     * padded to 23 blocks: the file psfsim writes, exactly. */
-    assert_int_equal(d.fits_bytes, 2880 + 23 * 2880);
+    /* FITS: 8 + 34 keywords (33, with the WCS, DATE, CFGHASH and WAVE0, and
+     * Z4) + END in 2 blocks; 65536 data bytes padded to 23 blocks: the file
+     * psfsim writes, exactly. */
+    assert_int_equal(d.fits_bytes, 2 * 2880 + 23 * 2880);
     /* Each file to 4 KiB blocks; the logs (rows of at most 272 + 151
      * bytes, 16 KiB more) twice, and 2 blocks; 23 directory entries of 40
      * bytes in one block. */
-    unsigned long long png = 36864, fits = 69632, logs = 2 * 24576 + 8192, dirents = 4096;
+    unsigned long long png = 36864, fits = 73728, logs = 2 * 24576 + 8192, dirents = 4096;
     assert_int_equal(d.total, 10 * png + 10 * fits + logs + dirents);
     assert_int_equal(d.files, 10 + 10 + 7);
     unload(&l);

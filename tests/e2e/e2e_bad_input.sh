@@ -188,6 +188,85 @@ expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmiss
 expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
 expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
 [ ! -e out5 ] && pass "closed aperture, empty maps: nothing written" || fail "out5 was created"
+# Segmented apertures (optics.aperture.segments): each bad value names its
+# file, line and key, and nothing is written.
+segcfg() { # $1: the segments group's body; $2: more aperture keys
+  cat <<CFG
+name = "bad";
+optics: { wavelength_nm = 550.0; aperture: { shape = "segmented"; ${2:-}
+  segments: { $1 }; }; };
+sampling: { pupil_samples = 32; };
+CFG
+}
+segcfg 'flat_to_flat_m = 1.32; gap_m = 0.007; rings = 1; missing = [0];' >segok.cfg
+expect_exit 0 "a segmented aperture" -- "$PSFSIM" -c segok.cfg -o segok -q
+segcfg 'flat_to_flat_m = 1.32; gap_m = -0.01; rings = 1;' >segovl.cfg
+expect_exit 2 "overlapping segments" -- "$PSFSIM" -c segovl.cfg -o out6
+expect_stderr 'segovl.cfg:3: optics.aperture.segments.gap_m: must be >= 0: neighbouring segments would overlap \(got -0.01\)' "overlapping segments: message"
+segcfg 'flat_to_flat_m = 1.32; gap_m = 1.5; rings = 1;' >seggap.cfg
+expect_exit 2 "a gap larger than the segment" -- "$PSFSIM" -c seggap.cfg -o out6
+expect_stderr 'seggap.cfg:3: optics.aperture.segments.gap_m: must be < optics.aperture.segments.flat_to_flat_m \(1.32\) \(got 1.5\)' "gap larger than the segment: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;
+  missing = [0, 19];' >segidx.cfg
+expect_exit 2 "a segment index out of range" -- "$PSFSIM" -c segidx.cfg -o out6
+expect_stderr 'segidx.cfg:4: optics.aperture.segments.missing\[1\]: must be a segment index, an integer in \[0, 18\] for 2 rings \(got 19\)' "segment index out of range: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 1; missing = [2, 2];' >segdup.cfg
+expect_exit 2 "a segment left out twice" -- "$PSFSIM" -c segdup.cfg -o out6
+expect_stderr 'segdup.cfg:3: optics.aperture.segments.missing\[1\]: segment 2 is already listed' "segment listed twice: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 0; missing = [0];' >segnone.cfg
+expect_exit 2 "every segment left out" -- "$PSFSIM" -c segnone.cfg -o out6
+expect_stderr 'segnone.cfg:3: optics.aperture.segments.missing: leaves out every segment' "every segment left out: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 11;' >segrings.cfg
+expect_exit 2 "too many rings" -- "$PSFSIM" -c segrings.cfg -o out6
+expect_stderr 'segrings.cfg:3: optics.aperture.segments.rings: ' "too many rings: message"
+segcfg 'gap_m = 0.007; rings = 1;' >segf.cfg
+expect_exit 2 "no segment size" -- "$PSFSIM" -c segf.cfg -o out6
+expect_stderr 'segf.cfg: optics.aperture.segments.flat_to_flat_m: required key missing \(shape = "segmented"\)' "no segment size: message"
+segcfg 'flat_to_flat_m = 1.32; rings = 2;' 'diameter_m = 6.0;' >segdiam.cfg
+expect_exit 2 "a diameter smaller than the segments" -- "$PSFSIM" -c segdiam.cfg -o out6
+expect_stderr 'segdiam.cfg:2: optics.aperture.diameter_m: must hold every segment: >= 6.64' "diameter smaller than the segments: message"
+good 'aperture: { diameter_m = 1.0; segments: { flat_to_flat_m = 0.1; rings = 1; }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >segshape.cfg
+expect_exit 2 "segments with a circular shape" -- "$PSFSIM" -c segshape.cfg -o out6
+expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = "segmented"' "segments without shape = segmented: message"
+segcfg 'flat_to_flat_m = 900.0; rings = 10;' >segbig.cfg
+expect_exit 2 "segments spanning more than 10 km" -- "$PSFSIM" -c segbig.cfg -o out6
+expect_stderr 'segbig.cfg:3: optics.aperture.segments.flat_to_flat_m: the segments span .* m: the aperture.s diameter must be in \[1e-06, 10000\] m' "segments spanning more than 10 km: message"
+[ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
+# Listed spider vanes (optics.aperture.spiders.vanes).
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.1; r_start_m = 0.1; r_end_m = 0.4; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneok.cfg
+expect_exit 0 "listed vanes" -- "$PSFSIM" -c vaneok.cfg -o vaneok -q
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },
+  { angle_deg = 0.0; width_m = 0.02; offset_m = 0.6; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneout.cfg
+expect_exit 2 "a vane outside the aperture" -- "$PSFSIM" -c vaneout.cfg -o out7
+expect_stderr 'vaneout.cfg:3: optics.aperture.spiders.vanes\[1\].offset_m: the vane lies outside the aperture: \|offset_m\| - width_m / 2 must be < diameter_m / 2 = 0.5 \(got 0.6\)' "vane outside the aperture: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanew.cfg
+expect_exit 2 "a vane without a width" -- "$PSFSIM" -c vanew.cfg -o out7
+expect_stderr 'vanew.cfg:2: optics.aperture.spiders.vanes\[0\].width_m: required key missing' "vane without a width: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; length_m = 1.0; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vanekey.cfg
+expect_exit 2 "an unknown vane key" -- "$PSFSIM" -c vanekey.cfg -o out7
+expect_stderr 'vanekey.cfg:2: optics.aperture.spiders.vanes\[0\].length_m: unknown key' "unknown vane key: message"
+good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 9.0; width_m = 0.02; r_start_m = 0.3; r_end_m = 0.2; } ); }; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >vaneend.cfg
+expect_exit 2 "a vane ending before its start" -- "$PSFSIM" -c vaneend.cfg -o out7
+expect_stderr 'vaneend.cfg:2: optics.aperture.spiders.vanes\[0\].r_end_m: must be > r_start_m, or 0 for no end \(got 0.2\)' "vane ending before its start: message"
+[ ! -e out7 ] && pass "bad vanes: nothing written" || fail "out7 was created"
+# optics.aperture.angle_deg (hexagon only) and obscuration_shape.
+good 'aperture: { shape = "hexagon"; diameter_m = 1.0; angle_deg = 30.0; obscuration = 0.3; obscuration_shape = "hexagon"; };' |
+  sed 's/aperture: { diameter_m = 1.0; }; //' >hexok.cfg
+expect_exit 0 "a rotated hexagon with a hexagonal obscuration" -- "$PSFSIM" -c hexok.cfg -o hexok -q
+good 'aperture: { diameter_m = 1.0; angle_deg = 30.0; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >hexang.cfg
+expect_exit 2 "angle_deg on a circle" -- "$PSFSIM" -c hexang.cfg -o out8
+expect_stderr 'hexang.cfg:2: optics.aperture.angle_deg: only used with shape = "hexagon"' "angle_deg on a circle: message"
+good 'aperture: { diameter_m = 1.0; obscuration = 0.2; obscuration_shape = "square"; };' | sed 's/aperture: { diameter_m = 1.0; }; //' >obsshape.cfg
+expect_exit 2 "an unknown obscuration shape" -- "$PSFSIM" -c obsshape.cfg -o out8
+expect_stderr 'obsshape.cfg:2: optics.aperture.obscuration_shape: must be "circle" or "hexagon" \(got "square"\)' "unknown obscuration shape: message"
+[ ! -e out8 ] && pass "bad hexagon keys: nothing written" || fail "out8 was created"
 
 # Random and listed sets (sweep.random, sweep.table): every bad key, table
 # and combination gives exit 2, FILE:LINE: KEY (and the table's

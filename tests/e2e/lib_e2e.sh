@@ -5,6 +5,9 @@ set -u
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
 cd "$SCRATCH"
+# The FITS DATE from a fixed SOURCE_DATE_EPOCH: the files of two runs compare
+# byte for byte (e2e_fitsverify.sh checks the date it gives).
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}"
 # PSFSIM_WRAPPER, when set in the environment (scripts/test.sh's valgrind
 # stage), runs every psfsim of the test under it, e.g.
 #   PSFSIM_WRAPPER="valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"

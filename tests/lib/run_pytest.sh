@@ -4,6 +4,9 @@
 # (Debian's python3-numpy and python3-pytest: scripts/install-deps.sh);
 # none: skipped (77). PSFSIM_LIBRARY, PSFSIM_BIN and SRC come from ctest.
 set -u
+# The FITS DATE from a fixed SOURCE_DATE_EPOCH: the command's files and the
+# library's header cards (python/tests) carry the same DATE.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}"
 for py in ${PSFSIM_PYTHON:-} python3 /usr/bin/python3; do
   if "$py" -c 'import numpy, pytest' 2>/dev/null; then
     export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}

@@ -92,6 +92,7 @@ int harness_compute(const char *cfg_text, long long k, const psf_backend_ops *op
         if (rc == 0) image_set_finish_image(&set, &info, out->img);
         if (rc != 0) fprintf(stderr, "harness: %s\n", err);
         out->ref_peak = info.ref_peak;
+        out->captured = info.captured_fraction;
         int h = out->npix / 2;
         out->strehl = metrics_peak(out->img, out->npix).value / info.ref_peak;
         out->axial = out->img[(size_t)h * out->npix + h] / info.ref_peak;

@@ -11,6 +11,7 @@ typedef struct {
     float *img;      /* npix * npix, malloc'd */
     double ref_peak; /* unaberrated peak in the image's units */
     double strehl, axial;
+    double captured; /* image_info's captured_fraction (NAN unless "pupil") */
 } psf_result;
 
 /* Compute image k of the config text with backend ops (NULL = CPU).

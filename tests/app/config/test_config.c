@@ -483,7 +483,7 @@ static void test_out_of_range(void **state)
                  ":4: output: nothing to write: output.png.enabled, output.fits.enabled or "
                  "output.hdf5.enabled must be true");
     expect_error(MINIMAL "normalization = \"max\";\n",
-                 ":4: normalization: must be \"peak\" or \"sum\" (got \"max\")");
+                 ":4: normalization: must be \"peak\", \"sum\" or \"pupil\" (got \"max\")");
     expect_error(MINIMAL "backend = \"tpu\";\n",
                  ":4: backend: must be \"auto\", \"cpu\" or \"gpu\" (got \"tpu\")");
     expect_error(MINIMAL "aberrations: { units = \"um\"; };\n",

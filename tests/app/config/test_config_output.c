@@ -142,6 +142,23 @@ static void test_errors(void **state)
     expect_error(WITH_F "output: { pixel_scale = 0.5;\n  pixel_scale_um = 2.5; };\n",
                  ":5: output.pixel_scale_um: give only one of output.pixel_scale and "
                  "output.pixel_scale_um");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 0; };\n",
+                 ":4: output.pixel_scale_arcsec: must be > 0 (got 0)");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = \"fine\"; };\n",
+                 ":4: output.pixel_scale_arcsec: expected a number (got a string)");
+    expect_error(MINIMAL "output: { pixel_scale = 0.5;\n  pixel_scale_arcsec = 0.01; };\n",
+                 ":5: output.pixel_scale_arcsec: give only one of output.pixel_scale, "
+                 "output.pixel_scale_um and output.pixel_scale_arcsec");
+    expect_error(WITH_F "output: { pixel_scale_um = 2.5;\n  pixel_scale_arcsec = 0.01; };\n",
+                 ":5: output.pixel_scale_arcsec: give only one of output.pixel_scale, "
+                 "output.pixel_scale_um and output.pixel_scale_arcsec");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 1e6; };\n",
+                 ":4: output.pixel_scale_arcsec: must be <= 1.81513 (pupil_samples / 2 = 16 "
+                 "lambda/D at 550 nm, the shortest wavelength, with D = 1 m: half a period of the "
+                 "sampled pupil's transform) (got 1000000)");
+    expect_error(MINIMAL "output: { pixel_scale_arcsec = 1e-12; };\n",
+                 ":4: output.pixel_scale_arcsec: must be >= 1.13446e-07 (1e-06 lambda/D at 550 "
+                 "nm, the longest wavelength, with D = 1 m) (got 1e-12)");
     expect_error(MINIMAL "output: { pixel_scal = 0.5; };\n",
                  ":4: output.pixel_scal: unknown key (did you mean output.pixel_scale?)");
     expect_error(MINIMAL "output: { npx = 64; };\n",
@@ -157,25 +174,32 @@ static double fits_key(fitsfile *f, const char *key)
     return status ? NAN : v;
 }
 
+/* Write text to DIR/cfg_name and run psfsim on it (CPU backend) into DIR/out;
+ * 0 when psfsim is not known (PSFSIM_BIN unset: the caller skips). */
+static int run_psfsim(const char *cfg_name, const char *text)
+{
+    const char *bin = getenv("PSFSIM_BIN");
+    if (!bin) return 0;
+    assert_int_equal(tu_write_file(in_dir(cfg_name), text), 0);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir(cfg_name),
+             in_dir("out"));
+    assert_int_equal(system(cmd), 0);
+    return 1;
+}
+
 /* psfsim on an MFT set: 48 x 48 images at 0.3 lambda/D, FITS and manifest. */
 static void test_mft_end_to_end(void **state)
 {
     (void)state;
-    const char *bin = getenv("PSFSIM_BIN");
-    if (!bin) skip();
-    assert_int_equal(tu_write_file(in_dir("m.cfg"),
-                                   "name = \"m\";\n"
-                                   "optics: { wavelength_nm = 500.0; f_number = 10; aperture: { "
-                                   "diameter_m = 1.0; obscuration = 0.2; }; };\n"
-                                   "sampling: { pupil_samples = 32; };\n"
-                                   "sweep: { defocus = [0.0, 0.2]; };\n"
-                                   "output: { npix = 48; pixel_scale = 0.3; fits: { enabled = "
-                                   "true; }; };\n"),
-                     0);
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s'", bin, in_dir("m.cfg"),
-             in_dir("out"));
-    assert_int_equal(system(cmd), 0);
+    if (!run_psfsim("m.cfg", "name = \"m\";\n"
+                             "optics: { wavelength_nm = 500.0; f_number = 10; aperture: { "
+                             "diameter_m = 1.0; obscuration = 0.2; }; };\n"
+                             "sampling: { pupil_samples = 32; };\n"
+                             "sweep: { defocus = [0.0, 0.2]; };\n"
+                             "output: { npix = 48; pixel_scale = 0.3; fits: { enabled = "
+                             "true; }; };\n"))
+        skip();
     fitsfile *f;
     int status = 0, naxis = 0;
     long naxes[2] = {0, 0};
@@ -224,6 +248,116 @@ static void test_mft_end_to_end(void **state)
     assert_true(fabs(strtod(fld[10], NULL) - 0.3) < 1e-9);
     assert_true(fabs(strtod(fld[11], NULL) / (0.3 * 500e-9 * 206264.80624709636) - 1.0) < 1e-9);
     assert_true(fabs(strtod(fld[12], NULL) - 1.5) < 1e-9);
+}
+
+/* Field i (0-based) of the first data row of a manifest, into out. */
+static void manifest_field(const char *path, int row, int i, char *out, size_t outlen)
+{
+    FILE *m = fopen(path, "r");
+    assert_non_null(m);
+    char line[8192];
+    for (int r = 0; r <= row; ++r)
+        assert_non_null(fgets(line, sizeof line, m));
+    assert_non_null(fgets(line, sizeof line, m));
+    fclose(m);
+    char *p = line;
+    for (int k = 0; k < i && p; ++k) {
+        p = strchr(p, ',');
+        if (p) ++p;
+    }
+    assert_non_null(p);
+    size_t len = strcspn(p, ",\n");
+    assert_true(len < outlen);
+    memcpy(out, p, len);
+    out[len] = '\0';
+}
+
+/* output.pixel_scale_arcsec on a VLT-like case (D = 8.2 m, 12.25 mas, the
+ * near-IR wavelengths swept): every image keeps the pixel, in the manifest and
+ * the FITS header, and its lambda/D value follows the wavelength. */
+static void test_arcsec_pixel_vlt(void **state)
+{
+    (void)state;
+    if (!run_psfsim("v.cfg", "name = \"v\";\n"
+                             "optics: { wavelength_nm = 1650.0; aperture: { "
+                             "diameter_m = 8.2; obscuration = 0.14; }; };\n"
+                             "sampling: { pupil_samples = 32; };\n"
+                             "sweep: { wavelength_nm = [1250.0, 1650.0, 2200.0]; };\n"
+                             "output: { npix = 40; pixel_scale_arcsec = 0.01225; fits: { "
+                             "enabled = true; }; };\n"))
+        skip();
+    const double wl[3] = {1250e-9, 1650e-9, 2200e-9}, arcsec_per_rad = 180.0 * 3600.0 / M_PI;
+    for (int k = 0; k < 3; ++k) {
+        double ld = 0.01225 / (wl[k] / 8.2 * arcsec_per_rad);
+        char name[64], v[64];
+        snprintf(name, sizeof name, "out/v_%d.fits", k);
+        fitsfile *f;
+        int status = 0;
+        fits_open_diskfile(&f, in_dir(name), READONLY, &status);
+        assert_int_equal(status, 0);
+        assert_true(fabs(fits_key(f, "PIXELSCL") - 0.01225) < 1e-15);
+        assert_true(fabs(fits_key(f, "PIXSCLLD") / ld - 1.0) < 1e-12);
+        assert_true(fabs(fits_key(f, "PADDING") * ld - 1.0) < 1e-12);
+        /* The linear WCS: pixel (1-based) x is (x - CRPIX1) CDELT1 + CRVAL1
+         * arcsec from the axis; the axis is pixel 21 (0-based 20 = M/2). */
+        double crpix = fits_key(f, "CRPIX1"), cdelt = fits_key(f, "CDELT1");
+        assert_true(crpix == 21.0 && fits_key(f, "CRPIX2") == 21.0);
+        assert_true(cdelt == 0.01225 && fits_key(f, "CDELT2") == 0.01225);
+        assert_true(fits_key(f, "CRVAL1") == 0.0 && fits_key(f, "CRVAL2") == 0.0);
+        assert_true(fabs((31.0 - crpix) * cdelt - 0.1225) < 1e-15);
+        assert_true(fabs((1.0 - crpix) * cdelt + 0.245) < 1e-15);
+        assert_true(fabs(fits_key(f, "DIFFLMT") / (wl[k] / 8.2 * arcsec_per_rad) - 1.0) < 1e-12);
+        assert_true(fabs(fits_key(f, "FOV") - 40 * 0.01225) < 1e-12);
+        char unit[FLEN_VALUE] = "", ctype[FLEN_VALUE] = "";
+        fits_read_key(f, TSTRING, "CUNIT1", unit, NULL, &status);
+        fits_read_key(f, TSTRING, "CTYPE2", ctype, NULL, &status);
+        assert_int_equal(status, 0);
+        assert_string_equal(unit, "arcsec");
+        assert_string_equal(ctype, "OFFSET_Y");
+        fits_close_file(f, &status);
+        manifest_field(in_dir("out/v_manifest.csv"), k, 11, v, sizeof v);
+        assert_true(fabs(strtod(v, NULL) - 0.01225) < 1e-15);
+        manifest_field(in_dir("out/v_manifest.csv"), k, 10, v, sizeof v);
+        assert_true(fabs(strtod(v, NULL) / ld - 1.0) < 1e-9);
+    }
+}
+
+/* normalization = "pupil" by MFT: the manifest's last column captured_fraction
+ * and the FITS header's EEFIELD hold the image's sum, below 1 in a window of
+ * +-2 lambda/D (the Airy encircled energy there is about 0.90). */
+static void test_pupil_captured_fraction(void **state)
+{
+    (void)state;
+    if (!run_psfsim("p.cfg", MINIMAL "normalization = \"pupil\";\n"
+                                     "output: { npix = 40; pixel_scale = "
+                                     "0.1; fits: { enabled = true; }; };\n"))
+        skip();
+    FILE *m = fopen(in_dir("out/t_manifest.csv"), "r");
+    assert_non_null(m);
+    char line[4096];
+    assert_non_null(fgets(line, sizeof line, m));
+    fclose(m);
+    assert_non_null(strstr(line, ",config_hash,captured_fraction\n"));
+    char v[64];
+    manifest_field(in_dir("out/t_manifest.csv"), 0, 17, v, sizeof v);
+    double cf = strtod(v, NULL);
+    assert_true(cf > 0.85 && cf < 0.95);
+    fitsfile *f;
+    int status = 0;
+    fits_open_diskfile(&f, in_dir("out/t_0.fits"), READONLY, &status);
+    assert_int_equal(status, 0);
+    assert_true(fabs(fits_key(f, "EEFIELD") / cf - 1.0) < 1e-9);
+    char norm[FLEN_VALUE] = "";
+    fits_read_key(f, TSTRING, "NORMALIZ", norm, NULL, &status);
+    float img[40 * 40];
+    fits_read_img(f, TFLOAT, 1, 40 * 40, NULL, img, NULL, &status);
+    fits_close_file(f, &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(norm, "pupil");
+    double sum = 0.0;
+    for (int i = 0; i < 40 * 40; ++i)
+        sum += img[i];
+    assert_true(fabs(sum / cf - 1.0) < 1e-6);
 }
 
 /* output.hdf5: values, defaults, HDF5 as the only output. */
@@ -290,6 +424,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_values_and_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mft_end_to_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_arcsec_pixel_vlt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pupil_captured_fraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hdf5_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hdf5_errors, setup, teardown),
     };

@@ -1,0 +1,84 @@
+/* The config's fingerprint (config.h, config_fingerprint): the manifest's
+ * config_hash and the FITS CFGHASH, in the command and the library alike. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "app/config/config.h"
+
+/* FNV-1a 64 (Fowler, Noll, Vo) of n more bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; ++i)
+        h = (h ^ c[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The fingerprint so far, and where a failure's message goes. */
+typedef struct {
+    uint64_t h;
+    char *err;
+    size_t errlen;
+} fingerprint;
+
+/* Add a count (8 bytes, little-endian) to fp; then n bytes after their
+ * count: the files after the config are each delimited. */
+static void add_length(fingerprint *fp, uint64_t n)
+{
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i)
+        len[i] = (unsigned char)(n >> (8 * i));
+    fp->h = fnv(fp->h, len, sizeof len);
+}
+
+static void add_counted(fingerprint *fp, const void *p, size_t n)
+{
+    add_length(fp, n);
+    fp->h = fnv(fp->h, p, n);
+}
+
+/* Add the bytes of the map at path to fp (add_counted). 0 or -1 with
+ * fp->err. */
+static int add_file(fingerprint *fp, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        snprintf(fp->err, fp->errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    add_length(fp, (uint64_t)st.st_size);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fp->h = fnv(fp->h, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) snprintf(fp->err, fp->errlen, "%s: cannot read it", path);
+    return bad ? -1 : 0;
+}
+
+static int add_include(const char *file, const char *text, size_t len, void *arg)
+{
+    (void)file;
+    add_counted(arg, text, len);
+    return 0;
+}
+
+int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen)
+{
+    fingerprint fp = {.h = 1469598103934665603ULL, .err = err, .errlen = errlen}; /* FNV basis */
+    fp.h = fnv(fp.h, cfg->text, cfg->text_len); /* the bytes parsed: -c - and FIFOs too */
+    if (config_for_each_include(cfg, add_include, &fp, err, errlen) != 0) return -1;
+    if (cfg->aperture.shape == APERTURE_FILE && cfg->aperture_file[0] &&
+        add_file(&fp, cfg->aperture_file) != 0)
+        return -1;
+    if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file) != 0) return -1;
+    fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
+    snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
+    return 0;
+}
