@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim's command line. */
 #ifndef PSFSIM_CLI_H
 #define PSFSIM_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psf_config as JSON (app/config_json.h). Objects are built with jansson's
  * "steal" calls, which take a NULL value as a failure: one NULL anywhere
  * makes the whole result NULL. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A loaded config as JSON (jansson), for the sidecar NAME.json: every key's
  * value as psf_config holds it after the defaults, in objects mirroring the
  * config's groups (docs/config.md): name, optics {wavelengths_nm, weights,

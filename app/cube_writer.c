@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/cube_writer.h"
 
 #include <stdio.h>

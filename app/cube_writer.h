@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.fits.cube: the whole set as one FITS cube NAME_cube.fits (plane k =
  * image k) with a PLANES table of per-plane parameters (index, wavelength,
  * swept values, pixel scale, Strehl, axial intensity, each mode's total

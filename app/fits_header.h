@@ -1,4 +1,5 @@
-/* The FITS header of a PSF image: the keywords config-schema.md lists. */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The FITS header of a PSF image: the keywords docs/config.md lists. */
 #ifndef PSFSIM_FITS_HEADER_H
 #define PSFSIM_FITS_HEADER_H
 

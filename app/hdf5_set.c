@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's labels and attributes from the image set (app/hdf5_set.h). */
 #include "app/hdf5_set.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What NAME.h5 (output.hdf5) holds, from the image set: the label terms,
  * the label columns, the attributes (pixel scales, units, conventions,
  * provenance), as the h5set_params of app/formats/hdf5_io.h; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h).
  * Over 450 lines because the thread's groups of blocks and the memory
  * the writer needs (its sizes, at the end) are one account of its bytes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.hdf5: the whole set as one NAME.h5 (app/formats/hdf5_io.h), written
  * by a thread of its own in blocks of whole batches: as each batch
  * retires (in any order with several lanes), its images (float32, or the

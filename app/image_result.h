@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What became of one image: the files written and its metrics, which the
  * writers fill and the manifest, FITS header, cube and timing log read. */
 #ifndef PSFSIM_IMAGE_RESULT_H

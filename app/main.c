@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim: point-spread-function images from a config file. */
 #include <stdio.h>
 

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME_manifest.csv: one row per image written, in the columns and order of
- * config-schema.md, then config_hash (the config's fingerprint, which
+ * docs/config.md, then config_hash (the config's fingerprint, which
  * --resume checks), then for a set with a table or random axis the label
  * columns: draw and seed (random sets), and z<j> per label term
  * (app/set/labels.h), in full precision (docs/config.md). It is a journal (journal.h): rows are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI mode (issue 7): `mpirun -n K psfsim -c set.cfg` splits an image
  * set across K processes (ranks). This file is psfsim's one view of MPI:
  * start and end, the few collectives the run needs, and the split rule.

@@ -1,4 +1,5 @@
-/* The output directory and the files of an image set (config-schema.md,
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The output directory and the files of an image set (docs/config.md,
  * "Files written to output.dir"). */
 #ifndef PSFSIM_OUTPUTS_H
 #define PSFSIM_OUTPUTS_H

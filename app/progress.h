@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A one-line progress bar on stderr (images done, rate, ETA), drawn only
  * when stderr is a terminal and not with -q, at most ten times a second. */
 #ifndef PSFSIM_PROGRESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --resume: which images of a set an earlier, interrupted run finished.
  * An image counts as done when the earlier manifest lists it with every
  * file the config asks for, each present and non-empty (files are renamed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The psfsim run (app/run.h), its steps in order: prepare (config, set,
  * checks, backend choice; with MPI agree and split, app/run_ranks.c),
  * start the backend (app/run_lanes.c), create the set's files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The psfsim command's job: config -> image set -> backend -> files. */
 #ifndef PSFSIM_RUN_H
 #define PSFSIM_RUN_H

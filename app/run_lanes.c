@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The lanes of a run: planning them, their slots, starting and closing
  * their backends (app/run_lanes.h). */
 #include "app/run_lanes.h"

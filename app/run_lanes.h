@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's lanes (app/run_state.h, run_lane): how many, on which devices,
  * their batch buffers and their backends, from the start (the warm-up GPU,
  * several GPUs side by side, the CPU fallback) to the close. */

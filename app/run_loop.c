@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The image loop: batches computed by the backend into one slot while the
- * writer threads encode the previous slot (design.md, "Data flow"). */
+ * writer threads encode the previous slot (docs/design.md, "Data flow"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,7 @@ static const char *lane_name(const run_state *r, const run_lane *ln, char *buf, 
     return buf;
 }
 
-/* Lane ln's GPU failed: say so once and go on with the CPU (design.md). The
+/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md). The
  * writers must be done with the lane's slots before the GPU's buffers go.
  * With several lanes the CPU backend is made under r->mu (FFTW's planner
  * is not thread-safe), and the lane stops after this batch while another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's steps across MPI ranks (app/run_ranks.h), on the MPI world of
  * app/mpi_run.h. */
 #include "app/run_ranks.h"

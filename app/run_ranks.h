@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's steps across MPI ranks (README, "Many hosts: MPI"): agreeing
  * to go on, splitting the set into the ranks' blocks, rank 0 creating the
  * journals the others append to, and the end (the ranks' figures gathered

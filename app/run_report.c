@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's report (app/run_report.h). */
 #include "app/run_report.h"
 

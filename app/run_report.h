@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's report: the timing log's summary rows (their lines shown with
  * -v; README, "Outputs", NAME_timing.csv), one rank's figures for MPI's
  * summary on rank 0, and the line a run ends with. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What one psfsim run holds (app/run.c prepares and closes it, app/run_lanes.c
  * starts its lanes, app/run_loop.c computes and writes the images), so
  * cleanup is one function. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The run's output directory and the set's lock (app/set_dir.h). */
 #include "app/set_dir.h"
 

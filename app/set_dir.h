@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The output directory of a run, opened once (README, "Outputs"): every
  * file of the set is made, renamed, read back and removed through this
  * descriptor (atomic_file.h), never by a path, so a symbolic link that

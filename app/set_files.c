@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The set's own files: their names, and for a run their creation, closes
  * and sort (app/set_files.h). */
 #include "app/set_files.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The owner of a run's set files in the output directory (README,
  * "Outputs"): the manifest NAME_manifest.csv, the timing log
  * NAME_timing.csv and, with output.fits.cube, the cube NAME_cube.fits: the

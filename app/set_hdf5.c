@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5 and NAME.json in a run (app/set_hdf5.h). */
 #include "app/set_hdf5.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.hdf5 in a run: NAME.h5's writer (app/hdf5_writer.h) and the
  * sidecar NAME.json (app/sidecar.h), for app/set_files.c, the owner of the
  * set's files, and for the loop's retire (app/run_loop.c). One process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory and disk limits checked before any work (set_limits.h). */
 #include "app/set_limits.h"
 

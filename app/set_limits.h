@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Limits checked before any work (issue 6): the host memory an image set
  * needs on the CPU backend, and the disk space and inodes its files need in
  * the output directory, each against what this machine has. psfsim refuses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The disk space of a set's files (set_limits.h: limits_disk_need), from
  * their formats. */
 #include <string.h>

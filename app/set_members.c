@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The files of an image set in its directory (app/set_members.h). */
 #include "app/set_members.h"
 

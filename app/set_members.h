@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The names of an image set's files, and which files in an output
  * directory are the set's (docs/config.md, "Files written to output.dir"),
  * so that the existence check, --force's

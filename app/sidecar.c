@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sidecar NAME.json (app/sidecar.h). */
 #include "app/sidecar.h"
 

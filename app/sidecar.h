@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.json, the sidecar of NAME.h5 (output.hdf5): what a program reading
  * the set needs besides the images and labels, machine-readable (jansson).
  * Written atomically (app/formats/atomic_file.h) at the end of a complete

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME_timing.csv: one row per image with its stage times in microseconds
  * (compute: its share of the backend batch; metrics; png and fits encode +
  * write), then run-summary rows whose index cell names the quantity

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A pool of writer threads that encode and write images (PNG, FITS) while
- * the backend computes the next batch (design.md, "Data flow": writers on
+ * the backend computes the next batch (docs/design.md, "Data flow": writers on
  * threads). Jobs are grouped in slots (one per batch buffer): the caller
  * reuses a slot's images only after writer_pool_wait_slot, so memory stays
  * bounded by the slots whatever the set size. */

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend interface: one table of functions that cpu/ and gpu/ each
- * implement (design.md, "Data flow"). A backend is created for one image set,
+ * implement (docs/design.md, "Data flow"). A backend is created for one image set,
  * the problem (grid size, aperture, Zernike modes, maps: psf_problem), run
  * as the caller's options say (threads, device, plan effort, cache
  * directory: psf_backend_options); it plans its transforms once there, and
@@ -115,7 +116,7 @@ typedef struct {
      * (N = problem->npix; row-major, image k at k*N*N, optical axis at
      * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
      * forward DFT, the axis sample at index 0 before and the zero frequency
-     * moved to N/2 after (design.md, "Propagation"). With problem->mft, F is
+     * moved to N/2 after (docs/design.md, "Propagation"). With problem->mft, F is
      * the MFT instead: E(theta_r, theta_c) = sum_{i,j} P[i][j]
      * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
      * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =

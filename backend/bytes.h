@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Saturating byte counts for memory needs (psf_backend_ops.memory_need,
  * app/set_limits.c): products of sizes can pass 2^64 (10^7 images of
  * 65536^2 floats), so a sum or product that would overflow stays at

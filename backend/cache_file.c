@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Cache files read without blocking or following links, and replaced
  * through a temp file of an unguessable name (backend/cache_file.h). */
 #include "backend/cache_file.h"

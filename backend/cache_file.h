@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Files kept in the cache directory (psf_backend_options.cache_dir: the
  * CPU's FFTW wisdom, the latency probe's figures). A cache file is only a
  * hint, and its directory may be shared or another user's: whatever sits

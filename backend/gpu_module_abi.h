@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU module's interface: libpsfsim-gpu.so (gpu/, CUDA) exports one
  * table, psf_gpu_module_entry, as the FITS and plot modules do
  * (app/formats/fits_module.h, app/select/plot_module.h). psfsim loads it
@@ -26,7 +27,7 @@ extern "C" {
  * known to the cost model without loading the module. */
 #define PSF_GPU_PREFERRED_BATCH 1024
 
-/* GPU figures for the latency probe (design.md, "Backend choice"). */
+/* GPU figures for the latency probe (docs/design.md, "Backend choice"). */
 typedef struct {
     char name[256];   /* device 0's name */
     double start_us;  /* first CUDA runtime call until a context is ready */

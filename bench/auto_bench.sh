@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Whole psfsim processes at N = 64 .. 4096, one image and a batch, with
 # --backend cpu, gpu and auto (warm probe cache), wall time of each process.
 # Also: a 64x64 single image with a warm cache, checking CUDA is never loaded

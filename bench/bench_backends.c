@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim's backends timed through their own interface (backend/backend.h), as
  * psfsim runs them: a circular pupil of n = N/2 samples with coma and
  * defocus (the reference pipelines' rho^2 cos(phi) is no Zernike term; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform's speed (Soummer et al. 2007), in ms per
  * image of a backend's run() alone: set-up, plans and matrices made before
  * the clock starts (a first run of every image), then the best of three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The PNG-encode ceiling for issue 5's benchmark: the same images that a
  * psfsim run writes, encoded and written by the same writer pool
  * (app/writer_pool.h), with no compute at all. The images are computed once

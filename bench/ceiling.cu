@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device-side ceiling psfsim's GPU backend is measured against: a batched
  * cuFFT C2C transform plus one |.|^2 pass over the same batch, nothing else
  * (no pupil, no shift, no copy to the host), timed with CUDA events.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The datasets benchmark: random-aberration sets (12 Zernike terms, Noll
 # 4..15, normal, sigma 0.05 waves) written as one NAME.h5 (float32), whole
 # psfsim process, against in the same run

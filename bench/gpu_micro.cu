@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Micro-benchmark of the CUDA backend (gpu/), run on the GPU machine:
  *  1. one PSF to host memory per run() call (latency), pinned and pageable;
  *  2. batches into pinned host memory (PSFs/s; the host link bounds it);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 7's benchmark: one image set on 1 GPU against 2 GPUs of one host
 # (--gpus 0 vs --gpus 0,1), whole psfsim processes, and whether the images
 # are the same. Two sets:

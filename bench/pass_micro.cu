@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device time of one pass of the GPU backend as it now runs (CUDA events,
  * per PSF), beside the ceilings, for gpu/NOTES.md:
  *  - FFT sets: open-sample field kernel + out-of-place batched cuFFT +

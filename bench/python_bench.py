@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """10,000 256x256 PSFs three ways, for the GPU machine (bench/RESULTS.md):
 
   python   psfsim.compute(config): open, compute into one NumPy array

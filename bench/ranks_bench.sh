@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 7's benchmark: several MPI ranks on ONE GPU. A set of IMAGES
 # (default 20,000) 256x256 PSFs, run as
 #   mpirun -n R --bind-to none psfsim --backend $BACKEND -c set.cfg -o DIR

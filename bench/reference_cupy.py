@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Reference pipeline from the question that started psfsim, in CuPy: build
 an n x n pupil (circular aperture, phase rho^2 cos(phi) waves) on the GPU,
 pad it to 2n x 2n, FFT, take |.|^2 and copy the PSF to host memory. Prints

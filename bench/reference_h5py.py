@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The best dataset peer one can write in Python: random-aberration PSFs
 computed in chunks with one batched FFT per chunk (CuPy on a GPU, else
 NumPy), written with h5py into one chunked float32 dataset [K, M, M], as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Reference pipeline from the question that started psfsim, in NumPy: build
 an n x n pupil (circular aperture, phase rho^2 cos(phi) waves), pad it to
 2n x 2n, FFT, take |.|^2. Prints CSV rows:

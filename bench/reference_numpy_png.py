@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue 5's reference: a loop over the NumPy reference pipeline (pupil with
 phase rho^2 cos(phi) waves plus a per-image defocus, padded 2x, FFT, |.|^2)
 writing each PSF as a 16-bit log-stretched PNG with Pillow, in one process.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turn bench/run.sh's CSV files into the Markdown tables of bench/RESULTS.md.
 Every ratio is between figures measured in the same run."""
 import csv

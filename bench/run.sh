@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One command that builds, checks and times, on the GPU machine, in one run:
 # psfsim's GPU and CPU backends, the NumPy and CuPy reference pipelines, the
 # cuFFT + |.|^2 ceiling, and whole psfsim processes (cpu / gpu / auto).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 5's benchmark: 10,000 images of 256x256 as 16-bit PNG. psfsim's
 # whole run (auto, and each backend forced) against the PNG-encode ceiling
 # (the same images through the same writer pool, no compute) and against a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Decide whether to build the CUDA backend (gpu/CMakeLists.txt defines its
 # targets): PSFSIM_HAVE_CUDA, the architectures (sm_90 unless
 # CMAKE_CUDA_ARCHITECTURES says otherwise) and the toolkit's version.

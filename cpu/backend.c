@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FFTW3 backend: psf_backend_cpu (backend/backend.h). One plan per set
  * (cpu/plan_cache.h), pupils cached per pupil pitch (cpu/pupil.h), each
  * image's components transformed and summed as intensities

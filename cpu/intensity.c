@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* |.|^2 + shift + scale of an FFT image (cpu/intensity.h). */
 #include "cpu/intensity.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The last step of an FFT image on the CPU: |.|^2, scale and the fftshift,
  * accumulated over a job's components into the centred intensity image
  * (the twin of gpu/intensity.h). The MFT's output is centred already; its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform (cpu/mft.h; Soummer et al. 2007, Optics
  * Express 15, 15935): two complex matrix products in plain C. Both have the
  * form C[q][k] = sum_l A(q, l) B[l][k], so one kernel serves both: a tile of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform (MFT) of a sampled pupil onto a focal-plane
  * grid of any size and pixel (Soummer, Pueyo, Sivaramakrishnan and
  * Vanderbei 2007, "Fast computation of Lyot-style coronagraph propagation",
@@ -11,7 +12,7 @@
  * two complex matrix products of cost R C M + R M^2 for an R x C pupil box
  * and an M x M image, against an FFT's N^2 log N. With M dx p = lambda (and
  * the box inside the grid) it is the DFT the FFT path computes, sample for
- * sample. The sign is the forward DFT's (design.md, "Propagation"). */
+ * sample. The sign is the forward DFT's (docs/design.md, "Propagation"). */
 #ifndef PSFSIM_CPU_MFT_H
 #define PSFSIM_CPU_MFT_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FFTW3 single-precision plan for one N x N complex forward transform,
  * made once per image set and executed for every image of it ("plan once,
  * execute many", FFTW manual sec. 4.2). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "cpu/pupil.h"
 
 #include <math.h>

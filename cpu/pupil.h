@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend's per-set pupil: the open samples of the aperture for one
  * pupil pitch, with each one's FFT-input index, transmission, Zernike basis
  * values and OPD, computed once per set and reused for every image (only

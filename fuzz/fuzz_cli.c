@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the command line. The input is split at NUL bytes (and
  * newlines) into at most 64 arguments, each in its own allocation (so a
  * parser that keeps a pointer into an earlier argv is caught by ASan), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the config loader (config_load on a file holding the
  * input, as psfsim -c reads it), then, for a valid config with a small
  * grid, the image set it describes (image_set_init, image_set_job for the

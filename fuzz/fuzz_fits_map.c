@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: FITS maps. The input, written to a .fits file, goes
  * through psf_fits_read_image, maps_load_transmission and maps_load_opd
  * (the readers psfsim uses for optics.aperture.file and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: PNG maps. The input, written to a .png file, goes
  * through psf_png_read_gray, maps_load_transmission and maps_load_opd (the
  * readers psfsim uses for optics.aperture.file and aberrations.opd_map).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the fuzz targets: a private scratch directory per fuzzing
  * process and the input written to a file in it (psfsim's readers take
  * paths, as psfsim gives them). Header-only: each target is one program. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the binary seed files of the map fuzz targets (fuzz/corpus/png_map
  * and fuzz/corpus/fits_map) into a directory, with psfsim's own writers and
  * with libpng / cfitsio for the kinds psfsim does not write (1-bit and

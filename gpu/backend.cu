@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend: the table psf_gpu_module_entry hands out
  * (backend/gpu_module_abi.h), the twin of cpu/backend.c. Per set (create):
  * the device (options->device), the memory estimate, streams, events,

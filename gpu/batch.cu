@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A batch's jobs packed for the device (gpu/batch.h). Host code only. */
 #include "gpu/batch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Checked CUDA, cuFFT and cuBLAS calls with fault injection. Every CUDA
  * runtime, cuFFT and cuBLAS call of the GPU backend whose failure matters
  * goes through GPU_CUDA, GPU_CUFFT, GPU_CUBLAS or GPU_LAUNCH, so that

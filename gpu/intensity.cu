@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "gpu/intensity.h"
 
 /* 32 columns (one warp: 128-byte coalesced writes) x 8 rows per block. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fused last step of the GPU pipeline: fftshift + |.|^2 + scale +
  * accumulation over a job's fields, written as the centred intensity image
  * (the twin of cpu/intensity.h); without the shift for the MFT, whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform on the GPU (the twin of cpu/mft.h; Soummer,
  * Pueyo, Sivaramakrishnan and Vanderbei 2007, Optics Express 15, 15935,
  * eq. 1-3): with the pupil P sampled on the G x G grid at x_j = (j - G/2) dx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "gpu/plan_cache.h"
 
 #include <string.h>

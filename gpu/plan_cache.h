@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Batched cuFFT plans for one grid size N, made once per batch count and
  * kept in the backend instance (the twin of cpu/plan_cache.h: "plan once,
  * execute many"). All plans of a cache run on one stream and share one work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU part of the latency probe: start cost, launch round trip, pinned
  * copy latency and bandwidth. Each figure is a median over repeats after a
  * warm-up (METHOD: medians resist the odd slow repeat). */

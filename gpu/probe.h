@@ -1,4 +1,5 @@
-/* GPU figures for the latency probe (design.md, "Backend choice"), measured
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* GPU figures for the latency probe (docs/design.md, "Backend choice"), measured
  * by gpu/probe.cu and handed to psfsim through the module's table
  * (backend/gpu_module_abi.h: gpu_basics, probe_basics). A plain C header:
  * nothing outside gpu/ sees CUDA. */

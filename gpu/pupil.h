@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU backend's per-set pupils (the twin of cpu/pupil.h): for one
  * pupil pitch, the open samples of the aperture with their transmission,
  * Zernike basis values and OPD, computed once on the device and reused for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Computing images into the caller's buffer (lib/psfsim.h): batches of
  * the set's jobs (image_set_job), run by each lane's backend, finished and
  * measured (image_set_measure), as the command's image loop does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FITS header of an image (lib/psfsim.h), built by the command's own
  * fits_header_build (app/fits_header.c, compiled into the library), so the
  * keywords are the files' whatever the caller makes of them (an astropy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backends of a set (lib/set_priv.h): one lane per device the
  * decision names, started at the first compute, as the command's lanes
  * (app/run_lanes.c) but without the background start and the writers:

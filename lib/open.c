@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Opening and closing a set (lib/psfsim.h): options, config (file or
  * text), the image set, the backend decision; the library's lock. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim.h: the psfsim library, libpsfsim.so.0 (pkg-config psfsim, or
  * find_package(psfsim) and the target psfsim::psfsim).
  *

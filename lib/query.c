@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Queries of an open set (lib/psfsim.h): its shape, each image's
  * parameters and Zernike values, the backend decision. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a psfsim_set holds (lib/psfsim.h), shared by the library's files:
  * open.c (open, close, the library's lock and message sink), query.c,
  * lanes.c (the backends), compute.c and header.c. Not installed. */

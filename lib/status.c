@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Status names, the version, messages and range checks (lib/psfsim.h). */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aperture validation and the pupil transmission grid. The per-sample
  * formulas live in aperture_geom.h and map_sample.h, shared with the GPU
  * kernels; this file only checks the description and loops over the grid. */

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aperture (pupil transmission) masks: circular, annular obscuration, spiders,
  * hexagon, or a transmission map, with area-weighted ("grey") edge pixels.
- * Geometry conventions: design.md, "Aperture" and "Sampling". */
+ * Geometry conventions: docs/design.md, "Aperture" and "Sampling". */
 #ifndef PSFSIM_APERTURE_H
 #define PSFSIM_APERTURE_H
 
@@ -19,7 +20,7 @@ typedef enum {
 #define APERTURE_SEG_MAX 331
 
 /* A segmented aperture (APERTURE_SEGMENTED): regular hexagonal segments on
- * a hexagonal lattice (design.md, "Aperture"; numbering in docs/config.md,
+ * a hexagonal lattice (docs/design.md, "Aperture"; numbering in docs/config.md,
  * "Segmented apertures"). At angle 0 every segment has its vertices on its
  * own +x and -x directions (as the single hexagon), neighbouring centres
  * are a pitch p = flat_to_flat + gap apart across the flats, at 30 + 60 k

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Analytic open area of a circular or hexagonal aperture with a central
- * obscuration and spider vanes (design.md, "Aperture").
+ * obscuration and spider vanes (docs/design.md, "Aperture").
  *
  * Equally spaced half-strip vanes (count c, half width hw) overlap near the
  * axis. For c >= 3, adjacent vanes' facing edges meet at P_k, at distance

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "optics/aperture_cache.h"
 
 #include <math.h>

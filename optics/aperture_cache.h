@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aperture grids filled once per set and shared. A set fills the aperture
  * at each pupil pitch twice otherwise: once for its normalisation sums
  * (app/set/image_set.c) and once for the CPU backend's pupil (cpu/pupil.c),

@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-sample aperture geometry shared by the CPU code and the CUDA kernels
  * (PSF_HD: no allocation, no recursion, no library calls but math.h), so both
  * backends evaluate the same transmission for every pupil sample.
  *
- * Conventions: design.md, "Aperture". Lengths in metres, angles from +x
+ * Conventions: docs/design.md, "Aperture". Lengths in metres, angles from +x
  * towards +y. The open region is the intersection of
  *   - the outer boundary: |p| <= R (circle) or the hexagon of circumradius R
  *     with vertices on the +x and -x axes (none for a FILE aperture), or the
@@ -509,7 +510,7 @@ PSF_HD double apg_level1(const psf_aperture_geom *g, double cx, double cy, doubl
 
 /* Binary edges of the sample at integer offsets (di, dj) (rows, columns)
  * from the axis sample, pitch dx_m: the rims decided in exact arithmetic
- * on the offsets, so that a sample exactly on a rim is open (design.md,
+ * on the offsets, so that a sample exactly on a rim is open (docs/design.md,
  * "Aperture") whatever D's value, on both backends (x*x + y*y > R*R in
  * metres with an inexact D/n closed some, and nvcc contracted it into an
  * FMA). With q = D / dx samples across D (rounded to the integer n when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-sample geometry of segmented apertures (psf_segments, aperture.h),
  * shared by the CPU code and the CUDA kernels (PSF_HD, as aperture_geom.h,
  * which includes this file and combines it with the other boundaries).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bilinear sampling of a map (an OPD or transmission map) that covers the
  * D x D square centred on the optical axis, shared by the CPU code and the
  * CUDA kernels (PSF_HD, no allocation, no library calls but math.h). */

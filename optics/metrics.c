@@ -1,4 +1,5 @@
-/* PSF metrics (design.md, "Normalisation and metrics"; Mahajan, Optical
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* PSF metrics (docs/design.md, "Normalisation and metrics"; Mahajan, Optical
  * Imaging and Aberrations II, ch. 1: encircled energy as the fraction of the
  * total power inside a circle about the centre, FWHM of the azimuthal
  * average). Pixel (i, j) covers [i - 0.5, i + 0.5] x [j - 0.5, j + 0.5]. */

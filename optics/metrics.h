@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* PSF metrics on an N x N image (row-major, float, optical axis at (N/2, N/2)):
- * peak, Strehl ratio, encircled energy, FWHM (design.md, "Normalisation and
+ * peak, Strehl ratio, encircled energy, FWHM (docs/design.md, "Normalisation and
  * metrics"; Mahajan, Optical Imaging and Aberrations II, ch. 1). */
 #ifndef PSFSIM_METRICS_H
 #define PSFSIM_METRICS_H

@@ -1,4 +1,5 @@
-/* Sampling math (design.md, "Sampling"; Goodman, Introduction to Fourier
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sampling math (docs/design.md, "Sampling"; Goodman, Introduction to Fourier
  * Optics, 3rd ed., sec. 4.2 and 5.3: the focal plane is the pupil's Fourier
  * transform scaled by lambda f, so an N-point DFT of pitch dx has frequency
  * pitch 1 / (N dx), i.e. an angle lambda / (N dx)). */

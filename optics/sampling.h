@@ -1,4 +1,5 @@
-/* Sampling: how the pupil grid and the PSF grid relate (design.md, "Sampling").
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sampling: how the pupil grid and the PSF grid relate (docs/design.md, "Sampling").
  *
  * n = pupil_samples across the circumscribed diameter D, pupil pitch dx = D/n,
  * FFT size N = floor(padding * n + 0.5), PSF pixel = (n/N) lambda/D

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wavefront error over the pupil grid: Zernike sums, OPD maps, focus shift
- * (design.md, "Aberrations"). The per-sample formulas (zernike.h,
+ * (docs/design.md, "Aberrations"). The per-sample formulas (zernike.h,
  * map_sample.h) are the ones the GPU kernels use. */
 #include "optics/wavefront.h"
 #include "optics/map_sample.h"

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wavefront error W over the pupil: a sum of Zernike terms plus an optional
- * OPD map, and the pupil field A exp(+i 2 pi W / lambda) (design.md,
+ * OPD map, and the pupil field A exp(+i 2 pi W / lambda) (docs/design.md,
  * "Aberrations" and "Propagation"). */
 #ifndef PSFSIM_WAVEFRONT_H
 #define PSFSIM_WAVEFRONT_H
@@ -19,7 +20,7 @@ typedef struct {
  * Mahajan, Optical Imaging and Aberrations I, 2.3), i.e. a Noll 4 RMS of
  * W020 / (2 sqrt 3). Positive dz is the detector moved towards the pupil
  * (inside focus) in psfsim's exp(+i 2 pi W/lambda), forward-transform
- * convention (design.md, "Aberrations"). Returns that RMS in micrometres
+ * convention (docs/design.md, "Aberrations"). Returns that RMS in micrometres
  * of wavefront (positive for positive dz), or NaN when f_number <= 0. */
 double wavefront_focus_shift_to_z4_um(double dz_um, double f_number);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zernike index conventions <-> (n, m). Sources: Noll, JOSA 66, 207 (1976),
  * table 1 (modes ordered by n, then |m|; even j the cos term, odd j the sin
  * term); ANSI Z80.28-2004 (j = (n (n + 2) + m) / 2); University of Arizona

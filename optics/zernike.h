@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zernike polynomials, orthonormal over the unit disk (unit RMS), in the
  * Noll (1976, JOSA 66, 207), ANSI/OSA (Z80.28) and Fringe (University of
  * Arizona) index orders. m > 0 is the cos(m theta) term, m < 0 the

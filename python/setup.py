@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Building the psfsim package builds libpsfsim with CMake from the source
 tree around python/ and puts it, with the modules it loads (the GPU's,
 FITS, HDF5), into the package (psfsim/_libs): `pip install ./python` is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The include graph of psfsim's sources: layers, upward includes, cycles.
 
     scripts/include_graph.py [--tree DIR] [--check] [--edges]

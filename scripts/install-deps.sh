@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install what psfsim needs to build and test, from Debian's packages, when
 # it is missing. Safe to run again: installs nothing when all is there.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Montage of psfsim PNGs (samples/*_montage.png): usage montage.py OUT.png IN.png ...
 # Each 8/16-bit grey PNG is decoded, its central 320 x 320 averaged 2 x 2 to
 # 160 x 160, framed by 2 black pixels, and the tiles put side by side (8-bit).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's first command: install what is missing, build psfsim, and
 # compute the main job (a through-focus series of the Hubble Space
 # Telescope PSF) into out/defocus.

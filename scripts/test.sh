@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's second command: build and run the whole test suite, in five
 # stages (each stops the script at its first failure):
 #  1. a format check (clang-format --dry-run --Werror over the sources), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Monotonic wall clock for the timing log. */
 #ifndef PSFSIM_CLOCK_H
 #define PSFSIM_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/base/interrupt.h"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SIGINT and SIGTERM during a run: the handler only sets a flag (the one
  * thing a handler may safely do, POSIX.1-2017 2.4.3); the run loop checks it
  * between batches, lets the files in flight finish, writes a true manifest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The logger: psfsim's one global. Messages go to stderr, prefixed "psfsim: ". */
 #ifndef PSFSIM_LOG_H
 #define PSFSIM_LOG_H

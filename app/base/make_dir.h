@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Directories psfsim creates: the output directory, the cache directory. */
 #ifndef PSFSIM_MAKE_DIR_H
 #define PSFSIM_MAKE_DIR_H

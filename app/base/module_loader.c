@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Finding and loading psfsim's modules (module_loader.h). */
 #include "app/base/module_loader.h"
 

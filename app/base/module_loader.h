@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim's optional parts live in modules that it loads (dlopen) only when
  * a run needs them, so that a run that does not never maps their
  * libraries: libpsfsim-gpu.so (CUDA, cuFFT; app/select/gpu_module.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/base/text_shown.h"
 
 const char *text_shown(const char *s, size_t max, char *buf, size_t len)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Untrusted text (a command-line argument, an include name) as a message
  * shows it: one line, control characters as '?'. */
 #ifndef PSFSIM_TEXT_SHOWN_H

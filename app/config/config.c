@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The config's sections read and range-checked (docs/config.md, "Keys"),
  * after config_load.c has parsed the bytes and config_schema.c held the
  * tree to the schema. The aberrations and sweep sections are in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A psfsim config file, loaded with libconfig and validated against the
  * public contract of keys, types, units, defaults and ranges that
  * docs/config.md documents. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The segmented aperture's keys, optics.aperture.segments (docs/config.md,
  * "Segmented apertures"), read after optics.aperture.shape and diameter_m,
  * and the listed spider vanes, optics.aperture.spiders.vanes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Upper and lower bounds of the config's numbers, where the computation
  * means something (config_priv.h; docs/config.md lists each key's range). */
 #include "app/config/config_priv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The random and listed sets of a config (see config_priv.h):
  * sweep.random { count, seed, zernike ( (j, "normal" | "uniform", width) ),
  * spectrum { j_min, j_max, total_rms, power }, focus_shift_um [..],

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The config's fingerprint (config.h, config_fingerprint): the manifest's
  * config_hash and the FITS CFGHASH, in the command and the library alike. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The @include lines of a config, checked before libconfig reads it (see
  * config_priv.h). libconfig 1.5 opens an include with fopen, which
  * succeeds on a directory (`@include ""` or `@include "."` names the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integer literals libconfig cannot hold as written (see config_priv.h).
  * libconfig 1.5, as packaged, keeps an integer without the L suffix in 32
  * bits, silently: j = 4294967300 reads as 4, bits = 4294967304 as 8; with

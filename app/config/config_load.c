@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config_load and config_load_text: the config's bytes read once (config_text.c),
  * its @include walk checked (config_include.c) and its integer literals
  * (config_literal.c), parsed by libconfig from memory, then every section

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internals of config loading, shared by config.c (the sections and their
  * ranges), config_schema.c (the table of known keys, the tree walk that
  * rejects unknown keys and wrong types, the nearest-key suggestion) and
@@ -12,7 +13,7 @@
 
 #include "app/config/config.h"
 
-/* Limits of the contract (config-schema.md) and of this implementation. */
+/* Limits of the contract (docs/config.md) and of this implementation. */
 #define CFG_MAX_PUPIL_SAMPLES 65536
 #define CFG_MAX_FFT_SIZE 65536
 #define CFG_MAX_SPIDERS 1000

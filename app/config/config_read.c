@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Messages, typed getters, range checks and file paths for config loading
  * (see config_priv.h). */
 #include "app/config/config_priv.h"

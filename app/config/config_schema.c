@@ -1,4 +1,5 @@
-/* The table of known config keys (config-schema.md) and the walk that holds
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The table of known config keys (docs/config.md) and the walk that holds
  * a parsed file to it: unknown keys (with the nearest known key suggested)
  * and values of the wrong kind are rejected before anything is read. */
 #include "app/config/config_priv.h"
@@ -13,7 +14,7 @@ typedef struct {
     cfg_kind kind;
 } cfg_key;
 
-/* Every key of config-schema.md, parents before children. */
+/* Every key of docs/config.md, parents before children. */
 static const cfg_key schema[] = {
     {"name", CFG_K_STRING},
     {"optics", CFG_K_GROUP},

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The aberrations and sweep blocks of a config: Zernike term lists
  * ( (j, coefficient), ... ) and ( (j, [values]), ... ), the OPD map, the
  * swept lists and the image-count limit (see config_priv.h). */
@@ -183,7 +184,7 @@ static int read_swept_terms(cfg_ctx *c, psf_config *cfg)
 
 /* |v| of the coefficient-like values within CFG_MAX_WAVES waves RMS at the
  * set's shortest wavelength: every term, swept defocus and swept value in
- * aberrations.units, and the defocus of every focus shift (design.md,
+ * aberrations.units, and the defocus of every focus shift (docs/design.md,
  * "Aberrations"). Read after the sweep: its wavelengths count. */
 static int bound_aberrations(cfg_ctx *c, const psf_config *cfg)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bytes of a config (see config_priv.h): read once, into memory, with a
  * cap, so that libconfig parses what was checked. A FIFO or a device must
  * not block the open (a FIFO without a writer) nor be read without end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Atomic file writes (atomic_file.h): a hidden temp file beside the final
  * name, flushed, then renamed over it. No fsync: rename is atomic, so a
  * process that is killed or crashes leaves the old file or the new one,

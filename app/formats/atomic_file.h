@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Atomic file writes: write to a hidden temp file in the destination's
  * directory, flush, then rename over the final name, so a crash or an error
  * leaves either the complete new file or nothing (as SQLite's journal does).

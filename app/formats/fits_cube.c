@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FITS cube (fits_io.h), written by psfsim through its own descriptor
  * of the temp file (atomic_open_at: nothing is created by name, no link is
  * followed): the primary header as cfitsio encodes it in memory, then the

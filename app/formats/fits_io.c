@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FITS images through cfitsio: the FITS module, libpsfsim-fits.so
  * (fits_module.h), whose table psfsim calls through (app/formats/fits_module.c);
  * each reader has the contract of the fits_io.h function of the same name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FITS images through cfitsio: float32 PSF output with header keywords,
  * and 2-D map input (aperture, OPD). cfitsio's side (app/formats/fits_io.c) is
  * the FITS module, libpsfsim-fits.so, which these functions load on first use

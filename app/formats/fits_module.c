@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fits_io.h's functions, through the FITS module loaded on first use
  * (fits_module.h); the writers write the module's encoded bytes
  * themselves (atomic_file.h). The cube is in app/formats/fits_cube.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FITS module's interface: libpsfsim-fits.so (app/formats/fits_io.c with
  * app/formats/fits_scan.c, linked with cfitsio) exports one table,
  * psf_fits_module_entry: the readers fits_io.h declares and the encoders

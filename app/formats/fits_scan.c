@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FITS structure check before cfitsio (fits_scan.h). */
 #include "app/formats/fits_scan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A check of a FITS file's structure before cfitsio reads it (issue 6).
  * cfitsio 4.2 trusts some header values it cannot parse: a binary table
  * whose NAXIS1 is not a number makes it read an uninitialised variable

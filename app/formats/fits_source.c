@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A FITS file's bytes, plain or gzip-compressed (fits_source.h). */
 #include "app/formats/fits_source.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bytes of a FITS file as fits_scan reads them: the file itself, or,
  * for a gzip-compressed one (RFC 1952; WebbPSF ships .fits.gz), what it
  * inflates to. cfitsio reads such a file itself (it inflates the whole of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writing blocks of images and labels (hdf5_layout.h): each image goes
  * into its chunk, a chunk only partly given waits in a stage, whole chunks
  * are written, then come the flush and their written flags. With gzip each

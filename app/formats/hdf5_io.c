@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An image set as one HDF5 file: the HDF5 module, libpsfsim-hdf5.so
  * (hdf5_module.h), whose table psfsim calls through (app/formats/hdf5_module.c);
  * each function has the contract of the hdf5_io.h function of the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An image set as one HDF5 file, NAME.h5 (the datasets issue): the images as
  * one chunked dataset [K, M, M], their labels as datasets of length K, and
  * attributes for pixel scales, units, conventions and provenance. The code

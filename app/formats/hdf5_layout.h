@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Inside the HDF5 module (hdf5_module.h): the set's state and the file's
  * layout (hdf5_layout.c), its chunk writer (hdf5_chunks.c). Not part of
  * psfsim proper: only the module's files (hdf5_io.c, hdf5_params.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The HDF5 module's interface: libpsfsim-hdf5.so (app/formats/hdf5_io.c with
  * hdf5_layout.c and hdf5_chunks.c, linked with libhdf5 and zlib) exports one
  * table, psf_hdf5_module_entry, of the functions hdf5_io.h declares; psfsim

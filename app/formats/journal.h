@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A CSV log that is always true on disk (the manifest, the timing log): it
  * appears atomically with its header (and, when resuming, the rows kept
  * from before), then grows by whole lines, flushed after each batch, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Journals (journal.h) shared by the ranks of an MPI run: rank 0 creates
  * the manifest and the timing log as always (atomically, with the kept rows
  * on --resume); then every rank, rank 0 included, appends to the same file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* PNG output (stretched 8/16-bit grayscale PSFs) and grayscale map input,
  * through libpng. libpng reports errors by longjmp: each setjmp lives in a
  * small *_body function whose resources belong to its caller, so nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* PNG images through libpng: PSF output (8/16-bit grayscale with a linear,
  * log or sqrt stretch) and grayscale map input (aperture, OPD). */
 #ifndef PSFSIM_PNG_IO_H
@@ -9,7 +10,7 @@
 typedef enum { STRETCH_LINEAR = 0, STRETCH_LOG = 1, STRETCH_SQRT = 2 } png_stretch;
 
 /* Map an N x N intensity image (row-major, row 0 = top row of the PNG) to
- * grey levels 0..2^bits-1 with the stretch (design.md, "Outputs"):
+ * grey levels 0..2^bits-1 with the stretch (docs/design.md, "Outputs"):
  * v = I / peak, peak = the image's maximum; linear: v; sqrt: sqrt(v);
  * log: (log10 v + log10 dr) / log10 dr clamped to [0, 1] (maps
  * [1/dr, 1] onto the full range). A constant, all-zero or negative image

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which backend computes an image set: the user's --backend / config
- * choice, or for "auto" the faster one (design.md, "Backend choice"). */
+ * choice, or for "auto" the faster one (docs/design.md, "Backend choice"). */
 #ifndef PSFSIM_BACKEND_SELECT_H
 #define PSFSIM_BACKEND_SELECT_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Predicted wall time of a whole image set on each backend, from the probe's
  * figures (docs/design.md, "Backend choice" and "Performance method": fixed
  * costs + per-image costs, measured). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which GPUs of the host a run uses: `--gpus all|0,2,...` (issue 7). The
  * indices are CUDA device indices as the process sees them, so
  * CUDA_VISIBLE_DEVICES applies first (CUDA_VISIBLE_DEVICES=2,3 with

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend lives in a module, libpsfsim-gpu.so, that psfsim loads
  * (dlopen) only when it is about to use the GPU: a run on the CPU never
  * maps cuFFT or the CUDA runtime (5-6 ms of start-up saved on every
- * process; design.md: auto "never starts CUDA when the CPU wins"), and a
+ * process; docs/design.md: auto "never starts CUDA when the CPU wins"), and a
  * psfsim built or installed without the module is simply CPU-only.
  * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
  * executable, one directory up (build trees: tests/, bench/), and in

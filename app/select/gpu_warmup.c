@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/select/gpu_warmup.h"
 
 #include <stdio.h>

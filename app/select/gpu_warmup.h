@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hiding the GPU's start: creating the CUDA backend costs 0.3-0.5 s (the
  * driver, the context, cuFFT's kernels; gpu/NOTES.md), during which the
  * writer threads would sit idle. When auto picks the GPU, psfsim creates it
  * in a background thread while the CPU backend computes the first batches,
- * then switches to the GPU (design.md, "Performance method": overlap). */
+ * then switches to the GPU (docs/design.md, "Performance method": overlap). */
 #ifndef PSFSIM_GPU_WARMUP_H
 #define PSFSIM_GPU_WARMUP_H
 

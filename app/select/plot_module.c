@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* probe_plot (probe_plot.h) through the plot module, loaded on first use
  * (plot_module.h). */
 #include "app/select/plot_module.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plot module's interface: libpsfsim-plot.so (app/select/probe_plot.c with
  * app/formats/atomic_file.c, linked with cairo; built only when cairo is found)
  * exports one table, psf_plot_module_entry. app/select/plot_module.c defines

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The latency probe: what each backend costs on this machine, measured
- * through the backends' own create/run (design.md, "Backend choice"). The
+ * through the backends' own create/run (docs/design.md, "Backend choice"). The
  * figures feed the cost model (cost_model.h) and are cached per machine
  * (probe_cache.h). */
 #ifndef PSFSIM_PROBE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The probe's figures cached per machine in $PSFSIM_CACHE_DIR, else
  * $XDG_CACHE_HOME/psfsim, else ~/.cache/psfsim (XDG Base Directory spec),
  * as a small "key value" text file written atomically. The machine key is

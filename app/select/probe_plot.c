@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The --probe plot drawn with cairo: the plot module, libpsfsim-plot.so
  * (plot_module.h), built only when cairo is found; psfsim calls it through
  * app/select/plot_module.c, so only --probe maps cairo. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The probe's plot: time per image against N, log-log, for the CPU and the
  * GPU at batch 1 and at the large batch, crossovers marked. Drawn with cairo
  * (cairographics.org) by the plot module, libpsfsim-plot.so, built when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/select/probe_report.h"
 
 #include <math.h>

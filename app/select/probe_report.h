@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* psfsim --probe: measure, cache, and report the latency probe's figures:
  * a table on stdout (N, CPU and GPU time per image at batch 1 and at a large
  * batch, the winner) with the crossover sizes, the same as CSV

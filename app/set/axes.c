@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The table and random axes of an image set (see axes.h). */
 #include "app/set/axes.h"
 

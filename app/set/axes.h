@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The axes of an image set beyond the config's Cartesian lists: the listed
  * set's table (sweep.table, loaded and checked here) and the random set's
  * terms (sweep.random, the spectrum expanded into per-term sigmas). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Counter-based draws (Philox4x32-10) and the spectrum's sigmas: see
  * draws.h for the exact algorithm. */
 #include "app/set/draws.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Counter-based random draws for random aberration sets (sweep.random):
  * every value is a pure function of (seed, draw index d, term, purpose), so
  * image d of a set can be made alone, on any rank, in any order, and a user

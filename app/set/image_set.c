@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/set/image_set.h"
 
 #include <limits.h>

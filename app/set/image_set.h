@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An image set ready to compute: the config's sampling, aperture (with its
  * map loaded), OPD map and Zernike modes, the propagation (FFT, or the MFT
  * onto the output grid), and for each image k its psf_job (components,
@@ -111,7 +112,7 @@ size_t image_set_storage(const image_set *s);
 /* Fill job and info for image k, using storage (image_set_storage doubles,
  * alive as long as job and info are used); info's pixel fields are computed
  * here once, so the writers only format them. The components' scale makes the
- * image "peak"- or "sum"-normalised (design.md): with S1 = sum A and
+ * image "peak"- or "sum"-normalised (docs/design.md): with S1 = sum A and
  * S2 = sum A^2 of a component's pupil on the N x N grid, Parseval gives
  * sum |F|^2 = N^2 S2 and the unaberrated peak |F(0)|^2 = S1^2 (Goodman,
  * Fourier Optics, 2.1), so scale = w / (N^2 S2), divided by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Image-set expansion: the sweep block's Cartesian product, the table's
  * rows and the draws (see jobs.h). */
 #include "app/set/jobs.h"

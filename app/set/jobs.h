@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Image-set expansion: the sweep block's Cartesian product, in the order of
- * config-schema.md (wavelength outermost, then defocus, focus_shift_um, then
+ * docs/config.md (wavelength outermost, then defocus, focus_shift_um, then
  * each zernike entry in the order written, the last innermost), then the
  * rows of sweep.table, then the draws of sweep.random innermost (axes.h). */
 #ifndef PSFSIM_JOBS_H
@@ -64,7 +65,7 @@ void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_ima
 
 /* Total RMS coefficient of each mode of ms for image p at wavelength
  * wl_nm, in waves: config terms + swept Zernike values + defocus (Noll 4)
- * + focus shift (converted per design.md: wavefront_focus_shift_to_z4_um,
+ * + focus shift (converted per docs/design.md: wavefront_focus_shift_to_z4_um,
  * um -> nm; skipped without f_number) + the table row's z<j> cells + the
  * drawn values, summed in that order in the config's units,
  * then converted from cfg->zunits (waves as they are, nm / wl_nm).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The label terms of an image set (see labels.h). */
 #include "app/set/labels.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The label terms of an image set: the Zernike terms that are non-zero
  * anywhere in the set, whose per-image totals the manifest's z<j> columns
  * (app/manifest.c) and the HDF5 writer's labels give. One list for both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aperture transmission and OPD maps, read as PNG or FITS by extension. */
 #include "app/set/maps.h"
 

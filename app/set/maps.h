@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Map files named in a config: aperture transmission (shape = "file") and
  * OPD maps, read as PNG (grayscale; 16-bit for OPD) or FITS (also .fits.gz)
  * by file extension. A map covers D x D: a non-square one is stretched

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* After the backend: an image finished and measured, the same for the
  * psfsim command (app/run_loop.c) and the library (lib/compute.c). */
 #ifndef PSFSIM_MEASURE_H
@@ -9,7 +10,7 @@
  * "sum" normalisation, which rescales info->ref_peak too), then its Strehl
  * ratio, the image peak over the unaberrated peak info->ref_peak, into
  * *strehl, and the axis pixel (npix/2, npix/2) over the same peak into
- * *axial (design.md, "Normalisation"; the manifest's strehl and
+ * *axial (docs/design.md, "Normalisation"; the manifest's strehl and
  * axial_intensity). No errors: a NaN image gives NaN. */
 void image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
                        double *axial);

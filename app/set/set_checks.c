@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Warnings about an image set (app/set/set_checks.h). */
 #include "app/set/set_checks.h"
 
@@ -48,7 +49,7 @@ static int any_nonzero(const double *v, int n)
 
 /* The key of the first non-zero Zernike value given in waves (terms,
  * swept defocus, swept terms), or NULL when every one is 0. The focus
- * shift is a length (design.md, "Aberrations"): not counted. */
+ * shift is a length (docs/design.md, "Aberrations"): not counted. */
 static const char *waves_key(const psf_config *cfg)
 {
     for (int i = 0; i < cfg->nzernike; ++i)

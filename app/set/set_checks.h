@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Checks of an image set that computes but may not mean what its config
  * asks: warnings, each one line naming the config's file, line and key,
  * which the run logs (log_warn) and adds to the timing log's summary
@@ -21,7 +22,7 @@ typedef struct {
  *    terms in a set that spans wavelengths (sweep.wavelength_nm, or a
  *    broadband optics.wavelengths_nm): a coefficient in waves is the same
  *    phase at every wavelength, not the same optical path, so the
- *    aberration scales with the wavelength (design.md, "Aberrations");
+ *    aberration scales with the wavelength (docs/design.md, "Aberrations");
  *  - a wavefront step between neighbouring pupil samples that may exceed
  *    half a wave (the phase is undersampled: a tilt past the field wraps
  *    the PSF around). The step is bounded once per set, not measured per

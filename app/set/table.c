@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A listed set's table: the file read whole (capped), fed to libcsv a line
  * at a time so that every message can name its line. */
 #include "app/set/table.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A listed set's table (sweep.table): a CSV file, one image per row, read
  * with libcsv (RFC 4180 quoting; cells trimmed of spaces and tabs; LF,
  * CRLF or CR line ends; blank lines skipped). The first row is the header

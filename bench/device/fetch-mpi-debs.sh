@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fills .gpu/debs-mpi/ (or $1) with Debian's Open MPI packages and the part
 # of their run-time dependency closure that a minimal Debian system with
 # build tools lacks, so that bench/device/on-device-mpi.sh (copied to

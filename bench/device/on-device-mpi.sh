@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced on the GPU machine AFTER .gpu/on-device.sh (copy of
 # bench/device/on-device-mpi.sh; bench/device/fetch-mpi-debs.sh fills
 # .gpu/debs-mpi): unpacks Debian 12's Open MPI 4.1.4 from .gpu/debs-mpi into

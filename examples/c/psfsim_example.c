@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An example of libpsfsim (psfsim.h): open a config, say what the set is
  * and which backend computes it, compute every image into one buffer, and
  * print each image's parameters and Strehl ratio. Writes no file.

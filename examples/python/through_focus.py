@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """psfsim from Python: a through-focus set and a set of random aberrations,
 side by side, each image compared with the same PSF computed in NumPy and,
 when it is installed, with prysm (pip install prysm).

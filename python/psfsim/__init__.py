@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """psfsim from Python: optical point-spread functions as NumPy arrays.
 
     import psfsim

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A nested dict as libconfig text, the syntax of psfsim's config files
 (docs/config.md):
 

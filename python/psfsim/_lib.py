@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ctypes over libpsfsim.so.0 (lib/psfsim.h): the library found, its
 structs and functions declared. ctypes releases the GIL for every call, so
 other Python threads run while the library computes."""

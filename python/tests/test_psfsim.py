@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The psfsim package (python/psfsim): its images equal the psfsim command's
 FITS files for every shipped config, a dict becomes the same set as its
 config file, errors carry the library's messages, a Set iterated in batches

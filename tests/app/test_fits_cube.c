@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.fits.cube: one FITS cube whose plane k equals image k of the same
  * set written as separate FITS files, with a PLANES table of per-plane
  * parameters, and a manifest that names the cube. */

@@ -1,4 +1,5 @@
-/* The FITS header of a PSF image: the keywords config-schema.md lists, with
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The FITS header of a PSF image: the keywords docs/config.md lists, with
  * Z<j> in the config's convention and the swept defocus included in Z4. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* limits: the memory and disk needs of an image set, computed by hand here
  * from the terms limits.h lists (with output.hdf5: NAME.h5's disk space and
  * its writer's memory from app/hdf5_writer.h's terms), and the refusals

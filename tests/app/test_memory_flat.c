@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory stays flat for any set size: a 20,000-image set runs in a peak RSS
  * (getrusage of the child, ru_maxrss) under a stated bound, and within a few
  * MiB of a 2,000-image set of the same images. */

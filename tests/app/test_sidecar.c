@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sidecar NAME.json (app/sidecar.h) read back with jansson: it parses,
  * holds every key the header lists, the resolved config mirrors the
  * config's groups with its values and defaults (app/config_json.h), the

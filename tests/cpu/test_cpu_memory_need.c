@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend's memory need (psf_backend_ops.memory_need,
  * cpu/backend.c) against the terms it lists, computed by hand: the FFT's
  * buffers or the MFT's matrices, box and scratch; the pupils per pitch;

@@ -1,4 +1,5 @@
-/* Which way sweep.focus_shift_um moves the detector (design.md,
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Which way sweep.focus_shift_um moves the detector (docs/design.md,
  * "Aberrations"). The image is |F{A exp(+i 2 pi W/lambda)}|^2 with F the
  * forward transform, the Fraunhofer form of Goodman's Fresnel integral
  * (Introduction to Fourier Optics, 4.2, 5.2: time factor exp(-i 2 pi nu t),
@@ -44,7 +45,7 @@ static void centroid(const float *img, int npix, double *row, double *col)
 }
 
 /* One vane of width 0.9999 D pointing to -x closes the x <= 0 half of the
- * pupil (design.md, "Aperture"). The centroid is <dW/dx> over the half
+ * pupil (docs/design.md, "Aperture"). The centroid is <dW/dx> over the half
  * disk, 2 W020 <x>/R^2 with <x> = 4R/(3 pi): 16 W020/(3 pi D) radians,
  * 16 w Q/(3 pi) pixels of lambda/(N dx) for w waves at Q = N/n. */
 static void test_half_pupil_focus_shift(void **state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform (Soummer et al. 2007, Optics Express 15,
  * 15935) and the output grid (output.npix, output.pixel_scale[_um]): the
  * MFT equals the FFT where both are exact, a broadband PSF matches the

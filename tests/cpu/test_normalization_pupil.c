@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* normalization = "pupil" (POPPY's and WebbPSF's convention): unit power
  * through the entrance pupil. The FFT's whole field sums to 1 and equals
  * "sum"; an MFT window keeps "sum"'s shape scaled by the fraction of the

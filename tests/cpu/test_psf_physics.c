@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The PSF against closed forms: Airy pattern (first dark ring at 1.2197
  * lambda/D, 83.8% encircled energy inside it; Born & Wolf, 7th ed., 8.5.2),
  * on-axis intensity of pure defocus (sin x / x)^2 (Mahajan, Optical Imaging
@@ -168,7 +169,7 @@ static void test_defocus_sign_symmetry(void **state)
 }
 
 /* A tilt of a waves RMS moves the PSF 4 a (N/n) pixels: +Noll 2 towards
- * larger columns, +Noll 3 towards larger rows (design.md). */
+ * larger columns, +Noll 3 towards larger rows (docs/design.md). */
 static void test_tilt_direction_and_pixel_scale(void **state)
 {
     (void)state;

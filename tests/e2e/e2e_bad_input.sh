@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input: each kind of mistake gives exit 2, a message naming the file,
 # line and key, and writes nothing at all.
 source "$(dirname "$0")/lib_e2e.sh"

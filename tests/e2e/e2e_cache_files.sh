@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The cache directory's files (FFTW wisdom fftw-wisdom-float, the probe's
 # probe.txt) are hints from a directory that may be shared: a FIFO or a
 # link to /dev/zero at their names must not hang psfsim (it ends within

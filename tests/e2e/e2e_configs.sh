@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end: every shipped config runs and writes exactly what its manifest
 # lists, with no temp file left, and a timing log.
 source "$(dirname "$0")/lib_e2e.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Faults: a full disk, an unwritable or vanishing output directory, failing
 # renames, truncated maps, and sets too large for this machine. Each must
 # end in a clear message and exit 3 (run time) or 2 (before any work), with

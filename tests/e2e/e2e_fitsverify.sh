@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # FITS headers against the standard: fitsverify (HEASARC's, Debian package
 # fitsverify) reports no warning and no error on the files psfsim writes: an
 # FFT image, an MFT image with the arcsec pixel and "pupil" normalisation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end: a GPU that fails (PSFSIM_GPU_FAIL_AT injects a CUDA error at
 # the n-th checked call: in create for n = 3, in the first run for n = 40)
 # loses no image: psfsim exits 0, the manifest lists every image with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Every GPU of a host (issue 7): one image set shared by two GPUs through
 # one queue. The images and the manifest equal a one-GPU run's byte for
 # byte; both GPUs take batches (timing log lane rows); a GPU that fails in

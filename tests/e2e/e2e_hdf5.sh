@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # output.hdf5 end to end, read with h5py (tests/e2e/h5_check.py): NAME.h5's
 # shapes, dtypes and attributes, its labels equal to the manifest row for
 # row, its images equal to the run's FITS files (float32) or PNG levels

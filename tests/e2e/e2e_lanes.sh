@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The multi-device queue (issue 7: one image set shared by several GPUs)
 # exercised without GPUs: PSFSIM_TEST_LANES=n makes a CPU run compute with
 # n CPU lanes taking batches from one queue, as n GPUs do. Checks: every

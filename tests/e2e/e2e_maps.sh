@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Map files as a user gives them: a FITS OPD map's BUNIT is honoured (a map
 # in m gives the PSF of the same map in nm), the unit used is said with -v
 # and in the timing log, and an unknown unit stops the run before any work;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # psfsim's optional modules (app/base/module_loader.h, issue 4): a PNG-only run
 # never maps cfitsio, libcurl, cairo or CUDA; FITS output loads the FITS
 # module; and a psfsim without its modules beside it still makes PNG

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI mode (README, "Many hosts: MPI"): mpirun -n 3 on the CPU backend
 # gives the same images and manifest as one process, byte for byte; killing
 # one rank mid-run leaves complete files and a true manifest, and --resume

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # psfsim --probe: table, CSV and plot; an unwritable cache is reported once
 # and does not stop the run; auto without a GPU picks the CPU silently.
 source "$(dirname "$0")/lib_e2e.sh"

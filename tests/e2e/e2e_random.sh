@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Random and listed sets (sweep.random, sweep.table; docs/config.md):
 #  1. a random set is the same bits on -j 1, -j 4 and 3 lanes, and after
 #     SIGINT + --resume (images and manifests byte for byte);

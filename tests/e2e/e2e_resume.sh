@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Interrupt a run with SIGINT mid-set: every file present is complete, the
 # manifest lists exactly those, exit 130; --resume completes the set and the
 # final files equal an uninterrupted run's, byte for byte.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The PSF of a segmented aperture (18 segments, gaps, struts) against an
 # independent NumPy rasterisation and FFT (segments_reference.py): relative
 # L2 difference <= 1e-6 with binary edges (the same point test, so only

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A set's files and what psfsim trusts about them: one run at a time on a
 # set (its lock), which files are the set's (--force and the existence check
 # touch nothing else), the manifest's rows on --resume, what the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # SIGINT and SIGTERM while the config loads end psfsim at once: exit 130,
 # nothing written (a run interrupted later: e2e_resume.sh). A config read
 # from a FIFO waits for its writer and its data: the slow load here.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The FFT libraries' versions: psfsim --version prints FFTW's and cuFFT's
 # (from the GPU module, which needs no device for it; "not loaded" without
 # the module), and the timing log's summary has fftw_version and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault injection for the end-to-end tests (e2e_faults.sh): an LD_PRELOAD
  * library that makes the file system fail under psfsim the way a full disk,
  * a directory taken away or a dying disk does, at a chosen moment, with no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """NAME.h5 as a user reads it with h5py, for e2e_hdf5.sh:
 
   h5_check.py check DIR NAME fits|png|none   shapes, dtypes, attributes;

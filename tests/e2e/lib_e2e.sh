@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the e2e_*.sh tests: PSFSIM (binary), SRC (source tree) and
 # SCRATCH (a directory of the test's own) come from ctest.
 set -u

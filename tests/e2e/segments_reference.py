@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # An independent NumPy rasterisation of a segmented aperture and its PSF,
 # for e2e_segments_numpy.sh. usage: segments_reference.py IMAGE.fits EDGE
 # (binary | grey). The aperture is the one of that script's config: 1.32 m

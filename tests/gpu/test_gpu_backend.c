@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend against the CPU backend: the same images (relative L2
  * <= 1e-5) for every shipped config, odd, even and prime grid sizes, random
  * Zernike sets, a broadband set, output buffers poisoned with NaN, plans

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU backend's memory need (psf_backend_ops.memory_need,
  * gpu/backend.cu): known with the module loaded but no CUDA device (no
  * CUDA call), growing as it should with the batch, the pitches and the MFT

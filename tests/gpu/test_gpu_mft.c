@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform on the GPU (gpu/mft.h, cuBLAS) against
  * the CPU's (cpu/mft.c): the same images (relative L2 <= 1e-5) for
  * monochromatic and broadband sets on output grids of odd and even size,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary edges on the GPU: the twin of tests/optics/test_optics_rim.c. The
  * GPU builds its pupils on the device (gpu/pupil.cu, aperture_kernel), so
  * the rim test there must be the CPU's integer one (optics/aperture_geom.h,

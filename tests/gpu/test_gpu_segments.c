@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Segmented apertures on the GPU: the device builds its pupils itself
  * (gpu/pupil.cu, aperture_kernel, from optics/aperture_seg.h), so its
  * transmissions must equal the CPU's aperture_fill for the same aperture:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The installed tree is a library users know: cmake --install into a
 # scratch prefix puts the header, the library, psfsim.pc, the CMake package,
 # the modules, the man page, the configs and the docs; examples/c then

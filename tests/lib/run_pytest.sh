@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Python package's tests (python/tests) against this build: the first
 # of $PSFSIM_PYTHON, python3 and /usr/bin/python3 that has numpy and pytest
 # (Debian's python3-numpy and python3-pytest: scripts/install-deps.sh);

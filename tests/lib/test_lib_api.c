@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libpsfsim's C API (lib/psfsim.h), linked as users link it (the shared
  * library): every entry point with good and bad input returns the
  * documented code and message. */

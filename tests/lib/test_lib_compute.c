@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libpsfsim's computing (lib/psfsim.h): the images are the command's FITS
  * pixels and PNG levels, a cancel mid-set stops after the batch in
  * flight, and two sets computed at once in two threads give the images

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aperture masks: grey-edge accuracy against brute-force supersampling,
- * analytic areas, orientation conventions (design.md, "Aperture"), binary
+ * analytic areas, orientation conventions (docs/design.md, "Aperture"), binary
  * edges, centro-symmetry, speed. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The aperture grid cache: a grid from the cache is the same bits as a
  * fresh aperture_fill, one grid is kept per (size, pitch), the byte budget
  * holds, and threads filling side by side get the same grids. */

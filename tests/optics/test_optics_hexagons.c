@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rotated single hexagon (psf_aperture.angle_deg) and a hexagonal
  * central obscuration (obscuration_hexagon): areas against the closed forms
  * 3 sqrt(3)/2 R^2 (minus 3 sqrt(3)/2 (e R)^2), grey edges against brute

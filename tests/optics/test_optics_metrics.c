@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* PSF metrics against closed forms: uniform disks and Gaussians. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binary edges on the CPU (aperture_fill): samples exactly on a rim are open
- * (design.md, "Aperture") whatever the diameter's value. Deciding
+ * (docs/design.md, "Aperture") whatever the diameter's value. Deciding
  * x*x + y*y > R*R in metres with an inexact D/n closed some of them: 64 to
  * 178 of 509 even pupil sizes were off (n = 80, D = 1 m: 5017 open samples
  * instead of 5025). For every n from 2 to 1024 and D = 1, 8.2 and 0.3 m the

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sampling: FFT size, pixel scales, fast sizes, argument checks
- * (design.md, "Sampling"). */
+ * (docs/design.md, "Sampling"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

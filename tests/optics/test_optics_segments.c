@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Segmented apertures (optics/aperture_seg.h): the numbering's round trip,
  * the open area against the closed form (present segments times sqrt(3)/2
  * f^2), grey edges against brute force at rotated flats, gaps and the

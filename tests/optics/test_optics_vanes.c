@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Listed spider vanes (psf_vane, optics/aperture_geom.h): grey edges of
  * offset vanes with start and end radii against brute force (within 1e-3),
  * the listed form of equally spaced radial vanes against the count form,

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wavefront: Zernike sums on the pupil grid, signs and normalisation, focus
- * shift, OPD maps and their resampling (design.md, "Aberrations"). */
+ * shift, OPD maps and their resampling (docs/design.md, "Aberrations"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

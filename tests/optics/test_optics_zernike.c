@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zernike index conventions and polynomials against published tables,
  * closed forms, an independent recurrence and orthonormality integrals. */
 #include <setjmp.h>

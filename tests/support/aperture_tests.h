@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the aperture tests (tests/optics/test_optics_segments.c,
  * _hexagons.c, _vanes.c): a small deterministic random generator, the open
  * area of a filled grid, and the brute-force open fraction of a cell.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "tests/support/psf_harness.h"
 
 #include <stdio.h>

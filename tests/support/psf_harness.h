@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test harness: compute image k of a config given as text, through the same
  * path psfsim takes (config_load -> image_set -> backend). */
 #ifndef PSFSIM_PSF_HARNESS_H

@@ -1,4 +1,5 @@
-/* Exact counts of the pupil samples binary edges open (design.md,
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Exact counts of the pupil samples binary edges open (docs/design.md,
  * "Aperture": a sample is open when its centre is inside, rims included),
  * for the rim tests of both backends (tests/optics/test_optics_rim.c,
  * tests/gpu/test_gpu_rim.c). Sample offsets (a, b) from the axis sample

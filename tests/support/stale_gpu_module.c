@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A GPU module of another psfsim version: its table's abi is not this
  * psfsim's GPU_MODULE_ABI, so psfsim must refuse it with "... is of
  * another psfsim version" (app/select/gpu_module.c) instead of calling

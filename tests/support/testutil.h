@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the cmocka tests. */
 #ifndef PSFSIM_TESTUTIL_H
 #define PSFSIM_TESTUTIL_H

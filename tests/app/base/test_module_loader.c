@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* module_loader: where modules are looked for, and a clear reason for each
  * way loading one fails (missing, not a library, not a psfsim module); the
  * build tree's FITS module loads from tests/ (one directory up). */

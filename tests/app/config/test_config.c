@@ -1,4 +1,5 @@
-/* config_load: every key of config-schema.md, the defaults, and one test per
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* config_load: every key of docs/config.md, the defaults, and one test per
  * kind of mistake, each with its exact message; then input it must not
  * trust: integer literals past their range, names too long for the set's
  * files, standard input and streams, a file past the size cap, @include

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config_load: every number key bounded to where the computation means
  * something (docs/config.md, the key tables): one value past each bound is
  * refused with "FILE:LINE: KEY: ...", the bound itself is accepted. */

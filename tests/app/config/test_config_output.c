@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The output grid's keys (output.npix, output.pixel_scale,
  * output.pixel_scale_um) and output.hdf5's (enabled, dtype, compression,
  * level): values and defaults, each mistake with its exact message,

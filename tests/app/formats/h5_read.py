@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks the HDF5 sets test_hdf5_h5py.c writes, as a user reads them with
 h5py: h5_read.py F32.h5 U16.h5. Exit 0 when all is as written."""
 import sys

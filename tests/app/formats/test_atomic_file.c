@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* atomic_file: commit replaces the final file only on success, abort and
  * every failure leave the old file and no temp file. */
 #include <setjmp.h>

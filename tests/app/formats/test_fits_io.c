@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fits_io: float32 round trip, header keywords, orientation (array row 0 =
  * first stored row), atomic writes, and reading maps of other types. */
 #include <setjmp.h>

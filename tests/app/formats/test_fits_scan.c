@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fits_scan / fits_source on gzip-compressed FITS: a .fits.gz reads as the
  * FITS it holds (through fits_scan and cfitsio); a gzip bomb, corrupt,
  * truncated or trailing data, and a file cfitsio would size wrongly are

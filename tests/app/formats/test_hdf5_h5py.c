@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The HDF5 sets as h5py reads them: writes two small sets (float32 with
  * gzip, uint16 without) and runs tests/app/formats/h5_read.py on them,
  * which checks shapes, dtypes, chunks, filters, attributes, labels and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hdf5_io: a set of K = 37 images of 16 x 16 (both dtypes, with and without
  * gzip, blocks of uneven size) read back with libhdf5 itself: shapes,
  * types, chunks, filters, values bit for bit, labels, attributes; an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* png_io: stretch levels, PNG files checked with libpng directly (bit
  * depth, colour type, size, big-endian samples), atomic writes, and
  * psf_png_read_gray on good, refused and broken files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cost model and backend choice on synthetic probe figures: the decision
  * at and around the crossover, batch effects, GPU start cost included or
  * not, and no GPU. */

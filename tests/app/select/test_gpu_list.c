@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --gpus: parsing "all" and device lists, resolving them against the
  * devices visible, and the command line around them. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU module's versioned table (backend/gpu_module_abi.h): a module
  * whose table is of another psfsim version is refused with a message that
  * names it, and nothing of it is used. The module is loaded once per

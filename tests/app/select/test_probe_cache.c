@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The probe cache: round trip, another machine's figures, corrupt and
  * truncated files, an unwritable directory, a FIFO, a link or a huge file
  * at its name, the directory's environment variables. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Reference for app/set/draws.h: the random set's draws in Python.
 
 Regenerates the labels of a sweep.random set from its seed, bit for bit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The table and random axes of an image set (app/set/axes.h), the terms and
  * totals they add (jobs.h) and the label terms (labels.h). */
 #include <setjmp.h>

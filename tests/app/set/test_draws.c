@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* draws: Philox4x32-10 against Random123's known answers; the exact
  * algorithm against the Python reference (embedded values, and the script
  * itself when python3 is there); the distributions' moments and shape; the

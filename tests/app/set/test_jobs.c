@@ -1,5 +1,6 @@
-/* Image-set expansion: sweep order (config-schema.md), the mode set, and the
- * total coefficients (units, swept defocus, focus shift per design.md). */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Image-set expansion: sweep order (docs/config.md), the mode set, and the
+ * total coefficients (units, swept defocus, focus shift per docs/design.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* maps: transmission and OPD maps from PNG and FITS, by extension; values
  * normalised, scaled and checked; refused and broken files. */
 #include <setjmp.h>

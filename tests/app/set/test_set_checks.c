@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* set_checks: the warnings of a set that computes but may not mean what its
  * config asks (app/set/set_checks.h), each naming the file, line and key. */
 #include <setjmp.h>

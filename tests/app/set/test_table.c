@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* table: CSV tables of a listed set; good files (spaces, quotes, CRLF and
  * CR line ends, blank lines, symlinks), every refusal with its exact
  * message, the size caps, and the column validator. */
