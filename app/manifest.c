@@ -33,21 +33,27 @@ void csv_exact(char *out, size_t outlen, double v)
 }
 
 /* The header: manifest_header, then the label columns of a table or random
- * set, then captured_fraction with normalization "pupil". malloc'd; NULL when out of memory. */
+ * set, the segment label columns s<k>_z<j> of any set with segment terms,
+ * then captured_fraction with normalization "pupil". malloc'd; NULL when
+ * out of memory. */
 static char *header_for(const image_set *s)
 {
     const set_labels *l = &s->labels;
+    const set_segterms *st = &s->segterms;
     int dataset = axes_is_dataset(&s->axes);
-    size_t base = strlen(manifest_header), len = base + 40 + 16 * (size_t)l->nterms;
+    size_t base = strlen(manifest_header),
+           len = base + 40 + 16 * (size_t)l->nterms + 24 * (size_t)st->nlabels;
     char *h = malloc(len);
     if (!h) return NULL;
     memcpy(h, manifest_header, base + 1);
     int pupil = s->cfg->normalization == NORM_PUPIL;
-    if (!dataset && !pupil) return h;
+    if (!dataset && !pupil && st->nlabels == 0) return h;
     size_t at = base - 1; /* over the newline */
     if (dataset && s->cfg->random.count > 0) at += (size_t)snprintf(h + at, len - at, ",draw,seed");
     for (int i = 0; dataset && i < l->nterms; ++i)
         at += (size_t)snprintf(h + at, len - at, ",z%d", l->j[i]);
+    for (int i = 0; i < st->nlabels; ++i)
+        at += (size_t)snprintf(h + at, len - at, ",s%d_z%d", st->label_segment[i], st->label_j[i]);
     /* normalization "pupil": captured_fraction last, after the label columns */
     if (pupil) at += (size_t)snprintf(h + at, len - at, ",captured_fraction");
     snprintf(h + at, len - at, "\n");
@@ -70,17 +76,31 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
     return rc;
 }
 
-/* A table or random set's label cells: ,draw,seed (random sets), then each
- * label term's total (docs/config.md). */
-static void label_cells(FILE *fp, const image_set *s, const image_info *info)
+/* The segment label cells: each (segment, j)'s total (segterms.h). */
+static void segment_cells(FILE *fp, const image_set *s, const image_info *info)
 {
-    if (!axes_is_dataset(&s->axes)) return;
-    if (s->cfg->random.count > 0) fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
-    for (int i = 0; i < s->labels.nterms; ++i) {
+    const set_segterms *st = &s->segterms;
+    for (int i = 0; info->seg_units && i < st->nlabels; ++i) {
         char num[40];
-        csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
+        csv_exact(num, sizeof num, info->seg_units[st->label_index[i]]);
         fprintf(fp, ",%s", num);
     }
+}
+
+/* A table or random set's label cells: ,draw,seed (random sets), then each
+ * label term's total (docs/config.md); then the segment labels' totals. */
+static void label_cells(FILE *fp, const image_set *s, const image_info *info)
+{
+    if (axes_is_dataset(&s->axes)) {
+        if (s->cfg->random.count > 0)
+            fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+        for (int i = 0; i < s->labels.nterms; ++i) {
+            char num[40];
+            csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
+            fprintf(fp, ",%s", num);
+        }
+    }
+    segment_cells(fp, s, info);
 }
 
 /* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,

@@ -34,7 +34,9 @@ typedef struct {
     double wavelength_m;
     double dx_m;               /* pupil pitch for this component, metres */
     double scale;              /* the image gets scale * |F{field}|^2 */
-    const double *coeff_waves; /* [modes.nterms] Zernike RMS coefficients, waves here */
+    const double *coeff_waves; /* [psf_coeff_count(problem)] Zernike RMS coefficients, waves:
+                                  the modes.nterms global terms, then (seg_modes) segment
+                                  s's term t at modes.nterms + s seg_modes.nterms + t */
     double opd_to_waves;       /* OPD map value times this = waves; 0 = no OPD */
     double out_pixel_rad;      /* MFT sets only: the image pixel, radians on the sky
                                   (pixel theta_k = (k - npix/2) out_pixel_rad);
@@ -58,7 +60,11 @@ typedef struct {
     int pupil_npix; /* mft only: G, the pupil grid (axis at sample G/2, as for the
                        FFT), large enough to hold every open sample; 0 otherwise */
     psf_aperture aperture;
-    psf_modes modes;      /* Zernike modes of every job's coeff_waves */
+    psf_modes modes; /* Zernike modes of every job's coeff_waves */
+    /* Segmented apertures only: Zernike modes over each segment's
+     * circumscribed circle (optics/seg_wavefront.h), every segment's
+     * coefficients after the global ones in coeff_waves; nterms 0 = none. */
+    psf_modes seg_modes;
     const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
     int opd_rows, opd_cols;
     aperture_cache *aperture_grids; /* NULL, or grids of this aperture already filled
@@ -73,6 +79,16 @@ typedef struct {
     int mft_matrices;  /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
                           (transform matrices made); 0 = 1 */
 } psf_problem;
+
+/* Coefficients of each component's coeff_waves for problem p: its global
+ * modes, plus seg_modes' for each of the 1 + 3 rings (rings + 1) segments
+ * (missing ones included, their values unused) of a segmented aperture. */
+static inline int psf_coeff_count(const psf_problem *p)
+{
+    int r = p->aperture.seg.rings,
+        ns = p->aperture.shape == APERTURE_SEGMENTED ? p->seg_modes.nterms : 0;
+    return p->modes.nterms + (ns > 0 ? ns * (1 + 3 * r * (r + 1)) : 0);
+}
 
 /* How a backend runs a problem: choices of the caller that change no
  * image. All zero is the default. */

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "optics/aperture.h"
+#include "optics/aperture_geom.h"
+#include "optics/seg_wavefront.h"
 #include "optics/wavefront.h"
 #include "optics/zernike.h"
 
@@ -84,6 +86,32 @@ static void fill_basis(cpu_pupil *pp, const psf_problem *set, int npix, const fl
     }
 }
 
+/* Each open sample's segment and segment terms (seg_wavefront.h), in the
+ * order of collect_open. Returns 0, or -1 out of memory. */
+static int fill_segments(cpu_pupil *pp, const psf_problem *set, int npix, const float *amp,
+                         double dx_m)
+{
+    int nt = set->aperture.shape == APERTURE_SEGMENTED ? set->seg_modes.nterms : 0;
+    if (nt <= 0) return 0;
+    size_t nopen = pp->nopen, k = 0;
+    pp->seg_nterms = nt;
+    pp->seg = malloc((nopen ? nopen : 1) * sizeof *pp->seg);
+    pp->seg_basis = malloc((nopen ? nopen : 1) * (size_t)nt * sizeof *pp->seg_basis);
+    if (!pp->seg || !pp->seg_basis) return -1;
+    psf_aperture_geom g;
+    aperture_geom_init(&set->aperture, &g);
+    for (int i = 0; i < npix; ++i)
+        for (int j = 0; j < npix; ++j) {
+            if (amp[(size_t)i * npix + j] <= 0.0f) continue;
+            pp->seg[k] = aps_segment_basis(&g.seg, nt, set->seg_modes.n, set->seg_modes.m,
+                                           (j - npix / 2) * dx_m, (i - npix / 2) * dx_m,
+                                           pp->seg_basis + k, nopen);
+            if (pp->seg[k] >= pp->seg_count) pp->seg_count = pp->seg[k] + 1;
+            ++k;
+        }
+    return 0;
+}
+
 static void gather(const float *grid, const float *amp, size_t n, float *out)
 {
     size_t k = 0;
@@ -117,6 +145,10 @@ static int build(cpu_pupil *pp, const psf_problem *set, int npix, double dx_m, i
         return fail(pp, err, errlen, "the Zernike basis");
     }
     fill_basis(pp, set, npix, amp, dx_m);
+    if (fill_segments(pp, set, npix, amp, dx_m) != 0) {
+        free(amp);
+        return fail(pp, err, errlen, "the segment terms");
+    }
     if (set->opd_map) {
         float *grid = malloc(n * sizeof *grid);
         pp->opd = malloc((pp->nopen ? pp->nopen : 1) * sizeof *pp->opd);
@@ -156,7 +188,8 @@ void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
     size_t nopen = pp->nopen;
     int has_opd = pp->opd && opd_to_waves != 0.0;
     int flat = !has_opd;
-    for (int t = 0; t < nterms && flat; ++t)
+    size_t ncoeff = (size_t)nterms + (size_t)pp->seg_count * pp->seg_nterms;
+    for (size_t t = 0; t < ncoeff && flat; ++t)
         flat = coeff_waves[t] == 0.0;
     if (flat) { /* no aberration: a real field, no trigonometry */
         for (size_t k = 0; k < nopen; ++k) {
@@ -170,6 +203,11 @@ void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
         double w = has_opd ? pp->opd[k] * opd_to_waves : 0.0;
         for (int t = 0; t < nterms; ++t)
             w += coeff_waves[t] * pp->basis[(size_t)t * nopen + k];
+        if (pp->seg_nterms > 0 && pp->seg[k] >= 0) {
+            const double *c = coeff_waves + nterms + (size_t)pp->seg[k] * pp->seg_nterms;
+            for (int t = 0; t < pp->seg_nterms; ++t)
+                w += c[t] * pp->seg_basis[(size_t)t * nopen + k];
+        }
         /* Reduce to one wave in double, so float trigonometry stays exact. */
         float ph = (float)(two_pi * (w - floor(w)));
         in[pp->dest[k]][0] = pp->amp[k] * cosf(ph);
@@ -189,5 +227,7 @@ void cpu_pupil_free(cpu_pupil *pp)
     free(pp->amp);
     free(pp->basis);
     free(pp->opd);
+    free(pp->seg);
+    free(pp->seg_basis);
     memset(pp, 0, sizeof *pp);
 }

@@ -23,6 +23,11 @@ typedef struct {
     float *amp;     /* [nopen] transmission in (0, 1] */
     float *basis;   /* [nterms * nopen] Z_k at each open sample (unit RMS) */
     float *opd;     /* [nopen] OPD map value, or NULL without a map */
+    /* Segment terms (psf_problem.seg_modes; optics/seg_wavefront.h); 0 / NULL without. */
+    int seg_nterms;
+    int seg_count;    /* 1 + the largest segment of a sample (the coefficients read) */
+    int *seg;         /* [nopen] the sample's segment, or -1 */
+    float *seg_basis; /* [seg_nterms * nopen] segment term t at sample k at t * nopen + k */
     /* Compact pupils only (cpu_pupil_build_compact); 0 for FFT pupils. */
     int grid;       /* G: the pupil grid, sample (i, j) at ((i - G/2) dx, (j - G/2) dx) */
     int row0, col0; /* the box's first grid row and column */
@@ -45,7 +50,9 @@ int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, dou
 
 /* Write A exp(+i 2 pi W) at the open samples of in (N*N, or rows*cols for a
  * compact pupil; the rest of in must already be zero),
- * W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves. */
+ * W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves, plus for a pupil
+ * with segment terms sum_t coeff_waves[nterms + seg * seg_nterms + t]
+ * seg_basis_t (psf_component.coeff_waves's layout). */
 void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
                      double opd_to_waves, fftwf_complex *in);
 

@@ -85,6 +85,7 @@ struct psf_backend {
     int grid;       /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
     size_t pplane;  /* grid * grid: one slot of the field buffer */
     int nterms;
+    int ncoeff;   /* coefficients per field (psf_coeff_count): the pass's rows */
     int capacity; /* C: most fields per pass and images per sub-batch */
     cudaStream_t compute, copy;
     cudaEvent_t ev_done[2];   /* sub-batch's images are in dimg[q] */
@@ -106,6 +107,7 @@ struct psf_backend {
     gpu_pupil_set pset;
     float *d_amp_map, *d_opd_map;
     int *d_modes;
+    int *d_seg_modes; /* [2 * seg_modes.nterms], NULL without segment terms */
     gpu_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
     gpu_pupil *d_pupils; /* device copy of pupils[] */
@@ -161,6 +163,7 @@ static void gpu_destroy(psf_backend *b)
     if (b->blas) cublasDestroy(b->blas);
     cudaFree(b->d_pupils);
     cudaFree(b->d_modes);
+    cudaFree(b->d_seg_modes);
     cudaFree(b->d_amp_map);
     cudaFree(b->d_opd_map);
     cudaFree(b->field);
@@ -200,6 +203,7 @@ typedef struct {
     int npix;      /* N: the images' size (the FFT's, or the MFT's M) */
     int grid;      /* the pupil grid: N, or the MFT's G */
     int nterms;    /* Zernike modes */
+    int ncoeff;    /* coefficients per field (psf_coeff_count) */
     size_t plane;  /* N * N */
     size_t pplane; /* grid * grid */
     size_t maps;   /* bytes of the aperture and OPD maps on the device */
@@ -214,6 +218,7 @@ static gpu_shape shape_of(const psf_problem *set)
     s.grid = s.mft ? set->pupil_npix : set->npix;
     s.pplane = (size_t)s.grid * (size_t)(s.grid > 0 ? s.grid : 0);
     s.nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    s.ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
     s.maps = 0;
     if (set->aperture.shape == APERTURE_FILE)
         s.maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
@@ -237,7 +242,7 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
         fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
     return (size_t)cap * per + work + fixed + s->maps +
-           2 * gpu_pass_layout_for((int)cap, (int)cap, s->nterms, s->mft).bytes;
+           2 * gpu_pass_layout_for((int)cap, (int)cap, s->ncoeff, s->mft).bytes;
 }
 
 /* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
@@ -288,6 +293,29 @@ template <typename T> static int upload(psf_backend *b, T **dst, const T *src, s
     return GPU_CUDA(&b->chk, cudaMemcpy(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice));
 }
 
+/* The segment modes on the device (gpu_pupil_set.seg_modes), when the
+ * problem has segment terms. */
+static int upload_seg_modes(psf_backend *b)
+{
+    int nt = b->ncoeff > b->nterms ? b->set.seg_modes.nterms : 0;
+    if (nt <= 0) return 0;
+    int *nm = (int *)malloc(2 * (size_t)nt * sizeof *nm);
+    if (!nm) {
+        snprintf(b->chk.err, b->chk.errlen, "gpu: out of host memory");
+        return -1;
+    }
+    for (int t = 0; t < nt; ++t) {
+        nm[t] = b->set.seg_modes.n[t];
+        nm[nt + t] = b->set.seg_modes.m[t];
+    }
+    int rc = upload(b, &b->d_seg_modes, nm, 2 * (size_t)nt);
+    free(nm);
+    if (rc) return -1;
+    b->pset.seg_nterms = nt;
+    b->pset.seg_modes = b->d_seg_modes;
+    return 0;
+}
+
 /* The maps and modes on the device, and the pupil kernels' view of the set. */
 static int upload_set(psf_backend *b)
 {
@@ -314,6 +342,7 @@ static int upload_set(psf_backend *b)
         ps->opd_cols = s->opd_cols;
     }
     ps->nterms = b->nterms;
+    ps->ncoeff = b->ncoeff;
     ps->basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     const char *mb = getenv("PSFSIM_GPU_BASIS_MAX_MB");
     if (mb && *mb) {
@@ -336,7 +365,7 @@ static int upload_set(psf_backend *b)
         if (rc) return -1;
         ps->modes = b->d_modes;
     }
-    return 0;
+    return upload_seg_modes(b);
 }
 
 static int gpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
@@ -359,6 +388,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     b->grid = b->mft ? set->pupil_npix : set->npix;
     b->pplane = (size_t)b->grid * (size_t)(b->grid > 0 ? b->grid : 0);
     b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
+    b->ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
     b->all_basis = 1;
     b->pass_epoch = 1; /* tables start at epoch 0: in no pass */
     int ndev = 0;
@@ -410,7 +440,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
             goto fail;
     {
         size_t cap = (size_t)b->capacity;
-        b->stage_bytes = gpu_pass_layout_for(b->capacity, b->capacity, b->nterms, b->mft).bytes;
+        b->stage_bytes = gpu_pass_layout_for(b->capacity, b->capacity, b->ncoeff, b->mft).bytes;
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->pplane * sizeof(cufftComplex))) ||
             GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex))))
             goto fail;
@@ -426,7 +456,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
             goto fail;
         b->slot_pupil = (int *)malloc(cap * sizeof *b->slot_pupil);
-        if (gpu_pass_init(&b->pass, b->capacity, b->nterms, b->mft) != 0 || !b->slot_pupil) {
+        if (gpu_pass_init(&b->pass, b->capacity, b->ncoeff, b->mft) != 0 || !b->slot_pupil) {
             snprintf(err, errlen, "gpu: out of host memory");
             goto fail;
         }
@@ -722,7 +752,7 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
     cufftHandle plan;
     /* Plan first: planning allocates, which a capturing stream forbids. */
     if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
-    gpu_pass_layout l = gpu_pass_layout_for(nfields, 1, b->nterms, 0);
+    gpu_pass_layout l = gpu_pass_layout_for(nfields, 1, b->ncoeff, 0);
     if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
         return -1;
     int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
@@ -904,7 +934,9 @@ static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *
     unsigned long long open = n > 0 ? bytes_min(s->pplane, (n + 2) * (n + 2)) : s->pplane;
     unsigned long long basis = open * 4ULL * (unsigned long long)s->nterms;
     if (basis > GPU_PUPIL_BASIS_MAX_BYTES) basis = 0; /* evaluated per image instead */
-    unsigned long long one = 4ULL * (s->pplane + 1) + open * 4ULL * (set->opd_map ? 3 : 2) + basis;
+    unsigned long long seg = open * 4ULL * (s->ncoeff > s->nterms ? 1 + set->seg_modes.nterms : 0);
+    unsigned long long one =
+        4ULL * (s->pplane + 1) + open * 4ULL * (set->opd_map ? 3 : 2) + basis + seg;
     return bytes_mul(one, set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1);
 }
 
@@ -941,8 +973,8 @@ static int gpu_memory_need(const psf_problem *set, const psf_backend_options *op
     long long cap = capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
     out->device = bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
     if (s.mft) out->device = bytes_add(out->device, tables_bytes(set, &s));
-    out->host = 2 * gpu_pass_layout_for((int)cap, (int)cap, s.nterms, s.mft).bytes +
-                gpu_pass_bytes((int)cap, s.nterms) + (size_t)cap * sizeof(int); /* + slot_pupil */
+    out->host = 2 * gpu_pass_layout_for((int)cap, (int)cap, s.ncoeff, s.mft).bytes +
+                gpu_pass_bytes((int)cap, s.ncoeff) + (size_t)cap * sizeof(int); /* + slot_pupil */
     return 0;
 }
 

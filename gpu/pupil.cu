@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "optics/map_sample.h"
+#include "optics/seg_wavefront.h"
 #include "optics/zernike.h"
 }
 
@@ -84,6 +85,10 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
             pp.basis[(size_t)t * pp.nopen + k] =
                 (float)zernike_eval(set.modes[t], set.modes[set.nterms + t], rho, theta);
     }
+    if (pp.seg)
+        pp.seg[k] =
+            aps_segment_basis(&set.geom.seg, set.seg_nterms, set.seg_modes,
+                              set.seg_modes + set.seg_nterms, x, y, pp.seg_basis + k, pp.nopen);
 }
 
 int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
@@ -123,6 +128,11 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
             GPU_CUDA(chk, cudaMalloc(&pp->pos, nopen * sizeof *pp->pos)))
             goto done;
         if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) goto done;
+        if (set->seg_nterms > 0 &&
+            (GPU_CUDA(chk, cudaMalloc(&pp->seg, nopen * sizeof *pp->seg)) ||
+             GPU_CUDA(chk, cudaMalloc(&pp->seg_basis,
+                                      (size_t)set->seg_nterms * nopen * sizeof *pp->seg_basis))))
+            goto done;
         basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
         if (basis_bytes > 0 && basis_bytes <= set->basis_max_bytes && basis_bytes <= free_b / 2 &&
             GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
@@ -167,6 +177,22 @@ __device__ __noinline__ static double zernike_sum(const gpu_pupil_set *set, cons
     for (int t = 0; t < set->nterms; ++t)
         if (c[t] != 0.0)
             w += c[t] * (float)zernike_eval(set->modes[t], set->modes[set->nterms + t], rho, theta);
+    return w;
+}
+
+/* The segment terms at open sample k: sum_t c[seg * seg_nterms + t]
+ * seg_basis_t, c the field's coefficients past its global ones (the CPU's
+ * cpu_pupil_field, in the same order). Not inlined, as zernike_sum, so
+ * that sets without segment terms keep the field kernels' registers. */
+__device__ __noinline__ static double segment_sum(const gpu_pupil *pp, int nterms, size_t k,
+                                                  const double *c)
+{
+    int sg = pp->seg[k];
+    if (sg < 0) return 0.0;
+    const double *cs = c + (size_t)sg * nterms;
+    double w = 0.0;
+    for (int t = 0; t < nterms; ++t)
+        w += cs[t] * pp->seg_basis[(size_t)t * pp->nopen + k];
     return w;
 }
 
@@ -221,7 +247,7 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
         int s = s0 + i;
         cufftComplex v = make_float2(0.0f, 0.0f);
         if (k != GPU_PUPIL_CLOSED) {
-            const double *c = coeff + (size_t)s * set.nterms;
+            const double *c = coeff + (size_t)s * set.ncoeff;
             double ow = sd[i].opd_to_waves;
             double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
             if (ALL_BASIS || pp->basis) {
@@ -232,6 +258,7 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
             } else {
                 w += zernike_sum(&set, c, rho, theta);
             }
+            if (pp->seg) w += segment_sum(pp, set.seg_nterms, k, c + set.nterms);
             v = phasor(a, w);
         }
         field[(size_t)s * plane + p] = v;
@@ -300,7 +327,7 @@ __global__ static void field_open_kernel(gpu_pupil_set set, const gpu_pupil *__r
         }
         if (!open) continue;
         int s = s0 + i;
-        const double *c = coeff + (size_t)s * set.nterms;
+        const double *c = coeff + (size_t)s * set.ncoeff;
         double ow = sd[i].opd_to_waves;
         double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
         if (ALL_BASIS || pp->basis) {
@@ -311,6 +338,7 @@ __global__ static void field_open_kernel(gpu_pupil_set set, const gpu_pupil *__r
         } else {
             w += zernike_sum(&set, c, rho, theta);
         }
+        if (pp->seg) w += segment_sum(pp, set.seg_nterms, k, c + set.nterms);
         field[(size_t)s * plane + p] = phasor(a, w);
     }
 }
@@ -338,6 +366,8 @@ void gpu_pupil_free(gpu_pupil *pp)
     cudaFree(pp->amp);
     cudaFree(pp->basis);
     cudaFree(pp->opd);
+    cudaFree(pp->seg);
+    cudaFree(pp->seg_basis);
     memset(pp, 0, sizeof *pp);
 }
 

@@ -63,24 +63,32 @@ typedef struct {
     int opd_rows, opd_cols;
     int nterms;
     const int *modes;       /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */
+    int seg_nterms;         /* segment terms (psf_problem.seg_modes), 0 = none */
+    const int *seg_modes;   /* [2 * seg_nterms]: n then m, as modes */
+    int ncoeff;             /* coefficients per field: psf_coeff_count (nterms, then the
+                               segments' seg_nterms each) */
     size_t basis_max_bytes; /* largest basis kept (GPU_PUPIL_BASIS_MAX_BYTES) */
 } gpu_pupil_set;
 
 /* One pupil (one pitch). Copied by value into device memory (a table of
  * them that the field kernel indexes), so plain old data. */
 typedef struct {
-    double dx_m;   /* pupil pitch, metres */
-    size_t nopen;  /* samples with transmission > 0 */
-    unsigned *idx; /* device [N*N], grid order: open-sample number k, or GPU_PUPIL_CLOSED */
-    unsigned *pos; /* device [nopen]: the grid position p of open sample k (idx inverted) */
-    float *amp;    /* device [nopen] transmission in (0, 1] */
-    float *basis;  /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
-                      or NULL: the field kernel evaluates zernike_eval */
-    float *opd;    /* device [nopen] OPD map value (map units), or NULL without a map */
+    double dx_m;      /* pupil pitch, metres */
+    size_t nopen;     /* samples with transmission > 0 */
+    unsigned *idx;    /* device [N*N], grid order: open-sample number k, or GPU_PUPIL_CLOSED */
+    unsigned *pos;    /* device [nopen]: the grid position p of open sample k (idx inverted) */
+    float *amp;       /* device [nopen] transmission in (0, 1] */
+    float *basis;     /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
+                         or NULL: the field kernel evaluates zernike_eval */
+    float *opd;       /* device [nopen] OPD map value (map units), or NULL without a map */
+    int *seg;         /* device [nopen] the sample's segment or -1 (optics/seg_wavefront.h),
+                         NULL without segment terms */
+    float *seg_basis; /* device [seg_nterms * nopen] segment term t at sample k at
+                         t * nopen + k, NULL without */
 } gpu_pupil;
 
 /* One field of a batch (a job's component): which pupil, and the OPD scale.
- * Its Zernike coefficients are row s of the pass's coefficient array. */
+ * Its Zernike coefficients are row s (ncoeff long) of the pass's coefficient array. */
 typedef struct {
     int pupil; /* index into the device pupil table */
     int reserved;

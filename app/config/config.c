@@ -381,6 +381,8 @@ long long config_image_count(const psf_config *cfg)
     if (cfg->n_sweep_focus_shift > 0) k *= cfg->n_sweep_focus_shift;
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         if (cfg->sweep_zernike[i].nvalues > 0) k *= cfg->sweep_zernike[i].nvalues;
+    for (int i = 0; i < cfg->n_sweep_seg_zernike; ++i)
+        if (cfg->sweep_seg_zernike[i].nvalues > 0) k *= cfg->sweep_seg_zernike[i].nvalues;
     if (cfg->random.count > 0) k *= cfg->random.count;
     return k;
 }

@@ -43,6 +43,19 @@ typedef struct {
     double *values; /* added to that term's coefficient, in units */
 } cfg_zernike_sweep;
 
+/* A per-segment Zernike term of a segmented aperture (docs/config.md,
+ * "Segmented apertures"): optics.aperture.segments.zernike (coeff) or
+ * sweep.segment_zernike (values). Terms over the segment's circumscribed
+ * circle (optics/seg_wavefront.h), j of radial order <= CFG_SEG_MAX_ORDER. */
+#define CFG_SEG_MAX_ORDER 4
+typedef struct {
+    int segment;  /* a present segment's index */
+    int j, n, m;  /* j in the config's convention */
+    double coeff; /* fixed terms: RMS, in units */
+    int nvalues;  /* swept terms: the values added, in units */
+    double *values;
+} cfg_segment_term;
+
 /* A term of sweep.random.zernike: drawn per image, added to term j. */
 typedef enum { CFG_DRAW_NORMAL = 0, CFG_DRAW_UNIFORM = 1 } cfg_draw_dist;
 
@@ -65,6 +78,9 @@ typedef struct {
     double spectrum_power;              /* -50..50 */
     int n_focus_shift;
     double *focus_shift_um; /* [n_focus_shift] um, one chosen per draw */
+    int nseg_zernike;
+    cfg_random_term *seg_zernike; /* [nseg_zernike] sweep.random.segment_zernike: term j drawn
+                                     for every present segment, distinct j */
     int n_wavelength;
     double *wavelength_nm; /* [n_wavelength] nm, one chosen per draw */
 } cfg_random;
@@ -105,11 +121,13 @@ typedef struct {
     zernike_convention zconv;
     zernike_units zunits;
     int nzernike;
-    cfg_zernike_term *zernike;   /* [nzernike], in the order written, distinct j */
-    char opd_file[CFG_PATH_MAX]; /* "" = none; resolved path */
-    zernike_units opd_units;     /* aberrations.opd_map.units: "nm" (default) or "waves" at
-                                    each job's wavelength; a FITS map's BUNIT overrides it
-                                    (app/set/maps.c) */
+    cfg_zernike_term *zernike; /* [nzernike], in the order written, distinct j */
+    int nseg_zernike;
+    cfg_segment_term *seg_zernike; /* [nseg_zernike] optics.aperture.segments.zernike */
+    char opd_file[CFG_PATH_MAX];   /* "" = none; resolved path */
+    zernike_units opd_units;       /* aberrations.opd_map.units: "nm" (default) or "waves" at
+                                      each job's wavelength; a FITS map's BUNIT overrides it
+                                      (app/set/maps.c) */
     /* aberrations.opd_map.scale (a key added to the schema; default 1.0):
      * OPD in opd_units = scale * file value (PNG counts or FITS values) */
     double opd_scale;
@@ -125,7 +143,9 @@ typedef struct {
     double *sweep_focus_shift_um;
     int n_sweep_zernike;
     cfg_zernike_sweep *sweep_zernike; /* [n_sweep_zernike], in the order written */
-    cfg_random random;                /* sweep.random; random.count 0 without */
+    int n_sweep_seg_zernike;
+    cfg_segment_term *sweep_seg_zernike; /* [n_sweep_seg_zernike] sweep.segment_zernike */
+    cfg_random random;                   /* sweep.random; random.count 0 without */
     /* sweep.table: the resolved path ("" = none); app/set/axes.c loads it. */
     char table_file[CFG_PATH_MAX];
 

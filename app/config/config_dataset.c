@@ -45,9 +45,11 @@ static int read_width(cfg_ctx *c, const config_setting_t *s, const char *key, co
     return 0;
 }
 
-/* Triple i of sweep.random.zernike: (j, "normal" | "uniform", width). */
+/* Triple i of sweep.random.zernike (or with segment, of
+ * sweep.random.segment_zernike: j of radial order <= CFG_SEG_MAX_ORDER):
+ * (j, "normal" | "uniform", width). */
 static int read_triple(cfg_ctx *c, const config_setting_t *p, const char *key, psf_config *cfg,
-                       cfg_random_term *t)
+                       int segment, cfg_random_term *t)
 {
     const char *shape = "(j, \"normal\" | \"uniform\", width)";
     int type = config_setting_type(p);
@@ -62,7 +64,9 @@ static int read_triple(cfg_ctx *c, const config_setting_t *p, const char *key, p
         return cfg_error(c, js, key, "expected the index j to be an integer (got %s)",
                          cfg_type_name(config_setting_type(js)));
     long long j = cfg_integer(js);
-    if (cfg_zernike_j(c, p, key, cfg->zconv, j, &t->n, &t->m)) return -1;
+    if (segment ? cfg_segment_j(c, js, key, cfg->zconv, &t->j, &t->n, &t->m)
+                : cfg_zernike_j(c, p, key, cfg->zconv, j, &t->n, &t->m))
+        return -1;
     t->j = (int)j;
     if (config_setting_type(ds) != CONFIG_TYPE_STRING)
         return cfg_error(c, ds, key, "expected the distribution to be a string (got %s)",
@@ -79,18 +83,21 @@ static int read_triple(cfg_ctx *c, const config_setting_t *p, const char *key, p
                       t->dist == CFG_DRAW_NORMAL ? "sigma" : "half-width", &t->width);
 }
 
-static int read_random_terms(cfg_ctx *c, psf_config *cfg)
+/* The triples at path (sweep.random.zernike, or with segment
+ * sweep.random.segment_zernike) into *out, *nout. */
+static int read_random_terms(cfg_ctx *c, psf_config *cfg, const char *path, int segment,
+                             cfg_random_term **out, int *nout)
 {
-    const char *path = "sweep.random.zernike";
     const config_setting_t *zl = cfg_get(c, path);
     if (!zl) return 0;
+    if (segment && cfg->aperture.shape != APERTURE_SEGMENTED)
+        return cfg_error(c, zl, path, "only used with optics.aperture.shape = \"segmented\"");
     /* One triple written alone: (4, "normal", 0.05). */
     int single = config_setting_length(zl) == 3 && cfg_is_integer(config_setting_get_elem(zl, 0));
     int np = single ? 1 : config_setting_length(zl);
     if (np == 0) return cfg_error(c, zl, path, "must hold at least one (j, dist, width) triple");
-    cfg_random *r = &cfg->random;
-    r->zernike = calloc((size_t)np, sizeof *r->zernike);
-    if (!r->zernike) return cfg_error(c, zl, path, "out of memory");
+    *out = calloc((size_t)np, sizeof **out);
+    if (!*out) return cfg_error(c, zl, path, "out of memory");
     for (int i = 0; i < np; ++i) {
         char key[64];
         const config_setting_t *p = single ? zl : config_setting_get_elem(zl, (unsigned)i);
@@ -98,14 +105,14 @@ static int read_random_terms(cfg_ctx *c, psf_config *cfg)
             snprintf(key, sizeof key, "%s", path);
         else
             snprintf(key, sizeof key, "%s[%d]", path, i);
-        cfg_random_term *t = &r->zernike[i];
-        if (read_triple(c, p, key, cfg, t)) return -1;
+        cfg_random_term *t = &(*out)[i];
+        if (read_triple(c, p, key, cfg, segment, t)) return -1;
         for (int k = 0; k < i; ++k)
-            if (r->zernike[k].j == t->j)
+            if ((*out)[k].j == t->j)
                 return cfg_error(
                     c, p, key, "duplicate term j = %d (first on line %u)", t->j,
                     config_setting_source_line(config_setting_get_elem(zl, (unsigned)k)));
-        r->nzernike = i + 1;
+        *nout = i + 1;
     }
     return 0;
 }
@@ -238,11 +245,16 @@ static int read_random(cfg_ctx *c, psf_config *cfg)
     if (rc < 0) return -1;
     if (rc == 0) return cfg_missing(c, "sweep.random.seed", "(sweep.random is given)");
     r->seed = (unsigned long long)seed;
-    if (read_random_terms(c, cfg) || read_spectrum(c, cfg) || read_random_lists(c, cfg)) return -1;
-    if (r->nzernike == 0 && !r->spectrum && r->n_focus_shift == 0 && r->n_wavelength == 0)
+    if (read_random_terms(c, cfg, "sweep.random.zernike", 0, &r->zernike, &r->nzernike) ||
+        read_random_terms(c, cfg, "sweep.random.segment_zernike", 1, &r->seg_zernike,
+                          &r->nseg_zernike) ||
+        read_spectrum(c, cfg) || read_random_lists(c, cfg))
+        return -1;
+    if (r->nzernike == 0 && !r->spectrum && r->n_focus_shift == 0 && r->n_wavelength == 0 &&
+        r->nseg_zernike == 0)
         return cfg_error(c, g, "sweep.random",
-                         "draws nothing: give zernike, spectrum, focus_shift_um or "
-                         "wavelength_nm");
+                         "draws nothing: give zernike, segment_zernike, spectrum, "
+                         "focus_shift_um or wavelength_nm");
     long long cart = config_image_count(cfg); /* count is not set yet: the lists' product */
     if ((double)cart * (double)count > (double)CFG_MAX_IMAGES)
         return cfg_error(c, cfg_get(c, "sweep.random.count"), "sweep.random.count",
@@ -276,6 +288,7 @@ int cfg_wavelength_elsewhere(const cfg_ctx *c)
 void cfg_free_random(cfg_random *r)
 {
     free(r->zernike);
+    free(r->seg_zernike);
     free(r->focus_shift_um);
     free(r->wavelength_nm);
     memset(r, 0, sizeof *r);

@@ -169,6 +169,11 @@ void config_free(psf_config *cfg)
         for (int i = 0; i < cfg->n_sweep_zernike; ++i)
             free(cfg->sweep_zernike[i].values);
     free(cfg->sweep_zernike);
+    free(cfg->seg_zernike);
+    if (cfg->sweep_seg_zernike)
+        for (int i = 0; i < cfg->n_sweep_seg_zernike; ++i)
+            free(cfg->sweep_seg_zernike[i].values);
+    free(cfg->sweep_seg_zernike);
     cfg_free_random(&cfg->random);
     for (int i = 0; cfg->keys && i < cfg->nkeys; ++i) {
         free(cfg->keys[i].key);

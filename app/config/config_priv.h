@@ -64,7 +64,8 @@ typedef enum {
     CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
     CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
     CFG_K_TRIPLES, /* ( (j, "name", x), ... ): elements checked by the reader */
-    CFG_K_GROUPS   /* ( { ... }, ... ): elements checked by the reader */
+    CFG_K_GROUPS,  /* ( { ... }, ... ): elements checked by the reader */
+    CFG_K_SEGTERMS /* ( (segment, j, x), ... ): elements checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -258,6 +259,20 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
  * and key name the setting for messages. Returns 0, or -1 with a message. */
 int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
                   long long j, int *n, int *m);
+
+/* ---- config_segterms.c ---- */
+
+/* optics.aperture.segments.zernike and sweep.segment_zernike (after the
+ * aperture, aberrations.convention and the sweep's wavelengths, for the
+ * bounds). Returns 0 or -1 with a message; what it allocates is in cfg. */
+int cfg_read_segment_terms(cfg_ctx *c, psf_config *cfg);
+/* The bound on a coefficient-like value in aberrations.units (CFG_MAX_WAVES
+ * waves RMS at the set's shortest wavelength) and its why for messages. */
+double cfg_coeff_bound(const psf_config *cfg, char *why, size_t whylen);
+/* A segment term's index j at s: an integer j of the convention conv of
+ * radial order <= CFG_SEG_MAX_ORDER, into *j, *n, *m. Returns 0 or -1. */
+int cfg_segment_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
+                  int *j, int *n, int *m);
 
 /* ---- config_dataset.c ---- */
 

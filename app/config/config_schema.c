@@ -40,6 +40,7 @@ static const cfg_key schema[] = {
     {"optics.aperture.segments.missing", CFG_K_NUMBERS},
     {"optics.aperture.segments.angle_deg", CFG_K_FLOAT},
     {"optics.aperture.segments.outer_diameter_m", CFG_K_FLOAT},
+    {"optics.aperture.segments.zernike", CFG_K_SEGTERMS},
     {"optics.aperture.edge", CFG_K_STRING},
     {"optics.aperture.file", CFG_K_STRING},
     {"sampling", CFG_K_GROUP},
@@ -59,10 +60,12 @@ static const cfg_key schema[] = {
     {"sweep.defocus", CFG_K_NUMBERS},
     {"sweep.focus_shift_um", CFG_K_NUMBERS},
     {"sweep.zernike", CFG_K_PAIRS},
+    {"sweep.segment_zernike", CFG_K_SEGTERMS},
     {"sweep.random", CFG_K_GROUP},
     {"sweep.random.count", CFG_K_INT},
     {"sweep.random.seed", CFG_K_INT},
     {"sweep.random.zernike", CFG_K_TRIPLES},
+    {"sweep.random.segment_zernike", CFG_K_TRIPLES},
     {"sweep.random.spectrum", CFG_K_GROUP},
     {"sweep.random.spectrum.j_min", CFG_K_INT},
     {"sweep.random.spectrum.j_max", CFG_K_INT},
@@ -212,6 +215,8 @@ static const char *kind_expected(cfg_kind k)
         return "a list of groups ( { ... }, ... )";
     case CFG_K_TRIPLES:
         return "a list of triples ( (j, \"normal\" | \"uniform\", width), ... )";
+    case CFG_K_SEGTERMS:
+        return "a list of triples ( (segment, j, value), ... )";
     }
     return "?";
 }
@@ -233,6 +238,7 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
     case CFG_K_NUMBERS:
     case CFG_K_PAIRS:
     case CFG_K_TRIPLES:
+    case CFG_K_SEGTERMS:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
     case CFG_K_GROUPS:
         return t == CONFIG_TYPE_LIST;

@@ -248,7 +248,7 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, "sweep.focus_shift_um"), "sweep.focus_shift_um",
                          "needs optics.f_number (a focus shift becomes defocus through the "
                          "F-number)");
-    if (read_swept_terms(c, cfg)) return -1;
+    if (read_swept_terms(c, cfg) || cfg_read_segment_terms(c, cfg)) return -1;
 
     /* Only swept wavelengths: the first stands in for optics.wavelength_nm. */
     if (cfg->nwavelengths == 0 && cfg->n_sweep_wavelength > 0) {
@@ -269,6 +269,8 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
     count *= cfg->n_sweep_focus_shift > 0 ? cfg->n_sweep_focus_shift : 1;
     for (int i = 0; i < cfg->n_sweep_zernike; ++i)
         count *= cfg->sweep_zernike[i].nvalues;
+    for (int i = 0; i < cfg->n_sweep_seg_zernike; ++i)
+        count *= cfg->sweep_seg_zernike[i].nvalues;
     if (count > (double)CFG_MAX_IMAGES)
         return cfg_error(c, cfg_get(c, "sweep"), "sweep",
                          "makes %.0f images (the product of the swept list lengths), more than "

@@ -5,7 +5,7 @@
  * image index k splits as
  *     k = (c * nrows + r) * ndraws + d
  * c the Cartesian index (jobs.h: wavelength outermost .. the last
- * sweep.zernike entry), r the table row, d the draw, the innermost
+ * sweep.segment_zernike entry), r the table row, d the draw, the innermost
  * (docs/config.md, "Axis order"). */
 #ifndef PSFSIM_AXES_H
 #define PSFSIM_AXES_H

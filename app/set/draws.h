@@ -11,8 +11,10 @@
  *       key     = {seed mod 2^32, seed div 2^32}       (seed: 64-bit unsigned)
  *       counter = {d mod 2^32, d div 2^32, term, purpose}
  *     term is the Zernike index j in the config's convention for purpose 0
- *     (DRAW_ZERNIKE), 0 for the other purposes; purpose 1 is the focus
- *     shift choice, 2 the wavelength choice, 3 and above are reserved.
+ *     (DRAW_ZERNIKE), 0 for purposes 1 and 2; purpose 1 is the focus
+ *     shift choice, 2 the wavelength choice, 16 a segment's Zernike term
+ *     (sweep.random.segment_zernike: term = segment * 256 + j, j in the
+ *     config's convention), the others are reserved.
  *  2. Uniforms strictly inside (0, 1), exact in binary64:
  *       k1 = (x0 >> 6) * 2^26 + (x1 >> 6)    (52 bits: the top 26 of each word)
  *       u1 = (2 k1 + 1) / 2^53
@@ -40,8 +42,9 @@
 typedef enum {
     DRAW_ZERNIKE = 0,     /* a Zernike term; term = its j */
     DRAW_FOCUS_SHIFT = 1, /* a choice among the listed focus shifts; term = 0 */
-    DRAW_WAVELENGTH = 2   /* a choice among the listed wavelengths; term = 0 */
-    /* 3 and above: reserved (noise) */
+    DRAW_WAVELENGTH = 2,  /* a choice among the listed wavelengths; term = 0 */
+    /* 3 .. 15: reserved (noise) */
+    DRAW_SEGMENT_ZERNIKE = 16 /* a segment's Zernike term: term = segment * 256 + j */
 } draw_purpose;
 
 typedef enum { DRAW_NORMAL = 0, DRAW_UNIFORM = 1 } draw_dist;

@@ -159,7 +159,8 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     if (jobs_modeset(&s->axes, &s->modes, err, errlen) != 0 ||
-        set_labels_init(&s->labels, &s->axes, &s->modes, err, errlen) != 0)
+        set_labels_init(&s->labels, &s->axes, &s->modes, err, errlen) != 0 ||
+        segterms_init(&s->segterms, &s->axes, err, errlen) != 0)
         return -1;
     return check_fits_terms(s, err, errlen);
 }
@@ -171,6 +172,7 @@ void image_set_free(image_set *s)
     free(s->opd_map);
     jobs_modeset_free(&s->modes);
     set_labels_free(&s->labels);
+    segterms_free(&s->segterms);
     axes_free(&s->axes);
     memset(s, 0, sizeof *s);
 }
@@ -185,6 +187,9 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     problem->modes.nterms = s->modes.nterms;
     problem->modes.n = s->modes.n;
     problem->modes.m = s->modes.m;
+    problem->seg_modes.nterms = s->segterms.nterms;
+    problem->seg_modes.n = s->segterms.n;
+    problem->seg_modes.m = s->segterms.m;
     problem->opd_map = s->opd_map;
     problem->opd_rows = s->opd_rows;
     problem->opd_cols = s->opd_cols;
@@ -203,10 +208,23 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     problem->mft_matrices = nwl > 0 ? (nwl < INT_MAX ? (int)nwl : INT_MAX) : 1;
 }
 
+/* Components an image may have: with segment terms (many coefficients)
+ * the config's wavelengths (a listed wavelength is an image's only one),
+ * else PSF_MAX_COMPONENTS. */
+static size_t components_max(const image_set *s)
+{
+    if (segterms_count(&s->segterms) == 0) return PSF_MAX_COMPONENTS;
+    return s->cfg->nwavelengths > 1 ? (size_t)s->cfg->nwavelengths : 1;
+}
+
+/* Storage of image_set_job: each component's coefficients (global, then
+ * the segments'), their totals in the config's units, the sweep scratch,
+ * the segment draws. */
 size_t image_set_storage(const image_set *s)
 {
-    size_t nt = (size_t)s->modes.nterms;
-    return nt * (PSF_MAX_COMPONENTS + 1) + jobs_scratch_size(&s->axes) + 1;
+    size_t nc = (size_t)s->modes.nterms + segterms_count(&s->segterms);
+    size_t ndraw = s->cfg->random.nseg_zernike > 0 ? segterms_count(&s->segterms) : 0;
+    return nc * (components_max(s) + 1) + jobs_scratch_size(&s->axes) + ndraw + 1;
 }
 
 /* S1 and S2 of the aperture at pitch dx_m on the pupil grid (the backend's),
@@ -317,12 +335,15 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
 {
     const psf_config *cfg = s->cfg;
     int nt = s->modes.nterms;
-    double *coeff = storage, *units = storage + (size_t)nt * PSF_MAX_COMPONENTS;
-    double *scratch = units + nt;
+    size_t nsc = segterms_count(&s->segterms), nc = (size_t)nt + nsc;
+    double *coeff = storage, *units = storage + nc * components_max(s);
+    double *scratch = units + nc, *drawn = scratch + jobs_scratch_size(&s->axes);
     memset(job, 0, sizeof *job);
     memset(info, 0, sizeof *info);
     jobs_image_params(&s->axes, k, scratch, &info->params);
     const psf_image_params *p = &info->params;
+    int seg_draws = nsc > 0 && p->draw >= 0 && cfg->random.nseg_zernike > 0;
+    if (seg_draws) segterms_draw(&s->axes, &s->segterms, (uint64_t)p->draw, drawn);
     double wl_ref = min_wavelength(p), npix2 = (double)s->fft_npix * s->fft_npix;
     double peak = 0.0;
     /* MFT: one pixel (rad) for every component of the image. */
@@ -335,9 +356,13 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         double wl = p->wl_nm[c];
         comp->wavelength_m = wl * 1e-9;
         comp->dx_m = s->mft ? s->samp.dx_m : s->samp.dx_m * wl / wl_ref;
-        comp->coeff_waves = coeff + (size_t)c * nt;
-        jobs_coefficients(&s->axes, &s->modes, p, wl, coeff + (size_t)c * nt,
-                          c == 0 ? units : NULL);
+        double *cw = coeff + (size_t)c * nc;
+        comp->coeff_waves = cw;
+        jobs_coefficients(&s->axes, &s->modes, p, wl, cw, c == 0 ? units : NULL);
+        if (nsc > 0)
+            segterms_coefficients(&s->axes, &s->segterms, p->sweep_seg_zernike,
+                                  seg_draws ? drawn : NULL, wl, cw + nt,
+                                  c == 0 ? units + nt : NULL);
         if (s->opd_map) comp->opd_to_waves = s->opd_units.units == ZUNITS_NM ? 1.0 / wl : 1.0;
         const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);
         if (!a) return -1;
@@ -358,6 +383,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     info->ref_peak = peak;
     info->captured_fraction = NAN;
     info->coeff_units = units;
+    info->seg_units = nsc > 0 ? units + nt : NULL;
     fill_pixel(s, info);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "app/set/jobs.h"
 #include "app/set/maps.h"
 #include "app/set/labels.h"
+#include "app/set/segterms.h"
 #include "optics/aperture_cache.h"
 #include "optics/sampling.h"
 
@@ -50,6 +51,7 @@ typedef struct {
     set_axes axes;         /* the table and random axes; axes.nimages = nimages */
     psf_modeset modes;     /* jobs_modeset(&axes) */
     set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */
+    set_segterms segterms; /* segmented apertures' per-segment terms (segterms.h) */
     psf_aperture aperture; /* cfg's, with the map attached for shape = file */
     float *aperture_map;
     int map_rows, map_cols;
@@ -75,6 +77,8 @@ typedef struct {
                              the one the pixel scale in lambda/D refers to */
     double ref_peak;      /* peak of the unaberrated image in the image's units */
     double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
+    double *seg_units;    /* [segterms_count] each segment's totals in the config's units
+                             (segterms.h's layout); NULL without segment terms */
     /* The image grid's pixel (the FFT's, or the MFT's output grid), at
      * wavelength_nm: FFT (n/N) lambda_ref/D as sampling.h; MFT the output
      * grid's (output.pixel_scale, output.pixel_scale_um / (F lambda), or

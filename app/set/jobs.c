@@ -79,11 +79,17 @@ static int take(long long *k, int len)
 
 /* The Cartesian lists' values of image c (jobs.h's order). */
 static void cartesian_params(const psf_config *cfg, long long c, double *scratch,
-                             psf_image_params *p)
+                             double *seg_scratch, psf_image_params *p)
 {
     static const double one = 1.0;
     long long rest = c;
-    /* The innermost (fastest) list first: the last sweep.zernike entry. */
+    /* The innermost (fastest) list first: the last sweep.segment_zernike
+     * entry, then the last sweep.zernike entry. */
+    for (int i = cfg->n_sweep_seg_zernike - 1; i >= 0; --i) {
+        const cfg_segment_term *z = &cfg->sweep_seg_zernike[i];
+        seg_scratch[i] = z->values[take(&rest, z->nvalues)];
+    }
+    p->sweep_seg_zernike = cfg->n_sweep_seg_zernike > 0 ? seg_scratch : NULL;
     for (int i = cfg->n_sweep_zernike - 1; i >= 0; --i) {
         const cfg_zernike_sweep *z = &cfg->sweep_zernike[i];
         scratch[i] = z->values[take(&rest, z->nvalues)];
@@ -152,7 +158,8 @@ static void draw_params(const set_axes *ax, long long d, double *drawn, psf_imag
 
 size_t jobs_scratch_size(const set_axes *ax)
 {
-    return (size_t)ax->cfg->n_sweep_zernike + (size_t)ax->nrandom;
+    return (size_t)ax->cfg->n_sweep_zernike + (size_t)ax->nrandom +
+           (size_t)ax->cfg->n_sweep_seg_zernike;
 }
 
 void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_image_params *p)
@@ -161,7 +168,8 @@ void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_ima
     long long c, row, d;
     axes_split(ax, k, &c, &row, &d); /* a k past the set wraps in the outermost list */
     p->index = k;
-    cartesian_params(cfg, c, scratch, p);
+    double *seg_scratch = scratch ? scratch + cfg->n_sweep_zernike + ax->nrandom : NULL;
+    cartesian_params(cfg, c, scratch, seg_scratch, p);
     table_params(ax, row, p);
     draw_params(ax, d, scratch ? scratch + cfg->n_sweep_zernike : NULL, p);
 }

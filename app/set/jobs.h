@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Image-set expansion: the sweep block's Cartesian product, in the order of
  * docs/config.md (wavelength outermost, then defocus, focus_shift_um, then
- * each zernike entry in the order written, the last innermost), then the
+ * each zernike entry in the order written, then each segment_zernike entry
+ * in the order written, the last innermost), then the
  * rows of sweep.table, then the draws of sweep.random innermost (axes.h). */
 #ifndef PSFSIM_JOBS_H
 #define PSFSIM_JOBS_H
@@ -15,17 +16,19 @@
  * the wavelength and focus shift the draw's choice; axes_init allows one). */
 typedef struct {
     long long index;
-    int nwl;                     /* wavelengths in this image (1 unless broadband) */
-    const double *wl_nm;         /* [nwl] */
-    const double *weights;       /* [nwl], sum 1 */
-    double sweep_wavelength_nm;  /* listed value, or NAN when none is */
-    double sweep_defocus;        /* listed value, or NAN */
-    double sweep_focus_shift_um; /* listed value, or NAN */
-    const double *sweep_zernike; /* [cfg->n_sweep_zernike] swept values */
-    long long table_row;         /* the sweep.table data row (0-based), or -1 */
-    long long draw;              /* the draw index d of sweep.random, or -1 */
-    const double *drawn;         /* [ax->nrandom] drawn values in the config's units
-                                    (draw_zernike(seed, d, j, ...)), NULL without */
+    int nwl;                         /* wavelengths in this image (1 unless broadband) */
+    const double *wl_nm;             /* [nwl] */
+    const double *weights;           /* [nwl], sum 1 */
+    double sweep_wavelength_nm;      /* listed value, or NAN when none is */
+    double sweep_defocus;            /* listed value, or NAN */
+    double sweep_focus_shift_um;     /* listed value, or NAN */
+    const double *sweep_zernike;     /* [cfg->n_sweep_zernike] swept values */
+    const double *sweep_seg_zernike; /* [cfg->n_sweep_seg_zernike] swept values of
+                                        sweep.segment_zernike, NULL without */
+    long long table_row;             /* the sweep.table data row (0-based), or -1 */
+    long long draw;                  /* the draw index d of sweep.random, or -1 */
+    const double *drawn;             /* [ax->nrandom] drawn values in the config's units
+                                        (draw_zernike(seed, d, j, ...)), NULL without */
 } psf_image_params;
 
 /* The set of modes (distinct (n, m) pairs) every image uses, in this order:
@@ -48,8 +51,8 @@ int jobs_modeset(const set_axes *ax, psf_modeset *ms, char *err, size_t errlen);
 /* Free ms's arrays and zero it; a second call is harmless. */
 void jobs_modeset_free(psf_modeset *ms);
 
-/* Doubles of scratch jobs_image_params needs: the swept values and the
- * drawn ones. */
+/* Doubles of scratch jobs_image_params needs: the swept values (global and
+ * segment terms) and the drawn ones. */
 size_t jobs_scratch_size(const set_axes *ax);
 
 /* Parameters of image k of ax's set (0 <= k < ax->nimages; a larger k

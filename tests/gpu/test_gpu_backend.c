@@ -234,6 +234,29 @@ static void test_no_basis(void **state)
     unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
 }
 
+/* Per-segment terms (optics/seg_wavefront.h): the device's segment index
+ * and segment basis per sample against the CPU's, FFT and MFT, with and
+ * without the stored global basis, fixed and swept terms beside global
+ * ones, a rotated array with a missing segment. */
+#define SEGMENTED                                                                                  \
+    "name = \"t\"; optics: { wavelength_nm = 800; aperture: { shape = \"segmented\";"              \
+    " segments: { flat_to_flat_m = 1.0; gap_m = 0.02; rings = 2; missing = [0, 9];"                \
+    " angle_deg = 7.0; zernike = ( (1, 1, 0.5), (3, 1, 0.5), (5, 1, 0.5), (7, 2, 0.1),"            \
+    " (8, 3, -0.1), (12, 4, 0.05), (18, 11, 0.03) ); }; }; };"                                     \
+    " aberrations: { zernike = ( (4, 0.1), (6, -0.05) ); };"                                       \
+    " sampling: { pupil_samples = %d; padding = 2.0; }; %s"                                        \
+    " sweep: { segment_zernike = ( (2, 1, [0.0, 0.25]), (14, 3, [0.2]) ); };"
+
+static void test_segment_terms(void **state)
+{
+    (void)state;
+    compare_all("segment terms, FFT", tu_format(SEGMENTED, 96, ""));
+    compare_all("segment terms, MFT", tu_format(SEGMENTED, 90, "output: { npix = 100; };"));
+    setenv("PSFSIM_GPU_BASIS_MAX_MB", "0", 1);
+    compare_all("segment terms, no basis", tu_format(SEGMENTED, 96, ""));
+    unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
+}
+
 /* A config loaded for calling a backend's ops directly. */
 typedef struct {
     psf_config cfg;
@@ -723,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_broadband),
         cmocka_unit_test(test_maps),
         cmocka_unit_test(test_no_basis),
+        cmocka_unit_test(test_segment_terms),
         cmocka_unit_test(test_poison_and_reuse),
         cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_input_kept),

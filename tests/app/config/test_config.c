@@ -365,7 +365,7 @@ static void test_unknown_key(void **state)
     /* Nothing close: the keys valid there. */
     expect_error(MINIMAL "sweep: { frobnicate = [1.0]; };\n",
                  ":4: sweep.frobnicate: unknown key (known keys here: wavelength_nm, defocus, "
-                 "focus_shift_um, zernike, random, table)");
+                 "focus_shift_um, zernike, segment_zernike, random, table)");
 }
 
 static void test_wrong_type(void **state)
