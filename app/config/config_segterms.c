@@ -79,15 +79,15 @@ int cfg_segment_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernik
     return 0;
 }
 
-/* A number within +-lim at s ("the coefficient", "value 2"). */
+/* A number within +-lim at s (what: "the coefficient", "the value 2"). */
 static int bounded_value(cfg_ctx *c, const config_setting_t *s, const char *key, const char *what,
                          double lim, const char *why, double *v)
 {
     if (!cfg_is_number(s))
-        return cfg_error(c, s, key, "expected the %s to be a number (got %s)", what,
+        return cfg_error(c, s, key, "expected %s to be a number (got %s)", what,
                          cfg_type_name(config_setting_type(s)));
     *v = cfg_number(s);
-    if (!isfinite(*v)) return cfg_error(c, s, key, "the %s must be a finite number", what);
+    if (!isfinite(*v)) return cfg_error(c, s, key, "%s must be a finite number", what);
     return cfg_check_bounds(c, s, key, what, *v, -lim, lim, why);
 }
 
@@ -98,7 +98,7 @@ static int read_value(cfg_ctx *c, const config_setting_t *p, const char *key, in
     char why[256];
     double lim = cfg_coeff_bound(cfg, why, sizeof why);
     const config_setting_t *vs = config_setting_get_elem(p, 2);
-    if (!swept) return bounded_value(c, vs, key, "coefficient", lim, why, &t->coeff);
+    if (!swept) return bounded_value(c, vs, key, "the coefficient", lim, why, &t->coeff);
     int type = config_setting_type(vs);
     if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
         return cfg_error(c, vs, key, "expected a list of values [a, b, ...] (got %s)",
@@ -110,7 +110,7 @@ static int read_value(cfg_ctx *c, const config_setting_t *p, const char *key, in
     t->nvalues = nv;
     for (int e = 0; e < nv; ++e) {
         char what[32];
-        snprintf(what, sizeof what, "value %d", e);
+        snprintf(what, sizeof what, "the value %d", e);
         if (bounded_value(c, config_setting_get_elem(vs, (unsigned)e), key, what, lim, why,
                           &t->values[e]))
             return -1;

@@ -71,6 +71,16 @@ def choice(seed, d, term, purpose, n):
     return min(n - 1, math.floor(u01(x[0], x[1]) * n))
 
 
+# sweep.random.segment_zernike: segment s's term j of draw d is
+# normal(seed, d, segment_term(s, j), SEGMENT_ZERNIKE, sigma) (or uniform).
+SEGMENT_ZERNIKE = 16
+
+
+def segment_term(segment, j):
+    """The counter's term word of segment's term j (j in the config's convention)."""
+    return segment * 256 + j
+
+
 def words_np(seed, d, term, purpose):
     """Step 1 vectorised over d (an array of draw indices): 4 uint64 arrays."""
     d = np.asarray(d, dtype=np.uint64)
