@@ -39,15 +39,35 @@ static const char *zunits_name(zernike_units u)
     return u == ZUNITS_NM ? "nm" : "waves";
 }
 
+/* optics.aperture.segments of a segmented aperture: the lattice, the
+ * segments left out and the fixed segment terms [segment, j, coefficient]. */
+static json_t *segments(const psf_config *cfg)
+{
+    const psf_segments *s = &cfg->aperture.seg;
+    json_t *missing = json_array(), *terms = json_array();
+    for (int k = 0; missing && k < aperture_segment_count(s->rings); ++k)
+        if ((s->missing[k / 64] >> (k % 64)) & 1ULL)
+            json_array_append_new(missing, json_integer(k));
+    for (int i = 0; terms && i < cfg->nseg_zernike; ++i)
+        json_array_append_new(terms, json_pack("[i, i, f]", cfg->seg_zernike[i].segment,
+                                               cfg->seg_zernike[i].j, cfg->seg_zernike[i].coeff));
+    return json_pack("{s:f, s:f, s:i, s:f, s:f, s:o, s:o}", "flat_to_flat_m", s->flat_to_flat_m,
+                     "gap_m", s->gap_m, "rings", s->rings, "angle_deg", s->angle_deg,
+                     "outer_diameter_m", s->stop_diameter_m, "missing", missing, "zernike", terms);
+}
+
+/* Without a segmented shape the group is as before the segments: no "segments". */
 static json_t *aperture(const psf_config *cfg)
 {
-    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     const psf_aperture *a = &cfg->aperture;
-    return json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
-                     "diameter_m", a->diameter_m, "obscuration", a->obscuration, "spiders", "count",
-                     a->spider_count, "width_m", a->spider_width_m, "angle_deg",
-                     a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
-                     "file", path_or_null(cfg->aperture_file));
+    json_t *o = json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
+                          "diameter_m", a->diameter_m, "obscuration", a->obscuration, "spiders",
+                          "count", a->spider_count, "width_m", a->spider_width_m, "angle_deg",
+                          a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
+                          "file", path_or_null(cfg->aperture_file));
+    if (o && a->shape == APERTURE_SEGMENTED) json_object_set_new(o, "segments", segments(cfg));
+    return o;
 }
 
 static json_t *optics(const psf_config *cfg)
@@ -90,11 +110,21 @@ static json_t *sweep(const psf_config *cfg)
         json_decref(z);
         z = json_null();
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "wavelength_nm",
-                     list_or_null(cfg->sweep_wavelength_nm, cfg->n_sweep_wavelength), "defocus",
-                     list_or_null(cfg->sweep_defocus, cfg->n_sweep_defocus), "focus_shift_um",
-                     list_or_null(cfg->sweep_focus_shift_um, cfg->n_sweep_focus_shift), "zernike",
-                     z);
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:o}", "wavelength_nm",
+                  list_or_null(cfg->sweep_wavelength_nm, cfg->n_sweep_wavelength), "defocus",
+                  list_or_null(cfg->sweep_defocus, cfg->n_sweep_defocus), "focus_shift_um",
+                  list_or_null(cfg->sweep_focus_shift_um, cfg->n_sweep_focus_shift), "zernike", z);
+    if (o && cfg->n_sweep_seg_zernike > 0) { /* only then, as sets before it */
+        json_t *sz = json_array();
+        for (int i = 0; sz && i < cfg->n_sweep_seg_zernike; ++i) {
+            const cfg_segment_term *t = &cfg->sweep_seg_zernike[i];
+            json_array_append_new(
+                sz, json_pack("[i, i, o]", t->segment, t->j, reals(t->values, t->nvalues)));
+        }
+        json_object_set_new(o, "segment_zernike", sz);
+    }
+    return o;
 }
 
 static json_t *output(const psf_config *cfg)

@@ -115,7 +115,21 @@ static void attr_i(hdf5_set_desc *d, const char *obj, const char *key, long long
             (h5set_attr){.object = obj, .key = key, .type = H5SET_INT64, .i = v};
 }
 
-static void columns(const image_set *s, hdf5_set_desc *d)
+/* The segment label terms' columns labels/s<k>_z<j> after the base ones. */
+static void segment_columns(const image_set *s, hdf5_set_desc *d, const char *units)
+{
+    const set_segterms *st = &s->segterms;
+    for (int i = 0; i < d->nseg; ++i) {
+        snprintf(d->seg_names[i], sizeof d->seg_names[i], "s%d_z%d", st->label_segment[i],
+                 st->label_j[i]);
+        d->cols[HDF5_NCOLS + i] = (h5set_column){
+            d->seg_names[i], H5SET_DOUBLE, 0, units,
+            "the segment's total term j (aberrations.convention) over its circumscribed circle: "
+            "fixed + swept + drawn; the manifest's column of that name"};
+    }
+}
+
+static int columns(const image_set *s, hdf5_set_desc *d)
 {
     const char *zu = units_name(s->cfg->zunits);
     static const h5set_column base[HDF5_NCOLS] = {
@@ -133,10 +147,16 @@ static void columns(const image_set *s, hdf5_set_desc *d)
         {"axial_intensity", H5SET_DOUBLE, 0, NULL, "pixel (M/2, M/2) / unaberrated peak"},
         {"backend", H5SET_STRING, HDF5_BACKEND_WIDTH, NULL, "cpu or gpu: which computed it"},
     };
+    d->nseg = s->segterms.nlabels;
+    d->cols = calloc((size_t)(HDF5_NCOLS + d->nseg), sizeof *d->cols);
+    d->seg_names = calloc((size_t)(d->nseg > 0 ? d->nseg : 1), sizeof *d->seg_names);
+    if (!d->cols || !d->seg_names) return -1;
     memcpy(d->cols, base, sizeof base);
     d->cols[HDF5_COL_DEFOCUS].units = zu;
-    d->p.ncolumns = HDF5_NCOLS;
+    segment_columns(s, d, zu);
+    d->p.ncolumns = HDF5_NCOLS + d->nseg;
     d->p.columns = d->cols;
+    return 0;
 }
 
 /* The label terms' Noll j and their j in the config's convention. */
@@ -234,11 +254,10 @@ int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5
                           .gzip = cfg->hdf5_compression == HDF5_GZIP ? cfg->hdf5_level : 0,
                           .resume_key = pv->config_hash,
                           .attrs = d->attrs};
-    if (terms(s, d) != 0) {
+    if (terms(s, d) != 0 || columns(s, d) != 0) {
         snprintf(err, errlen, "cannot write %s: out of memory", d->shown);
         return -1;
     }
-    columns(s, d);
     provenance(s, pv, d);
     set_convention conv[SET_CONVENTIONS];
     int nc = hdf5_set_conventions(s, conv);
@@ -261,6 +280,10 @@ void hdf5_set_desc_free(hdf5_set_desc *d)
     free(d->term);
     free(d->noll_j);
     free(d->conv_j);
+    free(d->cols);
+    free(d->seg_names);
     d->term = d->noll_j = NULL;
     d->conv_j = NULL;
+    d->cols = NULL;
+    d->seg_names = NULL;
 }

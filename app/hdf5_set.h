@@ -72,11 +72,14 @@ int hdf5_set_conventions(const image_set *s, set_convention *out);
 /* NAME.h5's parameters for set s: p below, with what it points to. */
 typedef struct {
     h5set_params p;
-    int nterms;   /* J */
-    int *term;    /* [J] index into s->modes of each label term */
-    int *noll_j;  /* [J] */
-    char *conv_j; /* "4,5,6": the terms' j in aberrations.convention */
-    h5set_column cols[HDF5_NCOLS];
+    int nterms;         /* J */
+    int *term;          /* [J] index into s->modes of each label term */
+    int *noll_j;        /* [J] */
+    char *conv_j;       /* "4,5,6": the terms' j in aberrations.convention */
+    h5set_column *cols; /* [HDF5_NCOLS + nseg]: the columns above, then the segment
+                           label terms' labels/s<k>_z<j> (app/set/segterms.h) */
+    int nseg;           /* segment label columns */
+    char (*seg_names)[24];
     h5set_attr attrs[HDF5_MAX_ATTRS];
     char name[SET_PATH_MAX];  /* NAME.h5, in the directory p.dir_fd */
     char shown[SET_PATH_MAX]; /* dir/NAME.h5, for messages */

@@ -30,6 +30,7 @@ typedef struct block {
     double *zernike; /* count x J */
     int64_t *index;
     double *d[HDF5_NDOUBLES]; /* the float64 columns, HDF5_COL_WAVELENGTH on */
+    double *seg;              /* desc.nseg segment columns, column c at c * cap */
     char (*backend)[HDF5_BACKEND_WIDTH + 1];
     const char **backend_at; /* [count] -> backend[i] */
 } block;
@@ -50,6 +51,7 @@ struct hdf5_writer {
     size_t queued, cap; /* bytes queued, and the bound */
     int closing, failed, started;
     pthread_t thread;
+    const void **cols; /* [desc.p.ncolumns] write_part's column pointers */
     char err[HDF5_ERRLEN];
 };
 
@@ -63,13 +65,15 @@ static void block_free(block *b)
         free(b->d[c]);
     free(b->backend);
     free(b->backend_at);
+    free(b->seg);
     free(b);
 }
 
 /* Bytes of one image in a block: the image and its labels. */
 static size_t row_bytes(const hdf5_writer *w)
 {
-    return w->image_bytes + ((size_t)w->desc.nterms + HDF5_NCOLS + 1) * sizeof(double) +
+    return w->image_bytes +
+           ((size_t)w->desc.nterms + (size_t)w->desc.p.ncolumns + 1) * sizeof(double) +
            HDF5_BACKEND_WIDTH + 1;
 }
 
@@ -88,6 +92,8 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
         ok &= (b->d[c] = malloc(n * sizeof(double))) != NULL;
     b->backend = calloc(n, sizeof *b->backend);
     b->backend_at = malloc(n * sizeof *b->backend_at);
+    b->seg = malloc(((size_t)w->desc.nseg * n + 1) * sizeof *b->seg);
+    ok &= b->seg != NULL;
     if (!ok || !b->backend || !b->backend_at) {
         block_free(b);
         return NULL;
@@ -113,12 +119,17 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
         b->d[c][i] = v[c];
     snprintf(b->backend[i], sizeof b->backend[i], "%.*s", HDF5_BACKEND_WIDTH, j->res->backend);
     b->backend_at[i] = b->backend[i];
+    const set_segterms *st = &w->set->segterms;
+    for (int c = 0; c < w->desc.nseg; ++c)
+        b->seg[(size_t)c * b->cap + i] = info->seg_units[st->label_index[c]];
 }
 
 /* h5set_write of b's images a .. a + n - 1. */
 static int write_part(hdf5_writer *w, const block *b, int a, int n, char *err, size_t errlen)
 {
-    const void *cols[HDF5_NCOLS];
+    const void **cols = w->cols;
+    for (int c = 0; c < w->desc.nseg; ++c)
+        cols[HDF5_NCOLS + c] = b->seg + (size_t)c * b->cap + a;
     cols[HDF5_COL_INDEX] = b->index + a;
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         cols[HDF5_COL_WAVELENGTH + c] = b->d[c] + a;
@@ -157,6 +168,8 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         memcpy(g->d[c] + i, b->d[c], n * sizeof(double));
     memcpy(g->backend + i, b->backend, n * sizeof *b->backend);
+    for (int c = 0; c < w->desc.nseg; ++c)
+        memcpy(g->seg + (size_t)c * g->cap + i, b->seg + (size_t)c * b->cap, n * sizeof(double));
     for (size_t r = 0; r < n; ++r)
         g->backend_at[i + r] = g->backend[i + r];
     if (!g->count) g->first = b->first;
@@ -283,6 +296,7 @@ static void writer_free(hdf5_writer *w)
     block_free(w->spare);
     hdf5_set_desc_free(&w->desc);
     free(w->had);
+    free(w->cols);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->work);
     pthread_cond_destroy(&w->room);
@@ -303,6 +317,12 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
     pthread_cond_init(&w->work, NULL);
     pthread_cond_init(&w->room, NULL);
     if (hdf5_set_describe(s, dirfd, dir, pv, &w->desc, err, errlen) != 0) {
+        writer_free(w);
+        return NULL;
+    }
+    w->cols = malloc((size_t)w->desc.p.ncolumns * sizeof *w->cols);
+    if (!w->cols) {
+        snprintf(err, errlen, "cannot write %s: out of memory", w->desc.shown);
         writer_free(w);
         return NULL;
     }
@@ -449,7 +469,10 @@ static unsigned long long chunk_bytes(const image_set *s)
 /* Label bytes of one image: the terms, the columns and the written flag. */
 static unsigned long long label_bytes(const image_set *s)
 {
-    return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS) * 8ULL + 1ULL;
+    return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS +
+            (unsigned long long)s->segterms.nlabels) *
+               8ULL +
+           1ULL;
 }
 
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes)

@@ -85,7 +85,7 @@ static json_t *labels(const image_set *s)
     hdf5_set_desc d; /* the file's own description: the same j list and columns */
     hdf5_provenance pv = {.config_hash = "", .backend = ""};
     char err[256];
-    json_t *noll = json_array(), *conv = json_array(), *cols = json_array();
+    json_t *noll = json_array(), *conv = json_array(), *cols = json_array(), *segs = json_array();
     if (hdf5_set_describe(s, AT_FDCWD, ".", &pv, &d, err, sizeof err) == 0) {
         for (int i = 0; i < d.nterms; ++i) {
             int t = d.term[i];
@@ -95,11 +95,16 @@ static json_t *labels(const image_set *s)
         }
         for (int c = 0; c < d.p.ncolumns; ++c)
             json_array_append_new(cols, json_string(d.cols[c].name));
+        const set_segterms *st = &s->segterms;
+        for (int i = 0; i < d.nseg; ++i)
+            json_array_append_new(segs,
+                                  json_pack("{s:i, s:i, s:s}", "segment", st->label_segment[i], "j",
+                                            st->label_j[i], "column", d.seg_names[i]));
     }
     hdf5_set_desc_free(&d);
-    return json_pack("{s:o, s:o, s:s, s:o}", "zernike_noll_j", noll, "zernike_j", conv,
-                     "zernike_units", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves", "columns",
-                     cols);
+    return json_pack("{s:o, s:o, s:s, s:o, s:o}", "zernike_noll_j", noll, "zernike_j", conv,
+                     "zernike_units", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves", "columns", cols,
+                     "segment_terms", segs);
 }
 
 static json_t *conventions(const image_set *s)

@@ -112,4 +112,22 @@ for d in 0 3 7; do
 done
 [ $bad -eq 0 ] && pass "3 drawn images equal their one-image runs with the labels as fixed terms" ||
   fail "$bad drawn images differ from their one-image runs"
+# HDF5: labels/s<k>_z<j> equal the manifest's columns, the sidecar names them.
+sed -e 's/^sweep/output: { hdf5: { enabled = true; }; };\nsweep/' \
+  -e 's/units = "nm";/units = "nm"; zernike = ((4, 10.0));/' rnd.cfg >rh.cfg
+expect_exit 0 "a random segment set into HDF5" -- "$PSFSIM" -q --backend cpu -c rh.cfg -o rh
+PY=""
+for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
+  [ -n "$p" ] && "$p" -c 'import h5py, numpy' 2>/dev/null && { PY=$p; break; }
+done
+if [ -n "$PY" ]; then
+  "$PY" "$SRC/tests/e2e/h5_check.py" check rh s none >py.out 2>&1 && pass "s.h5: labels/s<k>_z<j> equal the manifest" ||
+    { fail "s.h5 against the manifest"; cat py.out; }
+  "$PY" - rh/s.json <<'PY' && pass "s.json lists the 12 segment terms" || fail "s.json's segment_terms"
+import json, sys
+t = json.load(open(sys.argv[1]))["labels"]["segment_terms"]
+want = [{"segment": s, "j": j, "column": "s%d_z%d" % (s, j)} for s in range(1, 7) for j in (1, 3)]
+sys.exit(t != want)
+PY
+else echo "note: no python3 with h5py, the HDF5 check skipped"; fi
 finish

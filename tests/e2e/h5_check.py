@@ -13,6 +13,7 @@
 Exit 0 when all holds; an AssertionError says what did not."""
 import csv
 import json
+import re
 import struct
 import sys
 import zlib
@@ -148,6 +149,10 @@ def check(d, name, against):
             assert got.dtype == np.float64 and got.shape == (k,), col
             assert close(got, [number(r[col]) for r in rows]), col
         assert [b.decode() for b in lab["backend"][...]] == [r["backend"] for r in rows]
+        # Segment label terms (segmented apertures): labels/s<k>_z<j>, exactly
+        # the manifest's full-precision cells.
+        for col in [c for c in rows[0] if re.fullmatch(r"s[0-9]+_z[0-9]+", c)]:
+            assert list(lab[col][...]) == [float(r[col]) for r in rows], col
         z = lab["zernike"]
         assert z.shape[0] == k and z.shape[1] == len(z.attrs["noll_j"])
         # Each swept value is in its term's total (Noll j here): the total
