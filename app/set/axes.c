@@ -154,7 +154,9 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
     const psf_config *cfg = ax->cfg;
     char why[2048];
     if (table_load(cfg->table_file, &ax->table, why, sizeof why) != 0 ||
-        table_check_columns(ax->table, cfg->zconv, why, sizeof why) != 0)
+        (cfg->aperture.shape == APERTURE_SEGMENTED
+             ? table_check_columns_segmented(ax->table, cfg->zconv, why, sizeof why)
+             : table_check_columns(ax->table, cfg->zconv, why, sizeof why)) != 0)
         return fail(cfg, "sweep.table", err, errlen, "%s", why);
     ax->nrows = (long long)ax->table->nrows;
     ax->col_wavelength = table_column(ax->table, "wavelength_nm");

@@ -360,8 +360,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->coeff_waves = cw;
         jobs_coefficients(&s->axes, &s->modes, p, wl, cw, c == 0 ? units : NULL);
         if (nsc > 0)
-            segterms_coefficients(&s->axes, &s->segterms, p->sweep_seg_zernike,
-                                  seg_draws ? drawn : NULL, wl, cw + nt,
+            segterms_coefficients(&s->axes, &s->segterms, p, seg_draws ? drawn : NULL, wl, cw + nt,
                                   c == 0 ? units + nt : NULL);
         if (s->opd_map) comp->opd_to_waves = s->opd_units.units == ZUNITS_NM ? 1.0 / wl : 1.0;
         const aperture_sums *a = sums_for(s, comp->dx_m, err, errlen);

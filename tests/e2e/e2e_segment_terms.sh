@@ -112,6 +112,42 @@ for d in 0 3 7; do
 done
 [ $bad -eq 0 ] && pass "3 drawn images equal their one-image runs with the labels as fixed terms" ||
   fail "$bad drawn images differ from their one-image runs"
+# A listed set: s<k>_z<j> table columns add to the fixed terms; each row's
+# image equals a run of its totals as fixed terms; bad columns refused.
+printf 's1_z1,s2_z3,z4\n0.5,0,0.1\n0.25,0.1,0\n' >t.csv
+seg 'zernike = ( (1, 1, 0.1), (2, 3, 0.0) );' 'table = "t.csv";' >t.cfg
+expect_exit 0 "a table of segment terms" -- "$PSFSIM" -q --backend cpu -c t.cfg -o tt
+M=tt/s_manifest.csv
+got=$(awk -F, -v b=$(col $M s1_z1) -v c=$(col $M s2_z3) 'NR > 1 { printf "%s/%s ", $b, $c }' $M)
+[ "$got" = "0.6/0 0.35/0.1 " ] && pass "table cells added to the fixed terms: $got" || fail "table totals: $got"
+bad=0
+for r in 0 1; do
+  row=$(awk -F, -v r=$((r + 2)) 'NR == r' $M)
+  cell() { echo "$row" | cut -d, -f"$(col $M "$1")"; }
+  seg "zernike = ( (1, 1, $(cell s1_z1)), (2, 3, $(cell s2_z3)) );" '' |
+    sed "s/^sampling/aberrations: { zernike = ((4, $(cell z4))); };\nsampling/; s/^name = \"s\"/name = \"o\"/" >trow_$r.cfg
+  "$PSFSIM" -q --backend cpu -c trow_$r.cfg -o trow_$r >/dev/null 2>&1 || { bad=$((bad + 1)); continue; }
+  cmp -s trow_$r/o_0.png tt/s_$r.png || bad=$((bad + 1))
+done
+[ $bad -eq 0 ] && pass "each table row's image equals its one-image run" || fail "$bad table rows differ"
+tbad() { # name, the column, the expected message (regex)
+  printf '%s\n0.5\n' "$2" >"$1.csv"
+  seg '' "table = \"$1.csv\";" >"$1.cfg"
+  expect_exit 2 "$1" -- "$PSFSIM" -c "$1.cfg" -o "out_$1"
+  expect_stderr "$3" "$1: message"
+  [ ! -e "out_$1" ] && pass "$1: nothing written" || fail "$1: out_$1 was created"
+}
+tbad tab_missing s0_z1 "tab_missing.cfg:5: sweep.table: tab_missing.csv:1:1 \(s0_z1\): segment 0 is left out \(optics.aperture.segments.missing\)"
+tbad tab_range s7_z1 "tab_range.cfg:5: sweep.table: tab_range.csv:1:1 \(s7_z1\): segment 7 is outside the 1 ring \(0 .. 6\)"
+tbad tab_j s1_z16 "tab_j.cfg:5: sweep.table: tab_j.csv:1:1 \(s1_z16\): j = 16 is of radial order 5"
+tbad tab_zero s01_z1 "tab_zero.cfg:5: sweep.table: tab_zero.csv:1:1 \(s01_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, z<j> and s<segment>_z<j> with j an index in the Noll convention\)"
+printf 's1_z1\n0.5\n' >tab_circ.csv
+echo "$CIRC
+sweep: { table = \"tab_circ.csv\"; };" >tab_circ.cfg
+expect_exit 2 "tab_circ" -- "$PSFSIM" -c tab_circ.cfg -o out_tab_circ
+expect_stderr "tab_circ.cfg:3: sweep.table: tab_circ.csv:1:1 \(s1_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, z<j> with j" "tab_circ: s<k>_z<j> without segments: message"
+[ ! -e out_tab_circ ] && pass "tab_circ: nothing written" || fail "tab_circ: out_tab_circ was created"
+
 # HDF5: labels/s<k>_z<j> equal the manifest's columns, the sidecar names them.
 sed -e 's/^sweep/output: { hdf5: { enabled = true; }; };\nsweep/' \
   -e 's/units = "nm";/units = "nm"; zernike = ((4, 10.0));/' rnd.cfg >rh.cfg
