@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The table and random axes of an image set (see axes.h). */
 #include "app/set/axes.h"
+#include "app/set/segterms.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,7 +156,7 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
     char why[2048];
     if (table_load(cfg->table_file, &ax->table, why, sizeof why) != 0 ||
         (cfg->aperture.shape == APERTURE_SEGMENTED
-             ? table_check_columns_segmented(ax->table, cfg->zconv, why, sizeof why)
+             ? segterms_check_table_columns(ax->table, cfg->zconv, why, sizeof why)
              : table_check_columns(ax->table, cfg->zconv, why, sizeof why)) != 0)
         return fail(cfg, "sweep.table", err, errlen, "%s", why);
     ax->nrows = (long long)ax->table->nrows;

@@ -403,33 +403,6 @@ int table_zernike_index(const char *name, zernike_convention conv)
     return zernike_index_to_nm(conv, j, &n, &m) == 0 ? j : -1;
 }
 
-/* The decimal number at *s (no sign, no leading zero, at most 6 digits)
- * up to the character stop; -1 when there is none. */
-static int decimal(const char **s, char stop)
-{
-    const char *p = *s;
-    if (!isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1]))) return -1;
-    int v = 0, n = 0;
-    for (; isdigit((unsigned char)*p); ++p, ++n)
-        v = 10 * v + (*p - '0');
-    if (*p != stop || n > 6) return -1;
-    *s = p;
-    return v;
-}
-
-int table_segment_index(const char *name, zernike_convention conv, int *segment)
-{
-    const char *s = name + 1;
-    if (name[0] != 's') return -1;
-    int k = decimal(&s, '_');
-    if (k < 0 || s[1] != 'z') return -1;
-    s += 2;
-    int j = decimal(&s, '\0'), n, m;
-    if (j < 0 || zernike_index_to_nm(conv, j, &n, &m) != 0) return -1;
-    *segment = k;
-    return j;
-}
-
 int table_check_names(const psf_table *t, table_name_ok ok, void *ctx, const char *allowed,
                       char *err, size_t errlen)
 {
@@ -449,29 +422,6 @@ static int psfsim_column(const char *name, void *ctx)
     const zernike_convention *conv = ctx;
     return strcmp(name, "wavelength_nm") == 0 || strcmp(name, "defocus") == 0 ||
            strcmp(name, "focus_shift_um") == 0 || table_zernike_index(name, *conv) >= 0;
-}
-
-static int segmented_column(const char *name, void *ctx)
-{
-    int k;
-    return psfsim_column(name, ctx) ||
-           table_segment_index(name, *(const zernike_convention *)ctx, &k) >= 0;
-}
-
-static const char *conv_label(zernike_convention conv)
-{
-    return conv == ZCONV_ANSI ? "ANSI" : conv == ZCONV_FRINGE ? "Fringe" : "Noll";
-}
-
-int table_check_columns_segmented(const psf_table *t, zernike_convention conv, char *err,
-                                  size_t errlen)
-{
-    char allowed[200];
-    snprintf(allowed, sizeof allowed,
-             "wavelength_nm, defocus, focus_shift_um, z<j> and s<segment>_z<j> with j an index "
-             "in the %s convention",
-             conv_label(conv));
-    return table_check_names(t, segmented_column, &conv, allowed, err, errlen);
 }
 
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen)

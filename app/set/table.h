@@ -65,12 +65,6 @@ int table_column(const psf_table *t, const char *name);
  * (optics/zernike.h). Returns j, or -1 when name is not such a name. */
 int table_zernike_index(const char *name, zernike_convention conv);
 
-/* j of a column name "s<segment>_z<j>" (a segmented aperture's segment
- * term), both decimal without a sign or leading zero, j an index of conv;
- * the segment into *segment (not checked against the rings). Returns j,
- * or -1 when name is not such a name. */
-int table_segment_index(const char *name, zernike_convention conv, int *segment);
-
 /* Whether a column name is allowed: 1 or 0. */
 typedef int (*table_name_ok)(const char *name, void *ctx);
 
@@ -83,9 +77,5 @@ int table_check_names(const psf_table *t, table_name_ok ok, void *ctx, const cha
 /* table_check_names with psfsim's columns: wavelength_nm, defocus,
  * focus_shift_um, z<j> (table_zernike_index in conv). */
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen);
-/* The same for a segmented aperture's set: s<segment>_z<j> columns too
- * (table_segment_index), and said so in the allowed list. */
-int table_check_columns_segmented(const psf_table *t, zernike_convention conv, char *err,
-                                  size_t errlen);
 
 #endif
