@@ -78,6 +78,7 @@ static int init_labels(set_segterms *st, const set_axes *ax, char *err, size_t e
             if (!label_nonzero(ax, st, k, t)) continue;
             int at = st->nlabels++; /* ascending j within the segment */
             for (; at > first && st->label_j[at - 1] > st->j[t]; --at) {
+                st->label_segment[at] = st->label_segment[at - 1];
                 st->label_j[at] = st->label_j[at - 1];
                 st->label_index[at] = st->label_index[at - 1];
             }
