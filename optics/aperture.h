@@ -58,10 +58,13 @@ typedef struct {
     double spider_angle_deg; /* first vane's angle from +x towards +y, degrees */
     psf_edge_mode edge;
     /* APERTURE_FILE only: transmission in [0, 1], map_rows x map_cols,
-     * row-major, covering the D x D square centred on the axis (row 0 at
-     * y = -D/2). Obscuration and spiders, when set, are applied on top. */
+     * row-major, covering the map_width_m x map_height_m rectangle centred
+     * on the axis (row 0 at y = -height/2; optics/map_sample.h); a width or
+     * height of 0 is D (the map stretched over D x D). Obscuration and
+     * spiders, when set, are applied on top. */
     const float *map;
     int map_rows, map_cols;
+    double map_width_m, map_height_m;
     /* APERTURE_SEGMENTED only; diameter_m then is the pupil's diameter
      * (sampling, Zernike radius, obscuration ratio), holding every segment. */
     psf_segments seg;
