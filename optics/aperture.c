@@ -78,7 +78,8 @@ static int segments_check(const psf_aperture *a, char *err, size_t errlen)
     if (!(s->gap_m < s->flat_to_flat_m))
         return fail(err, errlen, "segment gap_m must be < flat_to_flat_m", s->gap_m);
     if (s->rings < 0 || s->rings > APERTURE_SEG_MAX_RINGS)
-        return fail(err, errlen, "segment rings must be in [0, 10]", (double)s->rings);
+        return fail(err, errlen, "segment rings must be in [0, 17] (APERTURE_SEG_MAX_RINGS)",
+                    (double)s->rings);
     if (!isfinite(s->angle_deg))
         return fail(err, errlen, "segment angle_deg must be finite", s->angle_deg);
     if (!(s->stop_diameter_m >= 0.0) || !isfinite(s->stop_diameter_m))
