@@ -11,6 +11,7 @@ void cli_usage(FILE *f)
 {
     fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--gpus all|LIST]\n"
           "              [--force|--resume] [-j N] [-q|-v]\n"
+          "       psfsim -c FILE --draw-aperture PNG\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -33,6 +34,9 @@ void cli_usage(FILE *f)
           "      --probe         measure CPU and GPU on this machine, print the table and\n"
           "                      crossover, write psfsim_probe.csv/.png to DIR (default .)\n"
           "                      and refresh the cache auto uses\n"
+          "      --draw-aperture PNG  write the config's sampled aperture transmission\n"
+          "                      (pupil_samples square, 8-bit grey; segment numbers at\n"
+          "                      their centres when built with cairo) to PNG and exit\n"
           "  -h, --help          this text\n"
           "  -V, --version       version and build options\n"
           "\n"
@@ -94,6 +98,7 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                                              {"resume", no_argument, NULL, 'r'},
                                              {"jobs", required_argument, NULL, 'j'},
                                              {"gpus", required_argument, NULL, 'g'},
+                                             {"draw-aperture", required_argument, NULL, 'A'},
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     gpu_list_all(&o->gpus);
@@ -145,6 +150,13 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
         case 'r':
             o->resume = 1;
             break;
+        case 'A':
+            if (!optarg[0]) {
+                snprintf(err, errlen, "--draw-aperture: expected a PNG file name (got \"\")");
+                return -1;
+            }
+            o->draw_aperture = optarg;
+            break;
         case 'j': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -176,6 +188,13 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
     }
     if (o->probe && o->config_path) {
         snprintf(err, errlen, "--probe measures this machine and takes no config (-c)");
+        return -1;
+    }
+    if (o->draw_aperture && (o->resume || o->force || o->output_dir)) {
+        snprintf(err, errlen, "--draw-aperture writes one PNG and takes no %s",
+                 o->resume  ? "--resume"
+                 : o->force ? "--force"
+                            : "-o (the PNG is its argument)");
         return -1;
     }
     if (o->force && o->resume) {

@@ -10,18 +10,19 @@
 #include "app/select/gpu_list.h"
 
 typedef struct {
-    const char *config_path; /* -c FILE */
-    const char *output_dir;  /* -o DIR, NULL = the config's output.dir */
-    backend_choice backend;  /* --backend */
-    int backend_given;       /* --backend was on the command line */
-    int force;               /* --force: overwrite an existing image set */
-    int quiet, verbose;      /* -q, -v */
-    int help, version;       /* --help, --version */
-    int probe;               /* --probe: measure and report the backends */
-    int resume;              /* --resume: compute only the images an earlier run did not finish */
-    int jobs;                /* -j: writer threads, 0 = one per CPU */
-    gpu_list gpus;           /* --gpus: the GPUs to use (default all visible) */
-    int gpus_given;          /* --gpus was on the command line */
+    const char *config_path;   /* -c FILE */
+    const char *output_dir;    /* -o DIR, NULL = the config's output.dir */
+    backend_choice backend;    /* --backend */
+    int backend_given;         /* --backend was on the command line */
+    int force;                 /* --force: overwrite an existing image set */
+    int quiet, verbose;        /* -q, -v */
+    int help, version;         /* --help, --version */
+    int probe;                 /* --probe: measure and report the backends */
+    int resume;                /* --resume: compute only the images an earlier run did not finish */
+    int jobs;                  /* -j: writer threads, 0 = one per CPU */
+    gpu_list gpus;             /* --gpus: the GPUs to use (default all visible) */
+    int gpus_given;            /* --gpus was on the command line */
+    const char *draw_aperture; /* --draw-aperture FILE.png: draw the aperture and exit */
 } cli_options;
 
 /* Parse argv into o. Returns 0, or -1 with a message in err (unknown

@@ -67,6 +67,9 @@ typedef struct {
     psf_modes seg_modes;
     const float *opd_map; /* NULL, or OPD map opd_rows x opd_cols covering D x D */
     int opd_rows, opd_cols;
+    /* The OPD map's extent, metres, centred on the axis (optics/map_sample.h,
+     * map_bilinear_wh); 0: D (the map stretched over D x D). */
+    double opd_width_m, opd_height_m;
     aperture_cache *aperture_grids; /* NULL, or grids of this aperture already filled
                                        (optics/aperture_cache.h): a backend that fills
                                        the aperture on the host takes them from here */

@@ -21,7 +21,7 @@ extern "C" {
 #define GPU_MODULE_ENTRY "psf_gpu_module_entry"
 /* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
  * (with the problem and options it takes) changes, so a stale module is refused. */
-#define GPU_MODULE_ABI 3
+#define GPU_MODULE_ABI 4
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */

@@ -169,7 +169,8 @@ static void device_figures(int npix, int batch, int iters)
     ps.npix = npix;
     ps.radius_m = 0.5;
     aperture_geom_init(&d.aperture, &ps.geom);
-    ps.map_diameter_m = 1.0;
+    ps.map_width_m = ps.map_height_m = 1.0;
+    ps.opd_width_m = ps.opd_height_m = 1.0;
     ps.nterms = NTERMS;
     ps.modes = modes;
     ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;

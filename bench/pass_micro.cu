@@ -94,7 +94,8 @@ static void bench_init(bench *b, int grid, int natural, double dx, int batch)
     b->ps.natural = natural;
     b->ps.radius_m = 0.5;
     aperture_geom_init(&ap, &b->ps.geom);
-    b->ps.map_diameter_m = 1.0;
+    b->ps.map_width_m = b->ps.map_height_m = 1.0;
+    b->ps.opd_width_m = b->ps.opd_height_m = 1.0;
     b->ps.nterms = NTERMS;
     b->ps.modes = b->modes;
     b->ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;

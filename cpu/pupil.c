@@ -9,6 +9,7 @@
 #include "optics/aperture.h"
 #include "optics/aperture_geom.h"
 #include "optics/seg_wavefront.h"
+#include "optics/map_sample.h"
 #include "optics/wavefront.h"
 #include "optics/zernike.h"
 
@@ -157,8 +158,10 @@ static int build(cpu_pupil *pp, const psf_problem *set, int npix, double dx_m, i
             free(amp);
             return fail(pp, err, errlen, "the OPD map");
         }
-        wavefront_resample_map(set->opd_map, set->opd_rows, set->opd_cols, set->aperture.diameter_m,
-                               npix, dx_m, grid);
+        const double d = set->aperture.diameter_m;
+        wavefront_resample_map_wh(set->opd_map, set->opd_rows, set->opd_cols,
+                                  map_extent_m(set->opd_width_m, d),
+                                  map_extent_m(set->opd_height_m, d), npix, dx_m, grid);
         gather(grid, amp, n, pp->opd);
         free(grid);
     }

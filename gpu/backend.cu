@@ -50,6 +50,7 @@ extern "C" {
 #include "gpu/intensity.h"
 #include "gpu/probe.h"
 #include "gpu/pupil.h"
+#include "optics/map_sample.h"
 
 /* Aim for sub-batches of about this many image bytes: big enough that a
  * pass's launches and the copy's set-up are small next to its transfer
@@ -326,7 +327,11 @@ static int upload_set(psf_backend *b)
     ps->natural = b->mft; /* the MFT's pupil grid is row-major, the FFT's in FFT order */
     ps->radius_m = 0.5 * s->aperture.diameter_m;
     aperture_geom_init(&s->aperture, &ps->geom);
-    ps->map_diameter_m = s->aperture.diameter_m;
+    const double d = s->aperture.diameter_m; /* a map's extent, 0: D (map_extent_m) */
+    ps->map_width_m = map_extent_m(s->aperture.map_width_m, d);
+    ps->map_height_m = map_extent_m(s->aperture.map_height_m, d);
+    ps->opd_width_m = map_extent_m(s->opd_width_m, d);
+    ps->opd_height_m = map_extent_m(s->opd_height_m, d);
     if (s->aperture.shape == APERTURE_FILE) {
         if (upload(b, &b->d_amp_map, s->aperture.map,
                    (size_t)s->aperture.map_rows * s->aperture.map_cols))

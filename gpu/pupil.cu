@@ -49,7 +49,8 @@ __global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *am
     double x = (double)oj * dx_m, y = (double)oi * dx_m;
     float t = aperture_sample_index(&set.geom, oi, oj, dx_m); /* binary rims: exact (integers) */
     if (set.amp_map && t != 0.0f)
-        t *= map_bilinear(set.amp_map, set.map_rows, set.map_cols, set.map_diameter_m, x, y);
+        t *= map_bilinear_wh(set.amp_map, set.map_rows, set.map_cols, set.map_width_m,
+                             set.map_height_m, x, y);
     size_t p = (size_t)di * npix + dj;
     amp[p] = t;
     flags[p] = t > 0.0f;
@@ -78,7 +79,8 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
     double x = (double)(unshift(dj, npix, set.natural) - c) * pp.dx_m;
     double y = (double)(unshift(di, npix, set.natural) - c) * pp.dx_m;
     if (pp.opd)
-        pp.opd[k] = map_bilinear(set.opd_map, set.opd_rows, set.opd_cols, set.map_diameter_m, x, y);
+        pp.opd[k] = map_bilinear_wh(set.opd_map, set.opd_rows, set.opd_cols, set.opd_width_m,
+                                    set.opd_height_m, x, y);
     if (pp.basis) {
         double rho = sqrt(x * x + y * y) / set.radius_m, theta = atan2(y, x);
         for (int t = 0; t < set.nterms; ++t)

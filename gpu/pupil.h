@@ -58,8 +58,9 @@ typedef struct {
     psf_aperture_geom geom; /* optics/aperture_geom.h, evaluated per sample */
     const float *amp_map;   /* [map_rows * map_cols] transmission map (APERTURE_FILE), or NULL */
     int map_rows, map_cols;
-    double map_diameter_m; /* D: both maps cover the D x D square */
-    const float *opd_map;  /* [opd_rows * opd_cols] OPD map, or NULL */
+    double map_width_m, map_height_m; /* the transmission map's extent (map_bilinear_wh) */
+    double opd_width_m, opd_height_m; /* the OPD map's extent */
+    const float *opd_map;             /* [opd_rows * opd_cols] OPD map, or NULL */
     int opd_rows, opd_cols;
     int nterms;
     const int *modes;       /* [2 * nterms]: n[0..nterms-1] then m[0..nterms-1] */

@@ -78,7 +78,8 @@ static int segments_check(const psf_aperture *a, char *err, size_t errlen)
     if (!(s->gap_m < s->flat_to_flat_m))
         return fail(err, errlen, "segment gap_m must be < flat_to_flat_m", s->gap_m);
     if (s->rings < 0 || s->rings > APERTURE_SEG_MAX_RINGS)
-        return fail(err, errlen, "segment rings must be in [0, 10]", (double)s->rings);
+        return fail(err, errlen, "segment rings must be in [0, 17] (APERTURE_SEG_MAX_RINGS)",
+                    (double)s->rings);
     if (!isfinite(s->angle_deg))
         return fail(err, errlen, "segment angle_deg must be finite", s->angle_deg);
     if (!(s->stop_diameter_m >= 0.0) || !isfinite(s->stop_diameter_m))
@@ -136,6 +137,9 @@ int aperture_check(const psf_aperture *a, char *err, size_t errlen)
     if (a->shape == APERTURE_FILE && (!a->map || a->map_rows < 1 || a->map_cols < 1))
         return fail(err, errlen, "shape \"file\" needs a transmission map, rows x cols >= 1",
                     (double)a->map_rows);
+    if (!(a->map_width_m >= 0.0 && isfinite(a->map_width_m) && a->map_height_m >= 0.0 &&
+          isfinite(a->map_height_m)))
+        return fail(err, errlen, "the map's width and height must be >= 0 (0: D)", a->map_width_m);
     if (!isfinite(a->angle_deg)) return fail(err, errlen, "angle_deg must be finite", a->angle_deg);
     if (a->nvanes < 0 || a->nvanes > APERTURE_MAX_VANES)
         return fail(err, errlen, "listed vanes must number 0..16", (double)a->nvanes);
@@ -163,7 +167,9 @@ int aperture_fill(const psf_aperture *a, int npix, double dx_m, float *amp, char
             double x = (double)(j - c) * dx_m;
             float t = aperture_sample_index(&g, i - c, j - c, dx_m);
             if (a->shape == APERTURE_FILE && t != 0.0f)
-                t *= map_bilinear(a->map, a->map_rows, a->map_cols, a->diameter_m, x, y);
+                t *= map_bilinear_wh(a->map, a->map_rows, a->map_cols,
+                                     map_extent_m(a->map_width_m, a->diameter_m),
+                                     map_extent_m(a->map_height_m, a->diameter_m), x, y);
             row[j] = t;
         }
     }

@@ -15,9 +15,12 @@ typedef enum {
 } psf_aperture_shape;
 
 /* Largest number of rings around the centre segment, and of segments:
- * 1 + 3 rings (rings + 1). */
-#define APERTURE_SEG_MAX_RINGS 10
-#define APERTURE_SEG_MAX 331
+ * 1 + 3 rings (rings + 1); 17 rings hold the ELT's 798 segments
+ * (configs/elt_segments.cfg). APERTURE_SEG_WORDS: 64-bit words of the
+ * missing set. */
+#define APERTURE_SEG_MAX_RINGS 17
+#define APERTURE_SEG_MAX 919
+#define APERTURE_SEG_WORDS ((APERTURE_SEG_MAX + 63) / 64)
 
 /* A segmented aperture (APERTURE_SEGMENTED): regular hexagonal segments on
  * a hexagonal lattice (docs/design.md, "Aperture"; numbering in docs/config.md,
@@ -28,12 +31,13 @@ typedef enum {
  * 3 n (n - 1) + 1 .. 3 n (n + 1), counter-clockwise from the one at angle
  * 30 degrees (rotated with angle_deg). */
 typedef struct {
-    double flat_to_flat_m;         /* each segment's width across its flats, metres */
-    double gap_m;                  /* gap between facing flats of neighbours, metres, >= 0 */
-    int rings;                     /* rings around the centre segment, 0..APERTURE_SEG_MAX_RINGS */
-    double angle_deg;              /* rotation of the whole array, from +x towards +y */
-    double stop_diameter_m;        /* outer circular stop's diameter; 0 = none */
-    unsigned long long missing[6]; /* bit k % 64 of word k / 64: segment k left out */
+    double flat_to_flat_m;  /* each segment's width across its flats, metres */
+    double gap_m;           /* gap between facing flats of neighbours, metres, >= 0 */
+    int rings;              /* rings around the centre segment, 0..APERTURE_SEG_MAX_RINGS */
+    double angle_deg;       /* rotation of the whole array, from +x towards +y */
+    double stop_diameter_m; /* outer circular stop's diameter; 0 = none */
+    unsigned long long
+        missing[APERTURE_SEG_WORDS]; /* bit k % 64 of word k / 64: segment k left out */
 } psf_segments;
 typedef enum { EDGE_GREY = 0, EDGE_BINARY = 1 } psf_edge_mode;
 
@@ -58,10 +62,13 @@ typedef struct {
     double spider_angle_deg; /* first vane's angle from +x towards +y, degrees */
     psf_edge_mode edge;
     /* APERTURE_FILE only: transmission in [0, 1], map_rows x map_cols,
-     * row-major, covering the D x D square centred on the axis (row 0 at
-     * y = -D/2). Obscuration and spiders, when set, are applied on top. */
+     * row-major, covering the map_width_m x map_height_m rectangle centred
+     * on the axis (row 0 at y = -height/2; optics/map_sample.h); a width or
+     * height of 0 is D (the map stretched over D x D). Obscuration and
+     * spiders, when set, are applied on top. */
     const float *map;
     int map_rows, map_cols;
+    double map_width_m, map_height_m;
     /* APERTURE_SEGMENTED only; diameter_m then is the pupil's diameter
      * (sampling, Zernike radius, obscuration ratio), holding every segment. */
     psf_segments seg;

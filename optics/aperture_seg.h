@@ -40,7 +40,7 @@ typedef struct {
     double rc, rs;       /* cos, sin of the array's angle */
     double nx[6], ny[6]; /* outward normals of a segment's flats, 30 + 60 k deg + angle */
     double stop_r;       /* outer circular stop's radius; 0 = none */
-    unsigned long long missing[6];
+    unsigned long long missing[APERTURE_SEG_WORDS];
 } psf_seg_geom;
 
 /* Index of the segment at axial (q, r) (numbering of psf_segments). */
@@ -114,7 +114,7 @@ PSF_HD void aps_init(const psf_segments *s, double rc, double rsn, psf_seg_geom 
         g->ny[k] = rsn * c0[k] + rc * s0[k];
     }
     g->stop_r = s->stop_diameter_m > 0.0 ? 0.5 * s->stop_diameter_m : 0.0;
-    for (int w = 0; w < 6; ++w)
+    for (int w = 0; w < APERTURE_SEG_WORDS; ++w)
         g->missing[w] = s->missing[w];
 }
 

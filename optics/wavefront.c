@@ -52,14 +52,20 @@ void wavefront_fill_basis(const psf_modes *modes, int npix, double dx_m, double 
     }
 }
 
-void wavefront_resample_map(const float *map, int rows, int cols, double diameter_m, int npix,
-                            double dx_m, float *out)
+void wavefront_resample_map_wh(const float *map, int rows, int cols, double width_m,
+                               double height_m, int npix, double dx_m, float *out)
 {
     const int c = npix / 2;
     for (int i = 0; i < npix; ++i) {
         double y = (double)(i - c) * dx_m;
         for (int j = 0; j < npix; ++j)
             out[(size_t)i * npix + j] =
-                map_bilinear(map, rows, cols, diameter_m, (double)(j - c) * dx_m, y);
+                map_bilinear_wh(map, rows, cols, width_m, height_m, (double)(j - c) * dx_m, y);
     }
+}
+
+void wavefront_resample_map(const float *map, int rows, int cols, double diameter_m, int npix,
+                            double dx_m, float *out)
+{
+    wavefront_resample_map_wh(map, rows, cols, diameter_m, diameter_m, npix, dx_m, out);
 }

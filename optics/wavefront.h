@@ -45,4 +45,10 @@ void wavefront_fill_basis(const psf_modes *modes, int npix, double dx_m, double 
 void wavefront_resample_map(const float *map, int rows, int cols, double diameter_m, int npix,
                             double dx_m, float *out);
 
+/* wavefront_resample_map of a map covering width_m x height_m centred on
+ * the axis (map_bilinear_wh, optics/map_sample.h: a map placed at its pixel
+ * scale); width = height = D is wavefront_resample_map. */
+void wavefront_resample_map_wh(const float *map, int rows, int cols, double width_m,
+                               double height_m, int npix, double dx_m, float *out);
+
 #endif

@@ -215,6 +215,11 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
         if (cfg_resolve_file(c, fs, fkey, given, cfg->aperture_file, sizeof cfg->aperture_file))
             return -1;
     }
+    const char *skey = "optics.aperture.pixel_scale_m";
+    if (!fs && cfg_get(c, skey))
+        return cfg_error(c, cfg_get(c, skey), skey,
+                         "only used with shape = \"file\" (shape is \"%s\")", shapes[a->shape]);
+    if (cfg_read_float(c, skey, 0.0, 1, &cfg->aperture_pixel_scale_m) < 0) return -1;
     return 0;
 }
 

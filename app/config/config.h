@@ -112,6 +112,10 @@ typedef struct {
     double f_number;                  /* 0 = not set */
     psf_aperture aperture;            /* map/map_rows/map_cols left empty: app loads the file */
     char aperture_file[CFG_PATH_MAX]; /* shape = "file": resolved path */
+    /* optics.aperture.pixel_scale_m: metres per map pixel at the entrance
+     * pupil (> 0), or 0 when not given (the map's FITS header, else the map
+     * is stretched over D x D: app/set/map_place.h) */
+    double aperture_pixel_scale_m;
 
     /* sampling */
     int pupil_samples;
@@ -131,6 +135,7 @@ typedef struct {
     /* aberrations.opd_map.scale (a key added to the schema; default 1.0):
      * OPD in opd_units = scale * file value (PNG counts or FITS values) */
     double opd_scale;
+    double opd_pixel_scale_m; /* aberrations.opd_map.pixel_scale_m, as aperture_pixel_scale_m */
 
     psf_normalization normalization;
 

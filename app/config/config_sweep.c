@@ -133,6 +133,8 @@ int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg)
     cfg->opd_units = v == 1 ? ZUNITS_WAVES : ZUNITS_NM;
     if (cfg_read_float(c, "aberrations.opd_map.scale", -HUGE_VAL, 0, &cfg->opd_scale) < 0)
         return -1;
+    if (cfg_read_float(c, "aberrations.opd_map.pixel_scale_m", 0.0, 1, &cfg->opd_pixel_scale_m) < 0)
+        return -1;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "app/formats/fits_source.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@ typedef struct {
     int zimage; /* ZIMAGE = T: a tile-compressed image */
     int bunit;  /* BUNIT: 1 a string (in bunit_text), -1 not a string, 0 absent */
     char bunit_text[FITS_CARD];
+    fits_scan_scale puplscal, pixelscl; /* the pupil scales a map may state */
+    int pixunit;                        /* PIXUNIT, as bunit */
+    char pixunit_text[FITS_CARD];
     int seen_bitpix, seen_naxis, seen_pcount, seen_gcount, seen_tfields;
     long long tfields;
 } fits_hdu_info;
@@ -130,6 +134,22 @@ static int card_string(const char *card, char *out)
     return -1; /* no closing quote */
 }
 
+/* A real value card (FITS 4.0 sec. 4.2.4: an integer or a floating-point
+ * number, exponent E or D) into s: seen 1 and the value, or seen -1 when
+ * the value is not such a number (or not finite). */
+static void card_real(const char *card, fits_scan_scale *s)
+{
+    char v[FITS_CARD];
+    value_field(card, v, sizeof v);
+    for (char *p = v; *p; ++p)
+        if (*p == 'D' || *p == 'd') *p = 'E';
+    char *end = NULL;
+    errno = 0;
+    double x = card[8] == '=' && v[0] ? strtod(v, &end) : NAN;
+    s->seen = end && end != v && *end == '\0' && errno == 0 && isfinite(x) ? 1 : -1;
+    s->value = s->seen > 0 ? x : 0.0;
+}
+
 /* A logical value card: 1 for T, 0 for F, -1 (message) otherwise. */
 static int card_logical(scan_ctx *c, const char *card, const char *key)
 {
@@ -213,6 +233,12 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
         h->seen_tfields = 1;
     } else if (!strcmp(key, "BUNIT")) {
         h->bunit = card_string(card, h->bunit_text) == 0 ? 1 : -1;
+    } else if (!strcmp(key, "PUPLSCAL")) {
+        card_real(card, &h->puplscal);
+    } else if (!strcmp(key, "PIXELSCL")) {
+        card_real(card, &h->pixelscl);
+    } else if (!strcmp(key, "PIXUNIT")) {
+        h->pixunit = card_string(card, h->pixunit_text) == 0 ? 1 : -1;
     } else if (!strcmp(key, "ZIMAGE")) {
         int z = card_logical(c, card, key);
         if (z < 0) return -1;
@@ -343,6 +369,11 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
                 res->bunit = h.bunit;
                 if (h.bunit > 0)
                     snprintf(res->bunit_text, sizeof res->bunit_text, "%s", h.bunit_text);
+                res->puplscal = h.puplscal;
+                res->pixelscl = h.pixelscl;
+                res->pixunit = h.pixunit;
+                if (h.pixunit > 0)
+                    snprintf(res->pixunit_text, sizeof res->pixunit_text, "%s", h.pixunit_text);
                 rc = 0;
                 goto out;
             }

@@ -34,13 +34,24 @@
  * headers up to the image (no data). */
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen);
 
-/* What fits_scan_image found of the image: its HDU and its header's BUNIT
- * (the map's unit; FITS 4.0 sec. 4.4.2.1), not interpreted here. */
+/* A real-valued keyword of the image's header. */
+typedef struct {
+    int seen;     /* 1: a finite number (value), -1: not a number, 0: absent */
+    double value; /* as written, 0 unless seen is 1 */
+} fits_scan_scale;
+
+/* What fits_scan_image found of the image: its HDU, its header's BUNIT
+ * (the map's unit; FITS 4.0 sec. 4.4.2.1) and the keywords POPPY and
+ * WebbPSF state a pupil map's pixel scale with (PUPLSCAL, metres per pixel;
+ * PIXELSCL with its unit PIXUNIT), not interpreted here. */
 typedef struct {
     int hdu;             /* 1-based */
     int bunit;           /* 1: BUNIT is a string (bunit_text), -1: BUNIT is
                             not a string of printable ASCII, 0: no BUNIT */
     char bunit_text[80]; /* its text, without the quotes and trailing blanks */
+    fits_scan_scale puplscal, pixelscl;
+    int pixunit; /* PIXUNIT, as bunit */
+    char pixunit_text[80];
 } fits_scan_result;
 
 /* fits_scan_first_image with the image's BUNIT too: the same checks, errors

@@ -154,4 +154,5 @@ PSFSIM_MODULE_EXPORT const plot_module_ops psf_plot_module_entry = {
     .abi = PLOT_MODULE_ABI,
     .size = sizeof(plot_module_ops),
     .draw = draw,
+    .numbers = segment_numbers_draw,
 };

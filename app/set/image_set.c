@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/set/map_place.h"
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
 #include "optics/aperture.h"
@@ -93,6 +94,50 @@ static int map_error(const psf_config *cfg, const char *key, const char *why, ch
     return -1;
 }
 
+/* The transmission map of shape = "file", placed (app/set/map_place.h). */
+static int load_aperture_map(image_set *s, const psf_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->aperture.shape != APERTURE_FILE) return 0;
+    const char *fkey = "optics.aperture.file", *skey = "optics.aperture.pixel_scale_m";
+    const char *path = cfg->aperture_file;
+    char why[1024];
+    map_placement pl;
+    if (map_pixel_scale(path, cfg->aperture_pixel_scale_m, skey, &pl, why, sizeof why) ||
+        (pl.scale_m > 0.0 ? maps_load_transmission_placed : maps_load_transmission)(
+            path, &s->aperture_map, &s->map_rows, &s->map_cols, why, sizeof why))
+        return map_error(cfg, fkey, why, err, errlen);
+    if (map_place(cfg, fkey, skey, path, cfg->aperture_pixel_scale_m, s->map_rows, s->map_cols, &pl,
+                  err, errlen))
+        return -1;
+    s->aperture.map = s->aperture_map;
+    s->aperture.map_rows = s->map_rows;
+    s->aperture.map_cols = s->map_cols;
+    s->aperture.map_width_m = pl.width_m;
+    s->aperture.map_height_m = pl.height_m;
+    return 0;
+}
+
+/* aberrations.opd_map.file, placed (app/set/map_place.h). */
+static int load_opd_map(image_set *s, const psf_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->opd_file[0]) return 0;
+    const char *fkey = "aberrations.opd_map.file", *skey = "aberrations.opd_map.pixel_scale_m";
+    const char *path = cfg->opd_file;
+    char why[1024];
+    map_placement pl;
+    if (map_pixel_scale(path, cfg->opd_pixel_scale_m, skey, &pl, why, sizeof why) ||
+        (pl.scale_m > 0.0 ? maps_load_opd_placed : maps_load_opd)(
+            path, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows, &s->opd_cols,
+            &s->opd_units, why, sizeof why))
+        return map_error(cfg, fkey, why, err, errlen);
+    if (map_place(cfg, fkey, skey, path, cfg->opd_pixel_scale_m, s->opd_rows, s->opd_cols, &pl, err,
+                  errlen))
+        return -1;
+    s->opd_width_m = pl.width_m;
+    s->opd_height_m = pl.height_m;
+    return 0;
+}
+
 /* s->date_utc (image_set.h). */
 static void set_date(image_set *s)
 {
@@ -143,19 +188,7 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
-    char why[1024];
-    if (cfg->aperture.shape == APERTURE_FILE) {
-        if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows, &s->map_cols,
-                                   why, sizeof why) != 0)
-            return map_error(cfg, "optics.aperture.file", why, err, errlen);
-        s->aperture.map = s->aperture_map;
-        s->aperture.map_rows = s->map_rows;
-        s->aperture.map_cols = s->map_cols;
-    }
-    if (cfg->opd_file[0] &&
-        maps_load_opd(cfg->opd_file, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows,
-                      &s->opd_cols, &s->opd_units, why, sizeof why) != 0)
-        return map_error(cfg, "aberrations.opd_map.file", why, err, errlen);
+    if (load_aperture_map(s, cfg, err, errlen) || load_opd_map(s, cfg, err, errlen)) return -1;
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
     if (jobs_modeset(&s->axes, &s->modes, err, errlen) != 0 ||
@@ -193,6 +226,8 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     problem->opd_map = s->opd_map;
     problem->opd_rows = s->opd_rows;
     problem->opd_cols = s->opd_cols;
+    problem->opd_width_m = s->opd_width_m;
+    problem->opd_height_m = s->opd_height_m;
     problem->aperture_grids = s->grids;
     problem->max_batch = max_batch;
     problem->nimages = s->nimages;

@@ -57,7 +57,8 @@ typedef struct {
     int map_rows, map_cols;
     float *opd_map; /* NULL without aberrations.opd_map */
     int opd_rows, opd_cols;
-    maps_opd_units opd_units; /* opd_map's unit (nm or waves) and its source */
+    double opd_width_m, opd_height_m; /* its extent when placed at a pixel scale, else 0 (D) */
+    maps_opd_units opd_units;         /* opd_map's unit (nm or waves) and its source */
     long long nimages;
     int nsums;
     aperture_sums sums[PSF_MAX_COMPONENTS];

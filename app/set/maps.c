@@ -68,6 +68,11 @@ static int map_read(const char *path, float **data, int *rows, int *cols, int *m
     }
 }
 
+int maps_is_fits(const char *path)
+{
+    return map_format_of(path) == MAP_FITS;
+}
+
 static void give_up(float **data, int *rows, int *cols)
 {
     free(*data);
@@ -85,8 +90,9 @@ static void warn_if_stretched(const char *path, int rows, int cols)
                  path, rows, cols, cols, rows);
 }
 
-int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
-                           size_t errlen)
+/* maps_load_transmission; stretched: warn when non-square. */
+static int load_transmission(const char *path, int stretched, float **data, int *rows, int *cols,
+                             char *err, size_t errlen)
 {
     int maxval = 0;
     if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
@@ -96,7 +102,7 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
         const double inv = 1.0 / maxval;
         for (size_t i = 0; i < n; ++i)
             t[i] = (float)(t[i] * inv);
-        warn_if_stretched(path, *rows, *cols);
+        if (stretched) warn_if_stretched(path, *rows, *cols);
         return 0;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -111,8 +117,20 @@ int maps_load_transmission(const char *path, float **data, int *rows, int *cols,
             return -1;
         }
     }
-    warn_if_stretched(path, *rows, *cols);
+    if (stretched) warn_if_stretched(path, *rows, *cols);
     return 0;
+}
+
+int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
+                           size_t errlen)
+{
+    return load_transmission(path, 1, data, rows, cols, err, errlen);
+}
+
+int maps_load_transmission_placed(const char *path, float **data, int *rows, int *cols, char *err,
+                                  size_t errlen)
+{
+    return load_transmission(path, 0, data, rows, cols, err, errlen);
 }
 
 /* An OPD unit a FITS map's BUNIT may name: value x factor = OPD in units. */
@@ -189,8 +207,10 @@ static int opd_unit_of(const char *path, zernike_units fallback, double *factor,
     return 0;
 }
 
-int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
-                  int *cols, maps_opd_units *units, char *err, size_t errlen)
+/* maps_load_opd; stretched: warn when non-square. */
+static int load_opd(const char *path, int stretched, double scale, zernike_units fallback,
+                    float **data, int *rows, int *cols, maps_opd_units *units, char *err,
+                    size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;
@@ -236,6 +256,18 @@ int maps_load_opd(const char *path, double scale, zernike_units fallback, float 
     }
     log_info("%s: OPD map of %d x %d pixels, OPD = %g x value in %s", path, *rows, *cols, scale,
              units->what);
-    warn_if_stretched(path, *rows, *cols);
+    if (stretched) warn_if_stretched(path, *rows, *cols);
     return 0;
+}
+
+int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
+                  int *cols, maps_opd_units *units, char *err, size_t errlen)
+{
+    return load_opd(path, 1, scale, fallback, data, rows, cols, units, err, errlen);
+}
+
+int maps_load_opd_placed(const char *path, double scale, zernike_units fallback, float **data,
+                         int *rows, int *cols, maps_opd_units *units, char *err, size_t errlen)
+{
+    return load_opd(path, 0, scale, fallback, data, rows, cols, units, err, errlen);
 }

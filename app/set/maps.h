@@ -2,7 +2,9 @@
 /* Map files named in a config: aperture transmission (shape = "file") and
  * OPD maps, read as PNG (grayscale; 16-bit for OPD) or FITS (also .fits.gz)
  * by file extension. A map covers D x D: a non-square one is stretched
- * over it, with a warning (log_warn) naming the file and its shape. */
+ * over it, with a warning (log_warn) naming the file and its shape; or,
+ * with a pixel scale (app/set/map_place.h), its own extent (the _placed
+ * loaders, which do not warn). */
 #ifndef PSFSIM_MAPS_H
 #define PSFSIM_MAPS_H
 
@@ -16,6 +18,15 @@
  * cols, row 0 at y = -D/2 (the PNG's top row, the FITS's first row). */
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
                            size_t errlen);
+
+/* maps_load_transmission without the warning for a non-square map: for a
+ * map placed at its pixel scale (map_place.h), not stretched. */
+int maps_load_transmission_placed(const char *path, float **data, int *rows, int *cols, char *err,
+                                  size_t errlen);
+
+/* 1 when path names a FITS map (.fits, .fit, .fts, any case, optionally
+ * .gz), as the loaders read it; else 0. */
+int maps_is_fits(const char *path);
 
 /* The unit of a loaded OPD map's values, and what it was read from. */
 typedef struct {
@@ -45,5 +56,9 @@ typedef struct {
  * of OPD ..."), a non-finite value or scale. */
 int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
                   int *cols, maps_opd_units *units, char *err, size_t errlen);
+
+/* maps_load_opd without the warning for a non-square map (a placed map). */
+int maps_load_opd_placed(const char *path, double scale, zernike_units fallback, float **data,
+                         int *rows, int *cols, maps_opd_units *units, char *err, size_t errlen);
 
 #endif

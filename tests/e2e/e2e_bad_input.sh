@@ -217,7 +217,7 @@ expect_stderr 'segdup.cfg:3: optics.aperture.segments.missing\[1\]: segment 2 is
 segcfg 'flat_to_flat_m = 1.32; rings = 0; missing = [0];' >segnone.cfg
 expect_exit 2 "every segment left out" -- "$PSFSIM" -c segnone.cfg -o out6
 expect_stderr 'segnone.cfg:3: optics.aperture.segments.missing: leaves out every segment' "every segment left out: message"
-segcfg 'flat_to_flat_m = 1.32; rings = 11;' >segrings.cfg
+segcfg 'flat_to_flat_m = 1.32; rings = 18;' >segrings.cfg
 expect_exit 2 "too many rings" -- "$PSFSIM" -c segrings.cfg -o out6
 expect_stderr 'segrings.cfg:3: optics.aperture.segments.rings: ' "too many rings: message"
 segcfg 'gap_m = 0.007; rings = 1;' >segf.cfg

@@ -3,7 +3,8 @@
 # in m gives the PSF of the same map in nm), the unit used is said with -v
 # and in the timing log, and an unknown unit stops the run before any work;
 # a gzip-compressed map reads as the map it holds; an OPD map PNG must be
-# 16-bit; a non-square map is stretched, with a warning.
+# 16-bit; a non-square map is stretched, with a warning; a map placed at its
+# pixel scale that does not cover D x D is refused.
 source "$(dirname "$0")/lib_e2e.sh"
 
 # fits_i16 FILE ROWS COLS CARD...: a 16-bit integer FITS image, pixel (r, c)
@@ -118,4 +119,18 @@ expect_exit 2 "unknown BUNIT" -- "$PSFSIM" -c bad.cfg -o out_bad
 expect_stderr "bad.cfg: aberrations.opd_map.file: .*bad.fits: BUNIT = 'furlong' is not a unit of OPD" \
   "unknown BUNIT: the message names the file and the unit"
 [ ! -e out_bad ] && pass "unknown BUNIT: nothing written" || fail "unknown BUNIT: out_bad written"
+
+# A map placed at its pixel scale (PUPLSCAL, or the config key, which wins)
+# must cover D x D: 8 pixels of 0.1 m do not cover D = 1 m.
+fits_i16 small.fits 8 8 "BUNIT   = 'nm      '" "PUPLSCAL=                  0.1"
+cfg small small.fits >small.cfg
+expect_exit 2 "a map smaller than D" -- "$PSFSIM" -c small.cfg -o out_small
+expect_stderr "small.cfg:4: aberrations.opd_map.file: .*small.fits: the map covers 0.8 m x 0.8 m [(]8 x 8 pixels of 0.1 m, from the map.s PUPLSCAL[)], the aperture needs 1 m" \
+  "a map smaller than D: the message names file:line:key and both extents"
+[ ! -e out_small ] && pass "a map smaller than D: nothing written" || fail "out_small written"
+sed 's|file = "small.fits";|file = "small.fits"; pixel_scale_m = 0.125;|' small.cfg >big.cfg
+expect_exit 0 "the key overrides PUPLSCAL: 8 pixels of 0.125 m cover D" -- \
+  "$PSFSIM" -c big.cfg -o out_big --backend cpu -v
+expect_stderr "small.fits: placed at 0.125 m per pixel [(]aberrations.opd_map.pixel_scale_m[)]: 8 x 8 pixels cover 1 m x 1 m" \
+  "a placed map: said with -v"
 finish

@@ -183,7 +183,8 @@ static void test_broadband(void **state)
 }
 
 /* A transmission map (aperture shape "file") and an OPD map, both FITS, on
- * a broadband set: the maps are sampled on the device with map_bilinear. */
+ * a broadband set: the maps are sampled on the device with map_bilinear;
+ * then placed at pixel scales (a monochromatic set). */
 static void test_maps(void **state)
 {
     (void)state;
@@ -216,6 +217,15 @@ static void test_maps(void **state)
                   " aberrations: { zernike = ( (5, 0.05) ); opd_map: { file = \"%s\";"
                   " units = \"nm\"; }; }; sweep: { defocus = [0.0, 0.3]; };",
                   tpath, opath));
+    /* The same maps placed at pixel scales (app/set/map_place.h): larger
+     * than D, centred; the device samples them with map_bilinear_wh. */
+    compare_all("maps placed at a pixel scale",
+                tu_format("name = \"placed\"; optics: { wavelength_nm = 600.0;"
+                          " aperture: { shape = \"file\"; file = \"%s\"; diameter_m = 1.0;"
+                          " pixel_scale_m = 0.0208333; }; }; sampling: { pupil_samples = 60; };"
+                          " aberrations: { opd_map: { file = \"%s\"; units = \"nm\";"
+                          " pixel_scale_m = 0.025; }; };",
+                          tpath, opath));
     tu_rmtree(dir);
     free(dir);
 }

@@ -33,7 +33,8 @@ static long gpu_open_count(const psf_aperture *a, int n, int npix, int natural)
     set.natural = natural;
     set.radius_m = 0.5 * a->diameter_m;
     aperture_geom_init(a, &set.geom);
-    set.map_diameter_m = a->diameter_m;
+    set.map_width_m = set.map_height_m = a->diameter_m;
+    set.opd_width_m = set.opd_height_m = a->diameter_m;
     char err[1024] = "";
     gpu_check chk;
     gpu_check_init(&chk, 0, err, sizeof err);
