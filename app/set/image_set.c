@@ -10,6 +10,7 @@
 
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
+#include "app/set/set_detector.h"
 #include "optics/aperture.h"
 
 #define ARCSEC_PER_RAD 206264.80624709636
@@ -143,6 +144,7 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
+    if (set_detector_init(s, err, errlen) != 0) return -1;
     char why[1024];
     if (cfg->aperture.shape == APERTURE_FILE) {
         if (maps_load_transmission(cfg->aperture_file, &s->aperture_map, &s->map_rows, &s->map_cols,
@@ -178,7 +180,8 @@ void image_set_free(image_set *s)
 void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
 {
     memset(problem, 0, sizeof *problem);
-    problem->npix = s->samp.npix;
+    problem->npix = s->calc_npix;
+    problem->detector = s->detector;
     problem->mft = s->mft;
     problem->pupil_npix = s->mft ? s->pupil_npix : 0;
     problem->aperture = s->aperture;
@@ -329,6 +332,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double pix_rad = s->pixel_rad > 0  ? s->pixel_rad
                      : s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
                                        : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
+    pix_rad /= s->calc_div; /* the computed grid's pixel (set_detector.h) */
     job->ncomp = p->nwl;
     for (int c = 0; c < p->nwl; ++c) {
         psf_component *comp = &job->comp[c];
@@ -355,7 +359,8 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         peak = 1.0;
     }
     info->wavelength_nm = wl_ref;
-    info->ref_peak = peak;
+    /* A detector image's pixel holds calc_div^2 grid pixels' worth (psf_detector). */
+    info->ref_peak = peak * s->calc_div * s->calc_div;
     info->captured_fraction = NAN;
     info->coeff_units = units;
     fill_pixel(s, info);

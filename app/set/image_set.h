@@ -40,6 +40,13 @@ typedef struct {
 
     /* MFT: output.pixel_scale_arcsec as an angle (rad); 0 = not used. */
     double pixel_rad;
+    /* The detector group (app/set/set_detector.h): the backends compute a
+     * calc_npix x calc_npix grid whose pixel is the written image's over
+     * calc_div (oversample for detector images, 1 for oversampled ones),
+     * and run detector's stage; without the group calc_npix = samp.npix,
+     * calc_div = 1 and detector is all zero. */
+    int calc_npix, calc_div;
+    psf_detector detector;
     /* When the set was opened, UTC "YYYY-MM-DDThh:mm:ss" (the FITS DATE):
      * SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
      * convention) when set and valid, else the clock. */
