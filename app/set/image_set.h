@@ -54,6 +54,9 @@ typedef struct {
     /* The manifest's config_hash (the config's fingerprint), for the FITS
      * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
     char config_hash[24];
+    /* The command line that runs the set, for the FITS HISTORY; "" = none
+     * (the library), until the caller fills it (app/run.c). */
+    char command[1024];
     set_axes axes;         /* the table and random axes; axes.nimages = nimages */
     psf_modeset modes;     /* jobs_modeset(&axes) */
     set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */
