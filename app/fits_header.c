@@ -91,7 +91,7 @@ static fits_kv bunit(psf_normalization v)
     return kv_s("BUNIT", "",
                 v == NORM_PUPIL ? "relative: fraction of the pupil's power per pixel"
                 : v == NORM_SUM ? "relative: the image sums to 1"
-                                : "relative: 1 = unaberrated peak of the computed grid");
+                                : "relative: 1 = the unaberrated peak intensity");
 }
 
 /* With the detector group: OVERSAMP and DET_SAMP as WebbPSF writes them

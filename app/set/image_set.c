@@ -353,14 +353,17 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->scale = p->weights[c] / (npix2 * a->sum_a2);
         peak += comp->scale * a->sum_a * a->sum_a;
     }
+    /* A detector pixel holds d2 grid pixels' flux (psf_detector: s^2 times
+     * the convolved grid at its centre); "peak" makes it the mean intensity
+     * over the pixel, 1 = the unaberrated peak, whatever s (set_detector.h). */
+    double d2 = (double)s->calc_div * s->calc_div;
     if (cfg->normalization == NORM_PEAK) {
         for (int c = 0; c < job->ncomp; ++c)
-            job->comp[c].scale /= peak;
-        peak = 1.0;
+            job->comp[c].scale /= peak * d2;
+        peak = 1.0 / d2;
     }
     info->wavelength_nm = wl_ref;
-    /* A detector image's pixel holds calc_div^2 grid pixels' worth (psf_detector). */
-    info->ref_peak = peak * s->calc_div * s->calc_div;
+    info->ref_peak = peak * d2;
     info->captured_fraction = NAN;
     info->coeff_units = units;
     fill_pixel(s, info);

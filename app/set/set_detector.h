@@ -18,7 +18,13 @@
  * milliarcseconds through the detector pixel's angle, or from lambda_ref/D;
  * refused when that conversion differs between the set's images (a
  * wavelength sweep with a pixel fixed in the other unit). Without the
- * group: calc_npix = samp.npix, calc_div = 1. Returns 0, or -1 with
+ * group: calc_npix = samp.npix, calc_div = 1. Normalisation
+ * (image_set_job): the detector image keeps the grid image's flux ("sum"
+ * sums to 1, "pupil" the captured fraction); with "peak" a detector pixel
+ * is its mean intensity, 1 = the unaberrated peak (the components' scale
+ * over calc_div^2), so images of any s compare; info.ref_peak is the
+ * unaberrated peak in the written image's units (strehl: the pixelated
+ * Strehl ratio, the peak pixel's mean over the point peak). Returns 0, or -1 with
  * "FILE:LINE: key: ..." in err. */
 int set_detector_init(image_set *s, char *err, size_t errlen);
 
