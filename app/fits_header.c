@@ -83,6 +83,49 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *
     return n;
 }
 
+/* BUNIT: the images are relative intensities (FITS 4.0, 4.4.2.5: a
+ * dimensionless quantity has the empty unit string); the comment says
+ * relative to what, per normalisation. */
+static fits_kv bunit(psf_normalization v)
+{
+    return kv_s("BUNIT", "",
+                v == NORM_PUPIL ? "relative: fraction of the pupil's power per pixel"
+                : v == NORM_SUM ? "relative: the image sums to 1"
+                                : "relative: 1 = the unaberrated peak intensity");
+}
+
+/* With the detector group: OVERSAMP and DET_SAMP as WebbPSF writes them
+ * (POPPY docs, fitsheaders.rst) and EXTNAME naming the image. */
+static int detector_keys(const image_set *s, fits_kv *kvs, int n)
+{
+    const cfg_detector *d = &s->cfg->detector;
+    if (!d->enabled) return n;
+    int over = d->write == DET_WRITE_OVERSAMPLED;
+    kvs[n++] = kv_s("EXTNAME", over ? "OVERSAMP" : "DET_SAMP",
+                    over ? "the oversampled image" : "the detector-sampled image");
+    kvs[n++] = kv_i("OVERSAMP", over ? d->oversample : 1, "this image's pixels per detector pixel");
+    kvs[n++] = kv_i("DET_SAMP", d->oversample, "oversampling of the computation");
+    kvs[n++] = kv_i("DETPIXR", d->pixel_response, "1: detector pixel response applied");
+    kvs[n++] = kv_d("DETJITX", s->detector.jitter_px[0], "jitter sigma along x [detector px]");
+    kvs[n++] = kv_d("DETJITY", s->detector.jitter_px[1], "jitter sigma along y [detector px]");
+    kvs[n++] = kv_d("DETDIFF", d->diffusion_px, "charge diffusion sigma [detector px]");
+    kvs[n++] = kv_i("DETIPC", d->ipc, "1: inter-pixel capacitance kernel applied");
+    return n;
+}
+
+/* HISTORY: the config file and the command line (when the caller gave it). */
+static int history_keys(const image_set *s, fits_kv *kvs, int n)
+{
+    kvs[n++] = (fits_kv){
+        .key = "HISTORY", .type = FITS_KV_HISTORY, .s = s->cfg->path, .comment = "psfsim config:"};
+    if (s->command[0])
+        kvs[n++] = (fits_kv){.key = "HISTORY",
+                             .type = FITS_KV_HISTORY,
+                             .s = s->command,
+                             .comment = "psfsim command:"};
+    return n;
+}
+
 int fits_header_check(const image_set *s, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
@@ -126,6 +169,8 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     }
     if (s->mft) kvs[n++] = kv_s("PROPAG", "mft", "focal plane by matrix Fourier transform");
     kvs[n++] = kv_s("NORMALIZ", norm_name(cfg->normalization), "normalisation");
+    kvs[n++] = bunit(cfg->normalization);
+    n = detector_keys(s, kvs, n);
     if (cfg->normalization == NORM_PUPIL && isfinite(info->captured_fraction))
         kvs[n++] =
             kv_d("EEFIELD", info->captured_fraction, "fraction of the pupil's power in the image");
@@ -137,6 +182,7 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
     kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
     n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
+    n = history_keys(s, kvs, n);
     n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
     for (int t = 0; t < s->modes.nterms && t < FITS_HEADER_ZMAX && n < FITS_HEADER_MAX; ++t) {
         snprintf(zkeys[t], 12, "Z%d",

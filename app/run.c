@@ -28,6 +28,21 @@
  * by another run is refused (exit 2) untouched. Else the lock is taken in
  * start() (set_files_create), where a failure to make the lock file is a
  * run-time one; here only --resume fails on a directory it cannot open. */
+/* The command that reproduces the images, for the FITS HISTORY: psfsim
+ * -c CONFIG and --backend when given (bytes outside printable ASCII as
+ * '?'). The options that change no image (-o, -j, --gpus, --force,
+ * --resume, -q, -v) are left out, so that the files do not depend on them
+ * (e2e_lanes and e2e_resume compare them byte for byte). */
+static void run_command_line(const cli_options *o, char *out, size_t outlen)
+{
+    static const char *const names[] = {"auto", "cpu", "gpu"};
+    int b = o->backend >= BACKEND_AUTO && o->backend <= BACKEND_GPU ? (int)o->backend : 0;
+    snprintf(out, outlen, "psfsim -c %s%s%s", o->config_path ? o->config_path : "",
+             o->backend_given ? " --backend " : "", o->backend_given ? names[b] : "");
+    for (char *p = out; *p; ++p)
+        if (*p < 32 || *p > 126) *p = '?';
+}
+
 static int lock_early(run_state *r, char *err, size_t errlen)
 {
     int there = set_dir_open(&r->out, 0, err, errlen);
@@ -78,6 +93,7 @@ static int prepare(run_state *r, char *err, size_t errlen)
     }
     if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
     snprintf(r->set.config_hash, sizeof r->set.config_hash, "%s", r->hash);
+    run_command_line(o, r->set.command, sizeof r->set.command);
     if (fits_header_check(&r->set, err, errlen) != 0) return -1;
     set_checks_warn(&r->set, &r->notes);
     for (int i = 0; i < r->notes.n && run_is_root(r); ++i)

@@ -49,6 +49,35 @@ typedef struct {
     psf_component comp[PSF_MAX_COMPONENTS];
 } psf_job;
 
+/* The detector stage (docs/design.md, "Detector"): the backend computes
+ * the image on its grid (npix x npix, pixel p), convolves it with the
+ * product of the enabled kernels as one transfer-function multiply (real
+ * FFT, multiply, inverse real FFT: a circular convolution over the grid),
+ * and then, when sample is set, writes the detector image of M = npix / s
+ * pixels: D[i][j] = s^2 G[i s + o][j s + o], G the convolved grid image,
+ * o = npix/2 - s (M/2) (0 for even M: backend/detector.h), so that
+ * detector pixel (M/2, M/2) is centred on the optical axis; s^2 keeps the
+ * flux. The kernels, with u, v the
+ * frequencies in cycles per detector pixel (u = k / M for grid frequency
+ * index k): the pixel box sinc(u) sinc(v), sinc(x) = sin(pi x)/(pi x)
+ * (pixel_response: then D is the exact integral of the grid image's
+ * trigonometric interpolant over each detector pixel); Gaussians
+ * exp(-2 pi^2 (sx^2 u^2 + sy^2 v^2)) (jitter, charge diffusion); the IPC
+ * kernel sum_{a,b} k[a][b] exp(-2 pi i ((b - 1) u + (a - 1) v)). All zero
+ * (oversample 0 or 1, nothing enabled, sample 0) is no stage at all. */
+typedef struct {
+    int oversample;      /* s: the detector pixel is s x s grid pixels; 0 or 1 = the same */
+    int sample;          /* 1: run() writes the detector image, M x M (M = npix / s, npix % s == 0);
+                            0: the convolved grid image, npix x npix */
+    int pixel_response;  /* 1: the detector pixel's box (width one detector pixel) */
+    double jitter_px[2]; /* Gaussian jitter sigma, detector pixels, [0] along x (columns),
+                            [1] along y (rows); 0 = none */
+    double diffusion_px; /* charge diffusion Gaussian sigma, detector pixels; 0 = none */
+    int ipc;             /* 1: the inter-pixel capacitance kernel */
+    double ipc_kernel[9]; /* row-major 3x3: a unit charge in pixel (i, j) reads k[a][b] in pixel
+                             (i + a - 1, j + b - 1) */
+} psf_detector;
+
 /* The problem: what is fixed over a whole image set, whichever backend
  * computes it. Pointers stay valid until destroy. */
 typedef struct {
@@ -76,11 +105,12 @@ typedef struct {
     int max_batch;                  /* most jobs one run() call gets */
     long long nimages;              /* images in the whole set: backends plan harder for big sets */
     /* What the jobs will span, for memory_need alone (create ignores them). */
-    int pupil_samples; /* n: samples across the aperture diameter at the finest pitch,
-                          so at most (n + 2)^2 are open; 0 = unknown (the whole grid) */
-    int pupil_pitches; /* distinct psf_component.dx_m over the set (pupils kept); 0 = 1 */
-    int mft_matrices;  /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
-                          (transform matrices made); 0 = 1 */
+    int pupil_samples;     /* n: samples across the aperture diameter at the finest pitch,
+                              so at most (n + 2)^2 are open; 0 = unknown (the whole grid) */
+    int pupil_pitches;     /* distinct psf_component.dx_m over the set (pupils kept); 0 = 1 */
+    int mft_matrices;      /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
+                              (transform matrices made); 0 = 1 */
+    psf_detector detector; /* all zero: none; run()'s images are then npix x npix */
 } psf_problem;
 
 /* Coefficients of each component's coeff_waves for problem p: its global
@@ -132,7 +162,8 @@ typedef struct {
     int (*create)(const psf_problem *problem, const psf_backend_options *options, psf_backend **out,
                   char *err, size_t errlen);
     /* Compute njobs (<= max_batch) images into images[njobs * N * N]
-     * (N = problem->npix; row-major, image k at k*N*N, optical axis at
+     * (N = psf_detector_out_npix(problem): npix, or the detector image's M
+     * with problem->detector.sample; row-major, image k at k*N*N, optical axis at
      * (N/2, N/2)), each sum_c scale_c |F{A_c exp(+i 2 pi W_c)}|^2 with F the
      * forward DFT, the axis sample at index 0 before and the zero frequency
      * moved to N/2 after (docs/design.md, "Propagation"). With problem->mft, F is
@@ -140,7 +171,8 @@ typedef struct {
      * exp(-2 pi i (y_i theta_r + x_j theta_c) / lambda_c), pupil sample
      * (i, j) at y_i = (i - G/2) dx_c, x_j = (j - G/2) dx_c, theta_k =
      * (k - N/2) out_pixel_rad_c; with N dx_c out_pixel_rad_c = lambda_c it
-     * is the same DFT. Returns 0, or -1 with a message. */
+     * is the same DFT; then the detector stage (psf_detector), when the
+     * problem has one. Returns 0, or -1 with a message. */
     int (*run)(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
                size_t errlen);
     void (*destroy)(psf_backend *b);

@@ -6,7 +6,9 @@
  * threads (one FFT buffer pair each), from 512 up FFTW's own threads share
  * each transform. An MFT set (psf_problem.mft) plans no FFT: its images are
  * two matrix products each (cpu/mft.h), with the transform matrices cached
- * per component. */
+ * per component. A problem with a detector stage (psf_detector) computes
+ * its grid images into a scratch buffer and passes each through
+ * cpu/detector.h into the caller's images. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +18,8 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
+#include "backend/detector.h"
+#include "cpu/detector.h"
 #include "cpu/intensity.h"
 #include "cpu/mft.h"
 #include "cpu/plan_cache.h"
@@ -65,6 +69,10 @@ struct psf_backend {
     int mft_threads;       /* threads one large transform may use */
     fftwf_complex *mft_in; /* the current pupil's compact box, rows x cols */
     size_t mft_in_cap;     /* complex values mft_in holds */
+    /* The detector stage (cpu/detector.h), when the problem has one. */
+    cpu_detector det;
+    cpu_detector_work det_work;
+    float *det_grid; /* [max_batch N^2]: the grid images before the stage */
 };
 
 static int cpu_threads(const psf_problem *set, const psf_backend_options *opt)
@@ -101,7 +109,26 @@ static void cpu_destroy(psf_backend *b)
         cpu_mft_table_free(&b->tables[i]);
     cpu_mft_work_free(&b->work);
     free(b->mft_in);
+    cpu_detector_work_free(&b->det_work);
+    cpu_detector_destroy(&b->det);
+    free(b->det_grid);
     free(b);
+}
+
+/* The detector stage and its buffers (cpu/detector.h), when the problem
+ * has one. Returns 0, or -1 with err. */
+static int detector_create(psf_backend *b, char *err, size_t errlen)
+{
+    if (!psf_detector_active(&b->set.detector)) return 0;
+    if (cpu_detector_create(&b->det, &b->set, err, errlen) != 0) return -1;
+    size_t plane = (size_t)b->set.npix * b->set.npix;
+    int batch = b->set.max_batch > 0 ? b->set.max_batch : 1;
+    b->det_grid = malloc((size_t)batch * plane * sizeof *b->det_grid);
+    if (!b->det_grid || (b->det.convolve && cpu_detector_work_alloc(&b->det, &b->det_work) != 0)) {
+        snprintf(err, errlen, "cpu: cannot allocate the detector stage's %d images", batch);
+        return -1;
+    }
+    return 0;
 }
 
 static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
@@ -126,6 +153,10 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         }
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         b->mft_threads = opt->threads > 0 ? opt->threads : ncpu > 0 ? (int)ncpu : 1;
+        if (detector_create(b, err, errlen) != 0) {
+            cpu_destroy(b);
+            return -1;
+        }
         *out = b;
         return 0;
     }
@@ -137,6 +168,10 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         return -1;
     }
     b->nlanes = image_lanes(set, opt);
+    if (detector_create(b, err, errlen) != 0) {
+        cpu_destroy(b);
+        return -1;
+    }
     *out = b;
     return 0;
 }
@@ -357,13 +392,32 @@ static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *im
     return rc;
 }
 
-static int cpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
-                   size_t errlen)
+/* The grid images (npix x npix each), before any detector stage. */
+static int run_grids(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+                     size_t errlen)
 {
     if (!b->set.mft) return cpu_run_fft(b, jobs, njobs, images, err, errlen);
     size_t plane = (size_t)b->set.npix * b->set.npix;
     for (int k = 0; k < njobs; ++k)
         if (cpu_run_one_mft(b, &jobs[k], images + (size_t)k * plane, err, errlen) != 0) return -1;
+    return 0;
+}
+
+static int cpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+                   size_t errlen)
+{
+    if (!b->det_grid) return run_grids(b, jobs, njobs, images, err, errlen);
+    if (njobs > (b->set.max_batch > 0 ? b->set.max_batch : 1)) {
+        snprintf(err, errlen, "cpu: %d jobs in one run, more than max_batch %d", njobs,
+                 b->set.max_batch);
+        return -1;
+    }
+    if (run_grids(b, jobs, njobs, b->det_grid, err, errlen) != 0) return -1;
+    size_t plane = (size_t)b->set.npix * b->set.npix;
+    size_t out = (size_t)psf_detector_out_npix(&b->set) * (size_t)psf_detector_out_npix(&b->set);
+    for (int k = 0; k < njobs; ++k)
+        cpu_detector_apply(&b->det, &b->det_work, b->det_grid + (size_t)k * plane,
+                           images + (size_t)k * out);
     return 0;
 }
 
@@ -396,7 +450,9 @@ static int cpu_device_count(char *err, size_t errlen)
  *    each with its index, transmission, OPD and T basis values, 4 bytes
  *    each (cpu/pupil.c);
  *  - scratch: while a pupil is built, its aperture grid and the resampled
- *    OPD map, 4 P^2 each (cpu/pupil.c).
+ *    OPD map, 4 P^2 each (cpu/pupil.c);
+ *  - with a detector stage, in transform: the grid images 4 M^2 per batch
+ *    image, the transfer function and the stage's buffers (cpu/detector.h).
  * The image-parallel lanes' buffers (N < 512) are not counted: the figures
  * are the ones psfsim's limits were set with (app/set_limits.h). */
 static int cpu_memory_need(const psf_problem *set, const psf_backend_options *options,
@@ -428,6 +484,14 @@ static int cpu_memory_need(const psf_problem *set, const psf_backend_options *op
     unsigned long long npitch = set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1;
     out->pupils = bytes_mul(bytes_mul(open, per_sample), npitch);
     out->scratch = 4ULL * pgrid * (set->opd_map ? 2ULL : 1ULL);
+    if (psf_detector_active(&set->detector)) { /* cpu/detector.h: the grid images, table, lane */
+        unsigned long long batch = set->max_batch > 0 ? (unsigned long long)set->max_batch : 1;
+        unsigned long long stage =
+            bytes_add(bytes_mul(batch, 4ULL * plane),
+                      bytes_add(psf_detector_otf_bytes(set->npix),
+                                4ULL * plane + psf_detector_otf_bytes(set->npix)));
+        out->transform = bytes_add(out->transform, stage);
+    }
     out->host = bytes_add(bytes_add(out->transform, out->pupils), out->scratch);
     return 0;
 }

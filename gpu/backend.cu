@@ -12,7 +12,8 @@
  * (gpu/intensity.h), on the compute stream into one of two device image
  * buffers, whose copy to the host runs on the copy stream while the next
  * sub-batch computes. A single-image FFT run replays a CUDA graph of its
- * pass instead.
+ * pass instead. With a detector stage (psf_detector) each sub-batch's
+ * images pass through gpu/detector.h before their copy.
  *
  * The field buffer keeps its zeros: the FFT is out of place and the MFT's
  * products only read it, so once a slot holds a field of pupil p, the next
@@ -40,11 +41,13 @@
 extern "C" {
 #include "backend/backend.h"
 #include "backend/bytes.h"
+#include "backend/detector.h"
 }
 #include "backend/gpu_module_abi.h"
 
 #include "gpu/batch.h"
 #include "gpu/cuda_check.h"
+#include "gpu/detector.h"
 #include "gpu/mft.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
@@ -129,6 +132,8 @@ struct psf_backend {
     int graph_dense;       /* captured with the whole-grid field kernel */
     size_t graph_max_open; /* ... or the open-sample one over this many samples */
     unsigned graph_generation;
+    gpu_detector det; /* the detector stage (inactive without one) */
+    size_t out_plane; /* floats of one image run() returns (the detector's M^2, or N^2) */
     host_buf *buffers;
 };
 
@@ -156,6 +161,7 @@ static void gpu_destroy(psf_backend *b)
     if (b->compute) cudaStreamSynchronize(b->compute);
     if (b->copy) cudaStreamSynchronize(b->copy);
     graph_release(b);
+    gpu_detector_destroy(&b->det);
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
     for (int i = 0; i < b->npupils; ++i)
         gpu_pupil_free(&b->pupils[i]);
@@ -200,14 +206,15 @@ static void gpu_destroy(psf_backend *b)
 /* The sizes a problem is computed at, from the problem alone (create
  * keeps them in the backend; memory_need has no backend). */
 typedef struct {
-    int mft;       /* two matrix products instead of the FFT */
-    int npix;      /* N: the images' size (the FFT's, or the MFT's M) */
-    int grid;      /* the pupil grid: N, or the MFT's G */
-    int nterms;    /* Zernike modes */
-    int ncoeff;    /* coefficients per field (psf_coeff_count) */
-    size_t plane;  /* N * N */
-    size_t pplane; /* grid * grid */
-    size_t maps;   /* bytes of the aperture and OPD maps on the device */
+    int mft;                /* two matrix products instead of the FFT */
+    int npix;               /* N: the images' size (the FFT's, or the MFT's M) */
+    int grid;               /* the pupil grid: N, or the MFT's G */
+    int nterms;             /* Zernike modes */
+    int ncoeff;             /* coefficients per field (psf_coeff_count) */
+    size_t plane;           /* N * N */
+    size_t pplane;          /* grid * grid */
+    size_t maps;            /* bytes of the aperture and OPD maps on the device */
+    const psf_problem *set; /* for the detector stage's bytes (gpu_detector_bytes) */
 } gpu_shape;
 
 static gpu_shape shape_of(const psf_problem *set)
@@ -221,6 +228,7 @@ static gpu_shape shape_of(const psf_problem *set)
     s.nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
     s.ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
     s.maps = 0;
+    s.set = set;
     if (set->aperture.shape == APERTURE_FILE)
         s.maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
     if (set->opd_map) s.maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
@@ -242,7 +250,7 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
         per += ng * sizeof(cufftComplex);
         fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
-    return (size_t)cap * per + work + fixed + s->maps +
+    return (size_t)cap * per + work + fixed + s->maps + gpu_detector_bytes(s->set, cap) +
            2 * gpu_pass_layout_for((int)cap, (int)cap, s->ncoeff, s->mft).bytes;
 }
 
@@ -468,6 +476,8 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         slots_forget(b); /* cudaMalloc'd: contents unknown */
     }
     if (upload_set(b) != 0) goto fail;
+    b->out_plane = (size_t)psf_detector_out_npix(set) * (size_t)psf_detector_out_npix(set);
+    if (gpu_detector_create(&b->det, set, b->capacity, b->compute, &b->chk) != 0) goto fail;
     if (b->mft) {
         /* cuBLAS on the compute stream, full single precision: DEFAULT_MATH
          * uses no reduced-precision (TF32) tensor cores, which the
@@ -735,11 +745,14 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
         if (b->copy_pending[q] &&
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->compute, b->ev_copied[q], 0)))
             return -1;
-        if (subbatch_compute(b, jobs + j0, n, q)) return -1;
+        float *src;
+        if (subbatch_compute(b, jobs + j0, n, q) ||
+            gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk))
+            return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->copy, b->ev_done[q], 0)) ||
-            GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->plane, b->dimg[q],
-                                              (size_t)n * b->plane * sizeof(float),
+            GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
+                                              (size_t)n * b->out_plane * sizeof(float),
                                               cudaMemcpyDeviceToHost, b->copy)) ||
             GPU_CUDA(&b->chk, cudaEventRecord(b->ev_copied[q], b->copy)))
             return -1;
@@ -806,8 +819,10 @@ static int run_single(psf_backend *b, const psf_job *job, float *image)
          (!dense && b->graph_max_open != max_open)) &&
         graph_make(b, nfields, dense, max_open))
         return -1;
+    float *src;
     int rc = GPU_CUDA(&b->chk, cudaGraphLaunch(b->graph_exec, b->compute)) ||
-                     GPU_CUDA(&b->chk, cudaMemcpyAsync(image, b->dimg[0], b->plane * sizeof(float),
+                     gpu_detector_apply(&b->det, b->dimg[0], 1, b->spec, 0, &src, &b->chk) ||
+                     GPU_CUDA(&b->chk, cudaMemcpyAsync(image, src, b->out_plane * sizeof(float),
                                                        cudaMemcpyDeviceToHost, b->compute)) ||
                      GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))
                  ? -1

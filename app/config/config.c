@@ -375,7 +375,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     if (read_output(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
     cfg->backend = (backend_choice)v; /* same order as backend_choice */
-    return 0;
+    return cfg_read_detector(c, cfg);
 }
 
 long long config_image_count(const psf_config *cfg)

@@ -28,6 +28,22 @@ typedef enum { ZUNITS_WAVES = 0, ZUNITS_NM = 1 } zernike_units;
 typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choice;
 /* output.hdf5.dtype: float32 images as computed, or uint16 PNG stretch levels. */
 typedef enum { HDF5_FLOAT32 = 0, HDF5_UINT16 = 1 } hdf5_dtype;
+/* detector.write: which images a set with a detector group writes. */
+typedef enum { DET_WRITE_DETECTOR = 0, DET_WRITE_OVERSAMPLED = 1 } det_write;
+
+/* The detector group (docs/config.md, "Detector"; app/config/config_detector.c).
+ * Without it (enabled 0) the images are the computed grid's, as before. */
+typedef struct {
+    int enabled;          /* the group is written */
+    int oversample;       /* detector.oversample s, 1..CFG_MAX_OVERSAMPLE, default 1 */
+    int pixel_response;   /* detector.pixel_response, default true when s > 1 */
+    double jitter_mas[2]; /* detector.jitter_mas, [x, y] milliarcseconds; 0 = none */
+    double jitter_ld[2];  /* detector.jitter_lambda_d, [x, y] lambda_ref/D; 0 = none */
+    double diffusion_px;  /* detector.charge_diffusion_px, detector pixels; 0 = none */
+    int ipc;              /* detector.ipc given */
+    double ipc_kernel[9]; /* row-major 3x3, summing to 1 */
+    det_write write;      /* detector.write, default "detector" */
+} cfg_detector;
 /* output.hdf5.compression. */
 typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
 
@@ -186,6 +202,7 @@ typedef struct {
     int hdf5_level; /* output.hdf5.level: the gzip level 1..9, default 4 */
 
     backend_choice backend;
+    cfg_detector detector; /* the detector group */
 
     /* Every key of the file, in file order, and where it is: messages
      * after loading name the line without parsing the file again. */

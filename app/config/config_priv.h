@@ -18,6 +18,7 @@
 #define CFG_MAX_FFT_SIZE 65536
 #define CFG_MAX_SPIDERS 1000
 #define CFG_MAX_IMAGES 10000000LL
+#define CFG_MAX_OVERSAMPLE 16 /* detector.oversample */
 /* The most bytes a config may hold (a stream is read up to it, then
  * refused), config.h. */
 #define CFG_MAX_TEXT_BYTES ((size_t)16 << 20)
@@ -56,16 +57,17 @@ typedef struct {
 
 /* What a key holds (config_schema.c checks it before anything reads it). */
 typedef enum {
-    CFG_K_GROUP,   /* { ... } */
-    CFG_K_INT,     /* integer (32- or 64-bit literal) */
-    CFG_K_FLOAT,   /* any number; integers accepted */
-    CFG_K_STRING,  /* "..." */
-    CFG_K_BOOL,    /* true | false */
-    CFG_K_NUMBERS, /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS,   /* ( (j, x), ... ): elements checked by the reader */
-    CFG_K_TRIPLES, /* ( (j, "name", x), ... ): elements checked by the reader */
-    CFG_K_GROUPS,  /* ( { ... }, ... ): elements checked by the reader */
-    CFG_K_SEGTERMS /* ( (segment, j, x), ... ): elements checked by the reader */
+    CFG_K_GROUP,             /* { ... } */
+    CFG_K_INT,               /* integer (32- or 64-bit literal) */
+    CFG_K_FLOAT,             /* any number; integers accepted */
+    CFG_K_STRING,            /* "..." */
+    CFG_K_BOOL,              /* true | false */
+    CFG_K_NUMBERS,           /* [a, b, ...] or (a, b, ...) of numbers */
+    CFG_K_PAIRS,             /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES,           /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS,            /* ( { ... }, ... ): elements checked by the reader */
+    CFG_K_SEGTERMS,          /* ( (segment, j, x), ... ): elements checked by the reader */
+    CFG_K_NUMBER_OR_NUMBERS  /* a number, or a list of numbers as CFG_K_NUMBERS */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -255,6 +257,10 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg);
  * with a message; what they allocate is in cfg for config_free. */
 int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg);
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg);
+/* ---- config_detector.c ---- */
+/* The detector group (docs/config.md, "Detector"), after the optics and the
+ * output grid. Returns 0, or -1 with a FILE:LINE: key message. */
+int cfg_read_detector(cfg_ctx *c, psf_config *cfg);
 /* j in the config's convention -> (n, m) (optics/zernike.h's ranges); s
  * and key name the setting for messages. Returns 0, or -1 with a message. */
 int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,

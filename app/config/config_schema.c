@@ -97,6 +97,14 @@ static const cfg_key schema[] = {
     {"output.hdf5.compression", CFG_K_STRING},
     {"output.hdf5.level", CFG_K_INT},
     {"backend", CFG_K_STRING},
+    {"detector", CFG_K_GROUP},
+    {"detector.oversample", CFG_K_INT},
+    {"detector.pixel_response", CFG_K_BOOL},
+    {"detector.jitter_mas", CFG_K_NUMBER_OR_NUMBERS},
+    {"detector.jitter_lambda_d", CFG_K_NUMBER_OR_NUMBERS},
+    {"detector.charge_diffusion_px", CFG_K_FLOAT},
+    {"detector.ipc", CFG_K_NUMBERS},
+    {"detector.write", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
 
@@ -219,6 +227,8 @@ static const char *kind_expected(cfg_kind k)
         return "a list of triples ( (j, \"normal\" | \"uniform\", width), ... )";
     case CFG_K_SEGTERMS:
         return "a list of triples ( (segment, j, value), ... )";
+    case CFG_K_NUMBER_OR_NUMBERS:
+        return "a number or a list of numbers [a, b, ...]";
     }
     return "?";
 }
@@ -244,6 +254,8 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
     case CFG_K_GROUPS:
         return t == CONFIG_TYPE_LIST;
+    case CFG_K_NUMBER_OR_NUMBERS:
+        return cfg_is_number(s) || t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
     }
     return 0;
 }
@@ -262,7 +274,7 @@ static int walk(cfg_ctx *c, psf_config *cfg, const config_setting_t *group, cons
                              cfg_type_name(config_setting_type(s)));
         if (cfg_record_key(c, cfg, s, path)) return -1;
         if (k->kind == CFG_K_GROUP && walk(c, cfg, s, path)) return -1;
-        if (k->kind == CFG_K_NUMBERS) {
+        if (k->kind == CFG_K_NUMBERS || (k->kind == CFG_K_NUMBER_OR_NUMBERS && !cfg_is_number(s))) {
             int len = config_setting_length(s);
             for (int e = 0; e < len; ++e) {
                 const config_setting_t *el = config_setting_get_elem(s, (unsigned)e);

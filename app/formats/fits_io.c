@@ -70,6 +70,13 @@ static void write_key(fitsfile *f, const fits_kv *kv, int *status)
             fits_update_key_str(f, key, s, comment, status);
         break;
     }
+    case FITS_KV_HISTORY: {
+        char text[8192];
+        snprintf(text, sizeof text, "%s%s%s", comment ? comment : "", comment ? " " : "",
+                 kv->s ? kv->s : "");
+        fits_write_history(f, text, status);
+        break;
+    }
     default:
         *status = BAD_DATATYPE;
         break;
@@ -132,7 +139,8 @@ static int keys_ok(const fits_kv *kvs, int nkv, char *why, size_t whylen)
                      kvs[k].key ? kvs[k].key : "(null)");
             return -1;
         }
-        if (kvs[k].type == FITS_KV_STRING && !text_ok(kvs[k].s)) {
+        if ((kvs[k].type == FITS_KV_STRING || kvs[k].type == FITS_KV_HISTORY) &&
+            !text_ok(kvs[k].s)) {
             snprintf(why, whylen, "keyword %s: the value must be printable ASCII", kvs[k].key);
             return -1;
         }

@@ -10,7 +10,10 @@
 
 #include <stddef.h>
 
-typedef enum { FITS_KV_DOUBLE, FITS_KV_INT, FITS_KV_STRING } fits_kv_type;
+/* FITS_KV_HISTORY: HISTORY cards of the comment (a prefix; may be NULL), a
+ * blank and s (key "HISTORY"; cfitsio continues a long text over more
+ * cards, 72 characters each). */
+typedef enum { FITS_KV_DOUBLE, FITS_KV_INT, FITS_KV_STRING, FITS_KV_HISTORY } fits_kv_type;
 
 typedef struct {
     const char *key; /* <= 8 characters, upper case */

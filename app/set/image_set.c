@@ -11,6 +11,7 @@
 #include "app/set/map_place.h"
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
+#include "app/set/set_detector.h"
 #include "optics/aperture.h"
 
 #define ARCSEC_PER_RAD 206264.80624709636
@@ -188,6 +189,7 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
+    if (set_detector_init(s, err, errlen) != 0) return -1;
     if (load_aperture_map(s, cfg, err, errlen) || load_opd_map(s, cfg, err, errlen)) return -1;
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
@@ -213,7 +215,8 @@ void image_set_free(image_set *s)
 void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
 {
     memset(problem, 0, sizeof *problem);
-    problem->npix = s->samp.npix;
+    problem->npix = s->calc_npix;
+    problem->detector = s->detector;
     problem->mft = s->mft;
     problem->pupil_npix = s->mft ? s->pupil_npix : 0;
     problem->aperture = s->aperture;
@@ -385,6 +388,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double pix_rad = s->pixel_rad > 0  ? s->pixel_rad
                      : s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
                                        : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
+    pix_rad /= s->calc_div; /* the computed grid's pixel (set_detector.h) */
     job->ncomp = p->nwl;
     for (int c = 0; c < p->nwl; ++c) {
         psf_component *comp = &job->comp[c];
@@ -408,13 +412,17 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
         comp->scale = p->weights[c] / (npix2 * a->sum_a2);
         peak += comp->scale * a->sum_a * a->sum_a;
     }
+    /* A detector pixel holds d2 grid pixels' flux (psf_detector: s^2 times
+     * the convolved grid at its centre); "peak" makes it the mean intensity
+     * over the pixel, 1 = the unaberrated peak, whatever s (set_detector.h). */
+    double d2 = (double)s->calc_div * s->calc_div;
     if (cfg->normalization == NORM_PEAK) {
         for (int c = 0; c < job->ncomp; ++c)
-            job->comp[c].scale /= peak;
-        peak = 1.0;
+            job->comp[c].scale /= peak * d2;
+        peak = 1.0 / d2;
     }
     info->wavelength_nm = wl_ref;
-    info->ref_peak = peak;
+    info->ref_peak = peak * d2;
     info->captured_fraction = NAN;
     info->coeff_units = units;
     info->seg_units = nsc > 0 ? units + nt : NULL;

@@ -41,6 +41,13 @@ typedef struct {
 
     /* MFT: output.pixel_scale_arcsec as an angle (rad); 0 = not used. */
     double pixel_rad;
+    /* The detector group (app/set/set_detector.h): the backends compute a
+     * calc_npix x calc_npix grid whose pixel is the written image's over
+     * calc_div (oversample for detector images, 1 for oversampled ones),
+     * and run detector's stage; without the group calc_npix = samp.npix,
+     * calc_div = 1 and detector is all zero. */
+    int calc_npix, calc_div;
+    psf_detector detector;
     /* When the set was opened, UTC "YYYY-MM-DDThh:mm:ss" (the FITS DATE):
      * SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
      * convention) when set and valid, else the clock. */
@@ -48,6 +55,9 @@ typedef struct {
     /* The manifest's config_hash (the config's fingerprint), for the FITS
      * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
     char config_hash[24];
+    /* The command line that runs the set, for the FITS HISTORY; "" = none
+     * (the library), until the caller fills it (app/run.c). */
+    char command[1024];
     set_axes axes;         /* the table and random axes; axes.nimages = nimages */
     psf_modeset modes;     /* jobs_modeset(&axes) */
     set_labels labels;     /* the label terms (labels.h): the manifest's and HDF5's z<j> */

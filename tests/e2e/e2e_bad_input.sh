@@ -386,4 +386,40 @@ dataset tzswept "zernike = ((7, [0.0, 0.1])); $T" "$W" \
 awk 'BEGIN { print "z4"; for (i = 0; i < 2500001; ++i) print 0 }' >ds_trows.csv
 dataset trows "defocus = [0.0, 0.1]; table = \"ds_trows.csv\"; random: { count = 2; seed = 1; zernike = ((5, \"normal\", 0.1)); };" "$W" \
   'ds_trows.cfg:4: sweep.table: ds_trows.csv: 2500001 rows make 10000004 images .*limit of 10000000'
+# The detector group (docs/config.md, "Detector"): every key's bad value
+# names FILE:LINE:KEY, exit 2, nothing written.
+detector() { # name, the group's body, the message's pattern (after the file name)
+  { good ''; echo "detector: { $2 };"; } >det_$1.cfg
+  rm -rf out
+  expect_exit 2 "detector $1" -- "$PSFSIM" -c det_$1.cfg -o out
+  expect_stderr "det_$1.cfg:4: $3" "detector $1: message"
+  nothing_written "detector $1"
+}
+detector os0 'oversample = 0;' 'detector.oversample: must be >= 1 \(got 0\)'
+detector os17 'oversample = 17;' 'detector.oversample: must be <= 16 \(got 17\)'
+detector osf 'oversample = 2.5;' 'detector.oversample: expected an integer'
+detector pr 'pixel_response = 1;' 'detector.pixel_response: expected true or false'
+detector jneg 'jitter_mas = -1.0;' 'detector.jitter_mas: must be >= 0 \(got -1\)'
+detector j3 'jitter_mas = [1.0, 2.0, 3.0];' 'detector.jitter_mas: must be one sigma or two, \[x, y\] \(got 3 values\)'
+detector jy 'jitter_lambda_d = [0.1, -0.2];' 'detector.jitter_lambda_d\[1\]: must be finite and >= 0 \(got -0.2\)'
+detector jstr 'jitter_mas = "5";' 'detector.jitter_mas: expected a number or a list of numbers'
+detector jboth 'jitter_mas = 1.0; jitter_lambda_d = 0.1;' 'detector.jitter_lambda_d: give only one of detector.jitter_mas and detector.jitter_lambda_d'
+detector cd 'charge_diffusion_px = -0.1;' 'detector.charge_diffusion_px: must be >= 0 \(got -0.1\)'
+detector ipc8 'ipc = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];' 'detector.ipc: must be the 3x3 kernel, 9 values row-major \(got 8\)'
+detector ipcsum 'ipc = [0.0, 0.1, 0.0, 0.1, 1.0, 0.1, 0.0, 0.1, 0.0];' 'detector.ipc: must sum to 1 within 1e-6: it moves charge, it makes none \(got 1.4'
+detector ipcstr 'ipc = (0.0, "a", 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0);' 'detector.ipc\[1\]: expected a number'
+detector write 'write = "all";' 'detector.write: must be "detector" or "oversampled" \(got "all"\)'
+detector unk 'oversampling = 4;' 'detector.oversampling: unknown key \(did you mean detector.oversample\?\)'
+# The computed grid past 65536 per side: refused before any work.
+{ good ''; echo 'output: { npix = 8192; };'; echo 'detector: { oversample = 16; };'; } >det_osbig.cfg
+rm -rf out
+expect_exit 2 "detector grid too big" -- "$PSFSIM" -c det_osbig.cfg -o out
+expect_stderr 'det_osbig.cfg:5: detector.oversample: the computed grid would be 131072 x 131072 \(8192 x 8192 detector pixels times 16\), more than 65536 per side' "grid too big: message"
+nothing_written "grid too big"
+# A wavelength sweep at the FFT's pixel: the pixel's angle differs per image.
+{ good ''; echo 'sweep: { wavelength_nm = [500.0, 600.0]; };'; echo 'detector: { jitter_mas = 5.0; };'; } >det_jsweep.cfg
+rm -rf out
+expect_exit 2 "detector jitter_mas over a wavelength sweep" -- "$PSFSIM" -c det_jsweep.cfg -o out
+expect_stderr 'det_jsweep.cfg:5: detector.jitter_mas: the detector pixel.s angle differs between the set.s wavelengths' "jitter over a sweep: message"
+nothing_written "jitter over a sweep"
 finish

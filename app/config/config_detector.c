@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The detector group (docs/config.md, "Detector"): oversampling, the
+ * pixel response, Gaussian jitter (milliarcseconds or lambda_ref/D, one
+ * sigma or one per axis), charge diffusion, the inter-pixel capacitance
+ * kernel, and which images are written. Read after the optics and the
+ * output grid; app/set/set_detector.c turns it into the backends'
+ * psf_detector. A subgroup (detector.noise, say) adds its reader to
+ * cfg_read_detector, one line. */
+#include "app/config/config_priv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DET "detector"
+
+/* key = sigma (both axes) or [sx, sy]: each finite and >= 0. Returns 1
+ * when given, 0 when absent, -1 with a message. */
+static int read_sigma_pair(cfg_ctx *c, const char *key, double out[2])
+{
+    const config_setting_t *s = cfg_get(c, key);
+    if (!s) return 0;
+    if (cfg_is_number(s)) {
+        if (cfg_read_float(c, key, 0.0, 0, &out[0]) < 0) return -1;
+        out[1] = out[0];
+        return 1;
+    }
+    if (config_setting_length(s) != 2)
+        return cfg_error(c, s, key, "must be one sigma or two, [x, y] (got %d values)",
+                         config_setting_length(s));
+    for (int i = 0; i < 2; ++i) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        double v = cfg_number(e);
+        char k[64], got[64];
+        snprintf(k, sizeof k, "%s[%d]", key, i);
+        cfg_fmt_double(v, got, sizeof got);
+        if (!isfinite(v) || v < 0.0)
+            return cfg_error(c, e, k, "must be finite and >= 0 (got %s)", got);
+        out[i] = v;
+    }
+    return 1;
+}
+
+/* jitter_mas or jitter_lambda_d, not both. */
+static int read_jitter(cfg_ctx *c, cfg_detector *d)
+{
+    int a = read_sigma_pair(c, DET ".jitter_mas", d->jitter_mas);
+    if (a < 0) return -1;
+    int b = read_sigma_pair(c, DET ".jitter_lambda_d", d->jitter_ld);
+    if (b < 0) return -1;
+    if (a == 1 && b == 1)
+        return cfg_error(c, cfg_get(c, DET ".jitter_lambda_d"), DET ".jitter_lambda_d",
+                         "give only one of " DET ".jitter_mas and " DET ".jitter_lambda_d");
+    return 0;
+}
+
+/* ipc = [9 values]: the 3x3 kernel row-major, finite, summing to 1 (the
+ * charge is moved, not made: within 1e-6). */
+static int read_ipc(cfg_ctx *c, cfg_detector *d)
+{
+    const char *key = DET ".ipc";
+    const config_setting_t *s = cfg_get(c, key);
+    if (!s) return 0;
+    int n = config_setting_length(s);
+    if (n != 9)
+        return cfg_error(c, s, key, "must be the 3x3 kernel, 9 values row-major (got %d)", n);
+    double sum = 0.0;
+    for (int i = 0; i < 9; ++i) {
+        d->ipc_kernel[i] = cfg_number(config_setting_get_elem(s, (unsigned)i));
+        sum += d->ipc_kernel[i];
+    }
+    if (!isfinite(sum) || fabs(sum - 1.0) > 1e-6) {
+        char got[64];
+        cfg_fmt_double(sum, got, sizeof got);
+        return cfg_error(c, s, key,
+                         "must sum to 1 within 1e-6: it moves charge, it makes none "
+                         "(got %s)",
+                         got);
+    }
+    d->ipc = 1;
+    return 0;
+}
+
+int cfg_read_detector(cfg_ctx *c, psf_config *cfg)
+{
+    static const char *const writes[] = {"detector", "oversampled"};
+    cfg_detector *d = &cfg->detector;
+    memset(d, 0, sizeof *d);
+    d->oversample = 1;
+    if (!cfg_get(c, DET)) return 0;
+    d->enabled = 1;
+    long long s = 1;
+    if (cfg_read_int(c, DET ".oversample", 1, CFG_MAX_OVERSAMPLE, &s) < 0) return -1;
+    d->oversample = (int)s;
+    d->pixel_response = s > 1;
+    if (cfg_read_bool(c, DET ".pixel_response", &d->pixel_response) < 0) return -1;
+    if (read_jitter(c, d)) return -1;
+    if (cfg_read_float(c, DET ".charge_diffusion_px", 0.0, 0, &d->diffusion_px) < 0) return -1;
+    if (read_ipc(c, d)) return -1;
+    int w = 0;
+    if (cfg_read_enum(c, DET ".write", writes, 2, 0, &w) < 0) return -1;
+    d->write = (det_write)w; /* same order as det_write */
+    return 0;
+}

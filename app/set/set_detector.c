@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The detector group as the set's computed grid (app/set/set_detector.h). */
+#include "app/set/set_detector.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The computed grid's largest side (the config's FFT size limit). */
+#define SET_MAX_GRID 65536
+
+static int fail(const image_set *s, const char *key, char *err, size_t errlen, const char *what)
+{
+    char where[CFG_PATH_MAX + 32];
+    config_key_where(s->cfg, key, where, sizeof where);
+    snprintf(err, errlen, "%.4200s: %s: %s", where, key, what);
+    return -1;
+}
+
+/* Whether the set's images have more than one wavelength of their own. */
+static int wavelengths_vary(const image_set *s)
+{
+    long long n = 0;
+    const double *wl = axes_image_wavelengths(&s->axes, &n);
+    for (long long i = 1; wl && i < n; ++i)
+        if (wl[i] != wl[0]) return 1;
+    return 0;
+}
+
+/* The jitter in detector pixels (psf_detector.jitter_px), from the detector
+ * pixel of the set's common image (its shortest wavelength). */
+static int jitter_pixels(image_set *s, char *err, size_t errlen)
+{
+    const cfg_detector *d = &s->cfg->detector;
+    int mas = d->jitter_mas[0] > 0 || d->jitter_mas[1] > 0;
+    int ld = d->jitter_ld[0] > 0 || d->jitter_ld[1] > 0;
+    if (!mas && !ld) return 0;
+    /* A fixed angle (arcsec, um) is the same in mas for every wavelength
+     * and not in lambda/D; the FFT's and output.pixel_scale's the other way. */
+    int fixed_angle = s->cfg->out_pixel_scale_arcsec > 0 || s->cfg->out_pixel_scale_um > 0;
+    if (wavelengths_vary(s) && mas != fixed_angle)
+        return fail(s, mas ? "detector.jitter_mas" : "detector.jitter_lambda_d", err, errlen,
+                    mas ? "the detector pixel's angle differs between the set's wavelengths: give "
+                          "detector.jitter_lambda_d, or fix the pixel with "
+                          "output.pixel_scale_arcsec"
+                        : "the detector pixel in lambda/D differs between the set's "
+                          "wavelengths: give detector.jitter_mas");
+    image_info info;
+    image_set_common_info(s, &info);
+    double up = d->write == DET_WRITE_OVERSAMPLED ? d->oversample : 1.0; /* written -> detector */
+    for (int a = 0; a < 2; ++a)
+        s->detector.jitter_px[a] = mas ? d->jitter_mas[a] * 1e-3 / (info.pixel_arcsec * up)
+                                       : d->jitter_ld[a] / (info.pixel_lambda_d * up);
+    return 0;
+}
+
+int set_detector_init(image_set *s, char *err, size_t errlen)
+{
+    const cfg_detector *d = &s->cfg->detector;
+    memset(&s->detector, 0, sizeof s->detector);
+    s->calc_npix = s->samp.npix;
+    s->calc_div = 1;
+    if (!d->enabled) return 0;
+    int ov = d->oversample;
+    long long big = (long long)ov * s->samp.npix;
+    if (big > SET_MAX_GRID) {
+        char what[256];
+        snprintf(what, sizeof what,
+                 "the computed grid would be %lld x %lld (%d x %d detector pixels times %d), "
+                 "more than %d per side",
+                 big, big, s->samp.npix, s->samp.npix, ov, SET_MAX_GRID);
+        return fail(s, "detector.oversample", err, errlen, what);
+    }
+    s->calc_npix = (int)big;
+    if (!s->mft) s->fft_npix = s->pupil_npix = (int)big;
+    if (d->write == DET_WRITE_OVERSAMPLED) { /* the written image is the computed grid */
+        s->samp.npix = (int)big;
+        if (!s->mft) s->samp.padding *= ov;
+        s->pixel_ld /= ov;
+        s->pixel_um /= ov;
+        s->pixel_rad /= ov;
+    } else {
+        s->calc_div = ov;
+    }
+    psf_detector *pd = &s->detector;
+    pd->oversample = ov;
+    pd->sample = d->write == DET_WRITE_DETECTOR;
+    pd->pixel_response = d->pixel_response;
+    pd->diffusion_px = d->diffusion_px;
+    pd->ipc = d->ipc;
+    memcpy(pd->ipc_kernel, d->ipc_kernel, sizeof pd->ipc_kernel);
+    return jitter_pixels(s, err, errlen);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The detector stage's arithmetic (backend/detector.h). */
+#include "backend/detector.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static int scale_of(const psf_detector *d)
+{
+    return d->oversample > 1 ? d->oversample : 1;
+}
+
+int psf_detector_convolves(const psf_detector *d)
+{
+    /* != 0: a negative or NaN sigma is a stage, which the check refuses. */
+    return d->pixel_response || d->jitter_px[0] != 0.0 || d->jitter_px[1] != 0.0 ||
+           d->diffusion_px != 0.0 || d->ipc;
+}
+
+int psf_detector_active(const psf_detector *d)
+{
+    return psf_detector_convolves(d) || (d->sample && scale_of(d) > 1);
+}
+
+int psf_detector_out_npix(const psf_problem *problem)
+{
+    const psf_detector *d = &problem->detector;
+    return d->sample ? problem->npix / scale_of(d) : problem->npix;
+}
+
+int psf_detector_check(const psf_detector *d, int npix, char *err, size_t errlen)
+{
+    int s = scale_of(d);
+    if (d->oversample < 0 || (d->sample && npix % s != 0)) {
+        snprintf(err, errlen, "detector: oversample %d does not divide the %d x %d grid",
+                 d->oversample, npix, npix);
+        return -1;
+    }
+    double sig[3] = {d->jitter_px[0], d->jitter_px[1], d->diffusion_px};
+    for (int i = 0; i < 3; ++i)
+        if (!(sig[i] >= 0.0) || !isfinite(sig[i])) {
+            snprintf(err, errlen, "detector: Gaussian sigma %g is not finite and >= 0", sig[i]);
+            return -1;
+        }
+    for (int i = 0; d->ipc && i < 9; ++i)
+        if (!isfinite(d->ipc_kernel[i])) {
+            snprintf(err, errlen, "detector: IPC kernel value %d is not finite", i);
+            return -1;
+        }
+    return 0;
+}
+
+size_t psf_detector_otf_bytes(int npix)
+{
+    return 8 * (size_t)npix * (size_t)(npix / 2 + 1);
+}
+
+/* sin(pi x) / (pi x). */
+static double sinc(double x)
+{
+    if (fabs(x) < 1e-8) return 1.0;
+    return sin(M_PI * x) / (M_PI * x);
+}
+
+/* The separable part along one axis at u cycles per detector pixel: the
+ * pixel box and the Gaussians of sigma sig (jitter) and diff (diffusion). */
+static double axis_tf(const psf_detector *d, double u, double sig)
+{
+    double t = d->pixel_response ? sinc(u) : 1.0;
+    double var = sig * sig + d->diffusion_px * d->diffusion_px;
+    return t * exp(-2.0 * M_PI * M_PI * var * u * u);
+}
+
+void psf_detector_otf(const psf_detector *d, int npix, float *otf)
+{
+    int s = scale_of(d), nc = npix / 2 + 1;
+    double norm = 1.0 / ((double)npix * (double)npix);
+    for (int r = 0; r < npix; ++r) {
+        double v = (double)(r <= npix / 2 ? r : r - npix) * s / npix;
+        double ty = axis_tf(d, v, d->jitter_px[1]);
+        for (int c = 0; c < nc; ++c) {
+            double u = (double)c * s / npix;
+            double re = norm * ty * axis_tf(d, u, d->jitter_px[0]), im = 0.0;
+            if (d->ipc) { /* sum k[a][b] exp(-2 pi i ((b - 1) u + (a - 1) v)) */
+                double hr = 0.0, hi = 0.0;
+                for (int a = 0; a < 3; ++a)
+                    for (int b = 0; b < 3; ++b) {
+                        double ph = -2.0 * M_PI * ((b - 1) * u + (a - 1) * v);
+                        hr += d->ipc_kernel[3 * a + b] * cos(ph);
+                        hi += d->ipc_kernel[3 * a + b] * sin(ph);
+                    }
+                im = re * hi;
+                re *= hr;
+            }
+            otf[2 * ((size_t)r * nc + c)] = (float)re;
+            otf[2 * ((size_t)r * nc + c) + 1] = (float)im;
+        }
+    }
+}
+
+int psf_detector_sample_offset(int npix, int s)
+{
+    return npix / 2 - s * ((npix / s) / 2);
+}
+
+void psf_detector_sample(const float *grid, int npix, int s, float *out)
+{
+    int m = npix / s, off = psf_detector_sample_offset(npix, s);
+    float s2 = (float)s * (float)s;
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j)
+            out[(size_t)i * m + j] =
+                s2 * grid[(size_t)(i * s + off) * npix + (size_t)(j * s + off)];
+}

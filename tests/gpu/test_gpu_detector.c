@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The detector stage on the GPU (gpu/detector.h) against the CPU's
+ * (cpu/detector.h): the same images (relative L2 <= 1e-5, the backends'
+ * tolerance) for every effect alone and all together, detector-sampled and
+ * oversampled, by FFT and by MFT, batched (a sweep of 6) and single
+ * images, and odd detector sizes (the sampling offset); every checked CUDA
+ * and cuFFT call of a detector set fails cleanly in turn, and a fresh
+ * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
+ * backend or no CUDA device. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "app/select/gpu_module.h"
+#include "app/set/image_set.h"
+#include "tests/support/psf_harness.h"
+#include "tests/support/testutil.h"
+
+#define TOL 1e-5
+
+static const psf_backend_ops *gpu;
+
+#define BASE                                                                                       \
+    "name = \"g\"; optics: { wavelength_nm = 700; aperture: { diameter_m = 2.0;"                   \
+    " obscuration = 0.3; spiders: { count = 4; width_m = 0.03; }; }; };"                           \
+    " sampling: { pupil_samples = 48; padding = 2.0; }; %s"                                        \
+    " sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]; }; detector: { %s };"
+
+static double compare(const char *output, const char *detector)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg, BASE, output, detector);
+    long long nc = 0, ng = 0;
+    int mc = 0, mg = 0;
+    float *c = harness_compute_all(cfg, NULL, &nc, &mc);
+    float *g = harness_compute_all(cfg, gpu, &ng, &mg);
+    assert_non_null(c);
+    assert_non_null(g);
+    assert_int_equal(nc, ng);
+    assert_int_equal(mc, mg);
+    size_t plane = (size_t)mc * mc;
+    double worst = 0.0;
+    for (long long k = 0; k < nc; ++k) {
+        double d = tu_rel_l2(g + k * plane, c + k * plane, plane);
+        if (!(d <= worst)) worst = d;
+    }
+    printf("%-44s %-60.60s M=%-4d worst rel L2 %.3g\n", output, detector, mc, worst);
+    assert_true(worst <= TOL);
+    free(c);
+    free(g);
+    return worst;
+}
+
+static const char *const effects[] = {
+    "oversample = 4; pixel_response = false;",
+    "oversample = 4;",
+    "oversample = 4; pixel_response = false; jitter_lambda_d = [0.05, 0.12];",
+    "oversample = 4; pixel_response = false; charge_diffusion_px = 0.3;",
+    "oversample = 4; pixel_response = false; ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, "
+    "0.002, 0.019, 0.003];",
+    "oversample = 1; pixel_response = true; jitter_mas = 4.0;",
+    "oversample = 3; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; ipc = [0.0, 0.02, 0.0, "
+    "0.02, 0.92, 0.02, 0.0, 0.02, 0.0];",
+};
+
+static void test_every_effect(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof effects / sizeof effects[0]; ++i) {
+        compare("", effects[i]);
+        char over[512];
+        snprintf(over, sizeof over, "%s write = \"oversampled\";", effects[i]);
+        compare("", over);
+    }
+}
+
+static void test_mft_and_odd_sizes(void **state)
+{
+    (void)state;
+    const char *all = effects[6];
+    compare("output: { npix = 40; pixel_scale = 0.6; };", all);
+    compare("output: { npix = 41; pixel_scale = 0.6; };", all); /* odd M: the offset */
+    compare("output: { npix = 41; pixel_scale = 0.6; };", "oversample = 2; jitter_mas = 3.0;");
+    compare("output: { npix = 37; pixel_scale_arcsec = 0.04; };", all);
+}
+
+/* One image at a time: the single-image path (its CUDA graph, then the stage). */
+static void test_single_image(void **state)
+{
+    (void)state;
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg, BASE, "", effects[6]);
+    for (int k = 0; k < 3; ++k) {
+        psf_result c, g;
+        assert_int_equal(harness_compute(cfg, k, NULL, &c), 0);
+        assert_int_equal(harness_compute(cfg, k, gpu, &g), 0);
+        assert_int_equal(c.npix, g.npix);
+        double d = tu_rel_l2(g.img, c.img, (size_t)c.npix * c.npix);
+        printf("single image %d: rel L2 %.3g\n", k, d);
+        assert_true(d <= TOL);
+        harness_free(&c);
+        harness_free(&g);
+    }
+}
+
+/* Every checked call fails in turn (PSFSIM_GPU_FAIL_AT = n) while a
+ * detector set is computed: the failure is the injected one, reported. */
+static void test_fault_injection(void **state)
+{
+    (void)state;
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg, BASE, "", effects[6]);
+    long long n = 1;
+    for (; n < 2000; ++n) {
+        char val[32];
+        snprintf(val, sizeof val, "%lld", n);
+        setenv("PSFSIM_GPU_FAIL_AT", val, 1);
+        long long count = 0;
+        int m = 0;
+        float *g = harness_compute_all(cfg, gpu, &count, &m);
+        unsetenv("PSFSIM_GPU_FAIL_AT");
+        if (g) {
+            free(g);
+            break;
+        }
+    }
+    printf("a detector set makes %lld checked calls; each failed cleanly in turn\n", n - 1);
+    assert_true(n > 10 && n < 2000);
+    compare("", effects[6]);
+}
+
+/* Is there a GPU to test? why says what is missing. */
+static int gpu_present(char *why, size_t whylen)
+{
+    gpu = psf_backend_gpu();
+    if (!gpu) {
+        snprintf(why, whylen, "psfsim was built without the CUDA backend");
+        return 0;
+    }
+    psf_problem d;
+    memset(&d, 0, sizeof d);
+    d.npix = 16;
+    d.aperture.shape = APERTURE_CIRCULAR;
+    d.aperture.diameter_m = 1.0;
+    d.max_batch = 1;
+    d.nimages = 1;
+    psf_backend *b = NULL;
+    char err[1024];
+    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
+        gpu->destroy(b);
+        return 1;
+    }
+    snprintf(why, whylen, "%s", err);
+    return strstr(err, "no CUDA device") ? 0 : 1; /* any other failure fails the tests */
+}
+
+int main(void)
+{
+    unsetenv("PSFSIM_GPU_FAIL_AT");
+    char why[1100];
+    if (!gpu_present(why, sizeof why)) {
+        printf("skipped: %s\n", why);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_effect),
+        cmocka_unit_test(test_mft_and_odd_sizes),
+        cmocka_unit_test(test_single_image),
+        cmocka_unit_test(test_fault_injection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
