@@ -134,8 +134,14 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("BACKEND", res->backend, "backend that computed the image");
     kvs[n++] = kv_s("ZCONV", conv_name(cfg->zconv), "Zernike index convention");
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
-    kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
-    kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    if (cfg->orientation == ORIENT_POPPY) { /* turned 180 degrees about the frame's centre */
+        kvs[n++] = kv_d("CRPIX1", 0.5 * (sp->npix + 1), "optical axis, 1-based column");
+        kvs[n++] = kv_d("CRPIX2", 0.5 * (sp->npix + 1), "optical axis, 1-based row");
+        kvs[n++] = kv_s("IMORIENT", "poppy", "POPPY's orientation and centring");
+    } else {
+        kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
+        kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    }
     n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
     n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
     for (int t = 0; t < s->modes.nterms && t < FITS_HEADER_ZMAX && n < FITS_HEADER_MAX; ++t) {

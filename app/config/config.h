@@ -30,6 +30,10 @@ typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choi
 typedef enum { HDF5_FLOAT32 = 0, HDF5_UINT16 = 1 } hdf5_dtype;
 /* output.hdf5.compression. */
 typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
+/* output.orientation (docs/conventions.md): psfsim's images, or POPPY's:
+ * turned 180 degrees, the axis at ((M-1)/2, (M-1)/2) (between pixels for
+ * even M, computed there by the MFT). */
+typedef enum { ORIENT_PSFSIM = 0, ORIENT_POPPY = 1 } image_orientation;
 
 typedef struct {
     int j;        /* index in the config's convention */
@@ -158,7 +162,8 @@ typedef struct {
     int hdf5_enabled; /* output.hdf5.enabled: the set as one NAME.h5 (and NAME.json) */
     hdf5_dtype hdf5_dtype;
     hdf5_compression hdf5_compression;
-    int hdf5_level; /* output.hdf5.level: the gzip level 1..9, default 4 */
+    int hdf5_level;                /* output.hdf5.level: the gzip level 1..9, default 4 */
+    image_orientation orientation; /* output.orientation, default psfsim */
 
     backend_choice backend;
 
