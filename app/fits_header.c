@@ -151,3 +151,19 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     }
     return n;
 }
+
+int fits_header_noise(const psf_config *cfg, long long k, fits_kv *kvs)
+{
+    const cfg_noise *nz = &cfg->noise;
+    int n = 0;
+    kvs[n++] = kv_s("EXTNAME", "NOISY", "simulated exposure (detector.noise)");
+    kvs[n++] = kv_s("BUNIT", "adu", "analogue-to-digital units");
+    kvs[n++] = kv_d("NFLUX", nz->flux_photons, "source e- per unit of the primary image");
+    kvs[n++] = kv_d("NBACKGR", nz->background_e, "background [e-/pixel]");
+    kvs[n++] = kv_d("NREADN", nz->read_noise_e, "read noise [e- RMS]");
+    kvs[n++] = kv_d("NGAIN", nz->gain_e_per_adu, "gain [e-/ADU]");
+    kvs[n++] = kv_i("NBITS", nz->bits, "ADC bits: ADU in 0 .. 2^NBITS - 1");
+    kvs[n++] = kv_i("NSEED", (long long)nz->seed, "seed of the draws (Philox4x32-10)");
+    kvs[n++] = kv_i("NIMAGE", k, "image index of the draws");
+    return n;
+}

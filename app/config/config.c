@@ -371,6 +371,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
+    if (config_noise_read(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
     cfg->backend = (backend_choice)v; /* same order as backend_choice */
     return 0;
