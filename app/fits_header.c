@@ -179,8 +179,14 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     kvs[n++] = kv_s("BACKEND", res->backend, "backend that computed the image");
     kvs[n++] = kv_s("ZCONV", conv_name(cfg->zconv), "Zernike index convention");
     kvs[n++] = kv_s("ZUNITS", cfg->zunits == ZUNITS_NM ? "nm" : "waves", "Zernike RMS units");
-    kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
-    kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    if (cfg->orientation == ORIENT_POPPY) { /* turned 180 degrees about the frame's centre */
+        kvs[n++] = kv_d("CRPIX1", 0.5 * (sp->npix + 1), "optical axis, 1-based column");
+        kvs[n++] = kv_d("CRPIX2", 0.5 * (sp->npix + 1), "optical axis, 1-based row");
+        kvs[n++] = kv_s("IMORIENT", "poppy", "POPPY's orientation and centring");
+    } else {
+        kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
+        kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    }
     n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
     n = history_keys(s, kvs, n);
     n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);
@@ -189,5 +195,21 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
                  zernike_nm_to_index(cfg->zconv, s->modes.n[t], s->modes.m[t]));
         kvs[n++] = kv_d(zkeys[t], info->coeff_units[t], "total RMS coefficient [ZUNITS]");
     }
+    return n;
+}
+
+int fits_header_noise(const psf_config *cfg, long long k, fits_kv *kvs)
+{
+    const cfg_noise *nz = &cfg->noise;
+    int n = 0;
+    kvs[n++] = kv_s("EXTNAME", "NOISY", "simulated exposure (detector.noise)");
+    kvs[n++] = kv_s("BUNIT", "adu", "analogue-to-digital units");
+    kvs[n++] = kv_d("NFLUX", nz->flux_photons, "source e- per unit of the primary image");
+    kvs[n++] = kv_d("NBACKGR", nz->background_e, "background [e-/pixel]");
+    kvs[n++] = kv_d("NREADN", nz->read_noise_e, "read noise [e- RMS]");
+    kvs[n++] = kv_d("NGAIN", nz->gain_e_per_adu, "gain [e-/ADU]");
+    kvs[n++] = kv_i("NBITS", nz->bits, "ADC bits: ADU in 0 .. 2^NBITS - 1");
+    kvs[n++] = kv_i("NSEED", (long long)nz->seed, "seed of the draws (Philox4x32-10)");
+    kvs[n++] = kv_i("NIMAGE", k, "image index of the draws");
     return n;
 }

@@ -39,4 +39,12 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
  * with more terms), else 0. */
 int fits_header_check(const image_set *s, char *err, size_t errlen);
 
+/* Keywords of the NOISY extension (detector.noise, docs/config.md): EXTNAME
+ * = 'NOISY', BUNIT = 'adu', then the model's parameters NFLUX (source
+ * electrons per unit of the image), NBACKGR (e-/pixel), NREADN (e- RMS),
+ * NGAIN (e-/ADU), NBITS, NSEED, and NIMAGE (the image index k of the
+ * draws). kvs holds FITS_NOISE_KEYS entries; returns the number filled. */
+#define FITS_NOISE_KEYS 9
+int fits_header_noise(const psf_config *cfg, long long k, fits_kv *kvs);
+
 #endif

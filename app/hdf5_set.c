@@ -61,12 +61,22 @@ int hdf5_set_conventions(const image_set *s, set_convention *out)
     CONV("zernike_normalisation",
          "orthonormal over the unit disk (unit RMS), Noll 1976; rho = r / (D/2)");
     CONV("normalization", "%s", norm);
-    CONV("centring",
-         "optical axis at pixel (row %d, column %d), 0-based: (M/2, M/2), M/2 by "
-         "integer division",
-         m / 2, m / 2);
-    CONV("orientation", "images[k, row, column]; row 0 is the first row (the PNG's top row, the "
-                        "FITS file's first stored row); columns along +x, rows along +y");
+    if (cfg->orientation == ORIENT_POPPY) {
+        CONV("centring",
+             "poppy: optical axis at (row %.1f, column %.1f), 0-based: ((M-1)/2, "
+             "(M-1)/2), between pixels for even M",
+             0.5 * (m - 1), 0.5 * (m - 1));
+        CONV("orientation", "poppy: psfsim's image turned 180 degrees: columns along -x, rows "
+                            "along -y (a positive Noll 2 moves the PSF to smaller columns)");
+    } else {
+        CONV("centring",
+             "optical axis at pixel (row %d, column %d), 0-based: (M/2, M/2), M/2 by "
+             "integer division",
+             m / 2, m / 2);
+        CONV("orientation",
+             "images[k, row, column]; row 0 is the first row (the PNG's top row, the "
+             "FITS file's first stored row); columns along +x, rows along +y");
+    }
     CONV("propagation", "%s", s->mft ? "mft" : "fft");
     CONV("propagation_sign", "PSF = |F{A exp(+i 2 pi W / lambda)}|^2, F the forward DFT "
                              "(exponent -): a positive Noll 2 moves the PSF towards larger "

@@ -15,6 +15,7 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
+#include "app/set/noise.h"
 #include "app/set_dir.h"
 #include "app/set_members.h"
 
@@ -193,6 +194,30 @@ void outputs_remove_stale(const psf_config *cfg, int dirfd, const char *dir,
     closedir(d);
 }
 
+/* Image k's FITS file: the primary image, and with detector.noise its
+ * NOISY extension (app/set/noise.h: drawn here, on the writer's thread, a
+ * pure function of the seed, k and the pixel). */
+static int write_fits(const image_set *s, int dirfd, const char *dir, const char *name, long long k,
+                      const float *img, const fits_kv *kvs, int nkv, char *err, size_t errlen)
+{
+    int npix = s->samp.npix;
+    if (!s->cfg->noise.enabled)
+        return psf_fits_write_image_at(dirfd, dir, name, img, npix, kvs, nkv, err, errlen);
+    size_t n = (size_t)npix * npix;
+    uint16_t *adu = malloc(n * sizeof *adu);
+    if (!adu) {
+        snprintf(err, errlen, "cannot write %s/%s: out of memory for the noisy image", dir, name);
+        return -1;
+    }
+    noise_image(&s->cfg->noise, (uint32_t)k, img, n, adu);
+    fits_kv ekvs[FITS_NOISE_KEYS];
+    int nekv = fits_header_noise(s->cfg, k, ekvs);
+    int rc = psf_fits_write_image_u16ext_at(dirfd, dir, name, img, npix, kvs, nkv, adu, ekvs, nekv,
+                                            err, errlen);
+    free(adu);
+    return rc;
+}
+
 int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
                         const image_info *info, const float *img, image_result *res, double *png_us,
                         double *fits_us, char *err, size_t errlen)
@@ -216,8 +241,7 @@ int outputs_write_image(const image_set *s, int dirfd, const char *dir, long lon
         fits_kv kvs[FITS_HEADER_MAX];
         char zkeys[FITS_HEADER_MAX][12];
         int nkv = fits_header_build(s, info, res, kvs, zkeys);
-        if (psf_fits_write_image_at(dirfd, dir, name, img, s->samp.npix, kvs, nkv, err, errlen) !=
-            0) {
+        if (write_fits(s, dirfd, dir, name, k, img, kvs, nkv, err, errlen) != 0) {
             /* An image is in the set with all its files or not at all. */
             if (res->png[0]) {
                 unlinkat(dirfd, res->png, 0);

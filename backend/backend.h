@@ -88,6 +88,10 @@ typedef struct {
                        pupil_npix x pupil_npix grid */
     int pupil_npix; /* mft only: G, the pupil grid (axis at sample G/2, as for the
                        FFT), large enough to hold every open sample; 0 otherwise */
+    int half_pixel; /* mft only: 1 = the image grid's axis half a pixel before
+                       pixel (npix/2, npix/2) along both axes, theta_k =
+                       (k - npix/2 + 1/2) out_pixel_rad (POPPY's even-frame centre,
+                       (npix - 1)/2, for even npix; output.orientation); 0 = on it */
     psf_aperture aperture;
     psf_modes modes; /* Zernike modes of every job's coeff_waves */
     /* Segmented apertures only: Zernike modes over each segment's

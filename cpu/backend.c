@@ -214,7 +214,8 @@ static const cpu_mft_table *table_for(psf_backend *b, double a, int j0, int nj, 
         b->evict = (b->evict + 1) % b->ntables;
         cpu_mft_table_free(&b->tables[slot]);
     }
-    if (cpu_mft_table_build(&b->tables[slot], a, m, j0, nj, err, errlen) != 0) {
+    int centre2 = 2 * (m / 2) - (b->set.half_pixel ? 1 : 0);
+    if (cpu_mft_table_build_centred(&b->tables[slot], a, m, centre2, j0, nj, err, errlen) != 0) {
         if (slot < b->ntables) { /* keep the table list dense */
             b->tables[slot] = b->tables[b->ntables - 1];
             memset(&b->tables[--b->ntables], 0, sizeof b->tables[0]);

@@ -78,6 +78,12 @@ size_t cpu_mft_table_bytes(int npix, int nj)
 int cpu_mft_table_build(cpu_mft_table *t, double a, int npix, int j0, int nj, char *err,
                         size_t errlen)
 {
+    return cpu_mft_table_build_centred(t, a, npix, 2 * (npix / 2), j0, nj, err, errlen);
+}
+
+int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre2, int j0, int nj,
+                                char *err, size_t errlen)
+{
     memset(t, 0, sizeof *t);
     if (!(a > 0.0) || !isfinite(a) || npix < 1 || nj < 1) {
         snprintf(err, errlen, "cpu: MFT table: bad arguments (a = %g, M = %d, rows = %d)", a, npix,
@@ -95,6 +101,7 @@ int cpu_mft_table_build(cpu_mft_table *t, double a, int npix, int j0, int nj, ch
     }
     t->a = a;
     t->npix = npix;
+    t->centre2 = centre2;
     t->j0 = j0;
     t->nj = nj;
     t->tstride = (int)transposed_stride(nj);
@@ -102,8 +109,9 @@ int cpu_mft_table_build(cpu_mft_table *t, double a, int npix, int j0, int nj, ch
     for (int j = 0; j < nj; ++j) {
         long long jj = (long long)j0 + j;
         for (int k = 0; k < npix; ++k) {
-            /* The integer product is exact; reduce to one turn before sin/cos. */
-            double turns = (double)(jj * (long long)(k - npix / 2)) * a;
+            /* The integer product is exact; reduce to one turn before sin/cos.
+             * (2X)(a/2) is X a to the bit: scaling by 2 is exact. */
+            double turns = (double)(jj * (2LL * k - centre2)) * (0.5 * a);
             turns -= floor(turns);
             float re = (float)cos(two_pi * turns), im = (float)-sin(two_pi * turns);
             size_t pi = ((size_t)(k / MFT_KT) * nj + j) * MFT_KT + k % MFT_KT;

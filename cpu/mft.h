@@ -27,6 +27,7 @@
 typedef struct {
     double a;           /* cycles per (pupil sample x image pixel): dx p / lambda */
     int npix;           /* M */
+    int centre2;        /* twice the axis's pixel index: 2 (M/2), or M - 1 (half_pixel) */
     int j0, nj;         /* pupil offsets covered: j = j0 .. j0 + nj - 1 (axis j = 0) */
     int tstride;        /* floats per row of the transposed copy (>= nj, padded) */
     float *p_re, *p_im; /* panels [ceil(M/32)][nj][32]: W[j][k] at
@@ -42,6 +43,13 @@ typedef struct {
  * Returns 0, or -1 with err (allocation, bad argument). */
 int cpu_mft_table_build(cpu_mft_table *t, double a, int npix, int j0, int nj, char *err,
                         size_t errlen);
+/* cpu_mft_table_build with the image axis at (centre2 / 2) instead of M/2:
+ * W[j][k] = exp(-2 pi i j (2k - centre2) a / 2), centre2 = 2 (M/2) for
+ * psfsim's grid (the same doubles as cpu_mft_table_build: the product is
+ * twice as large and a / 2 is exact) or M - 1 for a grid centred between
+ * pixels (psf_problem.half_pixel, even M). Errors as cpu_mft_table_build. */
+int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre2, int j0, int nj,
+                                char *err, size_t errlen);
 void cpu_mft_table_free(cpu_mft_table *t);
 /* Bytes the table of (npix, nj) takes. */
 size_t cpu_mft_table_bytes(int npix, int nj);

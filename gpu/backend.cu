@@ -87,6 +87,7 @@ struct psf_backend {
     int npix;       /* N: the images' size (the FFT's, or the MFT's M) */
     size_t plane;   /* N * N: one image, one transformed field */
     int grid;       /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
+    int half_pixel; /* set->half_pixel (MFT): the image axis between pixels */
     size_t pplane;  /* grid * grid: one slot of the field buffer */
     int nterms;
     int ncoeff;   /* coefficients per field (psf_coeff_count): the pass's rows */
@@ -399,6 +400,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     b->npix = set->npix;
     b->plane = (size_t)set->npix * (size_t)(set->npix > 0 ? set->npix : 0);
     b->grid = b->mft ? set->pupil_npix : set->npix;
+    b->half_pixel = b->mft && set->half_pixel ? 1 : 0;
     b->pplane = (size_t)b->grid * (size_t)(b->grid > 0 ? b->grid : 0);
     b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
     b->ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
@@ -573,7 +575,9 @@ static int table_for(psf_backend *b, double a, int q)
         return -1;
     }
     gpu_mft_table *t = &b->tables[slot];
-    if (gpu_mft_table_build(t, a, b->npix, b->grid, b->compute, &b->chk)) return -1;
+    if (gpu_mft_table_build_centred(t, a, b->npix, 2 * (b->npix / 2) - b->half_pixel, b->grid,
+                                    b->compute, &b->chk))
+        return -1;
     t->used = ++b->table_tick;
     t->job = b->job_serial;
     return slot;

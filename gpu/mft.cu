@@ -17,12 +17,12 @@ size_t gpu_mft_table_bytes(int npix, int grid)
 /* W[k][j] for k = blockIdx.x * 256 + threadIdx.x, j = blockIdx.y: the
  * arithmetic of cpu_mft_table_build (cpu/mft.c) in the same order, so the
  * float values agree but for the last bit of the double sine and cosine. */
-__global__ static void table_kernel(double a, int npix, int grid, cuComplex *w)
+__global__ static void table_kernel(double a, int npix, int centre2, int grid, cuComplex *w)
 {
     int k = blockIdx.x * TABLE_THREADS + threadIdx.x, j = blockIdx.y;
     if (k >= npix) return;
     long long jj = (long long)j - grid / 2;
-    double turns = (double)(jj * (long long)(k - npix / 2)) * a;
+    double turns = (double)(jj * (2LL * k - centre2)) * (0.5 * a);
     turns -= floor(turns);
     double s, c;
     sincos(TWO_PI * turns, &s, &c);
@@ -31,6 +31,12 @@ __global__ static void table_kernel(double a, int npix, int grid, cuComplex *w)
 
 int gpu_mft_table_build(gpu_mft_table *t, double a, int npix, int grid, cudaStream_t stream,
                         gpu_check *chk)
+{
+    return gpu_mft_table_build_centred(t, a, npix, 2 * (npix / 2), grid, stream, chk);
+}
+
+int gpu_mft_table_build_centred(gpu_mft_table *t, double a, int npix, int centre2, int grid,
+                                cudaStream_t stream, gpu_check *chk)
 {
     memset(t, 0, sizeof *t);
     if (!(a > 0.0) || !isfinite(a) || npix < 1 || grid < 1 || grid > 65535) {
@@ -45,7 +51,7 @@ int gpu_mft_table_build(gpu_mft_table *t, double a, int npix, int grid, cudaStre
         return -1;
     }
     dim3 blocks((unsigned)((npix + TABLE_THREADS - 1) / TABLE_THREADS), (unsigned)grid);
-    table_kernel<<<blocks, TABLE_THREADS, 0, stream>>>(a, npix, grid, t->w);
+    table_kernel<<<blocks, TABLE_THREADS, 0, stream>>>(a, npix, centre2, grid, t->w);
     if (GPU_LAUNCH(chk, "table_kernel")) {
         cudaStreamSynchronize(stream); /* nothing queued may write what is freed */
         gpu_mft_table_free(t);

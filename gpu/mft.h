@@ -55,6 +55,11 @@ size_t gpu_mft_table_bytes(int npix, int grid);
  * (bad argument, allocation, launch); t is then empty. */
 int gpu_mft_table_build(gpu_mft_table *t, double a, int npix, int grid, cudaStream_t stream,
                         gpu_check *chk);
+/* gpu_mft_table_build with the image axis at centre2 / 2 (2 (M/2): psfsim's
+ * grid; M - 1: between pixels, psf_problem.half_pixel): the phase
+ * (j - G/2)(2k - centre2) a/2, cpu_mft_table_build_centred's values. */
+int gpu_mft_table_build_centred(gpu_mft_table *t, double a, int npix, int centre2, int grid,
+                                cudaStream_t stream, gpu_check *chk);
 void gpu_mft_table_free(gpu_mft_table *t);
 
 /* For f = 0 .. nfields - 1: t[f] = w[f] p[f] (M x G) and e[f] = t[f] w[f]^T

@@ -348,6 +348,9 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_bool(c, "output.fits.enabled", &cfg->fits_enabled) < 0) return -1;
     if (cfg_read_bool(c, "output.fits.cube", &cfg->fits_cube) < 0) return -1;
     if (read_output_hdf5(c, cfg)) return -1;
+    static const char *const orients[] = {"psfsim", "poppy"};
+    if (cfg_read_enum(c, "output.orientation", orients, 2, 0, &v) < 0) return -1;
+    cfg->orientation = (image_orientation)v; /* same order as image_orientation */
     if (!cfg->png_enabled && !cfg->fits_enabled && !cfg->hdf5_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
         if (!s) s = cfg_get(c, "output.fits.enabled");
@@ -373,6 +376,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
+    if (config_noise_read(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
     cfg->backend = (backend_choice)v; /* same order as backend_choice */
     return cfg_read_detector(c, cfg);

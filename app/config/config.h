@@ -46,6 +46,10 @@ typedef struct {
 } cfg_detector;
 /* output.hdf5.compression. */
 typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
+/* output.orientation (docs/conventions.md): psfsim's images, or POPPY's:
+ * turned 180 degrees, the axis at ((M-1)/2, (M-1)/2) (between pixels for
+ * even M, computed there by the MFT). */
+typedef enum { ORIENT_PSFSIM = 0, ORIENT_POPPY = 1 } image_orientation;
 
 typedef struct {
     int j;        /* index in the config's convention */
@@ -102,6 +106,18 @@ typedef struct {
 } cfg_random;
 
 /* Where a key of the config is written, recorded by config_load. */
+/* detector.noise (docs/config.md): a simulated exposure of each image,
+ * app/set/noise.h's model. */
+typedef struct {
+    int enabled;           /* 1: detector.noise given */
+    double flux_photons;   /* source electrons per unit of the image's normalisation */
+    double background_e;   /* electrons per pixel */
+    double read_noise_e;   /* RMS electrons per pixel */
+    double gain_e_per_adu; /* electrons per ADU */
+    int bits;              /* ADC bits, 1..16: ADU in 0 .. 2^bits - 1 */
+    unsigned long long seed;
+} cfg_noise;
+
 typedef struct {
     char *key;   /* dotted path: "sampling.pupil_samples", or a group: "sweep" */
     char *where; /* "FILE:LINE", FILE the @include'd file that holds the key */
@@ -199,7 +215,9 @@ typedef struct {
     int hdf5_enabled; /* output.hdf5.enabled: the set as one NAME.h5 (and NAME.json) */
     hdf5_dtype hdf5_dtype;
     hdf5_compression hdf5_compression;
-    int hdf5_level; /* output.hdf5.level: the gzip level 1..9, default 4 */
+    int hdf5_level;                /* output.hdf5.level: the gzip level 1..9, default 4 */
+    image_orientation orientation; /* output.orientation, default psfsim */
+    cfg_noise noise;               /* detector.noise; noise.enabled 0 without */
 
     backend_choice backend;
     cfg_detector detector; /* the detector group */

@@ -198,6 +198,13 @@ int cfg_check_bounds(cfg_ctx *c, const config_setting_t *s, const char *key, con
                      double v, double lo, double hi, const char *why);
 /* cfg_check_bounds for the key at path when it is written (its value v). */
 int cfg_bound_key(cfg_ctx *c, const char *path, double v, double lo, double hi, const char *why);
+
+/* ---- config_noise.c ---- */
+
+/* detector.noise into cfg->noise (its defaults when the group is absent:
+ * noise.enabled 0). After read_output (it refuses output.fits.cube).
+ * Returns 0, or -1 with the message (FILE:LINE: key: ...). */
+int config_noise_read(cfg_ctx *c, psf_config *cfg);
 /* cfg_check_bounds for each of the n values of the list at path, named
  * path[i], when the list is written. */
 int cfg_bound_list(cfg_ctx *c, const char *path, const double *v, int n, double lo, double hi,

@@ -405,6 +405,36 @@ static int read_key_string(const char *path, const char *key, char *out, size_t 
     fits_clear_errmsg();
     return ok ? 0 : -1;
 }
+static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const uint16_t *ext, const fits_kv *ekvs, int nekv, fits_bytes *out,
+                               char *why, size_t whylen)
+{
+    out->data = NULL;
+    out->size = 0;
+    if (keys_ok(kvs, nkv, why, whylen) != 0 || keys_ok(ekvs, nekv, why, whylen) != 0) return -1;
+    fitsfile *f = NULL;
+    void *buf = NULL;
+    size_t bufsize = 0;
+    const char *bad_key = NULL;
+    long naxes[2] = {npix, npix};
+    LONGLONG n = (LONGLONG)npix * npix;
+    int status = memfile_image(&f, &buf, &bufsize, 2, naxes, kvs, nkv, &bad_key);
+    fits_write_img(f, TFLOAT, 1, n, (void *)(uintptr_t)img, &status);
+    /* USHORT_IMG: cfitsio writes BITPIX 16 with BZERO 32768. */
+    fits_create_img(f, USHORT_IMG, 2, naxes, &status);
+    for (int k = 0; k < nekv && !status; ++k) {
+        write_key(f, &ekvs[k], &status);
+        if (status) bad_key = ekvs[k].key;
+    }
+    fits_write_img(f, TUSHORT, 1, n, (void *)(uintptr_t)ext, &status);
+    if (f) status = memfile_take(f, &buf, &bufsize, 0, out, status);
+    free(buf);
+    if (status) {
+        encode_error(status, bad_key, why, whylen);
+        return -1;
+    }
+    return 0;
+}
 
 static int thread_safe(void)
 {
@@ -421,4 +451,5 @@ PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
     .encode_cube_header = encode_cube_header,
     .encode_table = encode_table,
     .thread_safe = thread_safe,
+    .encode_image_u16ext = encode_image_u16ext,
 };

@@ -9,6 +9,7 @@
 #define PSFSIM_FITS_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* FITS_KV_HISTORY: HISTORY cards of the comment (a prefix; may be NULL), a
  * blank and s (key "HISTORY"; cfitsio continues a long text over more
@@ -36,6 +37,14 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
  * encodes the file in memory; psfsim writes it (fits_module.h). */
 int psf_fits_write_image_at(int dirfd, const char *dir, const char *name, const float *img,
                             int npix, const fits_kv *kvs, int nkv, char *err, size_t errlen);
+
+/* psf_fits_write_image_at with an image extension after the primary image:
+ * ext[npix * npix] unsigned 16-bit integers (BITPIX 16, BZERO 32768; row 0
+ * the first stored row) with the keywords ekvs (EXTNAME among them).
+ * Errors as psf_fits_write_image_at. */
+int psf_fits_write_image_u16ext_at(int dirfd, const char *dir, const char *name, const float *img,
+                                   int npix, const fits_kv *kvs, int nkv, const uint16_t *ext,
+                                   const fits_kv *ekvs, int nekv, char *err, size_t errlen);
 
 /* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
  * row-major, row 0 = the first stored row), of a FITS file or a

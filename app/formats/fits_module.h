@@ -16,6 +16,7 @@
 #define PSFSIM_FITS_MODULE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "app/formats/fits_io.h"
 
@@ -24,7 +25,7 @@
 /* Raised whenever the table changes, so a stale module is refused.
  * 2: the encoders replaced write_image and the cube calls, which created
  * files by name. */
-#define FITS_MODULE_ABI 2
+#define FITS_MODULE_ABI 3 /* 3: encode_image_u16ext (detector.noise's NOISY extension) */
 
 /* Bytes an encoder made: data (malloc'd; the caller frees it with free())
  * holds size bytes, a whole number of 2880-byte FITS blocks. */
@@ -59,6 +60,13 @@ typedef struct {
                         const char *const *units, double *const *cols, fits_bytes *out, char *why,
                         size_t whylen);
     int (*thread_safe)(void);
+    /* encode_image's file with an image extension after the primary HDU:
+     * ext[npix * npix] unsigned 16-bit (BITPIX 16, BZERO 32768, the FITS
+     * standard's unsigned integers, 4.4.2.5), keywords ekvs (EXTNAME among
+     * them). Errors as encode_image. */
+    int (*encode_image_u16ext)(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const uint16_t *ext, const fits_kv *ekvs, int nekv, fits_bytes *out,
+                               char *why, size_t whylen);
 } fits_module_ops;
 
 /* Defined by the module only (app/formats/fits_io.c). */

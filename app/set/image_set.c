@@ -76,7 +76,10 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     }
     s->fft_npix = big;
     s->pupil_npix = big;
-    if (same && !cfg->mft_force) return;
+    /* POPPY's even frames are centred between pixels: an offset grid, which
+     * only the MFT samples (docs/conventions.md). */
+    s->half_pixel = cfg->orientation == ORIENT_POPPY && npix % 2 == 0;
+    if (same && !cfg->mft_force && !s->half_pixel) return;
     s->mft = 1;
     s->samp.npix = npix;
     s->pupil_npix = n + MFT_PUPIL_MARGIN;
@@ -219,6 +222,7 @@ void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
     problem->detector = s->detector;
     problem->mft = s->mft;
     problem->pupil_npix = s->mft ? s->pupil_npix : 0;
+    problem->half_pixel = s->half_pixel;
     problem->aperture = s->aperture;
     problem->modes.nterms = s->modes.nterms;
     problem->modes.n = s->modes.n;

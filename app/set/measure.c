@@ -26,6 +26,17 @@ static float peak_value(const float *img, size_t n)
     return n == 0 ? 0.0f : best;
 }
 
+/* Turn img[n] (an M x M image, n = M^2, row-major) by 180 degrees in
+ * place: pixel (r, c) goes to (M-1-r, M-1-c), i.e. the array reversed. */
+static void rotate_180(float *img, size_t n)
+{
+    for (size_t i = 0, j = n ? n - 1 : 0; i < j; ++i, --j) {
+        float t = img[i];
+        img[i] = img[j];
+        img[j] = t;
+    }
+}
+
 void image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
                        double *axial)
 {
@@ -33,4 +44,5 @@ void image_set_measure(const image_set *s, image_info *info, float *img, double 
     image_set_finish_image(s, info, img);
     *strehl = peak_value(img, (size_t)npix * npix) / info->ref_peak;
     *axial = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
+    if (s->cfg->orientation == ORIENT_POPPY) rotate_180(img, (size_t)npix * npix);
 }

@@ -419,6 +419,24 @@ static void test_hdf5_errors(void **state)
                  "output.hdf5.enabled must be true");
 }
 
+/* output.orientation: the default, the choice, its errors. */
+static void test_orientation(void **state)
+{
+    (void)state;
+    psf_config c = load_ok(MINIMAL);
+    assert_int_equal(c.orientation, ORIENT_PSFSIM);
+    config_free(&c);
+    c = load_ok(MINIMAL "output: { orientation = \"poppy\"; };\n");
+    assert_int_equal(c.orientation, ORIENT_POPPY);
+    config_free(&c);
+    expect_error(MINIMAL "output: { orientation = \"webbpsf\"; };\n",
+                 ":4: output.orientation: must be \"psfsim\" or \"poppy\" (got \"webbpsf\")");
+    expect_error(MINIMAL "output: { orientation = 180; };\n",
+                 ":4: output.orientation: expected a string (got an integer)");
+    expect_error(MINIMAL "output: { orientaton = \"poppy\"; };\n",
+                 ":4: output.orientaton: unknown key (did you mean output.orientation?)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pupil_captured_fraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hdf5_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hdf5_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_orientation, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

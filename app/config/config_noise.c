@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* detector.noise { flux_photons, background_e, read_noise_e, gain_e_per_adu,
+ * bits, seed }: the noise of a simulated exposure (docs/config.md,
+ * "detector.noise"; the model is app/set/noise.h's). */
+#include <stdint.h>
+
+#include "app/config/config_priv.h"
+
+/* Bounds where the model means something in binary64: a pixel's mean
+ * (flux x value + background) stays far below 2^53, so Poisson counts are
+ * exact integers. */
+#define NOISE_MAX_FLUX 1e15
+#define NOISE_MAX_BACKGROUND 1e12
+#define NOISE_MAX_READ 1e6
+#define NOISE_MIN_GAIN 1e-6
+#define NOISE_MAX_GAIN 1e6
+
+static int read_bounded(cfg_ctx *c, const char *key, double lo, int lo_open, double hi, double *v)
+{
+    int r = cfg_read_float(c, key, lo, lo_open, v);
+    if (r < 0) return -1;
+    return r == 1 ? cfg_bound_key(c, key, *v, lo, hi, NULL) : 0;
+}
+
+int config_noise_read(cfg_ctx *c, psf_config *cfg)
+{
+    cfg_noise *n = &cfg->noise;
+    n->enabled = cfg_get(c, "detector.noise") != NULL;
+    n->flux_photons = 1e5;
+    n->background_e = 10.0;
+    n->read_noise_e = 5.0;
+    n->gain_e_per_adu = 2.0;
+    n->bits = 16;
+    n->seed = 1;
+    if (!n->enabled) return 0;
+    if (read_bounded(c, "detector.noise.flux_photons", 0.0, 0, NOISE_MAX_FLUX, &n->flux_photons) ||
+        read_bounded(c, "detector.noise.background_e", 0.0, 0, NOISE_MAX_BACKGROUND,
+                     &n->background_e) ||
+        read_bounded(c, "detector.noise.read_noise_e", 0.0, 0, NOISE_MAX_READ, &n->read_noise_e) ||
+        read_bounded(c, "detector.noise.gain_e_per_adu", NOISE_MIN_GAIN, 0, NOISE_MAX_GAIN,
+                     &n->gain_e_per_adu))
+        return -1;
+    long long bits = 16, seed = 1;
+    if (cfg_read_int(c, "detector.noise.bits", 1, 16, &bits) < 0) return -1;
+    if (cfg_read_int(c, "detector.noise.seed", 0, INT64_MAX, &seed) < 0) return -1;
+    n->bits = (int)bits;
+    n->seed = (unsigned long long)seed;
+    if (!cfg->fits_enabled)
+        return cfg_error(c, cfg_get(c, "detector.noise"), "detector.noise",
+                         "needs output.fits.enabled = true: the noisy images are each image's "
+                         "FITS file's NOISY extension (not written to PNG or HDF5)");
+    if (cfg->fits_cube)
+        return cfg_error(c, cfg_get(c, "detector.noise"), "detector.noise",
+                         "not with output.fits.cube: the noisy images are each image's FITS "
+                         "file's NOISY extension (output.fits.cube = false)");
+    return 0;
+}
