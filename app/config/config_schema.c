@@ -76,7 +76,6 @@ static const cfg_key schema[] = {
     {"sweep.random.focus_shift_um", CFG_K_NUMBERS},
     {"sweep.random.wavelength_nm", CFG_K_NUMBERS},
     {"sweep.table", CFG_K_STRING},
-    {"detector", CFG_K_GROUP},
     {"detector.noise", CFG_K_GROUP},
     {"detector.noise.flux_photons", CFG_K_FLOAT},
     {"detector.noise.background_e", CFG_K_FLOAT},
