@@ -171,6 +171,7 @@ static void device_figures(int npix, int batch, int iters)
     aperture_geom_init(&d.aperture, &ps.geom);
     ps.map_diameter_m = 1.0;
     ps.nterms = NTERMS;
+    ps.ncoeff = NTERMS; /* coefficients per field: no segment terms */
     ps.modes = modes;
     ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     gpu_pupil pp, *dpp;
