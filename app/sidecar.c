@@ -102,9 +102,15 @@ static json_t *labels(const image_set *s)
                                             st->label_j[i], "column", d.seg_names[i]));
     }
     hdf5_set_desc_free(&d);
-    return json_pack("{s:o, s:o, s:s, s:o, s:o}", "zernike_noll_j", noll, "zernike_j", conv,
-                     "zernike_units", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves", "columns", cols,
-                     "segment_terms", segs);
+    json_t *o =
+        json_pack("{s:o, s:o, s:s, s:o}", "zernike_noll_j", noll, "zernike_j", conv,
+                  "zernike_units", s->cfg->zunits == ZUNITS_NM ? "nm" : "waves", "columns", cols);
+    /* Only with segment terms: a sidecar without is as before them. */
+    if (o && json_array_size(segs) > 0)
+        json_object_set_new(o, "segment_terms", segs);
+    else
+        json_decref(segs);
+    return o;
 }
 
 static json_t *conventions(const image_set *s)

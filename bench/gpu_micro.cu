@@ -172,6 +172,7 @@ static void device_figures(int npix, int batch, int iters)
     ps.map_width_m = ps.map_height_m = 1.0;
     ps.opd_width_m = ps.opd_height_m = 1.0;
     ps.nterms = NTERMS;
+    ps.ncoeff = NTERMS; /* coefficients per field: no segment terms */
     ps.modes = modes;
     ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     gpu_pupil pp, *dpp;

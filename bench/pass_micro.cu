@@ -97,6 +97,7 @@ static void bench_init(bench *b, int grid, int natural, double dx, int batch)
     b->ps.map_width_m = b->ps.map_height_m = 1.0;
     b->ps.opd_width_m = b->ps.opd_height_m = 1.0;
     b->ps.nterms = NTERMS;
+    b->ps.ncoeff = NTERMS; /* coefficients per field: no segment terms */
     b->ps.modes = b->modes;
     b->ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     CK(gpu_pupil_build(&b->pp, &b->ps, dx, b->s, &b->chk));
