@@ -41,13 +41,19 @@ static const char *zunits_name(zernike_units u)
 
 static json_t *aperture(const psf_config *cfg)
 {
-    static const char *const shapes[] = {"circular", "hexagon", "file"};
+    /* In psf_aperture_shape's order ("segmented" was missing: a read past
+     * the table for a segmented aperture). */
+    static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     const psf_aperture *a = &cfg->aperture;
-    return json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
-                     "diameter_m", a->diameter_m, "obscuration", a->obscuration, "spiders", "count",
-                     a->spider_count, "width_m", a->spider_width_m, "angle_deg",
-                     a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
-                     "file", path_or_null(cfg->aperture_file));
+    json_t *o = json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
+                          "diameter_m", a->diameter_m, "obscuration", a->obscuration, "spiders",
+                          "count", a->spider_count, "width_m", a->spider_width_m, "angle_deg",
+                          a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
+                          "file", path_or_null(cfg->aperture_file));
+    /* Only when given: a config without it has the sidecar it had. */
+    if (o && cfg->aperture_pixel_scale_m > 0)
+        json_object_set_new(o, "pixel_scale_m", json_real(cfg->aperture_pixel_scale_m));
+    return o;
 }
 
 static json_t *optics(const psf_config *cfg)
@@ -71,6 +77,8 @@ static json_t *aberrations(const psf_config *cfg)
     json_t *opd = cfg->opd_file[0] ? json_pack("{s:s, s:s, s:f}", "file", cfg->opd_file, "units",
                                                zunits_name(cfg->opd_units), "scale", cfg->opd_scale)
                                    : json_null();
+    if (cfg->opd_file[0] && opd && cfg->opd_pixel_scale_m > 0)
+        json_object_set_new(opd, "pixel_scale_m", json_real(cfg->opd_pixel_scale_m));
     return json_pack("{s:s, s:s, s:o, s:o}", "convention", convs[cfg->zconv], "units",
                      zunits_name(cfg->zunits), "zernike", terms, "opd_map", opd);
 }
