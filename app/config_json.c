@@ -59,6 +59,8 @@ static json_t *segments(const psf_config *cfg)
 /* Without a segmented shape the group is as before the segments: no "segments". */
 static json_t *aperture(const psf_config *cfg)
 {
+    /* In psf_aperture_shape's order ("segmented" was missing: a read past
+     * the table for a segmented aperture). */
     static const char *const shapes[] = {"circular", "hexagon", "file", "segmented"};
     const psf_aperture *a = &cfg->aperture;
     json_t *o = json_pack("{s:s, s:f, s:f, s:{s:i, s:f, s:f}, s:s, s:o}", "shape", shapes[a->shape],
@@ -67,6 +69,9 @@ static json_t *aperture(const psf_config *cfg)
                           a->spider_angle_deg, "edge", a->edge == EDGE_BINARY ? "binary" : "grey",
                           "file", path_or_null(cfg->aperture_file));
     if (o && a->shape == APERTURE_SEGMENTED) json_object_set_new(o, "segments", segments(cfg));
+    /* Only when given: a config without it has the sidecar it had. */
+    if (o && cfg->aperture_pixel_scale_m > 0)
+        json_object_set_new(o, "pixel_scale_m", json_real(cfg->aperture_pixel_scale_m));
     return o;
 }
 
@@ -91,6 +96,8 @@ static json_t *aberrations(const psf_config *cfg)
     json_t *opd = cfg->opd_file[0] ? json_pack("{s:s, s:s, s:f}", "file", cfg->opd_file, "units",
                                                zunits_name(cfg->opd_units), "scale", cfg->opd_scale)
                                    : json_null();
+    if (cfg->opd_file[0] && opd && cfg->opd_pixel_scale_m > 0)
+        json_object_set_new(opd, "pixel_scale_m", json_real(cfg->opd_pixel_scale_m));
     return json_pack("{s:s, s:s, s:o, s:o}", "convention", convs[cfg->zconv], "units",
                      zunits_name(cfg->zunits), "zernike", terms, "opd_map", opd);
 }

@@ -141,8 +141,7 @@ static int pupil_of(const char *text, float *amp, float *opd_nm, char *err, size
         assert_int_equal(aperture_fill(&s.aperture, NG, D / NS, amp, err, errlen), 0);
         wavefront_resample_map_wh(s.opd_map, s.opd_rows, s.opd_cols, map_extent_m(s.opd_width_m, D),
                                   map_extent_m(s.opd_height_m, D), NG, D / NS, opd_nm);
-    }
-    else
+    } else
         print_message("image_set_init: %s\n", err);
     image_set_free(&s);
     config_free(&cfg);
