@@ -83,9 +83,9 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *
     return n;
 }
 
-/* BUNIT: the images are relative intensities (FITS 4.0, 4.4.2.5: a
- * dimensionless quantity has the empty unit string); the comment says
- * relative to what, per normalisation. */
+/* BUNIT (FITS 4.0, sec. 4.4.2.5, the array's physical unit): the images
+ * are dimensionless relative intensities, so the unit string is empty;
+ * the comment says relative to what, per normalisation. */
 static fits_kv bunit(psf_normalization v)
 {
     return kv_s("BUNIT", "",
