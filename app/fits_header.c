@@ -113,16 +113,16 @@ static int detector_keys(const image_set *s, fits_kv *kvs, int n)
     return n;
 }
 
-/* HISTORY: the config file and the command line (when the caller gave it). */
+/* HISTORY: the config file and the command that ran the set; none when
+ * no command did (the library's psfsim_fits_header, whose caller writes
+ * the file). */
 static int history_keys(const image_set *s, fits_kv *kvs, int n)
 {
+    if (!s->command[0]) return n;
     kvs[n++] = (fits_kv){
         .key = "HISTORY", .type = FITS_KV_HISTORY, .s = s->cfg->path, .comment = "psfsim config:"};
-    if (s->command[0])
-        kvs[n++] = (fits_kv){.key = "HISTORY",
-                             .type = FITS_KV_HISTORY,
-                             .s = s->command,
-                             .comment = "psfsim command:"};
+    kvs[n++] = (fits_kv){
+        .key = "HISTORY", .type = FITS_KV_HISTORY, .s = s->command, .comment = "psfsim command:"};
     return n;
 }
 
