@@ -83,9 +83,9 @@ static int wcs_keys(const image_info *info, const psf_sampling *sp, const char *
     return n;
 }
 
-/* BUNIT: the images are relative intensities (FITS 4.0, 4.4.2.5: a
- * dimensionless quantity has the empty unit string); the comment says
- * relative to what, per normalisation. */
+/* BUNIT (FITS 4.0, sec. 4.4.2.5, the array's physical unit): the images
+ * are dimensionless relative intensities, so the unit string is empty;
+ * the comment says relative to what, per normalisation. */
 static fits_kv bunit(psf_normalization v)
 {
     return kv_s("BUNIT", "",
@@ -113,16 +113,16 @@ static int detector_keys(const image_set *s, fits_kv *kvs, int n)
     return n;
 }
 
-/* HISTORY: the config file and the command line (when the caller gave it). */
+/* HISTORY: the config file and the command that ran the set; none when
+ * no command did (the library's psfsim_fits_header, whose caller writes
+ * the file). */
 static int history_keys(const image_set *s, fits_kv *kvs, int n)
 {
+    if (!s->command[0]) return n;
     kvs[n++] = (fits_kv){
         .key = "HISTORY", .type = FITS_KV_HISTORY, .s = s->cfg->path, .comment = "psfsim config:"};
-    if (s->command[0])
-        kvs[n++] = (fits_kv){.key = "HISTORY",
-                             .type = FITS_KV_HISTORY,
-                             .s = s->command,
-                             .comment = "psfsim command:"};
+    kvs[n++] = (fits_kv){
+        .key = "HISTORY", .type = FITS_KV_HISTORY, .s = s->command, .comment = "psfsim command:"};
     return n;
 }
 

@@ -22,9 +22,12 @@
  * arcsec from the axis (CTYPE1/2 = OFFSET_X/Y, CUNIT1/2 = arcsec, CDELT1/2 =
  * PIXELSCL, CRVAL1/2 = 0), DIFFLMT (lambda/D at REFWAVE, arcsec), FOV (NPIX *
  * PIXELSCL, arcsec), ORIGIN, CREATOR (psfsim and its version), DATE (s's
- * date_utc), CFGHASH (s's config_hash, when filled), NWAVES, WAVE<i> (m), WGHT<i> (the image's
- * components, 0-based: not for the cube's common info), REFWAVE (info's wavelength_nm, m: the
- * pixel's reference) with WAVELEN the weighted mean wavelength, and Z<j> (j in the config's
+ * date_utc), CFGHASH (s's config_hash, when filled), BUNIT (blank: relative
+ * intensity), with the detector group EXTNAME (DET_SAMP | OVERSAMP),
+ * OVERSAMP, DET_SAMP, DETPIXR, DETJITX/Y, DETDIFF, DETIPC, HISTORY cards
+ * of the config and of s's command (when filled: not in the library), NWAVES, WAVE<i> (m), WGHT<i>
+ * (the image's components, 0-based: not for the cube's common info), REFWAVE (info's wavelength_nm,
+ * m: the pixel's reference) with WAVELEN the weighted mean wavelength, and Z<j> (j in the config's
  * convention) with each mode's total coefficient, for at most FITS_HEADER_ZMAX modes
  * (fits_header_check refuses a FITS set with more). zkeys (FITS_HEADER_MAX) holds the WAVE/WGHT
  * keys from FITS_HEADER_ZMAX on and the Z<j> key strings. Returns the number of entries. */

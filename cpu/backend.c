@@ -115,6 +115,17 @@ static void cpu_destroy(psf_backend *b)
     free(b);
 }
 
+/* Grid images a run computes at once before the detector stage: its
+ * batch, at most CPU_DETECTOR_FLOATS floats of them (at least one). */
+#define CPU_DETECTOR_FLOATS ((size_t)32 << 20)
+
+static int detector_batch(const psf_problem *set)
+{
+    size_t plane = (size_t)set->npix * set->npix, fit = CPU_DETECTOR_FLOATS / plane;
+    int batch = set->max_batch > 0 ? set->max_batch : 1;
+    return fit < 1 ? 1 : fit < (size_t)batch ? (int)fit : batch;
+}
+
 /* The detector stage and its buffers (cpu/detector.h), when the problem
  * has one. Returns 0, or -1 with err. */
 static int detector_create(psf_backend *b, char *err, size_t errlen)
@@ -122,7 +133,7 @@ static int detector_create(psf_backend *b, char *err, size_t errlen)
     if (!psf_detector_active(&b->set.detector)) return 0;
     if (cpu_detector_create(&b->det, &b->set, err, errlen) != 0) return -1;
     size_t plane = (size_t)b->set.npix * b->set.npix;
-    int batch = b->set.max_batch > 0 ? b->set.max_batch : 1;
+    int batch = detector_batch(&b->set);
     b->det_grid = malloc((size_t)batch * plane * sizeof *b->det_grid);
     if (!b->det_grid || (b->det.convolve && cpu_detector_work_alloc(&b->det, &b->det_work) != 0)) {
         snprintf(err, errlen, "cpu: cannot allocate the detector stage's %d images", batch);
@@ -408,17 +419,16 @@ static int cpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
                    size_t errlen)
 {
     if (!b->det_grid) return run_grids(b, jobs, njobs, images, err, errlen);
-    if (njobs > (b->set.max_batch > 0 ? b->set.max_batch : 1)) {
-        snprintf(err, errlen, "cpu: %d jobs in one run, more than max_batch %d", njobs,
-                 b->set.max_batch);
-        return -1;
-    }
-    if (run_grids(b, jobs, njobs, b->det_grid, err, errlen) != 0) return -1;
     size_t plane = (size_t)b->set.npix * b->set.npix;
     size_t out = (size_t)psf_detector_out_npix(&b->set) * (size_t)psf_detector_out_npix(&b->set);
-    for (int k = 0; k < njobs; ++k)
-        cpu_detector_apply(&b->det, &b->det_work, b->det_grid + (size_t)k * plane,
-                           images + (size_t)k * out);
+    int per = detector_batch(&b->set);
+    for (int k0 = 0; k0 < njobs; k0 += per) { /* the grids of `per` images at a time */
+        int n = njobs - k0 < per ? njobs - k0 : per;
+        if (run_grids(b, jobs + k0, n, b->det_grid, err, errlen) != 0) return -1;
+        for (int k = 0; k < n; ++k)
+            cpu_detector_apply(&b->det, &b->det_work, b->det_grid + (size_t)k * plane,
+                               images + (size_t)(k0 + k) * out);
+    }
     return 0;
 }
 
@@ -452,8 +462,9 @@ static int cpu_device_count(char *err, size_t errlen)
  *    each (cpu/pupil.c);
  *  - scratch: while a pupil is built, its aperture grid and the resampled
  *    OPD map, 4 P^2 each (cpu/pupil.c);
- *  - with a detector stage, in transform: the grid images 4 M^2 per batch
- *    image, the transfer function and the stage's buffers (cpu/detector.h).
+ *  - with a detector stage, in transform: the grid images 4 M^2 each, of
+ *    the batch up to CPU_DETECTOR_FLOATS floats, the transfer function and
+ *    the stage's buffers (cpu/detector.h).
  * The image-parallel lanes' buffers (N < 512) are not counted: the figures
  * are the ones psfsim's limits were set with (app/set_limits.h). */
 static int cpu_memory_need(const psf_problem *set, const psf_backend_options *options,
@@ -486,7 +497,7 @@ static int cpu_memory_need(const psf_problem *set, const psf_backend_options *op
     out->pupils = bytes_mul(bytes_mul(open, per_sample), npitch);
     out->scratch = 4ULL * pgrid * (set->opd_map ? 2ULL : 1ULL);
     if (psf_detector_active(&set->detector)) { /* cpu/detector.h: the grid images, table, lane */
-        unsigned long long batch = set->max_batch > 0 ? (unsigned long long)set->max_batch : 1;
+        unsigned long long batch = (unsigned long long)detector_batch(set);
         unsigned long long stage =
             bytes_add(bytes_mul(batch, 4ULL * plane),
                       bytes_add(psf_detector_otf_bytes(set->npix),

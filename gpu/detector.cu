@@ -9,18 +9,16 @@ extern "C" {
 #include "backend/detector.h"
 }
 
-/* Spectrum element i of every image times the table's element i mod nspec:
- * the complex product in float, as the CPU's (cpu/detector.c). */
+/* Spectrum element i of image blockIdx.y times the table's element i: the
+ * complex product in float, as the CPU's (cpu/detector.c). */
 __global__ static void otf_multiply_kernel(cufftComplex *__restrict__ spec,
-                                           const cufftComplex *__restrict__ otf, size_t nspec,
-                                           size_t total)
+                                           const cufftComplex *__restrict__ otf, size_t nspec)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (; i < total; i += stride) {
-        cufftComplex a = spec[i], t = otf[i % nspec];
-        spec[i] = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
-    }
+    if (i >= nspec) return;
+    cufftComplex *s = spec + (size_t)blockIdx.y * nspec + i;
+    cufftComplex a = *s, t = otf[i];
+    *s = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
 }
 
 /* out[k][i][j] = s^2 grid[k][(i s + o) N + j s + o] (psf_detector_sample). */
@@ -146,11 +144,10 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
     if (d->convolve) {
         gpu_detector_plan *p = plan_for(d, n, chk);
         if (!p) return -1;
-        size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1), total = nspec * (size_t)n;
-        size_t blocks = (total + 255) / 256;
-        if (blocks > 65535) blocks = 65535;
+        size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
+        dim3 blocks((unsigned)((nspec + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
         if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
-        otf_multiply_kernel<<<(unsigned)blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, total);
+        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec);
         if (GPU_LAUNCH(chk, "otf_multiply_kernel") ||
             GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, grid)))
             return -1;

@@ -83,7 +83,7 @@ static int choose_auto(const image_set *s, int writers, const gpu_list *gpus, ba
                          errlen) != 0)
         return -1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cost_job job = {.npix = s->samp.npix,
+    cost_job job = {.npix = s->calc_npix > 0 ? s->calc_npix : s->samp.npix, /* computed grid */
                     .nimages = s->nimages,
                     .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,
                     .batch = PSF_GPU_PREFERRED_BATCH,

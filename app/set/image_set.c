@@ -218,7 +218,7 @@ void image_set_free(image_set *s)
 void image_set_problem(const image_set *s, int max_batch, psf_problem *problem)
 {
     memset(problem, 0, sizeof *problem);
-    problem->npix = s->calc_npix;
+    problem->npix = s->calc_npix > 0 ? s->calc_npix : s->samp.npix; /* set_detector.h */
     problem->detector = s->detector;
     problem->mft = s->mft;
     problem->pupil_npix = s->mft ? s->pupil_npix : 0;
@@ -392,7 +392,8 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     double pix_rad = s->pixel_rad > 0  ? s->pixel_rad
                      : s->pixel_um > 0 ? s->pixel_um * 1e-6 / (cfg->f_number * s->samp.diameter_m)
                                        : s->pixel_ld * wl_ref * 1e-9 / s->samp.diameter_m;
-    pix_rad /= s->calc_div; /* the computed grid's pixel (set_detector.h) */
+    int div = s->calc_div > 1 ? s->calc_div : 1;
+    pix_rad /= div; /* the computed grid's pixel (set_detector.h) */
     job->ncomp = p->nwl;
     for (int c = 0; c < p->nwl; ++c) {
         psf_component *comp = &job->comp[c];
@@ -419,7 +420,7 @@ int image_set_job(image_set *s, long long k, double *storage, psf_job *job, imag
     /* A detector pixel holds d2 grid pixels' flux (psf_detector: s^2 times
      * the convolved grid at its centre); "peak" makes it the mean intensity
      * over the pixel, 1 = the unaberrated peak, whatever s (set_detector.h). */
-    double d2 = (double)s->calc_div * s->calc_div;
+    double d2 = (double)div * div;
     if (cfg->normalization == NORM_PEAK) {
         for (int c = 0; c < job->ncomp; ++c)
             job->comp[c].scale /= peak * d2;

@@ -258,12 +258,13 @@ static void check_sampling(const image_set *s, set_notes *notes)
                  step, s->opd_map ? " and its OPD map" : "", ceil(n * step / 0.5));
     const char *qkey =
         written(cfg, "sampling.padding") ? "sampling.padding" : "sampling.pupil_samples";
-    if (!s->mft && s->samp.padding < 2.0)
+    double q = (double)big / n; /* the FFT's Q (samp.padding, or s times it: set_detector.h) */
+    if (!s->mft && q < 2.0)
         add_note(notes, cfg, qkey,
                  "Q = N/n = %d/%d = %.4g < 2: the intensity is undersampled (its spectrum, the "
                  "pupil's autocorrelation, is 2n samples wide) and aliases; padding >= 2 samples "
                  "it fully",
-                 big, n, s->samp.padding);
+                 big, n, q);
     if (s->mft) { /* the pixel in lambda/D at the set's shortest wavelength */
         double wl_lo, wl_hi;
         long long nwl;
@@ -273,6 +274,7 @@ static void check_sampling(const image_set *s, set_notes *notes)
         double ld = s->pixel_rad > 0  ? s->pixel_rad * s->samp.diameter_m / (wl_lo * 1e-9)
                     : s->pixel_um > 0 ? s->pixel_um * 1e3 / (cfg->f_number * wl_lo)
                                       : s->pixel_ld;
+        ld /= s->calc_div > 1 ? s->calc_div : 1; /* the computed grid's (set_detector.h) */
         const char *key = s->pixel_rad > 0           ? "output.pixel_scale_arcsec"
                           : s->pixel_um > 0          ? "output.pixel_scale_um"
                           : cfg->out_pixel_scale > 0 ? "output.pixel_scale"

@@ -714,38 +714,12 @@ static void test_two_devices(void **state)
     unload(&l);
 }
 
-/* Is there a GPU to test? why says what is missing. */
-static int gpu_present(char *why, size_t whylen)
-{
-    gpu = psf_backend_gpu();
-    if (!gpu) {
-        snprintf(why, whylen, "psfsim was built without the CUDA backend");
-        return 0;
-    }
-    psf_problem d;
-    memset(&d, 0, sizeof d);
-    d.npix = 16;
-    d.aperture.shape = APERTURE_CIRCULAR;
-    d.aperture.diameter_m = 1.0;
-    d.max_batch = 1;
-    d.nimages = 1;
-    psf_backend *b = NULL;
-    char err[1024];
-    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
-        gpu->destroy(b);
-        return 1;
-    }
-    snprintf(why, whylen, "%s", err);
-    /* Any other failure is a test failure, not a skip. */
-    return strstr(err, "no CUDA device") ? 0 : 1;
-}
-
 int main(void)
 {
     unsetenv("PSFSIM_GPU_FAIL_AT");
     unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
     char why[1100];
-    if (!gpu_present(why, sizeof why)) {
+    if (!(gpu = harness_gpu(why, sizeof why))) { /* tests/support/psf_harness.h */
         printf("skipped: %s\n", why);
         return 77;
     }

@@ -18,7 +18,6 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
-#include "app/select/gpu_module.h"
 #include "app/set/image_set.h"
 #include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"
@@ -136,36 +135,11 @@ static void test_fault_injection(void **state)
     compare("", effects[6]);
 }
 
-/* Is there a GPU to test? why says what is missing. */
-static int gpu_present(char *why, size_t whylen)
-{
-    gpu = psf_backend_gpu();
-    if (!gpu) {
-        snprintf(why, whylen, "psfsim was built without the CUDA backend");
-        return 0;
-    }
-    psf_problem d;
-    memset(&d, 0, sizeof d);
-    d.npix = 16;
-    d.aperture.shape = APERTURE_CIRCULAR;
-    d.aperture.diameter_m = 1.0;
-    d.max_batch = 1;
-    d.nimages = 1;
-    psf_backend *b = NULL;
-    char err[1024];
-    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
-        gpu->destroy(b);
-        return 1;
-    }
-    snprintf(why, whylen, "%s", err);
-    return strstr(err, "no CUDA device") ? 0 : 1; /* any other failure fails the tests */
-}
-
 int main(void)
 {
     unsetenv("PSFSIM_GPU_FAIL_AT");
     char why[1100];
-    if (!gpu_present(why, sizeof why)) {
+    if (!(gpu = harness_gpu(why, sizeof why))) {
         printf("skipped: %s\n", why);
         return 77;
     }

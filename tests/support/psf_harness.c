@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/select/gpu_module.h"
 #include "optics/metrics.h"
 #include "tests/support/testutil.h"
 
@@ -109,4 +110,28 @@ void harness_free(psf_result *r)
 {
     free(r->img);
     r->img = NULL;
+}
+
+const psf_backend_ops *harness_gpu(char *why, size_t whylen)
+{
+    const psf_backend_ops *gpu = psf_backend_gpu();
+    if (!gpu) {
+        snprintf(why, whylen, "psfsim was built without the CUDA backend");
+        return NULL;
+    }
+    psf_problem d;
+    memset(&d, 0, sizeof d);
+    d.npix = 16;
+    d.aperture.shape = APERTURE_CIRCULAR;
+    d.aperture.diameter_m = 1.0;
+    d.max_batch = 1;
+    d.nimages = 1;
+    psf_backend *b = NULL;
+    char err[1024];
+    if (gpu->create(&d, NULL, &b, err, sizeof err) == 0) {
+        gpu->destroy(b);
+        return gpu;
+    }
+    snprintf(why, whylen, "%s", err);
+    return strstr(err, "no CUDA device") ? NULL : gpu;
 }

@@ -24,4 +24,9 @@ float *harness_compute_all(const char *cfg_text, const psf_backend_ops *ops, lon
                            int *npix);
 void harness_free(psf_result *r);
 
+/* The GPU backend when there is a device to test on; NULL with why (no
+ * CUDA backend built, or "no CUDA device ...": the test skips). Any other
+ * failure to create returns the backend, so that the tests fail on it. */
+const psf_backend_ops *harness_gpu(char *why, size_t whylen);
+
 #endif

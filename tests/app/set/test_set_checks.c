@@ -324,6 +324,15 @@ static void test_undersampled_intensity(void **state)
                "(Q = 1.667 < 2)");
     warnings_of(HEAD550 "output: { pixel_scale = 0.5; };\n", &notes);
     expect_none(&notes);
+    /* The detector's oversampling: the computed grid is s times finer. */
+    warnings_of("name = \"c\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                "};\nsampling: { pupil_samples = 32;\n padding = 1.5; };\n"
+                "detector: { oversample = 2; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "output: { pixel_scale = 0.6; };\ndetector: { oversample = 2; };\n",
+                &notes);
+    expect_none(&notes);
     /* In um, coarsest at the shortest swept wavelength: 3 um at f/10 is 0.6
      * lambda/D at 500 nm, 0.3 at 1000 nm. */
     warnings_of("name = \"c\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
