@@ -2,6 +2,8 @@
 /* The table and random axes of an image set (see axes.h). */
 #include "app/set/axes.h"
 
+#include "app/set/field_grid.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,8 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
     ax->col_wavelength = table_column(ax->table, "wavelength_nm");
     ax->col_defocus = table_column(ax->table, "defocus");
     ax->col_focus_shift = table_column(ax->table, "focus_shift_um");
+    ax->col_field_x = table_column(ax->table, "field_x_px");
+    ax->col_field_y = table_column(ax->table, "field_y_px");
     if (check_wavelength_column(ax, err, errlen) || check_focus_columns(ax, err, errlen) ||
         find_zernike_columns(ax, err, errlen))
         return -1;
@@ -177,11 +181,13 @@ int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen)
     memset(ax, 0, sizeof *ax);
     ax->cfg = cfg;
     ax->col_wavelength = ax->col_defocus = ax->col_focus_shift = -1;
+    ax->col_field_x = ax->col_field_y = -1;
     ax->ndraws = cfg->random.count > 0 ? cfg->random.count : 1;
     ax->ncart = config_image_count(cfg) / ax->ndraws;
     ax->nrows = 1;
     if (expand_random(ax, err, errlen) != 0 ||
-        (cfg->table_file[0] && load_table(ax, err, errlen))) {
+        (cfg->table_file[0] && load_table(ax, err, errlen)) ||
+        field_grid_check(ax, err, errlen) != 0) {
         axes_free(ax);
         return -1;
     }

@@ -35,6 +35,7 @@ typedef struct {
     psf_table *table; /* NULL without sweep.table */
     long long nrows;  /* the table's data rows; 1 without */
     int col_wavelength, col_defocus, col_focus_shift; /* table columns, -1: absent */
+    int col_field_x, col_field_y; /* field_x_px, field_y_px: labels, -1: absent */
     int nzcols;
     axes_table_term *zcols; /* [nzcols], in column order */
     long long ndraws;       /* sweep.random.count; 1 without */
