@@ -62,6 +62,11 @@ typedef struct {
 int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen);
 void axes_free(set_axes *ax);
 
+/* "CFG:LINE: key: " then fmt into err (CFG:LINE where cfg writes key,
+ * config_key_where). Returns -1. */
+__attribute__((format(printf, 5, 6))) int axes_fail(const psf_config *cfg, const char *key,
+                                                    char *err, size_t errlen, const char *fmt, ...);
+
 /* Whether the set has a table or a random axis (its manifest then has the
  * label columns: docs/config.md, "NAME_manifest.csv"). */
 int axes_is_dataset(const set_axes *ax);

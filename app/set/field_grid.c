@@ -1,29 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/set/field_grid.h"
 
-#include <stdarg.h>
 #include <stdio.h>
-
-/* "CFG:LINE: key: " then fmt into err. Returns -1. */
-__attribute__((format(printf, 5, 6))) static int
-grid_fail(const psf_config *cfg, const char *key, char *err, size_t errlen, const char *fmt, ...)
-{
-    char where[CFG_PATH_MAX + 32], msg[2048];
-    config_key_where(cfg, key, where, sizeof where);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(err, errlen, "%.4200s: %s: %s", where, key, msg);
-    return -1;
-}
 
 /* The one of the pair given without the other. */
 static int check_pair(const set_axes *ax, char *err, size_t errlen)
 {
     if ((ax->col_field_x < 0) == (ax->col_field_y < 0)) return 0;
     int has = ax->col_field_x >= 0 ? ax->col_field_x : ax->col_field_y;
-    return grid_fail(ax->cfg, "sweep.table", err, errlen,
+    return axes_fail(ax->cfg, "sweep.table", err, errlen,
                      "%s:%zu:%d (%s): needs a %s column too (a detector position is a pair)",
                      ax->table->path, ax->table->header_line, has + 1, ax->table->names[has],
                      ax->col_field_x >= 0 ? "field_y_px" : "field_x_px");
@@ -37,7 +22,7 @@ static int check_distinct(const set_axes *ax, char *err, size_t errlen)
     for (size_t r = 1; r < t->nrows; ++r)
         for (size_t q = 0; q < r; ++q)
             if (x[r] == x[q] && y[r] == y[q])
-                return grid_fail(ax->cfg, "output.psf_grid", err, errlen,
+                return axes_fail(ax->cfg, "output.psf_grid", err, errlen,
                                  "%s:%zu: the position (%.17g, %.17g) repeats line %zu's: a grid "
                                  "holds one PSF per position",
                                  t->path, t->line[r], x[r], y[r], t->line[q]);
@@ -50,17 +35,17 @@ int field_grid_check(const set_axes *ax, char *err, size_t errlen)
     if (ax->table && check_pair(ax, err, errlen) != 0) return -1;
     if (!cfg->psf_grid) return 0;
     if (!ax->table || ax->col_field_x < 0)
-        return grid_fail(cfg, "output.psf_grid", err, errlen,
+        return axes_fail(cfg, "output.psf_grid", err, errlen,
                          "needs a sweep.table with field_x_px and field_y_px columns (each "
                          "row's detector position)");
     long long per_row = ax->ncart * ax->ndraws;
     if (per_row != 1)
-        return grid_fail(cfg, "output.psf_grid", err, errlen,
+        return axes_fail(cfg, "output.psf_grid", err, errlen,
                          "the other axes make %lld images per table row: their positions repeat "
                          "(a grid holds one PSF per position; give each image its own row)",
                          per_row);
     if (ax->table->nrows > FIELD_GRID_MAX)
-        return grid_fail(cfg, "output.psf_grid", err, errlen,
+        return axes_fail(cfg, "output.psf_grid", err, errlen,
                          "%s: %zu rows, more than the %d positions a grid file holds (DET_YX0 "
                          ".. DET_YX99)",
                          ax->table->path, ax->table->nrows, FIELD_GRID_MAX);
