@@ -60,6 +60,11 @@ def test_grid_file(tmp_path):
         with fits.open(tmp_path / "o" / ("one_%d.fits" % i)) as p:
             assert np.array_equal(cube[i], p[0].data)  # plane i is row i's image
             assert p[0].header["FIELDX"] == x and p[0].header["FIELDY"] == y
+    import csv
+    with open(tmp_path / "g" / "grid_manifest.csv") as f:
+        man = list(csv.DictReader(f))
+    assert [(float(m["field_x_px"]), float(m["field_y_px"])) for m in man] == \
+        [(r[0], r[1]) for r in ROWS]  # the manifest carries them as labels
     for i in range(4):  # four different PSFs (their aberrations differ)
         for j in range(i):
             assert np.abs(cube[i] - cube[j]).max() > 1e-3 * cube[j].max()
