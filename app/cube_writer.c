@@ -7,6 +7,7 @@
 
 #include "app/fits_header.h"
 #include "app/outputs.h"
+#include "app/set/field_grid.h"
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
@@ -24,9 +25,9 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     info.coeff_units = zero;
     fits_kv all[FITS_HEADER_MAX];
     int n = fits_header_build(s, &info, &res, all, zkeys), m = 0;
-    static const char *const per_plane[] = {"WAVELEN",  "PIXELSCL", "PIXSCLUM", "STREHL",
-                                            "AXIALINT", "BACKEND",  "CDELT1",   "CDELT2",
-                                            "DIFFLMT",  "FOV",      "REFWAVE"};
+    static const char *const per_plane[] = {
+        "WAVELEN", "PIXELSCL", "PIXSCLUM", "STREHL",  "AXIALINT", "BACKEND", "CDELT1",
+        "CDELT2",  "DIFFLMT",  "FOV",      "REFWAVE", "FIELDX",   "FIELDY"};
     for (int i = 0; i < n; ++i) {
         int skip = all[i].key[0] == 'Z' && all[i].key[1] >= '0' && all[i].key[1] <= '9';
         for (size_t j = 0; j < sizeof per_plane / sizeof *per_plane; ++j)
@@ -34,6 +35,37 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
         if (!skip) kvs[m++] = all[i];
     }
     return m;
+}
+
+/* output.psf_grid: the keywords photutils' GriddedPSFModel reads (its
+ * "webbpsf" format, WebbPSF's psf_grid): OVERSAMP, NUM_PSFS, FOVPIXEL and
+ * DET_YX<i> = '(y, x)', plane i's detector position, appended to kvs[n..]
+ * (keys and texts kept in grid). Returns the new count. */
+static int grid_keys(const image_set *s, fits_kv *kvs, int n, cube_grid_text *grid)
+{
+    kvs[n++] = (fits_kv){.key = "OVERSAMP",
+                         .type = FITS_KV_INT,
+                         .i = 1,
+                         .comment = "oversampling of the PSFs (1: detector pixels)"};
+    kvs[n++] = (fits_kv){.key = "NUM_PSFS",
+                         .type = FITS_KV_INT,
+                         .i = s->nimages,
+                         .comment = "the number of fiducial PSFs"};
+    kvs[n++] = (fits_kv){.key = "FOVPIXEL",
+                         .type = FITS_KV_INT,
+                         .i = s->samp.npix,
+                         .comment = "field of view of each PSF [pixels]"};
+    for (long long k = 0; k < s->nimages && k < FIELD_GRID_MAX; ++k) {
+        double x = 0.0, y = 0.0;
+        field_grid_position(&s->axes, k, &x, &y);
+        snprintf(grid->keys[k], sizeof grid->keys[k], "DET_YX%lld", k);
+        snprintf(grid->values[k], sizeof grid->values[k], "(%.17g, %.17g)", y, x);
+        kvs[n++] = (fits_kv){.key = grid->keys[k],
+                             .type = FITS_KV_STRING,
+                             .s = grid->values[k],
+                             .comment = "(y,x) detector pixel position of this PSF"};
+    }
+    return n;
 }
 
 int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *dir, char *err,
@@ -58,6 +90,13 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
     int nkv = cube_writer_common_keys(s, kvs, zkeys);
     for (int t = 0; t < s->modes.nterms && w->ncols < CUBE_MAX_COLS; ++t)
         add_col(w, zkeys[t], s->cfg->zunits == ZUNITS_NM ? "nm" : "waves");
+    double fx, fy;
+    if (field_grid_position(&s->axes, 0, &fx, &fy)) {
+        add_col(w, "FIELDX", "pixel");
+        add_col(w, "FIELDY", "pixel");
+    }
+    cube_grid_text grid;
+    if (s->cfg->psf_grid) nkv = grid_keys(s, kvs, nkv, &grid);
     for (int i = 0; i < w->ncols; ++i) {
         w->cols[i] = calloc((size_t)s->nimages, sizeof(double));
         if (!w->cols[i]) {
@@ -77,7 +116,9 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
 
 int cube_writer_columns(const image_set *s)
 {
-    int n = 7 + s->cfg->n_sweep_zernike + s->modes.nterms;
+    double x, y;
+    int n = 7 + s->cfg->n_sweep_zernike + s->modes.nterms +
+            2 * field_grid_position(&s->axes, 0, &x, &y);
     return n < CUBE_MAX_COLS ? n : CUBE_MAX_COLS;
 }
 
@@ -98,6 +139,11 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
         w->cols[c++][k] = p->sweep_zernike[i];
     for (int t = 0; t < s->modes.nterms && c < w->ncols; ++t)
         w->cols[c++][k] = info->coeff_units[t];
+    double fx, fy;
+    if (c + 2 <= w->ncols && field_grid_position(&s->axes, k, &fx, &fy)) {
+        w->cols[c++][k] = fx;
+        w->cols[c++][k] = fy;
+    }
     return 0;
 }
 

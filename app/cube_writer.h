@@ -17,7 +17,13 @@
 
 /* The PLANES table's columns: 7 and, per mode (at most FITS_HEADER_ZMAX:
  * fits_header_check), its total and, when swept, its swept value. */
-#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX)
+#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX + 2) /* + FIELDX, FIELDY */
+
+/* output.psf_grid's DET_YX<i> keywords and values while the header is made. */
+typedef struct {
+    char keys[100][12];
+    char values[100][64];
+} cube_grid_text;
 
 typedef struct {
     psf_fits_cube *cube;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "app/config/config.h"
+#include "app/set/field_grid.h"
 
 static const char *conv_name(zernike_convention c)
 {
@@ -186,6 +187,11 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     } else {
         kvs[n++] = kv_i("CRPIX1", sp->npix / 2 + 1, "optical axis, 1-based column");
         kvs[n++] = kv_i("CRPIX2", sp->npix / 2 + 1, "optical axis, 1-based row");
+    }
+    double fx, fy;
+    if (field_grid_position(&s->axes, info->params.index, &fx, &fy)) {
+        kvs[n++] = kv_d("FIELDX", fx, "detector position of this PSF, x [pixel]");
+        kvs[n++] = kv_d("FIELDY", fy, "detector position of this PSF, y [pixel]");
     }
     n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
     n = history_keys(s, kvs, n);

@@ -201,8 +201,13 @@ static void constants(const image_set *s, hdf5_set_desc *d)
     attr_d(d, NULL, "padding", s->samp.padding);
     attr_d(d, NULL, "diameter_m", s->samp.diameter_m);
     if (cfg->f_number > 0) attr_d(d, NULL, "f_number", cfg->f_number);
-    attr_i(d, NULL, "axis_row", s->samp.npix / 2);
-    attr_i(d, NULL, "axis_column", s->samp.npix / 2);
+    if (cfg->orientation == ORIENT_POPPY) { /* (M-1)/2: between pixels for even M */
+        attr_d(d, NULL, "axis_row", 0.5 * (s->samp.npix - 1));
+        attr_d(d, NULL, "axis_column", 0.5 * (s->samp.npix - 1));
+    } else {
+        attr_i(d, NULL, "axis_row", s->samp.npix / 2);
+        attr_i(d, NULL, "axis_column", s->samp.npix / 2);
+    }
     char *wl = d->text + d->used;
     for (int i = 0; i < cfg->nwavelengths; ++i)
         keep(d, "%.10g", cfg->wavelengths_nm[i]);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/manifest.h"
+#include "app/set/field_grid.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,7 +43,7 @@ static char *header_for(const image_set *s)
     const set_segterms *st = &s->segterms;
     int dataset = axes_is_dataset(&s->axes);
     size_t base = strlen(manifest_header),
-           len = base + 40 + 16 * (size_t)l->nterms + 24 * (size_t)st->nlabels;
+           len = base + 80 + 16 * (size_t)l->nterms + 24 * (size_t)st->nlabels;
     char *h = malloc(len);
     if (!h) return NULL;
     memcpy(h, manifest_header, base + 1);
@@ -54,6 +55,9 @@ static char *header_for(const image_set *s)
         at += (size_t)snprintf(h + at, len - at, ",z%d", l->j[i]);
     for (int i = 0; i < st->nlabels; ++i)
         at += (size_t)snprintf(h + at, len - at, ",s%d_z%d", st->label_segment[i], st->label_j[i]);
+    double fx, fy; /* the table's detector positions, labels too */
+    if (field_grid_position(&s->axes, 0, &fx, &fy))
+        at += (size_t)snprintf(h + at, len - at, ",field_x_px,field_y_px");
     /* normalization "pupil": captured_fraction last, after the label columns */
     if (pupil) at += (size_t)snprintf(h + at, len - at, ",captured_fraction");
     snprintf(h + at, len - at, "\n");
@@ -84,6 +88,13 @@ static void segment_cells(FILE *fp, const image_set *s, const image_info *info)
         char num[40];
         csv_exact(num, sizeof num, info->seg_units[st->label_index[i]]);
         fprintf(fp, ",%s", num);
+    }
+    double fx, fy;
+    if (field_grid_position(&s->axes, info->params.index, &fx, &fy)) {
+        char x[40], y[40];
+        csv_exact(x, sizeof x, fx);
+        csv_exact(y, sizeof y, fy);
+        fprintf(fp, ",%s,%s", x, y);
     }
 }
 

@@ -218,6 +218,7 @@ typedef struct {
     int hdf5_level;                /* output.hdf5.level: the gzip level 1..9, default 4 */
     image_orientation orientation; /* output.orientation, default psfsim */
     cfg_noise noise;               /* detector.noise; noise.enabled 0 without */
+    int psf_grid; /* output.psf_grid: the cube in photutils' GriddedPSFModel layout */
 
     backend_choice backend;
     cfg_detector detector; /* the detector group */

@@ -90,6 +90,7 @@ static const cfg_key schema[] = {
     {"output.pixel_scale_um", CFG_K_FLOAT},
     {"output.pixel_scale_arcsec", CFG_K_FLOAT},
     {"output.orientation", CFG_K_STRING},
+    {"output.psf_grid", CFG_K_BOOL},
     {"output.png", CFG_K_GROUP},
     {"output.png.enabled", CFG_K_BOOL},
     {"output.png.bits", CFG_K_INT},

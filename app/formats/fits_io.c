@@ -181,6 +181,21 @@ static void encode_error(int status, const char *bad_key, char *why, size_t whyl
         snprintf(why, whylen, "%s", text);
 }
 
+/* The memfile f's whole file into out (memfile_take) and the buffer freed;
+ * 0, or -1 with why (encode_error) for status or a failure here. */
+static int encode_finish(fitsfile *f, void **buf, size_t *bufsize, fits_bytes *out, int status,
+                         const char *bad_key, char *why, size_t whylen)
+{
+    if (f) status = memfile_take(f, buf, bufsize, 0, out, status);
+    free(*buf);
+    *buf = NULL;
+    if (status) {
+        encode_error(status, bad_key, why, whylen);
+        return -1;
+    }
+    return 0;
+}
+
 static int encode_image(const float *img, int npix, const fits_kv *kvs, int nkv, fits_bytes *out,
                         char *why, size_t whylen)
 {
@@ -197,13 +212,7 @@ static int encode_image(const float *img, int npix, const fits_kv *kvs, int nkv,
      * row. cfitsio converts to big-endian in its own buffer (the input is
      * not modified), hence the cast. */
     fits_write_img(f, TFLOAT, 1, (LONGLONG)npix * npix, (void *)(uintptr_t)img, &status);
-    if (f) status = memfile_take(f, &buf, &bufsize, 0, out, status);
-    free(buf);
-    if (status) {
-        encode_error(status, bad_key, why, whylen);
-        return -1;
-    }
-    return 0;
+    return encode_finish(f, &buf, &bufsize, out, status, bad_key, why, whylen);
 }
 
 static int encode_cube_header(int npix, long long nplanes, const fits_kv *kvs, int nkv,
@@ -427,13 +436,7 @@ static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, i
         if (status) bad_key = ekvs[k].key;
     }
     fits_write_img(f, TUSHORT, 1, n, (void *)(uintptr_t)ext, &status);
-    if (f) status = memfile_take(f, &buf, &bufsize, 0, out, status);
-    free(buf);
-    if (status) {
-        encode_error(status, bad_key, why, whylen);
-        return -1;
-    }
-    return 0;
+    return encode_finish(f, &buf, &bufsize, out, status, bad_key, why, whylen);
 }
 
 static int thread_safe(void)

@@ -3,6 +3,8 @@
 #include "app/set/axes.h"
 #include "app/set/segterms.h"
 
+#include "app/set/field_grid.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +13,8 @@
 /* The config's own limit (config.h: at most 10,000,000 images). */
 #define AXES_MAX_IMAGES 10000000LL
 
-/* "CFG:LINE: key: " then fmt into err. Returns -1. */
-__attribute__((format(printf, 5, 6))) static int
-fail(const psf_config *cfg, const char *key, char *err, size_t errlen, const char *fmt, ...)
+int axes_fail(const psf_config *cfg, const char *key, char *err, size_t errlen, const char *fmt,
+              ...)
 {
     char where[CFG_PATH_MAX + 32], msg[2048];
     config_key_where(cfg, key, where, sizeof where);
@@ -36,7 +37,7 @@ static int expand_random(set_axes *ax, char *err, size_t errlen)
     double *sigma = nspec ? malloc((size_t)nspec * sizeof *sigma) : NULL;
     if (!ax->random || (nspec && !sigma)) {
         free(sigma);
-        return fail(ax->cfg, "sweep.random", err, errlen, "out of memory for %d terms", n);
+        return axes_fail(ax->cfg, "sweep.random", err, errlen, "out of memory for %d terms", n);
     }
     for (int i = 0; i < r->nzernike; ++i) {
         const cfg_random_term *t = &r->zernike[i];
@@ -48,7 +49,7 @@ static int expand_random(set_axes *ax, char *err, size_t errlen)
                                      r->spectrum_total_rms, r->spectrum_power, sigma, why,
                                      sizeof why) != 0) {
         free(sigma);
-        return fail(ax->cfg, "sweep.random.spectrum", err, errlen, "%s", why);
+        return axes_fail(ax->cfg, "sweep.random.spectrum", err, errlen, "%s", why);
     }
     for (int i = 0; i < nspec; ++i) {
         axes_random_term *t = &ax->random[r->nzernike + i];
@@ -68,10 +69,11 @@ static int refuse_column(set_axes *ax, int col, const char *other, const char *w
 {
     char where[CFG_PATH_MAX + 32];
     config_key_where(ax->cfg, other, where, sizeof where);
-    return fail(ax->cfg, "sweep.table", err, errlen,
-                "%s:%zu:%d (%s): the column is also given by %s (%s); give the %s in one place",
-                ax->table->path, ax->table->header_line, col + 1, ax->table->names[col], other,
-                where, what);
+    return axes_fail(
+        ax->cfg, "sweep.table", err, errlen,
+        "%s:%zu:%d (%s): the column is also given by %s (%s); give the %s in one place",
+        ax->table->path, ax->table->header_line, col + 1, ax->table->names[col], other, where,
+        what);
 }
 
 /* The wavelength column: one place for the wavelengths, monochromatic,
@@ -97,16 +99,17 @@ static int check_wavelength_column(set_axes *ax, char *err, size_t errlen)
     if (cfg->nwavelengths > 1) {
         char where[CFG_PATH_MAX + 32];
         config_key_where(cfg, "optics.wavelengths_nm", where, sizeof where);
-        return fail(cfg, "sweep.table", err, errlen,
-                    "%s:%zu:%d (wavelength_nm): cannot be used with optics.wavelengths_nm (%s, a "
-                    "broadband set): a listed wavelength makes monochromatic images",
-                    t->path, t->header_line, col + 1, where);
+        return axes_fail(
+            cfg, "sweep.table", err, errlen,
+            "%s:%zu:%d (wavelength_nm): cannot be used with optics.wavelengths_nm (%s, a "
+            "broadband set): a listed wavelength makes monochromatic images",
+            t->path, t->header_line, col + 1, where);
     }
     for (size_t r = 0; r < t->nrows; ++r)
         if (!(t->cols[col][r] > 0))
-            return fail(cfg, "sweep.table", err, errlen,
-                        "%s:%zu:%d (wavelength_nm): must be > 0 (got %.17g)", t->path, t->line[r],
-                        col + 1, t->cols[col][r]);
+            return axes_fail(cfg, "sweep.table", err, errlen,
+                             "%s:%zu:%d (wavelength_nm): must be > 0 (got %.17g)", t->path,
+                             t->line[r], col + 1, t->cols[col][r]);
     return 0;
 }
 
@@ -122,10 +125,10 @@ static int check_focus_columns(set_axes *ax, char *err, size_t errlen)
     if (cfg->random.n_focus_shift > 0)
         return refuse_column(ax, col, "sweep.random.focus_shift_um", "focus shifts", err, errlen);
     if (!(cfg->f_number > 0))
-        return fail(cfg, "sweep.table", err, errlen,
-                    "%s:%zu:%d (focus_shift_um): needs optics.f_number (a focus shift becomes "
-                    "defocus through the F-number)",
-                    ax->table->path, ax->table->header_line, col + 1);
+        return axes_fail(cfg, "sweep.table", err, errlen,
+                         "%s:%zu:%d (focus_shift_um): needs optics.f_number (a focus shift becomes "
+                         "defocus through the F-number)",
+                         ax->table->path, ax->table->header_line, col + 1);
     return 0;
 }
 
@@ -135,7 +138,7 @@ static int find_zernike_columns(set_axes *ax, char *err, size_t errlen)
     const psf_config *cfg = ax->cfg;
     const psf_table *t = ax->table;
     ax->zcols = calloc((size_t)t->ncols, sizeof *ax->zcols);
-    if (!ax->zcols) return fail(cfg, "sweep.table", err, errlen, "out of memory");
+    if (!ax->zcols) return axes_fail(cfg, "sweep.table", err, errlen, "out of memory");
     for (int c = 0; c < t->ncols; ++c) {
         int j = table_zernike_index(t->names[c], cfg->zconv);
         if (j < 0) continue;
@@ -158,20 +161,23 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
         (cfg->aperture.shape == APERTURE_SEGMENTED
              ? segterms_check_table_columns(ax->table, cfg->zconv, why, sizeof why)
              : table_check_columns(ax->table, cfg->zconv, why, sizeof why)) != 0)
-        return fail(cfg, "sweep.table", err, errlen, "%s", why);
+        return axes_fail(cfg, "sweep.table", err, errlen, "%s", why);
     ax->nrows = (long long)ax->table->nrows;
     ax->col_wavelength = table_column(ax->table, "wavelength_nm");
     ax->col_defocus = table_column(ax->table, "defocus");
     ax->col_focus_shift = table_column(ax->table, "focus_shift_um");
+    ax->col_field_x = table_column(ax->table, "field_x_px");
+    ax->col_field_y = table_column(ax->table, "field_y_px");
     if (check_wavelength_column(ax, err, errlen) || check_focus_columns(ax, err, errlen) ||
         find_zernike_columns(ax, err, errlen))
         return -1;
     double total = (double)ax->ncart * (double)ax->nrows * (double)ax->ndraws;
     if (total > (double)AXES_MAX_IMAGES)
-        return fail(cfg, "sweep.table", err, errlen,
-                    "%s: %lld rows make %.0f images with the other axes (x %lld), more than the "
-                    "limit of %lld",
-                    ax->table->path, ax->nrows, total, ax->ncart * ax->ndraws, AXES_MAX_IMAGES);
+        return axes_fail(
+            cfg, "sweep.table", err, errlen,
+            "%s: %lld rows make %.0f images with the other axes (x %lld), more than the "
+            "limit of %lld",
+            ax->table->path, ax->nrows, total, ax->ncart * ax->ndraws, AXES_MAX_IMAGES);
     return 0;
 }
 
@@ -180,11 +186,13 @@ int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen)
     memset(ax, 0, sizeof *ax);
     ax->cfg = cfg;
     ax->col_wavelength = ax->col_defocus = ax->col_focus_shift = -1;
+    ax->col_field_x = ax->col_field_y = -1;
     ax->ndraws = cfg->random.count > 0 ? cfg->random.count : 1;
     ax->ncart = config_image_count(cfg) / ax->ndraws;
     ax->nrows = 1;
     if (expand_random(ax, err, errlen) != 0 ||
-        (cfg->table_file[0] && load_table(ax, err, errlen))) {
+        (cfg->table_file[0] && load_table(ax, err, errlen)) ||
+        field_grid_check(ax, err, errlen) != 0) {
         axes_free(ax);
         return -1;
     }

@@ -35,6 +35,7 @@ typedef struct {
     psf_table *table; /* NULL without sweep.table */
     long long nrows;  /* the table's data rows; 1 without */
     int col_wavelength, col_defocus, col_focus_shift; /* table columns, -1: absent */
+    int col_field_x, col_field_y; /* field_x_px, field_y_px: labels, -1: absent */
     int nzcols;
     axes_table_term *zcols; /* [nzcols], in column order */
     long long ndraws;       /* sweep.random.count; 1 without */
@@ -60,6 +61,11 @@ typedef struct {
  * ax holds nothing after an error (axes_free is harmless). */
 int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen);
 void axes_free(set_axes *ax);
+
+/* "CFG:LINE: key: " then fmt into err (CFG:LINE where cfg writes key,
+ * config_key_where). Returns -1. */
+__attribute__((format(printf, 5, 6))) int axes_fail(const psf_config *cfg, const char *key,
+                                                    char *err, size_t errlen, const char *fmt, ...);
 
 /* Whether the set has a table or a random axis (its manifest then has the
  * label columns: docs/config.md, "NAME_manifest.csv"). */

@@ -123,7 +123,8 @@ static int segmented_column(const char *name, void *ctx)
     zernike_convention conv = *(const zernike_convention *)ctx;
     int k;
     return strcmp(name, "wavelength_nm") == 0 || strcmp(name, "defocus") == 0 ||
-           strcmp(name, "focus_shift_um") == 0 || table_zernike_index(name, conv) >= 0 ||
+           strcmp(name, "focus_shift_um") == 0 || strcmp(name, "field_x_px") == 0 ||
+           strcmp(name, "field_y_px") == 0 || table_zernike_index(name, conv) >= 0 ||
            table_segment_index(name, conv, &k) >= 0;
 }
 
@@ -137,8 +138,8 @@ int segterms_check_table_columns(const psf_table *t, zernike_convention conv, ch
 {
     char allowed[200];
     snprintf(allowed, sizeof allowed,
-             "wavelength_nm, defocus, focus_shift_um, z<j> and s<segment>_z<j> with j an index "
-             "in the %s convention",
+             "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> and "
+             "s<segment>_z<j> with j an index in the %s convention",
              conv_label(conv));
     return table_check_names(t, segmented_column, &conv, allowed, err, errlen);
 }

@@ -421,15 +421,17 @@ static int psfsim_column(const char *name, void *ctx)
 {
     const zernike_convention *conv = ctx;
     return strcmp(name, "wavelength_nm") == 0 || strcmp(name, "defocus") == 0 ||
-           strcmp(name, "focus_shift_um") == 0 || table_zernike_index(name, *conv) >= 0;
+           strcmp(name, "focus_shift_um") == 0 || strcmp(name, "field_x_px") == 0 ||
+           strcmp(name, "field_y_px") == 0 || table_zernike_index(name, *conv) >= 0;
 }
 
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen)
 {
     static const char *const label[] = {"Noll", "ANSI", "Fringe"};
-    char allowed[160];
+    char allowed[200];
     snprintf(allowed, sizeof allowed,
-             "wavelength_nm, defocus, focus_shift_um, z<j> with j an index in the %s convention",
+             "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> with j an "
+             "index in the %s convention",
              label[conv == ZCONV_ANSI     ? 1
                    : conv == ZCONV_FRINGE ? 2
                                           : 0]);

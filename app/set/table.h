@@ -4,7 +4,8 @@
  * CRLF or CR line ends; blank lines skipped). The first row is the header
  * of column names; every other cell is a number (strtod over the whole
  * trimmed cell: decimal or hexadecimal, finite). Columns of a psfsim table
- * (table_check_columns): wavelength_nm, defocus, focus_shift_um and z<j>,
+ * (table_check_columns): wavelength_nm, defocus, focus_shift_um,
+ * field_x_px and field_y_px (labels: the PSF's detector position) and z<j>,
  * j an index of the config's Zernike convention (docs/config.md). */
 #ifndef PSFSIM_TABLE_H
 #define PSFSIM_TABLE_H
@@ -75,7 +76,7 @@ int table_check_names(const psf_table *t, table_name_ok ok, void *ctx, const cha
                       char *err, size_t errlen);
 
 /* table_check_names with psfsim's columns: wavelength_nm, defocus,
- * focus_shift_um, z<j> (table_zernike_index in conv). */
+ * focus_shift_um, field_x_px, field_y_px, z<j> (table_zernike_index in conv). */
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen);
 
 #endif

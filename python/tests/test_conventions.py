@@ -218,3 +218,20 @@ def test_prysm_itself(tmp_path):
     psf = psf / psf.sum()
     assert psf.shape == img.shape
     assert rel(img / img.sum(), psf) < 1e-4
+
+
+def test_poppy_hdf5_attributes(tmp_path):
+    """The HDF5 set of orientation = "poppy" holds the same images as its FITS
+    files, and its axis and convention attributes say where the axis is."""
+    h5py = pytest.importorskip("h5py")
+    from test_psfsim import read_fits
+    cfg = tmp_path / "ph.cfg"
+    cfg.write_text(config_text("ph", 32, "poppy").replace(
+        "fits: { enabled = true; };", "fits: { enabled = true; }; hdf5: { enabled = true; };"))
+    out = tmp_path / "ph"
+    subprocess.run([BIN, "-c", str(cfg), "-o", str(out), "-q", "--backend", "cpu"], check=True)
+    with h5py.File(out / "ph.h5", "r") as f:
+        assert f.attrs["axis_row"] == f.attrs["axis_column"] == 15.5
+        assert str(f.attrs["centring"]).startswith("poppy:")
+        assert str(f.attrs["orientation"]).startswith("poppy:")
+        assert np.array_equal(f["images"][0], read_fits(str(out / "ph_0.fits"))[1])

@@ -66,32 +66,24 @@ nothing_written() {
   if [ -z "$(ls -A "$SCRATCH/out" 2>/dev/null)" ]; then pass "$1: nothing written"; else
     fail "$1: files were written:"; ls -la "$SCRATCH/out"; fi
 }
+bad_case() { # WHAT CFG PATTERN: CFG exits 2, its message matches, nothing is written
+  expect_exit 2 "$1" -- "$PSFSIM" -c "$2" -o out
+  expect_stderr "$3" "$1: message"
+  nothing_written "$1"
+}
 noise_cfg bad 'gain_e_per_adu = 0.0;' >bad1.cfg
-expect_exit 2 "gain 0" -- "$PSFSIM" -c bad1.cfg -o out
-expect_stderr 'bad1.cfg:6: detector.noise.gain_e_per_adu: must be >= 1e-06 \(got 0\)' "gain 0: message"
-nothing_written "gain 0"
+bad_case "gain 0" bad1.cfg 'bad1.cfg:6: detector.noise.gain_e_per_adu: must be >= 1e-06 \(got 0\)'
 noise_cfg bad 'bits = 17;' >bad2.cfg
-expect_exit 2 "17 bits" -- "$PSFSIM" -c bad2.cfg -o out
-expect_stderr 'bad2.cfg:6: detector.noise.bits: must be <= 16 \(got 17\)' "17 bits: message"
-nothing_written "17 bits"
+bad_case "17 bits" bad2.cfg 'bad2.cfg:6: detector.noise.bits: must be <= 16 \(got 17\)'
 noise_cfg bad 'read_nosie_e = 3.0;' >bad3.cfg
-expect_exit 2 "misspelt key" -- "$PSFSIM" -c bad3.cfg -o out
-expect_stderr 'bad3.cfg:6: detector.noise.read_nosie_e: unknown key \(did you mean detector.noise.read_noise_e\?\)' "misspelt key: message"
-nothing_written "misspelt key"
+bad_case "misspelt key" bad3.cfg \
+  'bad3.cfg:6: detector.noise.read_nosie_e: unknown key \(did you mean detector.noise.read_noise_e\?\)'
 noise_cfg bad 'seed = -1;' >bad4.cfg
-expect_exit 2 "negative seed" -- "$PSFSIM" -c bad4.cfg -o out
-expect_stderr 'bad4.cfg:6: detector.noise.seed: must be >= 0 \(got -1\)' "negative seed: message"
-nothing_written "negative seed"
-noise_cfg bad 'flux_photons = -5.0;' 'fits: { enabled = true; cube = true; };' | sed 's/fits: { enabled = true; }; fits/fits/' >bad5.cfg
-expect_exit 2 "negative flux" -- "$PSFSIM" -c bad5.cfg -o out
-expect_stderr 'bad5.cfg:6: detector.noise.flux_photons: must be >= 0 \(got -5\)' "negative flux: message"
-nothing_written "negative flux"
+bad_case "negative seed" bad4.cfg 'bad4.cfg:6: detector.noise.seed: must be >= 0 \(got -1\)'
+noise_cfg bad 'flux_photons = -5.0;' >bad5.cfg
+bad_case "negative flux" bad5.cfg 'bad5.cfg:6: detector.noise.flux_photons: must be >= 0 \(got -5\)'
 noise_cfg bad 'seed = 3;' | sed 's/fits: { enabled = true; }; /fits: { enabled = true; cube = true; }; /' >bad6.cfg
-expect_exit 2 "with a cube" -- "$PSFSIM" -c bad6.cfg -o out
-expect_stderr 'bad6.cfg:6: detector.noise: not with output.fits.cube' "with a cube: message"
-nothing_written "with a cube"
+bad_case "with a cube" bad6.cfg 'bad6.cfg:6: detector.noise: not with output.fits.cube'
 noise_cfg bad 'seed = 3;' | sed 's/fits: { enabled = true; }; /hdf5: { enabled = true; }; /' >bad7.cfg
-expect_exit 2 "without FITS" -- "$PSFSIM" -c bad7.cfg -o out
-expect_stderr 'bad7.cfg:6: detector.noise: needs output.fits.enabled = true' "without FITS: message"
-nothing_written "without FITS"
+bad_case "without FITS" bad7.cfg 'bad7.cfg:6: detector.noise: needs output.fits.enabled = true'
 finish

@@ -176,6 +176,33 @@ static void test_monochromatic(void **state)
                               cases[i].pix));
 }
 
+/* output.orientation = "poppy": the grid half a pixel off (psf_problem.half_pixel,
+ * even M; an FFT set then goes by the MFT too), the same on both backends. */
+static void test_half_pixel(void **state)
+{
+    (void)state;
+    const char *ab = "aberrations: { zernike = ((2, 0.3), (5, 0.1), (8, 0.05)); };";
+    compare_mft("poppy orientation, M=64 (an FFT set's grid)",
+                tu_format("name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m "
+                          "= 1.0; obscuration = 0.2; }; }; sampling: { pupil_samples = 32; }; %s "
+                          "output: { orientation = \"poppy\"; };",
+                          ab));
+    loaded l;
+    load(&l,
+         tu_format("name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m = "
+                   "1.0; }; }; sampling: { pupil_samples = 48; }; %s output: { npix = 90; "
+                   "pixel_scale = 0.3; orientation = \"poppy\"; };",
+                   ab),
+         0, 4);
+    assert_int_equal(l.desc.half_pixel, 1);
+    unload(&l);
+    compare_mft("poppy orientation, M=90 pixel 0.3",
+                tu_format("name = \"t\"; optics: { wavelength_nm = 633; aperture: { diameter_m = "
+                          "1.0; }; }; sampling: { pupil_samples = 48; }; %s output: { npix = 90; "
+                          "pixel_scale = 0.3; orientation = \"poppy\"; };",
+                          ab));
+}
+
 #define BROADBAND                                                                                  \
     "name = \"bb\"; optics: { wavelengths_nm = [480.0, 550.0, 700.0]; weights = [0.2, 0.5, 0.3];"  \
     " f_number = 8; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };"                        \
@@ -435,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_maps),           cmocka_unit_test(test_no_basis),
         cmocka_unit_test(test_mft_equals_fft), cmocka_unit_test(test_many_matrices),
         cmocka_unit_test(test_reuse),          cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_half_pixel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,7 +269,8 @@ static void test_check_columns(void **state)
 {
     (void)state;
     char err[512] = "";
-    const char *allowed = "wavelength_nm, defocus, focus_shift_um, z<j> with j an index in the";
+    const char *allowed = "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> "
+                          "with j an index in the";
     psf_table *t = load_ok("wavelength_nm,defocus,focus_shift_um,z4,z11\n1,2,3,4,5\n");
     assert_int_equal(table_check_columns(t, ZCONV_NOLL, err, sizeof err), 0);
     assert_int_equal(table_check_columns(t, ZCONV_FRINGE, err, sizeof err), 0);
