@@ -20,18 +20,6 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-void csv_exact(char *out, size_t outlen, double v)
-{
-    if (isnan(v)) {
-        out[0] = '\0';
-        return;
-    }
-    for (int digits = 15; digits <= 17; ++digits) {
-        snprintf(out, outlen, "%.*g", digits, v);
-        if (strtod(out, NULL) == v) return;
-    }
-}
-
 /* The header: manifest_header, then the label columns of a table or random
  * set, then captured_fraction with normalization "pupil". malloc'd; NULL when out of memory. */
 static char *header_for(const image_set *s)
