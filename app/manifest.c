@@ -20,6 +20,19 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
+const char *csv_cell_text(csv_cell *c, double v, int fixed3)
+{
+    if (!c->set || memcmp(&c->v, &v, sizeof v) != 0) {
+        if (fixed3)
+            csv_fixed3(c->s, sizeof c->s, v);
+        else
+            csv_number(c->s, sizeof c->s, v);
+        c->v = v;
+        c->set = 1;
+    }
+    return c->s;
+}
+
 /* The header: manifest_header, then the label columns of a table or random
  * set, then captured_fraction with normalization "pupil". malloc'd; NULL when out of memory. */
 static char *header_for(const image_set *s)
@@ -59,16 +72,23 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
 }
 
 /* A table or random set's label cells: ,draw,seed (random sets), then each
- * label term's total (docs/config.md). */
+ * label term's total (docs/config.md), put together here and written once. */
 static void label_cells(FILE *fp, const image_set *s, const image_info *info)
 {
     if (!axes_is_dataset(&s->axes)) return;
     if (s->cfg->random.count > 0) fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+    char cells[1024];
+    size_t at = 0;
     for (int i = 0; i < s->labels.nterms; ++i) {
-        char num[40];
-        csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
-        fprintf(fp, ",%s", num);
+        if (at + 41 > sizeof cells) { /* many terms: in parts */
+            fwrite(cells, 1, at, fp);
+            at = 0;
+        }
+        cells[at++] = ',';
+        csv_exact(cells + at, 40, set_labels_total(&s->labels, info->coeff_units, i));
+        at += strlen(cells + at);
     }
+    fwrite(cells, 1, at, fp);
 }
 
 /* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,
@@ -90,20 +110,19 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
-    char f[9][32];
-    csv_number(f[0], 32, info->wavelength_nm);
-    csv_number(f[1], 32, p->sweep_defocus);
-    csv_number(f[2], 32, p->sweep_focus_shift_um);
-    csv_number(f[3], 32, info->pixel_lambda_d);
-    csv_number(f[4], 32, info->pixel_arcsec);
-    csv_number(f[5], 32, info->pixel_um);
-    csv_number(f[6], 32, res->strehl);
-    csv_number(f[7], 32, res->axial_intensity);
+    char strehl[32], axial[32];
+    csv_number(strehl, sizeof strehl, res->strehl);
+    csv_number(axial, sizeof axial, res->axial_intensity);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits, f[0], f[1], f[2]);
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits,
+            csv_cell_text(&w->cells[0], info->wavelength_nm, 0),
+            csv_cell_text(&w->cells[1], p->sweep_defocus, 0),
+            csv_cell_text(&w->cells[2], p->sweep_focus_shift_um, 0));
     swept_terms(fp, cfg, p); /* any number of terms: no cell is cut */
-    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix, f[3], f[4],
-            f[5], f[6], f[7], res->backend, w->hash);
+    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix,
+            csv_cell_text(&w->cells[3], info->pixel_lambda_d, 0),
+            csv_cell_text(&w->cells[4], info->pixel_arcsec, 0),
+            csv_cell_text(&w->cells[5], info->pixel_um, 0), strehl, axial, res->backend, w->hash);
     label_cells(fp, s, info);
     if (cfg->normalization == NORM_PUPIL) { /* captured_fraction, after the label cells */
         char cf[32];

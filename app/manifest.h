@@ -15,10 +15,23 @@
 #include "app/formats/journal.h"
 #include "app/image_result.h"
 
+/* A cell formatted once per value: the columns that keep one value for a
+ * batch or the whole set cost no printf per row. */
+typedef struct {
+    double v;
+    int set;
+    char s[40];
+} csv_cell;
+
+/* c's text for v: csv_number's, or csv_fixed3's (fixed3 != 0), kept while
+ * v stays the same value (bit for bit). */
+const char *csv_cell_text(csv_cell *c, double v, int fixed3);
+
 typedef struct {
     journal j;
     char hash[24];
     long long rows;
+    csv_cell cells[6]; /* wavelength .. pixel_scale_um: one value per set or batch */
 } manifest_writer;
 
 /* The manifest's header line (with its newline) for a set without a table
@@ -57,5 +70,10 @@ void csv_number(char *out, size_t outlen, double v);
 /* Format v in the fewest of %.15g, %.16g, %.17g digits that read back as
  * v (strtod), so labels round-trip; "" for NaN. out: at least 32 bytes. */
 void csv_exact(char *out, size_t outlen, double v);
+
+/* Format v with %.3f (the timing log's microseconds), byte for byte, in
+ * integer arithmetic for 0 < v < 2^40; printf itself otherwise. out: at
+ * least 24 bytes for the fast path. */
+void csv_fixed3(char *out, size_t outlen, double v);
 
 #endif

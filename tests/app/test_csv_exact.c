@@ -136,13 +136,43 @@ static void test_specials(void **state)
     print_message("%lld doubles checked\n", g_checked);
 }
 
+static void check3(double v)
+{
+    char want[64], got[64];
+    snprintf(want, sizeof want, "%.3f", v);
+    csv_fixed3(got, sizeof got, v);
+    if (strcmp(want, got) != 0) fail_msg("%a: want \"%s\", got \"%s\"", v, want, got);
+}
+
+/* csv_fixed3 is %.3f: timings as they come, halves of a thousandth (exact
+ * ties, to even), thousandths, the ends of its integer range and beyond. */
+static void test_fixed3(void **state)
+{
+    (void)state;
+    uint64_t s = 42ULL;
+    for (int i = 0; i < 1000000; ++i) {
+        check3(uniform(&s) * 1e5);
+        check3(uniform(&s) * pow(10, (int)(next(&s) % 30) - 15));
+    }
+    for (long long k = 0; k < 2000000; ++k)
+        check3((double)k / 2048.0); /* every multiple of 2^-11: ties at 0.0005 among them */
+    for (long long k = 0; k < 100000; ++k) {
+        check3((double)k / 1000.0);
+        check3((double)k + 0.0005);
+    }
+    const double v[] = {0.0,    -0.0,       -1.5,      0.0005,   0.0015,   0.0025,
+                        0x1p40, 0x1p40 - 1, 0x1p-120,  0x1p-127, 0x1p-140, 1e300,
+                        5e-324, INFINITY,   -INFINITY, NAN,      999.9995, 1e12 + 0.25};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
+        check3(v[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bit_patterns),
-        cmocka_unit_test(test_label_like),
-        cmocka_unit_test(test_short_decimals),
-        cmocka_unit_test(test_specials),
+        cmocka_unit_test(test_bit_patterns),   cmocka_unit_test(test_label_like),
+        cmocka_unit_test(test_short_decimals), cmocka_unit_test(test_specials),
+        cmocka_unit_test(test_fixed3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
