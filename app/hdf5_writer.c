@@ -377,7 +377,22 @@ static void enqueue(hdf5_writer *w, block *b, size_t bytes)
     pthread_mutex_unlock(&w->mu);
 }
 
-int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, size_t errlen)
+/* Rows [begin, end) of a block, from their jobs (host_pool_run parts). */
+typedef struct {
+    const hdf5_writer *w;
+    block *b;
+    const write_job *jobs; /* the block's first row's */
+} fill_ctx;
+
+static void fill_part(void *arg, int begin, int end)
+{
+    const fill_ctx *c = arg;
+    for (int r = begin; r < end; ++r)
+        fill_row(c->w, c->b, r, &c->jobs[r]);
+}
+
+int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
+                    size_t errlen)
 {
     for (int i = 0; i < n;) {
         if (jobs[i].status != 0) {
@@ -396,8 +411,8 @@ int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, siz
                      e - i);
             return -1;
         }
-        for (int r = i; r < e; ++r)
-            fill_row(w, b, r - i, &jobs[r]);
+        fill_ctx c = {.w = w, .b = b, .jobs = jobs + i};
+        host_pool_run(pool, e - i, fill_part, &c); /* the rows copied side by side */
         enqueue(w, b, bytes);
         i = e;
     }

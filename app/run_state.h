@@ -13,6 +13,7 @@
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
 #include "app/hdf5_writer.h"
+#include "app/host_pool.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"
 #include "app/manifest.h"
@@ -97,6 +98,7 @@ struct run_state {
     int warming;
     writer_pool *writers;
     int nwriters;
+    host_pool *host; /* the per-image host work's helper threads (app/host_pool.h) */
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;
