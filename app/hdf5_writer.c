@@ -163,8 +163,10 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     g->count += b->count;
 }
 
-/* Keep b, copied into the group, for the next batch's rows (a block
- * malloc'd and freed per batch cost page faults each time), or free it. */
+/* Keep b, copied into the group or written, for the next batch's rows (a
+ * block malloc'd and freed per batch cost page faults each time, and its
+ * malloc on the lane's thread and free on this one may fragment the heap),
+ * or free it. */
 static void recycle(hdf5_writer *w, block *b)
 {
     pthread_mutex_lock(&w->mu);
@@ -260,7 +262,7 @@ static void *writer_main(void *arg)
             group_write(w, g);
         if (b->count > w->group_rows) {
             group_write(w, b); /* larger than a group: written as it is */
-            block_free(b);
+            recycle(w, b);     /* and kept for the next batch, as the group's are */
         } else {
             group_add(w, g, b);
             if (g->count >= w->group_goal) {
