@@ -144,7 +144,13 @@ static void format_g(const decimal *r, int n, char *out, size_t outlen)
             memcpy(b + at, r->d + 1, (size_t)last);
             at += (size_t)last;
         }
-        snprintf(b + at, sizeof b - at, "e%c%02d", r->x < 0 ? '-' : '+', abs(r->x));
+        int x = abs(r->x);
+        b[at++] = 'e';
+        b[at++] = r->x < 0 ? '-' : '+';
+        if (x >= 100) b[at++] = (char)('0' + x / 100);
+        b[at++] = (char)('0' + x / 10 % 10);
+        b[at++] = (char)('0' + x % 10);
+        b[at] = '\0';
     } else if (r->x >= 0) {
         memcpy(b + at, r->d, (size_t)r->x + 1);
         at += (size_t)r->x + 1;
@@ -163,7 +169,7 @@ static void format_g(const decimal *r, int n, char *out, size_t outlen)
         at += (size_t)last + 1;
         b[at] = '\0';
     }
-    snprintf(out, outlen, "%s", b);
+    memcpy(out, b, at + 1 <= outlen ? at + 1 : 0); /* at most 24 characters; outlen >= 32 */
 }
 
 /* Whether the n-digit decimal r (n <= 16), formatted as out, reads back as
