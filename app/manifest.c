@@ -71,24 +71,26 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
     return rc;
 }
 
-/* A table or random set's label cells: ,draw,seed (random sets), then each
- * label term's total (docs/config.md), put together here and written once. */
-static void label_cells(FILE *fp, const image_set *s, const image_info *info)
+size_t manifest_label_bytes(const image_set *s)
 {
-    if (!axes_is_dataset(&s->axes)) return;
-    if (s->cfg->random.count > 0) fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
-    char cells[1024];
+    if (!axes_is_dataset(&s->axes)) return 1;
+    /* ,draw,seed: 2 x (comma + 20 digits); a z<j> cell: comma + 24; and
+     * the 32 bytes csv_exact wants for its fast path at the last cell */
+    return 42 + 25 * (size_t)s->labels.nterms + 32;
+}
+
+void manifest_label_text(const image_set *s, const image_info *info, char *out, size_t outlen)
+{
     size_t at = 0;
+    out[0] = '\0';
+    if (!axes_is_dataset(&s->axes) || outlen < manifest_label_bytes(s)) return;
+    if (s->cfg->random.count > 0)
+        at += (size_t)snprintf(out, outlen, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
     for (int i = 0; i < s->labels.nterms; ++i) {
-        if (at + 41 > sizeof cells) { /* many terms: in parts */
-            fwrite(cells, 1, at, fp);
-            at = 0;
-        }
-        cells[at++] = ',';
-        csv_exact(cells + at, 40, set_labels_total(&s->labels, info->coeff_units, i));
-        at += strlen(cells + at);
+        out[at++] = ',';
+        csv_exact(out + at, outlen - at, set_labels_total(&s->labels, info->coeff_units, i));
+        at += strlen(out + at);
     }
-    fwrite(cells, 1, at, fp);
 }
 
 /* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,
@@ -106,7 +108,7 @@ static void swept_terms(FILE *fp, const psf_config *cfg, const psf_image_params 
 }
 
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
-                 const image_result *res, char *err, size_t errlen)
+                 const image_result *res, const char *labels, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
@@ -123,7 +125,18 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
             csv_cell_text(&w->cells[3], info->pixel_lambda_d, 0),
             csv_cell_text(&w->cells[4], info->pixel_arcsec, 0),
             csv_cell_text(&w->cells[5], info->pixel_um, 0), strehl, axial, res->backend, w->hash);
-    label_cells(fp, s, info);
+    if (labels) {
+        fputs(labels, fp);
+    } else {
+        char *text = malloc(manifest_label_bytes(s));
+        if (!text) {
+            snprintf(err, errlen, "out of memory for a manifest row");
+            return -1;
+        }
+        manifest_label_text(s, info, text, manifest_label_bytes(s));
+        fputs(text, fp);
+        free(text);
+    }
     if (cfg->normalization == NORM_PUPIL) { /* captured_fraction, after the label cells */
         char cf[32];
         csv_number(cf, sizeof cf, info->captured_fraction);

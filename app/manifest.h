@@ -48,9 +48,20 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
                   const char *name, const char *hash, char *const *keep, long long nkeep, char *err,
                   size_t errlen);
 
-/* Append image k's row. 0 or -1 with err (a write error). */
+/* Bytes of a table or random set's label cells' text (its NUL with it;
+ * 1 for other sets): manifest_label_text's room. */
+size_t manifest_label_bytes(const image_set *s);
+
+/* The label cells of image info's row: ",draw,seed" (random sets), then
+ * ",<total>" per label term (csv_exact), NUL-terminated; "" for a set with
+ * no table or random axis, or outlen under manifest_label_bytes(s). Needs
+ * no writer: the image loop formats rows' cells side by side. */
+void manifest_label_text(const image_set *s, const image_info *info, char *out, size_t outlen);
+
+/* Append image k's row; labels: its label cells (manifest_label_text), or
+ * NULL to format them here. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
-                 const image_result *res, char *err, size_t errlen);
+                 const image_result *res, const char *labels, char *err, size_t errlen);
 
 /* After a batch: push the rows to disk. 0 or -1 with err. */
 int manifest_flush(manifest_writer *w, char *err, size_t errlen);

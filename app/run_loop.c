@@ -50,7 +50,8 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
                 continue;
             }
         }
-        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, err, errlen) != 0) {
+        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->set);
+        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, labels, err, errlen) != 0) {
             rc = -1;
             continue;
         }
@@ -285,6 +286,8 @@ static void measure_part(void *arg, int begin, int end)
                                     .res = res,
                                     .timing = &sl->timings[i]};
         if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
+        size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
+        manifest_label_text(&c->r->set, info, sl->labels + (size_t)i * lb, lb);
     }
 }
 

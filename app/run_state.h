@@ -44,7 +44,8 @@ typedef struct {
     image_result *results;
     image_timing *timings;
     write_job *writes;
-    int count; /* images in the batch now (0 = free) */
+    char *labels; /* batch * manifest_label_bytes: each image's manifest label cells */
+    int count;    /* images in the batch now (0 = free) */
 } run_slot;
 
 typedef struct run_state run_state;
