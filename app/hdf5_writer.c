@@ -176,8 +176,10 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     g->count += b->count;
 }
 
-/* Keep b, copied into the group, for the next batch's rows (a block
- * malloc'd and freed per batch cost page faults each time), or free it. */
+/* Keep b, copied into the group or written, for the next batch's rows (a
+ * block malloc'd and freed per batch cost page faults each time, and its
+ * malloc on the lane's thread and free on this one may fragment the heap),
+ * or free it. */
 static void recycle(hdf5_writer *w, block *b)
 {
     pthread_mutex_lock(&w->mu);
@@ -273,7 +275,7 @@ static void *writer_main(void *arg)
             group_write(w, g);
         if (b->count > w->group_rows) {
             group_write(w, b); /* larger than a group: written as it is */
-            block_free(b);
+            recycle(w, b);     /* and kept for the next batch, as the group's are */
         } else {
             group_add(w, g, b);
             if (g->count >= w->group_goal) {
@@ -397,7 +399,22 @@ static void enqueue(hdf5_writer *w, block *b, size_t bytes)
     pthread_mutex_unlock(&w->mu);
 }
 
-int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, size_t errlen)
+/* Rows [begin, end) of a block, from their jobs (host_pool_run parts). */
+typedef struct {
+    const hdf5_writer *w;
+    block *b;
+    const write_job *jobs; /* the block's first row's */
+} fill_ctx;
+
+static void fill_part(void *arg, int begin, int end)
+{
+    const fill_ctx *c = arg;
+    for (int r = begin; r < end; ++r)
+        fill_row(c->w, c->b, r, &c->jobs[r]);
+}
+
+int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
+                    size_t errlen)
 {
     for (int i = 0; i < n;) {
         if (jobs[i].status != 0) {
@@ -416,8 +433,8 @@ int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, siz
                      e - i);
             return -1;
         }
-        for (int r = i; r < e; ++r)
-            fill_row(w, b, r - i, &jobs[r]);
+        fill_ctx c = {.w = w, .b = b, .jobs = jobs + i};
+        host_pool_run(pool, e - i, fill_part, &c); /* the rows copied side by side */
         enqueue(w, b, bytes);
         i = e;
     }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "app/hdf5_set.h"
+#include "app/host_pool.h"
 #include "app/writer_pool.h"
 
 /* Batches of images the queue holds beyond the one being written. */
@@ -37,10 +38,12 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
 const unsigned char *hdf5_writer_written(const hdf5_writer *w);
 
 /* Queue the images of jobs[0..n-1] written by the writer pool (status 0;
- * the others are left out), with their labels; jobs ascend in k. Waits
+ * the others are left out), with their labels; jobs ascend in k; the rows
+ * are copied in parts on pool's threads (NULL: on this one). Waits
  * while the queue is full. 0, or -1 with err when the thread has failed
  * (its message: the run then stops). */
-int hdf5_writer_add(hdf5_writer *w, const write_job *jobs, int n, char *err, size_t errlen);
+int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
+                    size_t errlen);
 
 /* Write what is queued, stop the thread and close: complete (every image
  * given) renames NAME.h5 into place with its attributes, else the temp

@@ -21,16 +21,17 @@ void csv_number(char *out, size_t outlen, double v)
         snprintf(out, outlen, "%.10g", v);
 }
 
-void csv_exact(char *out, size_t outlen, double v)
+const char *csv_cell_text(csv_cell *c, double v, int fixed3)
 {
-    if (isnan(v)) {
-        out[0] = '\0';
-        return;
+    if (!c->set || memcmp(&c->v, &v, sizeof v) != 0) {
+        if (fixed3)
+            csv_fixed3(c->s, sizeof c->s, v);
+        else
+            csv_number(c->s, sizeof c->s, v);
+        c->v = v;
+        c->set = 1;
     }
-    for (int digits = 15; digits <= 17; ++digits) {
-        snprintf(out, outlen, "%.*g", digits, v);
-        if (strtod(out, NULL) == v) return;
-    }
+    return c->s;
 }
 
 /* The header: manifest_header, then the label columns of a table or random
@@ -80,38 +81,45 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
     return rc;
 }
 
-/* The segment label cells: each (segment, j)'s total (segterms.h). */
-static void segment_cells(FILE *fp, const image_set *s, const image_info *info)
+size_t manifest_label_bytes(const image_set *s)
 {
-    const set_segterms *st = &s->segterms;
-    for (int i = 0; info->seg_units && i < st->nlabels; ++i) {
-        char num[40];
-        csv_exact(num, sizeof num, info->seg_units[st->label_index[i]]);
-        fprintf(fp, ",%s", num);
-    }
-    double fx, fy;
-    if (field_grid_position(&s->axes, info->params.index, &fx, &fy)) {
-        char x[40], y[40];
-        csv_exact(x, sizeof x, fx);
-        csv_exact(y, sizeof y, fy);
-        fprintf(fp, ",%s,%s", x, y);
-    }
+    int dataset = axes_is_dataset(&s->axes);
+    if (!dataset && s->segterms.nlabels == 0) return 1;
+    /* ,draw,seed: 2 x (comma + 20 digits); a z<j> or s<k>_z<j> cell: comma
+     * + 24; the field positions 2 x 25; and the 32 bytes csv_exact wants
+     * for its fast path at the last cell */
+    return 42 + 25 * ((size_t)(dataset ? s->labels.nterms : 0) + (size_t)s->segterms.nlabels) + 50 +
+           32;
 }
 
-/* A table or random set's label cells: ,draw,seed (random sets), then each
- * label term's total (docs/config.md); then the segment labels' totals. */
-static void label_cells(FILE *fp, const image_set *s, const image_info *info)
+/* One exact cell ",v" at out + *at (room checked by manifest_label_bytes). */
+static void exact_cell(char *out, size_t outlen, size_t *at, double v)
 {
+    out[(*at)++] = ',';
+    csv_exact(out + *at, outlen - *at, v);
+    *at += strlen(out + *at);
+}
+
+void manifest_label_text(const image_set *s, const image_info *info, char *out, size_t outlen)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    if (outlen < manifest_label_bytes(s)) return;
     if (axes_is_dataset(&s->axes)) {
         if (s->cfg->random.count > 0)
-            fprintf(fp, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
-        for (int i = 0; i < s->labels.nterms; ++i) {
-            char num[40];
-            csv_exact(num, sizeof num, set_labels_total(&s->labels, info->coeff_units, i));
-            fprintf(fp, ",%s", num);
-        }
+            at += (size_t)snprintf(out, outlen, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+        for (int i = 0; i < s->labels.nterms; ++i)
+            exact_cell(out, outlen, &at, set_labels_total(&s->labels, info->coeff_units, i));
     }
-    segment_cells(fp, s, info);
+    const set_segterms *st = &s->segterms; /* each (segment, j)'s total (segterms.h) */
+    for (int i = 0; info->seg_units && i < st->nlabels; ++i)
+        exact_cell(out, outlen, &at, info->seg_units[st->label_index[i]]);
+    double fx, fy; /* the table's detector positions */
+    if (field_grid_position(&s->axes, info->params.index, &fx, &fy)) {
+        exact_cell(out, outlen, &at, fx);
+        exact_cell(out, outlen, &at, fy);
+    }
+    out[at] = '\0';
 }
 
 /* The swept Zernike terms' cells, whole: their j, ';'-separated, a comma,
@@ -129,25 +137,35 @@ static void swept_terms(FILE *fp, const psf_config *cfg, const psf_image_params 
 }
 
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
-                 const image_result *res, char *err, size_t errlen)
+                 const image_result *res, const char *labels, char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
     const psf_image_params *p = &info->params;
-    char f[9][32];
-    csv_number(f[0], 32, info->wavelength_nm);
-    csv_number(f[1], 32, p->sweep_defocus);
-    csv_number(f[2], 32, p->sweep_focus_shift_um);
-    csv_number(f[3], 32, info->pixel_lambda_d);
-    csv_number(f[4], 32, info->pixel_arcsec);
-    csv_number(f[5], 32, info->pixel_um);
-    csv_number(f[6], 32, res->strehl);
-    csv_number(f[7], 32, res->axial_intensity);
+    char strehl[32], axial[32];
+    csv_number(strehl, sizeof strehl, res->strehl);
+    csv_number(axial, sizeof axial, res->axial_intensity);
     FILE *fp = journal_fp(&w->j);
-    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits, f[0], f[1], f[2]);
+    fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits,
+            csv_cell_text(&w->cells[0], info->wavelength_nm, 0),
+            csv_cell_text(&w->cells[1], p->sweep_defocus, 0),
+            csv_cell_text(&w->cells[2], p->sweep_focus_shift_um, 0));
     swept_terms(fp, cfg, p); /* any number of terms: no cell is cut */
-    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix, f[3], f[4],
-            f[5], f[6], f[7], res->backend, w->hash);
-    label_cells(fp, s, info);
+    fprintf(fp, ",%d,%d,%s,%s,%s,%s,%s,%s,%s", s->samp.pupil_samples, s->samp.npix,
+            csv_cell_text(&w->cells[3], info->pixel_lambda_d, 0),
+            csv_cell_text(&w->cells[4], info->pixel_arcsec, 0),
+            csv_cell_text(&w->cells[5], info->pixel_um, 0), strehl, axial, res->backend, w->hash);
+    if (labels) {
+        fputs(labels, fp);
+    } else {
+        char *text = malloc(manifest_label_bytes(s));
+        if (!text) {
+            snprintf(err, errlen, "out of memory for a manifest row");
+            return -1;
+        }
+        manifest_label_text(s, info, text, manifest_label_bytes(s));
+        fputs(text, fp);
+        free(text);
+    }
     if (cfg->normalization == NORM_PUPIL) { /* captured_fraction, after the label cells */
         char cf[32];
         csv_number(cf, sizeof cf, info->captured_fraction);

@@ -15,10 +15,23 @@
 #include "app/formats/journal.h"
 #include "app/image_result.h"
 
+/* A cell formatted once per value: the columns that keep one value for a
+ * batch or the whole set cost no printf per row. */
+typedef struct {
+    double v;
+    int set;
+    char s[40];
+} csv_cell;
+
+/* c's text for v: csv_number's, or csv_fixed3's (fixed3 != 0), kept while
+ * v stays the same value (bit for bit). */
+const char *csv_cell_text(csv_cell *c, double v, int fixed3);
+
 typedef struct {
     journal j;
     char hash[24];
     long long rows;
+    csv_cell cells[6]; /* wavelength .. pixel_scale_um: one value per set or batch */
 } manifest_writer;
 
 /* The manifest's header line (with its newline) for a set without a table
@@ -35,9 +48,22 @@ int manifest_open(manifest_writer *w, const image_set *s, int dirfd, const char 
                   const char *name, const char *hash, char *const *keep, long long nkeep, char *err,
                   size_t errlen);
 
-/* Append image k's row. 0 or -1 with err (a write error). */
+/* Bytes of a set's label cells' text (its NUL with it; 1 for a set with
+ * no label cells): manifest_label_text's room. */
+size_t manifest_label_bytes(const image_set *s);
+
+/* The label cells of image info's row: ",draw,seed" (random sets), then
+ * ",<total>" per label term (csv_exact; table and random sets), per
+ * segment label term (segterms.h) and the table's field_x_px, field_y_px,
+ * NUL-terminated; "" for a set with none, or outlen under
+ * manifest_label_bytes(s). Needs
+ * no writer: the image loop formats rows' cells side by side. */
+void manifest_label_text(const image_set *s, const image_info *info, char *out, size_t outlen);
+
+/* Append image k's row; labels: its label cells (manifest_label_text), or
+ * NULL to format them here. 0 or -1 with err (a write error). */
 int manifest_add(manifest_writer *w, const image_set *s, long long k, const image_info *info,
-                 const image_result *res, char *err, size_t errlen);
+                 const image_result *res, const char *labels, char *err, size_t errlen);
 
 /* After a batch: push the rows to disk. 0 or -1 with err. */
 int manifest_flush(manifest_writer *w, char *err, size_t errlen);
@@ -57,5 +83,10 @@ void csv_number(char *out, size_t outlen, double v);
 /* Format v in the fewest of %.15g, %.16g, %.17g digits that read back as
  * v (strtod), so labels round-trip; "" for NaN. out: at least 32 bytes. */
 void csv_exact(char *out, size_t outlen, double v);
+
+/* Format v with %.3f (the timing log's microseconds), byte for byte, in
+ * integer arithmetic for 0 < v < 2^40; printf itself otherwise. out: at
+ * least 24 bytes for the fast path. */
+void csv_fixed3(char *out, size_t outlen, double v);
 
 #endif

@@ -159,6 +159,9 @@ static int start(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the writer threads");
         return -1;
     }
+    /* helpers for the per-image host work: a core each, up to 16 parts a batch
+     * (none left: the work is done on the lane's thread, as before) */
+    r->host = host_pool_create((r->nwriters < 16 ? r->nwriters : 16) - 1);
     progress_start(&r->bar, r->todo, !r->opt->quiet);
     return 0;
 }
@@ -232,6 +235,8 @@ static void init(run_state *r, const cli_options *o, const mpi_world *w)
 static void cleanup(run_state *r)
 {
     if (r->writers) writer_pool_destroy(r->writers);
+    host_pool_destroy(r->host);
+    r->host = NULL;
     if (r->warming) gpu_warmup_discard(&r->warm);
     set_files_abort(r);
     run_free_lanes(r);

@@ -61,11 +61,12 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
+        sl->labels = malloc(b * manifest_label_bytes(&r->set));
         int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
         size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
         if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes || (levels && !sl->levels)) {
+            !sl->writes || !sl->labels || (levels && !sl->levels)) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -181,6 +182,7 @@ void run_free_lanes(run_state *r)
         free(sl->results);
         free(sl->timings);
         free(sl->writes);
+        free(sl->labels);
         free(sl->levels);
     }
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The image loop: batches computed by the backend into one slot while the
  * writer threads encode the previous slot (docs/design.md, "Data flow"). */
+#include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "app/base/clock.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
+#include "app/host_pool.h"
 #include "app/set/measure.h"
 #include "app/outputs.h"
 #include "app/run_lanes.h"
@@ -47,7 +50,8 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
                 continue;
             }
         }
-        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, err, errlen) != 0) {
+        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->set);
+        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, labels, err, errlen) != 0) {
             rc = -1;
             continue;
         }
@@ -191,6 +195,37 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
     return 0;
 }
 
+/* Whether every pixel of img[0 .. n) is in [0, FLT_MAX] (NaN is not: its
+ * comparisons are false), in one pass the compiler vectorises: the three
+ * counts below are made only for a bad image, to name its faults. */
+static int all_good(const float *img, size_t n)
+{
+    int bad = 0;
+    for (size_t p = 0; p < n; ++p)
+        bad |= !(img[p] >= 0.0f && img[p] <= FLT_MAX);
+    return !bad;
+}
+
+/* The first image of a batch with a bad pixel, from parts checked side by
+ * side (host_pool_run): the least index any part found, nb for none. */
+typedef struct {
+    const float *images;
+    size_t n; /* pixels per image */
+    atomic_int first_bad;
+} check_ctx;
+
+static void check_part(void *arg, int begin, int end)
+{
+    check_ctx *c = arg;
+    for (int i = begin; i < end; ++i) {
+        if (all_good(c->images + (size_t)i * c->n, c->n)) continue;
+        int seen = atomic_load(&c->first_bad);
+        while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
+        }
+        return; /* later images of this part cannot come first */
+    }
+}
+
 /* Every image of slot s's nb finite and non-negative (|F|^2 and sums of
  * it with weights >= 0 are): else none of the batch goes to the writers
  * and the run fails (exit 3) naming the first bad image, so no file holds
@@ -198,61 +233,81 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
 static int check_images(run_state *r, int s, int nb, char *err, size_t errlen)
 {
     size_t n = (size_t)r->set.samp.npix * r->set.samp.npix;
-    for (int i = 0; i < nb; ++i) {
-        const float *img = r->slots[s].images + (size_t)i * n;
-        size_t nan = 0, inf = 0, neg = 0;
-        for (size_t p = 0; p < n; ++p) {
-            nan += isnan(img[p]) != 0;
-            inf += isinf(img[p]) != 0;
-            neg += img[p] < 0.0f;
-        }
-        if (nan + inf + neg == 0) continue;
-        long long k = r->slots[s].infos[i].params.index;
-        char name[300];
-        outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
-        name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
-        snprintf(err, errlen,
-                 "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "
-                 "%zu); not written",
-                 k, name, nan, inf, neg, n);
-        return -1;
+    check_ctx c = {.images = r->slots[s].images, .n = n};
+    atomic_init(&c.first_bad, nb);
+    host_pool_run(r->host, nb, check_part, &c);
+    int i = atomic_load(&c.first_bad);
+    if (i >= nb) return 0;
+    const float *img = r->slots[s].images + (size_t)i * n;
+    size_t nan = 0, inf = 0, neg = 0;
+    for (size_t p = 0; p < n; ++p) {
+        nan += isnan(img[p]) != 0;
+        inf += isinf(img[p]) != 0;
+        neg += img[p] < 0.0f;
     }
-    return 0;
+    long long k = r->slots[s].infos[i].params.index;
+    char name[300];
+    outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
+    name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
+    snprintf(err, errlen,
+             "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "
+             "%zu); not written",
+             k, name, nan, inf, neg, n);
+    return -1;
 }
 
-/* Metrics of each image of slot s, then hand it to the writers. */
-static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
+/* Images [begin, end) of a slot: their metrics and write jobs. */
+typedef struct {
+    run_state *r;
+    run_lane *ln;
+    run_slot *sl;
+    double compute_share_us;
+} measure_ctx;
+
+static void measure_part(void *arg, int begin, int end)
 {
-    run_slot *sl = &r->slots[s];
-    int npix = r->set.samp.npix;
-    double metrics_us = 0;
-    for (int i = 0; i < nb; ++i) {
+    const measure_ctx *c = arg;
+    run_slot *sl = c->sl;
+    int npix = c->r->set.samp.npix;
+    for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * npix * npix;
         image_info *info = &sl->infos[i];
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
-        res->backend = ln->ops->name;
+        res->backend = c->ln->ops->name;
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
-        image_set_measure(&r->set, info, img, &res->strehl, &res->axial_intensity);
-        sl->timings[i] = (image_timing){.compute_us = compute_share_us};
+        image_set_measure(&c->r->set, info, img, &res->strehl, &res->axial_intensity);
+        sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
-        metrics_us += sl->timings[i].metrics_us;
         sl->writes[i] = (write_job){.k = info->params.index,
                                     .img = img,
                                     .info = info,
                                     .res = res,
                                     .timing = &sl->timings[i]};
         if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
+        size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
+        manifest_label_text(&c->r->set, info, sl->labels + (size_t)i * lb, lb);
     }
+}
+
+/* Metrics of each image of slot s (in parts, side by side), then hand
+ * them to the writers. */
+static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
+{
+    run_slot *sl = &r->slots[s];
+    measure_ctx c = {.r = r, .ln = ln, .sl = sl, .compute_share_us = compute_share_us};
+    host_pool_run(r->host, nb, measure_part, &c);
+    double metrics_us = 0;
+    for (int i = 0; i < nb; ++i)
+        metrics_us += sl->timings[i].metrics_us;
     /* The slot's count is set before its first job can finish. */
     sl->count = nb;
     ln->images += nb;
     pthread_mutex_lock(&r->mu);
     r->metrics_us += metrics_us;
     pthread_mutex_unlock(&r->mu);
-    for (int i = 0; i < nb; ++i)
-        writer_pool_submit(r->writers, s, &sl->writes[i]);
+    writer_pool_submit_batch(r->writers, s, sl->writes, nb);
 }
 
 /* The GPU created in the background is ready (one-lane runs): once the

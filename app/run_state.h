@@ -13,6 +13,7 @@
 #include "app/cube_writer.h"
 #include "app/select/gpu_warmup.h"
 #include "app/hdf5_writer.h"
+#include "app/host_pool.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"
 #include "app/manifest.h"
@@ -43,7 +44,8 @@ typedef struct {
     image_result *results;
     image_timing *timings;
     write_job *writes;
-    int count; /* images in the batch now (0 = free) */
+    char *labels; /* batch * manifest_label_bytes: each image's manifest label cells */
+    int count;    /* images in the batch now (0 = free) */
 } run_slot;
 
 typedef struct run_state run_state;
@@ -97,6 +99,7 @@ struct run_state {
     int warming;
     writer_pool *writers;
     int nwriters;
+    host_pool *host; /* the per-image host work's helper threads (app/host_pool.h) */
     manifest_writer manifest;
     timing_writer timing;
     int manifest_open, timing_open;

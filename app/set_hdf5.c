@@ -69,7 +69,7 @@ int set_hdf5_open(run_state *r, char *err, size_t errlen)
 
 int set_hdf5_add(run_state *r, const run_slot *sl, char *err, size_t errlen)
 {
-    return r->h5 ? hdf5_writer_add(r->h5, sl->writes, sl->count, err, errlen) : 0;
+    return r->h5 ? hdf5_writer_add(r->h5, r->host, sl->writes, sl->count, err, errlen) : 0;
 }
 
 int set_hdf5_close(run_state *r, int complete, char *err, size_t errlen)

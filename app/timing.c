@@ -18,9 +18,13 @@ int timing_open(timing_writer *w, int dirfd, const char *dir, const char *name, 
 
 void timing_add(timing_writer *w, long long k, const char *backend, const image_timing *t)
 {
-    fprintf(journal_fp(&w->j), "%lld,%s,%.3f,%.3f,%.3f,%.3f,%.3f,\n", k, backend, t->compute_us,
-            t->metrics_us, t->png_us, t->fits_us,
-            t->compute_us + t->metrics_us + t->png_us + t->fits_us);
+    char m[40], total[40]; /* %.3f, as csv_fixed3 writes it */
+    csv_fixed3(m, sizeof m, t->metrics_us);
+    csv_fixed3(total, sizeof total, t->compute_us + t->metrics_us + t->png_us + t->fits_us);
+    fprintf(journal_fp(&w->j), "%lld,%s,%s,%s,%s,%s,%s,\n", k, backend,
+            csv_cell_text(&w->cells[0], t->compute_us, 1), m,
+            csv_cell_text(&w->cells[1], t->png_us, 1), csv_cell_text(&w->cells[2], t->fits_us, 1),
+            total);
 }
 
 void timing_summary(timing_writer *w, const char *name, double value_us, const char *note)

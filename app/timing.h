@@ -11,9 +11,11 @@
 #include <stddef.h>
 
 #include "app/formats/journal.h"
+#include "app/manifest.h"
 
 typedef struct {
     journal j;
+    csv_cell cells[3]; /* compute_us (one per batch), png_us, fits_us */
 } timing_writer;
 
 typedef struct {

@@ -31,6 +31,7 @@ struct writer_pool {
     pthread_t *threads;
     pthread_mutex_t fits_mu; /* cfitsio without reentrancy support: one writer at a time */
     int fits_serial;
+    int files; /* per-image files (PNG, FITS not in a cube): work for the threads */
 };
 
 static node *take(writer_pool *p)
@@ -97,6 +98,7 @@ writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, in
     p->dirfd = dirfd;
     p->dir = dir;
     p->fits_serial = s->cfg->fits_enabled && !psf_fits_thread_safe();
+    p->files = s->cfg->png_enabled || (s->cfg->fits_enabled && !s->cfg->fits_cube);
     pthread_mutex_init(&p->mu, NULL);
     pthread_mutex_init(&p->fits_mu, NULL);
     pthread_cond_init(&p->work, NULL);
@@ -138,6 +140,26 @@ void writer_pool_submit(writer_pool *p, int slot, write_job *job)
     p->pending[slot]++;
     pthread_cond_signal(&p->work);
     pthread_mutex_unlock(&p->mu);
+}
+
+void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
+{
+    int work = p->files;
+    for (int i = 0; i < n && !work; ++i)
+        work = jobs[i].levels != NULL;
+    if (work) {
+        for (int i = 0; i < n; ++i)
+            writer_pool_submit(p, slot, &jobs[i]);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    int stopped = p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; ++i) { /* what write_one does with no file to write */
+        jobs[i].status = stopped ? -1 : 0;
+        if (stopped) snprintf(jobs[i].err, sizeof jobs[i].err, "stopped");
+        jobs[i].timing->png_us = jobs[i].timing->fits_us = 0.0;
+    }
 }
 
 double writer_pool_wait_slot(writer_pool *p, int slot)

@@ -44,6 +44,13 @@ writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, in
  * the slot is waited for. Never blocks (slots bound the queue). */
 void writer_pool_submit(writer_pool *p, int slot, write_job *job);
 
+/* Queue jobs[0 .. n) in slot, as writer_pool_submit each. When none has
+ * anything for a writer (no PNG, no FITS file per image, no levels: an
+ * HDF5-only set) they are done here and now, status 0 (or "stopped" after
+ * writer_pool_stop): a hand-off to a thread per image cost more host time
+ * than the image's compute on a GPU (bench/RESULTS.md, run 9). */
+void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n);
+
 /* Wait until every job of slot is done; returns the summed busy time
  * (microseconds) the writers spent on them. */
 double writer_pool_wait_slot(writer_pool *p, int slot);

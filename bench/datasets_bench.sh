@@ -8,10 +8,15 @@
 #      psfsim does not sync either);
 #  (b) the Python peer (bench/reference_h5py.py): one batched FFT per chunk
 #      in CuPy (NumPy without a GPU), written with h5py;
-# and psfsim's own compute time (the timing log's compute_us), its peak
-# memory (ru_maxrss) at N and N/10 images (flat in the number of images).
+# and psfsim's own compute time (the timing log's compute_us), its host time
+# (whole process less compute: what the host adds), its peak memory
+# (ru_maxrss) at N/10 and N images (flat in the number of images).
 #   bench/datasets_bench.sh BUILD DIR CASES     DIR: where the files go (a disk, or tmpfs)
 #   CASES: space-separated IMAGES:PUPIL pairs, e.g. "1000000:32 100000:128"
+#   BACKEND=cpu|gpu|auto (default auto): psfsim's --backend
+#   COUNTS="10000 100000 300000": psfsim's image counts for every case
+#     (default N/10 and N); dd and the peer at the case's N
+#   PEER_ARGS: more arguments for the peer (--numpy); no peer without h5py
 # Prints CSV rows: case,what,images,npix,seconds,images_per_s,peak_rss_mb,note
 set -euo pipefail
 build=$1 dir=$2 cases=$3
@@ -45,18 +50,24 @@ echo "case,what,images,npix,seconds,images_per_s,peak_rss_mb,note"
 for c in $cases; do
   k=${c%%:*} n=${c##*:} npix=$((2 * n)) name="ds${n}"
   tag="${k}x${npix}"
-  for kk in $((k / 10)) "$k"; do
+  for kk in ${COUNTS:-$((k / 10)) $k}; do
     cfg "$name" "$kk" "$n" >"$dir/$name.cfg"
     rm -f "$dir/$name".h5 "$dir/$name"_*.csv "$dir/$name".json
-    read -r t m < <(rss "$build/psfsim" -q --force -c "$dir/$name.cfg" -o "$dir")
+    read -r t m < <(rss "$build/psfsim" -q --force --backend "${BACKEND:-auto}" -c "$dir/$name.cfg" -o "$dir")
     cu=$(awk -F, '$1 == "compute_us" { print $7 }' "$dir/${name}_timing.csv")
-    echo "$tag,psfsim,$kk,$npix,$t,$(awk -v k="$kk" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,compute $(awk -v c="$cu" 'BEGIN { printf "%.3f", c / 1e6 }') s; $(grep -m1 '^backend,' "$dir/${name}_timing.csv" | cut -d, -f8- | tr -d '"' | tr , ';')"
+    echo "$tag,psfsim,$kk,$npix,$t,$(awk -v k="$kk" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,compute $(awk -v c="$cu" 'BEGIN { printf "%.3f", c / 1e6 }') s; host $(awk -v c="$cu" -v t="$t" 'BEGIN { printf "%.3f", t - c / 1e6 }') s; $(grep -m1 '^backend,' "$dir/${name}_timing.csv" | cut -d, -f8- | tr -d '"' | tr , ';')"
+    bytes=$(stat -c %s "$dir/$name.h5")
+    [ "$kk" = "$k" ] && kbytes=$bytes
+    rm -f "$dir/$name.h5"
   done
-  bytes=$(stat -c %s "$dir/$name.h5")
-  rm -f "$dir/$name.h5"
+  bytes=${kbytes:-$((bytes / kk * k))} # without a run of N images: scaled
   read -r t m < <(rss dd if=/dev/zero of="$dir/dd.bin" bs=16M count=$(((bytes + 16777215) / 16777216)) status=none)
   echo "$tag,dd_same_bytes,$k,$npix,$t,$(awk -v k="$k" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,$bytes bytes"
   rm -f "$dir/dd.bin"
+  if ! "$py" -c "import h5py" 2>/dev/null; then
+    echo "$tag,peer,$k,$npix,,,,not run: no h5py"
+    continue
+  fi
   row=$("$py" "$root/bench/reference_h5py.py" "$dir/ref.h5" --images "$k" --pupil "$n" ${PEER_ARGS:-})
   IFS=, read -r peer _ _ t rate <<<"$row"
   echo "$tag,$peer,$k,$npix,$t,$rate,,h5py"

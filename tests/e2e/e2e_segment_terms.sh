@@ -140,7 +140,7 @@ tbad() { # name, the column, the expected message (regex)
 tbad tab_missing s0_z1 "tab_missing.cfg:5: sweep.table: tab_missing.csv:1:1 \(s0_z1\): segment 0 is left out \(optics.aperture.segments.missing\)"
 tbad tab_range s7_z1 "tab_range.cfg:5: sweep.table: tab_range.csv:1:1 \(s7_z1\): segment 7 is outside the 1 ring \(0 .. 6\)"
 tbad tab_j s1_z16 "tab_j.cfg:5: sweep.table: tab_j.csv:1:1 \(s1_z16\): j = 16 is of radial order 5"
-tbad tab_zero s01_z1 "tab_zero.cfg:5: sweep.table: tab_zero.csv:1:1 \(s01_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, z<j> and s<segment>_z<j> with j an index in the Noll convention\)"
+tbad tab_zero s01_z1 "tab_zero.cfg:5: sweep.table: tab_zero.csv:1:1 \(s01_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> and s<segment>_z<j> with j an index in the Noll convention\)"
 printf 's1_z1\n0.5\n' >tab_circ.csv
 echo "$CIRC
 sweep: { table = \"tab_circ.csv\"; };" >tab_circ.cfg
