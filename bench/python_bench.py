@@ -21,8 +21,9 @@ itself, the command and other optics packages (bench/RESULTS.md):
              (psfsim's grid, binary edges) with its own propagation, after
              one warm-up image; the per-image time scaled to the set.
              --peer-backend cupy runs prysm and POPPY in their documented
-             GPU modes (prysm: mathops' shims set to CuPy; POPPY:
-             conf.use_cupy), each image brought back to host memory. Each
+             GPU modes (prysm: mathops' shims set to CuPy and 32-bit
+             precision, as its docs advise for GPUs; POPPY: conf.use_cupy),
+             each image brought back to host memory. Each
              peer's last image is checked against psfsim's (both summed to
              1): max |difference| / psfsim's peak within --agree.
 
@@ -230,6 +231,8 @@ def set_gpu_mode(name):
         mathops.fft._srcmodule = cpfft
         mathops.ndimage._srcmodule = cpndimage
         mathops.special._srcmodule = cpspecial
+        from prysm.conf import config as prysm_config
+        prysm_config.precision = 32  # the docs' advice for GPUs
     elif name == "poppy":
         import poppy
         poppy.conf.use_cupy = True
@@ -252,6 +255,9 @@ def bench_peer(name, mode, ref, params, total, agree):
         one(0)  # warm-up: plans, kernels
     except ImportError as e:
         print("# %s (%s): not available (%s): skipped" % (name, mode, e), flush=True)
+        return
+    except Exception as e:  # a peer that fails leaves the other rows
+        print("# %s (%s): failed: %s: %s" % (name, mode, type(e).__name__, e), flush=True)
         return
     n = len(ref)
     t0 = time.perf_counter()
