@@ -190,7 +190,7 @@ def peer_poppy(xp, p, dx, amp, z4, z5):
     # Cropped to the disk's 130 x 130 (axis at 65; rho = 1 at +-64): the MFT
     # onto 255 pixels puts the axis on pixel 127 (POPPY centres an odd
     # field on a pixel), compared with psfsim's pixels 1..255 (axis 128).
-    a, w4, w5 = crop(amp, z4, z5)
+    a, w4, w5 = (xp.asarray(v) for v in crop(amp, z4, z5))  # (CuPy: its arrays)
     pixscale = WAVELENGTH_NM * 1e-9 / (2 * DIAMETER_M) * 180 / np.pi * 3600  # lambda/(2D)
 
     def one(k):
@@ -199,7 +199,8 @@ def peer_poppy(xp, p, dx, amp, z4, z5):
         osys.add_pupil(poppy.ArrayOpticalElement(transmission=a, opd=opd,
                                                  pixelscale=dx * u.m / u.pixel))
         osys.add_detector(pixelscale=pixscale, fov_pixels=NPIX - 1, oversample=1)
-        return np.asarray(osys.calc_psf(WAVELENGTH_NM * 1e-9 * u.m)[0].data)
+        img = osys.calc_psf(WAVELENGTH_NM * 1e-9 * u.m)[0].data
+        return img.get() if hasattr(img, "get") else np.asarray(img)
     return one, (1, NPIX)
 
 
@@ -277,6 +278,16 @@ def bench_peer(name, mode, ref, params, total, agree):
           flush=True)
 
 
+def versions(peers):
+    out = []
+    for name in ["scipy", "cupy"] + [p for p in peers.split(",") if p]:
+        try:
+            out.append("%s %s" % (name, __import__(name).__version__))
+        except Exception as e:  # absent, or failing to import: said
+            out.append("%s (%s)" % (name, type(e).__name__))
+    return ", ".join(out)
+
+
 def ratios(peers_done):
     def r(a, b):
         if a in ROWS and b in ROWS:
@@ -314,6 +325,9 @@ def main():
         path = os.path.join(tmp, "pybench.cfg")
         with open(path, "w") as f:
             f.write(psfsim.config_text(config(args.count)))
+        print("# python %s, numpy %s, psfsim %s; peers: %s" % (
+            sys.version.split()[0], np.__version__, psfsim.version(), versions(args.peers)),
+            flush=True)
         print("what,backend,images,seconds,us_per_psf,psf_per_s", flush=True)
         for _ in range(max(1, args.repeat)):
             if lib_bench:
