@@ -22,21 +22,28 @@
 #include "lib/psfsim.h"
 #include "tests/support/testutil.h"
 
+/* Config text head followed by a defocus sweep of count values from
+ * first on, 0.005 apart, into text[size]. */
+static char *defocus_text(char *text, size_t size, const char *head, int count, double first)
+{
+    int n = snprintf(text, size, "%ssweep: { defocus = [", head);
+    for (int i = 0; i < count; ++i)
+        n += snprintf(text + n, size - (size_t)n, "%s%.4f", i ? ", " : "", first + i * 0.005);
+    snprintf(text + n, size - (size_t)n, "]; };\n");
+    return text;
+}
+
 /* 200 images of 64 x 64: four CPU batches of 64 or fewer. */
 static char *many_text(void)
 {
     static char text[8192];
-    int n = snprintf(text, sizeof text,
-                     "name = \"many\";\n"
-                     "optics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
-                     "obscuration = 0.3; spiders: { count = 3; width_m = 0.05; angle_deg = 10.0; "
-                     "}; }; };\n"
-                     "sampling: { pupil_samples = 32; };\n"
-                     "sweep: { defocus = [");
-    for (int i = 0; i < 200; ++i)
-        n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", -0.5 + i * 0.005);
-    snprintf(text + n, sizeof text - (size_t)n, "]; };\n");
-    return text;
+    return defocus_text(text, sizeof text,
+                        "name = \"many\";\n"
+                        "optics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
+                        "obscuration = 0.3; spiders: { count = 3; width_m = 0.05; angle_deg = "
+                        "10.0; }; }; };\n"
+                        "sampling: { pupil_samples = 32; };\n",
+                        200, -0.5);
 }
 
 static psfsim_set *open_text(const char *text)
@@ -247,15 +254,12 @@ static void test_two_sets_two_threads(void **state)
 static int open_large(const char *backend, psfsim_set **s)
 {
     static char text[8192];
-    int n = snprintf(text, sizeof text,
-                     "name = \"large\";\n"
-                     "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
-                     "obscuration = 0.33; }; };\n"
-                     "sampling: { pupil_samples = 128; padding = 2.0; };\n"
-                     "sweep: { defocus = [");
-    for (int i = 0; i < 320; ++i)
-        n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", -0.8 + i * 0.005);
-    snprintf(text + n, sizeof text - (size_t)n, "]; };\n");
+    defocus_text(text, sizeof text,
+                 "name = \"large\";\n"
+                 "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
+                 "obscuration = 0.33; }; };\n"
+                 "sampling: { pupil_samples = 128; padding = 2.0; };\n",
+                 320, -0.8);
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = backend;
