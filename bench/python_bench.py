@@ -31,8 +31,9 @@ itself, the command and other optics packages (bench/RESULTS.md):
 Rows: what,backend,images,seconds,us_per_psf,psf_per_s; "# ratio" lines
 give python / lib for each condition (the target: <= 1.1) and the fastest
 peer / python_cold and / python_touched (the peers' times leave out their
-set-up and first image; python_cold has psfsim's). --repeat N runs the cold pair N times alternately and
-keeps each one's fastest.
+set-up and first image; python_cold has psfsim's). --repeat N runs the
+library's and Python's rows N times, alternately, and the ratios take each
+row's fastest.
     bench/python_bench.py [--backend auto|cpu|gpu] [--count 10000]
         [--bin build/psfsim] [--lib-bench build/bench/psfsim_lib_bench]
         [--peers prysm,poppy,hcipy] [--peer-backend numpy|cupy|numpy,cupy]
@@ -333,9 +334,9 @@ def main():
             if lib_bench:
                 bench_lib(lib_bench, path, args.backend)
             bench_python_cold(path, args.backend)
+            bench_python_warm(path, args.backend)
         if not lib_bench:
             print("# no psfsim_lib_bench (--lib-bench): lib_* skipped", flush=True)
-        bench_python_warm(path, args.backend)
         if args.bin:
             bench_command(path, args.backend, args.bin, args.count)
         else:
