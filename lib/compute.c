@@ -225,9 +225,9 @@ static void run_lanes(work *w)
 }
 
 /* Pre-faulting the caller's buffer: a fresh one (NumPy's np.empty, malloc)
- * has no pages yet, and its first touch, in finish's copies, costs about
- * as much as the GPU's compute (2.6 GB: 640,000 page faults of 4 KiB, or
- * 1,300 of 2 MiB, each zeroed by the kernel). While the GPU starts (CUDA's
+ * has no pages yet, and its first touch, in finish's copies, can cost as
+ * much as the GPU's compute (2.6 GB: 640,000 page faults of 4 KiB, or
+ * 1,300 of 2 MiB, each page zeroed by the kernel). While the GPU starts (CUDA's
  * context, the module, cuFFT's plans: a quarter of a second or more) the
  * CPUs are idle: the pages are faulted then, by several threads
  * (MADV_POPULATE_WRITE, Linux 5.14; else one write per page, into bytes
