@@ -213,6 +213,10 @@ PSFSIM_API void psfsim_cancel(psfsim_set *set);
  * least count * M * M), in batches of the backend's size (the CPU's 64,
  * the GPU's up to 1024 images), the backend writing straight into the
  * buffer. metrics (NULL, or count entries) gets each image's metrics.
+ * While a GPU starts (the set's first compute), a buffer of 64 MiB or more
+ * is pre-faulted by several threads, so that the copies into a fresh one
+ * (np.empty, malloc) do not take its page faults; only the bytes of its
+ * count images are written.
  * A GPU that fails is said once (message handler) and the CPU computes the
  * rest, as the command does. Returns PSFSIM_OK, PSFSIM_ERR_RANGE,
  * PSFSIM_ERR_BUFFER, PSFSIM_ERR_ARGUMENT, PSFSIM_ERR_BACKEND (a GPU asked

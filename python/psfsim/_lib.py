@@ -15,21 +15,23 @@ SONAME = "libpsfsim.so.0"
 
 def _candidates():
     """$PSFSIM_LIBRARY alone when set; else the copy pip put in the package,
-    the one pkg-config names, then the system loader's search."""
+    the one pkg-config names, then the system loader's search. A generator:
+    pkg-config (a process, milliseconds) runs only when the package's copy
+    did not load."""
     env = os.environ.get("PSFSIM_LIBRARY")
     if env:
-        return [env]
+        yield env
+        return
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "_libs", SONAME)]
+    yield os.path.join(here, "_libs", SONAME)
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "psfsim"],
                                 capture_output=True, text=True, timeout=10).stdout.strip()
         if libdir:
-            out.append(os.path.join(libdir, SONAME))
+            yield os.path.join(libdir, SONAME)
     except (OSError, subprocess.SubprocessError):
         pass
-    out.append(SONAME)
-    return out
+    yield SONAME
 
 
 def _load():

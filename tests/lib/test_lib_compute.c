@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libpsfsim's computing (lib/psfsim.h): the images are the command's FITS
  * pixels and PNG levels, a cancel mid-set stops after the batch in
- * flight, and two sets computed at once in two threads give the images
- * they give one after the other. */
+ * flight, two sets computed at once in two threads give the images
+ * they give one after the other, and a GPU's first compute into a fresh
+ * buffer (pre-faulted while the GPU starts) gives the images it gives into
+ * a touched one and the CPU's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,7 @@
 #include <cmocka.h>
 
 #include <fitsio.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,21 +22,28 @@
 #include "lib/psfsim.h"
 #include "tests/support/testutil.h"
 
+/* Config text head followed by a defocus sweep of count values from
+ * first on, 0.005 apart, into text[size]. */
+static char *defocus_text(char *text, size_t size, const char *head, int count, double first)
+{
+    int n = snprintf(text, size, "%ssweep: { defocus = [", head);
+    for (int i = 0; i < count; ++i)
+        n += snprintf(text + n, size - (size_t)n, "%s%.4f", i ? ", " : "", first + i * 0.005);
+    snprintf(text + n, size - (size_t)n, "]; };\n");
+    return text;
+}
+
 /* 200 images of 64 x 64: four CPU batches of 64 or fewer. */
 static char *many_text(void)
 {
     static char text[8192];
-    int n = snprintf(text, sizeof text,
-                     "name = \"many\";\n"
-                     "optics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
-                     "obscuration = 0.3; spiders: { count = 3; width_m = 0.05; angle_deg = 10.0; "
-                     "}; }; };\n"
-                     "sampling: { pupil_samples = 32; };\n"
-                     "sweep: { defocus = [");
-    for (int i = 0; i < 200; ++i)
-        n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", -0.5 + i * 0.005);
-    snprintf(text + n, sizeof text - (size_t)n, "]; };\n");
-    return text;
+    return defocus_text(text, sizeof text,
+                        "name = \"many\";\n"
+                        "optics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
+                        "obscuration = 0.3; spiders: { count = 3; width_m = 0.05; angle_deg = "
+                        "10.0; }; }; };\n"
+                        "sampling: { pupil_samples = 32; };\n",
+                        200, -0.5);
 }
 
 static psfsim_set *open_text(const char *text)
@@ -239,12 +249,86 @@ static void test_two_sets_two_threads(void **state)
     }
 }
 
+/* 320 images of 256 x 256 (80 MiB, above compute.c's PREFAULT_MIN_BYTES)
+ * on the GPU, with backend ("gpu" or "cpu"). */
+static int open_large(const char *backend, psfsim_set **s)
+{
+    static char text[8192];
+    defocus_text(text, sizeof text,
+                 "name = \"large\";\n"
+                 "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
+                 "obscuration = 0.33; }; };\n"
+                 "sampling: { pupil_samples = 128; padding = 2.0; };\n",
+                 320, -0.8);
+    psfsim_options o;
+    psfsim_options_init(&o);
+    o.backend = backend;
+    char err[1024] = "";
+    int rc = psfsim_open_text(text, &o, s, err, sizeof err);
+    if (rc != PSFSIM_OK && rc != PSFSIM_ERR_BACKEND) fail_msg("open: %s", err);
+    return rc;
+}
+
+/* A fresh buffer of a GPU set's first compute is pre-faulted while the GPU
+ * starts (compute.c): the images are those computed into a buffer written
+ * before (byte for byte) and the CPU's (to 1e-5 of the peak). Skipped
+ * without a GPU. */
+static void test_gpu_fresh_buffer(void **state)
+{
+    (void)state;
+    psfsim_set *g = NULL;
+    if (open_large("gpu", &g) != PSFSIM_OK) skip(); /* (a build without the GPU module) */
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(g, &info, NULL, 0), PSFSIM_OK);
+    long long count = info.count;
+    int npix = info.npix;
+    size_t n = (size_t)count * npix * npix;
+    float *fresh = malloc(n * sizeof *fresh);
+    assert_non_null(fresh);
+    char err[512];
+    int rc = psfsim_compute(g, 0, count, fresh, n, NULL, err, sizeof err);
+    if (rc == PSFSIM_ERR_BACKEND) { /* the module, but no GPU */
+        free(fresh);
+        psfsim_close(g);
+        skip();
+    }
+    if (rc != PSFSIM_OK) fail_msg("compute: %s", err);
+    float *touched = calloc(n, sizeof *touched);
+    assert_non_null(touched);
+    psfsim_metrics *m = calloc((size_t)count, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(psfsim_compute(g, 0, count, touched, n, m, err, sizeof err), PSFSIM_OK);
+    for (long long k = 0; k < count; ++k)
+        assert_string_equal(m[k].backend, "gpu");
+    free(m);
+    assert_memory_equal(fresh, touched, n * sizeof *fresh);
+    psfsim_close(g);
+    psfsim_set *c = NULL;
+    assert_int_equal(open_large("cpu", &c), PSFSIM_OK);
+    float *cpu = compute_all(c, &count, &npix);
+    size_t plane = (size_t)npix * npix;
+    for (long long k = 0; k < count; ++k) {
+        float peak = 0.0f, diff = 0.0f;
+        for (size_t i = 0; i < plane; ++i) {
+            float a = cpu[(size_t)k * plane + i], b = fresh[(size_t)k * plane + i];
+            peak = a > peak ? a : peak;
+            diff = fabsf(a - b) > diff ? fabsf(a - b) : diff;
+        }
+        if (diff > 1e-5f * peak) fail_msg("image %lld: GPU - CPU %g, peak %g", k, diff, peak);
+    }
+    psfsim_close(c);
+    free(cpu);
+    free(touched);
+    free(fresh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_command),
         cmocka_unit_test(test_cancel_mid_set),
         cmocka_unit_test(test_two_sets_two_threads),
+        cmocka_unit_test(test_gpu_fresh_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
