@@ -74,15 +74,17 @@ void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch st
     if (bits < 1 || bits > 16) bits = 16;
     const double maxlev = (double)((1u << bits) - 1u);
 
-    double peak = -INFINITY;
-    int peak_ok = 1;
-    for (size_t i = 0; i < n; ++i) {
-        const float v = img[i];
-        if (isnan(v)) continue;
-        if (isinf(v) && v > 0) peak_ok = 0;
-        if (v > peak) peak = v;
-    }
-    if (!peak_ok || !isfinite(peak) || peak <= 0) {
+    /* The peak over the non-NaN values (v > p is false for NaN), in four
+     * independent chains; a +inf anywhere is the peak, and no image. */
+    float p4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    size_t i4 = 0;
+    for (; i4 + 4 <= n; i4 += 4)
+        for (int k = 0; k < 4; ++k)
+            p4[k] = img[i4 + k] > p4[k] ? img[i4 + k] : p4[k];
+    for (; i4 < n; ++i4)
+        p4[0] = img[i4] > p4[0] ? img[i4] : p4[0];
+    const double peak = fmax(fmax(p4[0], p4[1]), fmax(p4[2], p4[3]));
+    if (!isfinite(peak) || peak <= 0) {
         memset(out, 0, n * sizeof *out);
         return;
     }
