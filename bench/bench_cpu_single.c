@@ -4,7 +4,8 @@
  * run() call (a circular pupil of N/2 samples with defocus and coma, the
  * set's pupil_samples known, plans measured) on 1 thread and on all, and
  * fftwf_plan_dft_2d's out-of-place N x N c2c transform (FFTW_MEASURE) on
- * the same thread counts. Median of repeats, microseconds.
+ * the same thread counts; and psfsim's one image with estimated plans (a
+ * one-image set without wisdom). Median of repeats, microseconds.
  * Prints CSV rows: pipeline,npix,images,seconds_total,us_per_psf with
  * pipeline psfsim_cpu_one_<T>t or fftw_c2c_2d_<T>t, then per N the ratio
  * psfsim / FFTW on 1 thread as a comment line.
@@ -18,19 +19,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench/bench_time.h"
 
 static int reps_for(int npix)
 {
@@ -60,15 +49,16 @@ static double fftw_2d(int npix, int threads)
     return t[reps / 2];
 }
 
-/* Median seconds of psfsim's CPU backend on one image, or -1. */
-static double psfsim_one(int npix, int threads)
+/* Median seconds of psfsim's CPU backend on one image, or -1; measure = 0:
+ * the plans a one-image set gets without wisdom (estimated). */
+static double psfsim_one(int npix, int threads, int measure)
 {
     static const int zn[2] = {2, 3}, zm[2] = {0, 1};
     static const double coeff[2] = {0.3, 0.1};
     psf_problem d = {.npix = npix, .max_batch = 1, .nimages = 1, .pupil_samples = npix / 2};
     d.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0};
     d.modes = (psf_modes){.nterms = 2, .n = zn, .m = zm};
-    psf_backend_options opt = {.threads = threads, .measure_plans = 1};
+    psf_backend_options opt = {.threads = threads, .measure_plans = measure};
     char err[1024];
     psf_backend *b;
     if (psf_backend_cpu.create(&d, &opt, &b, err, sizeof err) != 0) {
@@ -110,12 +100,15 @@ int main(int argc, char **argv)
         int tc[2] = {1, all};
         double one_thread[2] = {0, 0};
         for (int k = 0; k < (all > 1 ? 2 : 1); ++k) {
-            double tf = fftw_2d(npix, tc[k]), tp = psfsim_one(npix, tc[k]);
+            double tf = fftw_2d(npix, tc[k]), tp = psfsim_one(npix, tc[k], 1);
             if (tp < 0) rc = 1;
             printf("fftw_c2c_2d_%dt,%d,1,%.6f,%.2f\n", tc[k], npix, tf, tf * 1e6);
             printf("psfsim_cpu_one_%dt,%d,1,%.6f,%.2f\n", tc[k], npix, tp, tp * 1e6);
             if (k == 0) one_thread[0] = tp, one_thread[1] = tf;
         }
+        double te = psfsim_one(npix, 1, 0);
+        if (te < 0) rc = 1;
+        printf("psfsim_cpu_one_estimated_1t,%d,1,%.6f,%.2f\n", npix, te, te * 1e6);
         printf("# N = %d: psfsim one image / FFTW 2D c2c, 1 thread: %.2f\n", npix,
                one_thread[0] / one_thread[1]);
         fflush(stdout);

@@ -17,14 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_time.h"
 #include "cpu/mft.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 /* One n:M case; returns 0 or -1. */
 static int run_case(int n, int m, int threads)
