@@ -3,7 +3,7 @@
  * psfsim's hand-written products (cpu_mft_accumulate) against two
  * cblas_cgemm calls (OpenBLAS or any CBLAS) plus the same |E|^2 pass, on
  * the same pupil box (a circular pupil of n samples, a phase on it) and
- * matrix W[k][j] = exp(-2 pi i j (k - M/2) a). Best of 5, ms per image;
+ * matrix W[k][j] = exp(-2 pi i j (k - M/2) a). Best of 15, ms per image;
  * the largest |difference| of the two images over their peak is printed
  * with them. Threads: the hand kernel's own, the BLAS's as it is set up
  * (OPENBLAS_NUM_THREADS).
@@ -51,7 +51,7 @@ static int run_case(int n, int m, int threads)
     cpu_mft_work work = {0};
     double best_hand = 1e30, best_blas = 1e30;
     const float complex one = 1.0f, zero = 0.0f;
-    for (int r = 0; r < 5; ++r) {
+    for (int r = 0; r < 15; ++r) {
         memset(img_hand, 0, plane * sizeof *img_hand);
         double t0 = now_s();
         if (cpu_mft_accumulate(&t, (const float *)pupil, n, n, j0, j0, 1.0f, threads, &work,
