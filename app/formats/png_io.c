@@ -55,23 +55,35 @@ static int host_is_little_endian(void)
     return *(const unsigned char *)&one == 1;
 }
 
+/* The stretch's loops vectorise once GCC may assume the comparisons raise
+ * no FP exception (-fno-trapping-math: the same values, only the flags
+ * are not kept); with quiet comparisons (isgreater) the clamps become
+ * selects. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PNG_NO_TRAP __attribute__((optimize("no-trapping-math")))
+#else
+#define PNG_NO_TRAP
+#endif
+
 /* I / peak clipped at 1; NaN, zero and negative values (and -inf) give 0. */
-static inline double unit_value(float I, double peak)
+PNG_NO_TRAP static inline double unit_value(float I, double peak)
 {
     double v = (double)I / peak;
-    return v > 0 ? (v > 1 ? 1.0 : v) : 0.0;
+    v = isgreater(v, 0.0) ? v : 0.0;
+    return isgreater(v, 1.0) ? 1.0 : v;
 }
 
 /* t clamped to [0, 1], as a level of maxlev (t * maxlev + 0.5 >= 0:
  * truncation = floor). */
-static inline unsigned short to_level(double t, double maxlev)
+PNG_NO_TRAP static inline unsigned short to_level(double t, double maxlev)
 {
-    t = t < 0 ? 0.0 : t > 1 ? 1.0 : t;
-    return (unsigned short)(t * maxlev + 0.5);
+    t = isless(t, 0.0) ? 0.0 : t;
+    t = isgreater(t, 1.0) ? 1.0 : t;
+    return (unsigned short)(int)(t * maxlev + 0.5);
 }
 
-void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch stretch,
-                            double dynamic_range, unsigned short *out)
+PNG_NO_TRAP void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch stretch,
+                                        double dynamic_range, unsigned short *out)
 {
     if (npix <= 0) return;
     const size_t n = (size_t)npix * (size_t)npix;
