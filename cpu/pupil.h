@@ -44,7 +44,8 @@ int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, dou
                             size_t errlen);
 
 /* Write A exp(+i 2 pi W) at the open samples of in (N*N, or rows*cols for a
- * compact pupil; the rest of in must already be zero),
+ * compact pupil; the rest of in must already be zero; cpu/pupil_field.c:
+ * glibc's vector sinf/cosf where built with them, at most 4 ulp),
  * W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves. */
 void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
                      double opd_to_waves, fftwf_complex *in);
