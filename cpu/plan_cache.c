@@ -143,6 +143,9 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, i
         p->plan = make_plan(p, PLAN_FULL);
         ok = p->plan != NULL;
     }
+    /* The caller's string need not outlive this call: a 2D plan added
+     * later (cpu_fft_plan_add_full) is made without the wisdom file. */
+    p->wisdom_dir = NULL;
     if (!ok) {
         snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", npix, npix);
         cpu_fft_plan_destroy(p);

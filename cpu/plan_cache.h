@@ -11,10 +11,10 @@
 
 typedef struct {
     int npix;
-    int threads;  /* threads FFTW uses inside one transform */
-    int measured; /* the plans were measured (from wisdom or now) */
-    int measure;  /* asked for measured plans (a full plan made later is too) */
-    const char *wisdom_dir;
+    int threads;            /* threads FFTW uses inside one transform */
+    int measured;           /* the plans were measured (from wisdom or now) */
+    int measure;            /* asked for measured plans (a full plan made later is too) */
+    const char *wisdom_dir; /* during cpu_fft_plan_create_band only, then NULL */
     void (*warn)(const char *);
     fftwf_plan plan;      /* out-of-place in -> out, FFTW_FORWARD, the whole N x N
                              DFT; NULL while only the pruned plans are needed */
@@ -64,7 +64,8 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, i
                              size_t errlen);
 
 /* Plan the whole N x N transform of a pruned p too (for a pupil with samples
- * outside the band), as measured as p's; in and out are zeroed after.
+ * outside the band), measured if p's were asked to be (no wisdom file);
+ * in and out are zeroed after.
  * Returns 0, or -1 with err. */
 int cpu_fft_plan_add_full(cpu_fft_plan *p, char *err, size_t errlen);
 
