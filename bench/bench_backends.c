@@ -14,20 +14,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "bench/bench_time.h"
 #include "app/select/gpu_module.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int bench(const psf_backend_ops *ops, int npix, long long images)
 {

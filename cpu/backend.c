@@ -4,10 +4,14 @@
  * image's components transformed and summed as intensities
  * (cpu/intensity.h); below N = 512 the images of a run are spread over
  * threads (one FFT buffer pair each), from 512 up FFTW's own threads share
- * each transform. An MFT set (psf_problem.mft) plans no FFT: its images are
- * two matrix products each (cpu/mft.h), with the transform matrices cached
- * per component. A problem with a detector stage (psf_detector) computes
- * its grid images into a scratch buffer and passes each through
+ * each transform. The transform skips the zero padding: with the set's
+ * pupil_samples known, only the rows a pupil can occupy get a first pass
+ * (cpu_fft_plan_create_band, which takes the pupil transposed); a pupil
+ * reaching past them (checked as it is built) gets the whole 2D plan. An
+ * MFT set (psf_problem.mft) plans no FFT: its images are two matrix
+ * products each (cpu/mft.h), with the transform matrices cached per
+ * component. A problem with a detector stage (psf_detector) computes its
+ * grid images into a scratch buffer and passes each through
  * cpu/detector.h into the caller's images. */
 #include <math.h>
 #include <pthread.h>
@@ -60,6 +64,7 @@ struct psf_backend {
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
+    int pupil_full[PSF_MAX_COMPONENTS]; /* 1: samples outside fft.band: 2D plan */
     int npupils;
     int current; /* pupil whose samples are in fft.in (FFT) or mft_in (MFT), -1 = none */
     /* MFT sets only */
@@ -93,6 +98,79 @@ static int image_lanes(const psf_problem *set, const psf_backend_options *opt)
     if (n > CPU_MAX_LANES) n = CPU_MAX_LANES;
     if (n > set->max_batch) n = set->max_batch;
     return n > 1 ? (int)n : 1;
+}
+
+/* Rows from the axis row that the set's pupils can occupy, each way: with
+ * n samples across D at the finest pitch, |i - N/2| <= n/2 (+ 1 for an
+ * edge sample, + 1 spare); 0 = unknown (no pruning). */
+static int pupil_band(const psf_problem *set)
+{
+    if (set->pupil_samples <= 0) return 0;
+    int band = set->pupil_samples / 2 + 2;
+    return band <= set->npix / 2 ? band : 0;
+}
+
+/* Whether pupil pp has samples outside the pruned plan's band of rows and
+ * columns (the 2D plan is needed for it). */
+static int outside_band(const cpu_pupil *pp, const cpu_fft_plan *fft)
+{
+    if (!fft->band) return 0;
+    unsigned n = (unsigned)fft->npix, lo = (unsigned)fft->band, hi = n - lo;
+    for (size_t k = 0; k < pp->nopen; ++k) {
+        unsigned row = pp->dest[k] / n, col = pp->dest[k] % n;
+        if ((row >= lo && row < hi) || (col >= lo && col < hi)) return 1;
+    }
+    return 0;
+}
+
+/* An open sample's new FFT-input index and its place in the list. */
+typedef struct {
+    unsigned dest, k;
+} dest_index;
+
+static int by_dest(const void *x, const void *y)
+{
+    unsigned a = ((const dest_index *)x)->dest, b = ((const dest_index *)y)->dest;
+    return (a > b) - (a < b);
+}
+
+/* v[k] = v[order[k].k] for the nopen values of v, through tmp. */
+static void permute(float *v, const dest_index *order, size_t nopen, float *tmp)
+{
+    for (size_t k = 0; k < nopen; ++k)
+        tmp[k] = v[order[k].k];
+    memcpy(v, tmp, nopen * sizeof *v);
+}
+
+/* The pruned transform takes the pupil transposed (cpu/plan_cache.h):
+ * sample (i, j) of the FFT input at j N + i; the samples are put in the
+ * order of their new index, so that cpu_pupil_field writes in sequence (in
+ * the grid's order it would write one cache line per sample). Returns 0,
+ * or -1 with err (allocation). */
+static int transpose_dest(cpu_pupil *pp, int nterms, int npix, char *err, size_t errlen)
+{
+    size_t nopen = pp->nopen;
+    dest_index *order = malloc((nopen ? nopen : 1) * sizeof *order);
+    float *tmp = malloc((nopen ? nopen : 1) * sizeof *tmp);
+    if (!order || !tmp) {
+        free(order);
+        free(tmp);
+        snprintf(err, errlen, "cpu: cannot allocate the pupil's sample order");
+        return -1;
+    }
+    unsigned n = (unsigned)npix;
+    for (size_t k = 0; k < nopen; ++k)
+        order[k] = (dest_index){pp->dest[k] % n * n + pp->dest[k] / n, (unsigned)k};
+    qsort(order, nopen, sizeof *order, by_dest);
+    for (size_t k = 0; k < nopen; ++k)
+        pp->dest[k] = order[k].dest;
+    permute(pp->amp, order, nopen, tmp);
+    for (int t = 0; t < nterms; ++t)
+        permute(pp->basis + (size_t)t * nopen, order, nopen, tmp);
+    if (pp->opd) permute(pp->opd, order, nopen, tmp);
+    free(order);
+    free(tmp);
+    return 0;
 }
 
 static void cpu_destroy(psf_backend *b)
@@ -173,8 +251,9 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
     }
     /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
     const char *wisdom_dir = set->npix >= 128 ? opt->cache_dir : NULL;
-    if (cpu_fft_plan_create(&b->fft, set->npix, cpu_threads(set, opt), worth_measuring(set, opt),
-                            wisdom_dir, opt->warn, err, errlen) != 0) {
+    if (cpu_fft_plan_create_band(&b->fft, set->npix, pupil_band(set), cpu_threads(set, opt),
+                                 worth_measuring(set, opt), wisdom_dir, opt->warn, err,
+                                 errlen) != 0) {
         free(b);
         return -1;
     }
@@ -196,10 +275,23 @@ static int pupil_for(psf_backend *b, double dx_m, char *err, size_t errlen)
         snprintf(err, errlen, "cpu: more than %d pupil pitches in one set", PSF_MAX_COMPONENTS);
         return -1;
     }
-    int rc = b->set.mft ? cpu_pupil_build_compact(&b->pupils[b->npupils], &b->set,
-                                                  b->set.pupil_npix, dx_m, err, errlen)
-                        : cpu_pupil_build(&b->pupils[b->npupils], &b->set, dx_m, err, errlen);
+    cpu_pupil *pp = &b->pupils[b->npupils];
+    int rc = b->set.mft ? cpu_pupil_build_compact(pp, &b->set, b->set.pupil_npix, dx_m, err, errlen)
+                        : cpu_pupil_build(pp, &b->set, dx_m, err, errlen);
     if (rc != 0) return -1;
+    b->pupil_full[b->npupils] = !b->set.mft && outside_band(pp, &b->fft);
+    if (!b->set.mft && b->fft.band && !b->pupil_full[b->npupils] &&
+        transpose_dest(pp, b->set.modes.nterms, b->set.npix, err, errlen) != 0) {
+        cpu_pupil_free(pp);
+        return -1;
+    }
+    if (b->pupil_full[b->npupils]) { /* planning zeroes fft.in: no pupil is there now */
+        if (cpu_fft_plan_add_full(&b->fft, err, errlen) != 0) {
+            cpu_pupil_free(pp);
+            return -1;
+        }
+        b->current = -1;
+    }
     return b->npupils++;
 }
 
@@ -293,7 +385,7 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
                       float *image)
 {
     int npix = b->set.npix;
-    memset(image, 0, (size_t)npix * npix * sizeof *image);
+    if (job->ncomp < 1) memset(image, 0, (size_t)npix * npix * sizeof *image);
     for (int c = 0; c < job->ncomp; ++c) {
         const psf_component *comp = &job->comp[c];
         int p = pupil_index[c];
@@ -301,8 +393,9 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
         l->current = p;
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
                         l->in);
-        fftwf_execute_dft(b->fft.plan, l->in, l->out);
-        cpu_intensity_accumulate(l->out, npix, (float)comp->scale, image);
+        cpu_fft_plan_execute_dft(&b->fft, l->in, l->out, b->pupil_full[p]);
+        /* the first component writes the image: no clearing pass */
+        cpu_intensity_write(l->out, npix, (float)comp->scale, c == 0, image);
     }
 }
 

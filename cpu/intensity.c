@@ -4,16 +4,35 @@
 
 #include <stddef.h>
 
+/* Row u of out into its shifted row of image: added, or stored (first). */
+static void intensity_row(const fftwf_complex *src, int npix, float scale, int first, float *dst)
+{
+    int h = npix / 2, split = npix - h; /* columns v < split go to v + h, the rest wrap */
+    if (first) {
+        for (int v = 0; v < split; ++v)
+            dst[v + h] = scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
+        for (int v = split; v < npix; ++v)
+            dst[v - split] = scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
+        return;
+    }
+    for (int v = 0; v < split; ++v)
+        dst[v + h] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
+    for (int v = split; v < npix; ++v)
+        dst[v - split] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
+}
+
 void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, float *image)
 {
     int h = npix / 2;
-    for (int u = 0; u < npix; ++u) {
-        const fftwf_complex *src = out + (size_t)u * npix;
-        float *dst = image + (size_t)((u + h) % npix) * npix;
-        int split = npix - h; /* columns v < split go to v + h, the rest wrap */
-        for (int v = 0; v < split; ++v)
-            dst[v + h] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-        for (int v = split; v < npix; ++v)
-            dst[v - split] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
-    }
+    for (int u = 0; u < npix; ++u)
+        intensity_row(out + (size_t)u * npix, npix, scale, 0,
+                      image + (size_t)((u + h) % npix) * npix);
+}
+
+void cpu_intensity_write(const fftwf_complex *out, int npix, float scale, int first, float *image)
+{
+    int h = npix / 2;
+    for (int u = 0; u < npix; ++u)
+        intensity_row(out + (size_t)u * npix, npix, scale, first,
+                      image + (size_t)((u + h) % npix) * npix);
 }

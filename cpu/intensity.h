@@ -15,4 +15,8 @@
  * after component (the GPU's order too). */
 void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, float *image);
 
+/* The same, or with first != 0 stored into image rather than added (the
+ * same values as adding to zeros, without a pass clearing image first). */
+void cpu_intensity_write(const fftwf_complex *out, int npix, float scale, int first, float *image);
+
 #endif

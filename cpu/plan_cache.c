@@ -2,6 +2,7 @@
 #include "cpu/plan_cache.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,29 +52,62 @@ static void export_wisdom(const char *dir)
     free(text);
 }
 
-static fftwf_plan make_plan(cpu_fft_plan *p, int measure, const char *wisdom_dir,
-                            void (*warn)(const char *))
+/* The N x N plan, or the pruned transform's three (cpu_fft_plan). */
+typedef enum { PLAN_FULL, PLAN_ROWS, PLAN_TRANSPOSE, PLAN_ALL_ROWS } plan_kind;
+
+static fftwf_plan plan_one(const cpu_fft_plan *p, plan_kind kind, unsigned flags)
 {
     int n = p->npix;
+    ptrdiff_t n2 = 2 * (ptrdiff_t)n, b = p->band, gap = (ptrdiff_t)(n - b) * n2; /* floats */
+    float *ri = (float *)p->in, *ro = (float *)p->out;
+    if (kind == PLAN_FULL) return fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, flags);
+    if (kind == PLAN_ROWS) { /* in's 2 x B band rows (the second N - B rows on) -> out's */
+        fftwf_iodim64 dft = {.n = n, .is = 2, .os = 2};
+        fftwf_iodim64 rows[2] = {{.n = 2, .is = gap, .os = gap}, {.n = b, .is = n2, .os = n2}};
+        return fftwf_plan_guru64_split_dft(1, &dft, 2, rows, ri, ri + 1, ro, ro + 1, flags);
+    }
+    if (kind == PLAN_TRANSPOSE) { /* out's band rows -> in's band columns (rank 0: a copy) */
+        fftwf_iodim64 t[3] = {{.n = 2, .is = gap, .os = 2 * (n - b)},
+                              {.n = b, .is = n2, .os = 2},
+                              {.n = n, .is = 2, .os = n2}};
+        return fftwf_plan_guru64_split_dft(0, NULL, 3, t, ro, ro + 1, ri, ri + 1, flags);
+    }
+    return fftwf_plan_many_dft(1, &n, n, p->in, NULL, 1, n, p->out, NULL, 1, n, FFTW_FORWARD,
+                               flags);
+}
+
+static fftwf_plan make_plan(cpu_fft_plan *p, plan_kind kind)
+{
     fftwf_plan plan = NULL;
-    if (wisdom_dir) {
-        import_wisdom(wisdom_dir, warn);
-        plan =
-            fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD, FFTW_MEASURE | FFTW_WISDOM_ONLY);
+    if (p->wisdom_dir) {
+        import_wisdom(p->wisdom_dir, p->warn);
+        plan = plan_one(p, kind, FFTW_MEASURE | FFTW_WISDOM_ONLY);
     }
     if (plan) {
         p->measured = 1;
         return plan;
     }
-    plan = fftwf_plan_dft_2d(n, n, p->in, p->out, FFTW_FORWARD,
-                             measure ? FFTW_MEASURE : FFTW_ESTIMATE);
-    p->measured = measure && plan;
-    if (p->measured && wisdom_dir) export_wisdom(wisdom_dir);
+    plan = plan_one(p, kind, p->measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+    p->measured = p->measure && plan;
+    if (p->measured && p->wisdom_dir) export_wisdom(p->wisdom_dir);
     return plan;
 }
 
 int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, const char *wisdom_dir,
                         void (*warn)(const char *), char *err, size_t errlen)
+{
+    return cpu_fft_plan_create_band(p, npix, 0, threads, measure, wisdom_dir, warn, err, errlen);
+}
+
+/* Pruning pays when it saves at least a fifth of the row transforms. */
+static int band_pays(int npix, int band)
+{
+    return band > 0 && 10 * band <= 4 * npix;
+}
+
+int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, int measure,
+                             const char *wisdom_dir, void (*warn)(const char *), char *err,
+                             size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->npix = npix;
@@ -91,25 +125,86 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, con
         if (!threads_ok) threads = 1;
     }
     p->threads = threads > 1 ? threads : 1;
+    p->measure = measure;
+    p->wisdom_dir = wisdom_dir;
+    p->warn = warn;
+    p->band = band_pays(npix, band) ? band : 0;
     if (threads_ok) fftwf_plan_with_nthreads(p->threads);
-    p->plan = make_plan(p, measure, wisdom_dir, warn);
-    if (!p->plan) {
+    int ok;
+    if (p->band) {
+        p->rows = make_plan(p, PLAN_ROWS);
+        int measured = p->measured;
+        p->transpose = p->rows ? make_plan(p, PLAN_TRANSPOSE) : NULL;
+        measured = measured && p->measured;
+        p->all_rows = p->transpose ? make_plan(p, PLAN_ALL_ROWS) : NULL;
+        p->measured = measured && p->measured;
+        ok = p->rows && p->transpose && p->all_rows;
+    } else {
+        p->plan = make_plan(p, PLAN_FULL);
+        ok = p->plan != NULL;
+    }
+    /* The caller's string need not outlive this call: a 2D plan added
+     * later (cpu_fft_plan_add_full) is made without the wisdom file. */
+    p->wisdom_dir = NULL;
+    if (!ok) {
         snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", npix, npix);
         cpu_fft_plan_destroy(p);
         return -1;
     }
-    memset(p->in, 0, n * sizeof(fftwf_complex)); /* FFTW_MEASURE scribbled on it */
+    memset(p->in, 0, n * sizeof(fftwf_complex)); /* FFTW_MEASURE scribbled on them */
+    memset(p->out, 0, n * sizeof(fftwf_complex));
     return 0;
+}
+
+int cpu_fft_plan_add_full(cpu_fft_plan *p, char *err, size_t errlen)
+{
+    if (p->plan) return 0;
+    if (threads_ok) fftwf_plan_with_nthreads(p->threads);
+    int measured = p->measured;
+    p->plan = make_plan(p, PLAN_FULL);
+    p->measured = measured && p->measured;
+    size_t n = (size_t)p->npix * (size_t)p->npix;
+    memset(p->in, 0, n * sizeof(fftwf_complex));
+    memset(p->out, 0, n * sizeof(fftwf_complex));
+    if (!p->plan) {
+        snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", p->npix, p->npix);
+        return -1;
+    }
+    return 0;
+}
+
+void cpu_fft_plan_execute_dft(const cpu_fft_plan *p, fftwf_complex *in, fftwf_complex *out,
+                              int full)
+{
+    if (full || !p->band) {
+        fftwf_execute_dft(p->plan, in, out);
+        return;
+    }
+    /* The split interface on interleaved arrays (ii = ri + 1, strides in
+     * floats: FFTW manual, "Guru Complex DFTs"), so that fftwf_execute_dft
+     * stays one call per transform, the one writing the result. */
+    int n = p->npix, b = p->band;
+    float *ri = (float *)in, *ro = (float *)out;
+    fftwf_execute_split_dft(p->rows, ri, ri + 1, ro, ro + 1);
+    fftwf_execute_split_dft(p->transpose, ro, ro + 1, ri, ri + 1);
+    fftwf_execute_dft(p->all_rows, in, out);
+    for (size_t r = 0; r < (size_t)n; ++r) { /* in's band columns back to zero */
+        memset(in + r * n, 0, (size_t)b * sizeof *in);
+        memset(in + r * n + (n - b), 0, (size_t)b * sizeof *in);
+    }
 }
 
 void cpu_fft_plan_execute(const cpu_fft_plan *p)
 {
-    fftwf_execute(p->plan);
+    cpu_fft_plan_execute_dft(p, p->in, p->out, 0);
 }
 
 void cpu_fft_plan_destroy(cpu_fft_plan *p)
 {
     if (p->plan) fftwf_destroy_plan(p->plan);
+    if (p->rows) fftwf_destroy_plan(p->rows);
+    if (p->transpose) fftwf_destroy_plan(p->transpose);
+    if (p->all_rows) fftwf_destroy_plan(p->all_rows);
     fftwf_free(p->in);
     fftwf_free(p->out);
     memset(p, 0, sizeof *p);

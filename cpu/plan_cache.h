@@ -11,11 +11,21 @@
 
 typedef struct {
     int npix;
-    int threads;        /* threads FFTW uses inside one transform */
-    int measured;       /* the plan was measured (from wisdom or now) */
-    fftwf_plan plan;    /* out-of-place in -> out, FFTW_FORWARD */
-    fftwf_complex *in;  /* N*N, row-major, pupil with the axis at index 0 */
-    fftwf_complex *out; /* N*N, row-major, zero frequency at index 0 */
+    int threads;            /* threads FFTW uses inside one transform */
+    int measured;           /* the plans were measured (from wisdom or now) */
+    int measure;            /* asked for measured plans (a full plan made later is too) */
+    const char *wisdom_dir; /* during cpu_fft_plan_create_band only, then NULL */
+    void (*warn)(const char *);
+    fftwf_plan plan;      /* out-of-place in -> out, FFTW_FORWARD, the whole N x N
+                             DFT; NULL while only the pruned plans are needed */
+    int band;             /* B > 0: pruned; in's samples lie in rows and columns
+                             [0, B) and [N - B, N), the rest is zero; 0: not pruned */
+    fftwf_plan rows;      /* pruned: the 2 B band rows' DFTs, in -> out (split interface) */
+    fftwf_plan transpose; /* pruned: out's band rows -> in's band columns */
+    fftwf_plan all_rows;  /* pruned: the N rows' DFTs, in -> out */
+    fftwf_complex *in;    /* N*N, row-major, pupil with the axis at index 0 (pruned:
+                             transposed, see cpu_fft_plan_create_band) */
+    fftwf_complex *out;   /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
 
 /* FFTW's wisdom file in the cache directory (psf_backend_options.cache_dir). */
@@ -36,6 +46,33 @@ typedef struct {
  * that cannot be read or written is not an error. */
 int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, const char *wisdom_dir,
                         void (*warn)(const char *), char *err, size_t errlen);
+
+/* The same with the transform pruned (band B > 0, 2 B <= N): with X in in,
+ * its samples inside rows and columns [0, B) and [N - B, N) (the rest zero),
+ * the 1D DFTs of X's 2 B band rows R = X F (in -> out), the transpose of
+ * those rows into in's band columns (F X^T: zero elsewhere as X is), and
+ * the DFTs of in's N contiguous rows: out = F X^T F = DFT2(X)^T, the 2D DFT
+ * of X^T. So in takes the pupil transposed (sample (i, j) at j N + i) and
+ * out is its DFT in the usual layout, from 2 B/N of the first pass's rows
+ * and no strided column pass (which cost 2/3 of FFTW's own 2D transform at
+ * N = 256-1024). After each transform in is all zero again (its band
+ * columns cleared). band = 0, or one for which pruning saves under 20% of
+ * the row work, plans the whole 2D transform. Returns as
+ * cpu_fft_plan_create. */
+int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, int measure,
+                             const char *wisdom_dir, void (*warn)(const char *), char *err,
+                             size_t errlen);
+
+/* Plan the whole N x N transform of a pruned p too (for a pupil with samples
+ * outside the band), measured if p's were asked to be (no wisdom file);
+ * in and out are zeroed after.
+ * Returns 0, or -1 with err. */
+int cpu_fft_plan_add_full(cpu_fft_plan *p, char *err, size_t errlen);
+
+/* Transform in into out (p->in/p->out or other fftwf_malloc'd N x N buffers):
+ * pruned unless full (then p->plan, which must exist, on in as it is). */
+void cpu_fft_plan_execute_dft(const cpu_fft_plan *p, fftwf_complex *in, fftwf_complex *out,
+                              int full);
 
 /* Transform p->in into p->out. */
 void cpu_fft_plan_execute(const cpu_fft_plan *p);

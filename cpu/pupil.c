@@ -185,39 +185,6 @@ int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, dou
     return build(pp, set, grid, dx_m, 1, err, errlen);
 }
 
-void cpu_pupil_field(const cpu_pupil *pp, int nterms, const double *coeff_waves,
-                     double opd_to_waves, fftwf_complex *in)
-{
-    size_t nopen = pp->nopen;
-    int has_opd = pp->opd && opd_to_waves != 0.0;
-    int flat = !has_opd;
-    size_t ncoeff = (size_t)nterms + (size_t)pp->seg_count * pp->seg_nterms;
-    for (size_t t = 0; t < ncoeff && flat; ++t)
-        flat = coeff_waves[t] == 0.0;
-    if (flat) { /* no aberration: a real field, no trigonometry */
-        for (size_t k = 0; k < nopen; ++k) {
-            in[pp->dest[k]][0] = pp->amp[k];
-            in[pp->dest[k]][1] = 0.0f;
-        }
-        return;
-    }
-    const double two_pi = 2.0 * M_PI;
-    for (size_t k = 0; k < nopen; ++k) {
-        double w = has_opd ? pp->opd[k] * opd_to_waves : 0.0;
-        for (int t = 0; t < nterms; ++t)
-            w += coeff_waves[t] * pp->basis[(size_t)t * nopen + k];
-        if (pp->seg_nterms > 0 && pp->seg[k] >= 0) {
-            const double *c = coeff_waves + nterms + (size_t)pp->seg[k] * pp->seg_nterms;
-            for (int t = 0; t < pp->seg_nterms; ++t)
-                w += c[t] * pp->seg_basis[(size_t)t * nopen + k];
-        }
-        /* Reduce to one wave in double, so float trigonometry stays exact. */
-        float ph = (float)(two_pi * (w - floor(w)));
-        in[pp->dest[k]][0] = pp->amp[k] * cosf(ph);
-        in[pp->dest[k]][1] = pp->amp[k] * sinf(ph);
-    }
-}
-
 void cpu_pupil_clear(const cpu_pupil *pp, fftwf_complex *in)
 {
     for (size_t k = 0; k < pp->nopen; ++k)

@@ -49,7 +49,8 @@ int cpu_pupil_build_compact(cpu_pupil *pp, const psf_problem *set, int grid, dou
                             size_t errlen);
 
 /* Write A exp(+i 2 pi W) at the open samples of in (N*N, or rows*cols for a
- * compact pupil; the rest of in must already be zero),
+ * compact pupil; the rest of in must already be zero; cpu/pupil_field.c:
+ * glibc's vector sinf/cosf where built with them, at most 4 ulp),
  * W = sum_k coeff_waves[k] basis_k + opd * opd_to_waves, plus for a pupil
  * with segment terms sum_t coeff_waves[nterms + seg * seg_nterms + t]
  * seg_basis_t (psf_component.coeff_waves's layout). */

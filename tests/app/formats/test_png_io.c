@@ -526,6 +526,56 @@ static void test_write_levels(void **state)
     free(dir);
 }
 
+/* Levels written at every compression level and both depths decode to
+ * exactly what was given: 100^2 (libdeflate's level 1) and 600^2 (past
+ * 512^2 level 1 is libdeflate's level 2), PSF-like (a bright core, rings,
+ * a dark floor with single-level noise). */
+static void test_write_levels_decode_exactly(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("png");
+    char path[4096], err[512] = "";
+    snprintf(path, sizeof path, "%s/x.png", dir);
+    static const int sizes[] = {100, 600}, levels[] = {0, 1, 2, 6, 9}, depths[] = {8, 16};
+    for (int si = 0; si < 2; ++si) {
+        int n = sizes[si];
+        unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
+        unsigned seed = 12345u;
+        for (int r = 0; r < n; ++r)
+            for (int c = 0; c < n; ++c) {
+                double x = (c - n / 2) / 3.0, y = (r - n / 2) / 3.0, q = sqrt(x * x + y * y);
+                seed = seed * 1103515245u + 12345u;
+                double v = 65535.0 * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
+                lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
+            }
+        for (int li = 0; li < 5; ++li)
+            for (int di = 0; di < 2; ++di) {
+                int bits = depths[di];
+                assert_int_equal(
+                    psf_png_write_levels(path, lv, n, bits, levels[li], err, sizeof err), 0);
+                raw_png p;
+                assert_int_equal(raw_png_read(path, &p), 0);
+                assert_int_equal(p.w, n);
+                assert_int_equal(p.h, n);
+                assert_int_equal(p.depth, bits);
+                for (int r = 0; r < n; ++r)
+                    for (int c = 0; c < n; ++c) {
+                        unsigned want = lv[(size_t)r * n + c];
+                        if (bits == 8) want = want > 255 ? 255 : want;
+                        unsigned got = bits == 16 ? raw16(&p, r, c) : raw8(&p, r, c);
+                        if (got != want)
+                            fail_msg("%d^2 %d-bit level %d: (%d, %d) %u != %u", n, bits, levels[li],
+                                     r, c, got, want);
+                    }
+                free(p.bytes);
+            }
+        free(lv);
+    }
+    assert_int_equal(tu_count_entries(dir), 1);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* ---- reading ---- */
 
 static void test_read_low_depth_gray(void **state)
@@ -725,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_write_replaces_and_compression),
         cmocka_unit_test(test_write_errors),
         cmocka_unit_test(test_write_levels),
+        cmocka_unit_test(test_write_levels_decode_exactly),
         cmocka_unit_test(test_read_low_depth_gray),
         cmocka_unit_test(test_read_interlaced_16),
         cmocka_unit_test(test_read_refused_types),

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The pruned FFT (cpu/plan_cache.h: row DFTs of the pupil's rows only, then
+ * the columns) is the same DFT as FFTW's whole 2D transform: compared on
+ * random fields in the band (the pupil transposed), and through the backend (a set's images with
+ * pupil_samples known, pruned, against the same set without it, unpruned)
+ * to 1e-6 of the peak, for even and odd grids, broadband pupils of several
+ * pitches and a pupil reaching past the band (the 2D plan's fallback). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "cpu/plan_cache.h"
+
+/* max |a - b| / max |b| over n values. */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0.0, peak = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        peak = fmax(peak, fabs((double)b[i]));
+    }
+    return d / peak;
+}
+
+/* X: random values on the band's rows and columns (the rest zero). The
+ * pruned transform of X is the 2D DFT of X^T (cpu/plan_cache.h): compared
+ * with a plain 2D plan's of X^T; and in is all zero after it. */
+static void plan_case(int npix, int band, int measure)
+{
+    char err[256];
+    cpu_fft_plan pr, full;
+    assert_int_equal(
+        cpu_fft_plan_create_band(&pr, npix, band, 1, measure, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(pr.band, band); /* pruning applies at these sizes */
+    assert_int_equal(cpu_fft_plan_create(&full, npix, 1, 0, NULL, NULL, err, sizeof err), 0);
+    unsigned seed = 7u;
+    size_t n2 = (size_t)npix * npix;
+    for (int rep = 0; rep < 2; ++rep) { /* in must be ready for the next transform */
+        for (int r = 0; r < npix; ++r)
+            for (int c = 0; c < npix; ++c)
+                for (int k = 0; k < 2; ++k) {
+                    int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
+                    seed = seed * 1664525u + 1013904223u;
+                    float v = in_band ? (float)(seed >> 8) / 16777216.0f - 0.5f : 0.0f;
+                    if (in_band) pr.in[(size_t)r * npix + c][k] = v;
+                    full.in[(size_t)c * npix + r][k] = v;
+                }
+        cpu_fft_plan_execute(&pr);
+        cpu_fft_plan_execute(&full);
+        assert_true(rel_diff((const float *)pr.out, (const float *)full.out, 2 * n2) < 1e-6);
+        for (size_t i = 0; i < n2; ++i)
+            assert_true(pr.in[i][0] == 0.0f && pr.in[i][1] == 0.0f);
+    }
+    cpu_fft_plan_destroy(&pr);
+    cpu_fft_plan_destroy(&full);
+}
+
+static void test_plan_pruned_is_the_dft(void **state)
+{
+    (void)state;
+    plan_case(64, 18, 0);
+    plan_case(96, 26, 1);
+    plan_case(101, 27, 0); /* odd N: the second band unaligned */
+    plan_case(256, 66, 1);
+}
+
+static void test_plan_band_not_worth_it(void **state)
+{
+    (void)state;
+    char err[256];
+    cpu_fft_plan p;
+    assert_int_equal(cpu_fft_plan_create_band(&p, 64, 30, 1, 0, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(p.band, 0); /* 2 x 30 of 64 rows: the whole 2D plan */
+    assert_non_null(p.plan);
+    cpu_fft_plan_destroy(&p);
+}
+
+/* A set's images through psf_backend_cpu with pupil_samples = hint (0 =
+ * unknown: not pruned). Components: ncomp pitches 2/n .. 2/n * 0.8. */
+static float *images(int npix, int n, int hint, int ncomp, int njobs)
+{
+    static const int zn[3] = {2, 3, 4}, zm[3] = {0, 1, -2};
+    static const double coeff[2][3] = {{0.2, 0.15, -0.1}, {0.0, 0.0, 0.0}};
+    psf_problem d = {.npix = npix, .max_batch = njobs, .nimages = njobs, .pupil_samples = hint};
+    d.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0, .obscuration = 0.3};
+    d.modes = (psf_modes){.nterms = 3, .n = zn, .m = zm};
+    char err[512];
+    psf_backend *b;
+    assert_int_equal(psf_backend_cpu.create(&d, NULL, &b, err, sizeof err), 0);
+    psf_job *jobs = calloc((size_t)njobs, sizeof *jobs);
+    for (int k = 0; k < njobs; ++k) {
+        jobs[k].ncomp = ncomp;
+        for (int c = 0; c < ncomp; ++c)
+            jobs[k].comp[c] = (psf_component){.wavelength_m = 500e-9,
+                                              .dx_m = 1.0 / n * (1.0 + 0.25 * c),
+                                              .scale = 1.0 / (c + 1),
+                                              .coeff_waves = coeff[k % 2]};
+    }
+    size_t plane = (size_t)npix * npix;
+    float *img = malloc((size_t)njobs * plane * sizeof *img);
+    assert_int_equal(psf_backend_cpu.run(b, jobs, njobs, img, err, sizeof err), 0);
+    psf_backend_cpu.destroy(b);
+    free(jobs);
+    return img;
+}
+
+static void backend_case(int npix, int n, int hint, int ncomp, int njobs)
+{
+    float *pruned = images(npix, n, hint, ncomp, njobs), *full = images(npix, n, 0, ncomp, njobs);
+    size_t plane = (size_t)npix * npix;
+    for (int k = 0; k < njobs; ++k)
+        assert_true(rel_diff(pruned + k * plane, full + k * plane, plane) < 1e-6);
+    free(pruned);
+    free(full);
+}
+
+static void test_backend_pruned_equals_unpruned(void **state)
+{
+    (void)state;
+    backend_case(128, 64, 64, 1, 4);   /* Q = 2, image lanes */
+    backend_case(125, 50, 50, 3, 3);   /* odd N, three pitches per image */
+    backend_case(512, 128, 128, 2, 2); /* FFTW's threads inside each transform */
+    backend_case(128, 64, 24, 2, 3);   /* hint too small: past the band, the 2D plan */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_pruned_is_the_dft),
+        cmocka_unit_test(test_plan_band_not_worth_it),
+        cmocka_unit_test(test_backend_pruned_equals_unpruned),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
