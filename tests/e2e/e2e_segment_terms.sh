@@ -145,7 +145,7 @@ printf 's1_z1\n0.5\n' >tab_circ.csv
 echo "$CIRC
 sweep: { table = \"tab_circ.csv\"; };" >tab_circ.cfg
 expect_exit 2 "tab_circ" -- "$PSFSIM" -c tab_circ.cfg -o out_tab_circ
-expect_stderr "tab_circ.cfg:3: sweep.table: tab_circ.csv:1:1 \(s1_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, z<j> with j" "tab_circ: s<k>_z<j> without segments: message"
+expect_stderr "tab_circ.cfg:3: sweep.table: tab_circ.csv:1:1 \(s1_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> with j" "tab_circ: s<k>_z<j> without segments: message"
 [ ! -e out_tab_circ ] && pass "tab_circ: nothing written" || fail "tab_circ: out_tab_circ was created"
 
 # HDF5: labels/s<k>_z<j> equal the manifest's columns, the sidecar names them.
