@@ -29,16 +29,14 @@
  * start() (set_files_create), where a failure to make the lock file is a
  * run-time one; here only --resume fails on a directory it cannot open. */
 /* The command that reproduces the images, for the FITS HISTORY: psfsim
- * -c CONFIG and --backend when given (bytes outside printable ASCII as
- * '?'). The options that change no image (-o, -j, --gpus, --force,
- * --resume, -q, -v) are left out, so that the files do not depend on them
- * (e2e_lanes and e2e_resume compare them byte for byte). */
+ * -c CONFIG (bytes outside printable ASCII as '?'). The options that change
+ * no image beyond the backends' tolerance (-o, -j, --backend, --gpus,
+ * --force, --resume, -q, -v) are left out, so that the files do not depend
+ * on them (e2e_lanes, e2e_resume and e2e_gpu_fallback compare them byte for
+ * byte); the BACKEND card says who computed each image. */
 static void run_command_line(const cli_options *o, char *out, size_t outlen)
 {
-    static const char *const names[] = {"auto", "cpu", "gpu"};
-    int b = o->backend >= BACKEND_AUTO && o->backend <= BACKEND_GPU ? (int)o->backend : 0;
-    snprintf(out, outlen, "psfsim -c %s%s%s", o->config_path ? o->config_path : "",
-             o->backend_given ? " --backend " : "", o->backend_given ? names[b] : "");
+    snprintf(out, outlen, "psfsim -c %s", o->config_path ? o->config_path : "");
     for (char *p = out; *p; ++p)
         if (*p < 32 || *p > 126) *p = '?';
 }

@@ -142,6 +142,16 @@ static void permute(float *v, const dest_index *order, size_t nopen, float *tmp)
     memcpy(v, tmp, nopen * sizeof *v);
 }
 
+/* permute for the segment index: tmp is transpose_dest's malloc'd
+ * scratch (no declared type, and an int is a float's size). */
+_Static_assert(sizeof(int) == sizeof(float), "the scratch holds either");
+static void permute_int(int *v, const dest_index *order, size_t nopen, int *tmp)
+{
+    for (size_t k = 0; k < nopen; ++k)
+        tmp[k] = v[order[k].k];
+    memcpy(v, tmp, nopen * sizeof *v);
+}
+
 /* The pruned transform takes the pupil transposed (cpu/plan_cache.h):
  * sample (i, j) of the FFT input at j N + i; the samples are put in the
  * order of their new index, so that cpu_pupil_field writes in sequence (in
@@ -168,6 +178,9 @@ static int transpose_dest(cpu_pupil *pp, int nterms, int npix, char *err, size_t
     for (int t = 0; t < nterms; ++t)
         permute(pp->basis + (size_t)t * nopen, order, nopen, tmp);
     if (pp->opd) permute(pp->opd, order, nopen, tmp);
+    for (int t = 0; t < pp->seg_nterms; ++t) /* segment terms: their basis and index too */
+        permute(pp->seg_basis + (size_t)t * nopen, order, nopen, tmp);
+    if (pp->seg) permute_int(pp->seg, order, nopen, (int *)tmp);
     free(order);
     free(tmp);
     return 0;
