@@ -107,7 +107,8 @@ void manifest_label_text(const image_set *s, const image_info *info, char *out, 
     if (outlen < manifest_label_bytes(s)) return;
     if (axes_is_dataset(&s->axes)) {
         if (s->cfg->random.count > 0)
-            at += (size_t)snprintf(out, outlen, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
+            at +=
+                (size_t)snprintf(out, outlen, ",%lld,%llu", info->params.draw, s->cfg->random.seed);
         for (int i = 0; i < s->labels.nterms; ++i)
             exact_cell(out, outlen, &at, set_labels_total(&s->labels, info->coeff_units, i));
     }

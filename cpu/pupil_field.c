@@ -46,7 +46,8 @@ FIELD_CLONES static void field_chunk(const cpu_pupil *pp, size_t k0, size_t m, i
         for (size_t k = 0; k < m; ++k)
             w[k] += c * b[k];
     }
-    for (size_t k = 0; pp->seg_nterms > 0 && k < m; ++k) { /* segment terms, after the global ones */
+    for (size_t k = 0; pp->seg_nterms > 0 && k < m;
+         ++k) { /* segment terms, after the global ones */
         if (pp->seg[k0 + k] < 0) continue;
         const double *c = coeff_waves + nterms + (size_t)pp->seg[k0 + k] * pp->seg_nterms;
         for (int t = 0; t < pp->seg_nterms; ++t)

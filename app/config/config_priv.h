@@ -57,17 +57,17 @@ typedef struct {
 
 /* What a key holds (config_schema.c checks it before anything reads it). */
 typedef enum {
-    CFG_K_GROUP,             /* { ... } */
-    CFG_K_INT,               /* integer (32- or 64-bit literal) */
-    CFG_K_FLOAT,             /* any number; integers accepted */
-    CFG_K_STRING,            /* "..." */
-    CFG_K_BOOL,              /* true | false */
-    CFG_K_NUMBERS,           /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS,             /* ( (j, x), ... ): elements checked by the reader */
-    CFG_K_TRIPLES,           /* ( (j, "name", x), ... ): elements checked by the reader */
-    CFG_K_GROUPS,            /* ( { ... }, ... ): elements checked by the reader */
-    CFG_K_SEGTERMS,          /* ( (segment, j, x), ... ): elements checked by the reader */
-    CFG_K_NUMBER_OR_NUMBERS  /* a number, or a list of numbers as CFG_K_NUMBERS */
+    CFG_K_GROUP,            /* { ... } */
+    CFG_K_INT,              /* integer (32- or 64-bit literal) */
+    CFG_K_FLOAT,            /* any number; integers accepted */
+    CFG_K_STRING,           /* "..." */
+    CFG_K_BOOL,             /* true | false */
+    CFG_K_NUMBERS,          /* [a, b, ...] or (a, b, ...) of numbers */
+    CFG_K_PAIRS,            /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES,          /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS,           /* ( { ... }, ... ): elements checked by the reader */
+    CFG_K_SEGTERMS,         /* ( (segment, j, x), ... ): elements checked by the reader */
+    CFG_K_NUMBER_OR_NUMBERS /* a number, or a list of numbers as CFG_K_NUMBERS */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
