@@ -5,6 +5,7 @@
  * (app/set_files.c) and the writers, run the image loop (app/run_loop.c),
  * close the files, report (app/run_report.c), clean up. */
 #include "app/run.h"
+#include "backend/cpu_count.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -147,7 +148,7 @@ static int start(run_state *r, char *err, size_t errlen)
 {
     int rc = r->mpi ? run_ranks_open_journals(r, err, errlen) : set_files_create(r, err, errlen);
     if (rc != 0 || set_files_open_cube(r, err, errlen) != 0) return -1;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = psf_cpu_count();
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
     r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory and disk limits checked before any work (set_limits.h). */
 #include "app/set_limits.h"
+#include "backend/cpu_count.h"
 
 #include "app/run_state.h"
 
@@ -380,8 +381,7 @@ int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, l
     if (check_hdf5_image(s, err, errlen) != 0) return -1;
     int nwriters = o && o->jobs > 0 ? o->jobs : 0;
     if (nwriters == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        nwriters = n > 0 ? (int)n : 1;
+        nwriters = psf_cpu_count();
     }
     limits_memory m;
     limits_memory_need(s, nwriters, todo, &m);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_count.h"
 #include "backend/bytes.h"
 #include "backend/detector.h"
 #include "cpu/detector.h"
@@ -84,8 +85,7 @@ static int cpu_threads(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->npix < CPU_THREADED_MIN_NPIX) return 1;
     if (opt->threads > 0) return opt->threads;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return psf_cpu_count();
 }
 
 /* Images of one run() computed in parallel, one FFT buffer pair per thread,
@@ -94,7 +94,7 @@ static int cpu_threads(const psf_problem *set, const psf_backend_options *opt)
 static int image_lanes(const psf_problem *set, const psf_backend_options *opt)
 {
     if (set->mft || set->npix >= CPU_THREADED_MIN_NPIX) return 1;
-    long n = opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = opt->threads > 0 ? opt->threads : psf_cpu_count();
     if (n > CPU_MAX_LANES) n = CPU_MAX_LANES;
     if (n > set->max_batch) n = set->max_batch;
     return n > 1 ? (int)n : 1;

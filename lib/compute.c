@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app/formats/png_io.h"
+#include "backend/cpu_count.h"
 #include "app/set/measure.h"
 #include "lib/set_priv.h"
 
@@ -276,7 +277,7 @@ static void prefault_join(prefault_part *parts, int n)
 
 static int finishers(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = psf_cpu_count();
     return n < 1 ? 1 : n > FINISH_MAX_THREADS ? FINISH_MAX_THREADS : (int)n;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/select/backend_select.h"
+#include "backend/cpu_count.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ static int choose_auto(const image_set *s, int writers, const gpu_list *gpus, ba
     if (gpu_list_resolve(gpus, f.gpu_count > 0 ? f.gpu_count : 1, d->devices, &d->ndevices, err,
                          errlen) != 0)
         return -1;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = psf_cpu_count();
     cost_job job = {.npix = s->calc_npix > 0 ? s->calc_npix : s->samp.npix, /* computed grid */
                     .nimages = s->nimages,
                     .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,

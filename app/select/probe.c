@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/select/probe.h"
+#include "backend/cpu_count.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -221,7 +222,7 @@ int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, int mea
     memset(f, 0, sizeof *f);
     gpu_note[0] = '\0';
     f->nsizes = PROBE_NSIZES;
-    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    long nproc = psf_cpu_count();
     f->cpu_threads = nproc > 0 ? (int)nproc : 1;
     for (int i = 0; i < PROBE_NSIZES; ++i) {
         f->npix[i] = probe_sizes[i];
