@@ -4,7 +4,13 @@
  *  2. batches into pinned host memory (PSFs/s; the host link bounds it);
  *  3. device-side compute of one pass (pupil kernel + batched cuFFT + fused
  *     intensity kernel) against cuFFT + a plain |.|^2 pass alone, with CUDA
- *     events, and each stage on its own.
+ *     events, and each stage on its own;
+ *  4. device-side compute of a 10,000-image set at 256 x 256 without and
+ *     with the detector stage (gpu/detector.h), in the backend's
+ *     sub-batches, with CUDA events (issue 14: <= 1.5x).
+ * Usage: psfsim_gpu_micro            all four parts
+ *        psfsim_gpu_micro detector [IMAGES [BATCH]]   part 4 only
+ * Exits 77 (skipped) without a CUDA device.
  * Built by bench/CMakeLists.txt as psfsim_gpu_micro; by hand, after the
  * project's build in /tmp/b:
  *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/gpu_micro.cu /tmp/b/libpsfsim_gpu.a \
@@ -20,9 +26,11 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "backend/detector.h"
 }
 #include "backend/gpu_module_abi.h"
 #include "gpu/cuda_check.h"
+#include "gpu/detector.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
 #include "gpu/pupil.h"
@@ -146,45 +154,32 @@ __global__ static void abs2_kernel(const cufftComplex *f, float *out, size_t n)
         if (call) die(#call, err);                                                                 \
     } while (0)
 
-/* Device-side time per PSF of the pipeline's pass and of its parts. */
-static void device_figures(int npix, int batch, int iters)
-{
-    char err[1024];
-    gpu_check chk;
-    gpu_check_init(&chk, 0, err, sizeof err);
-    chk.fail_at = 0;
-    size_t plane = (size_t)npix * npix;
-    psf_problem d;
-    make_desc(npix, batch, &d);
-    cudaStream_t s;
-    CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));
-    int *modes;
-    int nm[2 * NTERMS];
-    memcpy(nm, MODE_N, sizeof MODE_N);
-    memcpy(nm + NTERMS, MODE_M, sizeof MODE_M);
-    CK(GPU_CUDA(&chk, cudaMalloc(&modes, sizeof nm)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(modes, nm, sizeof nm, cudaMemcpyHostToDevice)));
+/* The device buffers of one pass of `batch` one-field images at N, as
+ * gpu/backend.cu has them: the pupil (built in build_us), the field tables,
+ * pupil fields, their out-of-place transforms (part 4's; the detector's
+ * spectrum scratch too), the images, the cuFFT plans. Parts 3 and 4. */
+typedef struct {
+    int npix, batch;
     gpu_pupil_set ps;
-    memset(&ps, 0, sizeof ps);
-    ps.npix = npix;
-    ps.radius_m = 0.5;
-    aperture_geom_init(&d.aperture, &ps.geom);
-    ps.map_width_m = ps.map_height_m = 1.0;
-    ps.opd_width_m = ps.opd_height_m = 1.0;
-    ps.nterms = NTERMS;
-    ps.ncoeff = NTERMS; /* coefficients per field: no segment terms */
-    ps.modes = modes;
-    ps.basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
     gpu_pupil pp, *dpp;
-    double t0 = now_us();
-    CK(gpu_pupil_build(&pp, &ps, 2.0 / npix, s, &chk));
-    double t_build = now_us() - t0;
-    CK(GPU_CUDA(&chk, cudaMalloc(&dpp, sizeof pp)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(dpp, &pp, sizeof pp, cudaMemcpyHostToDevice)));
-    gpu_field_desc *desc = (gpu_field_desc *)calloc(batch, sizeof *desc), *ddesc;
-    double *coeff = (double *)malloc((size_t)batch * NTERMS * sizeof *coeff), *dcoeff;
-    float *scale = (float *)malloc(batch * sizeof(float)), *dscale;
-    gpu_pass_image *im = (gpu_pass_image *)calloc(batch, sizeof *im), *dim;
+    int *modes;
+    gpu_field_desc *ddesc;
+    double *dcoeff;
+    float *dscale, *img;
+    gpu_pass_image *dim;
+    cufftComplex *field, *spec;
+    gpu_plan_cache pc;
+    double build_us;
+} micro_pass;
+
+static void micro_tables(micro_pass *p, gpu_check *chk, char *err)
+{
+    int batch = p->batch;
+    gpu_field_desc *desc = (gpu_field_desc *)calloc(batch, sizeof *desc);
+    double *coeff = (double *)malloc((size_t)batch * NTERMS * sizeof *coeff);
+    float *scale = (float *)malloc(batch * sizeof(float));
+    gpu_pass_image *im = (gpu_pass_image *)calloc(batch, sizeof *im);
+    if (!desc || !coeff || !scale || !im) die("tables", "out of host memory");
     for (int k = 0; k < batch; ++k) {
         for (int t = 0; t < NTERMS; ++t)
             coeff[k * NTERMS + t] = 0.05 * (t + 1) * sin(0.1 * k + t);
@@ -193,23 +188,88 @@ static void device_figures(int npix, int batch, int iters)
         im[k].first_field = k;
         im[k].nfields = 1;
     }
-    CK(GPU_CUDA(&chk, cudaMalloc(&ddesc, batch * sizeof *desc)));
-    CK(GPU_CUDA(&chk, cudaMalloc(&dcoeff, (size_t)batch * NTERMS * sizeof *coeff)));
-    CK(GPU_CUDA(&chk, cudaMalloc(&dscale, batch * sizeof(float))));
-    CK(GPU_CUDA(&chk, cudaMalloc(&dim, batch * sizeof *im)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(ddesc, desc, batch * sizeof *desc, cudaMemcpyHostToDevice)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(dcoeff, coeff, (size_t)batch * NTERMS * sizeof *coeff,
-                                 cudaMemcpyHostToDevice)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(dscale, scale, batch * sizeof(float), cudaMemcpyHostToDevice)));
-    CK(GPU_CUDA(&chk, cudaMemcpy(dim, im, batch * sizeof *im, cudaMemcpyHostToDevice)));
-    cufftComplex *field;
-    float *img;
-    CK(GPU_CUDA(&chk, cudaMalloc(&field, (size_t)batch * plane * sizeof *field)));
-    CK(GPU_CUDA(&chk, cudaMalloc(&img, (size_t)batch * plane * sizeof *img)));
-    gpu_plan_cache pc;
-    gpu_plan_cache_init(&pc, npix, s);
+    CK(GPU_CUDA(chk, cudaMalloc(&p->ddesc, batch * sizeof *desc)));
+    CK(GPU_CUDA(chk, cudaMalloc(&p->dcoeff, (size_t)batch * NTERMS * sizeof *coeff)));
+    CK(GPU_CUDA(chk, cudaMalloc(&p->dscale, batch * sizeof(float))));
+    CK(GPU_CUDA(chk, cudaMalloc(&p->dim, batch * sizeof *im)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->ddesc, desc, batch * sizeof *desc, cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->dcoeff, coeff, (size_t)batch * NTERMS * sizeof *coeff,
+                                cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->dscale, scale, batch * sizeof(float), cudaMemcpyHostToDevice)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->dim, im, batch * sizeof *im, cudaMemcpyHostToDevice)));
+    free(desc);
+    free(coeff);
+    free(scale);
+    free(im);
+}
+
+/* Exits (die) on a failure, as every part does. */
+static void micro_pass_create(micro_pass *p, int npix, int batch, cudaStream_t s, gpu_check *chk,
+                              char *err)
+{
+    memset(p, 0, sizeof *p);
+    p->npix = npix;
+    p->batch = batch;
+    psf_problem d;
+    make_desc(npix, batch, &d);
+    int nm[2 * NTERMS];
+    memcpy(nm, MODE_N, sizeof MODE_N);
+    memcpy(nm + NTERMS, MODE_M, sizeof MODE_M);
+    CK(GPU_CUDA(chk, cudaMalloc(&p->modes, sizeof nm)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->modes, nm, sizeof nm, cudaMemcpyHostToDevice)));
+    gpu_pupil_set *ps = &p->ps;
+    ps->npix = npix;
+    ps->radius_m = 0.5;
+    aperture_geom_init(&d.aperture, &ps->geom);
+    ps->map_width_m = ps->map_height_m = 1.0;
+    ps->opd_width_m = ps->opd_height_m = 1.0;
+    ps->nterms = NTERMS;
+    ps->ncoeff = NTERMS;
+    ps->modes = p->modes;
+    ps->basis_max_bytes = GPU_PUPIL_BASIS_MAX_BYTES;
+    double t0 = now_us();
+    CK(gpu_pupil_build(&p->pp, ps, 2.0 / npix, s, chk));
+    p->build_us = now_us() - t0;
+    CK(GPU_CUDA(chk, cudaMalloc(&p->dpp, sizeof p->pp)));
+    CK(GPU_CUDA(chk, cudaMemcpy(p->dpp, &p->pp, sizeof p->pp, cudaMemcpyHostToDevice)));
+    micro_tables(p, chk, err);
+    size_t n = (size_t)batch * npix * npix;
+    CK(GPU_CUDA(chk, cudaMalloc(&p->field, n * sizeof *p->field)));
+    CK(GPU_CUDA(chk, cudaMalloc(&p->spec, n * sizeof *p->spec)));
+    CK(GPU_CUDA(chk, cudaMalloc(&p->img, n * sizeof *p->img)));
+    gpu_plan_cache_init(&p->pc, npix, s);
+}
+
+static void micro_pass_destroy(micro_pass *p)
+{
+    gpu_plan_cache_destroy(&p->pc);
+    gpu_pupil_free(&p->pp);
+    cudaFree(p->dpp);
+    cudaFree(p->ddesc);
+    cudaFree(p->dcoeff);
+    cudaFree(p->dscale);
+    cudaFree(p->dim);
+    cudaFree(p->field);
+    cudaFree(p->spec);
+    cudaFree(p->img);
+    cudaFree(p->modes);
+}
+
+/* Device-side time per PSF of the pipeline's pass and of its parts. */
+static void device_figures(int npix, int batch, int iters)
+{
+    char err[1024];
+    gpu_check chk;
+    gpu_check_init(&chk, 0, err, sizeof err);
+    chk.fail_at = 0;
+    size_t plane = (size_t)npix * npix;
+    cudaStream_t s;
+    CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));
+    micro_pass p;
+    micro_pass_create(&p, npix, batch, s, &chk, err);
+    cufftComplex *field = p.field;
     cufftHandle plan;
-    CK(gpu_plan_cache_get(&pc, &chk, batch, &plan));
+    CK(gpu_plan_cache_get(&p.pc, &chk, batch, &plan));
     cudaEvent_t e0, e1;
     CK(GPU_CUDA(&chk, cudaEventCreate(&e0)));
     CK(GPU_CUDA(&chk, cudaEventCreate(&e1)));
@@ -219,15 +279,15 @@ static void device_figures(int npix, int batch, int iters)
             CK(GPU_CUDA(&chk, cudaEventRecord(e0, s)));
             for (int i = 0; i < iters; ++i) {
                 if (variant == 0 || variant == 2)
-                    CK(gpu_pupil_field(&ps, dpp, pp.basis != NULL, ddesc, dcoeff, batch, field, s,
-                                       &chk));
+                    CK(gpu_pupil_field(&p.ps, p.dpp, p.pp.basis != NULL, p.ddesc, p.dcoeff, batch,
+                                       field, s, &chk));
                 if (variant == 0 || variant == 1 || variant == 3)
                     CK(GPU_CUFFT(&chk, cufftExecC2C(plan, field, field, CUFFT_FORWARD)));
                 if (variant == 0 || variant == 4)
-                    CK(gpu_psf_intensity(field, dscale, dim, batch, npix, img, s, &chk));
+                    CK(gpu_psf_intensity(field, p.dscale, p.dim, batch, npix, p.img, s, &chk));
                 if (variant == 1) {
                     size_t n = (size_t)batch * plane;
-                    abs2_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(field, img, n);
+                    abs2_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(field, p.img, n);
                     CK(GPU_LAUNCH(&chk, "abs2_kernel"));
                 }
             }
@@ -241,23 +301,12 @@ static void device_figures(int npix, int batch, int iters)
     printf("N=%5d batch %4d (pupil build %.0f us, %zu open samples): pipeline %.3f us/PSF; "
            "cuFFT + |.|^2 alone %.3f us/PSF: %.0f%% | field %.3f, FFT %.3f, intensity %.3f us; "
            "field+intensity at %.0f GB/s\n",
-           npix, batch, t_build, pp.nopen, ms[0] * per, ms[1] * per, 100.0 * ms[1] / ms[0],
+           npix, batch, p.build_us, p.pp.nopen, ms[0] * per, ms[1] * per, 100.0 * ms[1] / ms[0],
            ms[2] * per, ms[3] * per, ms[4] * per, bytes / ((ms[2] + ms[4]) * per * 1e-6) * 1e-9);
-    gpu_plan_cache_destroy(&pc);
-    gpu_pupil_free(&pp);
-    cudaFree(dpp);
-    cudaFree(ddesc);
-    cudaFree(dcoeff);
-    cudaFree(dscale);
-    cudaFree(dim);
-    cudaFree(field);
-    cudaFree(img);
-    cudaFree(modes);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    micro_pass_destroy(&p);
     cudaStreamDestroy(s);
-    free(desc);
-    free(coeff);
-    free(scale);
-    free(im);
 }
 
 /* Cold cuFFT costs at N (first use of the size in the process): the size
@@ -294,10 +343,141 @@ static void plan_figures(int npix, int batch)
     cudaStreamDestroy(s);
 }
 
-int main(void)
+/* Part 4: the detector stage's device cost (issue 14). gpu/backend.cu makes
+ * sub-batches of GPU_SUBBATCH_BYTES (16 MiB) of images, so 64 at 256^2. */
+#define DET_BATCH_256 64
+
+static const double DET_IPC[9] = {0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0};
+
+/* Every effect on, at oversample s, the values of bench/bench_detector.c's "all". */
+static void det_all_effects(psf_detector *d, int s)
 {
+    memset(d, 0, sizeof *d);
+    d->oversample = s;
+    d->sample = 1;
+    d->pixel_response = 1;
+    d->jitter_px[0] = d->jitter_px[1] = 0.2;
+    d->diffusion_px = 0.25;
+    d->ipc = 1;
+    memcpy(d->ipc_kernel, DET_IPC, sizeof DET_IPC);
+}
+
+/* Enqueue the set of nimages in sub-batches of at most p->batch, sized as
+ * gpu/backend.cu's subbatch_size does (evened out, at most two sizes):
+ * pupil field, out-of-place C2C, intensity, then det's stage when det. */
+static void det_set_enqueue(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
+                            gpu_check *chk, char *err)
+{
+    long long most = (nimages + 1) / 2, nsub;
+    int per = (int)(most < p->batch ? most : p->batch);
+    nsub = (nimages + per - 1) / per;
+    per = (int)((nimages + nsub - 1) / nsub);
+    for (long long j0 = 0, k = 0; j0 < nimages; j0 += per, ++k) {
+        int n = (int)(nimages - j0 < per ? nimages - j0 : per);
+        cufftHandle plan;
+        CK(gpu_pupil_field(&p->ps, p->dpp, p->pp.basis != NULL, p->ddesc, p->dcoeff, n, p->field, s,
+                           chk));
+        CK(gpu_plan_cache_get(&p->pc, chk, n, &plan));
+        CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
+        CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
+        float *result;
+        if (det) CK(gpu_detector_apply(det, p->img, n, p->spec, (int)(k & 1), &result, chk));
+    }
+}
+
+/* Best of reps timed runs of the whole set (after one that makes the plans), ms. */
+static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
+                        gpu_check *chk, char *err)
+{
+    cudaEvent_t e0, e1;
+    CK(GPU_CUDA(chk, cudaEventCreate(&e0)));
+    CK(GPU_CUDA(chk, cudaEventCreate(&e1)));
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; ++rep) {
+        CK(GPU_CUDA(chk, cudaEventRecord(e0, s)));
+        det_set_enqueue(p, det, nimages, s, chk, err);
+        CK(GPU_CUDA(chk, cudaEventRecord(e1, s)));
+        CK(GPU_CUDA(chk, cudaEventSynchronize(e1)));
+        float ms;
+        CK(GPU_CUDA(chk, cudaEventElapsedTime(&ms, e0, e1)));
+        if (rep > 0 && ms < best) best = ms;
+    }
+    CK(GPU_CUDA(chk, cudaEventDestroy(e0)));
+    CK(GPU_CUDA(chk, cudaEventDestroy(e1)));
+    return best;
+}
+
+/* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
+ * effect at oversample 1, (c) every effect at oversample 4. CSV rows and
+ * the ratios (b)/(a), (c)/(a). */
+static void detector_figures(int npix, int batch, long long nimages)
+{
+    char err[1024];
+    gpu_check chk;
+    gpu_check_init(&chk, 0, err, sizeof err);
+    chk.fail_at = 0;
+    cudaStream_t s;
+    CK(GPU_CUDA(&chk, cudaStreamCreate(&s)));
+    micro_pass p;
+    micro_pass_create(&p, npix, batch, s, &chk, err);
+    static const char *const name[3] = {"none", "all", "all4"};
+    static const int oversample[3] = {0, 1, 4};
+    gpu_detector det[3];
+    memset(det, 0, sizeof det);
+    float ms[3];
+    printf("detector_device,mode,npix,out_npix,images,batch,ms_total,us_per_image,ratio_to_none\n");
+    for (int v = 0; v < 3; ++v) {
+        psf_problem d;
+        make_desc(npix, batch, &d);
+        if (v > 0) det_all_effects(&d.detector, oversample[v]);
+        CK(gpu_detector_create(&det[v], &d, batch, s, &chk));
+        ms[v] = det_set_ms(&p, v > 0 ? &det[v] : NULL, nimages, s, &chk, err);
+        printf("detector_device,%s,%d,%d,%lld,%d,%.3f,%.4f,%.3f\n", name[v], npix,
+               psf_detector_out_npix(&d), nimages, batch, ms[v], ms[v] * 1e3 / nimages,
+               ms[v] / ms[0]);
+    }
+    printf("# detector all effects / none, device compute: %.3f (oversample 1, %d -> %d), "
+           "%.3f (oversample 4, %d -> %d); target <= 1.5\n",
+           ms[1] / ms[0], npix, npix, ms[2] / ms[0], npix, npix / 4);
+    for (int v = 0; v < 3; ++v)
+        gpu_detector_destroy(&det[v]);
+    micro_pass_destroy(&p);
+    CK(GPU_CUDA(&chk, cudaStreamDestroy(s)));
+}
+
+/* Arguments of part 4 alone: detector [IMAGES [BATCH]]. Returns 0, or -1
+ * (usage). */
+static int detector_args(int argc, char **argv, long long *images, int *batch)
+{
+    *images = argc > 2 ? atoll(argv[2]) : 10000;
+    *batch = argc > 3 ? atoi(argv[3]) : DET_BATCH_256;
+    if (strcmp(argv[1], "detector") != 0 || argc > 4 || *images < 1 || *batch < 1 || *batch > 65535)
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long long det_images = 10000;
+    int det_batch = DET_BATCH_256;
+    if (argc > 1 && detector_args(argc, argv, &det_images, &det_batch) != 0) {
+        fprintf(stderr, "usage: %s [detector [IMAGES [BATCH]]]\n", argv[0]);
+        return 2;
+    }
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        char why[256];
+        gpu_no_device_reason(e, why, sizeof why);
+        printf("gpu_micro: skipped: no CUDA device (%s)\n", why);
+        return 77;
+    }
+    if (argc > 1) {
+        detector_figures(256, det_batch, det_images);
+        return 0;
+    }
     double t0 = now_us();
-    cudaFree(0);
+    if (cudaFree(0) != cudaSuccess) die("cudaFree(0)", "CUDA start failed");
     printf("CUDA start (cudaFree(0)): %.1f ms\n", (now_us() - t0) * 1e-3);
     plan_figures(256, 64);
     plan_figures(1024, 4);
@@ -315,5 +495,6 @@ int main(void)
     device_figures(2048, 8, 20);
     device_figures(4096, 1, 20);
     host_figures(4096, 4, 20, 5);
+    detector_figures(256, DET_BATCH_256, 10000);
     return 0;
 }
