@@ -170,6 +170,34 @@ PSFSIM_API int psfsim_zernike_terms(const psfsim_set *set, int *swept_j, int *te
 PSFSIM_API int psfsim_zernike(psfsim_set *set, long long first, long long count, double *swept,
                               double *total, char *err, size_t errlen);
 
+/* The per-segment Zernike label terms of a segmented aperture's set (the
+ * manifest's s<segment>_z<j> columns, docs/config.md, "Segmented
+ * apertures"): every (segment, j) non-zero somewhere in the set, by
+ * segment then j, j in the config's convention. *count (required) gets
+ * their number (0: none, any set without segment terms); segment and j
+ * may be NULL, else each must hold *count entries (ask with NULL first).
+ * PSFSIM_ERR_ARGUMENT (NULL set or count). */
+PSFSIM_API int psfsim_segment_terms(const psfsim_set *set, int *count, int *segment, int *j,
+                                    char *err, size_t errlen);
+
+/* For images [first, first + count): each label term's total coefficient
+ * (the manifest's s<segment>_z<j> cells: the fixed, swept, table and drawn
+ * values summed, in aberrations.units) into total[count * nterms],
+ * image-major, in psfsim_segment_terms' order (nterms its *count).
+ * total may be NULL only when nterms or count is 0. Errors as
+ * psfsim_params_get. */
+PSFSIM_API int psfsim_segment_zernike(psfsim_set *set, long long first, long long count,
+                                      double *total, char *err, size_t errlen);
+
+/* The detector positions of images [first, first + count) (the manifest's
+ * field_x_px, field_y_px: a sweep.table's label columns, pixels,
+ * docs/config.md "output.psf_grid") into xy[2 * count], x then y per
+ * image; NaN when the set has no field columns. *present (may be NULL)
+ * gets 1 when it has them, else 0; xy may be NULL only when count is 0.
+ * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL set or xy). */
+PSFSIM_API int psfsim_field_positions(const psfsim_set *set, long long first, long long count,
+                                      int *present, double *xy, char *err, size_t errlen);
+
 /* The backend decision. */
 typedef struct {
     char backend[8];         /* "cpu" or "gpu" */

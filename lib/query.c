@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Queries of an open set (lib/psfsim.h): its shape, each image's
- * parameters and Zernike values, the backend decision. */
+ * parameters, Zernike values (global and per segment) and detector
+ * positions, the backend decision. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "app/set/field_grid.h"
 #include "lib/set_priv.h"
 #include "optics/zernike.h"
 
@@ -95,6 +97,58 @@ int psfsim_zernike(psfsim_set *set, long long first, long long count, double *sw
             total[i * nt + t] = info.coeff_units[t];
     }
     return rc;
+}
+
+int psfsim_segment_terms(const psfsim_set *set, int *count, int *segment, int *j, char *err,
+                         size_t errlen)
+{
+    if (!set || !count)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no count given");
+    const set_segterms *st = &set->set.segterms;
+    *count = st->nlabels;
+    for (int i = 0; segment && i < st->nlabels; ++i)
+        segment[i] = st->label_segment[i];
+    for (int i = 0; j && i < st->nlabels; ++i)
+        j[i] = st->label_j[i];
+    return PSFSIM_OK;
+}
+
+int psfsim_segment_zernike(psfsim_set *set, long long first, long long count, double *total,
+                           char *err, size_t errlen)
+{
+    if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
+    const set_segterms *st = &set->set.segterms;
+    int nl = st->nlabels;
+    if (!total && nl > 0 && count > 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no total given");
+    int rc = lib_check_range(set, first, count, err, errlen);
+    for (long long i = 0; rc == PSFSIM_OK && nl > 0 && i < count; ++i) {
+        image_info info;
+        rc = image(set, first + i, &info, err, errlen);
+        if (rc != PSFSIM_OK) break;
+        /* the label terms are non-zero somewhere, so the set has segment terms
+         * and image_set_job gave seg_units (image_set.h) */
+        for (int t = 0; t < nl; ++t)
+            total[i * nl + t] = info.seg_units[st->label_index[t]];
+    }
+    return rc;
+}
+
+int psfsim_field_positions(const psfsim_set *set, long long first, long long count, int *present,
+                           double *xy, char *err, size_t errlen)
+{
+    if (!set || (!xy && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no xy given");
+    int rc = lib_check_range(set, first, count, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    double x, y;
+    int has = field_grid_position(&set->set.axes, 0, &x, &y);
+    if (present) *present = has;
+    for (long long i = 0; i < count; ++i) {
+        if (!has || !field_grid_position(&set->set.axes, first + i, &xy[2 * i], &xy[2 * i + 1]))
+            xy[2 * i] = xy[2 * i + 1] = NAN;
+    }
+    return PSFSIM_OK;
 }
 
 int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *err, size_t errlen)

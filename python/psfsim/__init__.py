@@ -172,6 +172,18 @@ class Set:
         _check(_lib.lib.psfsim_zernike_terms(h, sj, tj, err, _ERRLEN), err)
         self.swept_j = list(sj)[:info.nswept]
         self.term_j = list(tj)[:info.nterms]
+        nseg = ctypes.c_int(0)
+        _check(_lib.lib.psfsim_segment_terms(h, ctypes.byref(nseg), None, None, err, _ERRLEN),
+               err)
+        ss = (ctypes.c_int * max(nseg.value, 1))()
+        js = (ctypes.c_int * max(nseg.value, 1))()
+        _check(_lib.lib.psfsim_segment_terms(h, ctypes.byref(nseg), ss, js, err, _ERRLEN), err)
+        # (segment, j) of the manifest's s<segment>_z<j> label columns
+        self.segment_terms = list(zip(list(ss)[:nseg.value], list(js)[:nseg.value]))
+        present = ctypes.c_int(0)
+        _check(_lib.lib.psfsim_field_positions(h, 0, 0, ctypes.byref(present), None, err,
+                                               _ERRLEN), err)
+        self.has_field = bool(present.value)  # field_x_px, field_y_px columns
 
     # -- life --
     def close(self):
@@ -233,6 +245,9 @@ class Set:
         fields += [("z%d" % j, "f8") for j in self.swept_j]
         if self.info["random_count"] > 0:  # the manifest's draw and seed
             fields += [("draw", "i8"), ("seed", "u8")]
+        fields += [("s%d_z%d" % sj, "f8") for sj in self.segment_terms]
+        if self.has_field:
+            fields += [("field_x_px", "f8"), ("field_y_px", "f8")]
         fields += [("pupil_samples", "i4"), ("npix", "i4"), ("pixel_scale_lambda_d", "f8"),
                    ("pixel_scale_arcsec", "f8"), ("pixel_scale_um", "f8"), ("sampling_q", "f8"),
                    ("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")]
@@ -241,7 +256,9 @@ class Set:
     def params(self, first=0, count=None, metrics=None, frame=None):
         """The parameters of images [first, first + count) as a structured
         array (the manifest's quantities; z<j>: each swept Zernike term's
-        value; draw and seed for a random set; strehl, axial_intensity, backend from metrics, else NaN and
+        value; draw and seed for a random set; s<segment>_z<j>: a segmented
+        aperture's per-segment totals; field_x_px, field_y_px: a table's
+        detector positions; strehl, axial_intensity, backend from metrics, else NaN and
         ""), or a pandas DataFrame (frame=True, or None when pandas is
         installed)."""
         first, count = self._range(first, count)
@@ -265,6 +282,7 @@ class Set:
             if count:
                 out["draw"] = view["draw"]
             out["seed"] = self.info["seed"]
+        self._segment_columns(out, first, count, err)
         out["pupil_samples"] = self.info["pupil_samples"]
         out["npix"] = self.npix
         out["strehl"] = np.nan
@@ -274,6 +292,36 @@ class Set:
             out["axial_intensity"] = metrics["axial_intensity"]
             out["backend"] = metrics["backend"]
         return _frame(out, frame)
+
+    def _segment_columns(self, out, first, count, err):
+        """params()' s<segment>_z<j> and field_x_px, field_y_px columns."""
+        dp = ctypes.POINTER(ctypes.c_double)
+        nl = len(self.segment_terms)
+        if nl:
+            tot = np.zeros((max(count, 1), nl), dtype=np.float64)
+            _check(_lib.lib.psfsim_segment_zernike(self._handle(), first, count,
+                                                   tot.ctypes.data_as(dp), err, _ERRLEN), err)
+            for i, sj in enumerate(self.segment_terms):
+                out["s%d_z%d" % sj] = tot[:count, i]
+        if self.has_field:
+            xy = np.zeros((max(count, 1), 2), dtype=np.float64)
+            _check(_lib.lib.psfsim_field_positions(self._handle(), first, count, None,
+                                                   xy.ctypes.data_as(dp), err, _ERRLEN), err)
+            out["field_x_px"] = xy[:count, 0]
+            out["field_y_px"] = xy[:count, 1]
+
+    def segment_zernike(self, first=0, count=None):
+        """Each segment label term's total coefficient (config units; the
+        manifest's s<segment>_z<j>, (segment, j) in self.segment_terms) for
+        images [first, first + count): [count, len(segment_terms)]."""
+        first, count = self._range(first, count)
+        nl = len(self.segment_terms)
+        total = np.zeros((max(count, 1), max(nl, 1)), dtype=np.float64)
+        err = ctypes.create_string_buffer(_ERRLEN)
+        _check(_lib.lib.psfsim_segment_zernike(
+            self._handle(), first, count,
+            total.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), err, _ERRLEN), err)
+        return total[:count, :nl]
 
     def zernike(self, first=0, count=None):
         """Each mode's total coefficient (config units; FITS Z<j>, j in

@@ -253,6 +253,110 @@ static void test_random_params(void **state)
     psfsim_close(s);
 }
 
+/* A segmented set's label terms (segment, j), by segment then j, and
+ * their totals: the fixed value plus the swept one, in that order (the
+ * manifest's s<segment>_z<j>, docs/config.md "Segmented apertures"). */
+static void test_segment_terms(void **state)
+{
+    (void)state;
+    psfsim_set *s =
+        open_text("name = \"seg\";\n"
+                  "optics: { wavelength_nm = 1000.0; aperture: { shape = \"segmented\";\n"
+                  "  segments: { flat_to_flat_m = 1.0; gap_m = 0.01; rings = 1;\n"
+                  "    zernike = ( (3, 1, 0.05), (2, 4, 0.01) ); }; }; };\n"
+                  "sampling: { pupil_samples = 32; };\n"
+                  "sweep: { segment_zernike = ( (3, 1, [0.0, 0.1]) ); };\n",
+                  "cpu");
+    char err[512] = "";
+    int n = -1, seg[2], j[2];
+    assert_int_equal(psfsim_segment_terms(s, &n, NULL, NULL, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(psfsim_segment_terms(s, &n, seg, j, err, sizeof err), PSFSIM_OK);
+    assert_true(seg[0] == 2 && j[0] == 4 && seg[1] == 3 && j[1] == 1);
+    double total[4];
+    assert_int_equal(psfsim_segment_zernike(s, 0, 2, total, err, sizeof err), PSFSIM_OK);
+    volatile double fixed = 0.05, swept = 0.1; /* summed in binary64 as the set sums them */
+    assert_true(total[0] == 0.01 && total[1] == 0.05);
+    assert_true(total[2] == 0.01 && total[3] == fixed + swept);
+    assert_int_equal(psfsim_segment_zernike(s, 1, 1, total, err, sizeof err), PSFSIM_OK);
+    assert_true(total[0] == 0.01 && total[1] == fixed + swept);
+    /* no field columns: NaN, and present 0 */
+    int present = -1;
+    double xy[4] = {0};
+    assert_int_equal(psfsim_field_positions(s, 0, 2, &present, xy, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(present, 0);
+    for (int i = 0; i < 4; ++i)
+        assert_true(isnan(xy[i]));
+    /* bad input */
+    assert_int_equal(psfsim_segment_terms(NULL, &n, seg, j, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "no set or no count given");
+    assert_int_equal(psfsim_segment_terms(s, NULL, seg, j, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_segment_zernike(NULL, 0, 1, total, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    assert_int_equal(psfsim_segment_zernike(s, 0, 1, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "no total given");
+    assert_int_equal(psfsim_segment_zernike(s, 1, 2, total, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 1..2 (first 1, count 2) are not in the set of 2 (0..1)");
+    assert_int_equal(psfsim_segment_zernike(s, -1, 1, total, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_segment_zernike(s, 2, 0, NULL, err, sizeof err), PSFSIM_OK);
+    psfsim_close(s);
+    /* a set without segment terms has none */
+    s = open_text(SMALL, "cpu");
+    n = -1;
+    assert_int_equal(psfsim_segment_terms(s, &n, seg, j, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(psfsim_segment_zernike(s, 0, 6, NULL, err, sizeof err), PSFSIM_OK);
+    psfsim_close(s);
+}
+
+/* A table set's field_x_px, field_y_px: each row's detector position. */
+static void test_field_positions(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("libfield");
+    char *csv = tu_format("%s/t.csv", dir);
+    assert_int_equal(tu_write_file(csv, "field_x_px,field_y_px,z4\n10.5,-3,0\n2048,4096.25,0.1\n"
+                                        "0,0,0.2\n"),
+                     0);
+    char *text = tu_format("name = \"f\";\n"
+                           "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+                           "sampling: { pupil_samples = 32; };\n"
+                           "sweep: { table = \"%s\"; };\n",
+                           csv);
+    psfsim_set *s = open_text(text, "cpu");
+    char err[512] = "";
+    int present = -1;
+    double xy[6];
+    assert_int_equal(psfsim_field_positions(s, 0, 3, &present, xy, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(present, 1);
+    const double want[6] = {10.5, -3.0, 2048.0, 4096.25, 0.0, 0.0};
+    for (int i = 0; i < 6; ++i)
+        assert_true(xy[i] == want[i]);
+    assert_int_equal(psfsim_field_positions(s, 2, 1, NULL, xy, err, sizeof err), PSFSIM_OK);
+    assert_true(xy[0] == 0.0 && xy[1] == 0.0);
+    present = -1;
+    assert_int_equal(psfsim_field_positions(s, 3, 0, &present, NULL, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(present, 1);
+    /* bad input */
+    assert_int_equal(psfsim_field_positions(s, 1, 3, &present, xy, err, sizeof err),
+                     PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 1..3 (first 1, count 3) are not in the set of 3 (0..2)");
+    assert_int_equal(psfsim_field_positions(s, -1, 1, &present, xy, err, sizeof err),
+                     PSFSIM_ERR_RANGE);
+    assert_int_equal(psfsim_field_positions(s, 0, 1, &present, NULL, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "no set or no xy given");
+    assert_int_equal(psfsim_field_positions(NULL, 0, 1, &present, xy, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    /* no segment terms in a circular set */
+    int n = -1;
+    assert_int_equal(psfsim_segment_terms(s, &n, NULL, NULL, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(n, 0);
+    psfsim_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_compute_errors(void **state)
 {
     (void)state;
@@ -361,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_forced_gpu),         cmocka_unit_test(test_describe_and_params),
         cmocka_unit_test(test_compute_errors),     cmocka_unit_test(test_fits_header),
         cmocka_unit_test(test_message_handler),    cmocka_unit_test(test_random_params),
+        cmocka_unit_test(test_segment_terms),      cmocka_unit_test(test_field_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
