@@ -439,6 +439,29 @@ static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, i
     return encode_finish(f, &buf, &bufsize, out, status, bad_key, why, whylen);
 }
 
+static int encode_image_f32ext(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const float *ext, int enpix, const fits_kv *ekvs, int nekv,
+                               fits_bytes *out, char *why, size_t whylen)
+{
+    out->data = NULL;
+    out->size = 0;
+    if (keys_ok(kvs, nkv, why, whylen) != 0 || keys_ok(ekvs, nekv, why, whylen) != 0) return -1;
+    fitsfile *f = NULL;
+    void *buf = NULL;
+    size_t bufsize = 0;
+    const char *bad_key = NULL;
+    long naxes[2] = {npix, npix}, enaxes[2] = {enpix, enpix};
+    int status = memfile_image(&f, &buf, &bufsize, 2, naxes, kvs, nkv, &bad_key);
+    fits_write_img(f, TFLOAT, 1, (LONGLONG)npix * npix, (void *)(uintptr_t)img, &status);
+    fits_create_img(f, FLOAT_IMG, 2, enaxes, &status);
+    for (int k = 0; k < nekv && !status; ++k) {
+        write_key(f, &ekvs[k], &status);
+        if (status) bad_key = ekvs[k].key;
+    }
+    fits_write_img(f, TFLOAT, 1, (LONGLONG)enpix * enpix, (void *)(uintptr_t)ext, &status);
+    return encode_finish(f, &buf, &bufsize, out, status, bad_key, why, whylen);
+}
+
 static int thread_safe(void)
 {
     return fits_is_reentrant();
@@ -455,4 +478,5 @@ PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
     .encode_table = encode_table,
     .thread_safe = thread_safe,
     .encode_image_u16ext = encode_image_u16ext,
+    .encode_image_f32ext = encode_image_f32ext,
 };
