@@ -102,6 +102,47 @@ for f in fft_both/*.fits fft_both/*.png; do
 done
 [ "$d" -eq 0 ] && pass "both: the same bytes on -j 1, -j 3 and 2 lanes" || fail "both: $d file(s) differ"
 
+# HDF5 and NAME.json record the detector's settings; without the group none.
+for w in detector oversampled; do
+  det_cfg h_$w "$w" 'hdf5: { enabled = true; };' >h_$w.cfg
+  expect_exit 0 "hdf5, write = $w" -- "$PSFSIM" -q --backend cpu -c h_$w.cfg -o h_$w
+done
+sed '/^detector: {/,$d' h_detector.cfg | sed 's/name = "h_detector"/name = "h_none"/' >h_none.cfg
+expect_exit 0 "hdf5, no detector group" -- "$PSFSIM" -q --backend cpu -c h_none.cfg -o h_none
+if "$PY" - <<'PY'; then pass "HDF5 attributes and NAME.json: the detector's settings, none without the group"; else fail "HDF5/JSON detector settings"; fi
+import json, sys
+import h5py
+bad = 0
+for w in ("detector", "oversampled"):
+    with h5py.File(f"h_{w}/h_{w}.h5", "r") as f:
+        a = {k: f.attrs[k] for k in f.attrs if k.startswith("detector_")}
+        j = json.load(open(f"h_{w}/h_{w}.json"))["detector"]
+        ipc = "0,0.02,0,0.02,0.92,0.02,0,0.02,0"
+        # jitter 5, 8 mas through the detector pixel (0.5 lambda/D at 600 nm, 1 m)
+        pix_mas = 0.5 * 600e-9 / 1.0 * 180 / 3.141592653589793 * 3600e3
+        want = {"detector_oversample": 3, "detector_write": w, "detector_pixel_response": 1,
+                "detector_charge_diffusion_px": 0.25, "detector_ipc": ipc}
+        for k, v in want.items():
+            x = a.get(k)
+            x = x.decode() if isinstance(x, bytes) else x
+            if x != v:
+                print(w, k, x, v); bad += 1
+        for k, v in (("detector_jitter_x_px", 5.0 / pix_mas), ("detector_jitter_y_px", 8.0 / pix_mas)):
+            if abs(a.get(k, -1) - v) > 1e-9 * v:
+                print(w, k, a.get(k), v); bad += 1
+        if j["oversample"] != 3 or j["write"] != w or j["pixel_response"] is not True or \
+                j["charge_diffusion_px"] != 0.25 or len(j["ipc"]) != 9 or j["ipc"][4] != 0.92 or \
+                abs(j["jitter_px"][0] - a["detector_jitter_x_px"]) > 0 or \
+                abs(j["jitter_px"][1] - a["detector_jitter_y_px"]) > 0:
+            print(w, "json", j); bad += 1
+with h5py.File("h_none/h_none.h5", "r") as f:
+    if any(k.startswith("detector") for k in f.attrs):
+        print("attributes without the group"); bad += 1
+if "detector" in json.load(open("h_none/h_none.json")):
+    print("json detector without the group"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+
 # Refused: FILE:LINE: detector.write (line 8 holds it) and nothing written.
 refuse() { # name sed-expression-on-the-config pattern
   det_cfg "$1" both | sed "$2" >bad_$1.cfg
