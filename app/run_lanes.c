@@ -211,7 +211,7 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
     const psf_backend_ops *ops = r->decision.ops;
-    r->batch = backend_batch(ops, r->set.samp.npix, r->todo);
+    r->batch = backend_batch(ops, set_detector_backend_npix(&r->set), r->todo); /* its images */
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
