@@ -79,9 +79,12 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
         bad = image_set_init(&s->set, &s->cfg, err, errlen);
         if (!bad && s->cfg.detector.enabled && s->cfg.detector.write == DET_WRITE_BOTH) {
             /* two images per image: the program's FITS files (app/outputs.h) */
+            char where[CFG_PATH_MAX + 32];
+            config_key_where(&s->cfg, "detector.write", where, sizeof where);
             snprintf(err, errlen,
-                     "detector.write = \"both\" is written by the psfsim program only; the "
-                     "library takes \"detector\" or \"oversampled\"");
+                     "%.4200s: detector.write: \"both\" is written by the psfsim program only; "
+                     "the library takes \"detector\" or \"oversampled\"",
+                     where);
             image_set_free(&s->set);
             bad = -1;
         }
