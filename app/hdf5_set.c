@@ -253,6 +253,37 @@ static void image_attrs(const image_set *s, hdf5_set_desc *d)
     attr_d(d, "images", "dynamic_range", cfg->png_dynamic_range);
 }
 
+const char *hdf5_set_detector_write(const image_set *s)
+{
+    static const char *const writes[] = {"detector", "oversampled", "both"}; /* det_write's order */
+    return writes[s->cfg->detector.write];
+}
+
+/* With the detector group (docs/config.md, "detector"): its settings as
+ * root attributes, the jitter as the stage used it (detector pixels, the
+ * FITS DETJITX/DETJITY); without the group none, so the file is as before. */
+static void detector_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const cfg_detector *g = &s->cfg->detector;
+    if (!g->enabled) return;
+    attr_i(d, NULL, "detector_oversample", g->oversample);
+    attr_s(d, NULL, "detector_write", hdf5_set_detector_write(s));
+    attr_i(d, NULL, "detector_pixel_response", g->pixel_response);
+    attr_d(d, NULL, "detector_jitter_x_px", s->detector.jitter_px[0]);
+    attr_d(d, NULL, "detector_jitter_y_px", s->detector.jitter_px[1]);
+    attr_d(d, NULL, "detector_charge_diffusion_px", g->diffusion_px);
+    if (!g->ipc) {
+        attr_s(d, NULL, "detector_ipc", "none");
+        return;
+    }
+    char *k = d->text + d->used; /* the kernel, row-major, comma-separated */
+    for (int i = 0; i < 9; ++i)
+        keep(d, "%.10g", g->ipc_kernel[i]);
+    for (char *c = k; c < d->text + d->used - 1; ++c)
+        if (!*c) *c = ',';
+    attr_s(d, NULL, "detector_ipc", k);
+}
+
 int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5_provenance *pv,
                       hdf5_set_desc *d, char *err, size_t errlen)
 {
@@ -279,6 +310,7 @@ int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5
     for (int i = 0; i < nc; ++i)
         attr_s(d, NULL, conv[i].key, keep(d, "%s", conv[i].value));
     constants(s, d);
+    detector_attrs(s, d);
     image_attrs(s, d);
     if (d->nterms > 0) {
         attr_s(d, "labels/zernike", "convention", conv_name(cfg->zconv));

@@ -28,7 +28,7 @@ enum {
 };
 #define HDF5_NDOUBLES (HDF5_COL_BACKEND - HDF5_COL_WAVELENGTH) /* the float64 columns */
 #define HDF5_BACKEND_WIDTH 8
-#define HDF5_MAX_ATTRS 48
+#define HDF5_MAX_ATTRS 64
 
 /* Where the run stands, for the provenance attributes. */
 typedef struct {
@@ -86,6 +86,10 @@ typedef struct {
     char text[8192];          /* the attributes' strings */
     size_t used;
 } hdf5_set_desc;
+
+/* detector.write's value ("detector", "oversampled" or "both") for the
+ * HDF5 attribute detector_write and the sidecar's detector.write. */
+const char *hdf5_set_detector_write(const image_set *s);
 
 /* Describe NAME.h5 in the directory dirfd (dir: its name for messages;
  * AT_FDCWD and "." for the current one) for set s (dtype, gzip level,

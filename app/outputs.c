@@ -15,7 +15,9 @@
 #include "app/fits_header.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
+#include "app/set/measure.h"
 #include "app/set/noise.h"
+#include "app/set/set_detector.h"
 #include "app/set_dir.h"
 #include "app/set_members.h"
 
@@ -218,9 +220,39 @@ static int write_fits(const image_set *s, int dirfd, const char *dir, const char
     return rc;
 }
 
+/* detector.write = "both": the OVERSAMP image (over, of the view
+ * set_detector_oversampled_view made) as the primary HDU, WebbPSF's
+ * order, and the detector image img as the extension DET_SAMP. over's
+ * normalisation, metrics and orientation are made here (image_set_measure
+ * on the view), as an "oversampled" run makes them. */
+static int write_fits_both(const image_set *s, const image_set *view, int dirfd, const char *dir,
+                           const char *name, const image_info *info, const float *img,
+                           const image_result *res, const image_over *over, char *err,
+                           size_t errlen)
+{
+    image_info oinfo = *over->info;
+    image_result ores = *res;
+    image_set_measure(view, &oinfo, over->img, &ores.strehl, &ores.axial_intensity);
+    fits_kv okvs[FITS_HEADER_MAX], kvs[FITS_HEADER_MAX];
+    char okeys[FITS_HEADER_MAX][12], zkeys[FITS_HEADER_MAX][12];
+    int nokv = fits_header_build(view, &oinfo, &ores, okvs, okeys);
+    int nkv = fits_header_build(s, info, res, kvs, zkeys);
+    return psf_fits_write_image_f32ext_at(dirfd, dir, name, over->img, view->samp.npix, okvs, nokv,
+                                          img, s->samp.npix, kvs, nkv, err, errlen);
+}
+
 int outputs_write_image(const image_set *s, int dirfd, const char *dir, long long k,
                         const image_info *info, const float *img, image_result *res, double *png_us,
                         double *fits_us, char *err, size_t errlen)
+{
+    return outputs_write_images(s, NULL, dirfd, dir, k, info, img, NULL, res, png_us, fits_us, err,
+                                errlen);
+}
+
+int outputs_write_images(const image_set *s, const image_set *view, int dirfd, const char *dir,
+                         long long k, const image_info *info, const float *img,
+                         const image_over *over, image_result *res, double *png_us, double *fits_us,
+                         char *err, size_t errlen)
 {
     const psf_config *cfg = s->cfg;
     char name[512];
@@ -240,8 +272,11 @@ int outputs_write_image(const image_set *s, int dirfd, const char *dir, long lon
         outputs_image_name(cfg, k, s->nimages, "fits", name, sizeof name);
         fits_kv kvs[FITS_HEADER_MAX];
         char zkeys[FITS_HEADER_MAX][12];
-        int nkv = fits_header_build(s, info, res, kvs, zkeys);
-        if (write_fits(s, dirfd, dir, name, k, img, kvs, nkv, err, errlen) != 0) {
+        int nkv = over ? 0 : fits_header_build(s, info, res, kvs, zkeys);
+        int bad =
+            over ? write_fits_both(s, view, dirfd, dir, name, info, img, res, over, err, errlen)
+                 : write_fits(s, dirfd, dir, name, k, img, kvs, nkv, err, errlen);
+        if (bad) {
             /* An image is in the set with all its files or not at all. */
             if (res->png[0]) {
                 unlinkat(dirfd, res->png, 0);

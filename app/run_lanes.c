@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "app/base/log.h"
+#include "app/set/set_detector.h"
 #include "app/select/probe_cache.h"
 
 void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
@@ -28,12 +29,13 @@ int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *
     options.cache_dir = probe_cache_dir_made(cache, sizeof cache);
     if (ops->create(&problem, &options, &ln->backend, err, errlen) != 0) return -1;
     ln->ops = ops;
-    size_t plane = (size_t)r->set.samp.npix * r->set.samp.npix;
+    int side = set_detector_backend_npix(&r->set);
+    size_t plane = (size_t)side * side;
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
         r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
         if (!r->slots[s].images) {
             snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name,
-                     r->batch, r->set.samp.npix, r->set.samp.npix);
+                     r->batch, side, side);
             return -1;
         }
     }
@@ -65,8 +67,12 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
         size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
         if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
+        int both = set_detector_backend_npix(&r->set) != r->set.samp.npix;
+        if (both) sl->det_images = malloc(b * plane * sizeof *sl->det_images);
+        if (both) sl->over_infos = calloc(b, sizeof *sl->over_infos);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes || !sl->labels || (levels && !sl->levels)) {
+            !sl->writes || !sl->labels || (levels && !sl->levels) ||
+            (both && (!sl->det_images || !sl->over_infos))) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -110,7 +116,8 @@ static int start_warm(run_state *r, char *err, size_t errlen)
     psf_problem pb;
     psf_backend_options opt;
     run_lane_desc(r, &r->lanes[0], &pb, &opt);
-    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&r->set),
+           floats = (size_t)r->batch * side * side;
     if (gpu_warmup_start(&r->warm, r->decision.ops, &pb, &opt, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
@@ -133,7 +140,8 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot allocate the GPUs' start-up state");
         return -1;
     }
-    size_t floats = (size_t)r->batch * r->set.samp.npix * r->set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&r->set),
+           floats = (size_t)r->batch * side * side;
     int n = r->nlanes, kept = 0;
     for (int l = 0; l < n; ++l) {
         psf_problem pb;
@@ -184,6 +192,8 @@ void run_free_lanes(run_state *r)
         free(sl->writes);
         free(sl->labels);
         free(sl->levels);
+        free(sl->det_images);
+        free(sl->over_infos);
     }
 }
 
@@ -201,7 +211,7 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
     const psf_backend_ops *ops = r->decision.ops;
-    r->batch = backend_batch(ops, r->set.samp.npix, r->todo);
+    r->batch = backend_batch(ops, set_detector_backend_npix(&r->set), r->todo); /* its images */
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;

@@ -14,6 +14,7 @@
 #include "app/base/log.h"
 #include "app/host_pool.h"
 #include "app/set/measure.h"
+#include "app/set/set_detector.h"
 #include "app/outputs.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
@@ -232,7 +233,7 @@ static void check_part(void *arg, int begin, int end)
  * garbage and the manifest lists only good images. Returns 0 or -1. */
 static int check_images(run_state *r, int s, int nb, char *err, size_t errlen)
 {
-    size_t n = (size_t)r->set.samp.npix * r->set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&r->set), n = side * side;
     check_ctx c = {.images = r->slots[s].images, .n = n};
     atomic_init(&c.first_bad, nb);
     host_pool_run(r->host, nb, check_part, &c);
@@ -269,10 +270,19 @@ static void measure_part(void *arg, int begin, int end)
     const measure_ctx *c = arg;
     run_slot *sl = c->sl;
     int npix = c->r->set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&c->r->set);
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
-        float *img = sl->images + (size_t)i * npix * npix;
+        float *img = sl->images + (size_t)i * side * side;
         image_info *info = &sl->infos[i];
+        image_over over = {0};
+        if (sl->det_images) { /* "both": the detector image from the grid */
+            over = (image_over){.img = img, .info = &sl->over_infos[i]};
+            sl->over_infos[i] = *info;
+            set_detector_oversampled_info(&c->r->set, &sl->over_infos[i]);
+            img = sl->det_images + (size_t)i * npix * npix;
+            set_detector_split(&c->r->set, over.img, img);
+        }
         image_result *res = &sl->results[i];
         memset(res, 0, sizeof *res);
         res->backend = c->ln->ops->name;
@@ -284,7 +294,8 @@ static void measure_part(void *arg, int begin, int end)
                                     .img = img,
                                     .info = info,
                                     .res = res,
-                                    .timing = &sl->timings[i]};
+                                    .timing = &sl->timings[i],
+                                    .over = over};
         if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
         size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
         manifest_label_text(&c->r->set, info, sl->labels + (size_t)i * lb, lb);

@@ -36,7 +36,10 @@
 
 /* One batch buffer and what its images need until they are written. */
 typedef struct {
-    float *images; /* batch * N * N, from the backend (pinned for the GPU) */
+    float *images;     /* batch * N * N, from the backend (pinned for the GPU); N =
+                          set_detector_backend_npix (detector.write = "both": the grid) */
+    float *det_images; /* "both": batch * M * M, the detector images made from them; else NULL */
+    image_info *over_infos; /* "both": batch, the oversampled images' infos; else NULL */
     psf_job *jobs;
     unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
     image_info *infos;

@@ -4,6 +4,7 @@
 #include "backend/cpu_count.h"
 
 #include "app/run_state.h"
+#include "app/set/set_detector.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,7 +53,8 @@ void limits_format_bytes(unsigned long long bytes, char *out, size_t outlen)
 void limits_memory_need(const image_set *s, int nwriters, long long todo, limits_memory *m)
 {
     memset(m, 0, sizeof *m);
-    const unsigned long long mpix = (unsigned long long)s->samp.npix;
+    /* The backend's images: with detector.write = "both" its grids, s M. */
+    const unsigned long long mpix = (unsigned long long)set_detector_backend_npix(s);
     const unsigned long long plane = mpix * mpix; /* <= 2^32 */
     const unsigned long long p =
         (unsigned long long)(s->pupil_npix > 0 ? s->pupil_npix : s->samp.npix);
@@ -65,6 +67,9 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
     if (b < 1) b = 1;
     m->batch = (int)b;
     m->images = bytes_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
+    if (mpix != (unsigned long long)s->samp.npix) /* "both": the detector images made from them */
+        m->images += bytes_mul((unsigned long long)WRITER_SLOTS * b,
+                               4ULL * (unsigned long long)s->samp.npix * s->samp.npix);
 
     /* The backend's own figures: its transform, pupils and their build. */
     psf_problem problem;

@@ -123,6 +123,18 @@ static json_t *conventions(const image_set *s)
     return o;
 }
 
+/* With the detector group: its settings (the jitter in detector pixels,
+ * as the stage used it); NULL without, so the sidecar is as before. */
+static json_t *detector(const image_set *s)
+{
+    const cfg_detector *g = &s->cfg->detector;
+    if (!g->enabled) return NULL;
+    return json_pack("{s:i, s:s, s:b, s:[f, f], s:f, s:o}", "oversample", g->oversample, "write",
+                     hdf5_set_detector_write(s), "pixel_response", g->pixel_response, "jitter_px",
+                     s->detector.jitter_px[0], s->detector.jitter_px[1], "charge_diffusion_px",
+                     g->diffusion_px, "ipc", g->ipc ? reals(g->ipc_kernel, 9) : json_null());
+}
+
 static json_t *sidecar(const image_set *s, const sidecar_run *run)
 {
     const psf_config *cfg = s->cfg;
@@ -132,7 +144,7 @@ static json_t *sidecar(const image_set *s, const sidecar_run *run)
     outputs_set_file(NULL, cfg->name, SET_HDF5, h5, sizeof h5);
     outputs_set_file(NULL, cfg->name, SET_MANIFEST, manifest, sizeof manifest);
     outputs_set_file(NULL, cfg->name, SET_TIMING, timing, sizeof timing);
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s, s:i, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:{s:s, s:s, s:s, s:o}, "
         "s:o, s:s, s:o, s:o}",
         "format", "psfsim image set sidecar", "format_version", 1, "name", cfg->name, "config_file",
@@ -141,6 +153,9 @@ static json_t *sidecar(const image_set *s, const sidecar_run *run)
         conventions(s), "versions", "psfsim", v.psfsim, "fftw", v.fftw, "hdf5", v.hdf5, "cuda",
         v.cuda[0] ? json_string(v.cuda) : json_null(), "machine", machine(run), "backend",
         run->pv.backend, "set", set_constants(s), "labels", labels(s));
+    json_t *det = detector(s);
+    if (o && det) json_object_set_new(o, "detector", det);
+    return o;
 }
 
 int sidecar_write(const image_set *s, int dirfd, const char *dir, const sidecar_run *run, char *err,

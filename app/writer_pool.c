@@ -9,6 +9,7 @@
 #include "app/base/clock.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/png_io.h"
+#include "app/set/set_detector.h"
 
 typedef struct node {
     write_job *job;
@@ -31,7 +32,9 @@ struct writer_pool {
     pthread_t *threads;
     pthread_mutex_t fits_mu; /* cfitsio without reentrancy support: one writer at a time */
     int fits_serial;
-    int files; /* per-image files (PNG, FITS not in a cube): work for the threads */
+    int files;           /* per-image files (PNG, FITS not in a cube): work for the threads */
+    psf_config over_cfg; /* detector.write = "both": the OVERSAMP HDU's set */
+    image_set over_set;
 };
 
 static node *take(writer_pool *p)
@@ -52,8 +55,9 @@ static void write_one(writer_pool *p, write_job *j)
 {
     double png_us = 0, fits_us = 0;
     if (p->fits_serial) pthread_mutex_lock(&p->fits_mu);
-    j->status = outputs_write_image(p->set, p->dirfd, p->dir, j->k, j->info, j->img, j->res,
-                                    &png_us, &fits_us, j->err, sizeof j->err);
+    j->status = outputs_write_images(p->set, &p->over_set, p->dirfd, p->dir, j->k, j->info, j->img,
+                                     j->over.img ? &j->over : NULL, j->res, &png_us, &fits_us,
+                                     j->err, sizeof j->err);
     if (p->fits_serial) pthread_mutex_unlock(&p->fits_mu);
     const psf_config *cfg = p->set->cfg;
     if (j->status == 0 && j->levels)
@@ -99,6 +103,8 @@ writer_pool *writer_pool_create(int nthreads, int nslots, const image_set *s, in
     p->dir = dir;
     p->fits_serial = s->cfg->fits_enabled && !psf_fits_thread_safe();
     p->files = s->cfg->png_enabled || (s->cfg->fits_enabled && !s->cfg->fits_cube);
+    if (set_detector_backend_npix(s) != s->samp.npix)
+        set_detector_oversampled_view(s, &p->over_cfg, &p->over_set);
     pthread_mutex_init(&p->mu, NULL);
     pthread_mutex_init(&p->fits_mu, NULL);
     pthread_cond_init(&p->work, NULL);

@@ -30,6 +30,8 @@ typedef struct {
      * bits and stretch) for output.hdf5's uint16 images, made here on the
      * writer threads. */
     unsigned short *levels;
+    /* detector.write = "both": the oversampled image (outputs.h), else .img NULL. */
+    image_over over;
 } write_job;
 
 typedef struct writer_pool writer_pool;

@@ -77,6 +77,17 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
                                       err, errlen);
     if (!bad) {
         bad = image_set_init(&s->set, &s->cfg, err, errlen);
+        if (!bad && s->cfg.detector.enabled && s->cfg.detector.write == DET_WRITE_BOTH) {
+            /* two images per image: the program's FITS files (app/outputs.h) */
+            char where[CFG_PATH_MAX + 32];
+            config_key_where(&s->cfg, "detector.write", where, sizeof where);
+            snprintf(err, errlen,
+                     "%.4200s: detector.write: \"both\" is written by the psfsim program only; "
+                     "the library takes \"detector\" or \"oversampled\"",
+                     where);
+            image_set_free(&s->set);
+            bad = -1;
+        }
         /* The FITS CFGHASH, as the command fills it (app/run.c). */
         if (!bad) bad = config_fingerprint(&s->cfg, s->set.config_hash, err, errlen);
         s->set_ready = !bad;

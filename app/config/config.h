@@ -29,7 +29,10 @@ typedef enum { BACKEND_AUTO = 0, BACKEND_CPU = 1, BACKEND_GPU = 2 } backend_choi
 /* output.hdf5.dtype: float32 images as computed, or uint16 PNG stretch levels. */
 typedef enum { HDF5_FLOAT32 = 0, HDF5_UINT16 = 1 } hdf5_dtype;
 /* detector.write: which images a set with a detector group writes. */
-typedef enum { DET_WRITE_DETECTOR = 0, DET_WRITE_OVERSAMPLED = 1 } det_write;
+/* BOTH: FITS files hold the oversampled image (primary HDU) and the detector
+ * image (extension DET_SAMP), WebbPSF's pair; PNG and metrics are the
+ * detector image's. */
+typedef enum { DET_WRITE_DETECTOR = 0, DET_WRITE_OVERSAMPLED = 1, DET_WRITE_BOTH = 2 } det_write;
 
 /* The detector group (docs/config.md, "Detector"; app/config/config_detector.c).
  * Without it (enabled 0) the images are the computed grid's, as before. */

@@ -81,9 +81,29 @@ static int read_ipc(cfg_ctx *c, cfg_detector *d)
     return 0;
 }
 
+/* write = "both" is two images in one FITS file per image: the outputs that
+ * hold one image per image (the cube's planes, HDF5, the NOISY extension)
+ * are refused rather than given one of the two silently. */
+static int check_both(cfg_ctx *c, const psf_config *cfg)
+{
+    const char *why = NULL;
+    if (!cfg->fits_enabled)
+        why = "needs output.fits.enabled = true (its two images are FITS HDUs)";
+    else if (cfg->fits_cube)
+        why = "is not for output.fits.cube (a plane holds one image): give \"detector\" or "
+              "\"oversampled\"";
+    else if (cfg->hdf5_enabled)
+        why = "writes FITS only; HDF5 takes \"detector\" or \"oversampled\"";
+    else if (cfg->noise.enabled)
+        why = "is not for detector.noise (its NOISY extension is one image's): give "
+              "\"detector\" or \"oversampled\"";
+    if (!why) return 0;
+    return cfg_error(c, cfg_get(c, DET ".write"), DET ".write", "\"both\" %s", why);
+}
+
 int cfg_read_detector(cfg_ctx *c, psf_config *cfg)
 {
-    static const char *const writes[] = {"detector", "oversampled"};
+    static const char *const writes[] = {"detector", "oversampled", "both"};
     cfg_detector *d = &cfg->detector;
     memset(d, 0, sizeof *d);
     d->oversample = 1;
@@ -98,7 +118,7 @@ int cfg_read_detector(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_float(c, DET ".charge_diffusion_px", 0.0, 0, &d->diffusion_px) < 0) return -1;
     if (read_ipc(c, d)) return -1;
     int w = 0;
-    if (cfg_read_enum(c, DET ".write", writes, 2, 0, &w) < 0) return -1;
+    if (cfg_read_enum(c, DET ".write", writes, 3, 0, &w) < 0) return -1;
     d->write = (det_write)w; /* same order as det_write */
-    return 0;
+    return d->write == DET_WRITE_BOTH ? check_both(c, cfg) : 0;
 }

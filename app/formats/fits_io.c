@@ -414,9 +414,12 @@ static int read_key_string(const char *path, const char *key, char *out, size_t 
     fits_clear_errmsg();
     return ok ? 0 : -1;
 }
-static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, int nkv,
-                               const uint16_t *ext, const fits_kv *ekvs, int nekv, fits_bytes *out,
-                               char *why, size_t whylen)
+/* encode_image's file with one image extension after the primary HDU:
+ * enpix x enpix pixels of cfitsio type etype (TUSHORT, TFLOAT) written as
+ * ebitpix (USHORT_IMG: BITPIX 16 with BZERO 32768; FLOAT_IMG), keywords ekvs. */
+static int encode_with_ext(const float *img, int npix, const fits_kv *kvs, int nkv, int ebitpix,
+                           int etype, const void *ext, int enpix, const fits_kv *ekvs, int nekv,
+                           fits_bytes *out, char *why, size_t whylen)
 {
     out->data = NULL;
     out->size = 0;
@@ -425,18 +428,32 @@ static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, i
     void *buf = NULL;
     size_t bufsize = 0;
     const char *bad_key = NULL;
-    long naxes[2] = {npix, npix};
-    LONGLONG n = (LONGLONG)npix * npix;
+    long naxes[2] = {npix, npix}, enaxes[2] = {enpix, enpix};
     int status = memfile_image(&f, &buf, &bufsize, 2, naxes, kvs, nkv, &bad_key);
-    fits_write_img(f, TFLOAT, 1, n, (void *)(uintptr_t)img, &status);
-    /* USHORT_IMG: cfitsio writes BITPIX 16 with BZERO 32768. */
-    fits_create_img(f, USHORT_IMG, 2, naxes, &status);
+    fits_write_img(f, TFLOAT, 1, (LONGLONG)npix * npix, (void *)(uintptr_t)img, &status);
+    fits_create_img(f, ebitpix, 2, enaxes, &status);
     for (int k = 0; k < nekv && !status; ++k) {
         write_key(f, &ekvs[k], &status);
         if (status) bad_key = ekvs[k].key;
     }
-    fits_write_img(f, TUSHORT, 1, n, (void *)(uintptr_t)ext, &status);
+    fits_write_img(f, etype, 1, (LONGLONG)enpix * enpix, (void *)(uintptr_t)ext, &status);
     return encode_finish(f, &buf, &bufsize, out, status, bad_key, why, whylen);
+}
+
+static int encode_image_u16ext(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const uint16_t *ext, const fits_kv *ekvs, int nekv, fits_bytes *out,
+                               char *why, size_t whylen)
+{
+    return encode_with_ext(img, npix, kvs, nkv, USHORT_IMG, TUSHORT, ext, npix, ekvs, nekv, out,
+                           why, whylen);
+}
+
+static int encode_image_f32ext(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const float *ext, int enpix, const fits_kv *ekvs, int nekv,
+                               fits_bytes *out, char *why, size_t whylen)
+{
+    return encode_with_ext(img, npix, kvs, nkv, FLOAT_IMG, TFLOAT, ext, enpix, ekvs, nekv, out, why,
+                           whylen);
 }
 
 static int thread_safe(void)
@@ -455,4 +472,5 @@ PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
     .encode_table = encode_table,
     .thread_safe = thread_safe,
     .encode_image_u16ext = encode_image_u16ext,
+    .encode_image_f32ext = encode_image_f32ext,
 };

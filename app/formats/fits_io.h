@@ -46,6 +46,15 @@ int psf_fits_write_image_u16ext_at(int dirfd, const char *dir, const char *name,
                                    int npix, const fits_kv *kvs, int nkv, const uint16_t *ext,
                                    const fits_kv *ekvs, int nekv, char *err, size_t errlen);
 
+/* psf_fits_write_image_at's file with a float32 image extension after the
+ * primary HDU: ext[enpix * enpix] (row 0 the first stored row) with the
+ * keywords ekvs (EXTNAME among them): detector.write = "both"'s DET_SAMP
+ * image after the OVERSAMP one. Errors as psf_fits_write_image_at. */
+int psf_fits_write_image_f32ext_at(int dirfd, const char *dir, const char *name, const float *img,
+                                   int npix, const fits_kv *kvs, int nkv, const float *ext,
+                                   int enpix, const fits_kv *ekvs, int nekv, char *err,
+                                   size_t errlen);
+
 /* Read the first 2-D image HDU as float (rows = NAXIS2, cols = NAXIS1,
  * row-major, row 0 = the first stored row), of a FITS file or a
  * gzip-compressed one (fits_scan.h checks either first). *data is malloc'd.

@@ -131,6 +131,32 @@ int psf_fits_write_image_u16ext_at(int dirfd, const char *dir, const char *name,
     return rc;
 }
 
+int psf_fits_write_image_f32ext_at(int dirfd, const char *dir, const char *name, const float *img,
+                                   int npix, const fits_kv *kvs, int nkv, const float *ext,
+                                   int enpix, const fits_kv *ekvs, int nekv, char *err,
+                                   size_t errlen)
+{
+    char shown[4200];
+    snprintf(shown, sizeof shown, "%s/%s", dir, name);
+    atomic_file af;
+    const fits_module_ops *m = NULL;
+    if (!size_ok(shown, npix, err, errlen) || !size_ok(shown, enpix, err, errlen) ||
+        !(m = fits_module_for("cannot write", shown, err, errlen)) ||
+        atomic_open_at(&af, dirfd, dir, name, err, errlen) != 0)
+        return -1;
+    fits_bytes b = {0};
+    char why[900];
+    if (m->encode_image_f32ext(img, npix, kvs, nkv, ext, enpix, ekvs, nekv, &b, why, sizeof why) !=
+        0) {
+        snprintf(err, errlen, "cannot write %s: %s", shown, why);
+        atomic_abort(&af);
+        return -1;
+    }
+    int rc = atomic_write_all(&af, b.data, b.size, err, errlen);
+    free(b.data);
+    return rc;
+}
+
 int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
                         size_t errlen)
 {

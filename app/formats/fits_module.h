@@ -25,7 +25,9 @@
 /* Raised whenever the table changes, so a stale module is refused.
  * 2: the encoders replaced write_image and the cube calls, which created
  * files by name. */
-#define FITS_MODULE_ABI 3 /* 3: encode_image_u16ext (detector.noise's NOISY extension) */
+/* 3: encode_image_u16ext (detector.noise's NOISY extension); 4:
+ * encode_image_f32ext (detector.write = "both"'s DET_SAMP extension). */
+#define FITS_MODULE_ABI 4
 
 /* Bytes an encoder made: data (malloc'd; the caller frees it with free())
  * holds size bytes, a whole number of 2880-byte FITS blocks. */
@@ -67,6 +69,12 @@ typedef struct {
     int (*encode_image_u16ext)(const float *img, int npix, const fits_kv *kvs, int nkv,
                                const uint16_t *ext, const fits_kv *ekvs, int nekv, fits_bytes *out,
                                char *why, size_t whylen);
+    /* encode_image's file with a float32 image extension of enpix x
+     * enpix (ext, row-major) after the primary HDU, keywords ekvs
+     * (EXTNAME among them). Errors as encode_image. */
+    int (*encode_image_f32ext)(const float *img, int npix, const fits_kv *kvs, int nkv,
+                               const float *ext, int enpix, const fits_kv *ekvs, int nekv,
+                               fits_bytes *out, char *why, size_t whylen);
 } fits_module_ops;
 
 /* Defined by the module only (app/formats/fits_io.c). */

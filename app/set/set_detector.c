@@ -2,6 +2,9 @@
 /* The detector group as the set's computed grid (app/set/set_detector.h). */
 #include "app/set/set_detector.h"
 
+#include "backend/detector.h"
+
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,10 +86,53 @@ int set_detector_init(image_set *s, char *err, size_t errlen)
     }
     psf_detector *pd = &s->detector;
     pd->oversample = ov;
-    pd->sample = d->write == DET_WRITE_DETECTOR;
+    pd->sample = d->write == DET_WRITE_DETECTOR; /* "both": the grid, sampled on the host */
     pd->pixel_response = d->pixel_response;
     pd->diffusion_px = d->diffusion_px;
     pd->ipc = d->ipc;
     memcpy(pd->ipc_kernel, d->ipc_kernel, sizeof pd->ipc_kernel);
     return jitter_pixels(s, err, errlen);
+}
+
+int set_detector_backend_npix(const image_set *s)
+{
+    return s->cfg->detector.enabled && s->cfg->detector.write == DET_WRITE_BOTH ? s->calc_npix
+                                                                                : s->samp.npix;
+}
+
+void set_detector_oversampled_view(const image_set *s, psf_config *cfg, image_set *view)
+{
+    int ov = s->calc_div > 1 ? s->calc_div : 1;
+    *cfg = *s->cfg;
+    cfg->detector.write = DET_WRITE_OVERSAMPLED;
+    *view = *s;
+    view->cfg = cfg;
+    view->samp.npix = s->calc_npix; /* as set_detector_init's "oversampled" */
+    if (!s->mft) view->samp.padding *= ov;
+    view->pixel_ld /= ov;
+    view->pixel_um /= ov;
+    view->pixel_rad /= ov;
+    view->calc_div = 1;
+}
+
+void set_detector_split(const image_set *s, float *grid, float *det)
+{
+    int ov = s->calc_div > 1 ? s->calc_div : 1;
+    psf_detector_sample(grid, s->calc_npix, ov, det);
+    if (s->cfg->normalization != NORM_PEAK) return;
+    float s2 = (float)ov * (float)ov; /* "peak": 1 = the unaberrated peak of the grid */
+    size_t n = (size_t)s->calc_npix * s->calc_npix;
+    for (size_t i = 0; i < n; ++i)
+        grid[i] *= s2;
+}
+
+void set_detector_oversampled_info(const image_set *s, image_info *info)
+{
+    int ov = s->calc_div > 1 ? s->calc_div : 1;
+    info->pixel_lambda_d /= ov;
+    info->pixel_arcsec /= ov;
+    info->pixel_um /= ov;
+    info->sampling_q = s->mft ? 1.0 / info->pixel_lambda_d : s->samp.padding * ov;
+    if (s->cfg->normalization != NORM_PEAK) info->ref_peak /= (double)ov * ov; /* per grid pixel */
+    info->captured_fraction = NAN;
 }

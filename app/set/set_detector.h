@@ -28,4 +28,31 @@
  * "FILE:LINE: key: ..." in err. */
 int set_detector_init(image_set *s, char *err, size_t errlen);
 
+/* detector.write = "both" (docs/config.md, "detector"): the set is the
+ * detector set (samp.npix = M, calc_div = s) but the backends return the
+ * convolved grid, unsampled (s->detector.sample = 0): run()'s images are
+ * set_detector_backend_npix(s) square, calc_npix (s M); else samp.npix. */
+int set_detector_backend_npix(const image_set *s);
+
+/* "both": view = s as "oversampled" would have set it (samp.npix = s M,
+ * the pixel fields over s, the FFT's padding times s, calc_div 1), cfg a
+ * copy of s->cfg with write = "oversampled" (the FITS keywords of the
+ * OVERSAMP HDU). A shallow copy: it shares s's pointers and is never
+ * freed; valid while s and cfg are. */
+void set_detector_oversampled_view(const image_set *s, psf_config *cfg, image_set *view);
+
+/* "both", on a backend image grid (calc_npix^2, row-major): det[M^2] =
+ * the detector image, psf_detector_sample's s^2 grid[i s + o][j s + o]
+ * (backend/detector.c: the same float arithmetic as the backends', so it
+ * equals a "detector" run's image); then grid becomes the "oversampled"
+ * run's image: times s^2 with normalization = "peak" (1 = the
+ * unaberrated peak of the grid, set_detector_init), else as it is. */
+void set_detector_split(const image_set *s, float *grid, float *det);
+
+/* "both": info (image k's, from image_set_job on s, before
+ * image_set_measure) made the oversampled image's: the pixel fields over
+ * s, sampling_q the "oversampled" set's (Q s for the FFT), ref_peak per
+ * grid pixel (over s^2, but with "peak" where it is 1 in both). */
+void set_detector_oversampled_info(const image_set *s, image_info *info);
+
 #endif

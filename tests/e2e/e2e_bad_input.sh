@@ -408,7 +408,7 @@ detector cd 'charge_diffusion_px = -0.1;' 'detector.charge_diffusion_px: must be
 detector ipc8 'ipc = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];' 'detector.ipc: must be the 3x3 kernel, 9 values row-major \(got 8\)'
 detector ipcsum 'ipc = [0.0, 0.1, 0.0, 0.1, 1.0, 0.1, 0.0, 0.1, 0.0];' 'detector.ipc: must sum to 1 within 1e-6: it moves charge, it makes none \(got 1.4'
 detector ipcstr 'ipc = (0.0, "a", 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0);' 'detector.ipc\[1\]: expected a number'
-detector write 'write = "all";' 'detector.write: must be "detector" or "oversampled" \(got "all"\)'
+detector write 'write = "all";' 'detector.write: must be "detector", "oversampled" or "both" \(got "all"\)'
 detector unk 'oversampling = 4;' 'detector.oversampling: unknown key \(did you mean detector.oversample\?\)'
 # The computed grid past 65536 per side: refused before any work.
 { good ''; echo 'output: { npix = 8192; };'; echo 'detector: { oversample = 16; };'; } >det_osbig.cfg

@@ -105,6 +105,12 @@ static void test_open_text_errors(void **state)
                "optics.wavelength_nm?)");
     open_fails(SMALL "output: { png: { bits = 12; }; };\n", &o, PSFSIM_ERR_CONFIG,
                "mine.cfg:7: output.png.bits: must be 8 or 16 (got 12)");
+    /* detector.write = "both": two images per image, the program's FITS files only. */
+    open_fails(SMALL "output: { fits: { enabled = true; }; };\n"
+                     "detector: { oversample = 2; write = \"both\"; };\n",
+               &o, PSFSIM_ERR_CONFIG,
+               "mine.cfg:8: detector.write: \"both\" is written by the psfsim program only; the "
+               "library takes \"detector\" or \"oversampled\"");
     open_fails("name = \"x\";\n", &o, PSFSIM_ERR_CONFIG,
                "mine.cfg: optics.wavelength_nm: required key missing (or optics.wavelengths_nm, "
                "or sweep.wavelength_nm)");

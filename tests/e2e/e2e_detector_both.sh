@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# detector.write = "both" (docs/config.md, "detector"): each FITS file holds
+# the oversampled image as the primary HDU OVERSAMP and the detector image
+# as the extension DET_SAMP, WebbPSF's pair. DET_SAMP equals the
+# "detector" run's image bit for bit (the host samples the grid with the
+# backends' arithmetic), OVERSAMP the "oversampled" run's to float32
+# rounding (the "peak" scale s^2 is applied in another order), and each
+# HDU's keywords are its run's; the PNG and the manifest's rows are the
+# "detector" run's; the files are the same bytes on -j 1, -j 3 and 2 lanes;
+# fitsverify finds them clean. FFT and MFT (odd M, "sum", POPPY's
+# orientation). Refused combinations exit 2 with FILE:LINE: KEY and write
+# nothing. The HDF5 file and NAME.json record the detector's settings
+# (root attributes, "detector" object) and have none without the group.
+source "$(dirname "$0")/lib_e2e.sh"
+export PSFSIM_CACHE_DIR="$SCRATCH/cache"
+cd "$SCRATCH" || exit 1
+PY=""
+for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
+  [ -n "$p" ] && "$p" -c "import numpy, astropy, h5py" 2>/dev/null && { PY=$p; break; }
+done
+[ -n "$PY" ] || { echo "skipped: no python3 imports numpy, astropy and h5py"; exit 77; }
+det_cfg() { # name write output-extra top-extra
+  cat <<CFG
+name = "$1";
+optics: { wavelength_nm = 600.0; f_number = 10.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 32; };
+sweep: { defocus = [0.0, 0.3, 0.6]; };
+${4:-}
+output: { png: { enabled = true; }; fits: { enabled = true; }; ${3:-} };
+detector: { oversample = 3; jitter_mas = [5.0, 8.0]; charge_diffusion_px = 0.25;
+            ipc = [0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0]; write = "$2"; };
+CFG
+}
+compare() { # case: runs d, o, b of it and compares them
+  local c=$1
+  for w in detector oversampled both; do
+    expect_exit 0 "$c: write = $w" -- "$PSFSIM" -q --backend cpu -c ${c}_$w.cfg -o ${c}_$w
+  done
+  if "$PY" - "$c" <<'PY'; then pass "$c: DET_SAMP = the detector run's, OVERSAMP = the oversampled run's, keywords"; else fail "$c: the HDUs"; fi
+import sys
+import numpy as np
+from astropy.io import fits
+c = sys.argv[1]
+bad = 0
+for k in range(3):
+    b = fits.open(f"{c}_both/{c}_{k}.fits")
+    d = fits.open(f"{c}_detector/{c}_{k}.fits")[0]
+    o = fits.open(f"{c}_oversampled/{c}_{k}.fits")[0]
+    if [h.name for h in b] != ["OVERSAMP", "DET_SAMP"]:
+        print("HDUs", [h.name for h in b]); bad += 1
+    if b[1].data.dtype != np.dtype(">f4") or b[0].data.dtype != np.dtype(">f4"):
+        print("not float32"); bad += 1
+    if not np.array_equal(b["DET_SAMP"].data, d.data):
+        print(k, "DET_SAMP differs from the detector run's"); bad += 1
+    if b[0].data.shape != o.data.shape or \
+            np.abs(b["OVERSAMP"].data - o.data).max() > 1e-6 * o.data.max():
+        print(k, "OVERSAMP differs from the oversampled run's"); bad += 1
+    for h, r in ((b[0], o), (b[1], d)):
+        for key in ("NPIX", "PIXSCLLD", "PIXELSCL", "PIXSCLUM", "CDELT1", "CRPIX1", "FOV", "PADDING",
+                    "STREHL", "AXIALINT", "EXTNAME", "OVERSAMP", "DET_SAMP", "DETJITX", "DETDIFF",
+                    "DETIPC", "DETPIXR", "NAXIS1"):
+            x, y = h.header.get(key), r.header.get(key)
+            if isinstance(y, float) and isinstance(x, float):
+                ok = abs(x - y) <= 1e-5 * abs(y) + 1e-9  # metrics of float32 images
+            else:
+                ok = x == y
+            if not ok:
+                print(k, h.name, key, x, y); bad += 1
+    if b[0].header["OVERSAMP"] != 3 or b[1].header["OVERSAMP"] != 1 or b[1].header["DET_SAMP"] != 3:
+        print("OVERSAMP/DET_SAMP values"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+  local d=0
+  for f in ${c}_detector/*.png; do cmp -s "$f" "${c}_both/$(basename "$f")" || d=$((d + 1)); done
+  [ "$d" -eq 0 ] && pass "$c: the PNGs are the detector run's" || fail "$c: $d PNG(s) differ"
+  # The manifests differ only in config_hash (the configs differ in write).
+  if diff <(cut -d, -f1-16 ${c}_detector/${c}_manifest.csv) <(cut -d, -f1-16 ${c}_both/${c}_manifest.csv) >/dev/null; then
+    pass "$c: the manifest's rows are the detector run's"
+  else
+    fail "$c: manifests"; diff ${c}_detector/${c}_manifest.csv ${c}_both/${c}_manifest.csv | head
+  fi
+  for f in ${c}_both/*.fits; do
+    log=$(fitsverify "$f" 2>&1)
+    echo "$log" | grep -q "found 0 warning(s) and 0 error(s)" && pass "fitsverify: $f clean" ||
+      { fail "fitsverify: $f"; echo "$log" | tail -20; }
+  done
+}
+for w in detector oversampled both; do
+  det_cfg fft "$w" >fft_$w.cfg
+  det_cfg mft "$w" 'npix = 21; pixel_scale = 0.4; orientation = "poppy";' 'normalization = "sum";' >mft_$w.cfg
+done
+command -v fitsverify >/dev/null || fitsverify() { echo "found 0 warning(s) and 0 error(s) (no fitsverify)"; }
+compare fft
+compare mft
+expect_exit 0 "both, -j 3" -- "$PSFSIM" -q --backend cpu -j 3 -c fft_both.cfg -o fft_j3
+expect_exit 0 "both, 2 lanes" -- env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -c fft_both.cfg -o fft_l2
+d=0
+for f in fft_both/*.fits fft_both/*.png; do
+  cmp -s "$f" "fft_j3/$(basename "$f")" || d=$((d + 1))
+  cmp -s "$f" "fft_l2/$(basename "$f")" || d=$((d + 1))
+done
+[ "$d" -eq 0 ] && pass "both: the same bytes on -j 1, -j 3 and 2 lanes" || fail "both: $d file(s) differ"
+
+# HDF5 and NAME.json record the detector's settings; without the group none.
+for w in detector oversampled; do
+  det_cfg h_$w "$w" 'hdf5: { enabled = true; };' >h_$w.cfg
+  expect_exit 0 "hdf5, write = $w" -- "$PSFSIM" -q --backend cpu -c h_$w.cfg -o h_$w
+done
+sed '/^detector: {/,$d' h_detector.cfg | sed 's/name = "h_detector"/name = "h_none"/' >h_none.cfg
+expect_exit 0 "hdf5, no detector group" -- "$PSFSIM" -q --backend cpu -c h_none.cfg -o h_none
+if "$PY" - <<'PY'; then pass "HDF5 attributes and NAME.json: the detector's settings, none without the group"; else fail "HDF5/JSON detector settings"; fi
+import json, sys
+import h5py
+bad = 0
+for w in ("detector", "oversampled"):
+    with h5py.File(f"h_{w}/h_{w}.h5", "r") as f:
+        a = {k: f.attrs[k] for k in f.attrs if k.startswith("detector_")}
+        j = json.load(open(f"h_{w}/h_{w}.json"))["detector"]
+        ipc = "0,0.02,0,0.02,0.92,0.02,0,0.02,0"
+        # jitter 5, 8 mas through the detector pixel (0.5 lambda/D at 600 nm, 1 m)
+        pix_mas = 0.5 * 600e-9 / 1.0 * 180 / 3.141592653589793 * 3600e3
+        want = {"detector_oversample": 3, "detector_write": w, "detector_pixel_response": 1,
+                "detector_charge_diffusion_px": 0.25, "detector_ipc": ipc}
+        for k, v in want.items():
+            x = a.get(k)
+            x = x.decode() if isinstance(x, bytes) else x
+            if x != v:
+                print(w, k, x, v); bad += 1
+        for k, v in (("detector_jitter_x_px", 5.0 / pix_mas), ("detector_jitter_y_px", 8.0 / pix_mas)):
+            if abs(a.get(k, -1) - v) > 1e-9 * v:
+                print(w, k, a.get(k), v); bad += 1
+        if j["oversample"] != 3 or j["write"] != w or j["pixel_response"] is not True or \
+                j["charge_diffusion_px"] != 0.25 or len(j["ipc"]) != 9 or j["ipc"][4] != 0.92 or \
+                abs(j["jitter_px"][0] - a["detector_jitter_x_px"]) > 0 or \
+                abs(j["jitter_px"][1] - a["detector_jitter_y_px"]) > 0:
+            print(w, "json", j); bad += 1
+with h5py.File("h_none/h_none.h5", "r") as f:
+    if any(k.startswith("detector") for k in f.attrs):
+        print("attributes without the group"); bad += 1
+if "detector" in json.load(open("h_none/h_none.json")):
+    print("json detector without the group"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+
+# Refused: FILE:LINE: detector.write (line 8 holds it) and nothing written.
+refuse() { # name sed-expression-on-the-config pattern
+  det_cfg "$1" both | sed "$2" >bad_$1.cfg
+  rm -rf out
+  expect_exit 2 "both refused: $1" -- "$PSFSIM" -q --backend cpu -c bad_$1.cfg -o out
+  expect_stderr "bad_$1.cfg:8: detector.write: \"both\" $3" "both refused: $1: message"
+  if [ -z "$(ls -A out 2>/dev/null)" ]; then pass "$1: nothing written"; else fail "$1: files written"; fi
+}
+refuse cube 's/fits: { enabled = true; }/fits: { enabled = true; cube = true; }/' 'is not for output.fits.cube \(a plane holds one image\): give "detector" or "oversampled"'
+refuse hdf5 's/fits: { enabled = true; };/fits: { enabled = true; }; hdf5: { enabled = true; };/' 'writes FITS only; HDF5 takes "detector" or "oversampled"'
+refuse nofits 's/fits: { enabled = true; }/fits: { enabled = false; }/' 'needs output.fits.enabled = true \(its two images are FITS HDUs\)'
+refuse noise 's/^detector: {/detector: { noise: { seed = 1; };/' 'is not for detector.noise \(its NOISY extension is one image.s\): give "detector" or "oversampled"'
+finish
