@@ -20,6 +20,9 @@ for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
   [ -n "$p" ] && "$p" -c "import numpy, astropy, h5py" 2>/dev/null && { PY=$p; break; }
 done
 [ -n "$PY" ] || { echo "skipped: no python3 imports numpy, astropy and h5py"; exit 77; }
+# The three runs compared are on the CPU, or on the GPU with
+# PSFSIM_E2E_BACKEND=gpu (a GPU machine's check of the same sampling).
+BOTH_BACKEND=${PSFSIM_E2E_BACKEND:-cpu}
 det_cfg() { # name write output-extra top-extra
   cat <<CFG
 name = "$1";
@@ -35,7 +38,7 @@ CFG
 compare() { # case: runs d, o, b of it and compares them
   local c=$1
   for w in detector oversampled both; do
-    expect_exit 0 "$c: write = $w" -- "$PSFSIM" -q --backend cpu -c ${c}_$w.cfg -o ${c}_$w
+    expect_exit 0 "$c: write = $w" -- "$PSFSIM" -q --backend "$BOTH_BACKEND" -c ${c}_$w.cfg -o ${c}_$w
   done
   if "$PY" - "$c" <<'PY'; then pass "$c: DET_SAMP = the detector run's, OVERSAMP = the oversampled run's, keywords"; else fail "$c: the HDUs"; fi
 import sys
