@@ -47,6 +47,13 @@ typedef struct {
 typedef struct {
     int ncomp;
     psf_component comp[PSF_MAX_COMPONENTS];
+    /* Optional, NULL = none: called as done(done_ctx, image) with the
+     * finished npix x npix image on the thread that computed it, right
+     * after it (the caller measures it while it is in that thread's
+     * cache). The CPU backend's FFT path without a detector stage calls
+     * it; other paths do not, and the caller does that work afterwards. */
+    void (*done)(void *done_ctx, float *image);
+    void *done_ctx;
 } psf_job;
 
 /* The detector stage (docs/design.md, "Detector"): the backend computes

@@ -429,6 +429,7 @@ static int build_pupils(psf_backend *b, const psf_job *jobs, int njobs, int *pup
 typedef struct {
     psf_backend *b;
     int lane, nlanes, njobs;
+    int call_done; /* 1: each job's done hook after its image (no detector stage) */
     const psf_job *jobs;
     const int *pupil_index;
     float *images;
@@ -440,9 +441,13 @@ static void *lane_main(void *arg)
 {
     const lane_task *t = arg;
     size_t plane = (size_t)t->b->set.npix * t->b->set.npix;
-    for (int k = t->lane; k < t->njobs; k += t->nlanes)
-        fft_image(t->b, &t->b->lanes[t->lane], &t->jobs[k],
-                  t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS, t->images + (size_t)k * plane);
+    for (int k = t->lane; k < t->njobs; k += t->nlanes) {
+        const psf_job *job = &t->jobs[k];
+        float *image = t->images + (size_t)k * plane;
+        fft_image(t->b, &t->b->lanes[t->lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS,
+                  image);
+        if (t->call_done && job->done) job->done(job->done_ctx, image);
+    }
     return NULL;
 }
 
@@ -490,6 +495,7 @@ static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *im
                                .lane = t,
                                .nlanes = nl,
                                .njobs = njobs,
+                               .call_done = !b->det_grid,
                                .jobs = jobs,
                                .pupil_index = pupil_index,
                                .images = images};

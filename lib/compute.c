@@ -129,33 +129,59 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
     }
 }
 
-/* Images [i0, i1) of a batch after the backend: finish, measure, stretch
- * (the levels' path), and one copy of the part from the lane's buffer. */
+/* Image i of a batch at k0 after the backend: finish, measure, stretch
+ * (the levels' path). */
+static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img)
+{
+    const image_set *set = &w->s->set;
+    const psf_config *cfg = &w->s->cfg;
+    size_t plane = (size_t)set->samp.npix * set->samp.npix;
+    psfsim_metrics m = {.backend = ln->ops->name};
+    image_set_measure(set, &ln->infos[i], img, &m.strehl, &m.axial_intensity);
+    long long at = k0 + i - w->first;
+    if (w->metrics) w->metrics[at] = m;
+    if (w->levels)
+        psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
+                               cfg->png_dynamic_range, w->levels + (size_t)at * plane);
+}
+
+/* A job's done hook (psf_job.done): its image finished by the backend's
+ * thread that computed it, while in that thread's cache (the measure
+ * re-read a batch of 64 256^2 images, 16 MiB, from memory). */
+typedef struct {
+    work *w;
+    lib_lane *ln;
+    long long k0;
+    int i;
+    int finished; /* finish_image ran: finish_part skips it */
+} image_hook;
+
+static void hook_finish(void *ctx, float *img)
+{
+    image_hook *h = ctx;
+    finish_image(h->w, h->ln, h->k0, h->i, img);
+    h->finished = 1;
+}
+
+/* Images [i0, i1) of a batch after the backend: those no hook finished,
+ * and one copy of the part from the lane's buffer. */
 typedef struct {
     work *w;
     lib_lane *ln;
     long long k0;
     int i0, i1;
     float *out;
+    const image_hook *hooks; /* [batch] or NULL */
 } batch_part;
 
 static void *finish_part(void *arg)
 {
     const batch_part *p = arg;
     work *w = p->w;
-    const image_set *set = &w->s->set;
-    const psf_config *cfg = &w->s->cfg;
-    size_t plane = (size_t)set->samp.npix * set->samp.npix;
-    for (int i = p->i0; i < p->i1; ++i) {
-        float *img = p->out + (size_t)i * plane;
-        psfsim_metrics m = {.backend = p->ln->ops->name};
-        image_set_measure(set, &p->ln->infos[i], img, &m.strehl, &m.axial_intensity);
-        long long at = p->k0 + i - w->first;
-        if (w->metrics) w->metrics[at] = m;
-        if (w->levels)
-            psf_png_stretch_levels(img, set->samp.npix, cfg->png_bits, cfg->png_stretch,
-                                   cfg->png_dynamic_range, w->levels + (size_t)at * plane);
-    }
+    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    for (int i = p->i0; i < p->i1; ++i)
+        if (!p->hooks || !p->hooks[i].finished)
+            finish_image(w, p->ln, p->k0, i, p->out + (size_t)i * plane);
     float *dst = w->images ? w->images + (size_t)(p->k0 + p->i0 - w->first) * plane : NULL;
     float *src = p->out + (size_t)p->i0 * plane;
     if (dst && dst != src) memcpy(dst, src, (size_t)(p->i1 - p->i0) * plane * sizeof *src);
@@ -166,15 +192,29 @@ static void *finish_part(void *arg)
  * threads (each image's work is its own: info, metrics and levels at its
  * index), since at a GPU's rate one thread measuring and copying is the
  * bottleneck. A thread that cannot start: this one does its part. */
-static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out)
+static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, const image_hook *hooks)
 {
-    int nt = nb / FINISH_MIN_IMAGES < w->finishers ? nb / FINISH_MIN_IMAGES : w->finishers;
+    int left = 0; /* images no hook finished */
+    for (int i = 0; i < nb; ++i)
+        left += !hooks || !hooks[i].finished;
+    int nt = left / FINISH_MIN_IMAGES < w->finishers ? left / FINISH_MIN_IMAGES : w->finishers;
     if (nt < 1) nt = 1;
     batch_part parts[FINISH_MAX_THREADS];
     for (int t = 0; t < nt; ++t)
         parts[t] = (batch_part){
-            w, ln, k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt), out};
+            w,   ln,   k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt),
+            out, hooks};
     on_threads(finish_part, parts, sizeof parts[0], nt, 1);
+}
+
+/* Each job of the batch at k0 gets its done hook (hooks: [nb]). */
+static void set_hooks(work *w, lib_lane *ln, long long k0, int nb, image_hook *hooks)
+{
+    for (int i = 0; i < nb; ++i) {
+        hooks[i] = (image_hook){w, ln, k0, i, 0};
+        ln->jobs[i].done = hook_finish;
+        ln->jobs[i].done_ctx = &hooks[i];
+    }
 }
 
 /* The batch is done: count it, tell the progress callback (one at a time). */
@@ -194,6 +234,7 @@ static void *lane_loop(void *arg)
     lib_lane *ln = ((lane_arg *)arg)->ln;
     psfsim_set *s = w->s;
     char err[LIB_ERRLEN];
+    image_hook *hooks = malloc((size_t)s->batch * sizeof *hooks); /* NULL: finish does all */
     while (!atomic_load(&w->stop) && !atomic_load(&s->cancel)) {
         long long k0;
         int nb = take(w, ln, &k0, err, sizeof err);
@@ -202,15 +243,17 @@ static void *lane_loop(void *arg)
             break;
         }
         if (nb == 0) break;
+        if (hooks) set_hooks(w, ln, k0, nb, hooks);
         float *out = NULL;
         int rc = run(w, ln, k0, nb, &out, err, sizeof err);
         if (rc != PSFSIM_OK) {
             fail(w, rc, err);
             break;
         }
-        finish(w, ln, k0, nb, out);
+        finish(w, ln, k0, nb, out, hooks);
         count_done(w, nb);
     }
+    free(hooks);
     return NULL;
 }
 

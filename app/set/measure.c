@@ -2,12 +2,17 @@
 #include "app/set/measure.h"
 
 #include <math.h>
+#ifdef __SSE__
+#include <xmmintrin.h>
+#endif
 
 /* The largest value of img[n], as metrics_peak(...).value (NaNs skipped,
- * 0 for no pixels) without its position: eight running maxima the
- * compiler keeps in vector registers, ~10x the one-at-a-time scan, the
- * per-image cost that mattered at GPU rates (the same value: a maximum
- * does not depend on the order). */
+ * 0 for no pixels) without its position: eight running maxima, lane l
+ * taking the pixels k with k % 8 == l, the per-image cost that mattered at
+ * GPU rates (the same value: a maximum does not depend on the order). On
+ * x86-64 the lanes are two SSE registers: MAXPS(a, b) is a > b ? a : b,
+ * the scalar loop's comparison (Intel SDM, MAXPS), which GCC does not
+ * vectorise by itself; a 256^2 image's scan was ~5% of a CPU set's time. */
 static float peak_value(const float *img, size_t n)
 {
     enum { LANES = 8 };
@@ -15,6 +20,15 @@ static float peak_value(const float *img, size_t n)
     for (int l = 0; l < LANES; ++l)
         m[l] = -INFINITY;
     size_t k = 0;
+#ifdef __SSE__
+    __m128 lo = _mm_loadu_ps(m), hi = lo;
+    for (; k + LANES <= n; k += LANES) {
+        lo = _mm_max_ps(_mm_loadu_ps(img + k), lo);
+        hi = _mm_max_ps(_mm_loadu_ps(img + k + 4), hi);
+    }
+    _mm_storeu_ps(m, lo);
+    _mm_storeu_ps(m + 4, hi);
+#endif
     for (; k + LANES <= n; k += LANES)
         for (int l = 0; l < LANES; ++l)
             m[l] = img[k + l] > m[l] ? img[k + l] : m[l];
