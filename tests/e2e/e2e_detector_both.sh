@@ -83,6 +83,7 @@ PY
   else
     fail "$c: manifests"; diff ${c}_detector/${c}_manifest.csv ${c}_both/${c}_manifest.csv | head
   fi
+  command -v fitsverify >/dev/null || { echo "note: no fitsverify here: $c's files not verified"; return 0; }
   for f in ${c}_both/*.fits; do
     log=$(fitsverify "$f" 2>&1)
     echo "$log" | grep -q "found 0 warning(s) and 0 error(s)" && pass "fitsverify: $f clean" ||
@@ -93,13 +94,18 @@ for w in detector oversampled both; do
   det_cfg fft "$w" >fft_$w.cfg
   det_cfg mft "$w" 'npix = 21; pixel_scale = 0.4; orientation = "poppy";' 'normalization = "sum";' >mft_$w.cfg
 done
-command -v fitsverify >/dev/null || fitsverify() { echo "found 0 warning(s) and 0 error(s) (no fitsverify)"; }
 compare fft
 compare mft
 expect_exit 0 "both, -j 3" -- "$PSFSIM" -q --backend cpu -j 3 -c fft_both.cfg -o fft_j3
 expect_exit 0 "both, 2 lanes" -- env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -c fft_both.cfg -o fft_l2
+# the -j 1 run to compare with: compare's own on the CPU, else one here
+ref=fft_both
+if [ "$BOTH_BACKEND" != cpu ]; then
+  expect_exit 0 "both, -j 1 on the CPU" -- "$PSFSIM" -q --backend cpu -c fft_both.cfg -o fft_cpu
+  ref=fft_cpu
+fi
 d=0
-for f in fft_both/*.fits fft_both/*.png; do
+for f in $ref/*.fits $ref/*.png; do
   cmp -s "$f" "fft_j3/$(basename "$f")" || d=$((d + 1))
   cmp -s "$f" "fft_l2/$(basename "$f")" || d=$((d + 1))
 done
