@@ -134,22 +134,15 @@ static int by_dest(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* v[k] = v[order[k].k] for the nopen values of v, through tmp. */
-static void permute(float *v, const dest_index *order, size_t nopen, float *tmp)
+/* v[k] = v[order[k].k] for the nopen values of v (4-byte floats or
+ * ints, by bytes: one function for both), through tmp. */
+_Static_assert(sizeof(int) == 4 && sizeof(float) == 4, "samples' values are 4 bytes");
+static void permute(void *v, const dest_index *order, size_t nopen, unsigned char *tmp)
 {
+    const unsigned char *src = v;
     for (size_t k = 0; k < nopen; ++k)
-        tmp[k] = v[order[k].k];
-    memcpy(v, tmp, nopen * sizeof *v);
-}
-
-/* permute for the segment index: tmp is transpose_dest's malloc'd
- * scratch (no declared type, and an int is a float's size). */
-_Static_assert(sizeof(int) == sizeof(float), "the scratch holds either");
-static void permute_int(int *v, const dest_index *order, size_t nopen, int *tmp)
-{
-    for (size_t k = 0; k < nopen; ++k)
-        tmp[k] = v[order[k].k];
-    memcpy(v, tmp, nopen * sizeof *v);
+        memcpy(tmp + 4 * k, src + 4 * (size_t)order[k].k, 4);
+    memcpy(v, tmp, 4 * nopen);
 }
 
 /* The pruned transform takes the pupil transposed (cpu/plan_cache.h):
@@ -161,7 +154,7 @@ static int transpose_dest(cpu_pupil *pp, int nterms, int npix, char *err, size_t
 {
     size_t nopen = pp->nopen;
     dest_index *order = malloc((nopen ? nopen : 1) * sizeof *order);
-    float *tmp = malloc((nopen ? nopen : 1) * sizeof *tmp);
+    unsigned char *tmp = malloc((nopen ? nopen : 1) * 4); /* one plane of 4-byte values */
     if (!order || !tmp) {
         free(order);
         free(tmp);
@@ -180,7 +173,7 @@ static int transpose_dest(cpu_pupil *pp, int nterms, int npix, char *err, size_t
     if (pp->opd) permute(pp->opd, order, nopen, tmp);
     for (int t = 0; t < pp->seg_nterms; ++t) /* segment terms: their basis and index too */
         permute(pp->seg_basis + (size_t)t * nopen, order, nopen, tmp);
-    if (pp->seg) permute_int(pp->seg, order, nopen, (int *)tmp);
+    if (pp->seg) permute(pp->seg, order, nopen, tmp);
     free(order);
     free(tmp);
     return 0;
