@@ -426,8 +426,14 @@ def _metrics(met, count):
     out = np.zeros(count, dtype=[("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")])
     out["strehl"] = raw["strehl"]
     out["axial_intensity"] = raw["axial_intensity"]
-    for p in np.unique(raw["backend"]):
-        out["backend"][raw["backend"] == p] = ctypes.string_at(int(p)).decode() if p else ""
+    # Distinct pointers by elimination, not np.unique: that imports
+    # numpy.ma on first use, 24 ms of a cold call.
+    ptrs = raw["backend"]
+    rest = ptrs
+    while rest.size:
+        p = rest[0]
+        out["backend"][ptrs == p] = ctypes.string_at(int(p)).decode() if p else ""
+        rest = rest[rest != p]
     return out
 
 
