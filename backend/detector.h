@@ -76,8 +76,8 @@ void psf_detector_fold_phase(int npix, int s, float *phase);
  * half spectrum X and the table T, complex interleaved [npix (npix/2+1)];
  * phase psf_detector_fold_phase's table, or NULL for o = 0; 0 <= p1 < M,
  * 0 <= p2 <= M/2, M = npix / s. The GPU's fold kernel runs this code. */
-PSF_HD void psf_detector_fold_at(const float *spec, const float *otf, const float *phase,
-                                 int npix, int s, int p1, int p2, float *z)
+PSF_HD void psf_detector_fold_at(const float *spec, const float *otf, const float *phase, int npix,
+                                 int s, int p1, int p2, float *z)
 {
     int m = npix / s, nc = npix / 2 + 1;
     float re = 0.0f, im = 0.0f;
