@@ -33,20 +33,23 @@ __global__ static void sample_kernel(const float *__restrict__ grid, int npix, i
         s2 * grid[k * npix * npix + (size_t)(i * s + off) * npix + (size_t)(j * s + off)];
 }
 
-/* Z[k][p1][p2] of image blockIdx.z: psf_detector_fold_at (backend/detector.h
- * has the derivation), p2 along x (<= M/2), p1 along y; spec and z strided by
- * N (N/2+1) and M (M/2+1) complex per image. */
+/* Z[k][p1][p2] of image blockIdx.y: psf_detector_fold_at (backend/detector.h
+ * has the derivation), one thread per element of the M x (M/2+1) half
+ * spectrum in its row-major order (p2 fastest: coalesced reads along the
+ * grid spectrum's rows; no idle lanes past M/2 as a 2D block would have);
+ * spec and z strided by N (N/2+1) and M (M/2+1) complex per image. */
 __global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
                                    const cufftComplex *__restrict__ otf,
                                    const float *__restrict__ phase, int npix, int s, int m,
                                    cufftComplex *__restrict__ z)
 {
-    int p2 = blockIdx.x * blockDim.x + threadIdx.x, p1 = blockIdx.y * blockDim.y + threadIdx.y;
     int mc = m / 2 + 1;
-    if (p1 >= m || p2 >= mc) return;
-    size_t k = blockIdx.z, nspec = (size_t)npix * (size_t)(npix / 2 + 1);
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
+    if (i >= nz) return;
+    size_t k = blockIdx.y, nspec = (size_t)npix * (size_t)(npix / 2 + 1);
+    int p1 = (int)(i / mc), p2 = (int)(i % mc);
     psf_detector_fold_at((const float *)(spec + k * nspec), (const float *)otf, phase, npix, s, p1,
-                         p2, (float *)(z + k * (size_t)m * mc + (size_t)p1 * mc + p2));
+                         p2, (float *)(z + k * nz + i));
 }
 
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
@@ -185,10 +188,11 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
 static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n, cufftComplex *spec,
                       float *out, gpu_check *chk)
 {
-    int m = d->out_npix, mc = m / 2 + 1;
+    int m = d->out_npix;
+    size_t nz = (size_t)m * (size_t)(m / 2 + 1);
     cufftComplex *z = (cufftComplex *)grid;
-    dim3 block(32, 8), g((unsigned)((mc + 31) / 32), (unsigned)((m + 7) / 8), (unsigned)n);
-    fold_kernel<<<g, block, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, z);
+    dim3 blocks((unsigned)((nz + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
+    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, z);
     if (GPU_LAUNCH(chk, "fold_kernel") || GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out))) return -1;
     return 0;
 }
