@@ -52,9 +52,10 @@ void psf_detector_sample(const float *grid, int npix, int s, float *out);
  * Derivation: with Y = X T (T = psf_detector_otf, 1/N^2 in it) the convolved
  * grid is G[n1][n2] = sum_k Y[k1][k2] e^{+2 pi i (k1 n1 + k2 n2)/N} (the
  * C2R). Per axis write k = p + M q (0 <= p < M, 0 <= q < s); as k s / N =
- * p / M + q, e^{2 pi i k (i s + o)/N} = e^{2 pi i p i/M} e^{2 pi i k o/N}, so
- * D[i][j] = s^2 G[i s + o][j s + o] = sum_p Z[p1][p2] e^{+2 pi i (p1 i + p2 j)/M}
- * with Z[p1][p2] = s^2 sum_{q1,q2} Y[p1 + M q1][p2 + M q2] ph[k1] ph[k2],
+ * p / M + q, e^{2 pi i k (x s + o)/N} = e^{2 pi i p x/M} e^{2 pi i k o/N} for
+ * a detector index x, so D[x1][x2] = s^2 G[x1 s + o][x2 s + o] =
+ * sum_{p1,p2} Z[p1][p2] e^{+2 pi i (p1 x1 + p2 x2)/M} (the M x M C2R) with
+ * Z[p1][p2] = s^2 sum_{q1,q2} Y[p1 + M q1][p2 + M q2] ph[k1] ph[k2],
  * ph[k] = e^{2 pi i k o/N}: the DFT of a decimated sequence is the sum of
  * the s aliased copies of its spectrum (the mean, 1/s, with both DFTs
  * normalised; Oppenheim & Schafer, Discrete-Time Signal Processing, 3rd ed.,
@@ -71,6 +72,14 @@ void psf_detector_sample(const float *grid, int npix, int s, float *out);
  * (computed in double, k o reduced mod npix first; stored as float). Not
  * needed (all 1) when o = 0, even M. */
 void psf_detector_fold_phase(int npix, int s, float *phase);
+
+/* (re, im) times the unit complex ph[0] + i ph[1], in float. */
+PSF_HD void psf_detector_rotate(float *re, float *im, const float *ph)
+{
+    float t = *re * ph[0] - *im * ph[1];
+    *im = *re * ph[1] + *im * ph[0];
+    *re = t;
+}
 
 /* Z[p1][p2] of the fold into z[0], z[1] (re, im): spec and otf the grid's
  * half spectrum X and the table T, complex interleaved [npix (npix/2+1)];
@@ -90,19 +99,11 @@ PSF_HD void psf_detector_fold_at(const float *spec, const float *otf, const floa
             float a = spec[2 * i], b = spec[2 * i + 1], c = otf[2 * i], e = otf[2 * i + 1];
             float yr = a * c - b * e, yi = a * e + b * c;
             if (!stored) yi = -yi;
-            if (phase) {
-                float pr = phase[2 * k2], pi = phase[2 * k2 + 1], t = yr * pr - yi * pi;
-                yi = yr * pi + yi * pr;
-                yr = t;
-            }
+            if (phase) psf_detector_rotate(&yr, &yi, phase + 2 * k2);
             ar += yr;
             ai += yi;
         }
-        if (phase) {
-            float pr = phase[2 * k1], pi = phase[2 * k1 + 1], t = ar * pr - ai * pi;
-            ai = ar * pi + ai * pr;
-            ar = t;
-        }
+        if (phase) psf_detector_rotate(&ar, &ai, phase + 2 * k1);
         re += ar;
         im += ai;
     }
