@@ -112,3 +112,22 @@ void psf_detector_sample(const float *grid, int npix, int s, float *out)
             out[(size_t)i * m + j] =
                 s2 * grid[(size_t)(i * s + off) * npix + (size_t)(j * s + off)];
 }
+
+void psf_detector_fold_phase(int npix, int s, float *phase)
+{
+    long long o = psf_detector_sample_offset(npix, s);
+    for (int k = 0; k < npix; ++k) {
+        double t = 2.0 * M_PI * (double)((k * o) % npix) / npix;
+        phase[2 * k] = (float)cos(t);
+        phase[2 * k + 1] = (float)sin(t);
+    }
+}
+
+void psf_detector_fold(const float *spec, const float *otf, const float *phase, int npix, int s,
+                       float *z)
+{
+    int m = npix / s, mc = m / 2 + 1;
+    for (int p1 = 0; p1 < m; ++p1)
+        for (int p2 = 0; p2 < mc; ++p2)
+            psf_detector_fold_at(spec, otf, phase, npix, s, p1, p2, z + 2 * ((size_t)p1 * mc + p2));
+}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "optics/psf_hd.h"
 
 /* 1 when the detector stage convolves (some kernel is enabled). */
 int psf_detector_convolves(const psf_detector *d);
@@ -44,5 +45,76 @@ int psf_detector_sample_offset(int npix, int s);
  * npix): out[i M + j] = s^2 grid[(i s + o) npix + j s + o], M = npix / s,
  * o = psf_detector_sample_offset. */
 void psf_detector_sample(const float *grid, int npix, int s, float *out);
+
+/* The fold (the GPU's path when it samples at s > 1): the detector image's
+ * M x (M/2+1) half spectrum Z straight from the grid image's N x (N/2+1)
+ * one X (R2C, unnormalised), so that one small M x M C2R of Z is D.
+ * Derivation: with Y = X T (T = psf_detector_otf, 1/N^2 in it) the convolved
+ * grid is G[n1][n2] = sum_k Y[k1][k2] e^{+2 pi i (k1 n1 + k2 n2)/N} (the
+ * C2R). Per axis write k = p + M q (0 <= p < M, 0 <= q < s); as k s / N =
+ * p / M + q, e^{2 pi i k (x s + o)/N} = e^{2 pi i p x/M} e^{2 pi i k o/N} for
+ * a detector index x, so D[x1][x2] = s^2 G[x1 s + o][x2 s + o] =
+ * sum_{p1,p2} Z[p1][p2] e^{+2 pi i (p1 x1 + p2 x2)/M} (the M x M C2R) with
+ * Z[p1][p2] = s^2 sum_{q1,q2} Y[p1 + M q1][p2 + M q2] ph[k1] ph[k2],
+ * ph[k] = e^{2 pi i k o/N}: the DFT of a decimated sequence is the sum of
+ * the s aliased copies of its spectrum (the mean, 1/s, with both DFTs
+ * normalised; Oppenheim & Schafer, Discrete-Time Signal Processing, 3rd ed.,
+ * 4.6.1, downsampling), and the offset o is the shift theorem's phase.
+ * Half-spectrum bookkeeping: the aliases k2 = p2 + M q2 cover [0, N) once;
+ * those past the stored half (k2 > N/2) are conj(Y[(N - k1) % N][N - k2])
+ * (a real image's DFT is Hermitian), the Nyquist row and column (k = N/2,
+ * even N) are one stored copy each, used once; Z is then Hermitian itself,
+ * so p2 <= M/2 is all the C2R takes (its Nyquist column p2 = M/2, even M,
+ * included). The multiply is the stage's own, in float. */
+
+/* The fold's phase table for npix and s: phase[2 k], phase[2 k + 1] = cos,
+ * sin of 2 pi k o / npix for k < npix, o = psf_detector_sample_offset
+ * (computed in double, k o reduced mod npix first; stored as float). Not
+ * needed (all 1) when o = 0, even M. */
+void psf_detector_fold_phase(int npix, int s, float *phase);
+
+/* (re, im) times the unit complex ph[0] + i ph[1], in float. */
+PSF_HD void psf_detector_rotate(float *re, float *im, const float *ph)
+{
+    float t = *re * ph[0] - *im * ph[1];
+    *im = *re * ph[1] + *im * ph[0];
+    *re = t;
+}
+
+/* Z[p1][p2] of the fold into z[0], z[1] (re, im): spec and otf the grid's
+ * half spectrum X and the table T, complex interleaved [npix (npix/2+1)];
+ * phase psf_detector_fold_phase's table, or NULL for o = 0; 0 <= p1 < M,
+ * 0 <= p2 <= M/2, M = npix / s. The GPU's fold kernel runs this code. */
+PSF_HD void psf_detector_fold_at(const float *spec, const float *otf, const float *phase, int npix,
+                                 int s, int p1, int p2, float *z)
+{
+    int m = npix / s, nc = npix / 2 + 1;
+    float re = 0.0f, im = 0.0f;
+    for (int q1 = 0; q1 < s; ++q1) {
+        int k1 = p1 + m * q1, k1n = k1 ? npix - k1 : 0;
+        float ar = 0.0f, ai = 0.0f;
+        for (int q2 = 0; q2 < s; ++q2) {
+            int k2 = p2 + m * q2, stored = k2 < nc;
+            size_t i = stored ? (size_t)k1 * nc + k2 : (size_t)k1n * nc + (npix - k2);
+            float a = spec[2 * i], b = spec[2 * i + 1], c = otf[2 * i], e = otf[2 * i + 1];
+            float yr = a * c - b * e, yi = a * e + b * c;
+            if (!stored) yi = -yi;
+            if (phase) psf_detector_rotate(&yr, &yi, phase + 2 * k2);
+            ar += yr;
+            ai += yi;
+        }
+        if (phase) psf_detector_rotate(&ar, &ai, phase + 2 * k1);
+        re += ar;
+        im += ai;
+    }
+    float s2 = (float)s * (float)s;
+    z[0] = s2 * re;
+    z[1] = s2 * im;
+}
+
+/* The whole fold of one image on the host: z [M (M/2+1)] complex
+ * interleaved, from spec, otf and phase as psf_detector_fold_at's. */
+void psf_detector_fold(const float *spec, const float *otf, const float *phase, int npix, int s,
+                       float *z);
 
 #endif

@@ -408,8 +408,10 @@ static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cud
 }
 
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
- * effect at oversample 1, (c) every effect at oversample 4. CSV rows and
- * the ratios (b)/(a), (c)/(a). */
+ * effect at oversample 1 (R2C, multiply, N x N C2R into the detector
+ * images), (c) every effect at oversample 4 (R2C, the fold, M x M C2R),
+ * through gpu_detector_apply as gpu/backend.cu runs it. CSV rows and the
+ * ratios (b)/(a), (c)/(a). */
 static void detector_figures(int npix, int batch, long long nimages)
 {
     char err[1024];

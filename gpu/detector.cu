@@ -33,6 +33,25 @@ __global__ static void sample_kernel(const float *__restrict__ grid, int npix, i
         s2 * grid[k * npix * npix + (size_t)(i * s + off) * npix + (size_t)(j * s + off)];
 }
 
+/* Z[k][p1][p2] of image blockIdx.y: psf_detector_fold_at (backend/detector.h
+ * has the derivation), one thread per element of the M x (M/2+1) half
+ * spectrum in its row-major order (p2 fastest: coalesced reads along the
+ * grid spectrum's rows; no idle lanes past M/2 as a 2D block would have);
+ * spec and z strided by N (N/2+1) and M (M/2+1) complex per image. */
+__global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
+                                   const cufftComplex *__restrict__ otf,
+                                   const float *__restrict__ phase, int npix, int s, int m,
+                                   cufftComplex *__restrict__ z)
+{
+    int mc = m / 2 + 1;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
+    if (i >= nz) return;
+    size_t k = blockIdx.y, nspec = (size_t)npix * (size_t)(npix / 2 + 1);
+    int p1 = (int)(i / mc), p2 = (int)(i % mc);
+    psf_detector_fold_at((const float *)(spec + k * nspec), (const float *)otf, phase, npix, s, p1,
+                         p2, (float *)(z + k * nz + i));
+}
+
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
 {
     const psf_detector *det = &problem->detector;
@@ -40,8 +59,28 @@ size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
     size_t n = (size_t)problem->npix, m = (size_t)psf_detector_out_npix(problem);
     size_t c = (size_t)capacity;
     size_t bytes = det->sample ? 2 * c * m * m * sizeof(float) : 0;
-    if (psf_detector_convolves(det)) bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c;
+    /* The fold's phase table (odd M) and plans of N x N (R2C) and at most
+     * N x N (C2R): within the estimate of 8 N^2 C. */
+    if (psf_detector_convolves(det))
+        bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float);
     return bytes;
+}
+
+/* The fold's phase table on the device (odd M; even M has none). */
+static int phase_upload(gpu_detector *d, gpu_check *chk)
+{
+    size_t bytes = 2 * (size_t)d->npix * sizeof(float);
+    float *host = (float *)malloc(bytes);
+    if (!host) {
+        snprintf(chk->err, chk->errlen, "gpu: out of host memory");
+        return -1;
+    }
+    psf_detector_fold_phase(d->npix, d->s, host);
+    int rc = GPU_CUDA(chk, cudaMalloc(&d->phase, bytes));
+    if (rc) d->phase = NULL;
+    if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->phase, host, bytes, cudaMemcpyHostToDevice));
+    free(host);
+    return rc;
 }
 
 int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacity,
@@ -60,7 +99,8 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     d->stream = stream;
     cudaFuncAttributes a; /* load the kernels now, not on the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, otf_multiply_kernel)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel)))
         return -1;
     size_t m2 = (size_t)d->out_npix * d->out_npix;
     for (int q = 0; q < 2 && d->sample; ++q)
@@ -69,6 +109,9 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
             return -1;
         }
     if (!d->convolve) return 0;
+    d->fold = d->sample && d->s > 1;
+    if (d->fold && psf_detector_sample_offset(d->npix, d->s) != 0 && phase_upload(d, chk))
+        return -1;
     size_t bytes = psf_detector_otf_bytes(d->npix);
     float *host = (float *)malloc(bytes);
     if (!host) {
@@ -96,6 +139,7 @@ void gpu_detector_destroy(gpu_detector *d)
     for (int i = 0; i < GPU_DETECTOR_PLANS; ++i)
         plan_free(&d->plans[i]);
     cudaFree(d->otf);
+    cudaFree(d->phase);
     cudaFree(d->out[0]);
     cudaFree(d->out[1]);
     memset(d, 0, sizeof *d);
@@ -115,12 +159,14 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
     }
     if (victim->batch && GPU_CUDA(chk, cudaStreamSynchronize(d->stream))) return NULL;
     plan_free(victim);
-    int dims[2] = {d->npix, d->npix};
+    int dims[2] = {d->npix, d->npix}, out[2] = {d->out_npix, d->out_npix};
     gpu_detector_plan p;
     memset(&p, 0, sizeof p);
     if (GPU_CUFFT(chk, cufftPlanMany(&p.r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)))
         return NULL;
-    if (GPU_CUFFT(chk, cufftPlanMany(&p.c2r, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R, n))) {
+    /* The fold's C2R is M x M; else N x N (M = N at s = 1 or unsampled). */
+    if (GPU_CUFFT(chk, cufftPlanMany(&p.c2r, 2, d->fold ? out : dims, NULL, 1, 0, NULL, 1, 0,
+                                     CUFFT_C2R, n))) {
         cufftDestroy(p.r2c);
         return NULL;
     }
@@ -136,21 +182,46 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
     return victim;
 }
 
+/* The fold (s > 1, sampled): Z into grid (the grid is spent once R2C has
+ * read it, and 8 M (M/2+1) <= 4 N^2 bytes for s >= 2), then the M x M C2R
+ * of Z into out. */
+static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n, cufftComplex *spec,
+                      float *out, gpu_check *chk)
+{
+    int m = d->out_npix;
+    size_t nz = (size_t)m * (size_t)(m / 2 + 1);
+    cufftComplex *z = (cufftComplex *)grid;
+    dim3 blocks((unsigned)((nz + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
+    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, z);
+    if (GPU_LAUNCH(chk, "fold_kernel") || GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out))) return -1;
+    return 0;
+}
+
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk)
 {
     *result = grid;
     if (!d->active || n < 1) return 0;
+    float *out = d->sample ? d->out[q] : grid;
     if (d->convolve) {
         gpu_detector_plan *p = plan_for(d, n, chk);
         if (!p) return -1;
+        if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
+        if (d->fold) {
+            if (fold_apply(d, p, grid, n, spec, out, chk)) return -1;
+            *result = out;
+            return 0;
+        }
         size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
         dim3 blocks((unsigned)((nspec + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
-        if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
         otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec);
+        /* Out of place, straight into the image run() returns: at s = 1 the
+         * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
         if (GPU_LAUNCH(chk, "otf_multiply_kernel") ||
-            GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, grid)))
+            GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)))
             return -1;
+        *result = out;
+        return 0;
     }
     if (!d->sample) return 0;
     int m = d->out_npix, off = psf_detector_sample_offset(d->npix, d->s);

@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The detector stage on the GPU (psf_detector, backend/backend.h), the twin
- * of cpu/detector.h: per sub-batch of n grid images, one batched cuFFT R2C,
- * one multiply kernel by the transfer function (computed on the host by
- * backend/detector.h, the CPU's values), one batched C2R back into the
- * images, and a sampling kernel into the detector images. Plans are made
- * once per batch count and kept (as gpu/plan_cache.h does). */
+ * of cpu/detector.h, with the CPU's transfer function (computed on the host
+ * by backend/detector.h). Per sub-batch of n grid images one batched cuFFT
+ * R2C, then:
+ *  - sampled at s > 1: one fold kernel (psf_detector_fold_at: the multiply
+ *    and the sum of the s^2 aliases into the M x (M/2+1) half spectrum of
+ *    the detector image, s^2 and the offset's phase in it) and one batched
+ *    M x M C2R straight into the detector images: no N x N C2R, no
+ *    sampling pass;
+ *  - else (s = 1, or the grid image written): one multiply kernel and one
+ *    batched N x N C2R out of place into the images run() returns (1/N^2
+ *    is in the table; at s = 1 the detector image is the grid image).
+ * Sampling without a kernel is one sampling kernel. The same images as the
+ * CPU's to float rounding (tests/cpu/test_detector_fold.c checks the fold
+ * against cpu/detector.c's stage). Plans are made once per batch count and
+ * kept (as gpu/plan_cache.h does). */
 #ifndef PSFSIM_GPU_DETECTOR_H
 #define PSFSIM_GPU_DETECTOR_H
 
@@ -32,8 +42,11 @@ typedef struct {
     int active;   /* the problem has a stage (psf_detector_active) */
     int convolve; /* the FFT pass runs */
     int sample;   /* the detector image is written (else the grid image) */
+    int fold;     /* convolve, sample and s > 1: the fold (c2r is M x M) */
     int npix, s, out_npix;
     cufftComplex *otf; /* device [N (N/2+1)] */
+    float *phase;      /* device [2 N]: the fold's offset phase (psf_detector_fold_phase);
+                          NULL without a fold or for even M (o = 0) */
     float *out[2];     /* device [C M^2] each when sampled: the detector images */
     gpu_detector_plan plans[GPU_DETECTOR_PLANS];
     unsigned long long tick;
@@ -41,7 +54,8 @@ typedef struct {
 } gpu_detector;
 
 /* Device bytes the stage takes at capacity C (images per sub-batch):
- * the table, the two detector-image buffers, and cuFFT's work areas
+ * the table, the fold's phase table, the two detector-image buffers, and
+ * cuFFT's work areas (the R2C's N x N and the C2R's, N x N or M x M)
  * estimated as one grid image pair per image (8 N^2 C). 0 without a stage. */
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity);
 
@@ -51,10 +65,12 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
                         cudaStream_t stream, gpu_check *chk);
 void gpu_detector_destroy(gpu_detector *d);
 
-/* The stage for n <= C grid images in grid (device, n N^2, overwritten by
- * the convolved images), with spec (device, >= n N (N/2+1) complex) as the
- * spectrum, enqueued on the stream; *result: the images run() returns,
- * out[q] (sampled) or grid. Returns 0, or -1 with chk's message. */
+/* The stage for n <= C grid images in grid (device, n N^2, cudaMalloc's
+ * alignment; overwritten: by the convolved images when not sampled, else
+ * scratch, the fold's spectra in it), with spec (device, >= n N (N/2+1)
+ * complex) as the spectrum, enqueued on the stream; *result: the images
+ * run() returns, out[q] (sampled) or grid. Returns 0, or -1 with chk's
+ * message. */
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk);
 

@@ -3,7 +3,9 @@
  * (cpu/detector.h): the same images (relative L2 <= 1e-5, the backends'
  * tolerance) for every effect alone and all together, detector-sampled and
  * oversampled, by FFT and by MFT, batched (a sweep of 6) and single
- * images, and odd detector sizes (the sampling offset); every checked CUDA
+ * images, and odd detector sizes (the sampling offset); every effect with
+ * an asymmetric IPC kernel at s = 1 (the C2R straight into the detector
+ * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; every checked CUDA
  * and cuFFT call of a detector set fails cleanly in turn, and a fresh
  * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
@@ -90,6 +92,24 @@ static void test_mft_and_odd_sizes(void **state)
     compare("output: { npix = 37; pixel_scale_arcsec = 0.04; };", all);
 }
 
+/* Every effect, an asymmetric IPC kernel, s = 1, 2, 4: the GPU's two
+ * paths (gpu/detector.h) against the CPU's stage; FFT (M = 96) and MFT
+ * (M = 41: o = 1 at s = 2, 2 at s = 4). */
+static void test_paths_all_effects(void **state)
+{
+    (void)state;
+    static const int s[] = {1, 2, 4};
+    for (int i = 0; i < 3; ++i) {
+        char all[512];
+        snprintf(all, sizeof all,
+                 "oversample = %d; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
+                 "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];",
+                 s[i]);
+        compare("", all);
+        compare("output: { npix = 41; pixel_scale = 0.6; };", all);
+    }
+}
+
 /* One image at a time: the single-image path (its CUDA graph, then the stage). */
 static void test_single_image(void **state)
 {
@@ -144,9 +164,8 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_effect),
-        cmocka_unit_test(test_mft_and_odd_sizes),
-        cmocka_unit_test(test_single_image),
+        cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
+        cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_single_image),
         cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
