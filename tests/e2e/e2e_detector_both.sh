@@ -40,11 +40,12 @@ compare() { # case: runs d, o, b of it and compares them
   for w in detector oversampled both; do
     expect_exit 0 "$c: write = $w" -- "$PSFSIM" -q --backend "$BOTH_BACKEND" -c ${c}_$w.cfg -o ${c}_$w
   done
-  if "$PY" - "$c" <<'PY'; then pass "$c: DET_SAMP = the detector run's, OVERSAMP = the oversampled run's, keywords"; else fail "$c: the HDUs"; fi
+  if "$PY" - "$c" "$BOTH_BACKEND" <<'PY'; then pass "$c: DET_SAMP = the detector run's, OVERSAMP = the oversampled run's, keywords"; else fail "$c: the HDUs"; fi
 import sys
 import numpy as np
 from astropy.io import fits
 c = sys.argv[1]
+exact = sys.argv[2] == "cpu"
 bad = 0
 for k in range(3):
     b = fits.open(f"{c}_both/{c}_{k}.fits")
@@ -54,7 +55,11 @@ for k in range(3):
         print("HDUs", [h.name for h in b]); bad += 1
     if b[1].data.dtype != np.dtype(">f4") or b[0].data.dtype != np.dtype(">f4"):
         print("not float32"); bad += 1
-    if not np.array_equal(b["DET_SAMP"].data, d.data):
+    # The CPU samples the grid in both runs: the same bits. The GPU's
+    # "detector" run folds the spectrum (gpu/detector.h) where "both"
+    # samples the grid it returns: the same image to float rounding.
+    if exact and not np.array_equal(b["DET_SAMP"].data, d.data) or \
+            np.abs(b["DET_SAMP"].data - d.data).max() > 1e-5 * d.data.max():
         print(k, "DET_SAMP differs from the detector run's"); bad += 1
     if b[0].data.shape != o.data.shape or \
             np.abs(b["OVERSAMP"].data - o.data).max() > 1e-6 * o.data.max():
@@ -74,6 +79,8 @@ for k in range(3):
         print("OVERSAMP/DET_SAMP values"); bad += 1
 sys.exit(1 if bad else 0)
 PY
+  # PNG levels and the manifest's printed metrics: bit for bit on the CPU only.
+  [ "$BOTH_BACKEND" = cpu ] || { echo "note: $BOTH_BACKEND: PNGs and manifest rows not compared"; return 0; }
   local d=0
   for f in ${c}_detector/*.png; do cmp -s "$f" "${c}_both/$(basename "$f")" || d=$((d + 1)); done
   [ "$d" -eq 0 ] && pass "$c: the PNGs are the detector run's" || fail "$c: $d PNG(s) differ"
