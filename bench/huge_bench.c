@@ -95,8 +95,9 @@ static void on_message(int level, const char *message, void *user)
 /* Free device memory now, bytes (0 without CUDA). */
 static size_t device_free(void)
 {
-    size_t f = 0, t = 0;
+    size_t f = 0;
 #ifdef PSFSIM_HAVE_CUDA
+    size_t t = 0;
     if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;

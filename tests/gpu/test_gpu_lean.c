@@ -138,6 +138,7 @@ static void test_no_basis(void **state)
     unsetenv("PSFSIM_GPU_BASIS_MAX_MB");
 }
 
+#ifdef PSFSIM_HAVE_CUDA
 /* "need X MiB (... cuFFT's work area W MiB ...)" from create's refusal. */
 static void parse_need(const char *err, double *need, double *work)
 {
@@ -147,6 +148,7 @@ static void parse_need(const char *err, double *need, double *work)
     assert_int_equal(sscanf(a, "need %lf MiB", need), 1);
     assert_int_equal(sscanf(w, "cuFFT's work area %lf MiB", work), 1);
 }
+#endif
 
 /* With all but 512 MiB of the device held here, an 8192 x 8192 image (12
  * N^2 = 768 MiB of buffers alone) is refused, with the need memory_need
