@@ -136,8 +136,9 @@ static int compute(const bench_case *c, const char *backend, float *img, double 
     }
     if (rc == PSFSIM_OK) printf("%s: %.2f s, Strehl %.6f", backend, *secs, met.strehl);
     if (rc == PSFSIM_OK && !strcmp(backend, "gpu"))
-        printf(", device memory taken %zu bytes (%.2f GiB: %zu free before, %zu after)",
-               free0 - free1, (free0 - free1) / 1073741824.0, free0, free1);
+        printf(", device memory taken %lld bytes (%.2f GiB: %zu free before, %zu after)",
+               (long long)free0 - (long long)free1, ((double)free0 - (double)free1) / 1073741824.0,
+               free0, free1);
     if (rc == PSFSIM_OK) printf("\n");
     psfsim_close(set);
     if (rc != PSFSIM_OK) fprintf(stderr, "%s: %s: %s\n", backend, psfsim_status_name(rc), err);
