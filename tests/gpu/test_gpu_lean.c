@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU backend's single-image plan (gpu/backend.cu: one grid
  * transformed in place, one image buffer, pupils built in them and kept
- * without an index) against the CPU backend: at N = 4096 and the prime
- * N = 4099 (cuFFT's Bluestein path), one and two components (two pupils,
- * the second field's intensity added over a second pass), with and without
- * the kept Zernike basis, the same images to relative L2 <= 1e-5; a job run
- * after another is the same bits as run first (the grid is zeroed before
- * each field: the in-place transform leaves it full). With device memory
- * held by the test, create refuses the plan naming its need, which is
- * memory_need's figure plus the cuFFT work area the message gives.
- * Skipped (exit 77) without the GPU module or a CUDA device. */
+ * without an index) against the CPU backend: at N = 4096, the prime
+ * N = 4099 (cuFFT's Bluestein path) and the odd N = 4107, one and two
+ * components (two pupils, the second field's intensity added over a
+ * second pass), with and without the kept Zernike basis, the same images
+ * to relative L2 <= 1e-5; a job run after another is the same bits as run
+ * first (the grid is zeroed before each field: the in-place transform
+ * leaves it full). With device memory held by the test, create refuses
+ * the plan naming its need, which is memory_need's figure plus the cuFFT
+ * work area the message gives. Skipped (exit 77) without the GPU module or
+ * a CUDA device. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -122,10 +123,18 @@ static void test_n4096(void **state)
     compare(4096, 1, "");
 }
 
+/* 4099 is prime (past cuFFT's direct radices: Bluestein, as 46341 = 9 x 19
+ * x 271 is); 4107 = 3 x 37^2 is odd with direct radices. */
 static void test_n4099_two_components(void **state)
 {
     (void)state;
     compare(4099, 2, "");
+}
+
+static void test_n4107(void **state)
+{
+    (void)state;
+    compare(4107, 1, "");
 }
 
 /* Pupils kept without their basis: field_open_kernel<false> evaluates the
@@ -196,9 +205,8 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_n4096),
-        cmocka_unit_test(test_n4099_two_components),
-        cmocka_unit_test(test_no_basis),
+        cmocka_unit_test(test_n4096),           cmocka_unit_test(test_n4099_two_components),
+        cmocka_unit_test(test_n4107),           cmocka_unit_test(test_no_basis),
         cmocka_unit_test(test_refused_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
