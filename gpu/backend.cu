@@ -143,6 +143,8 @@ struct psf_backend {
     int job_table[PSF_MAX_COMPONENTS];
     gpu_plan_cache plans;
     int plans_ready;
+    cufftHandle lean_plan; /* the single-image plan's transform, made by check_lean */
+    int lean_plan_held;    /* ... and not yet in plans (gpu_plan_cache_adopt) */
     /* The single-image path's CUDA graph: one pass of graph_nfields fields. */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
@@ -182,6 +184,7 @@ static void gpu_destroy(psf_backend *b)
     graph_release(b);
     gpu_detector_destroy(&b->det);
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
+    if (b->lean_plan_held) cufftDestroy(b->lean_plan);
     for (int i = 0; i < b->npupils; ++i)
         gpu_pupil_free(&b->pupils[i]);
     for (int i = 0; i < GPU_MFT_TABLES; ++i)
@@ -313,14 +316,16 @@ static long long capacity_wanted(size_t plane, int max_batch)
     return cap;
 }
 
-/* The single-image plan's check: need_lean with cuFFT's work area for one
- * in-place transform against the free memory less the margin; refused with
- * both figures and what the need is made of. */
+/* The single-image plan's check: need_lean with the work area of its one
+ * transform, planned now (gpu_plan_make: the exact figure, not an
+ * estimate; kept for create), against the free memory less the margin;
+ * refused with both figures and what the need is made of. */
 static int check_lean(psf_backend *b, const gpu_shape *s, size_t *work, size_t free_b,
                       size_t total_b, char *err, size_t errlen)
 {
     size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
-    if (gpu_plan_estimate(&b->chk, b->npix, 1, work) != 0) return -1;
+    if (gpu_plan_make(&b->chk, b->npix, 1, &b->lean_plan, work) != 0) return -1;
+    b->lean_plan_held = 1;
     unsigned long long need = need_lean(s, *work);
     b->capacity = 1;
     if (need <= avail) return 0;
@@ -570,10 +575,11 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         gpu_plan_cache_init(&b->plans, b->npix, b->compute);
         b->plans_ready = 1;
         if (gpu_plan_cache_reserve(&b->plans, &b->chk, work) != 0) goto fail;
-        /* The single-image plan's one transform, planned now rather than in
-         * the first run (its work area fits the one reserved, or grows it). */
-        cufftHandle plan;
-        if (b->lean && gpu_plan_cache_get(&b->plans, &b->chk, 1, &plan) != 0) goto fail;
+        /* The single-image plan's one transform, made by check_lean: the
+         * cache owns it from here, whatever the call returns. */
+        b->lean_plan_held = 0;
+        if (b->lean && gpu_plan_cache_adopt(&b->plans, &b->chk, b->lean_plan, 1, work) != 0)
+            goto fail;
     }
     b->chk.err = NULL; /* no message buffer between calls */
     *out = b;
