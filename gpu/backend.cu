@@ -15,6 +15,17 @@
  * pass instead. With a detector stage (psf_detector) each sub-batch's
  * images pass through gpu/detector.h before their copy.
  *
+ * The single-image plan (lean; an FFT set whose batch is one image from
+ * N = 4096, or any FFT set from N = 32768, where the buffers of a batch no
+ * longer fit beside each other): one complex grid, transformed in place, and
+ * one image buffer, 12 N^2 bytes besides cuFFT's work area, instead of the
+ * field, its transform and two image buffers (24 N^2) and a pupil build
+ * over five more grids. Each field is written into the zeroed grid at its
+ * open samples (gpu_pupil_field_open, so no pupil keeps an index over the
+ * grid), transformed in place, and its intensity added into the image; a
+ * pupil is built in the two buffers (gpu_pupil_build_in) before the passes.
+ * One image at a time: its copy to the host ends before the next is made.
+ *
  * The field buffer keeps its zeros: the FFT is out of place and the MFT's
  * products only read it, so once a slot holds a field of pupil p, the next
  * field of p there needs only its open samples written
@@ -70,6 +81,12 @@ extern "C" {
  * for each other; and about PSF_MFT_TABLE_BYTES of them: past it the least
  * recently used is rebuilt when needed again. */
 #define GPU_MFT_TABLES (2 * PSF_MAX_COMPONENTS)
+/* The single-image plan from these many grid samples: N = 4096 for a set of
+ * one image per run (no copy to overlap: one image buffer is enough),
+ * N = 32768 for any set (two of the batch plan's image buffers alone are
+ * then 8 GiB, its whole need past 40 GiB). */
+#define GPU_LEAN_SINGLE_PLANE ((size_t)4096 * 4096)
+#define GPU_LEAN_PLANE ((size_t)32768 * 32768)
 
 /* A host buffer handed out by alloc_images. */
 typedef struct host_buf {
@@ -84,6 +101,7 @@ struct psf_backend {
     int device;     /* CUDA device index (options->device) */
     int device_set; /* create got as far as selecting it */
     int mft;        /* set->mft: two matrix products instead of the FFT */
+    int lean;       /* the single-image plan: spec is field, dimg[1] is dimg[0] */
     int npix;       /* N: the images' size (the FFT's, or the MFT's M) */
     size_t plane;   /* N * N: one image, one transformed field */
     int grid;       /* the pupil grid: N, or the MFT's G (set->pupil_npix) */
@@ -125,6 +143,8 @@ struct psf_backend {
     int job_table[PSF_MAX_COMPONENTS];
     gpu_plan_cache plans;
     int plans_ready;
+    cufftHandle lean_plan; /* the single-image plan's transform, made by check_lean */
+    int lean_plan_held;    /* ... and not yet in plans (gpu_plan_cache_adopt) */
     /* The single-image path's CUDA graph: one pass of graph_nfields fields. */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
@@ -164,6 +184,7 @@ static void gpu_destroy(psf_backend *b)
     graph_release(b);
     gpu_detector_destroy(&b->det);
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
+    if (b->lean_plan_held) cufftDestroy(b->lean_plan);
     for (int i = 0; i < b->npupils; ++i)
         gpu_pupil_free(&b->pupils[i]);
     for (int i = 0; i < GPU_MFT_TABLES; ++i)
@@ -174,6 +195,10 @@ static void gpu_destroy(psf_backend *b)
     cudaFree(b->d_seg_modes);
     cudaFree(b->d_amp_map);
     cudaFree(b->d_opd_map);
+    if (b->lean) { /* aliases of field and dimg[0] */
+        b->spec = NULL;
+        b->dimg[1] = NULL;
+    }
     cudaFree(b->field);
     cudaFree(b->spec);
     cudaFree(b->mft_t);
@@ -208,6 +233,7 @@ static void gpu_destroy(psf_backend *b)
  * keeps them in the backend; memory_need has no backend). */
 typedef struct {
     int mft;                /* two matrix products instead of the FFT */
+    int lean;               /* the single-image plan (GPU_LEAN_*) */
     int npix;               /* N: the images' size (the FFT's, or the MFT's M) */
     int grid;               /* the pupil grid: N, or the MFT's G */
     int nterms;             /* Zernike modes */
@@ -230,6 +256,9 @@ static gpu_shape shape_of(const psf_problem *set)
     s.ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
     s.maps = 0;
     s.set = set;
+    /* An FFT set past the sizes where the batch plan pays (GPU_LEAN_*). */
+    s.lean = !s.mft && (s.plane >= GPU_LEAN_PLANE ||
+                        (set->max_batch <= 1 && s.plane >= GPU_LEAN_SINGLE_PLANE));
     if (set->aperture.shape == APERTURE_FILE)
         s.maps += (size_t)set->aperture.map_rows * set->aperture.map_cols * sizeof(float);
     if (set->opd_map) s.maps += (size_t)set->opd_rows * set->opd_cols * sizeof(float);
@@ -255,6 +284,26 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
            2 * gpu_pass_layout_for((int)cap, (int)cap, s->ncoeff, s->mft).bytes;
 }
 
+static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *s);
+
+/* Device memory of the single-image plan with cuFFT's work area of `work`
+ * bytes: its two buffers, the grid (N^2 complex: the field, transformed in
+ * place) and the image (N^2 float), which a pupil is built in; the staging
+ * tables of a pass of one field; the device pupil table; the maps; the
+ * detector stage's (gpu_detector_bytes at one image); and the pupils kept
+ * (pupils_bytes: their open samples' arrays, no index). Every cudaMalloc of
+ * create and run but the CUB scan's storage (inside the buffers) and the
+ * detector's cuFFT plans (its own estimate). */
+static unsigned long long need_lean(const gpu_shape *s, size_t work)
+{
+    unsigned long long bufs = bytes_mul(s->plane, sizeof(cufftComplex) + sizeof(float));
+    unsigned long long small = 2 * gpu_pass_layout_for(1, 1, s->ncoeff, 0).bytes +
+                               PSF_MAX_COMPONENTS * sizeof(gpu_pupil) + s->maps;
+    return bytes_add(
+        bytes_add(bufs, work),
+        bytes_add(bytes_add(small, gpu_detector_bytes(s->set, 1)), pupils_bytes(s->set, s)));
+}
+
 /* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
  * max_batch and GPU_MAX_PASS (plane >= 1). */
 static long long capacity_wanted(size_t plane, int max_batch)
@@ -267,13 +316,38 @@ static long long capacity_wanted(size_t plane, int max_batch)
     return cap;
 }
 
+/* The single-image plan's check: need_lean with the work area of its one
+ * transform, planned now (gpu_plan_make: the exact figure, not an
+ * estimate; kept for create), against the free memory less the margin;
+ * refused with both figures and what the need is made of. */
+static int check_lean(psf_backend *b, const gpu_shape *s, size_t *work, size_t free_b,
+                      size_t total_b, char *err, size_t errlen)
+{
+    size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
+    if (gpu_plan_make(&b->chk, b->npix, 1, &b->lean_plan, work) != 0) return -1;
+    b->lean_plan_held = 1;
+    unsigned long long need = need_lean(s, *work);
+    b->capacity = 1;
+    if (need <= avail) return 0;
+    snprintf(err, errlen,
+             "gpu: not enough device memory for one %dx%d image: need %.1f MiB (the grid and "
+             "the image %.1f MiB, cuFFT's work area %.1f MiB, the pupils and the rest %.1f MiB), "
+             "%.1f MiB free of %.1f MiB less a margin of %.1f MiB",
+             b->npix, b->npix, need / 1048576.0, 12.0 * s->plane / 1048576.0, *work / 1048576.0,
+             (need - 12.0 * s->plane - *work) / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
+             GPU_MEMORY_MARGIN / 1048576.0);
+    return -1;
+}
+
 /* Choose C: capacity_wanted, halved until the fields, image buffers and
- * cuFFT work area fit the free memory. */
+ * cuFFT work area fit the free memory; 1 for the single-image plan, if it
+ * fits (check_lean). */
 static int choose_capacity(psf_backend *b, size_t *work, char *err, size_t errlen)
 {
     size_t free_b = 0, total_b = 0;
     if (GPU_CUDA(&b->chk, cudaMemGetInfo(&free_b, &total_b))) return -1;
     gpu_shape s = shape_of(&b->set);
+    if (s.lean) return check_lean(b, &s, work, free_b, total_b, err, errlen);
     long long cap = capacity_wanted(s.plane, b->set.max_batch);
     size_t avail = free_b > GPU_MEMORY_MARGIN ? free_b - GPU_MEMORY_MARGIN : 0;
     for (;;) {
@@ -404,6 +478,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     b->pplane = (size_t)b->grid * (size_t)(b->grid > 0 ? b->grid : 0);
     b->nterms = set->modes.nterms > 0 ? set->modes.nterms : 0;
     b->ncoeff = psf_coeff_count(set) > 0 ? psf_coeff_count(set) : 0;
+    b->lean = shape_of(&b->set).lean;
     b->all_basis = 1;
     b->pass_epoch = 1; /* tables start at epoch 0: in no pass */
     int ndev = 0;
@@ -456,18 +531,23 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     {
         size_t cap = (size_t)b->capacity;
         b->stage_bytes = gpu_pass_layout_for(b->capacity, b->capacity, b->ncoeff, b->mft).bytes;
+        /* The single-image plan transforms the field in place. */
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->field, cap * b->pplane * sizeof(cufftComplex))) ||
-            GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex))))
+            (!b->lean &&
+             GPU_CUDA(&b->chk, cudaMalloc(&b->spec, cap * b->plane * sizeof(cufftComplex)))))
             goto fail;
+        if (b->lean) b->spec = b->field;
         if (b->mft && GPU_CUDA(&b->chk, cudaMalloc(&b->mft_t, cap * (size_t)b->npix * b->grid *
                                                                   sizeof(cufftComplex))))
             goto fail;
         for (int q = 0; q < 2; ++q)
-            if (GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float))) ||
+            if (((!b->lean || q == 0) &&
+                 GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float)))) ||
                 GPU_CUDA(&b->chk, cudaMalloc(&b->dstage[q], b->stage_bytes)) ||
                 GPU_CUDA(&b->chk,
                          cudaHostAlloc(&b->stage[q], b->stage_bytes, cudaHostAllocDefault)))
                 goto fail;
+        if (b->lean) b->dimg[1] = b->dimg[0]; /* one image at a time (run_batched) */
         if (GPU_CUDA(&b->chk, cudaMalloc(&b->d_pupils, PSF_MAX_COMPONENTS * sizeof(gpu_pupil))))
             goto fail;
         b->slot_pupil = (int *)malloc(cap * sizeof *b->slot_pupil);
@@ -495,6 +575,11 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         gpu_plan_cache_init(&b->plans, b->npix, b->compute);
         b->plans_ready = 1;
         if (gpu_plan_cache_reserve(&b->plans, &b->chk, work) != 0) goto fail;
+        /* The single-image plan's one transform, made by check_lean: the
+         * cache owns it from here, whatever the call returns. */
+        b->lean_plan_held = 0;
+        if (b->lean && gpu_plan_cache_adopt(&b->plans, &b->chk, b->lean_plan, 1, work) != 0)
+            goto fail;
     }
     b->chk.err = NULL; /* no message buffer between calls */
     *out = b;
@@ -503,6 +588,22 @@ fail:
     b->chk.err = NULL;
     gpu_destroy(b);
     return -1;
+}
+
+/* The single-image plan's pupil build, in its two buffers (no pass runs
+ * while pupils are built, gpu_run): the aperture grid in the image buffer,
+ * the open flags scanned in place at the start of the grid's 8 N^2 bytes,
+ * the scan's storage after them. */
+static int pupil_build_lean(psf_backend *b, gpu_pupil *pp, double dx_m)
+{
+    size_t idx_bytes = ((b->pplane + 1) * sizeof(unsigned) + 255) & ~(size_t)255;
+    size_t grid_bytes = b->pplane * sizeof(cufftComplex);
+    gpu_pupil_scratch scr;
+    scr.amp = b->dimg[0];
+    scr.idx = (unsigned *)(void *)b->field;
+    scr.tmp = (unsigned char *)(void *)b->field + idx_bytes;
+    scr.tmp_bytes = grid_bytes > idx_bytes ? grid_bytes - idx_bytes : 0;
+    return gpu_pupil_build_in(pp, &b->pset, dx_m, &scr, b->compute, &b->chk);
 }
 
 /* The pupil for pitch dx_m, built on first use (as the CPU backend does). */
@@ -520,7 +621,9 @@ static int pupil_for(psf_backend *b, double dx_m)
         return -1;
     }
     int i = b->npupils;
-    if (gpu_pupil_build(&b->pupils[i], &b->pset, dx_m, b->compute, &b->chk) != 0) return -1;
+    if (b->lean ? pupil_build_lean(b, &b->pupils[i], dx_m)
+                : gpu_pupil_build(&b->pupils[i], &b->pset, dx_m, b->compute, &b->chk))
+        return -1;
     /* Into the device table the field kernel reads. Pageable source: the
      * copy has taken it when the call returns. */
     if (GPU_CUDA(&b->chk, cudaMemcpyAsync(&b->d_pupils[i], &b->pupils[i], sizeof(gpu_pupil),
@@ -639,10 +742,31 @@ static void pass_done(psf_backend *b)
         b->slot_pupil[f] = b->pass.desc[f].pupil;
 }
 
+/* The pass's pupil fields into the field buffer: the whole grid when dense,
+ * else the open samples of at most max_open per pupil; on the single-image
+ * plan, whose pupils keep no index and whose grid holds the last pass's
+ * transform, zeros and then the open samples. */
+static int fields_write(psf_backend *b, const gpu_field_desc *desc, const double *coeff,
+                        int nfields, int dense, size_t max_open)
+{
+    if (b->lean)
+        return GPU_CUDA(&b->chk, cudaMemsetAsync(b->field, 0,
+                                                 (size_t)nfields * b->pplane * sizeof(cufftComplex),
+                                                 b->compute)) ||
+                       gpu_pupil_field_open(&b->pset, b->d_pupils, b->all_basis, desc, coeff,
+                                            nfields, max_open, b->field, b->compute, &b->chk)
+                   ? -1
+                   : 0;
+    return dense ? gpu_pupil_field(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
+                                   b->field, b->compute, &b->chk)
+                 : gpu_pupil_field_open(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
+                                        max_open, b->field, b->compute, &b->chk);
+}
+
 /* Enqueue one pass whose tables are in dstage[r] (layout l) on the compute
- * stream: pupil fields (the whole grid when dense, else the open samples of
- * at most max_open per pupil), the batched out-of-place FFT or the MFT's
- * two products into spec, intensities into out. */
+ * stream: pupil fields (fields_write), the batched out-of-place FFT (in
+ * place on the single-image plan) or the MFT's two products into spec,
+ * intensities into out. */
 static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfields, int nimages,
                         float *out, int dense, size_t max_open)
 {
@@ -650,11 +774,7 @@ static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfi
     if (nfields > 0) {
         const gpu_field_desc *desc = (const gpu_field_desc *)(d + l->desc);
         const double *coeff = (const double *)(d + l->coeff);
-        if (dense ? gpu_pupil_field(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
-                                    b->field, b->compute, &b->chk)
-                  : gpu_pupil_field_open(&b->pset, b->d_pupils, b->all_basis, desc, coeff, nfields,
-                                         max_open, b->field, b->compute, &b->chk))
-            return -1;
+        if (fields_write(b, desc, coeff, nfields, dense, max_open)) return -1;
         if (b->mft) {
             void **ptrs = (void **)(d + l->ptrs); /* device addresses: not read here */
             size_t nf = (size_t)nfields;
@@ -665,7 +785,8 @@ static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfi
                 return -1;
         } else {
             cufftHandle plan;
-            /* Out of place: the field buffer keeps its zeros for the next pass. */
+            /* Out of place: the field buffer keeps its zeros for the next pass
+             * (in place for the single-image plan: spec is field). */
             if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan) ||
                 GPU_CUFFT(&b->chk, cufftExecC2C(plan, b->field, b->spec, CUFFT_FORWARD)))
                 return -1;
@@ -743,9 +864,9 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
 {
     int per = subbatch_size(b, njobs);
     for (int j0 = 0, k = 0; j0 < njobs; j0 += per, ++k) {
-        int n = njobs - j0 < per ? njobs - j0 : per, q = k & 1;
+        int n = njobs - j0 < per ? njobs - j0 : per, q = b->lean ? 0 : k & 1;
         /* dimg[q] still holds the images of the sub-batch before last until
-         * their copy is done. */
+         * their copy is done (the single-image plan: the one before, q = 0). */
         if (b->copy_pending[q] &&
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->compute, b->ev_copied[q], 0)))
             return -1;
@@ -876,7 +997,8 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
         for (int c = 0; c < jobs[j].ncomp && rc == 0; ++c)
             if (pupil_for(b, jobs[j].comp[c].dx_m) < 0) rc = -1;
     }
-    if (rc == 0 && !b->mft && njobs == 1 && jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
+    if (rc == 0 && !b->mft && !b->lean && njobs == 1 && jobs[0].ncomp >= 1 &&
+        jobs[0].ncomp <= b->capacity)
         rc = run_single(b, &jobs[0], images);
     else if (rc == 0 && njobs > 0)
         rc = run_batched(b, jobs, njobs, images);
@@ -949,9 +1071,9 @@ static int gpu_device_count(char *err, size_t errlen)
 }
 
 /* Device bytes of the pupils kept, one per pitch (gpu/pupil.h): the index
- * over the grid, and per open sample (at most min(grid^2, (n + 2)^2)) its
- * position, transmission, OPD and, up to GPU_PUPIL_BASIS_MAX_BYTES, the
- * basis values, 4 bytes each. */
+ * over the grid (none on the single-image plan), and per open sample (at
+ * most min(grid^2, (n + 2)^2)) its position, transmission, OPD and, up to
+ * GPU_PUPIL_BASIS_MAX_BYTES, the basis values, 4 bytes each. */
 static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *s)
 {
     unsigned long long n = set->pupil_samples > 0 ? (unsigned long long)set->pupil_samples : 0;
@@ -959,8 +1081,8 @@ static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *
     unsigned long long basis = open * 4ULL * (unsigned long long)s->nterms;
     if (basis > GPU_PUPIL_BASIS_MAX_BYTES) basis = 0; /* evaluated per image instead */
     unsigned long long seg = open * 4ULL * (s->ncoeff > s->nterms ? 1 + set->seg_modes.nterms : 0);
-    unsigned long long one =
-        4ULL * (s->pplane + 1) + open * 4ULL * (set->opd_map ? 3 : 2) + basis + seg;
+    unsigned long long index = s->lean ? 0 : 4ULL * (s->pplane + 1); /* lean: none kept */
+    unsigned long long one = index + open * 4ULL * (set->opd_map ? 3 : 2) + basis + seg;
     return bytes_mul(one, set->pupil_pitches > 0 ? (unsigned long long)set->pupil_pitches : 1);
 }
 
@@ -980,9 +1102,11 @@ static unsigned long long tables_bytes(const psf_problem *set, const gpu_shape *
 /* psf_backend_ops.memory_need: on the device what create takes at the
  * capacity it wants (need_bytes; on a device with less room it takes
  * fewer images per pass), less cuFFT's work area, which only cuFFT knows
- * (create asks it), plus the pupils and MFT matrices run() adds; on the
- * host the two pinned staging buffers and the pass being filled. No
- * CUDA call. */
+ * (create asks it), plus the pupils and MFT matrices run() adds; for the
+ * single-image plan need_lean less the work area, the figure create's
+ * refusal gives less the work area it names (two grid-sized buffers, 12 N^2
+ * bytes, and the pupils' open samples). On the host the two pinned staging
+ * buffers and the pass being filled. No CUDA call. */
 static int gpu_memory_need(const psf_problem *set, const psf_backend_options *options,
                            psf_memory_need *out, char *err, size_t errlen)
 {
@@ -994,8 +1118,9 @@ static int gpu_memory_need(const psf_problem *set, const psf_backend_options *op
                  s.npix, s.npix, s.grid, s.grid, GPU_PUPIL_MAX_NPIX);
         return -1;
     }
-    long long cap = capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
-    out->device = bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
+    long long cap = s.lean ? 1 : capacity_wanted(s.plane, set->max_batch > 0 ? set->max_batch : 1);
+    out->device =
+        s.lean ? need_lean(&s, 0) : bytes_add(need_bytes(&s, cap, 0), pupils_bytes(set, &s));
     if (s.mft) out->device = bytes_add(out->device, tables_bytes(set, &s));
     out->host = 2 * gpu_pass_layout_for((int)cap, (int)cap, s.ncoeff, s.mft).bytes +
                 gpu_pass_bytes((int)cap, s.ncoeff) + (size_t)cap * sizeof(int); /* + slot_pupil */

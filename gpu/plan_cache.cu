@@ -63,16 +63,30 @@ static void plan_free(gpu_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cufftHandle *plan)
+int gpu_plan_make(gpu_check *chk, int npix, long long batch, cufftHandle *plan, size_t *work_bytes)
+{
+    cufftHandle h;
+    if (GPU_CUFFT(chk, cufftCreate(&h))) return -1;
+    long long n[2];
+    plan_dims(npix, n);
+    *work_bytes = 0;
+    if (GPU_CUFFT(chk, cufftSetAutoAllocation(h, 0)) ||
+        GPU_CUFFT(chk, cufftMakePlanMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch,
+                                           work_bytes))) {
+        cufftDestroy(h);
+        return -1;
+    }
+    *plan = h;
+    return 0;
+}
+
+/* An empty slot: a free one, or the least recently used plan's, destroyed
+ * after its queued work. Returns 0 with *out, or -1 with chk's message. */
+static int slot_take(gpu_plan_cache *pc, gpu_check *chk, gpu_plan **out)
 {
     gpu_plan *slot = NULL;
     for (int i = 0; i < GPU_PLAN_CACHE_SIZE; ++i) {
         gpu_plan *p = &pc->plans[i];
-        if (p->batch == batch) {
-            p->used = ++pc->tick;
-            *plan = p->plan;
-            return 0;
-        }
         if (!slot || (slot->batch && (!p->batch || p->used < slot->used))) slot = p;
     }
     if (slot->batch) { /* evict the least recently used plan, after its queued work */
@@ -80,15 +94,16 @@ int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cuff
         plan_free(slot);
         pc->generation++;
     }
-    cufftHandle h;
-    if (GPU_CUFFT(chk, cufftCreate(&h))) return -1;
-    long long n[2];
-    plan_dims(pc->npix, n);
-    size_t work = 0;
-    if (GPU_CUFFT(chk, cufftSetAutoAllocation(h, 0)) ||
-        GPU_CUFFT(chk,
-                  cufftMakePlanMany64(h, 2, n, NULL, 1, 0, NULL, 1, 0, CUFFT_C2C, batch, &work)) ||
-        GPU_CUFFT(chk, cufftSetStream(h, pc->stream))) {
+    *out = slot;
+    return 0;
+}
+
+/* Plan h (gpu_plan_make) into the empty slot, on the cache's stream and
+ * work area (grown when h needs more). On failure h is destroyed. */
+static int slot_fill(gpu_plan_cache *pc, gpu_check *chk, gpu_plan *slot, cufftHandle h,
+                     long long batch, size_t work)
+{
+    if (GPU_CUFFT(chk, cufftSetStream(h, pc->stream))) {
         cufftDestroy(h);
         return -1;
     }
@@ -106,8 +121,38 @@ int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cuff
         plan_free(slot);
         return -1;
     }
+    return 0;
+}
+
+int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cufftHandle *plan)
+{
+    for (int i = 0; i < GPU_PLAN_CACHE_SIZE; ++i) {
+        gpu_plan *p = &pc->plans[i];
+        if (p->batch == batch) {
+            p->used = ++pc->tick;
+            *plan = p->plan;
+            return 0;
+        }
+    }
+    gpu_plan *slot;
+    cufftHandle h;
+    size_t work = 0;
+    if (slot_take(pc, chk, &slot) || gpu_plan_make(chk, pc->npix, batch, &h, &work) ||
+        slot_fill(pc, chk, slot, h, batch, work))
+        return -1;
     *plan = h;
     return 0;
+}
+
+int gpu_plan_cache_adopt(gpu_plan_cache *pc, gpu_check *chk, cufftHandle plan, long long batch,
+                         size_t work_bytes)
+{
+    gpu_plan *slot;
+    if (slot_take(pc, chk, &slot)) {
+        cufftDestroy(plan);
+        return -1;
+    }
+    return slot_fill(pc, chk, slot, plan, batch, work_bytes);
 }
 
 void gpu_plan_cache_destroy(gpu_plan_cache *pc)

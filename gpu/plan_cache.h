@@ -62,6 +62,21 @@ int gpu_plan_cache_reserve(gpu_plan_cache *pc, gpu_check *chk, size_t bytes);
  * or -1 with chk's message (cuFFT cannot plan this size, no memory). */
 int gpu_plan_cache_get(gpu_plan_cache *pc, gpu_check *chk, long long batch, cufftHandle *plan);
 
+/* A plan for `batch` transforms made outside any cache (cufftCreate,
+ * cufftSetAutoAllocation off, cufftMakePlanMany64): *work_bytes is the
+ * work area it needs, exactly, before any buffer is allocated. Returns 0
+ * with *plan (the caller's: cufftDestroy, or gpu_plan_cache_adopt), or -1
+ * with chk's message. */
+int gpu_plan_make(gpu_check *chk, int npix, long long batch, cufftHandle *plan, size_t *work_bytes);
+
+/* Keep plan (from gpu_plan_make for pc's N: `batch` transforms needing
+ * work_bytes) in the cache, on its stream and work area (grown when it
+ * needs more), as gpu_plan_cache_get would have made it. The cache owns
+ * plan from the call on, also when it fails (then it is destroyed).
+ * Returns 0, or -1 with chk's message. */
+int gpu_plan_cache_adopt(gpu_plan_cache *pc, gpu_check *chk, cufftHandle plan, long long batch,
+                         size_t work_bytes);
+
 /* Destroy every plan and the work area (waits for the stream first). */
 void gpu_plan_cache_destroy(gpu_plan_cache *pc);
 

@@ -60,8 +60,10 @@ __global__ static void aperture_kernel(gpu_pupil_set set, double dx_m, float *am
 /* Turn the scan of the open flags (in idx) into open-sample numbers, and
  * gather the transmission, OPD and Zernike basis of the open samples, in
  * the CPU backend's formulas (cpu/pupil.c: rho = r / radius, theta =
- * atan2(y, x), basis stored as float). */
-__global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const float *amp_grid)
+ * atan2(y, x), basis stored as float). idx: pp.idx, or the scratch's
+ * (gpu_pupil_build_in). */
+__global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const float *amp_grid,
+                                      unsigned *idx)
 {
     int dj = blockIdx.x * BX + threadIdx.x, di = blockIdx.y * BY + threadIdx.y;
     int npix = set.npix;
@@ -69,10 +71,10 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
     size_t p = (size_t)di * npix + dj;
     float a = amp_grid[p];
     if (!(a > 0.0f)) {
-        pp.idx[p] = GPU_PUPIL_CLOSED;
+        idx[p] = GPU_PUPIL_CLOSED;
         return;
     }
-    unsigned k = pp.idx[p];
+    unsigned k = idx[p];
     pp.pos[k] = (unsigned)p; /* p < N^2 <= 2^32 - 1 (GPU_PUPIL_MAX_NPIX) */
     pp.amp[k] = a;
     int c = npix / 2;
@@ -93,53 +95,73 @@ __global__ static void compact_kernel(gpu_pupil_set set, gpu_pupil pp, const flo
                               set.seg_modes + set.seg_nterms, x, y, pp.seg_basis + k, pp.nopen);
 }
 
-int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
-                    gpu_check *chk)
+/* The per-open-sample arrays of pp (nopen set), the basis only when it is
+ * at most set->basis_max_bytes and half of free_b. */
+static int open_arrays(gpu_pupil *pp, const gpu_pupil_set *set, size_t free_b, gpu_check *chk)
+{
+    size_t nopen = pp->nopen;
+    if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp)) ||
+        GPU_CUDA(chk, cudaMalloc(&pp->pos, nopen * sizeof *pp->pos)))
+        return -1;
+    if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) return -1;
+    if (set->seg_nterms > 0 &&
+        (GPU_CUDA(chk, cudaMalloc(&pp->seg, nopen * sizeof *pp->seg)) ||
+         GPU_CUDA(chk, cudaMalloc(&pp->seg_basis,
+                                  (size_t)set->seg_nterms * nopen * sizeof *pp->seg_basis))))
+        return -1;
+    size_t basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
+    if (basis_bytes > 0 && basis_bytes <= set->basis_max_bytes && basis_bytes <= free_b / 2 &&
+        GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
+        return -1;
+    return 0;
+}
+
+/* Both builds: with scr NULL the temporaries are allocated here and the
+ * index kept (pp->idx); else they are scr's and no index is kept. */
+static int pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m,
+                       const gpu_pupil_scratch *scr, cudaStream_t stream, gpu_check *chk)
 {
     memset(pp, 0, sizeof *pp);
     pp->dx_m = dx_m;
     int npix = set->npix;
     size_t plane = (size_t)npix * npix;
-    float *amp_grid = NULL;
-    unsigned *flags = NULL;
+    float *amp_grid = scr ? scr->amp : NULL;
+    unsigned *flags = scr ? scr->idx : NULL, *idx = scr ? scr->idx : NULL; /* scr: in place */
     void *scan_tmp = NULL;
     size_t scan_bytes = 0;
+    int own_tmp = 0;
     unsigned nopen = 0;
-    size_t free_b = 0, total_b = 0, basis_bytes;
+    size_t free_b = 0, total_b = 0;
     int rc = -1;
-    if (GPU_CUDA(chk, cudaMalloc(&amp_grid, plane * sizeof *amp_grid)) ||
-        GPU_CUDA(chk, cudaMalloc(&flags, (plane + 1) * sizeof *flags)) ||
-        GPU_CUDA(chk, cudaMalloc(&pp->idx, (plane + 1) * sizeof *pp->idx)))
+    if (!scr && (GPU_CUDA(chk, cudaMalloc(&amp_grid, plane * sizeof *amp_grid)) ||
+                 GPU_CUDA(chk, cudaMalloc(&flags, (plane + 1) * sizeof *flags)) ||
+                 GPU_CUDA(chk, cudaMalloc(&pp->idx, (plane + 1) * sizeof *pp->idx))))
         goto done;
+    if (!scr) idx = pp->idx;
     aperture_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, dx_m, amp_grid, flags);
     if (GPU_LAUNCH(chk, "aperture_kernel")) goto done;
-    /* Number the open samples: exclusive prefix sum of the flags (CUB). */
-    if (GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, flags, pp->idx,
+    /* Number the open samples: exclusive prefix sum of the flags (CUB; in
+     * place when flags == idx, which CUB supports). */
+    if (GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, flags, idx,
+                                                    (long long)plane + 1, stream)))
+        goto done;
+    if (scr && scan_bytes <= scr->tmp_bytes) {
+        scan_tmp = scr->tmp;
+    } else {
+        own_tmp = 1;
+        if (GPU_CUDA(chk, cudaMalloc(&scan_tmp, scan_bytes ? scan_bytes : 1))) goto done;
+    }
+    if (GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, flags, idx,
                                                     (long long)plane + 1, stream)) ||
-        GPU_CUDA(chk, cudaMalloc(&scan_tmp, scan_bytes ? scan_bytes : 1)) ||
-        GPU_CUDA(chk, cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, flags, pp->idx,
-                                                    (long long)plane + 1, stream)) ||
-        GPU_CUDA(chk, cudaMemcpyAsync(&nopen, pp->idx + plane, sizeof nopen, cudaMemcpyDeviceToHost,
+        GPU_CUDA(chk, cudaMemcpyAsync(&nopen, idx + plane, sizeof nopen, cudaMemcpyDeviceToHost,
                                       stream)) ||
         GPU_CUDA(chk, cudaStreamSynchronize(stream)) ||
         GPU_CUDA(chk, cudaMemGetInfo(&free_b, &total_b)))
         goto done;
     pp->nopen = nopen;
     if (nopen > 0) {
-        if (GPU_CUDA(chk, cudaMalloc(&pp->amp, nopen * sizeof *pp->amp)) ||
-            GPU_CUDA(chk, cudaMalloc(&pp->pos, nopen * sizeof *pp->pos)))
-            goto done;
-        if (set->opd_map && GPU_CUDA(chk, cudaMalloc(&pp->opd, nopen * sizeof *pp->opd))) goto done;
-        if (set->seg_nterms > 0 &&
-            (GPU_CUDA(chk, cudaMalloc(&pp->seg, nopen * sizeof *pp->seg)) ||
-             GPU_CUDA(chk, cudaMalloc(&pp->seg_basis,
-                                      (size_t)set->seg_nterms * nopen * sizeof *pp->seg_basis))))
-            goto done;
-        basis_bytes = (size_t)set->nterms * nopen * sizeof(float);
-        if (basis_bytes > 0 && basis_bytes <= set->basis_max_bytes && basis_bytes <= free_b / 2 &&
-            GPU_CUDA(chk, cudaMalloc(&pp->basis, basis_bytes)))
-            goto done;
-        compact_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, *pp, amp_grid);
+        if (open_arrays(pp, set, free_b, chk)) goto done;
+        compact_kernel<<<grid_for(npix, 1), dim3(BX, BY), 0, stream>>>(*set, *pp, amp_grid, idx);
         if (GPU_LAUNCH(chk, "compact_kernel")) goto done;
     }
     /* The temporaries go once the kernels are done; this also surfaces
@@ -151,10 +173,24 @@ done:
         cudaStreamSynchronize(stream); /* nothing queued may still use what is freed */
         gpu_pupil_free(pp);
     }
-    cudaFree(amp_grid);
-    cudaFree(flags);
-    cudaFree(scan_tmp);
+    if (!scr) {
+        cudaFree(amp_grid);
+        cudaFree(flags);
+    }
+    if (own_tmp) cudaFree(scan_tmp);
     return rc;
+}
+
+int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
+                    gpu_check *chk)
+{
+    return pupil_build(pp, set, dx_m, NULL, stream, chk);
+}
+
+int gpu_pupil_build_in(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m,
+                       const gpu_pupil_scratch *scr, cudaStream_t stream, gpu_check *chk)
+{
+    return pupil_build(pp, set, dx_m, scr, stream, chk);
 }
 
 /* Phase of wavefront w (waves) as the CPU computes it: reduced to one wave

@@ -76,7 +76,8 @@ typedef struct {
 typedef struct {
     double dx_m;      /* pupil pitch, metres */
     size_t nopen;     /* samples with transmission > 0 */
-    unsigned *idx;    /* device [N*N], grid order: open-sample number k, or GPU_PUPIL_CLOSED */
+    unsigned *idx;    /* device [N*N], grid order: open-sample number k, or GPU_PUPIL_CLOSED;
+                         NULL when built by gpu_pupil_build_in */
     unsigned *pos;    /* device [nopen]: the grid position p of open sample k (idx inverted) */
     float *amp;       /* device [nopen] transmission in (0, 1] */
     float *basis;     /* device [nterms * nopen] Z_t at sample k at t*nopen + k (unit RMS),
@@ -104,6 +105,26 @@ typedef struct {
  * with chk's message; on failure pp holds nothing. */
 int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaStream_t stream,
                     gpu_check *chk);
+
+/* Device memory a pupil is built in instead of its own temporaries (the
+ * single-image plan, gpu/backend.cu: its field and image buffers, free
+ * while no pass runs). */
+typedef struct {
+    float *amp;    /* [N*N]: the aperture grid */
+    unsigned *idx; /* [N*N + 1]: the open flags, scanned in place into the numbers */
+    void *tmp;     /* the scan's temporary storage, used when it needs at most tmp_bytes */
+    size_t tmp_bytes;
+} gpu_pupil_scratch;
+
+/* gpu_pupil_build with the aperture grid, the open flags and their scan in
+ * scr (the scan's storage cudaMalloc'd only when it needs more than
+ * scr->tmp_bytes): the same open samples, transmission, basis and OPD, but
+ * no index over the grid is kept (pp->idx NULL), so its fields are written
+ * by gpu_pupil_field_open into a zeroed buffer, never by gpu_pupil_field.
+ * Device memory kept: the per-open-sample arrays alone. Whatever scr held
+ * is overwritten. Returns 0, or -1 with chk's message. */
+int gpu_pupil_build_in(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m,
+                       const gpu_pupil_scratch *scr, cudaStream_t stream, gpu_check *chk);
 
 /* Write nfields pupil fields into field (device, nfields x N*N cufftComplex,
  * grid order, field s at s*N*N): A exp(+i 2 pi W) at open samples, 0 at the
