@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The levels output on the GPU (psf_levels_out, backend/backend.h; issue
+ * 17): per sub-batch of n images, one kernel of one block per image that
+ * takes the image's measures (a block reduction: the peak over the non-NaN
+ * pixels, the axis pixel, the total in double, the NaN / infinite /
+ * negative counts) and then writes its levels with backend/levels.h's
+ * formula, the code the CPU backend runs, into a buffer of 2 bytes a pixel
+ * that the backend copies to the host instead of the floats. */
+#ifndef PSFSIM_GPU_LEVELS_H
+#define PSFSIM_GPU_LEVELS_H
+
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "backend/backend.h"
+}
+#include "backend/levels.h"
+#include "gpu/cuda_check.h"
+
+typedef struct {
+    int active;     /* problem->levels.bits != 0 */
+    size_t plane;   /* N^2 */
+    size_t axis;    /* index of pixel (N/2, N/2) */
+    int rotate_180; /* problem->levels.rotate_180 */
+    psf_levels_map map;
+    unsigned short *lev[2]; /* device [C N^2] each: a sub-batch's levels */
+    double *meas[2];        /* device [C PSF_MEASURES] each: its measures */
+} gpu_levels;
+
+/* Device bytes the levels take at capacity C (images per sub-batch): two
+ * level buffers and two measure buffers. 0 without a levels output. */
+size_t gpu_levels_bytes(const psf_problem *problem, long long capacity);
+
+/* Make l for problem at capacity C (a zeroed l, inactive, without a
+ * levels output). Returns 0, or -1 with chk's message. */
+int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, gpu_check *chk);
+void gpu_levels_destroy(gpu_levels *l);
+
+/* The measures and levels of the n <= C images in img (device, n N^2) into
+ * lev[q] and meas[q], enqueued on stream. Returns 0, or -1 with chk's
+ * message. */
+int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
+                     gpu_check *chk);
+
+#endif
