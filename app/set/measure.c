@@ -66,13 +66,10 @@ void image_set_measure(const image_set *s, image_info *info, float *img, double 
     if (s->cfg->orientation == ORIENT_POPPY) rotate_180(img, (size_t)npix * npix);
 }
 
-int image_set_levels_out(const image_set *s, psf_levels_out *out)
+int image_set_levels_stretch(const image_set *s, psf_levels_out *out)
 {
     const psf_config *cfg = s->cfg;
     memset(out, 0, sizeof *out);
-    int h5_levels = cfg->hdf5_enabled && cfg->hdf5_dtype == HDF5_UINT16;
-    int h5_float = cfg->hdf5_enabled && cfg->hdf5_dtype != HDF5_UINT16;
-    if (!(cfg->png_enabled || h5_levels) || cfg->fits_enabled || h5_float) return 0;
     if (psf_detector_active(&s->detector) || set_detector_backend_npix(s) != s->samp.npix ||
         (s->calc_npix > 0 && s->calc_npix != s->samp.npix))
         return 0;
@@ -82,6 +79,16 @@ int image_set_levels_out(const image_set *s, psf_levels_out *out)
     out->dynamic_range = cfg->png_dynamic_range;
     out->rotate_180 = cfg->orientation == ORIENT_POPPY;
     return 1;
+}
+
+int image_set_levels_out(const image_set *s, psf_levels_out *out)
+{
+    const psf_config *cfg = s->cfg;
+    memset(out, 0, sizeof *out);
+    int h5_levels = cfg->hdf5_enabled && cfg->hdf5_dtype == HDF5_UINT16;
+    int h5_float = cfg->hdf5_enabled && cfg->hdf5_dtype != HDF5_UINT16;
+    if (!(cfg->png_enabled || h5_levels) || cfg->fits_enabled || h5_float) return 0;
+    return image_set_levels_stretch(s, out);
 }
 
 void image_set_measure_levels(const image_set *s, image_info *info, const double *m, double *strehl,
