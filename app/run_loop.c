@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The image loop: batches computed by the backend into one slot while the
  * writer threads encode the previous slot (docs/design.md, "Data flow"). */
-#include <float.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +14,7 @@
 #include "app/set/measure.h"
 #include "app/set/set_detector.h"
 #include "app/outputs.h"
+#include "app/run_check.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
 #include "app/set_hdf5.h"
@@ -211,78 +210,6 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
     return 0;
 }
 
-/* Whether every pixel of img[0 .. n) is in [0, FLT_MAX] (NaN is not: its
- * comparisons are false), in one pass the compiler vectorises: the three
- * counts below are made only for a bad image, to name its faults. */
-static int all_good(const float *img, size_t n)
-{
-    int bad = 0;
-    for (size_t p = 0; p < n; ++p)
-        bad |= !(img[p] >= 0.0f && img[p] <= FLT_MAX);
-    return !bad;
-}
-
-/* The first image of a batch with a bad pixel, from parts checked side by
- * side (host_pool_run): the least index any part found, nb for none. */
-typedef struct {
-    const float *images;
-    size_t n; /* pixels per image */
-    atomic_int first_bad;
-} check_ctx;
-
-static void check_part(void *arg, int begin, int end)
-{
-    check_ctx *c = arg;
-    for (int i = begin; i < end; ++i) {
-        if (all_good(c->images + (size_t)i * c->n, c->n)) continue;
-        int seen = atomic_load(&c->first_bad);
-        while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
-        }
-        return; /* later images of this part cannot come first */
-    }
-}
-
-/* Every image of slot s's nb finite and non-negative (|F|^2 and sums of
- * it with weights >= 0 are): else none of the batch goes to the writers
- * and the run fails (exit 3) naming the first bad image, so no file holds
- * garbage and the manifest lists only good images. Returns 0 or -1. */
-static int check_images(run_state *r, int s, int nb, char *err, size_t errlen)
-{
-    size_t side = (size_t)set_detector_backend_npix(&r->set), n = side * side;
-    size_t nan = 0, inf = 0, neg = 0;
-    int i = 0;
-    if (r->slots[s].on_levels) { /* the backend counted them */
-        for (; i < nb; ++i) {
-            const double *m = r->slots[s].measures + (size_t)i * PSF_MEASURES;
-            nan = (size_t)m[PSF_MEASURE_NAN], inf = (size_t)m[PSF_MEASURE_INF];
-            neg = (size_t)m[PSF_MEASURE_NEG];
-            if (nan + inf + neg > 0) break;
-        }
-        if (i >= nb) return 0;
-    } else {
-        check_ctx c = {.images = r->slots[s].images, .n = n};
-        atomic_init(&c.first_bad, nb);
-        host_pool_run(r->host, nb, check_part, &c);
-        i = atomic_load(&c.first_bad);
-        if (i >= nb) return 0;
-        const float *img = r->slots[s].images + (size_t)i * n;
-        for (size_t p = 0; p < n; ++p) {
-            nan += isnan(img[p]) != 0;
-            inf += isinf(img[p]) != 0;
-            neg += img[p] < 0.0f;
-        }
-    }
-    long long k = r->slots[s].infos[i].params.index;
-    char name[300];
-    outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
-    name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
-    snprintf(err, errlen,
-             "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "
-             "%zu); not written",
-             k, name, nan, inf, neg, n);
-    return -1;
-}
-
 /* Images [begin, end) of a slot: their metrics and write jobs. */
 typedef struct {
     run_state *r;
@@ -421,7 +348,7 @@ static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
         double t0 = clock_us();
         if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
         double share = (clock_us() - t0) / nb;
-        if (check_images(r, s, nb, err, errlen) != 0) return -1;
+        if (run_check_images(r, s, nb, err, errlen) != 0) return -1;
         submit(r, ln, s, nb, share);
         if (ln->retiring) return 0;
     }
