@@ -46,35 +46,17 @@ static void check(const char *top, const char *output, int batch)
     assert_true(d.total_rel == 0.0);
 }
 
-static void test_stretches(void **state)
+/* Every case (levels_case) in runs of two sizes. */
+static void test_cases(void **state)
 {
     (void)state;
-    const char *png[] = {"bits = 8; stretch = \"linear\";",
-                         "bits = 16; stretch = \"linear\";",
-                         "bits = 8; stretch = \"log\"; dynamic_range = 1.0e3;",
-                         "bits = 16; stretch = \"log\"; dynamic_range = 1.0e6;",
-                         "bits = 8; stretch = \"sqrt\";",
-                         "bits = 16; stretch = \"sqrt\";"};
-    for (size_t i = 0; i < sizeof png / sizeof png[0]; ++i) {
-        char out[256];
-        snprintf(out, sizeof out, "png: { %s };", png[i]);
-        check("", out, 2); /* batches of 2: a run of 1 too (5 images) */
-        snprintf(out, sizeof out,
-                 "png: { enabled = false; %s }; hdf5: { enabled = true; dtype = "
-                 "\"uint16\"; };",
-                 png[i]);
-        check("", out, 64);
+    const int batch[2] = {2, 64};
+    for (int i = 0; i < LEVELS_CASES; ++i) {
+        char top[128], out[256];
+        levels_case(i, top, sizeof top, out, sizeof out);
+        for (int j = 0; j < 2; ++j)
+            check(top, out, batch[j]);
     }
-}
-
-static void test_poppy_and_pupil(void **state)
-{
-    (void)state;
-    check("",
-          "png: { bits = 16; stretch = \"log\"; dynamic_range = 1.0e5; }; orientation = \"poppy\";",
-          3);
-    check("normalization = \"pupil\";", "png: { bits = 16; stretch = \"sqrt\"; };", 4);
-    check("normalization = \"pupil\";", "png: { bits = 8; }; orientation = \"poppy\";", 4);
 }
 
 /* Sets whose images the host needs as floats are not levels sets. */
@@ -124,8 +106,7 @@ static void test_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stretches),
-        cmocka_unit_test(test_poppy_and_pupil),
+        cmocka_unit_test(test_cases),
         cmocka_unit_test(test_not_levels_sets),
         cmocka_unit_test(test_refused),
     };

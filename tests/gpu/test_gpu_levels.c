@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU's levels path (gpu/levels.h, issue 17) against its own float
- * path: every level run_levels copies equal to psf_png_stretch_levels of
- * the image run() computes for the same batch (the same sub-batches, so
- * the same floats), for linear, log and sqrt at 8 and 16 bits, FFT and
- * MFT ("poppy": the levels turned on the device) sets, in runs of 40, 16, 7
- * and 3 images (several sub-batches, one of a single image; run() of one
- * image takes the graph path instead, so its floats are not compared); the Strehl ratio and axis
- * value equal to image_set_measure's bit for bit (the same float peak and pixel), no bad pixels
- * counted, and for normalization "pupil" the captured fraction within 1e-12 of the host's
- * pixel-order sum (the device sums in another order, in double). Skipped (exit 77) when psfsim has
- * no GPU backend or no CUDA device. */
+ * path, for every levels_case (linear, log and sqrt at 8 and 16 bits, as
+ * PNG and as HDF5 uint16, FFT and MFT "poppy" sets: the levels turned on
+ * the device, normalization "pupil"): every level run_levels copies equal
+ * to psf_png_stretch_levels of the image run() computes for the same
+ * batch (both take the batched path with the same sub-batches, so the
+ * same floats), in runs of 40 and of 3 images (sub-batches of 2 and 1;
+ * run() of one image alone takes the graph path, whose floats are not
+ * compared); the Strehl ratio and axis value equal to image_set_measure's
+ * bit for bit (the same float peak and pixel), no bad pixels counted, and
+ * for "pupil" the captured fraction within 1e-12 of the host's pixel-order
+ * sum (the device sums in another order, in double). Skipped (exit 77)
+ * when psfsim has no GPU backend or no CUDA device. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,35 +59,17 @@ static void check(const char *top, const char *output, int batch)
     assert_true(d.total_rel <= 1e-12);
 }
 
-static void test_stretches(void **state)
+/* Every case (levels_case) in runs of two sizes. */
+static void test_cases(void **state)
 {
     (void)state;
-    const char *png[] = {"bits = 8; stretch = \"linear\";",
-                         "bits = 16; stretch = \"linear\";",
-                         "bits = 8; stretch = \"log\"; dynamic_range = 1.0e3;",
-                         "bits = 16; stretch = \"log\"; dynamic_range = 1.0e6;",
-                         "bits = 8; stretch = \"sqrt\";",
-                         "bits = 16; stretch = \"sqrt\";"};
-    for (size_t i = 0; i < sizeof png / sizeof png[0]; ++i) {
-        char out[256];
-        snprintf(out, sizeof out, "png: { %s };", png[i]);
-        check("", out, 40);
-        check("", out, 3); /* sub-batches of 2 and 1 */
-        snprintf(out, sizeof out,
-                 "png: { enabled = false; %s }; hdf5: { enabled = true; dtype = \"uint16\"; };",
-                 png[i]);
-        check("", out, 16);
+    const int batch[2] = {40, 3};
+    for (int i = 0; i < LEVELS_CASES; ++i) {
+        char top[128], out[256];
+        levels_case(i, top, sizeof top, out, sizeof out);
+        for (int j = 0; j < 2; ++j)
+            check(top, out, batch[j]);
     }
-}
-
-static void test_poppy_and_pupil(void **state)
-{
-    (void)state;
-    check("",
-          "png: { bits = 16; stretch = \"log\"; dynamic_range = 1.0e5; }; orientation = \"poppy\";",
-          40);
-    check("normalization = \"pupil\";", "png: { bits = 16; stretch = \"sqrt\"; };", 40);
-    check("normalization = \"pupil\";", "png: { bits = 8; }; orientation = \"poppy\";", 7);
 }
 
 int main(void)
@@ -96,8 +80,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stretches),
-        cmocka_unit_test(test_poppy_and_pupil),
+        cmocka_unit_test(test_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,3 +112,27 @@ int levels_harness_compare(const char *cfg_text, const psf_backend_ops *ops, int
     free(dir);
     return rc;
 }
+
+void levels_case(int i, char *top, size_t toplen, char *out, size_t outlen)
+{
+    static const char *const png[] = {"bits = 8; stretch = \"linear\";",
+                                      "bits = 16; stretch = \"linear\";",
+                                      "bits = 8; stretch = \"log\"; dynamic_range = 1.0e3;",
+                                      "bits = 16; stretch = \"log\"; dynamic_range = 1.0e6;",
+                                      "bits = 8; stretch = \"sqrt\";",
+                                      "bits = 16; stretch = \"sqrt\";"};
+    static const char *const special[][2] = {
+        {"", "png: { bits = 16; stretch = \"log\"; dynamic_range = 1.0e5; }; orientation = "
+             "\"poppy\";"},
+        {"normalization = \"pupil\";", "png: { bits = 16; stretch = \"sqrt\"; };"},
+        {"normalization = \"pupil\";", "png: { bits = 8; }; orientation = \"poppy\";"}};
+    snprintf(top, toplen, "%s", i >= 12 ? special[(i - 12) % 3][0] : "");
+    if (i < 6)
+        snprintf(out, outlen, "png: { %s };", png[i]);
+    else if (i < 12)
+        snprintf(out, outlen,
+                 "png: { enabled = false; %s }; hdf5: { enabled = true; dtype = \"uint16\"; };",
+                 png[i - 6]);
+    else
+        snprintf(out, outlen, "%s", special[(i - 12) % 3][1]);
+}

@@ -30,4 +30,11 @@ typedef struct {
 int levels_harness_compare(const char *cfg_text, const psf_backend_ops *ops, int batch,
                            levels_diff *out);
 
+/* The cases both backends' tests run: LEVELS_CASES pairs of a top-level
+ * text (normalization) and an output group: linear, log and sqrt at 8 and
+ * 16 bits as PNG, then the same as output.hdf5 uint16 alone, then "poppy"
+ * and "pupil" ones. levels_case(i) writes case i into top and out. */
+#define LEVELS_CASES 15
+void levels_case(int i, char *top, size_t toplen, char *out, size_t outlen);
+
 #endif
