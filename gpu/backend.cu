@@ -888,8 +888,9 @@ static int check_job(psf_backend *b, const psf_job *job, int j)
     return 0;
 }
 
-/* run and run_levels: into images (floats), or (levels non-NULL) into
- * levels and measures, always by the batched path. */
+/* run and run_levels: into images (floats: one FFT image by the graph,
+ * else batched), or (levels non-NULL) into levels and measures, always by
+ * the batched path. */
 static int run_any(psf_backend *b, const psf_job *jobs, int njobs, float *images,
                    unsigned short *levels, double *measures, char *err, size_t errlen)
 {

@@ -1,73 +1,122 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The levels kernel (gpu/levels.h). One block per image: a 256^2 image is
- * 64 K pixels, 128 per thread of 512, read twice (the measures, then the
- * levels) from L2; the copy of a sub-batch's levels to the host takes
- * several times the kernel's time, so a split of images over blocks would
- * save nothing. */
+/* The levels kernels (gpu/levels.h). Each image is cut into S slices of
+ * LEVELS_THREADS x LEVELS_PER_THREAD pixels or more (S <= LEVELS_MAX_SLICES),
+ * one block each, so that a sub-batch of 64 256^2 images is 1024 blocks
+ * and fills the device (one block per image would leave half the SMs idle
+ * and each thread 128 dependent passes): measure_kernel reduces each slice
+ * (peak, total, counts) into the partials; levels_kernel reduces an
+ * image's S partials in a fixed order (so the total is the same run after
+ * run), writes the measures (the slice-0 block) and the slice's levels. */
 #include "gpu/levels.h"
 
 #include <math.h>
 #include <string.h>
 
-#define LEVELS_THREADS 512
+#define LEVELS_THREADS 256
+#define LEVELS_PER_THREAD 16
+#define LEVELS_MAX_SLICES 64
 
-/* Measures then levels of image blockIdx.x (see gpu/levels.h). */
-__global__ void __launch_bounds__(LEVELS_THREADS)
-    levels_kernel(const float *img, size_t plane, size_t axis, psf_levels_map map, int rotate_180,
-                  unsigned short *lev, double *meas)
+/* One slice's (or, reduced, one image's) measures. */
+typedef struct {
+    float peak;
+    double total;
+    unsigned long long nan, inf, neg;
+} slice_part;
+
+/* a and b combined: the larger peak, the sums. */
+__device__ static slice_part part_add(slice_part a, slice_part b)
 {
-    const float *p = img + (size_t)blockIdx.x * plane;
-    float peak = -INFINITY;
-    double total = 0.0;
-    unsigned long long nan = 0, inf = 0, neg = 0;
-    for (size_t i = threadIdx.x; i < plane; i += LEVELS_THREADS) {
-        float x = p[i];
-        peak = x > peak ? x : peak; /* false for NaN: skipped */
-        total += x;
-        nan += isnan(x) ? 1 : 0;
-        inf += isinf(x) ? 1 : 0;
-        neg += x < 0.0f ? 1 : 0;
-    }
-    __shared__ float s_peak[LEVELS_THREADS];
-    __shared__ double s_total[LEVELS_THREADS];
-    __shared__ unsigned long long s_count[3][LEVELS_THREADS];
-    const int t = threadIdx.x;
-    s_peak[t] = peak;
-    s_total[t] = total;
-    s_count[0][t] = nan;
-    s_count[1][t] = inf;
-    s_count[2][t] = neg;
-    __syncthreads();
-    for (int h = LEVELS_THREADS / 2; h > 0; h /= 2) {
-        if (t < h) {
-            s_peak[t] = s_peak[t + h] > s_peak[t] ? s_peak[t + h] : s_peak[t];
-            s_total[t] += s_total[t + h];
-            for (int c = 0; c < 3; ++c)
-                s_count[c][t] += s_count[c][t + h];
-        }
+    a.peak = b.peak > a.peak ? b.peak : a.peak;
+    a.total += b.total;
+    a.nan += b.nan;
+    a.inf += b.inf;
+    a.neg += b.neg;
+    return a;
+}
+
+/* Tree reduction of s[0 .. n) (n a power of two <= LEVELS_THREADS) into
+ * s[0], by the block's threads. */
+__device__ static void reduce(slice_part *s, int n)
+{
+    for (int h = n / 2; h > 0; h /= 2) {
+        if ((int)threadIdx.x < h) s[threadIdx.x] = part_add(s[threadIdx.x], s[threadIdx.x + h]);
         __syncthreads();
     }
-    if (t == 0) {
-        double *m = meas + (size_t)blockIdx.x * PSF_MEASURES;
-        m[PSF_MEASURE_PEAK] = s_peak[0];
-        m[PSF_MEASURE_AXIS] = p[axis];
-        m[PSF_MEASURE_TOTAL] = s_total[0];
-        m[PSF_MEASURE_NAN] = (double)s_count[0][0];
-        m[PSF_MEASURE_INF] = (double)s_count[1][0];
-        m[PSF_MEASURE_NEG] = (double)s_count[2][0];
+}
+
+/* Pixels [lo, hi) of image blockIdx.y's slice blockIdx.x. */
+__device__ static void slice_range(size_t plane, int slices, size_t *lo, size_t *hi)
+{
+    size_t len = (plane + (size_t)slices - 1) / (size_t)slices;
+    *lo = (size_t)blockIdx.x * len;
+    *hi = *lo + len < plane ? *lo + len : plane;
+}
+
+__global__ void __launch_bounds__(LEVELS_THREADS)
+    measure_kernel(const float *img, size_t plane, int slices, slice_part *parts)
+{
+    const float *p = img + (size_t)blockIdx.y * plane;
+    size_t lo, hi;
+    slice_range(plane, slices, &lo, &hi);
+    slice_part m = {-INFINITY, 0.0, 0, 0, 0};
+    for (size_t i = lo + threadIdx.x; i < hi; i += LEVELS_THREADS) {
+        float x = p[i];
+        m.peak = x > m.peak ? x : m.peak; /* false for NaN: skipped */
+        m.total += x;
+        m.nan += isnan(x) ? 1 : 0;
+        m.inf += isinf(x) ? 1 : 0;
+        m.neg += x < 0.0f ? 1 : 0;
     }
-    const double pk = s_peak[0]; /* read by all after the last barrier, written by none */
+    __shared__ slice_part s[LEVELS_THREADS];
+    s[threadIdx.x] = m;
+    __syncthreads();
+    reduce(s, LEVELS_THREADS);
+    if (threadIdx.x == 0) parts[(size_t)blockIdx.y * slices + blockIdx.x] = s[0];
+}
+
+__global__ void __launch_bounds__(LEVELS_THREADS)
+    levels_kernel(const float *img, size_t plane, size_t axis, int slices, psf_levels_map map,
+                  int rotate_180, const slice_part *parts, unsigned short *lev, double *meas)
+{
+    __shared__ slice_part s[LEVELS_MAX_SLICES];
+    const slice_part none = {-INFINITY, 0.0, 0, 0, 0};
+    const int t = threadIdx.x;
+    if (t < LEVELS_MAX_SLICES) s[t] = t < slices ? parts[(size_t)blockIdx.y * slices + t] : none;
+    __syncthreads();
+    reduce(s, LEVELS_MAX_SLICES);
+    const float *p = img + (size_t)blockIdx.y * plane;
+    if (blockIdx.x == 0 && t == 0) {
+        double *m = meas + (size_t)blockIdx.y * PSF_MEASURES;
+        m[PSF_MEASURE_PEAK] = s[0].peak;
+        m[PSF_MEASURE_AXIS] = p[axis];
+        m[PSF_MEASURE_TOTAL] = s[0].total;
+        m[PSF_MEASURE_NAN] = (double)s[0].nan;
+        m[PSF_MEASURE_INF] = (double)s[0].inf;
+        m[PSF_MEASURE_NEG] = (double)s[0].neg;
+    }
+    const double pk = s[0].peak; /* read by all after the last barrier, written by none */
     const int blank = psf_levels_blank(pk);
-    unsigned short *o = lev + (size_t)blockIdx.x * plane;
-    for (size_t i = threadIdx.x; i < plane; i += LEVELS_THREADS)
+    unsigned short *o = lev + (size_t)blockIdx.y * plane;
+    size_t lo, hi;
+    slice_range(plane, slices, &lo, &hi);
+    for (size_t i = lo + t; i < hi; i += LEVELS_THREADS)
         o[rotate_180 ? plane - 1 - i : i] = blank ? 0 : psf_level_of(&map, p[i], pk);
+}
+
+/* S for images of plane pixels. */
+static int slices_for(size_t plane)
+{
+    size_t s = plane / ((size_t)LEVELS_THREADS * LEVELS_PER_THREAD);
+    return s < 1 ? 1 : s > LEVELS_MAX_SLICES ? LEVELS_MAX_SLICES : (int)s;
 }
 
 size_t gpu_levels_bytes(const psf_problem *problem, long long capacity)
 {
     if (problem->levels.bits == 0 || capacity < 1) return 0;
     size_t plane = (size_t)problem->npix * (size_t)problem->npix;
-    return 2 * (size_t)capacity * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double));
+    return (size_t)capacity *
+           (2 * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double)) +
+            (size_t)slices_for(plane) * sizeof(slice_part));
 }
 
 int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, gpu_check *chk)
@@ -78,11 +127,16 @@ int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, g
     l->plane = (size_t)problem->npix * (size_t)problem->npix;
     l->axis = (size_t)(problem->npix / 2) * (size_t)problem->npix + (size_t)(problem->npix / 2);
     l->rotate_180 = problem->levels.rotate_180 != 0;
+    l->slices = slices_for(l->plane);
     l->map = psf_levels_map_make(problem->levels.bits, problem->levels.stretch,
                                  problem->levels.dynamic_range);
-    cudaFuncAttributes a; /* load the kernel now, not in the first run */
-    if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, levels_kernel))) return -1;
+    cudaFuncAttributes a; /* load the kernels now, not in the first run */
+    if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, measure_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, levels_kernel)))
+        return -1;
     size_t cap = (size_t)capacity;
+    if (GPU_CUDA(chk, cudaMalloc(&l->parts, cap * (size_t)l->slices * sizeof(slice_part))))
+        return -1;
     for (int q = 0; q < 2; ++q)
         if (GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short))) ||
             GPU_CUDA(chk, cudaMalloc(&l->meas[q], cap * PSF_MEASURES * sizeof(double))))
@@ -92,6 +146,8 @@ int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, g
 
 void gpu_levels_destroy(gpu_levels *l)
 {
+    cudaFree(l->parts);
+    l->parts = NULL;
     for (int q = 0; q < 2; ++q) {
         cudaFree(l->lev[q]);
         cudaFree(l->meas[q]);
@@ -105,7 +161,11 @@ int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaSt
                      gpu_check *chk)
 {
     if (n < 1) return 0;
-    levels_kernel<<<n, LEVELS_THREADS, 0, stream>>>(img, l->plane, l->axis, l->map, l->rotate_180,
-                                                    l->lev[q], l->meas[q]);
+    dim3 grid((unsigned)l->slices, (unsigned)n);
+    slice_part *parts = (slice_part *)l->parts;
+    measure_kernel<<<grid, LEVELS_THREADS, 0, stream>>>(img, l->plane, l->slices, parts);
+    if (GPU_LAUNCH(chk, "measure_kernel")) return -1;
+    levels_kernel<<<grid, LEVELS_THREADS, 0, stream>>>(img, l->plane, l->axis, l->slices, l->map,
+                                                       l->rotate_180, parts, l->lev[q], l->meas[q]);
     return GPU_LAUNCH(chk, "levels_kernel");
 }

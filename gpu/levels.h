@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The levels output on the GPU (psf_levels_out, backend/backend.h; issue
- * 17): per sub-batch of n images, one kernel of one block per image that
- * takes the image's measures (a block reduction: the peak over the non-NaN
- * pixels, the axis pixel, the total in double, the NaN / infinite /
- * negative counts) and then writes its levels with backend/levels.h's
+ * 17): per sub-batch of n images, two kernels over slices of each image
+ * (gpu/levels.cu): the image's measures (reductions: the peak over the
+ * non-NaN pixels, the total in double, the NaN / infinite / negative
+ * counts; the axis pixel), then its levels with backend/levels.h's
  * formula, the code the CPU backend runs, into a buffer of 2 bytes a pixel
  * that the backend copies to the host instead of the floats. */
 #ifndef PSFSIM_GPU_LEVELS_H
@@ -25,12 +25,15 @@ typedef struct {
     size_t axis;    /* index of pixel (N/2, N/2) */
     int rotate_180; /* problem->levels.rotate_180 */
     psf_levels_map map;
+    int slices;             /* S: blocks per image (gpu/levels.cu) */
+    void *parts;            /* device [C S]: the slices' partial measures (the kernels' own) */
     unsigned short *lev[2]; /* device [C N^2] each: a sub-batch's levels */
     double *meas[2];        /* device [C PSF_MEASURES] each: its measures */
 } gpu_levels;
 
 /* Device bytes the levels take at capacity C (images per sub-batch): two
- * level buffers and two measure buffers. 0 without a levels output. */
+ * level buffers, two measure buffers and the partials. 0 without a levels
+ * output. */
 size_t gpu_levels_bytes(const psf_problem *problem, long long capacity);
 
 /* Make l for problem at capacity C (a zeroed l, inactive, without a
