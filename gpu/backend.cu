@@ -255,7 +255,7 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
         fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
     return (size_t)cap * per + work + fixed + s->maps + gpu_detector_bytes(s->set, cap) +
-           gpu_levels_bytes(s->set, cap) +
+           gpu_levels_bytes(s->set, cap, 2) +
            2 * gpu_pass_layout_for((int)cap, (int)cap, s->ncoeff, s->mft).bytes;
 }
 
@@ -484,7 +484,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     if (upload_set(b) != 0) goto fail;
     b->out_plane = (size_t)psf_detector_out_npix(set) * (size_t)psf_detector_out_npix(set);
     if (gpu_detector_create(&b->det, set, b->capacity, b->compute, &b->chk) != 0) goto fail;
-    if (gpu_levels_create(&b->lev, set, b->capacity, &b->chk) != 0) goto fail;
+    if (gpu_levels_create(&b->lev, set, b->capacity, 2, &b->chk) != 0) goto fail;
     if (b->mft) {
         /* cuBLAS on the compute stream, full single precision: DEFAULT_MATH
          * uses no reduced-precision (TF32) tensor cores, which the

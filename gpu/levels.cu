@@ -110,16 +110,17 @@ static int slices_for(size_t plane)
     return s < 1 ? 1 : s > LEVELS_MAX_SLICES ? LEVELS_MAX_SLICES : (int)s;
 }
 
-size_t gpu_levels_bytes(const psf_problem *problem, long long capacity)
+size_t gpu_levels_bytes(const psf_problem *problem, long long capacity, int nbuf)
 {
     if (problem->levels.bits == 0 || capacity < 1) return 0;
     size_t plane = (size_t)problem->npix * (size_t)problem->npix;
     return (size_t)capacity *
-           (2 * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double)) +
+           ((nbuf == 1 ? 1 : 2) * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double)) +
             (size_t)slices_for(plane) * sizeof(slice_part));
 }
 
-int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, gpu_check *chk)
+int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, int nbuf,
+                      gpu_check *chk)
 {
     memset(l, 0, sizeof *l);
     if (problem->levels.bits == 0) return 0;
@@ -137,10 +138,14 @@ int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, g
     size_t cap = (size_t)capacity;
     if (GPU_CUDA(chk, cudaMalloc(&l->parts, cap * (size_t)l->slices * sizeof(slice_part))))
         return -1;
-    for (int q = 0; q < 2; ++q)
+    for (int q = 0; q < (nbuf == 1 ? 1 : 2); ++q)
         if (GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short))) ||
             GPU_CUDA(chk, cudaMalloc(&l->meas[q], cap * PSF_MEASURES * sizeof(double))))
             return -1;
+    if (nbuf == 1) { /* one sub-batch at a time: q is always 0, [1] an alias */
+        l->lev[1] = l->lev[0];
+        l->meas[1] = l->meas[0];
+    }
     return 0;
 }
 
@@ -148,6 +153,8 @@ void gpu_levels_destroy(gpu_levels *l)
 {
     cudaFree(l->parts);
     l->parts = NULL;
+    if (l->lev[1] == l->lev[0]) l->lev[1] = NULL; /* nbuf 1: aliases */
+    if (l->meas[1] == l->meas[0]) l->meas[1] = NULL;
     for (int q = 0; q < 2; ++q) {
         cudaFree(l->lev[q]);
         cudaFree(l->meas[q]);

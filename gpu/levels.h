@@ -31,14 +31,17 @@ typedef struct {
     double *meas[2];        /* device [C PSF_MEASURES] each: its measures */
 } gpu_levels;
 
-/* Device bytes the levels take at capacity C (images per sub-batch): two
- * level buffers, two measure buffers and the partials. 0 without a levels
- * output. */
-size_t gpu_levels_bytes(const psf_problem *problem, long long capacity);
+/* Device bytes the levels take at capacity C (images per sub-batch) with
+ * nbuf (1 or 2) level and measure buffers, and the partials. 0 without a
+ * levels output. */
+size_t gpu_levels_bytes(const psf_problem *problem, long long capacity, int nbuf);
 
 /* Make l for problem at capacity C (a zeroed l, inactive, without a
- * levels output). Returns 0, or -1 with chk's message. */
-int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, gpu_check *chk);
+ * levels output), with nbuf buffers: 2, one per sub-batch parity q; 1 for
+ * a backend whose sub-batches are all q = 0, one at a time (lev[1] and
+ * meas[1] are then aliases of [0]). Returns 0, or -1 with chk's message. */
+int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, int nbuf,
+                      gpu_check *chk);
 void gpu_levels_destroy(gpu_levels *l);
 
 /* The measures and levels of the n <= C images in img (device, n N^2) into
