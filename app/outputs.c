@@ -249,6 +249,24 @@ int outputs_write_image(const image_set *s, int dirfd, const char *dir, long lon
                                 errlen);
 }
 
+int outputs_write_levels(const image_set *s, int dirfd, const char *dir, long long k,
+                         const unsigned short *levels, image_result *res, double *png_us, char *err,
+                         size_t errlen)
+{
+    const psf_config *cfg = s->cfg;
+    *png_us = 0.0;
+    if (!cfg->png_enabled) return 0;
+    double t0 = clock_us();
+    char name[512];
+    outputs_image_name(cfg, k, s->nimages, "png", name, sizeof name);
+    if (psf_png_write_levels_at(dirfd, dir, name, levels, s->samp.npix, cfg->png_bits,
+                                cfg->png_compression, err, errlen) != 0)
+        return -1;
+    snprintf(res->png, sizeof res->png, "%s", name);
+    *png_us = clock_us() - t0;
+    return 0;
+}
+
 int outputs_write_images(const image_set *s, const image_set *view, int dirfd, const char *dir,
                          long long k, const image_info *info, const float *img,
                          const image_over *over, image_result *res, double *png_us, double *fits_us,

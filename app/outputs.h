@@ -42,6 +42,14 @@ int outputs_write_image(const image_set *s, int dirfd, const char *dir, long lon
                         const image_info *info, const float *img, image_result *res, double *png_us,
                         double *fits_us, char *err, size_t errlen);
 
+/* Image k's PNG, when the config asks for one, from its grey levels
+ * (levels[N N], as psf_png_stretch_levels makes them, already turned for
+ * output.orientation "poppy"): a set whose every file output is levels
+ * (image_set_levels_out). Returns 0, or -1 with err; png_us as above. */
+int outputs_write_levels(const image_set *s, int dirfd, const char *dir, long long k,
+                         const unsigned short *levels, image_result *res, double *png_us, char *err,
+                         size_t errlen);
+
 /* detector.write = "both": image k's oversampled image (set_detector_split's
  * grid, normalised, measured and turned in place by the writer) and its
  * info (set_detector_oversampled_info, made before image_set_measure). */

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "app/base/log.h"
+#include "app/set/measure.h"
+#include "backend/levels.h"
 #include "app/set/set_detector.h"
 #include "app/select/probe_cache.h"
 
@@ -15,6 +17,7 @@ void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
                    psf_backend_options *options)
 {
     image_set_problem(&r->set, r->batch, problem);
+    problem->levels = r->levels;
     memset(options, 0, sizeof *options);
     options->device = ln->device;
     options->warn = log_warn_text;
@@ -52,8 +55,25 @@ void run_close_lane(run_state *r, run_lane *ln)
     ln->backend = NULL;
 }
 
+/* Whether (and for which lanes) the images leave the backends as levels:
+ * a set image_set_levels_out accepts, and PSFSIM_LEVELS: "off" never (the
+ * floats and the writers' stretch, as before issue 17), "on" every lane,
+ * the CPU's too (tests: the levels path without a GPU), else (unset) the
+ * GPU lanes. The CPU keeps the floats by default: its writers stretch an
+ * image while it computes the next batch, on threads of their own. */
+static void decide_levels(run_state *r)
+{
+    const char *env = getenv("PSFSIM_LEVELS");
+    r->levels_lanes = env && strcmp(env, "off") == 0 ? 0 : env && strcmp(env, "on") == 0 ? 2 : 1;
+    if (r->levels_lanes == 0 || !image_set_levels_out(&r->set, &r->levels)) {
+        memset(&r->levels, 0, sizeof r->levels);
+        r->levels_lanes = 0;
+    }
+}
+
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
+    decide_levels(r);
     size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
     for (int s = 0; s < r->nlanes * WRITER_SLOTS; ++s) {
         run_slot *sl = &r->slots[s];
@@ -70,8 +90,10 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         int both = set_detector_backend_npix(&r->set) != r->set.samp.npix;
         if (both) sl->det_images = malloc(b * plane * sizeof *sl->det_images);
         if (both) sl->over_infos = calloc(b, sizeof *sl->over_infos);
+        int measures = r->levels.bits != 0;
+        if (measures) sl->measures = malloc(b * PSF_MEASURES * sizeof *sl->measures);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes || !sl->labels || (levels && !sl->levels) ||
+            !sl->writes || !sl->labels || (levels && !sl->levels) || (measures && !sl->measures) ||
             (both && (!sl->det_images || !sl->over_infos))) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
@@ -192,6 +214,7 @@ void run_free_lanes(run_state *r)
         free(sl->writes);
         free(sl->labels);
         free(sl->levels);
+        free(sl->measures);
         free(sl->det_images);
         free(sl->over_infos);
     }

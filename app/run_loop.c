@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The image loop: batches computed by the backend into one slot while the
  * writer threads encode the previous slot (docs/design.md, "Data flow"). */
-#include <float.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +14,11 @@
 #include "app/set/measure.h"
 #include "app/set/set_detector.h"
 #include "app/outputs.h"
+#include "app/run_check.h"
 #include "app/run_lanes.h"
 #include "app/run_state.h"
 #include "app/set_hdf5.h"
+#include "backend/levels.h"
 
 /* Remove the files of a written image (res's names in the output directory). */
 static void forget_image(run_state *r, const image_result *res)
@@ -177,11 +177,26 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
     return rc;
 }
 
+/* Lane ln's backend on slot s's nb jobs: as levels and measures into the
+ * slot's image memory (a levels set on a lane that takes them,
+ * run_state.levels_lanes), else as floats. */
+static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    int cpu = ln->ops == &psf_backend_cpu;
+    sl->on_levels = r->levels_lanes == 2 || (r->levels_lanes == 1 && !cpu);
+    sl->on_levels = sl->on_levels && ln->ops->run_levels;
+    if (sl->on_levels)
+        return ln->ops->run_levels(ln->backend, sl->jobs, nb, (unsigned short *)sl->images,
+                                   sl->measures, err, errlen);
+    return ln->ops->run(ln->backend, sl->jobs, nb, sl->images, err, errlen);
+}
+
 /* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
 static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
 {
     double t0 = clock_us();
-    if (ln->ops->run(ln->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) == 0) {
+    if (run_backend(r, ln, s, nb, err, errlen) == 0) {
         ln->compute_us += clock_us() - t0;
         return 0;
     }
@@ -190,71 +205,9 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
     snprintf(why, sizeof why, "%s", err);
     if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
     t0 = clock_us();
-    if (ln->ops->run(ln->backend, r->slots[s].jobs, nb, r->slots[s].images, err, errlen) != 0)
-        return -1;
+    if (run_backend(r, ln, s, nb, err, errlen) != 0) return -1;
     ln->compute_us += clock_us() - t0;
     return 0;
-}
-
-/* Whether every pixel of img[0 .. n) is in [0, FLT_MAX] (NaN is not: its
- * comparisons are false), in one pass the compiler vectorises: the three
- * counts below are made only for a bad image, to name its faults. */
-static int all_good(const float *img, size_t n)
-{
-    int bad = 0;
-    for (size_t p = 0; p < n; ++p)
-        bad |= !(img[p] >= 0.0f && img[p] <= FLT_MAX);
-    return !bad;
-}
-
-/* The first image of a batch with a bad pixel, from parts checked side by
- * side (host_pool_run): the least index any part found, nb for none. */
-typedef struct {
-    const float *images;
-    size_t n; /* pixels per image */
-    atomic_int first_bad;
-} check_ctx;
-
-static void check_part(void *arg, int begin, int end)
-{
-    check_ctx *c = arg;
-    for (int i = begin; i < end; ++i) {
-        if (all_good(c->images + (size_t)i * c->n, c->n)) continue;
-        int seen = atomic_load(&c->first_bad);
-        while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
-        }
-        return; /* later images of this part cannot come first */
-    }
-}
-
-/* Every image of slot s's nb finite and non-negative (|F|^2 and sums of
- * it with weights >= 0 are): else none of the batch goes to the writers
- * and the run fails (exit 3) naming the first bad image, so no file holds
- * garbage and the manifest lists only good images. Returns 0 or -1. */
-static int check_images(run_state *r, int s, int nb, char *err, size_t errlen)
-{
-    size_t side = (size_t)set_detector_backend_npix(&r->set), n = side * side;
-    check_ctx c = {.images = r->slots[s].images, .n = n};
-    atomic_init(&c.first_bad, nb);
-    host_pool_run(r->host, nb, check_part, &c);
-    int i = atomic_load(&c.first_bad);
-    if (i >= nb) return 0;
-    const float *img = r->slots[s].images + (size_t)i * n;
-    size_t nan = 0, inf = 0, neg = 0;
-    for (size_t p = 0; p < n; ++p) {
-        nan += isnan(img[p]) != 0;
-        inf += isinf(img[p]) != 0;
-        neg += img[p] < 0.0f;
-    }
-    long long k = r->slots[s].infos[i].params.index;
-    char name[300];
-    outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
-    name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
-    snprintf(err, errlen,
-             "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "
-             "%zu); not written",
-             k, name, nan, inf, neg, n);
-    return -1;
 }
 
 /* Images [begin, end) of a slot: their metrics and write jobs. */
@@ -265,12 +218,49 @@ typedef struct {
     double compute_share_us;
 } measure_ctx;
 
+/* A write job's start for image i of slot sl: its result, timing, labels. */
+static void job_start(const measure_ctx *c, int i, image_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->backend = c->ln->ops->name;
+    size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
+    manifest_label_text(&c->r->set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
+}
+
+/* measure_part for a batch of levels: the backend's measures, and the
+ * levels (already turned for "poppy") where the writers take them. */
+static void measure_levels(const measure_ctx *c, int begin, int end)
+{
+    run_slot *sl = c->sl;
+    size_t plane = (size_t)c->r->set.samp.npix * c->r->set.samp.npix;
+    for (int i = begin; i < end; ++i) {
+        double t0 = clock_us();
+        image_info *info = &sl->infos[i];
+        image_result *res = &sl->results[i];
+        job_start(c, i, res);
+        image_set_measure_levels(&c->r->set, info, sl->measures + (size_t)i * PSF_MEASURES,
+                                 &res->strehl, &res->axial_intensity);
+        sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
+        sl->timings[i].metrics_us = clock_us() - t0;
+        sl->writes[i] = (write_job){.k = info->params.index,
+                                    .info = info,
+                                    .res = res,
+                                    .timing = &sl->timings[i],
+                                    .levels = (unsigned short *)sl->images + (size_t)i * plane,
+                                    .levels_made = 1};
+    }
+}
+
 static void measure_part(void *arg, int begin, int end)
 {
     const measure_ctx *c = arg;
     run_slot *sl = c->sl;
     int npix = c->r->set.samp.npix;
     size_t side = (size_t)set_detector_backend_npix(&c->r->set);
+    if (sl->on_levels) {
+        measure_levels(c, begin, end);
+        return;
+    }
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * side * side;
@@ -284,8 +274,7 @@ static void measure_part(void *arg, int begin, int end)
             set_detector_split(&c->r->set, over.img, img);
         }
         image_result *res = &sl->results[i];
-        memset(res, 0, sizeof *res);
-        res->backend = c->ln->ops->name;
+        job_start(c, i, res);
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
         image_set_measure(&c->r->set, info, img, &res->strehl, &res->axial_intensity);
         sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
@@ -297,8 +286,6 @@ static void measure_part(void *arg, int begin, int end)
                                     .timing = &sl->timings[i],
                                     .over = over};
         if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
-        size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
-        manifest_label_text(&c->r->set, info, sl->labels + (size_t)i * lb, lb);
     }
 }
 
@@ -361,7 +348,7 @@ static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
         double t0 = clock_us();
         if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
         double share = (clock_us() - t0) / nb;
-        if (check_images(r, s, nb, err, errlen) != 0) return -1;
+        if (run_check_images(r, s, nb, err, errlen) != 0) return -1;
         submit(r, ln, s, nb, share);
         if (ln->retiring) return 0;
     }

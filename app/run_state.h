@@ -42,6 +42,8 @@ typedef struct {
     image_info *over_infos; /* "both": batch, the oversampled images' infos; else NULL */
     psf_job *jobs;
     unsigned short *levels; /* batch * N * N: output.hdf5's uint16 stretch levels, else NULL */
+    double *measures;       /* levels sets (run_state.levels): batch * PSF_MEASURES, else NULL */
+    int on_levels; /* the batch came as levels (run_levels, into images' memory) and measures */
     image_info *infos;
     double *storage; /* image_set_storage doubles per image */
     image_result *results;
@@ -91,6 +93,11 @@ struct run_state {
     resume_state resume;
     backend_decision decision;
     int batch;
+    /* The levels output (image_set_levels_out), bits 0 for none; which
+     * lanes use it (levels_lanes): 1 the GPU's, 2 every lane, the CPU's
+     * too (PSFSIM_LEVELS=on, tests), 0 none (PSFSIM_LEVELS=off). */
+    psf_levels_out levels;
+    int levels_lanes;
     run_lane lanes[RUN_MAX_LANES];
     int nlanes;
     run_slot slots[RUN_MAX_LANES * WRITER_SLOTS];

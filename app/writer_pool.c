@@ -54,6 +54,13 @@ static node *take(writer_pool *p)
 static void write_one(writer_pool *p, write_job *j)
 {
     double png_us = 0, fits_us = 0;
+    if (j->levels_made) { /* a levels set: PNG (or nothing) from the backend's levels */
+        j->status = outputs_write_levels(p->set, p->dirfd, p->dir, j->k, j->levels, j->res, &png_us,
+                                         j->err, sizeof j->err);
+        j->timing->png_us = png_us;
+        j->timing->fits_us = 0.0;
+        return;
+    }
     if (p->fits_serial) pthread_mutex_lock(&p->fits_mu);
     j->status = outputs_write_images(p->set, &p->over_set, p->dirfd, p->dir, j->k, j->info, j->img,
                                      j->over.img ? &j->over : NULL, j->res, &png_us, &fits_us,
@@ -152,7 +159,7 @@ void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
 {
     int work = p->files;
     for (int i = 0; i < n && !work; ++i)
-        work = jobs[i].levels != NULL;
+        work = jobs[i].levels != NULL && !jobs[i].levels_made;
     if (work) {
         for (int i = 0; i < n; ++i)
             writer_pool_submit(p, slot, &jobs[i]);

@@ -30,6 +30,9 @@ typedef struct {
      * bits and stretch) for output.hdf5's uint16 images, made here on the
      * writer threads. */
     unsigned short *levels;
+    /* 1: levels came from the backend (run_levels) and img is NULL: the
+     * PNG is written from them, nothing is stretched here. */
+    int levels_made;
     /* detector.write = "both": the oversampled image (outputs.h), else .img NULL. */
     image_over over;
 } write_job;

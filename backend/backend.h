@@ -85,6 +85,16 @@ typedef struct {
                              (i + a - 1, j + b - 1) */
 } psf_detector;
 
+/* What run_levels makes of each image (issue 17): its grey levels, the
+ * stretch of app/formats/png_io.h's psf_png_stretch_levels (backend/levels.h
+ * states the formula), for sets whose every image output is levels. */
+typedef struct {
+    int bits;             /* 8 or 16; 0: no levels output (run_levels refuses the set) */
+    int stretch;          /* PSF_STRETCH_LINEAR, _LOG, _SQRT (backend/levels.h) */
+    double dynamic_range; /* log only: [1/dr, 1] of I / peak onto the levels */
+    int rotate_180;       /* 1: levels[n - 1 - i] for pixel i (output.orientation "poppy") */
+} psf_levels_out;
+
 /* The problem: what is fixed over a whole image set, whichever backend
  * computes it. Pointers stay valid until destroy. */
 typedef struct {
@@ -122,6 +132,8 @@ typedef struct {
     int mft_matrices;      /* MFT sets: distinct dx out_pixel_rad / wavelength over the set
                               (transform matrices made); 0 = 1 */
     psf_detector detector; /* all zero: none; run()'s images are then npix x npix */
+    /* The levels output for run_levels (backend/levels.h): bits 0 = none. */
+    psf_levels_out levels;
 } psf_problem;
 
 /* Coefficients of each component's coeff_waves for problem p: its global
@@ -205,6 +217,20 @@ typedef struct {
      * with err for a problem create refuses by its sizes alone. */
     int (*memory_need)(const psf_problem *problem, const psf_backend_options *options,
                        psf_memory_need *out, char *err, size_t errlen);
+    /* As run, but instead of the floats: each image's grey levels into
+     * levels[njobs * N * N] (image k at k N N; N = npix: a problem with a
+     * detector stage is refused) as problem->levels says (backend/levels.h:
+     * psf_levels_image of the image run would have written, with its
+     * PSF_MEASURE_PEAK), and its measures into measures[njobs *
+     * PSF_MEASURES] (image k's at k PSF_MEASURES, backend/levels.h). levels
+     * may be memory from alloc_images (nfloats >= njobs N N / 2: pinned for
+     * the GPU). The CPU computes the floats and measures them in pixel
+     * order; the GPU on the device, its total summed in another order (so
+     * it may differ from the pixel-order sum in the last bits). Returns 0,
+     * or -1 with a message (problem->levels.bits 0, a detector stage, and
+     * run's errors). */
+    int (*run_levels)(psf_backend *b, const psf_job *jobs, int njobs, unsigned short *levels,
+                      double *measures, char *err, size_t errlen);
 } psf_backend_ops;
 
 extern const psf_backend_ops psf_backend_cpu;

@@ -24,6 +24,7 @@
 #include "backend/cpu_count.h"
 #include "backend/bytes.h"
 #include "backend/detector.h"
+#include "backend/levels.h"
 #include "cpu/detector.h"
 #include "cpu/intensity.h"
 #include "cpu/mft.h"
@@ -537,6 +538,46 @@ static int cpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     return 0;
 }
 
+/* Floats the levels path computes at a time (64 MiB): its scratch. */
+#define CPU_LEVELS_FLOATS ((size_t)1 << 24)
+
+/* psf_backend_ops.run_levels: run's floats, a scratch of up to
+ * CPU_LEVELS_FLOATS at a time, then each image's measures (pixel order)
+ * and levels (backend/levels.h). */
+static int cpu_run_levels(psf_backend *b, const psf_job *jobs, int njobs, unsigned short *levels,
+                          double *measures, char *err, size_t errlen)
+{
+    const psf_levels_out *lo = &b->set.levels;
+    if (lo->bits == 0 || psf_detector_active(&b->set.detector)) {
+        snprintf(err, errlen, "cpu: no levels output for this set (%s)",
+                 lo->bits == 0 ? "levels.bits 0" : "a detector stage");
+        return -1;
+    }
+    int npix = b->set.npix;
+    size_t plane = (size_t)npix * npix, axis = (size_t)(npix / 2) * npix + npix / 2;
+    int per = CPU_LEVELS_FLOATS / plane > 0 ? (int)(CPU_LEVELS_FLOATS / plane) : 1;
+    per = per < njobs ? per : njobs;
+    float *img = per > 0 ? malloc((size_t)per * plane * sizeof *img) : NULL;
+    if (njobs > 0 && !img) {
+        snprintf(err, errlen, "cpu: out of memory for %d %dx%d images", per, npix, npix);
+        return -1;
+    }
+    psf_levels_map m = psf_levels_map_make(lo->bits, lo->stretch, lo->dynamic_range);
+    int rc = 0;
+    for (int k0 = 0; k0 < njobs && rc == 0; k0 += per) {
+        int n = njobs - k0 < per ? njobs - k0 : per;
+        rc = cpu_run(b, jobs + k0, n, img, err, errlen);
+        for (int k = 0; k < n && rc == 0; ++k) {
+            double *mk = measures + (size_t)(k0 + k) * PSF_MEASURES;
+            psf_levels_measure(img + (size_t)k * plane, plane, axis, mk);
+            psf_levels_image(&m, img + (size_t)k * plane, plane, mk[PSF_MEASURE_PEAK],
+                             lo->rotate_180, levels + (size_t)(k0 + k) * plane);
+        }
+    }
+    free(img);
+    return rc;
+}
+
 static float *cpu_alloc_images(psf_backend *b, size_t nfloats)
 {
     (void)b;
@@ -623,4 +664,5 @@ const psf_backend_ops psf_backend_cpu = {
     .preferred_batch = 64,
     .device_count = cpu_device_count,
     .memory_need = cpu_memory_need,
+    .run_levels = cpu_run_levels,
 };

@@ -62,6 +62,7 @@ extern "C" {
 #include "gpu/mft.h"
 #include "gpu/plan_cache.h"
 #include "gpu/intensity.h"
+#include "gpu/levels.h"
 #include "gpu/probe.h"
 #include "gpu/pupil.h"
 #include "optics/map_sample.h"
@@ -154,6 +155,7 @@ struct psf_backend {
     size_t graph_max_open; /* ... or the open-sample one over this many samples */
     unsigned graph_generation;
     gpu_detector det; /* the detector stage (inactive without one) */
+    gpu_levels lev;   /* the levels output (inactive without one) */
     size_t out_plane; /* floats of one image run() returns (the detector's M^2, or N^2) */
     host_buf *buffers;
 };
@@ -183,6 +185,7 @@ static void gpu_destroy(psf_backend *b)
     if (b->copy) cudaStreamSynchronize(b->copy);
     graph_release(b);
     gpu_detector_destroy(&b->det);
+    gpu_levels_destroy(&b->lev);
     if (b->plans_ready) gpu_plan_cache_destroy(&b->plans);
     if (b->lean_plan_held) cufftDestroy(b->lean_plan);
     for (int i = 0; i < b->npupils; ++i)
@@ -281,6 +284,7 @@ static size_t need_bytes(const gpu_shape *s, long long cap, size_t work)
         fixed += gpu_mft_table_bytes(s->npix, s->grid);
     }
     return (size_t)cap * per + work + fixed + s->maps + gpu_detector_bytes(s->set, cap) +
+           gpu_levels_bytes(s->set, cap, 2) +
            2 * gpu_pass_layout_for((int)cap, (int)cap, s->ncoeff, s->mft).bytes;
 }
 
@@ -290,7 +294,8 @@ static unsigned long long pupils_bytes(const psf_problem *set, const gpu_shape *
  * bytes: its two buffers, the grid (N^2 complex: the field, transformed in
  * place) and the image (N^2 float), which a pupil is built in; the staging
  * tables of a pass of one field; the device pupil table; the maps; the
- * detector stage's (gpu_detector_bytes at one image); and the pupils kept
+ * detector stage's (gpu_detector_bytes at one image); the levels' (gpu_levels_bytes, one
+ * buffer); and the pupils kept
  * (pupils_bytes: their open samples' arrays, no index). Every cudaMalloc of
  * create and run but the CUB scan's storage (inside the buffers) and the
  * detector's cuFFT plans (its own estimate). */
@@ -299,9 +304,10 @@ static unsigned long long need_lean(const gpu_shape *s, size_t work)
     unsigned long long bufs = bytes_mul(s->plane, sizeof(cufftComplex) + sizeof(float));
     unsigned long long small = 2 * gpu_pass_layout_for(1, 1, s->ncoeff, 0).bytes +
                                PSF_MAX_COMPONENTS * sizeof(gpu_pupil) + s->maps;
-    return bytes_add(
-        bytes_add(bufs, work),
-        bytes_add(bytes_add(small, gpu_detector_bytes(s->set, 1)), pupils_bytes(s->set, s)));
+    return bytes_add(bytes_add(bufs, work),
+                     bytes_add(bytes_add(bytes_add(small, gpu_detector_bytes(s->set, 1)),
+                                         gpu_levels_bytes(s->set, 1, 1)),
+                               pupils_bytes(s->set, s)));
 }
 
 /* The largest C worth having: images of about GPU_SUBBATCH_BYTES, at most
@@ -560,6 +566,7 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
     if (upload_set(b) != 0) goto fail;
     b->out_plane = (size_t)psf_detector_out_npix(set) * (size_t)psf_detector_out_npix(set);
     if (gpu_detector_create(&b->det, set, b->capacity, b->compute, &b->chk) != 0) goto fail;
+    if (gpu_levels_create(&b->lev, set, b->capacity, b->lean ? 1 : 2, &b->chk) != 0) goto fail;
     if (b->mft) {
         /* cuBLAS on the compute stream, full single precision: DEFAULT_MATH
          * uses no reduced-precision (TF32) tensor cores, which the
@@ -860,7 +867,32 @@ static int subbatch_size(const psf_backend *b, int njobs)
     return (njobs + nsub - 1) / nsub;
 }
 
-static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *images)
+/* Sub-batch q's n images (src) to the host at image j0 on the copy stream:
+ * the floats into images, or (levels run) their levels and measures. */
+static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q, float *images,
+                         unsigned short *levels, double *measures)
+{
+    if (!levels)
+        return GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
+                                                 (size_t)n * b->out_plane * sizeof(float),
+                                                 cudaMemcpyDeviceToHost, b->copy));
+    return GPU_CUDA(&b->chk, cudaMemcpyAsync(levels + (size_t)j0 * b->plane, b->lev.lev[q],
+                                             (size_t)n * b->plane * sizeof(unsigned short),
+                                             cudaMemcpyDeviceToHost, b->copy)) ||
+                   GPU_CUDA(&b->chk,
+                            cudaMemcpyAsync(measures + (size_t)j0 * PSF_MEASURES, b->lev.meas[q],
+                                            (size_t)n * PSF_MEASURES * sizeof(double),
+                                            cudaMemcpyDeviceToHost, b->copy))
+               ? -1
+               : 0;
+}
+
+/* The batched path: sub-batches computed on the compute stream, copied on
+ * the copy stream while the next computes; with levels (a levels run,
+ * images NULL) each sub-batch's levels and measures are made on the
+ * device (gpu/levels.h) and copied instead of its floats. */
+static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *images,
+                       unsigned short *levels, double *measures)
 {
     int per = subbatch_size(b, njobs);
     for (int j0 = 0, k = 0; j0 < njobs; j0 += per, ++k) {
@@ -872,13 +904,12 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
             return -1;
         float *src;
         if (subbatch_compute(b, jobs + j0, n, q) ||
-            gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk))
+            gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk) ||
+            (levels && gpu_levels_apply(&b->lev, src, n, q, b->compute, &b->chk)))
             return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->copy, b->ev_done[q], 0)) ||
-            GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
-                                              (size_t)n * b->out_plane * sizeof(float),
-                                              cudaMemcpyDeviceToHost, b->copy)) ||
+            subbatch_copy(b, src, j0, n, q, images, levels, measures) ||
             GPU_CUDA(&b->chk, cudaEventRecord(b->ev_copied[q], b->copy)))
             return -1;
         b->copy_pending[q] = 1;
@@ -980,8 +1011,11 @@ static int check_job(psf_backend *b, const psf_job *job, int j)
     return 0;
 }
 
-static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
-                   size_t errlen)
+/* run and run_levels: into images (floats: one FFT image by the graph,
+ * else batched), or (levels non-NULL) into levels and measures, always by
+ * the batched path. */
+static int run_any(psf_backend *b, const psf_job *jobs, int njobs, float *images,
+                   unsigned short *levels, double *measures, char *err, size_t errlen)
 {
     b->chk.err = err;
     b->chk.errlen = errlen;
@@ -997,11 +1031,11 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
         for (int c = 0; c < jobs[j].ncomp && rc == 0; ++c)
             if (pupil_for(b, jobs[j].comp[c].dx_m) < 0) rc = -1;
     }
-    if (rc == 0 && !b->mft && !b->lean && njobs == 1 && jobs[0].ncomp >= 1 &&
+    if (rc == 0 && !levels && !b->mft && !b->lean && njobs == 1 && jobs[0].ncomp >= 1 &&
         jobs[0].ncomp <= b->capacity)
         rc = run_single(b, &jobs[0], images);
     else if (rc == 0 && njobs > 0)
-        rc = run_batched(b, jobs, njobs, images);
+        rc = run_batched(b, jobs, njobs, images, levels, measures);
     if (rc != 0) {
         /* No copy may land in images after we return: the caller reuses them. */
         cudaStreamSynchronize(b->compute);
@@ -1011,6 +1045,25 @@ static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images
     }
     b->chk.err = NULL;
     return rc;
+}
+
+static int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
+                   size_t errlen)
+{
+    return run_any(b, jobs, njobs, images, NULL, NULL, err, errlen);
+}
+
+/* psf_backend_ops.run_levels (backend/backend.h): the batched path with
+ * the levels kernel; a single image goes that way too (one sub-batch). */
+static int gpu_run_levels(psf_backend *b, const psf_job *jobs, int njobs, unsigned short *levels,
+                          double *measures, char *err, size_t errlen)
+{
+    if (!b->lev.active || b->det.active) {
+        snprintf(err, errlen, "gpu: no levels output for this set (%s)",
+                 !b->lev.active ? "levels.bits 0" : "a detector stage");
+        return -1;
+    }
+    return run_any(b, jobs, njobs, NULL, levels, measures, err, errlen);
 }
 
 /* Pinned memory, so the copies run at full speed and asynchronously; plain
@@ -1142,6 +1195,7 @@ static psf_backend_ops make_ops(void)
     o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_module_abi.h: the cost model uses it too */
     o.device_count = gpu_device_count;
     o.memory_need = gpu_memory_need;
+    o.run_levels = gpu_run_levels;
     return o;
 }
 

@@ -13,6 +13,7 @@
 #include "app/formats/png_io.h"
 #include "backend/cpu_count.h"
 #include "app/set/measure.h"
+#include "backend/levels.h"
 #include "lib/set_priv.h"
 
 /* finish's threads: at most one per CPU and FINISH_MAX_THREADS, each with
@@ -90,21 +91,39 @@ static int batch_buffer(work *w, lib_lane *ln, long long k0, float **out, char *
     return rc;
 }
 
-/* Run the batch on ln's backend into *out (batch_buffer); a GPU that
- * fails gives way to the CPU, and *out to the CPU's buffer. */
-static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err, size_t errlen)
+/* Whether lane ln computes w's batches as levels (run_levels into its
+ * scratch, measures into ln->measures): psfsim_compute_u16 on a lane that
+ * takes them (psfsim_set.levels_lanes). */
+static int on_levels(const work *w, const lib_lane *ln)
+{
+    int lanes = w->s->levels_lanes;
+    return w->levels && ln->ops->run_levels &&
+           (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
+}
+
+/* The batch on ln's backend into *out (batch_buffer): floats, or levels. */
+static int run_once(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err,
+                    size_t errlen)
 {
     int rc = batch_buffer(w, ln, k0, out, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    if (ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0) return PSFSIM_OK;
-    if (ln->ops == &psf_backend_cpu) return PSFSIM_ERR_COMPUTE;
+    int bad = on_levels(w, ln)
+                  ? ln->ops->run_levels(ln->backend, ln->jobs, nb, (unsigned short *)*out,
+                                        ln->measures, err, errlen)
+                  : ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen);
+    return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
+}
+
+/* Run the batch on ln's backend into *out (run_once); a GPU that fails
+ * gives way to the CPU, and *out to the CPU's buffer. */
+static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err, size_t errlen)
+{
+    int rc = run_once(w, ln, k0, nb, out, err, errlen);
+    if (rc != PSFSIM_ERR_COMPUTE || ln->ops == &psf_backend_cpu) return rc;
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    if (rc == PSFSIM_OK) rc = batch_buffer(w, ln, k0, out, err, errlen);
-    if (rc != PSFSIM_OK) return rc;
-    return ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen) == 0 ? PSFSIM_OK
-                                                                           : PSFSIM_ERR_COMPUTE;
+    return rc == PSFSIM_OK ? run_once(w, ln, k0, nb, out, err, errlen) : rc;
 }
 
 #define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
@@ -172,12 +191,35 @@ typedef struct {
     int i0, i1;
     float *out;
     const image_hook *hooks; /* [batch] or NULL */
+    int levels;              /* out holds levels, the lane's measures their measures */
 } batch_part;
+
+/* finish_part for a levels batch: metrics from the backend's measures,
+ * the levels (already turned for "poppy") copied into the caller's. */
+static void finish_levels(const batch_part *p)
+{
+    work *w = p->w;
+    const image_set *set = &w->s->set;
+    size_t plane = (size_t)set->samp.npix * set->samp.npix;
+    for (int i = p->i0; i < p->i1 && w->metrics; ++i) {
+        psfsim_metrics m = {.backend = p->ln->ops->name};
+        image_set_measure_levels(set, &p->ln->infos[i], p->ln->measures + (size_t)i * PSF_MEASURES,
+                                 &m.strehl, &m.axial_intensity);
+        w->metrics[p->k0 + i - w->first] = m;
+    }
+    const unsigned short *src = (const unsigned short *)p->out + (size_t)p->i0 * plane;
+    memcpy(w->levels + (size_t)(p->k0 + p->i0 - w->first) * plane, src,
+           (size_t)(p->i1 - p->i0) * plane * sizeof *src);
+}
 
 static void *finish_part(void *arg)
 {
     const batch_part *p = arg;
     work *w = p->w;
+    if (p->levels) {
+        finish_levels(p);
+        return NULL;
+    }
     size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
     for (int i = p->i0; i < p->i1; ++i)
         if (!p->hooks || !p->hooks[i].finished)
@@ -192,7 +234,8 @@ static void *finish_part(void *arg)
  * threads (each image's work is its own: info, metrics and levels at its
  * index), since at a GPU's rate one thread measuring and copying is the
  * bottleneck. A thread that cannot start: this one does its part. */
-static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, const image_hook *hooks)
+static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, const image_hook *hooks,
+                   int levels)
 {
     int left = 0; /* images no hook finished */
     for (int i = 0; i < nb; ++i)
@@ -202,8 +245,8 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, cons
     batch_part parts[FINISH_MAX_THREADS];
     for (int t = 0; t < nt; ++t)
         parts[t] = (batch_part){
-            w,   ln,   k0, (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt),
-            out, hooks};
+            w,   ln,    k0,    (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt),
+            out, hooks, levels};
     on_threads(finish_part, parts, sizeof parts[0], nt, 1);
 }
 
@@ -243,14 +286,20 @@ static void *lane_loop(void *arg)
             break;
         }
         if (nb == 0) break;
-        if (hooks) set_hooks(w, ln, k0, nb, hooks);
+        /* A levels batch has no hooks: its images are finished from the
+         * measures (a CPU's run_levels would call them on its floats). */
+        int lev = on_levels(w, ln);
+        for (int i = 0; i < nb; ++i)
+            ln->jobs[i].done = NULL;
+        if (hooks && !lev) set_hooks(w, ln, k0, nb, hooks);
         float *out = NULL;
         int rc = run(w, ln, k0, nb, &out, err, sizeof err);
         if (rc != PSFSIM_OK) {
             fail(w, rc, err);
             break;
         }
-        finish(w, ln, k0, nb, out, hooks);
+        /* on_levels again: a GPU that failed gave way to the CPU's floats */
+        finish(w, ln, k0, nb, out, lev ? NULL : hooks, on_levels(w, ln));
         count_done(w, nb);
     }
     free(hooks);

@@ -10,6 +10,8 @@
 
 #include "app/base/log.h"
 #include "app/select/probe_cache.h"
+#include "app/set/measure.h"
+#include "backend/levels.h"
 #include "lib/set_priv.h"
 
 /* Make lane ln's backend ops (under the lock: FFTW's planner and a GPU
@@ -19,6 +21,7 @@ static int open_lane(psfsim_set *s, lib_lane *ln, const psf_backend_ops *ops, ch
 {
     psf_problem problem;
     image_set_problem(&s->set, s->batch, &problem);
+    if (s->levels_lanes) image_set_levels_stretch(&s->set, &problem.levels);
     psf_backend_options options = {
         .threads = s->threads, .device = ln->device, .warn = log_warn_text}; /* to the sink */
     char cache[4096];
@@ -52,7 +55,8 @@ static int alloc_jobs(psfsim_set *s, lib_lane *ln)
     ln->jobs = calloc(b, sizeof *ln->jobs);
     ln->infos = calloc(b, sizeof *ln->infos);
     ln->storage = calloc(b * per + 1, sizeof *ln->storage);
-    return ln->jobs && ln->infos && ln->storage ? 0 : -1;
+    ln->measures = calloc(b * PSF_MEASURES, sizeof *ln->measures);
+    return ln->jobs && ln->infos && ln->storage && ln->measures ? 0 : -1;
 }
 
 /* The GPU lanes, one per device; those that cannot start are named and
@@ -98,12 +102,23 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
     return PSFSIM_OK;
 }
 
+/* Which lanes take psfsim_compute_u16's images as levels (set_priv.h):
+ * PSFSIM_LEVELS as for the command (app/run_lanes.c). */
+static int levels_lanes(const psfsim_set *s)
+{
+    psf_levels_out lo;
+    const char *env = getenv("PSFSIM_LEVELS");
+    if ((env && strcmp(env, "off") == 0) || !image_set_levels_stretch(&s->set, &lo)) return 0;
+    return env && strcmp(env, "on") == 0 ? 2 : 1;
+}
+
 int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
 {
     if (s->nlanes > 0) return PSFSIM_OK;
     const psf_backend_ops *ops = s->decision.ops;
     int gpu = ops != &psf_backend_cpu;
     s->batch = backend_batch(ops, s->set.samp.npix, s->set.nimages);
+    s->levels_lanes = levels_lanes(s);
     int want = gpu ? s->decision.ndevices : 1;
     for (int l = 0; l < want && l < LIB_MAX_LANES; ++l)
         if (alloc_jobs(s, &s->lanes[l]) != 0) {
@@ -154,6 +169,7 @@ void lib_lanes_stop(psfsim_set *s)
         free(ln->jobs);
         free(ln->infos);
         free(ln->storage);
+        free(ln->measures);
         memset(ln, 0, sizeof *ln);
     }
     s->nlanes = 0;

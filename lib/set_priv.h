@@ -27,7 +27,8 @@ typedef struct {
     image_info *infos; /* [batch] */
     double *storage;   /* [batch * image_set_storage] */
     float *scratch;    /* [batch * M * M] from ops->alloc_images: the GPU's and the u16
-                        * path's floats (compute.c's batch_buffer) */
+                        * path's floats (compute.c's batch_buffer), or a levels run's levels */
+    double *measures;  /* [batch * PSF_MEASURES]: a levels run's measures (backend/levels.h) */
 } lib_lane;
 
 struct psfsim_set {
@@ -37,6 +38,10 @@ struct psfsim_set {
     backend_decision decision; /* at open; reason updated on a fall-back */
     int threads;               /* psfsim_options.threads */
     int batch;                 /* images per run() call */
+    /* psfsim_compute_u16 by run_levels (issue 17): 0 never (PSFSIM_LEVELS=off,
+     * or a set image_set_levels_stretch refuses), 1 on GPU lanes, 2 on every
+     * lane (PSFSIM_LEVELS=on: the CPU's too, for tests). Set by lib_lanes_start. */
+    int levels_lanes;
     lib_lane lanes[LIB_MAX_LANES];
     int nlanes;            /* lanes started (0 until the first compute) */
     double *query_storage; /* image_set_storage doubles for the queries */

@@ -2,9 +2,14 @@
 #include "app/set/measure.h"
 
 #include <math.h>
+#include <string.h>
 #ifdef __SSE__
 #include <xmmintrin.h>
 #endif
+
+#include "app/set/set_detector.h"
+#include "backend/detector.h"
+#include "backend/levels.h"
 
 /* The largest value of img[n], as metrics_peak(...).value (NaNs skipped,
  * 0 for no pixels) without its position: eight running maxima, lane l
@@ -60,3 +65,43 @@ void image_set_measure(const image_set *s, image_info *info, float *img, double 
     *axial = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
     if (s->cfg->orientation == ORIENT_POPPY) rotate_180(img, (size_t)npix * npix);
 }
+
+int image_set_levels_stretch(const image_set *s, psf_levels_out *out)
+{
+    const psf_config *cfg = s->cfg;
+    memset(out, 0, sizeof *out);
+    if (psf_detector_active(&s->detector) || set_detector_backend_npix(s) != s->samp.npix ||
+        (s->calc_npix > 0 && s->calc_npix != s->samp.npix))
+        return 0;
+    if (s->mft && cfg->normalization == NORM_SUM) return 0;
+    out->bits = cfg->png_bits;
+    out->stretch = (int)cfg->png_stretch;
+    out->dynamic_range = cfg->png_dynamic_range;
+    out->rotate_180 = cfg->orientation == ORIENT_POPPY;
+    return 1;
+}
+
+int image_set_levels_out(const image_set *s, psf_levels_out *out)
+{
+    const psf_config *cfg = s->cfg;
+    memset(out, 0, sizeof *out);
+    int h5_levels = cfg->hdf5_enabled && cfg->hdf5_dtype == HDF5_UINT16;
+    int h5_float = cfg->hdf5_enabled && cfg->hdf5_dtype != HDF5_UINT16;
+    if (!(cfg->png_enabled || h5_levels) || cfg->fits_enabled || h5_float) return 0;
+    return image_set_levels_stretch(s, out);
+}
+
+void image_set_measure_levels(const image_set *s, image_info *info, const double *m, double *strehl,
+                              double *axial)
+{
+    if (s->cfg->normalization == NORM_PUPIL) info->captured_fraction = m[PSF_MEASURE_TOTAL];
+    /* image_set_measure's float peak and pixel over the same double */
+    *strehl = (float)m[PSF_MEASURE_PEAK] / info->ref_peak;
+    *axial = (float)m[PSF_MEASURE_AXIS] / info->ref_peak;
+}
+
+/* psf_levels_out.stretch carries output.png.stretch's value. */
+_Static_assert((int)STRETCH_LINEAR == (int)PSF_STRETCH_LINEAR &&
+                   (int)STRETCH_LOG == (int)PSF_STRETCH_LOG &&
+                   (int)STRETCH_SQRT == (int)PSF_STRETCH_SQRT,
+               "png_stretch and backend/levels.h's stretches differ");

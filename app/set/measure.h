@@ -19,4 +19,30 @@
 void image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
                        double *axial);
 
+/* Whether set s's levels and image_set_measure's results can be made from
+ * a levels run (psf_backend_ops.run_levels, issue 17) without the image:
+ * no detector stage (its images are M x M, and "both" splits the grid
+ * image on the host), no MFT "sum" normalisation (it rescales the image
+ * by its sum before the stretch). Then 1, with *out the levels output
+ * (output.png's bits, stretch and dynamic range, which output.hdf5's
+ * uint16 levels and the library's psfsim_compute_u16 use too; rotate_180
+ * for output.orientation "poppy", the turn image_set_measure makes); else
+ * 0 with *out zeroed. */
+int image_set_levels_stretch(const image_set *s, psf_levels_out *out);
+
+/* image_set_levels_stretch for a set whose files need nothing but levels:
+ * every image output is levels (output.png, output.hdf5 dtype uint16: at
+ * least one of them), none needs the floats (no FITS file or cube, so no
+ * noise; no float32 HDF5). 1 with *out, or 0 with *out zeroed. */
+int image_set_levels_out(const image_set *s, psf_levels_out *out);
+
+/* image_set_measure from a levels run's measures m[PSF_MEASURES]
+ * (backend/levels.h) instead of the image: the same Strehl ratio and axis
+ * value (from the same float peak and pixel), and for normalization
+ * "pupil" the captured fraction from m's total (the CPU's is the same
+ * pixel-order sum; the GPU's sums in another order, which can change its
+ * last bits). For sets image_set_levels_out accepts. */
+void image_set_measure_levels(const image_set *s, image_info *info, const double *m, double *strehl,
+                              double *axial);
+
 #endif

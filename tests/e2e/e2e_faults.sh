@@ -393,6 +393,12 @@ if [ -n "$SHIM" ]; then
   set_true "$SCRATCH/nan" n 64 "NaN image"
   [ -z "$(ls "$SCRATCH/nan" | grep -E '^n_(6[4-9]|[7-9][0-9])\.png$')" ] &&
     pass "NaN image: no file of its batch" || fail "NaN image: files of its batch written"
+  # the levels path (issue 17): the backend's counts give the same message and outcome
+  shim_run "NaN image, levels path" 3 'image [0-9]+ \(n_[0-9]+\): NaN/negative pixels \(1 NaN, 0 infinite, 0 negative of 4096\); not written' \
+    "$SCRATCH/nanlev" PSFSIM_FAULT_NAN_AT=80 PSFSIM_LEVELS=on -- -q --backend cpu -c n.cfg
+  set_true "$SCRATCH/nanlev" n 64 "NaN image, levels path"
+  [ -z "$(ls "$SCRATCH/nanlev" | grep -E '^n_(6[4-9]|[7-9][0-9])\.png$')" ] &&
+    pass "NaN image, levels path: no file of its batch" || fail "NaN image, levels path: files of its batch written"
 fi
 
 finish

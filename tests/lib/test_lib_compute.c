@@ -4,7 +4,8 @@
  * flight, two sets computed at once in two threads give the images
  * they give one after the other, and a GPU's first compute into a fresh
  * buffer (pre-faulted while the GPU starts) gives the images it gives into
- * a touched one and the CPU's. */
+ * a touched one and the CPU's; psfsim_compute_u16 by run_levels (issue 17)
+ * gives its float path's levels and metrics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -322,13 +323,67 @@ static void test_gpu_fresh_buffer(void **state)
     free(fresh);
 }
 
+/* psfsim_compute_u16 of set text with PSFSIM_LEVELS = mode ("on": the
+ * CPU's run_levels, issue 17; "off": its floats and the host's stretch),
+ * levels and metrics malloc'd into *lv, *m. */
+static long long u16_with(const char *text, const char *mode, uint16_t **lv, psfsim_metrics **m)
+{
+    setenv("PSFSIM_LEVELS", mode, 1);
+    psfsim_set *s = open_text(text);
+    psfsim_info info;
+    assert_int_equal(psfsim_describe(s, &info, NULL, 0), PSFSIM_OK);
+    size_t n = (size_t)info.count * info.npix * info.npix;
+    *lv = malloc(n * sizeof **lv);
+    *m = malloc((size_t)info.count * sizeof **m);
+    char err[512];
+    if (psfsim_compute_u16(s, 0, info.count, *lv, n, *m, err, sizeof err) != PSFSIM_OK)
+        fail_msg("compute_u16: %s", err);
+    psfsim_close(s);
+    unsetenv("PSFSIM_LEVELS");
+    return (long long)n;
+}
+
+/* The levels path of psfsim_compute_u16 gives its float path's levels
+ * and metrics bit for bit: log, sqrt with "poppy" (the levels turned by
+ * the backend) and "pupil" (the same Strehl ratios). */
+static void test_u16_levels_path(void **state)
+{
+    (void)state;
+    const char *outs[] = {
+        "output: { png: { bits = 16; stretch = \"log\"; dynamic_range = 1e5; }; };\n",
+        "normalization = \"pupil\";\noutput: { png: { bits = 8; stretch = \"sqrt\"; "
+        "}; orientation = \"poppy\"; };\n"};
+    for (size_t t = 0; t < sizeof outs / sizeof outs[0]; ++t) {
+        char head[2048], text[8192];
+        snprintf(head, sizeof head,
+                 "name = \"u\";\n%soptics: { wavelength_nm = 600.0; aperture: { diameter_m = 2.0; "
+                 "obscuration = 0.3; }; };\nsampling: { pupil_samples = 32; };\n",
+                 outs[t]);
+        defocus_text(text, sizeof text, head, 150, -0.5);
+        uint16_t *a, *b;
+        psfsim_metrics *ma, *mb;
+        long long n = u16_with(text, "off", &a, &ma);
+        assert_int_equal(u16_with(text, "on", &b, &mb), n);
+        assert_memory_equal(a, b, (size_t)n * sizeof *a);
+        for (int k = 0; k < 150; ++k) {
+            assert_memory_equal(&ma[k].strehl, &mb[k].strehl, sizeof ma[k].strehl);
+            assert_memory_equal(&ma[k].axial_intensity, &mb[k].axial_intensity,
+                                sizeof ma[k].axial_intensity);
+            assert_string_equal(mb[k].backend, "cpu");
+        }
+        free(a);
+        free(b);
+        free(ma);
+        free(mb);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equals_command),
-        cmocka_unit_test(test_cancel_mid_set),
-        cmocka_unit_test(test_two_sets_two_threads),
-        cmocka_unit_test(test_gpu_fresh_buffer),
+        cmocka_unit_test(test_equals_command),       cmocka_unit_test(test_cancel_mid_set),
+        cmocka_unit_test(test_two_sets_two_threads), cmocka_unit_test(test_gpu_fresh_buffer),
+        cmocka_unit_test(test_u16_levels_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
