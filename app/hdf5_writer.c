@@ -22,6 +22,10 @@
  * written after a second without a new block. */
 #define HDF5_GROUP_BYTES ((size_t)16 << 20)
 #define HDF5_GROUP_WAIT_S 1
+/* Blocks kept for reuse: as many as can be alive at once (one being
+ * filled, the queue's, one being written, one more filled by a second
+ * lane), so none is malloc'd and freed per batch once the run is going. */
+#define HDF5_SPARES (HDF5_QUEUE_BATCHES + 2)
 
 /* Consecutive images k = first .. first + count - 1 and their labels. */
 typedef struct block {
@@ -49,8 +53,9 @@ struct hdf5_writer {
     pthread_mutex_t mu;
     pthread_cond_t work, room;
     block *head, *tail;
-    block *group;       /* the writer thread's rows not yet written */
-    block *spare;       /* a block copied into the group, for the next batch */
+    block *group;              /* the writer thread's rows not yet written */
+    block *spare[HDF5_SPARES]; /* blocks written or copied into the group, for the next batches */
+    int nspare;
     int group_rows;     /* its capacity */
     int group_goal;     /* rows that make it written: doubles from 1 to group_rows */
     size_t queued, cap; /* bytes queued, and the bound */
@@ -153,7 +158,9 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
         j->res->strehl,       j->res->axial_intensity};
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         b->d[c][i] = v[c];
-    snprintf(b->backend[i], sizeof b->backend[i], "%.*s", HDF5_BACKEND_WIDTH, j->res->backend);
+    size_t bl = strnlen(j->res->backend, HDF5_BACKEND_WIDTH); /* printf per row was its cost */
+    memcpy(b->backend[i], j->res->backend, bl);
+    b->backend[i][bl] = '\0';
     b->backend_at[i] = b->backend[i];
     const set_segterms *st = &w->set->segterms;
     for (int c = 0; c < w->desc.nseg; ++c)
@@ -216,26 +223,31 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     g->count += b->count;
 }
 
-/* Keep b, copied into the group or written, for the next batch's rows (a
- * block malloc'd and freed per batch cost page faults each time, and its
- * malloc on the lane's thread and free on this one may fragment the heap),
- * or free it. */
+/* Keep b, copied into the group or written, for the next batches' rows (a
+ * block malloc'd and freed per batch cost page faults each time: 16 MiB
+ * for a GPU batch of 64 x 64, 256 MiB of 256 x 256; and its malloc on the
+ * lane's thread and free on this one may fragment the heap), or, with
+ * HDF5_SPARES kept, free it. */
 static void recycle(hdf5_writer *w, block *b)
 {
     pthread_mutex_lock(&w->mu);
-    block *old = w->spare;
-    w->spare = b;
+    block *old = w->nspare < HDF5_SPARES ? NULL : b;
+    if (!old) w->spare[w->nspare++] = b;
     pthread_mutex_unlock(&w->mu);
     block_free(old);
 }
 
-/* The spare block when it has room for count rows (then first and
- * count set), else a new one; NULL: no memory. */
+/* A spare block with room for count rows (then first and count set),
+ * else a new one; NULL: no memory. */
 static block *take_block(hdf5_writer *w, long long first, int count)
 {
     pthread_mutex_lock(&w->mu);
-    block *b = w->spare && w->spare->cap >= count ? w->spare : NULL;
-    if (b) w->spare = NULL;
+    block *b = NULL;
+    for (int i = w->nspare - 1; i >= 0 && !b; --i)
+        if (w->spare[i]->cap >= count) {
+            b = w->spare[i];
+            w->spare[i] = w->spare[--w->nspare];
+        }
     pthread_mutex_unlock(&w->mu);
     if (!b) return block_new(w, first, count);
     b->next = NULL;
@@ -335,7 +347,8 @@ static void writer_free(hdf5_writer *w)
         block_free(b);
     }
     block_free(w->group);
-    block_free(w->spare);
+    for (int i = 0; i < w->nspare; ++i)
+        block_free(w->spare[i]);
     hdf5_set_desc_free(&w->desc);
     free(w->had);
     free(w->cols);
