@@ -106,7 +106,7 @@ expect_stderr 'e.cfg:6: detector.write: "both" is not for detector.noise' "both 
 # kill -9 mid-run of a "both" set, then --resume: every dataset equals an
 # uninterrupted run's. PNG at level 9 slows the writers enough to be
 # caught mid-set.
-values=$(awk 'BEGIN { for (i = 0; i < 120; ++i) printf "%s%.4f", (i ? ", " : ""), i * 0.001 }')
+values=$(awk 'BEGIN { for (i = 0; i < 240; ++i) printf "%s%.4f", (i ? ", " : ""), i * 0.001 }')
 cat >k.cfg <<CFG
 name = "k";
 optics: { wavelength_nm = 600.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
@@ -120,14 +120,14 @@ env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -j 1 -c k.cfg -o k.part >/dev
 pid=$! rows=0
 for _ in $(seq 400); do
   rows=$(($(wc -l 2>/dev/null <k.part/k_manifest.csv || echo 1) - 1))
-  [ "$rows" -ge 300 ] && break
+  [ "$rows" -ge 600 ] && break
   sleep 0.01
 done
 kill -9 $pid
 wait $pid
 rc=$?
 rows=$(($(wc -l <k.part/k_manifest.csv) - 1))
-[ $rc -eq 137 ] && [ "$rows" -lt 600 ] && pass "k: killed mid-set ($rows of 600 rows)" ||
+[ $rc -eq 137 ] && [ "$rows" -lt 1200 ] && pass "k: killed mid-set ($rows of 1200 rows)" ||
   fail "k: not killed mid-set (exit $rc, $rows rows)"
 [ ! -e k.part/k.h5 ] && [ -f k.part/.k.h5.part ] && pass "k: no k.h5, its temp file kept" ||
   fail "k: $(ls -A k.part | grep h5)"
