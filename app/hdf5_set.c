@@ -12,6 +12,7 @@
 #include <fftw3.h>
 
 #include "app/select/gpu_module.h"
+#include "app/set/set_detector.h"
 
 int hdf5_label_terms(const image_set *s, int *term)
 {
@@ -253,6 +254,87 @@ static void image_attrs(const image_set *s, hdf5_set_desc *d)
     attr_d(d, "images", "dynamic_range", cfg->png_dynamic_range);
 }
 
+/* The pixel of set s's images as attributes of dataset obj (the set's
+ * pixel; with a swept wavelength it is per image: labels/pixel_scale_*
+ * over OVERSAMP). */
+static void pixel_attrs(const image_set *s, hdf5_set_desc *d, const char *obj)
+{
+    if (s->cfg->n_sweep_wavelength > 0) return;
+    image_info info;
+    image_set_common_info(s, &info);
+    attr_d(d, obj, "pixel_scale_lambda_d", info.pixel_lambda_d);
+    attr_d(d, obj, "pixel_scale_arcsec", info.pixel_arcsec);
+    if (s->cfg->f_number > 0) attr_d(d, obj, "pixel_scale_um", info.pixel_um);
+}
+
+/* detector.write = "both": images is the DET_SAMP HDU's image, oversampled
+ * the OVERSAMP HDU's (s M x s M), each with the FITS keywords WebbPSF
+ * names them by and its pixel; uint16: the stretch of each image's own
+ * peak, as the PNG stretch makes it. */
+static void both_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    static const char *const stretch[] = {"linear", "log", "sqrt"};
+    long long os = cfg->detector.oversample;
+    attr_s(d, "images", "EXTNAME", "DET_SAMP");
+    attr_i(d, "images", "OVERSAMP", 1);
+    attr_i(d, "images", "DET_SAMP", os);
+    pixel_attrs(s, d, "images");
+    psf_config vcfg;
+    image_set view;
+    set_detector_oversampled_view(s, &vcfg, &view);
+    attr_s(d, "oversampled", "EXTNAME", "OVERSAMP");
+    attr_i(d, "oversampled", "OVERSAMP", os);
+    attr_i(d, "oversampled", "DET_SAMP", os);
+    attr_i(d, "oversampled", "npix", view.samp.npix);
+    attr_s(d, "oversampled", "normalization", cfg->normalization == NORM_SUM ? "sum" : "peak");
+    pixel_attrs(&view, d, "oversampled");
+    if (cfg->hdf5_dtype != HDF5_UINT16) return;
+    attr_s(d, "oversampled", "levels",
+           keep(d, "PNG stretch grey levels 0..%d of I / the oversampled image's peak",
+                (1 << cfg->png_bits) - 1));
+    attr_i(d, "oversampled", "bits", cfg->png_bits);
+    attr_s(d, "oversampled", "stretch", stretch[cfg->png_stretch]);
+    attr_d(d, "oversampled", "dynamic_range", cfg->png_dynamic_range);
+}
+
+/* detector.noise: the NOISY HDU's keywords (app/fits_header.c) but NIMAGE,
+ * which is the image's index k. */
+static void noise_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const cfg_noise *nz = &s->cfg->noise;
+    attr_s(d, "noisy", "EXTNAME", "NOISY");
+    attr_s(d, "noisy", "BUNIT", "adu");
+    attr_d(d, "noisy", "NFLUX", nz->flux_photons);
+    attr_d(d, "noisy", "NBACKGR", nz->background_e);
+    attr_d(d, "noisy", "NREADN", nz->read_noise_e);
+    attr_d(d, "noisy", "NGAIN", nz->gain_e_per_adu);
+    attr_i(d, "noisy", "NBITS", nz->bits);
+    attr_i(d, "noisy", "NSEED", (long long)nz->seed);
+    attr_s(d, "noisy", "description",
+           "simulated exposure of each image (detector.noise), ADU; the draws of image k use "
+           "NIMAGE = k; the FITS files' NOISY extension");
+}
+
+/* The image datasets beside images, and their attributes. */
+static void extra_images(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    d->over = d->noisy = -1;
+    if (cfg->detector.enabled && cfg->detector.write == DET_WRITE_BOTH) {
+        d->over = d->p.nextra;
+        d->extra[d->p.nextra++] =
+            (h5set_images){"oversampled", set_detector_backend_npix(s), d->p.dtype};
+        both_attrs(s, d);
+    }
+    if (cfg->noise.enabled) {
+        d->noisy = d->p.nextra;
+        d->extra[d->p.nextra++] = (h5set_images){"noisy", s->samp.npix, H5SET_UINT16};
+        noise_attrs(s, d);
+    }
+    d->p.extra = d->extra;
+}
+
 const char *hdf5_set_detector_write(const image_set *s)
 {
     static const char *const writes[] = {"detector", "oversampled", "both"}; /* det_write's order */
@@ -312,6 +394,7 @@ int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5
     constants(s, d);
     detector_attrs(s, d);
     image_attrs(s, d);
+    extra_images(s, d);
     if (d->nterms > 0) {
         attr_s(d, "labels/zernike", "convention", conv_name(cfg->zconv));
         attr_s(d, "labels/zernike", "j", d->conv_j);

@@ -28,7 +28,7 @@ enum {
 };
 #define HDF5_NDOUBLES (HDF5_COL_BACKEND - HDF5_COL_WAVELENGTH) /* the float64 columns */
 #define HDF5_BACKEND_WIDTH 8
-#define HDF5_MAX_ATTRS 64
+#define HDF5_MAX_ATTRS 96
 
 /* Where the run stands, for the provenance attributes. */
 typedef struct {
@@ -80,6 +80,8 @@ typedef struct {
                            label terms' labels/s<k>_z<j> (app/set/segterms.h) */
     int nseg;           /* segment label columns */
     char (*seg_names)[24];
+    h5set_images extra[H5SET_MAX_EXTRA]; /* p.extra: "oversampled", "noisy" */
+    int over, noisy;                     /* their indices in extra, or -1 when not written */
     h5set_attr attrs[HDF5_MAX_ATTRS];
     char name[SET_PATH_MAX];  /* NAME.h5, in the directory p.dir_fd */
     char shown[SET_PATH_MAX]; /* dir/NAME.h5, for messages */
@@ -93,7 +95,9 @@ const char *hdf5_set_detector_write(const image_set *s);
 
 /* Describe NAME.h5 in the directory dirfd (dir: its name for messages;
  * AT_FDCWD and "." for the current one) for set s (dtype, gzip level,
- * labels, attributes; resume_key = pv->config_hash). 0, or -1 with err (out of memory); free
+ * labels, attributes; resume_key = pv->config_hash; the image datasets
+ * beside images: detector.write = "both" the oversampled images,
+ * detector.noise the noisy ones, docs/config.md "NAME.h5"). 0, or -1 with err (out of memory); free
  * with hdf5_set_desc_free in both cases. */
 int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5_provenance *pv,
                       hdf5_set_desc *d, char *err, size_t errlen);

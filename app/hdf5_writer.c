@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/formats/png_io.h"
+#include "app/set/noise.h"
+#include "app/set/set_detector.h"
 #include "backend/bytes.h"
 
 #define HDF5_ERRLEN 1024
@@ -19,15 +22,20 @@
  * written after a second without a new block. */
 #define HDF5_GROUP_BYTES ((size_t)16 << 20)
 #define HDF5_GROUP_WAIT_S 1
+/* Blocks kept for reuse: as many as can be alive at once (one being
+ * filled, the queue's, one being written, one more filled by a second
+ * lane), so none is malloc'd and freed per batch once the run is going. */
+#define HDF5_SPARES (HDF5_QUEUE_BATCHES + 2)
 
 /* Consecutive images k = first .. first + count - 1 and their labels. */
 typedef struct block {
     struct block *next;
     long long first;
-    int count, cap;  /* cap: rows it has room for */
-    size_t bytes;    /* what it holds, for the queue's bound */
-    void *images;    /* count x M x M, the file's dtype */
-    double *zernike; /* count x J */
+    int count, cap;               /* cap: rows it has room for */
+    size_t bytes;                 /* what it holds, for the queue's bound */
+    void *images;                 /* count x M x M, the file's dtype */
+    void *extra[H5SET_MAX_EXTRA]; /* count x m x m of each extra image dataset */
+    double *zernike;              /* count x J */
     int64_t *index;
     double *d[HDF5_NDOUBLES]; /* the float64 columns, HDF5_COL_WAVELENGTH on */
     double *seg;              /* desc.nseg segment columns, column c at c * cap */
@@ -40,12 +48,14 @@ struct hdf5_writer {
     hdf5_set_desc desc;
     h5set *h5;
     size_t image_bytes;
-    unsigned char *had; /* [K] written when opened */
+    size_t extra_bytes[H5SET_MAX_EXTRA]; /* an image of each extra dataset */
+    unsigned char *had;                  /* [K] written when opened */
     pthread_mutex_t mu;
     pthread_cond_t work, room;
     block *head, *tail;
-    block *group;       /* the writer thread's rows not yet written */
-    block *spare;       /* a block copied into the group, for the next batch */
+    block *group;              /* the writer thread's rows not yet written */
+    block *spare[HDF5_SPARES]; /* blocks written or copied into the group, for the next batches */
+    int nspare;
     int group_rows;     /* its capacity */
     int group_goal;     /* rows that make it written: doubles from 1 to group_rows */
     size_t queued, cap; /* bytes queued, and the bound */
@@ -59,6 +69,8 @@ static void block_free(block *b)
 {
     if (!b) return;
     free(b->images);
+    for (int e = 0; e < H5SET_MAX_EXTRA; ++e)
+        free(b->extra[e]);
     free(b->zernike);
     free(b->index);
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
@@ -72,7 +84,10 @@ static void block_free(block *b)
 /* Bytes of one image in a block: the image and its labels. */
 static size_t row_bytes(const hdf5_writer *w)
 {
-    return w->image_bytes +
+    size_t extra = 0;
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        extra += w->extra_bytes[e];
+    return w->image_bytes + extra +
            ((size_t)w->desc.nterms + (size_t)w->desc.p.ncolumns + 1) * sizeof(double) +
            HDF5_BACKEND_WIDTH + 1;
 }
@@ -88,6 +103,8 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
     b->zernike = malloc((j ? j : 1) * n * sizeof(double));
     b->index = malloc(n * sizeof *b->index);
     int ok = b->images && b->zernike && b->index;
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        ok &= (b->extra[e] = malloc(n * w->extra_bytes[e])) != NULL;
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         ok &= (b->d[c] = malloc(n * sizeof(double))) != NULL;
     b->backend = calloc(n, sizeof *b->backend);
@@ -102,12 +119,36 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
     return b;
 }
 
+/* Row i's extra images from job j: the oversampled image (float32, or its
+ * own PNG stretch levels for uint16) and the noisy one (noise.h, drawn from
+ * the image as the FITS NOISY extension is, so it is the same bits). */
+static void fill_extra(const hdf5_writer *w, block *b, int i, const write_job *j)
+{
+    const psf_config *cfg = w->set->cfg;
+    int m = w->set->samp.npix;
+    if (w->desc.over >= 0) {
+        int e = w->desc.over, om = w->desc.extra[e].npix;
+        void *dst = (char *)b->extra[e] + (size_t)i * w->extra_bytes[e];
+        if (w->desc.p.dtype == H5SET_UINT16)
+            psf_png_stretch_levels(j->over.img, om, cfg->png_bits, cfg->png_stretch,
+                                   cfg->png_dynamic_range, dst);
+        else
+            memcpy(dst, j->over.img, w->extra_bytes[e]);
+    }
+    if (w->desc.noisy >= 0) {
+        int e = w->desc.noisy;
+        noise_image(&cfg->noise, (uint32_t)j->k, j->img, (size_t)m * (size_t)m,
+                    (uint16_t *)((char *)b->extra[e] + (size_t)i * w->extra_bytes[e]));
+    }
+}
+
 /* Row i of b from job j. */
 static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
 {
     const image_info *info = j->info;
     const void *src = w->desc.p.dtype == H5SET_UINT16 ? (const void *)j->levels : j->img;
     memcpy((char *)b->images + (size_t)i * w->image_bytes, src, w->image_bytes);
+    fill_extra(w, b, i, j);
     for (int t = 0; t < w->desc.nterms; ++t)
         b->zernike[(size_t)i * w->desc.nterms + t] = info->coeff_units[w->desc.term[t]];
     b->index[i] = j->k;
@@ -117,7 +158,9 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
         j->res->strehl,       j->res->axial_intensity};
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         b->d[c][i] = v[c];
-    snprintf(b->backend[i], sizeof b->backend[i], "%.*s", HDF5_BACKEND_WIDTH, j->res->backend);
+    size_t bl = strnlen(j->res->backend, HDF5_BACKEND_WIDTH); /* printf per row was its cost */
+    memcpy(b->backend[i], j->res->backend, bl);
+    b->backend[i][bl] = '\0';
     b->backend_at[i] = b->backend[i];
     const set_segterms *st = &w->set->segterms;
     for (int c = 0; c < w->desc.nseg; ++c)
@@ -137,6 +180,8 @@ static int write_part(hdf5_writer *w, const block *b, int a, int n, char *err, s
     h5set_rows rows = {.images = (const char *)b->images + (size_t)a * w->image_bytes,
                        .zernike = w->desc.nterms ? b->zernike + (size_t)a * w->desc.nterms : NULL,
                        .columns = cols};
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        rows.extra[e] = (const char *)b->extra[e] + (size_t)a * w->extra_bytes[e];
     return h5set_write(w->h5, b->first + a, n, &rows, err, errlen);
 }
 
@@ -163,6 +208,8 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
 {
     size_t i = (size_t)g->count, n = (size_t)b->count, j = (size_t)w->desc.nterms;
     memcpy((char *)g->images + i * w->image_bytes, b->images, n * w->image_bytes);
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        memcpy((char *)g->extra[e] + i * w->extra_bytes[e], b->extra[e], n * w->extra_bytes[e]);
     if (j) memcpy(g->zernike + i * j, b->zernike, n * j * sizeof(double));
     memcpy(g->index + i, b->index, n * sizeof *b->index);
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
@@ -176,26 +223,31 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     g->count += b->count;
 }
 
-/* Keep b, copied into the group or written, for the next batch's rows (a
- * block malloc'd and freed per batch cost page faults each time, and its
- * malloc on the lane's thread and free on this one may fragment the heap),
- * or free it. */
+/* Keep b, copied into the group or written, for the next batches' rows (a
+ * block malloc'd and freed per batch cost page faults each time: 16 MiB
+ * for a GPU batch of 64 x 64, 256 MiB of 256 x 256; and its malloc on the
+ * lane's thread and free on this one may fragment the heap), or, with
+ * HDF5_SPARES kept, free it. */
 static void recycle(hdf5_writer *w, block *b)
 {
     pthread_mutex_lock(&w->mu);
-    block *old = w->spare;
-    w->spare = b;
+    block *old = w->nspare < HDF5_SPARES ? NULL : b;
+    if (!old) w->spare[w->nspare++] = b;
     pthread_mutex_unlock(&w->mu);
     block_free(old);
 }
 
-/* The spare block when it has room for count rows (then first and
- * count set), else a new one; NULL: no memory. */
+/* A spare block with room for count rows (then first and count set),
+ * else a new one; NULL: no memory. */
 static block *take_block(hdf5_writer *w, long long first, int count)
 {
     pthread_mutex_lock(&w->mu);
-    block *b = w->spare && w->spare->cap >= count ? w->spare : NULL;
-    if (b) w->spare = NULL;
+    block *b = NULL;
+    for (int i = w->nspare - 1; i >= 0 && !b; --i)
+        if (w->spare[i]->cap >= count) {
+            b = w->spare[i];
+            w->spare[i] = w->spare[--w->nspare];
+        }
     pthread_mutex_unlock(&w->mu);
     if (!b) return block_new(w, first, count);
     b->next = NULL;
@@ -295,7 +347,8 @@ static void writer_free(hdf5_writer *w)
         block_free(b);
     }
     block_free(w->group);
-    block_free(w->spare);
+    for (int i = 0; i < w->nspare; ++i)
+        block_free(w->spare[i]);
     hdf5_set_desc_free(&w->desc);
     free(w->had);
     free(w->cols);
@@ -330,6 +383,10 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
     }
     size_t esize = w->desc.p.dtype == H5SET_UINT16 ? 2 : 4;
     w->image_bytes = (size_t)s->samp.npix * (size_t)s->samp.npix * esize;
+    for (int e = 0; e < w->desc.p.nextra; ++e) {
+        size_t m = (size_t)w->desc.extra[e].npix;
+        w->extra_bytes[e] = m * m * (w->desc.extra[e].dtype == H5SET_UINT16 ? 2 : 4);
+    }
     w->cap = (size_t)HDF5_QUEUE_BATCHES * (size_t)(batch > 0 ? batch : 1) * row_bytes(w);
     /* No group where one would not hold more than a batch (large images:
      * their batches are written as they come, as large writes already). */
@@ -470,17 +527,36 @@ unsigned long long hdf5_writer_image_bytes(const image_set *s)
     return m * m * (s->cfg->hdf5_dtype == HDF5_UINT16 ? 2ULL : 4ULL);
 }
 
-/* The module's chunk: c = max(1, 1 MiB / image) images, at most K. */
+unsigned long long hdf5_writer_over_bytes(const image_set *s)
+{
+    const psf_config *cfg = s->cfg;
+    if (!cfg->detector.enabled || cfg->detector.write != DET_WRITE_BOTH) return 0;
+    unsigned long long m = (unsigned long long)set_detector_backend_npix(s);
+    return m * m * (cfg->hdf5_dtype == HDF5_UINT16 ? 2ULL : 4ULL);
+}
+
+/* Bytes of image k's images beside images: oversampled, noisy (uint16). */
+static unsigned long long extra_bytes(const image_set *s)
+{
+    unsigned long long m = (unsigned long long)s->samp.npix;
+    return hdf5_writer_over_bytes(s) + (s->cfg->noise.enabled ? 2ULL * m * m : 0);
+}
+
+/* The module's chunk: c = max(1, 1 MiB / the largest image) images, at most K. */
 static unsigned long long chunk_images(const image_set *s)
 {
-    unsigned long long c = (1ULL << 20) / hdf5_writer_image_bytes(s);
+    unsigned long long big = hdf5_writer_image_bytes(s);
+    big = hdf5_writer_over_bytes(s) > big ? hdf5_writer_over_bytes(s)
+                                          : big; /* noisy's is never larger than images' */
+    unsigned long long c = (1ULL << 20) / big;
     if (c < 1) c = 1;
     return c < (unsigned long long)s->nimages ? c : (unsigned long long)s->nimages;
 }
 
+/* A chunk of every image dataset, as a stage holds them. */
 static unsigned long long chunk_bytes(const image_set *s)
 {
-    return chunk_images(s) * hdf5_writer_image_bytes(s); /* < 4 GiB + 1 MiB */
+    return chunk_images(s) * (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
 }
 
 /* Label bytes of one image: the terms, the columns and the written flag. */
@@ -498,7 +574,7 @@ unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int la
     unsigned long long b = (unsigned long long)(batch > 0 ? batch : 1);
     unsigned long long l = (unsigned long long)(lanes > 0 ? lanes : 1);
     unsigned long long image = hdf5_writer_image_bytes(s);
-    unsigned long long row = image + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
+    unsigned long long row = image + extra_bytes(s) + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
     unsigned long long queue = bytes_mul(HDF5_QUEUE_BATCHES * b, row);
     unsigned long long stages = bytes_mul(WRITER_SLOTS * l + 2, chunk_bytes(s));
     unsigned long long gzip =
@@ -513,7 +589,7 @@ unsigned long long hdf5_writer_disk_need(const image_set *s)
 {
     if (!s->cfg->hdf5_enabled) return 0;
     unsigned long long k = (unsigned long long)s->nimages;
-    unsigned long long images = bytes_mul(k, hdf5_writer_image_bytes(s));
+    unsigned long long images = bytes_mul(k, hdf5_writer_image_bytes(s) + extra_bytes(s));
     unsigned long long nchunks = (k + chunk_images(s) - 1) / chunk_images(s);
     unsigned long long meta = bytes_add(bytes_mul(nchunks, 256ULL), 2ULL << 20); /* + NAME.json */
     return bytes_add(bytes_add(images, bytes_mul(k, label_bytes(s))), meta);

@@ -54,19 +54,25 @@ int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen);
 /* Bytes of one image of set s in NAME.h5 (M^2 float32 or uint16 values). */
 unsigned long long hdf5_writer_image_bytes(const image_set *s);
 
+/* Bytes of one image of the oversampled dataset (detector.write = "both":
+ * s M x s M float32 or uint16), else 0. */
+unsigned long long hdf5_writer_over_bytes(const image_set *s);
+
 /* Host memory writing NAME.h5 takes for set s with batches of batch images
  * on lanes computing devices, bytes (saturating): the queue
- * (HDF5_QUEUE_BATCHES batches of images and labels); the module's stages,
+ * (HDF5_QUEUE_BATCHES batches of images, the oversampled and noisy images
+ * when written, and labels); the module's stages (every image dataset's chunk),
  * a chunk given in part each (at most one per batch buffer, WRITER_SLOTS
  * per lane, and two more), its gzip threads' buffers (at most 8 threads,
  * a chunk twice each: shuffled and deflated); the written flags (3 bytes
  * an image); for uint16 the slots' stretch levels (WRITER_SLOTS batches
- * of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / image)
+ * of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest image)
  * images (app/formats/hdf5_params.c). */
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes);
 
 /* Disk space of NAME.h5 for set s, bytes (saturating), as if uncompressed
- * (gzip stores a chunk deflate cannot shrink as it is): K images, the
+ * (gzip stores a chunk deflate cannot shrink as it is): K images (and
+ * their oversampled and noisy ones when written), the
  * labels ((J + columns) doubles and the written flag an image), and
  * HDF5's metadata (256 bytes a chunk for the chunk index, 1 MiB for the
  * rest); plus 1 MiB for the sidecar NAME.json. */

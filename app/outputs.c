@@ -221,21 +221,19 @@ static int write_fits(const image_set *s, int dirfd, const char *dir, const char
 }
 
 /* detector.write = "both": the OVERSAMP image (over, of the view
- * set_detector_oversampled_view made) as the primary HDU, WebbPSF's
- * order, and the detector image img as the extension DET_SAMP. over's
- * normalisation, metrics and orientation are made here (image_set_measure
- * on the view), as an "oversampled" run makes them. */
+ * set_detector_oversampled_view made, measured) as the primary HDU,
+ * WebbPSF's order, and the detector image img as the extension DET_SAMP. */
 static int write_fits_both(const image_set *s, const image_set *view, int dirfd, const char *dir,
                            const char *name, const image_info *info, const float *img,
                            const image_result *res, const image_over *over, char *err,
                            size_t errlen)
 {
-    image_info oinfo = *over->info;
     image_result ores = *res;
-    image_set_measure(view, &oinfo, over->img, &ores.strehl, &ores.axial_intensity);
+    ores.strehl = over->strehl;
+    ores.axial_intensity = over->axial_intensity;
     fits_kv okvs[FITS_HEADER_MAX], kvs[FITS_HEADER_MAX];
     char okeys[FITS_HEADER_MAX][12], zkeys[FITS_HEADER_MAX][12];
-    int nokv = fits_header_build(view, &oinfo, &ores, okvs, okeys);
+    int nokv = fits_header_build(view, over->info, &ores, okvs, okeys);
     int nkv = fits_header_build(s, info, res, kvs, zkeys);
     return psf_fits_write_image_f32ext_at(dirfd, dir, name, over->img, view->samp.npix, okvs, nokv,
                                           img, s->samp.npix, kvs, nkv, err, errlen);

@@ -51,19 +51,21 @@ int outputs_write_levels(const image_set *s, int dirfd, const char *dir, long lo
                          size_t errlen);
 
 /* detector.write = "both": image k's oversampled image (set_detector_split's
- * grid, normalised, measured and turned in place by the writer) and its
- * info (set_detector_oversampled_info, made before image_set_measure). */
+ * grid, then normalised, measured and turned in place by image_set_measure
+ * on the oversampled view before it is written, as an "oversampled" run
+ * makes it), its info (set_detector_oversampled_info, then measured) and
+ * its Strehl ratio and axial intensity (the OVERSAMP HDU's STREHL, AXIALINT). */
 typedef struct {
     float *img;
     const image_info *info;
+    double strehl, axial_intensity;
 } image_over;
 
 /* outputs_write_image, and with over (detector.write = "both"; NULL
  * otherwise) image k's FITS file holds over, the oversampled image of
- * view (set_detector_oversampled_view: view->samp.npix square, as
- * set_detector_split left it; normalised, measured and turned here, so
- * it is written over), as the primary HDU OVERSAMP and img, the detector
- * image, as the extension DET_SAMP. PNG and res are img's. */
+ * view (set_detector_oversampled_view: view->samp.npix square, measured),
+ * as the primary HDU OVERSAMP and img, the detector image, as the
+ * extension DET_SAMP. PNG and res are img's. */
 int outputs_write_images(const image_set *s, const image_set *view, int dirfd, const char *dir,
                          long long k, const image_info *info, const float *img,
                          const image_over *over, image_result *res, double *png_us, double *fits_us,

@@ -261,6 +261,9 @@ static void measure_part(void *arg, int begin, int end)
         measure_levels(c, begin, end);
         return;
     }
+    psf_config vcfg; /* "both": the oversampled image's set */
+    image_set view;
+    if (sl->det_images) set_detector_oversampled_view(&c->r->set, &vcfg, &view);
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * side * side;
@@ -272,6 +275,10 @@ static void measure_part(void *arg, int begin, int end)
             set_detector_oversampled_info(&c->r->set, &sl->over_infos[i]);
             img = sl->det_images + (size_t)i * npix * npix;
             set_detector_split(&c->r->set, over.img, img);
+            /* Normalised, measured and turned as an "oversampled" run's, for
+             * every output (FITS OVERSAMP, HDF5 oversampled). */
+            image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
+                              &over.axial_intensity);
         }
         image_result *res = &sl->results[i];
         job_start(c, i, res);

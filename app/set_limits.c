@@ -364,17 +364,22 @@ static int check_disk(const image_set *s, const char *dir, const limits_disk *d,
  * a chunk's size in 32 bits; app/formats/hdf5_params.c). */
 static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
 {
-    unsigned long long image = hdf5_writer_image_bytes(s);
-    if (!s->cfg->hdf5_enabled || image <= 0xffffffffULL) return 0;
+    unsigned long long image = hdf5_writer_image_bytes(s), over = hdf5_writer_over_bytes(s);
+    if (!s->cfg->hdf5_enabled || (image <= 0xffffffffULL && over <= 0xffffffffULL)) return 0;
+    int big = over > 0xffffffffULL; /* "both": the oversampled image */
+    int m = big ? set_detector_backend_npix(s) : s->samp.npix;
     char prefix[4400], size[32];
-    key_prefix(s->cfg, s->cfg->out_npix ? "output.npix" : "sampling.pupil_samples", prefix,
-               sizeof prefix);
-    limits_format_bytes(image, size, sizeof size);
+    key_prefix(s->cfg,
+               big                ? "detector.oversample"
+               : s->cfg->out_npix ? "output.npix"
+                                  : "sampling.pupil_samples",
+               prefix, sizeof prefix);
+    limits_format_bytes(big ? over : image, size, sizeof size);
     int u16 = s->cfg->hdf5_dtype == HDF5_UINT16;
     snprintf(err, errlen,
-             "%san image of %d x %d %s is %s, more than one HDF5 chunk holds (under 4 GiB): "
+             "%san%s image of %d x %d %s is %s, more than one HDF5 chunk holds (under 4 GiB): "
              "%s, or turn output.hdf5 off",
-             prefix, s->samp.npix, s->samp.npix, u16 ? "uint16" : "float32", size,
+             prefix, big ? " oversampled" : "", m, m, u16 ? "uint16" : "float32", size,
              u16 ? "make the images smaller"
                  : "use output.hdf5.dtype = \"uint16\", smaller images");
     return -1;

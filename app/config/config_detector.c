@@ -81,19 +81,19 @@ static int read_ipc(cfg_ctx *c, cfg_detector *d)
     return 0;
 }
 
-/* write = "both" is two images in one FITS file per image: the outputs that
- * hold one image per image (the cube's planes, HDF5, the NOISY extension)
- * are refused rather than given one of the two silently. */
+/* write = "both" is two images per image: each image's FITS file holds the
+ * two as HDUs, NAME.h5 the two as datasets (images, oversampled); a cube
+ * plane and the NOISY extension hold one image, so those are refused
+ * rather than given one of the two silently. */
 static int check_both(cfg_ctx *c, const psf_config *cfg)
 {
     const char *why = NULL;
-    if (!cfg->fits_enabled)
-        why = "needs output.fits.enabled = true (its two images are FITS HDUs)";
-    else if (cfg->fits_cube)
+    if (cfg->fits_enabled && cfg->fits_cube)
         why = "is not for output.fits.cube (a plane holds one image): give \"detector\" or "
               "\"oversampled\"";
-    else if (cfg->hdf5_enabled)
-        why = "writes FITS only; HDF5 takes \"detector\" or \"oversampled\"";
+    else if (!cfg->fits_enabled && !cfg->hdf5_enabled)
+        why = "needs output.fits.enabled = true (its two images are FITS HDUs) or "
+              "output.hdf5.enabled = true (two datasets)";
     else if (cfg->noise.enabled)
         why = "is not for detector.noise (its NOISY extension is one image's): give "
               "\"detector\" or \"oversampled\"";

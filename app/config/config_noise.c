@@ -45,10 +45,11 @@ int config_noise_read(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_int(c, "detector.noise.seed", 0, INT64_MAX, &seed) < 0) return -1;
     n->bits = (int)bits;
     n->seed = (unsigned long long)seed;
-    if (!cfg->fits_enabled)
+    if (!cfg->fits_enabled && !cfg->hdf5_enabled)
         return cfg_error(c, cfg_get(c, "detector.noise"), "detector.noise",
-                         "needs output.fits.enabled = true: the noisy images are each image's "
-                         "FITS file's NOISY extension (not written to PNG or HDF5)");
+                         "needs output.fits.enabled = true or output.hdf5.enabled = true: the "
+                         "noisy images are each image's FITS file's NOISY extension and "
+                         "NAME.h5's noisy dataset (not written to PNG)");
     if (cfg->fits_cube)
         return cfg_error(c, cfg_get(c, "detector.noise"), "detector.noise",
                          "not with output.fits.cube: the noisy images are each image's FITS "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Writing blocks of images and labels (hdf5_layout.h): each image goes
- * into its chunk, a chunk only partly given waits in a stage, whole chunks
- * are written, then come the flush and their written flags. With gzip each
+/* Writing blocks of images and labels (hdf5_layout.h): each image (of
+ * images and of each extra image dataset) goes into its chunk, a chunk only partly given waits in a
+ * stage, whole chunks are written, then come the flush and their written flags. With gzip each
  * chunk is shuffled and deflated here, by up to s->threads threads at
  * once, as HDF5's shuffle and deflate filters do (H5Zshuffle.c,
  * H5Zdeflate.c: compress2 at the level), so HDF5 and h5py read it back
@@ -26,11 +26,19 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
  * shrink (both filters are optional). */
 #define SKIP_FILTERS 0x3u
 
+/* One chunk to write: chunk q of dataset d, bytes long, values of esize. */
+typedef struct {
+    hid_t d;
+    long long q;
+    const unsigned char *raw;
+    size_t bytes, esize;
+} chunk;
+
 typedef struct {
     const h5set *s;
-    const unsigned char *raw; /* chunk_bytes */
-    unsigned char *scratch;   /* chunk_bytes: the shuffled chunk */
-    unsigned char *out;       /* deflated, or NULL: store raw */
+    const chunk *c;
+    unsigned char *scratch; /* c->bytes: the shuffled chunk */
+    unsigned char *out;     /* deflated, or NULL: store raw */
     size_t outlen;
     int failed; /* out of memory */
 } job;
@@ -50,15 +58,15 @@ static void shuffle(const unsigned char *in, unsigned char *out, size_t nbytes, 
 static void *compress_job(void *arg)
 {
     job *j = arg;
-    const h5set *s = j->s;
-    shuffle(j->raw, j->scratch, s->chunk_bytes, s->esize);
-    uLongf len = compressBound((uLong)s->chunk_bytes);
+    const chunk *c = j->c;
+    shuffle(c->raw, j->scratch, c->bytes, c->esize);
+    uLongf len = compressBound((uLong)c->bytes);
     if (!(j->out = malloc(len))) {
         j->failed = 1;
         return NULL;
     }
-    if (compress2(j->out, &len, j->scratch, (uLong)s->chunk_bytes, s->gzip) != Z_OK ||
-        len >= s->chunk_bytes) {
+    if (compress2(j->out, &len, j->scratch, (uLong)c->bytes, j->s->gzip) != Z_OK ||
+        len >= c->bytes) {
         free(j->out);
         j->out = NULL;
         return NULL;
@@ -67,10 +75,10 @@ static void *compress_job(void *arg)
     return NULL;
 }
 
-static int put(const h5set *s, long long q, const void *data, size_t len, uint32_t mask)
+static int put(const h5set *s, const chunk *c, const void *data, size_t len, uint32_t mask)
 {
-    hsize_t off[3] = {(hsize_t)(q * s->chunk), 0, 0};
-    return H5Dwrite_chunk(s->images, H5P_DEFAULT, mask, off, len, data) < 0 ? -1 : 0;
+    hsize_t off[3] = {(hsize_t)(c->q * s->chunk), 0, 0};
+    return H5Dwrite_chunk(c->d, H5P_DEFAULT, mask, off, len, data) < 0 ? -1 : 0;
 }
 
 /* Compress jobs[0..m-1], one thread each (the caller's thread does the
@@ -91,12 +99,14 @@ static void compress_all(job *jobs, int m)
 }
 
 /* Rounds of up to s->threads chunks: compress them, then write them in order. */
-static int write_gzip(h5set *s, const long long *q, const unsigned char *const *data, int n,
-                      char *err, size_t errlen)
+static int write_gzip(h5set *s, const chunk *ch, int n, char *err, size_t errlen)
 {
     int t = s->threads < n ? s->threads : n, rc = 0;
+    size_t most = s->chunk_bytes;
+    for (int i = 0; i < s->nextra; ++i)
+        most = s->extra[i].chunk_bytes > most ? s->extra[i].chunk_bytes : most;
     job jobs[64] = {{0}};
-    unsigned char *scratch = malloc((size_t)t * s->chunk_bytes);
+    unsigned char *scratch = malloc((size_t)t * most);
     if (!scratch) {
         h5l_error(s, "out of memory", err, errlen);
         return -1;
@@ -104,7 +114,7 @@ static int write_gzip(h5set *s, const long long *q, const unsigned char *const *
     for (int i0 = 0; i0 < n && !rc; i0 += t) {
         int m = n - i0 < t ? n - i0 : t;
         for (int i = 0; i < m; ++i)
-            jobs[i] = (job){.s = s, .raw = data[i0 + i], .scratch = scratch + i * s->chunk_bytes};
+            jobs[i] = (job){.s = s, .c = &ch[i0 + i], .scratch = scratch + i * most};
         compress_all(jobs, m);
         for (int i = 0; i < m; ++i) {
             const job *j = &jobs[i];
@@ -112,8 +122,8 @@ static int write_gzip(h5set *s, const long long *q, const unsigned char *const *
                 h5l_error(s, "out of memory", err, errlen);
                 rc = -1;
             }
-            if (!rc && (j->out ? put(s, q[i0 + i], j->out, j->outlen, 0)
-                               : put(s, q[i0 + i], j->raw, s->chunk_bytes, SKIP_FILTERS))) {
+            if (!rc && (j->out ? put(s, j->c, j->out, j->outlen, 0)
+                               : put(s, j->c, j->c->raw, j->c->bytes, SKIP_FILTERS))) {
                 h5l_error(s, "cannot write images", err, errlen);
                 rc = -1;
             }
@@ -124,13 +134,12 @@ static int write_gzip(h5set *s, const long long *q, const unsigned char *const *
     return rc;
 }
 
-/* Write chunks q[0..n-1] from data[i] (chunk_bytes each). 0, or -1 with err. */
-static int write_chunks(h5set *s, const long long *q, const unsigned char *const *data, int n,
-                        char *err, size_t errlen)
+/* Write chunks ch[0..n-1]. 0, or -1 with err. */
+static int write_chunks(h5set *s, const chunk *ch, int n, char *err, size_t errlen)
 {
-    if (s->gzip) return write_gzip(s, q, data, n, err, errlen);
+    if (s->gzip) return write_gzip(s, ch, n, err, errlen);
     for (int i = 0; i < n; ++i)
-        if (put(s, q[i], data[i], s->chunk_bytes, 0)) {
+        if (put(s, &ch[i], ch[i].raw, ch[i].bytes, 0)) {
             h5l_error(s, "cannot write images", err, errlen);
             return -1;
         }
@@ -149,7 +158,7 @@ static h5_stage *stage(h5set *s, long long q)
         s->stages = more;
         s->capstages = cap;
     }
-    unsigned char *buf = calloc(1, s->chunk_bytes);
+    unsigned char *buf = calloc(1, s->stage_bytes);
     if (!buf) return NULL;
     s->stages[s->nstages] = (h5_stage){.q = q, .have = 0, .buf = buf};
     return &s->stages[s->nstages++];
@@ -180,6 +189,8 @@ static int check_block(const h5set *s, long long first, int count, const h5set_r
         bad = "no images or labels given";
     for (int c = 0; !bad && c < s->ncols; ++c)
         if (!rows->columns[c]) bad = "a label column is missing";
+    for (int e = 0; !bad && e < s->nextra; ++e)
+        if (!rows->extra[e]) bad = "an image dataset's images are missing";
     if (bad) {
         snprintf(err, errlen, "cannot write %s: images %lld..%lld: %s", s->shown, first,
                  first + count - 1, bad);
@@ -227,31 +238,63 @@ static int commit(h5set *s, const long long *q, int n, char *err, size_t errlen)
     return 0;
 }
 
+/* Dataset i's (0: images, 1..: extra i - 1) id, image and chunk bytes,
+ * value size and place in a stage. */
+typedef struct {
+    hid_t d;
+    size_t image, bytes, esize, off;
+    const unsigned char *src; /* the block's images */
+} dset;
+
+static int dsets(const h5set *s, const h5set_rows *rows, dset *ds)
+{
+    ds[0] = (dset){s->images, s->image_bytes, s->chunk_bytes, s->esize, 0, rows->images};
+    for (int e = 0; e < s->nextra; ++e) {
+        const h5_extra *x = &s->extra[e];
+        ds[e + 1] = (dset){x->id, x->image_bytes, x->chunk_bytes, x->esize, x->off, rows->extra[e]};
+    }
+    return 1 + s->nextra;
+}
+
+/* Chunk q of each of the nd datasets from base (a stage's buffer, off
+ * used), or, base NULL, from the block's images at image a - first. */
+static void add_chunks(const dset *ds, int nd, long long q, const unsigned char *base,
+                       long long from, chunk *out, int *n)
+{
+    for (int i = 0; i < nd; ++i)
+        out[(*n)++] =
+            (chunk){ds[i].d, q, base ? base + ds[i].off : ds[i].src + (size_t)from * ds[i].image,
+                    ds[i].bytes, ds[i].esize};
+}
+
 /* Take images first .. first + count - 1 into the chunks they belong to:
  * a chunk wholly in the block is written from it, the rest are staged;
- * the chunks now whole go to q, data (n of them). 0, or -1 (no memory). */
-static int gather(h5set *s, long long first, int count, const unsigned char *img, long long *q,
-                  const unsigned char **data, int *n)
+ * the chunks now whole go to ch (n of them, every dataset's, chunk by
+ * chunk) and q (nq chunk indices). 0, or -1 (no memory). */
+static int gather(h5set *s, long long first, int count, const h5set_rows *rows, chunk *ch, int *n,
+                  long long *q, int *nq)
 {
     long long c = s->chunk, end = first + count;
-    size_t ib = s->image_bytes;
-    *n = 0;
-    for (long long ch = first / c; ch <= (end - 1) / c; ++ch) {
-        long long a = ch * c, b = a + c < s->nimages ? a + c : s->nimages;
+    dset ds[1 + H5SET_MAX_EXTRA];
+    int nd = dsets(s, rows, ds);
+    *n = *nq = 0;
+    for (long long k = first / c; k <= (end - 1) / c; ++k) {
+        long long a = k * c, b = a + c < s->nimages ? a + c : s->nimages;
         long long lo = a > first ? a : first, hi = b < end ? b : end;
         if (lo == a && hi == b && b - a == c) {
-            q[*n] = ch;
-            data[(*n)++] = img + (size_t)(a - first) * ib;
+            q[(*nq)++] = k;
+            add_chunks(ds, nd, k, NULL, a - first, ch, n);
             continue;
         }
-        h5_stage *st = stage(s, ch);
+        h5_stage *st = stage(s, k);
         if (!st) return -1;
-        memcpy(st->buf + (size_t)(lo - a) * ib, img + (size_t)(lo - first) * ib,
-               (size_t)(hi - lo) * ib);
+        for (int i = 0; i < nd; ++i)
+            memcpy(st->buf + ds[i].off + (size_t)(lo - a) * ds[i].image,
+                   ds[i].src + (size_t)(lo - first) * ds[i].image, (size_t)(hi - lo) * ds[i].image);
         st->have += hi - lo;
         if (st->have == b - a) {
-            q[*n] = ch;
-            data[(*n)++] = st->buf;
+            q[(*nq)++] = k;
+            add_chunks(ds, nd, k, st->buf, 0, ch, n);
         }
     }
     memset(s->given + first, 1, (size_t)count);
@@ -262,20 +305,20 @@ int h5c_write_block(h5set *s, long long first, int count, const h5set_rows *rows
                     size_t errlen)
 {
     if (check_block(s, first, count, rows, err, errlen)) return -1;
-    int n = 0, rc = h5l_write_labels(s, first, count, rows, err, errlen);
+    int n = 0, nq = 0, rc = h5l_write_labels(s, first, count, rows, err, errlen);
     int most = (int)((first + count - 1) / s->chunk - first / s->chunk + 1);
     long long *q = malloc((size_t)most * sizeof *q);
-    const unsigned char **data = malloc((size_t)most * sizeof *data);
-    if (!rc && (!q || !data || gather(s, first, count, rows->images, q, data, &n))) {
+    chunk *ch = malloc((size_t)most * (size_t)(1 + s->nextra) * sizeof *ch);
+    if (!rc && (!q || !ch || gather(s, first, count, rows, ch, &n, q, &nq))) {
         snprintf(err, errlen, "cannot write %s: out of memory", s->shown);
         rc = -1;
     }
-    if (!rc && n) rc = write_chunks(s, q, data, n, err, errlen);
-    if (!rc && n) rc = commit(s, q, n, err, errlen);
-    for (int i = 0; !rc && i < n; ++i)
+    if (!rc && n) rc = write_chunks(s, ch, n, err, errlen);
+    if (!rc && nq) rc = commit(s, q, nq, err, errlen);
+    for (int i = 0; !rc && i < nq; ++i)
         unstage(s, q[i]);
     free(q);
-    free(data);
+    free(ch);
     if (rc) s->failed = 1;
     return rc;
 }

@@ -19,6 +19,8 @@
  *   labels/NAME     [K] float64, int64 or fixed-length NUL-padded string
  *   written         [K] uint8: 1 = image k and its labels are in the file
  *   flushing        uint8: 1 while HDF5 writes its metadata (below)
+ *   EXTRA           [K, m, m] (h5set_params.extra: e.g. oversampled, noisy),
+ *                   chunked and filtered as images, c images a chunk
  *   attributes of the root group: psfsim_format = "psfsim image set",
  *   psfsim_format_version = 1, psfsim_layout (the parameters a resume must
  *   share), nimages, npix, dtype ("float32", "uint16"), compression
@@ -81,6 +83,18 @@ typedef struct {
     const char *s;
 } h5set_attr;
 
+/* Most image datasets beside images (h5set_params.extra). */
+#define H5SET_MAX_EXTRA 2
+
+/* A second image dataset [K, npix, npix] at the root, chunked as images
+ * (the same c images a chunk, its own filters as images'), written with
+ * images: image k's written flag covers it too. */
+typedef struct {
+    const char *name; /* 1..63 of A-Z a-z 0-9 _; not images, written, flushing, labels */
+    int npix;         /* >= 1 (an image < 4 GiB) */
+    h5set_dtype dtype;
+} h5set_images;
+
 typedef struct {
     int dir_fd;                /* the directory name is relative to, or AT_FDCWD */
     const char *name;          /* "psf.h5" or "sub/psf.h5": the final file */
@@ -89,7 +103,8 @@ typedef struct {
     int npix;                  /* M >= 1 (an image < 4 GiB) */
     h5set_dtype dtype;         /* uint16: the PNG stretch values, as given */
     int gzip;                  /* 0: none; 1..9: shuffle + deflate at that level */
-    int chunk_images;          /* c, 1..K; 0: the largest with a chunk <= 1 MiB */
+    int chunk_images;          /* c, 1..K; 0: the largest with a chunk <= 1 MiB
+                                  (of the largest image of images and extra) */
     int threads;               /* gzip threads; 0: the online CPUs, at most 8 */
     int nzernike;              /* J >= 0 */
     const int *noll_j;         /* J Noll indices j >= 1, the columns of labels/zernike */
@@ -97,17 +112,21 @@ typedef struct {
     int ncolumns;
     const h5set_column *columns;
     int nattrs;
-    const h5set_attr *attrs; /* written when the set is completed (copied) */
-    const char *resume_key;  /* the run's identity (a config hash): a temp file
-                                is resumed only with the same key; NULL: "" */
+    const h5set_attr *attrs;   /* written when the set is completed (copied) */
+    const char *resume_key;    /* the run's identity (a config hash): a temp file
+                                  is resumed only with the same key; NULL: "" */
+    int nextra;                /* 0..H5SET_MAX_EXTRA image datasets beside images */
+    const h5set_images *extra; /* [nextra] (copied) */
 } h5set_params;
 
 /* One block of images and their labels. */
 typedef struct {
-    const void *images;         /* count x M x M, float or uint16_t (dtype), row-major */
-    const double *zernike;      /* count x J row-major; NULL when J == 0 */
-    const void *const *columns; /* ncolumns arrays of count values: double,
-                                   int64_t or const char * (<= width bytes) */
+    const void *images;                 /* count x M x M, float or uint16_t (dtype), row-major */
+    const double *zernike;              /* count x J row-major; NULL when J == 0 */
+    const void *const *columns;         /* ncolumns arrays of count values: double,
+                                           int64_t or const char * (<= width bytes) */
+    const void *extra[H5SET_MAX_EXTRA]; /* [nextra]: count x npix x npix of each
+                                           extra dataset, its dtype, row-major */
 } h5set_rows;
 
 typedef enum {

@@ -154,7 +154,7 @@ static char *attr_get_str(hid_t obj, const char *key)
  * everything a resumed file must share with the run. malloc'd or NULL. */
 static char *signature(const h5set *s)
 {
-    size_t cap = 160 + 12 * (size_t)s->nzernike + 80 * (size_t)s->ncols, n = 0;
+    size_t cap = 160 + 12 * (size_t)s->nzernike + 80 * (size_t)(s->ncols + s->nextra), n = 0;
     char *b = malloc(cap);
     if (!b) return NULL;
     n += (size_t)snprintf(b + n, cap - n, "K=%lld M=%d dtype=%s gzip=%d c=%d j=", s->nimages,
@@ -168,6 +168,10 @@ static char *signature(const h5set *s)
         n += (size_t)snprintf(b + n, cap - n, "%s%s:%s", i ? "," : "", c->name, t);
         if (c->type == H5SET_STRING) n += (size_t)snprintf(b + n, cap - n, "%d", c->width);
     }
+    /* Only when there are extra datasets, so a set without is as before. */
+    for (int i = 0; i < s->nextra; ++i)
+        n += (size_t)snprintf(b + n, cap - n, "%s%s:%d:%s", i ? "," : " images=", s->extra[i].name,
+                              s->extra[i].npix, DTYPE_NAMES[s->extra[i].dtype]);
     return b;
 }
 
@@ -185,12 +189,13 @@ static hid_t dcpl_fixed(void)
     return p;
 }
 
-/* The images' creation properties: chunks of c whole images; gzip: shuffle
- * + deflate, space allocated as chunks are written; else allocated now. */
-static hid_t dcpl_images(const h5set *s)
+/* An image dataset's creation properties (npix: its images'): chunks of c
+ * whole images; gzip: shuffle + deflate, space allocated as chunks are
+ * written; else allocated now. */
+static hid_t dcpl_images(const h5set *s, int npix)
 {
     hid_t p = H5Pcreate(H5P_DATASET_CREATE);
-    hsize_t chunk[3] = {(hsize_t)s->chunk, (hsize_t)s->npix, (hsize_t)s->npix};
+    hsize_t chunk[3] = {(hsize_t)s->chunk, (hsize_t)npix, (hsize_t)npix};
     herr_t rc = p < 0 ? -1 : H5Pset_chunk(p, 3, chunk);
     if (rc >= 0 && s->gzip) rc = H5Pset_shuffle(p) < 0 ? -1 : H5Pset_deflate(p, (unsigned)s->gzip);
     if (rc >= 0 && !s->gzip) rc = H5Pset_alloc_time(p, H5D_ALLOC_TIME_EARLY);
@@ -265,16 +270,35 @@ static int root_attrs(const h5set *s, const char *sig)
            attr_str(f, "resume_key", s->resume_key) || attr_i64(f, "complete", 0);
 }
 
+static hid_t file_type(h5set_dtype t)
+{
+    return t == H5SET_FLOAT32 ? H5T_IEEE_F32LE : H5T_STD_U16LE;
+}
+
+/* The extra image datasets, as images. 0 or -1. */
+static int make_extra(h5set *s)
+{
+    for (int i = 0; i < s->nextra; ++i) {
+        h5_extra *e = &s->extra[i];
+        hsize_t dims[3] = {(hsize_t)s->nimages, (hsize_t)e->npix, (hsize_t)e->npix};
+        hid_t dcpl = dcpl_images(s, e->npix);
+        e->id = dcpl < 0 ? -1 : make(s->file, e->name, file_type(e->dtype), 3, dims, dcpl);
+        if (dcpl >= 0) H5Pclose(dcpl);
+        if (e->id < 0) return -1;
+    }
+    return 0;
+}
+
 int h5l_create(h5set *s, char *err, size_t errlen)
 {
     char *sig = signature(s);
-    hid_t fixed = dcpl_fixed(), dcpl = dcpl_images(s), labels = -1;
+    hid_t fixed = dcpl_fixed(), dcpl = dcpl_images(s, s->npix), labels = -1;
     hsize_t dims[3] = {(hsize_t)s->nimages, (hsize_t)s->npix, (hsize_t)s->npix};
-    hid_t type = s->dtype == H5SET_FLOAT32 ? H5T_IEEE_F32LE : H5T_STD_U16LE;
+    hid_t type = file_type(s->dtype);
     unsigned char *zeros = calloc((size_t)s->nimages, 1), one = 1;
     int rc = -1;
     if (!sig || !zeros || fixed < 0 || dcpl < 0 || root_attrs(s, sig)) goto done;
-    if ((s->images = make(s->file, "images", type, 3, dims, dcpl)) < 0) goto done;
+    if ((s->images = make(s->file, "images", type, 3, dims, dcpl)) < 0 || make_extra(s)) goto done;
     if ((s->written = make(s->file, "written", H5T_STD_U8LE, 1, dims, fixed)) < 0) goto done;
     if ((s->flushing = make(s->file, "flushing", H5T_STD_U8LE, 0, dims, fixed)) < 0) goto done;
     labels = H5Gcreate2(s->file, "labels", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -331,6 +355,8 @@ int h5l_check(h5set *s, char *why, size_t whylen)
             snprintf(name, sizeof name, "labels/%s", s->cols[i].name);
             rc = open_dset(s, name, &s->col_ids[i], why, whylen);
         }
+        for (int i = 0; i < s->nextra && !rc; ++i)
+            rc = open_dset(s, s->extra[i].name, &s->extra[i].id, why, whylen);
     }
     H5Eclear2(H5E_DEFAULT);
     free(sig);
@@ -438,5 +464,9 @@ void h5l_close_ids(h5set *s)
     for (int i = 0; s->col_ids && i < s->ncols; ++i) {
         if (s->col_ids[i] >= 0) H5Dclose(s->col_ids[i]);
         s->col_ids[i] = H5I_INVALID_HID;
+    }
+    for (int i = 0; i < s->nextra; ++i) {
+        if (s->extra[i].id >= 0) H5Dclose(s->extra[i].id);
+        s->extra[i].id = H5I_INVALID_HID;
     }
 }

@@ -15,8 +15,18 @@
 typedef struct {
     long long q;        /* chunk index: images q*c .. */
     long long have;     /* images given */
-    unsigned char *buf; /* c images, zero beyond image K - 1 */
+    unsigned char *buf; /* stage_bytes: c images of each image dataset (images
+                           at 0, extra e at its off), zero beyond image K - 1 */
 } h5_stage;
+
+/* An image dataset beside images (h5set_images), with its sizes. */
+typedef struct {
+    char name[64];
+    int npix;
+    h5set_dtype dtype;
+    size_t esize, image_bytes, chunk_bytes, off; /* off: its place in a stage */
+    hid_t id;
+} h5_extra;
 
 struct h5set {
     /* The parameters (h5set_params), copied. */
@@ -39,6 +49,9 @@ struct h5set {
     hid_t *col_ids;       /* ncols datasets labels/NAME */
     unsigned char *flags; /* [K] written, as in the file */
     unsigned char *given; /* [K] written or waiting in a stage */
+    int nextra;
+    h5_extra extra[H5SET_MAX_EXTRA];
+    size_t stage_bytes; /* chunk_bytes + each extra's */
     h5_stage *stages;
     int nstages, capstages;
     int failed; /* an I/O error: only close may follow */

@@ -18,7 +18,7 @@
 #define HDF5_MODULE_ENTRY "psf_hdf5_module_entry"
 /* Raised whenever the table or a struct of hdf5_io.h changes, so a stale
  * module is refused. */
-#define HDF5_MODULE_ABI 2
+#define HDF5_MODULE_ABI 3
 /* The temp file beside NAME.h5 (printf format of the base name). */
 #define H5SET_TEMP_FORMAT ".%s.part"
 

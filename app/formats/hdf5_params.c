@@ -72,10 +72,59 @@ static int check_columns(const h5set_params *p, const char *shown, char *err, si
     return 0;
 }
 
-/* An attribute's object: the root, the images, the labels group or a label. */
+/* Bytes of an image of npix x npix values of dtype. */
+static size_t image_size(int npix, h5set_dtype dtype)
+{
+    return (size_t)npix * (size_t)npix * (dtype == H5SET_FLOAT32 ? 4 : 2);
+}
+
+/* The extra image datasets: names free and distinct, each image in a chunk. */
+static int check_extra(const h5set_params *p, const char *shown, char *err, size_t errlen)
+{
+    static const char *const taken[] = {"images", "written", "flushing", "labels"};
+    if (p->nextra < 0 || p->nextra > H5SET_MAX_EXTRA || (p->nextra && !p->extra))
+        return bad(shown, err, errlen, "extra image datasets: %d is not 0..%d", p->nextra,
+                   H5SET_MAX_EXTRA);
+    for (int i = 0; i < p->nextra; ++i) {
+        const h5set_images *e = &p->extra[i];
+        int clash = !name_ok(e->name);
+        for (size_t t = 0; !clash && t < sizeof taken / sizeof *taken; ++t)
+            clash = !strcmp(e->name, taken[t]);
+        for (int j = 0; !clash && j < i; ++j)
+            clash = !strcmp(e->name, p->extra[j].name);
+        if (clash)
+            return bad(shown, err, errlen,
+                       "image dataset %d: the name \"%.80s\" is taken or not 1 "
+                       "to 63 of A-Z a-z 0-9 _",
+                       i, e->name ? e->name : "(null)");
+        if (e->dtype != H5SET_FLOAT32 && e->dtype != H5SET_UINT16)
+            return bad(shown, err, errlen, "%s: unknown dtype %d", e->name, (int)e->dtype);
+        if (e->npix < 1 || e->npix > 65535 || image_size(e->npix, e->dtype) > CHUNK_MAX)
+            return bad(shown, err, errlen,
+                       "%s: an image of %d x %d pixels is not 1 pixel to "
+                       "HDF5's 4 GiB chunk",
+                       e->name, e->npix, e->npix);
+    }
+    return 0;
+}
+
+/* The largest image of images and the extra datasets, bytes. */
+static size_t largest_image(const h5set_params *p)
+{
+    size_t m = image_size(p->npix, p->dtype);
+    for (int i = 0; i < p->nextra; ++i) {
+        size_t e = image_size(p->extra[i].npix, p->extra[i].dtype);
+        m = e > m ? e : m;
+    }
+    return m;
+}
+
+/* An attribute's object: the root, an image dataset, the labels group or a label. */
 static int object_ok(const h5set_params *p, const char *o)
 {
     if (!o || !o[0] || !strcmp(o, "/") || !strcmp(o, "images") || !strcmp(o, "labels")) return 1;
+    for (int i = 0; i < p->nextra; ++i)
+        if (!strcmp(o, p->extra[i].name)) return 1;
     if (strncmp(o, "labels/", 7)) return 0;
     if (!strcmp(o + 7, "zernike")) return p->nzernike > 0;
     for (int i = 0; i < p->ncolumns; ++i)
@@ -111,10 +160,12 @@ static int check(const h5set_params *p, const char *shown, char *err, size_t err
     if (p->npix < 1) return bad(shown, err, errlen, "npix %d < 1", p->npix);
     if (p->dtype != H5SET_FLOAT32 && p->dtype != H5SET_UINT16)
         return bad(shown, err, errlen, "unknown dtype %d", (int)p->dtype);
-    size_t image = (size_t)p->npix * (size_t)p->npix * (p->dtype == H5SET_FLOAT32 ? 4 : 2);
+    size_t image = image_size(p->npix, p->dtype);
     if (p->npix > 65535 || image > CHUNK_MAX)
         return bad(shown, err, errlen, "an image of %d x %d pixels is over HDF5's 4 GiB chunk",
                    p->npix, p->npix);
+    if (check_extra(p, shown, err, errlen)) return -1;
+    image = largest_image(p);
     if (p->gzip < 0 || p->gzip > 9)
         return bad(shown, err, errlen, "gzip level %d is not 0..9", p->gzip);
     if (p->chunk_images < 0 || p->chunk_images > p->nimages ||
@@ -164,6 +215,13 @@ static int copy(h5set *s, const h5set_params *p)
         s->attrs[i].key = copy_str(p->attrs[i].key, &oom);
         s->attrs[i].s = copy_str(p->attrs[i].s, &oom);
     }
+    for (int i = 0; i < p->nextra; ++i, ++s->nextra) {
+        h5_extra *e = &s->extra[i];
+        snprintf(e->name, sizeof e->name, "%s", p->extra[i].name); /* checked: <= 63 */
+        e->npix = p->extra[i].npix;
+        e->dtype = p->extra[i].dtype;
+        e->id = H5I_INVALID_HID;
+    }
     s->resume_key = copy_str(p->resume_key ? p->resume_key : "", &oom);
     s->zernike_units = copy_str(p->zernike_units, &oom);
     return oom ? -1 : 0;
@@ -175,10 +233,19 @@ static void sizes(h5set *s, const h5set_params *p)
     s->esize = p->dtype == H5SET_FLOAT32 ? 4 : 2;
     s->image_bytes = (size_t)p->npix * (size_t)p->npix * s->esize;
     long long c = p->chunk_images;
-    if (!c)
-        c = CHUNK_AUTO_BYTES / s->image_bytes ? (long long)(CHUNK_AUTO_BYTES / s->image_bytes) : 1;
+    size_t largest = largest_image(p);
+    if (!c) c = CHUNK_AUTO_BYTES / largest ? (long long)(CHUNK_AUTO_BYTES / largest) : 1;
     s->chunk = (int)(c < p->nimages ? c : p->nimages);
     s->chunk_bytes = (size_t)s->chunk * s->image_bytes;
+    s->stage_bytes = s->chunk_bytes;
+    for (int i = 0; i < s->nextra; ++i) {
+        h5_extra *e = &s->extra[i];
+        e->esize = e->dtype == H5SET_FLOAT32 ? 4 : 2;
+        e->image_bytes = image_size(e->npix, e->dtype);
+        e->chunk_bytes = (size_t)s->chunk * e->image_bytes;
+        e->off = s->stage_bytes;
+        s->stage_bytes += e->chunk_bytes;
+    }
     s->nchunks = (p->nimages + s->chunk - 1) / s->chunk;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->threads = p->threads ? p->threads
@@ -201,12 +268,12 @@ h5set *h5p_new(const h5set_params *p, char *err, size_t errlen)
     s->npix = p->npix;
     s->dtype = p->dtype;
     s->gzip = p->gzip;
-    sizes(s, p);
     if (copy(s, p)) {
         bad(shown, err, errlen, "out of memory");
         h5p_free(s);
         return NULL;
     }
+    sizes(s, p); /* after copy: the extra datasets' sizes */
     return s;
 }
 

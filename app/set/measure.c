@@ -87,7 +87,9 @@ int image_set_levels_out(const image_set *s, psf_levels_out *out)
     memset(out, 0, sizeof *out);
     int h5_levels = cfg->hdf5_enabled && cfg->hdf5_dtype == HDF5_UINT16;
     int h5_float = cfg->hdf5_enabled && cfg->hdf5_dtype != HDF5_UINT16;
-    if (!(cfg->png_enabled || h5_levels) || cfg->fits_enabled || h5_float) return 0;
+    /* noise draws from the float image (HDF5 "noisy" needs no FITS) */
+    if (!(cfg->png_enabled || h5_levels) || cfg->fits_enabled || h5_float || cfg->noise.enabled)
+        return 0;
     return image_set_levels_stretch(s, out);
 }
 

@@ -32,8 +32,9 @@ int image_set_levels_stretch(const image_set *s, psf_levels_out *out);
 
 /* image_set_levels_stretch for a set whose files need nothing but levels:
  * every image output is levels (output.png, output.hdf5 dtype uint16: at
- * least one of them), none needs the floats (no FITS file or cube, so no
- * noise; no float32 HDF5). 1 with *out, or 0 with *out zeroed. */
+ * least one of them), none needs the floats (no FITS file or cube, no
+ * detector.noise, drawn from the float image; no float32 HDF5). 1 with
+ * *out, or 0 with *out zeroed. */
 int image_set_levels_out(const image_set *s, psf_levels_out *out);
 
 /* image_set_measure from a levels run's measures m[PSF_MEASURES]

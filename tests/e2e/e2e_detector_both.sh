@@ -9,8 +9,8 @@
 # HDU's keywords are its run's; the PNG and the manifest's rows are the
 # "detector" run's; the files are the same bytes on -j 1, -j 3 and 2 lanes;
 # fitsverify finds them clean. FFT and MFT (odd M, "sum", POPPY's
-# orientation). Refused combinations exit 2 with FILE:LINE: KEY and write
-# nothing. The HDF5 file and NAME.json record the detector's settings
+# orientation). Refused combinations (a cube, noise, neither FITS nor
+# HDF5) exit 2 with FILE:LINE: KEY and write nothing; with HDF5 it runs. The HDF5 file and NAME.json record the detector's settings
 # (root attributes, "detector" object) and have none without the group.
 source "$(dirname "$0")/lib_e2e.sh"
 export PSFSIM_CACHE_DIR="$SCRATCH/cache"
@@ -168,7 +168,10 @@ refuse() { # name sed-expression-on-the-config pattern
   if [ -z "$(ls -A out 2>/dev/null)" ]; then pass "$1: nothing written"; else fail "$1: files written"; fi
 }
 refuse cube 's/fits: { enabled = true; }/fits: { enabled = true; cube = true; }/' 'is not for output.fits.cube \(a plane holds one image\): give "detector" or "oversampled"'
-refuse hdf5 's/fits: { enabled = true; };/fits: { enabled = true; }; hdf5: { enabled = true; };/' 'writes FITS only; HDF5 takes "detector" or "oversampled"'
+# With HDF5 "both" is written (two datasets: tests/e2e/e2e_hdf5_detector.sh checks them).
+det_cfg hb both 'hdf5: { enabled = true; };' >hb.cfg
+expect_exit 0 "both with HDF5" -- "$PSFSIM" -q --backend cpu -c hb.cfg -o hb
+[ -f hb/hb.h5 ] && [ -f hb/hb_0.fits ] && pass "both with HDF5: hb.h5 and the FITS files" || fail "hb: $(ls hb)"
 refuse nofits 's/fits: { enabled = true; }/fits: { enabled = false; }/' 'needs output.fits.enabled = true \(its two images are FITS HDUs\)'
 refuse noise 's/^detector: {/detector: { noise: { seed = 1; };/' 'is not for detector.noise \(its NOISY extension is one image.s\): give "detector" or "oversampled"'
 finish

@@ -84,6 +84,6 @@ noise_cfg bad 'flux_photons = -5.0;' >bad5.cfg
 bad_case "negative flux" bad5.cfg 'bad5.cfg:6: detector.noise.flux_photons: must be >= 0 \(got -5\)'
 noise_cfg bad 'seed = 3;' | sed 's/fits: { enabled = true; }; /fits: { enabled = true; cube = true; }; /' >bad6.cfg
 bad_case "with a cube" bad6.cfg 'bad6.cfg:6: detector.noise: not with output.fits.cube'
-noise_cfg bad 'seed = 3;' | sed 's/fits: { enabled = true; }; /hdf5: { enabled = true; }; /' >bad7.cfg
-bad_case "without FITS" bad7.cfg 'bad7.cfg:6: detector.noise: needs output.fits.enabled = true'
+noise_cfg bad 'seed = 3;' | sed 's/png: { enabled = false; }; fits: { enabled = true; }; /png: { enabled = true; }; /' >bad7.cfg
+bad_case "PNG only" bad7.cfg 'bad7.cfg:6: detector.noise: needs output.fits.enabled = true or output.hdf5.enabled = true'
 finish
