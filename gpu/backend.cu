@@ -868,9 +868,10 @@ static int subbatch_size(const psf_backend *b, int njobs)
 }
 
 /* Sub-batch q's n images (src) to the host at image j0 on the copy stream:
- * the floats into images, or (levels run) their levels and measures. */
+ * the floats into images, or (levels run) their levels, and their measures
+ * into the pinned staging (b->lev.host_meas at image j0). */
 static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q, float *images,
-                         unsigned short *levels, double *measures)
+                         unsigned short *levels)
 {
     if (!levels)
         return GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
@@ -879,10 +880,10 @@ static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q,
     return GPU_CUDA(&b->chk, cudaMemcpyAsync(levels + (size_t)j0 * b->plane, b->lev.lev[q],
                                              (size_t)n * b->plane * sizeof(unsigned short),
                                              cudaMemcpyDeviceToHost, b->copy)) ||
-                   GPU_CUDA(&b->chk,
-                            cudaMemcpyAsync(measures + (size_t)j0 * PSF_MEASURES, b->lev.meas[q],
-                                            (size_t)n * PSF_MEASURES * sizeof(double),
-                                            cudaMemcpyDeviceToHost, b->copy))
+                   GPU_CUDA(&b->chk, cudaMemcpyAsync(b->lev.host_meas + (size_t)j0 * PSF_MEASURES,
+                                                     b->lev.meas[q],
+                                                     (size_t)n * PSF_MEASURES * sizeof(double),
+                                                     cudaMemcpyDeviceToHost, b->copy))
                ? -1
                : 0;
 }
@@ -895,6 +896,11 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
                        unsigned short *levels, double *measures)
 {
     int per = subbatch_size(b, njobs);
+    if (levels && (size_t)njobs > b->lev.host_meas_jobs) {
+        snprintf(b->chk.err, b->chk.errlen, "gpu: %d images in one call, past max_batch %zu", njobs,
+                 b->lev.host_meas_jobs);
+        return -1;
+    }
     for (int j0 = 0, k = 0; j0 < njobs; j0 += per, ++k) {
         int n = njobs - j0 < per ? njobs - j0 : per, q = b->lean ? 0 : k & 1;
         /* dimg[q] still holds the images of the sub-batch before last until
@@ -909,12 +915,15 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
             return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->copy, b->ev_done[q], 0)) ||
-            subbatch_copy(b, src, j0, n, q, images, levels, measures) ||
+            subbatch_copy(b, src, j0, n, q, images, levels) ||
             GPU_CUDA(&b->chk, cudaEventRecord(b->ev_copied[q], b->copy)))
             return -1;
         b->copy_pending[q] = 1;
     }
-    return GPU_CUDA(&b->chk, cudaStreamSynchronize(b->copy));
+    if (GPU_CUDA(&b->chk, cudaStreamSynchronize(b->copy))) return -1;
+    if (levels) /* the measures came to the pinned staging (gpu/levels.h) */
+        memcpy(measures, b->lev.host_meas, (size_t)njobs * PSF_MEASURES * sizeof(double));
+    return 0;
 }
 
 /* Capture one pass of nfields fields for one image from stage[0] into

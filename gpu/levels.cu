@@ -146,13 +146,18 @@ int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, i
         l->lev[1] = l->lev[0];
         l->meas[1] = l->meas[0];
     }
-    return 0;
+    l->host_meas_jobs = (size_t)(problem->max_batch > capacity ? problem->max_batch : capacity);
+    return GPU_CUDA(
+        chk, cudaMallocHost(&l->host_meas, l->host_meas_jobs * PSF_MEASURES * sizeof(double)));
 }
 
 void gpu_levels_destroy(gpu_levels *l)
 {
     cudaFree(l->parts);
     l->parts = NULL;
+    cudaFreeHost(l->host_meas);
+    l->host_meas = NULL;
+    l->host_meas_jobs = 0;
     if (l->lev[1] == l->lev[0]) l->lev[1] = NULL; /* nbuf 1: aliases */
     if (l->meas[1] == l->meas[0]) l->meas[1] = NULL;
     for (int q = 0; q < 2; ++q) {

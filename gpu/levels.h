@@ -29,6 +29,12 @@ typedef struct {
     void *parts;            /* device [C S]: the slices' partial measures (the kernels' own) */
     unsigned short *lev[2]; /* device [C N^2] each: a sub-batch's levels */
     double *meas[2];        /* device [C PSF_MEASURES] each: its measures */
+    /* Pinned host [max_batch PSF_MEASURES]: a run's measures land here and
+     * are copied to the caller's at its end. A copy into pageable memory
+     * waits for the stream (cudaMemcpyAsync stages it), which kept each
+     * sub-batch's compute from overlapping the last one's copy. */
+    double *host_meas;
+    size_t host_meas_jobs; /* its room, in images */
 } gpu_levels;
 
 /* Device bytes the levels take at capacity C (images per sub-batch) with
