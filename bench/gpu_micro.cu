@@ -364,9 +364,10 @@ static void det_all_effects(psf_detector *d, int s)
 
 /* Enqueue the set of nimages in sub-batches of at most p->batch, sized as
  * gpu/backend.cu's subbatch_size does (evened out, at most two sizes):
- * pupil field, out-of-place C2C, intensity, then det's stage when det. */
-static void det_set_enqueue(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
-                            gpu_check *chk, char *err)
+ * pupil field, out-of-place C2C, intensity (the first base_steps of these
+ * three), then det's stage when det. */
+static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, long long nimages,
+                            cudaStream_t s, gpu_check *chk, char *err)
 {
     long long most = (nimages + 1) / 2, nsub;
     int per = (int)(most < p->batch ? most : p->batch);
@@ -378,16 +379,18 @@ static void det_set_enqueue(micro_pass *p, gpu_detector *det, long long nimages,
         CK(gpu_pupil_field(&p->ps, p->dpp, p->pp.basis != NULL, p->ddesc, p->dcoeff, n, p->field, s,
                            chk));
         CK(gpu_plan_cache_get(&p->pc, chk, n, &plan));
-        CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
-        CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
+        if (base_steps > 1)
+            CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
+        if (base_steps > 2)
+            CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
         float *result;
         if (det) CK(gpu_detector_apply(det, p->img, n, p->spec, (int)(k & 1), &result, chk));
     }
 }
 
 /* Best of reps timed runs of the whole set (after one that makes the plans), ms. */
-static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
-                        gpu_check *chk, char *err)
+static float det_set_ms(micro_pass *p, gpu_detector *det, int base_steps, long long nimages,
+                        cudaStream_t s, gpu_check *chk, char *err)
 {
     cudaEvent_t e0, e1;
     CK(GPU_CUDA(chk, cudaEventCreate(&e0)));
@@ -395,7 +398,7 @@ static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cud
     float best = 1e30f;
     for (int rep = 0; rep < 6; ++rep) {
         CK(GPU_CUDA(chk, cudaEventRecord(e0, s)));
-        det_set_enqueue(p, det, nimages, s, chk, err);
+        det_set_enqueue(p, det, base_steps, nimages, s, chk, err);
         CK(GPU_CUDA(chk, cudaEventRecord(e1, s)));
         CK(GPU_CUDA(chk, cudaEventSynchronize(e1)));
         float ms;
@@ -405,6 +408,57 @@ static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cud
     CK(GPU_CUDA(chk, cudaEventDestroy(e0)));
     CK(GPU_CUDA(chk, cudaEventDestroy(e1)));
     return best;
+}
+
+/* Where the time goes: the set timed cut after each step (the base pass's
+ * field, C2C, intensity; then det[v]'s R2C, multiply or fold, C2R, v = 1,
+ * 2: gpu_detector.steps), each step's cost the difference of consecutive
+ * totals, in us per image (the steps overlap little: one stream). */
+static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *name,
+                          long long nimages, cudaStream_t s, gpu_check *chk, char *err)
+{
+    static const char *const base_step[3] = {"field", "c2c", "intensity"};
+    static const char *const det_step[2][3] = {{"r2c", "multiply", "c2r"},
+                                               {"r2c", "fold", "c2r_mxm"}};
+    printf("detector_step,mode,step,us_per_image,us_cumulative\n");
+    float prev = 0.0f, base = 0.0f;
+    for (int b = 1; b <= 3; ++b) {
+        float ms = det_set_ms(p, NULL, b, nimages, s, chk, err);
+        printf("detector_step,none,%s,%.4f,%.4f\n", base_step[b - 1], (ms - prev) * 1e3 / nimages,
+               ms * 1e3 / nimages);
+        prev = base = ms;
+    }
+    for (int v = 1; v < 3; ++v) {
+        prev = base;
+        for (int k = 1; k <= 3; ++k) {
+            det[v].steps = k < 3 ? k : 0;
+            float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
+            printf("detector_step,%s,%s,%.4f,%.4f\n", name[v], det_step[v - 1][k - 1],
+                   (ms - prev) * 1e3 / nimages, ms * 1e3 / nimages);
+            prev = ms;
+        }
+        det[v].steps = 0;
+    }
+}
+
+/* The A/B of the multiply's and the fold's images per thread
+ * (gpu_detector.multiply_per, fold_per; the backend's defaults marked),
+ * the whole set as the backend runs it. */
+static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long long nimages,
+                         cudaStream_t s, gpu_check *chk, char *err)
+{
+    static const int per[4] = {1, 2, 4, 8};
+    printf("detector_variant,mode,images_per_thread,default,us_per_image,ratio_to_none\n");
+    for (int v = 1; v < 3; ++v) {
+        int *knob = v == 1 ? &det[v].multiply_per : &det[v].fold_per, keep = *knob;
+        for (int k = 0; k < 4; ++k) {
+            *knob = per[k];
+            float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
+            printf("detector_variant,%s,%d,%s,%.4f,%.3f\n", v == 1 ? "all" : "all4", per[k],
+                   per[k] == keep ? "yes" : "no", ms * 1e3 / nimages, ms / none_ms);
+        }
+        *knob = keep;
+    }
 }
 
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
@@ -433,7 +487,7 @@ static void detector_figures(int npix, int batch, long long nimages)
         make_desc(npix, batch, &d);
         if (v > 0) det_all_effects(&d.detector, oversample[v]);
         CK(gpu_detector_create(&det[v], &d, batch, s, &chk));
-        ms[v] = det_set_ms(&p, v > 0 ? &det[v] : NULL, nimages, s, &chk, err);
+        ms[v] = det_set_ms(&p, v > 0 ? &det[v] : NULL, 3, nimages, s, &chk, err);
         printf("detector_device,%s,%d,%d,%lld,%d,%.3f,%.4f,%.3f\n", name[v], npix,
                psf_detector_out_npix(&d), nimages, batch, ms[v], ms[v] * 1e3 / nimages,
                ms[v] / ms[0]);
@@ -441,6 +495,8 @@ static void detector_figures(int npix, int batch, long long nimages)
     printf("# detector all effects / none, device compute: %.3f (oversample 1, %d -> %d), "
            "%.3f (oversample 4, %d -> %d); target <= 1.5\n",
            ms[1] / ms[0], npix, npix, ms[2] / ms[0], npix, npix / 4);
+    det_breakdown(&p, det, name, nimages, s, &chk, err);
+    det_variants(&p, det, ms[0], nimages, s, &chk, err);
     for (int v = 0; v < 3; ++v)
         gpu_detector_destroy(&det[v]);
     micro_pass_destroy(&p);

@@ -9,16 +9,30 @@ extern "C" {
 #include "backend/detector.h"
 }
 
-/* Spectrum element i of image blockIdx.y times the table's element i: the
- * complex product in float, as the CPU's (cpu/detector.c). */
+/* Images k0 .. k1 - 1 of thread group blockIdx.y: `per` consecutive
+ * images (gpu_detector.multiply_per, fold_per), the last group short. */
+__device__ static inline void image_range(int n, int per, int *k0, int *k1)
+{
+    *k0 = (int)blockIdx.y * per;
+    *k1 = *k0 + per < n ? *k0 + per : n;
+}
+
+/* Spectrum element i of `per` images (image_range) times the table's element
+ * i, read once: the complex product in float, as the CPU's (cpu/detector.c). */
 __global__ static void otf_multiply_kernel(cufftComplex *__restrict__ spec,
-                                           const cufftComplex *__restrict__ otf, size_t nspec)
+                                           const cufftComplex *__restrict__ otf, size_t nspec,
+                                           int n, int per)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nspec) return;
-    cufftComplex *s = spec + (size_t)blockIdx.y * nspec + i;
-    cufftComplex a = *s, t = otf[i];
-    *s = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
+    int k0, k1;
+    image_range(n, per, &k0, &k1);
+    cufftComplex t = otf[i];
+    for (int k = k0; k < k1; ++k) {
+        cufftComplex *s = spec + (size_t)k * nspec + i;
+        cufftComplex a = *s;
+        *s = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
+    }
 }
 
 /* out[k][i][j] = s^2 grid[k][(i s + o) N + j s + o] (psf_detector_sample). */
@@ -33,23 +47,32 @@ __global__ static void sample_kernel(const float *__restrict__ grid, int npix, i
         s2 * grid[k * npix * npix + (size_t)(i * s + off) * npix + (size_t)(j * s + off)];
 }
 
-/* Z[k][p1][p2] of image blockIdx.y: psf_detector_fold_at (backend/detector.h
- * has the derivation), one thread per element of the M x (M/2+1) half
- * spectrum in its row-major order (p2 fastest: coalesced reads along the
- * grid spectrum's rows; no idle lanes past M/2 as a 2D block would have);
+/* Z[k][p1][p2] of `per` images (image_range): psf_detector_fold_at
+ * (backend/detector.h has the derivation), one thread per element of the
+ * M x (M/2+1) half spectrum in its row-major order (p2 fastest: coalesced
+ * reads along the grid spectrum's rows; no idle lanes past M/2 as a 2D
+ * block would have), the table's reads shared by the images through L1;
  * spec and z strided by N (N/2+1) and M (M/2+1) complex per image. */
 __global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
                                    const cufftComplex *__restrict__ otf,
-                                   const float *__restrict__ phase, int npix, int s, int m,
-                                   cufftComplex *__restrict__ z)
+                                   const float *__restrict__ phase, int npix, int s, int m, int n,
+                                   int per, cufftComplex *__restrict__ z)
 {
     int mc = m / 2 + 1;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
     if (i >= nz) return;
-    size_t k = blockIdx.y, nspec = (size_t)npix * (size_t)(npix / 2 + 1);
-    int p1 = (int)(i / mc), p2 = (int)(i % mc);
-    psf_detector_fold_at((const float *)(spec + k * nspec), (const float *)otf, phase, npix, s, p1,
-                         p2, (float *)(z + k * nz + i));
+    size_t nspec = (size_t)npix * (size_t)(npix / 2 + 1);
+    int p1 = (int)(i / mc), p2 = (int)(i % mc), k0, k1;
+    image_range(n, per, &k0, &k1);
+    for (int k = k0; k < k1; ++k)
+        psf_detector_fold_at((const float *)(spec + (size_t)k * nspec), (const float *)otf, phase,
+                             npix, s, p1, p2, (float *)(z + (size_t)k * nz + i));
+}
+
+/* Thread groups for n images at `per` images a thread. */
+static unsigned image_groups(int n, int per)
+{
+    return (unsigned)((n + per - 1) / per);
 }
 
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
@@ -97,6 +120,8 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     d->s = det->oversample > 1 ? det->oversample : 1;
     d->out_npix = psf_detector_out_npix(problem);
     d->stream = stream;
+    d->multiply_per = GPU_DETECTOR_MULTIPLY_PER;
+    d->fold_per = 1;
     cudaFuncAttributes a; /* load the kernels now, not on the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, otf_multiply_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)) ||
@@ -191,10 +216,12 @@ static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n,
     int m = d->out_npix;
     size_t nz = (size_t)m * (size_t)(m / 2 + 1);
     cufftComplex *z = (cufftComplex *)grid;
-    dim3 blocks((unsigned)((nz + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
-    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, z);
-    if (GPU_LAUNCH(chk, "fold_kernel") || GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out))) return -1;
-    return 0;
+    int per = d->fold_per;
+    dim3 blocks((unsigned)((nz + 255) / 256), image_groups(n, per)); /* n <= 65535 */
+    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, n, per, z);
+    if (GPU_LAUNCH(chk, "fold_kernel")) return -1;
+    if (d->steps == 2) return 0;
+    return GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out)) ? -1 : 0;
 }
 
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
@@ -207,19 +234,21 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
         gpu_detector_plan *p = plan_for(d, n, chk);
         if (!p) return -1;
         if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
+        if (d->steps == 1) return 0;
         if (d->fold) {
             if (fold_apply(d, p, grid, n, spec, out, chk)) return -1;
             *result = out;
             return 0;
         }
         size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
-        dim3 blocks((unsigned)((nspec + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
-        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec);
+        int per = d->multiply_per;
+        dim3 blocks((unsigned)((nspec + 255) / 256), image_groups(n, per)); /* n <= 65535 */
+        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
         /* Out of place, straight into the image run() returns: at s = 1 the
          * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
-        if (GPU_LAUNCH(chk, "otf_multiply_kernel") ||
-            GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)))
-            return -1;
+        if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
+        if (d->steps == 2) return 0;
+        if (GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out))) return -1;
         *result = out;
         return 0;
     }

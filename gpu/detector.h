@@ -32,6 +32,15 @@ extern "C" {
  * for the single-image path). */
 #define GPU_DETECTOR_PLANS 4
 
+/* Images one thread of the multiply kernel takes (the default of
+ * gpu_detector.multiply_per): the table's element read once for all of
+ * them and independent loads in flight, as gpu/intensity.cu's
+ * GPU_IMAGES_PER_THREAD (N = 256, 64 images: 1032 blocks of 256). The fold
+ * kernel's default is 1 (gpu_detector.fold_per): at M = 64 its
+ * M (M/2+1) = 2112 threads an image fill the device only with one thread
+ * per image's element. bench/gpu_micro.cu part 4 times the others. */
+#define GPU_DETECTOR_MULTIPLY_PER 8
+
 typedef struct {
     long long batch; /* 0 = empty */
     cufftHandle r2c, c2r;
@@ -51,6 +60,11 @@ typedef struct {
     gpu_detector_plan plans[GPU_DETECTOR_PLANS];
     unsigned long long tick;
     cudaStream_t stream;
+    int multiply_per, fold_per; /* images a thread of the multiply, the fold kernel
+                                   takes: GPU_DETECTOR_MULTIPLY_PER, 1; the bench sets others */
+    int steps; /* 0: the whole stage; else only its first steps (1: R2C, 2: and the multiply
+                  or the fold), for bench/gpu_micro.cu's breakdown: the images are then
+                  not the stage's */
 } gpu_detector;
 
 /* Device bytes the stage takes at capacity C (images per sub-batch):

@@ -5,7 +5,8 @@
  * oversampled, by FFT and by MFT, batched (a sweep of 6) and single
  * images, and odd detector sizes (the sampling offset); every effect with
  * an asymmetric IPC kernel at s = 1 (the C2R straight into the detector
- * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; every checked CUDA
+ * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; sub-batches
+ * of more images than a thread takes (the multiply's groups); every checked CUDA
  * and cuFFT call of a detector set fails cleanly in turn, and a fresh
  * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
@@ -34,10 +35,10 @@ static const psf_backend_ops *gpu;
     " sampling: { pupil_samples = 48; padding = 2.0; }; %s"                                        \
     " sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]; }; detector: { %s };"
 
-static double compare(const char *output, const char *detector)
+/* The worst relative L2 of cfg's GPU images against its CPU ones (label
+ * and detector printed), asserted <= TOL. */
+static double compare_cfg(const char *cfg, const char *label, const char *detector)
 {
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg, BASE, output, detector);
     long long nc = 0, ng = 0;
     int mc = 0, mg = 0;
     float *c = harness_compute_all(cfg, NULL, &nc, &mc);
@@ -52,11 +53,18 @@ static double compare(const char *output, const char *detector)
         double d = tu_rel_l2(g + k * plane, c + k * plane, plane);
         if (!(d <= worst)) worst = d;
     }
-    printf("%-44s %-60.60s M=%-4d worst rel L2 %.3g\n", output, detector, mc, worst);
+    printf("%-44s %-60.60s M=%-4d worst rel L2 %.3g\n", label, detector, mc, worst);
     assert_true(worst <= TOL);
     free(c);
     free(g);
     return worst;
+}
+
+static double compare(const char *output, const char *detector)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg, BASE, output, detector);
+    return compare_cfg(cfg, output, detector);
 }
 
 static const char *const effects[] = {
@@ -107,6 +115,27 @@ static void test_paths_all_effects(void **state)
                  s[i]);
         compare("", all);
         compare("output: { npix = 41; pixel_scale = 0.6; };", all);
+    }
+}
+
+/* A sweep of 20: sub-batches of 10, so the multiply's thread groups of
+ * GPU_DETECTOR_MULTIPLY_PER = 8 images are one full and one short (2), at
+ * s = 1 (the multiply) and s = 2 (the fold), against the CPU. */
+static void test_thread_groups(void **state)
+{
+    (void)state;
+    static const char *const all[2] = {
+        "oversample = 1; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25;",
+        "oversample = 2; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25;"};
+    for (int i = 0; i < 2; ++i) {
+        char cfg[2048];
+        snprintf(cfg, sizeof cfg,
+                 "name = \"g\"; optics: { wavelength_nm = 700; aperture: { diameter_m = 2.0;"
+                 " obscuration = 0.3; }; }; sampling: { pupil_samples = 48; padding = 2.0; };"
+                 " sweep: { defocus = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,"
+                 " 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]; }; detector: { %s };",
+                 all[i]);
+        compare_cfg(cfg, "sweep of 20", all[i]);
     }
 }
 
@@ -165,8 +194,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
-        cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_single_image),
-        cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
+        cmocka_unit_test(test_single_image),      cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
