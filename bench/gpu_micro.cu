@@ -467,7 +467,8 @@ static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *n
 }
 
 /* The A/B of the multiply's and the fold's images per thread
- * (gpu_detector.multiply_per, fold_per; the backend's defaults marked),
+ * (gpu_detector.multiply_per, fold_per; the backend's defaults marked)
+ * and the fold kernel's general loop against its unrolled s = 4 one,
  * the whole set as the backend runs it. */
 static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long long nimages,
                          cudaStream_t s, gpu_check *chk, char *err)
@@ -484,6 +485,11 @@ static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long l
         }
         *knob = keep;
     }
+    det[2].fold_unroll = 0;
+    float ms = det_set_ms(p, &det[2], 3, nimages, s, chk, err);
+    det[2].fold_unroll = 1;
+    printf("detector_variant,all4_fold_not_unrolled,%d,no,%.4f,%.3f\n", det[2].fold_per,
+           ms * 1e3 / nimages, ms / none_ms);
 }
 
 /* One transform of the pair A/B (det_fft_figures): kind 0 R2C of n real

@@ -56,13 +56,17 @@ __global__ static void sample_kernel(const float *__restrict__ grid, int npix, i
  * M x (M/2+1) half spectrum in its row-major order (p2 fastest: coalesced
  * reads along the grid spectrum's rows; no idle lanes past M/2 as a 2D
  * block would have), the table's reads shared by the images through L1;
- * spec and z strided by N (N/2+1) and M (M/2+1) complex per image. */
+ * spec and z strided by N (N/2+1) and M (M/2+1) complex per image.
+ * S > 0: s is the constant S, so the inlined alias loops unroll (their
+ * s^2 loads in flight at once rather than one round trip each; the same
+ * operations in the same order); S = 0: s as given. */
+template <int S>
 __global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
                                    const cufftComplex *__restrict__ otf,
-                                   const float *__restrict__ phase, int npix, int s, int m, int n,
-                                   int per, cufftComplex *__restrict__ z)
+                                   const float *__restrict__ phase, int npix, int s_given, int m,
+                                   int n, int per, cufftComplex *__restrict__ z)
 {
-    int mc = m / 2 + 1;
+    int s = S > 0 ? S : s_given, mc = m / 2 + 1;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
     if (i >= nz) return;
     size_t nspec = (size_t)npix * (size_t)(npix / 2 + 1);
@@ -71,6 +75,17 @@ __global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
     for (int k = k0; k < k1; ++k)
         psf_detector_fold_at((const float *)(spec + (size_t)k * nspec), (const float *)otf, phase,
                              npix, s, p1, p2, (float *)(z + (size_t)k * nz + i));
+}
+
+/* The fold kernel for s: unrolled for s = 2 and 4 when unroll (the shipped
+ * oversamples' common cases), else the general one. */
+typedef void (*fold_fn)(const cufftComplex *, const cufftComplex *, const float *, int, int, int,
+                        int, int, cufftComplex *);
+static fold_fn fold_kernel_for(int s, int unroll)
+{
+    if (unroll && s == 2) return fold_kernel<2>;
+    if (unroll && s == 4) return fold_kernel<4>;
+    return fold_kernel<0>;
 }
 
 /* Thread groups for n images at `per` images a thread. */
@@ -148,10 +163,13 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     d->stream = stream;
     d->multiply_per = GPU_DETECTOR_MULTIPLY_PER;
     d->fold_per = 1;
+    d->fold_unroll = 1;
     cudaFuncAttributes a; /* load the kernels now, not on the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, otf_multiply_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<0>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<2>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<4>)))
         return -1;
     size_t m2 = (size_t)d->out_npix * d->out_npix;
     for (int q = 0; q < 2 && d->sample; ++q)
@@ -268,7 +286,8 @@ static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n,
     cufftComplex *z = (cufftComplex *)grid;
     int per = d->fold_per;
     dim3 blocks((unsigned)((nz + 255) / 256), image_groups(n, per)); /* n <= 65535 */
-    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, n, per, z);
+    fold_kernel_for(d->s, d->fold_unroll)<<<blocks, 256, 0, d->stream>>>(
+        spec, d->otf, d->phase, d->npix, d->s, m, n, per, z);
     if (GPU_LAUNCH(chk, "fold_kernel")) return -1;
     if (d->steps == 2) return 0;
     return GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out)) ? -1 : 0;

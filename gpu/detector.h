@@ -71,6 +71,7 @@ typedef struct {
     gpu_detector_plan plans[GPU_DETECTOR_PLANS];
     unsigned long long tick;
     cudaStream_t stream;
+    int fold_unroll;            /* 1: the fold kernel unrolled for s = 2, 4; the bench sets 0 */
     int multiply_per, fold_per; /* images a thread of the multiply, the fold kernel
                                    takes: GPU_DETECTOR_MULTIPLY_PER, 1; the bench sets others */
     int steps; /* 0: the whole stage; else only its first steps (1: R2C, 2: and the multiply

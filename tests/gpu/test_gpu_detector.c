@@ -103,7 +103,8 @@ static void test_mft_and_odd_sizes(void **state)
 
 /* Every effect, an asymmetric IPC kernel, s = 1, 2, 4: the GPU's two
  * paths (gpu/detector.h) against the CPU's stage; FFT (M = 96) and MFT
- * (M = 41: o = 1 at s = 2, 2 at s = 4). */
+ * (M = 41: o = 1 at s = 2, 2 at s = 4); s = 2, 4 run the fold kernel
+ * unrolled, s = 3 (effects[6], test_mft_and_odd_sizes) its general loop. */
 static void test_paths_all_effects(void **state)
 {
     (void)state;
