@@ -7,7 +7,13 @@
  *     events, and each stage on its own;
  *  4. device-side compute of a 10,000-image set at 256 x 256 without and
  *     with the detector stage (gpu/detector.h), in the backend's
- *     sub-batches, with CUDA events (issue 14: <= 1.5x).
+ *     sub-batches, with CUDA events (issue 14: <= 1.5x); then where the
+ *     time goes (detector_step rows: the set cut after each step, field, C2C,
+ *     intensity, R2C, multiply or fold, C2R, us per image), the A/B of the
+ *     images a thread of the multiply and the fold takes (detector_variant),
+ *     the transforms alone (detector_fft: R2C of n vs C2C of n/2 pairs, C2R
+ *     vs inverse C2C, a device copy as the bandwidth's reference) and the
+ *     multiply as the R2C's store callback (detector_device,all_callback).
  * Usage: psfsim_gpu_micro            all four parts
  *        psfsim_gpu_micro detector [IMAGES [BATCH]]   part 4 only
  * Exits 77 (skipped) without a CUDA device.
@@ -364,9 +370,10 @@ static void det_all_effects(psf_detector *d, int s)
 
 /* Enqueue the set of nimages in sub-batches of at most p->batch, sized as
  * gpu/backend.cu's subbatch_size does (evened out, at most two sizes):
- * pupil field, out-of-place C2C, intensity, then det's stage when det. */
-static void det_set_enqueue(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
-                            gpu_check *chk, char *err)
+ * pupil field, out-of-place C2C, intensity (the first base_steps of these
+ * three), then det's stage when det. */
+static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, long long nimages,
+                            cudaStream_t s, gpu_check *chk, char *err)
 {
     long long most = (nimages + 1) / 2, nsub;
     int per = (int)(most < p->batch ? most : p->batch);
@@ -378,16 +385,29 @@ static void det_set_enqueue(micro_pass *p, gpu_detector *det, long long nimages,
         CK(gpu_pupil_field(&p->ps, p->dpp, p->pp.basis != NULL, p->ddesc, p->dcoeff, n, p->field, s,
                            chk));
         CK(gpu_plan_cache_get(&p->pc, chk, n, &plan));
-        CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
-        CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
+        if (base_steps > 1)
+            CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
+        if (base_steps > 2)
+            CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
         float *result;
         if (det) CK(gpu_detector_apply(det, p->img, n, p->spec, (int)(k & 1), &result, chk));
     }
 }
 
-/* Best of reps timed runs of the whole set (after one that makes the plans), ms. */
-static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cudaStream_t s,
-                        gpu_check *chk, char *err)
+/* What one timed run enqueues: the set (det_set_enqueue's arguments) or,
+ * with kind >= 0, one transform per sub-batch (det_fft_step). */
+typedef struct {
+    micro_pass *p;
+    gpu_detector *det;
+    int base_steps, kind, n;
+    cufftHandle plan;
+    long long nimages, nsub;
+} det_run;
+
+static void det_run_enqueue(const det_run *r, cudaStream_t s, gpu_check *chk, char *err);
+
+/* Best of 5 timed runs of r (after one that makes the plans), ms. */
+static float det_best_ms(const det_run *r, cudaStream_t s, gpu_check *chk, char *err)
 {
     cudaEvent_t e0, e1;
     CK(GPU_CUDA(chk, cudaEventCreate(&e0)));
@@ -395,7 +415,7 @@ static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cud
     float best = 1e30f;
     for (int rep = 0; rep < 6; ++rep) {
         CK(GPU_CUDA(chk, cudaEventRecord(e0, s)));
-        det_set_enqueue(p, det, nimages, s, chk, err);
+        det_run_enqueue(r, s, chk, err);
         CK(GPU_CUDA(chk, cudaEventRecord(e1, s)));
         CK(GPU_CUDA(chk, cudaEventSynchronize(e1)));
         float ms;
@@ -405,6 +425,161 @@ static float det_set_ms(micro_pass *p, gpu_detector *det, long long nimages, cud
     CK(GPU_CUDA(chk, cudaEventDestroy(e0)));
     CK(GPU_CUDA(chk, cudaEventDestroy(e1)));
     return best;
+}
+
+/* The whole set through det (NULL: none) after the first base_steps, ms. */
+static float det_set_ms(micro_pass *p, gpu_detector *det, int base_steps, long long nimages,
+                        cudaStream_t s, gpu_check *chk, char *err)
+{
+    det_run r = {p, det, base_steps, -1, 0, 0, nimages, 0};
+    return det_best_ms(&r, s, chk, err);
+}
+
+/* Where the time goes: the set timed cut after each step (the base pass's
+ * field, C2C, intensity; then det[v]'s R2C, multiply or fold, C2R, v = 1,
+ * 2: gpu_detector.steps), each step's cost the difference of consecutive
+ * totals, in us per image (the steps overlap little: one stream). */
+static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *name,
+                          long long nimages, cudaStream_t s, gpu_check *chk, char *err)
+{
+    static const char *const base_step[3] = {"field", "c2c", "intensity"};
+    static const char *const det_step[2][3] = {{"r2c", "multiply", "c2r"},
+                                               {"r2c", "fold", "c2r_mxm"}};
+    printf("detector_step,mode,step,us_per_image,us_cumulative\n");
+    float prev = 0.0f, base = 0.0f;
+    for (int b = 1; b <= 3; ++b) {
+        float ms = det_set_ms(p, NULL, b, nimages, s, chk, err);
+        printf("detector_step,none,%s,%.4f,%.4f\n", base_step[b - 1], (ms - prev) * 1e3 / nimages,
+               ms * 1e3 / nimages);
+        prev = base = ms;
+    }
+    for (int v = 1; v < 3; ++v) {
+        prev = base;
+        for (int k = 1; k <= 3; ++k) {
+            det[v].steps = k < 3 ? k : 0;
+            float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
+            printf("detector_step,%s,%s,%.4f,%.4f\n", name[v], det_step[v - 1][k - 1],
+                   (ms - prev) * 1e3 / nimages, ms * 1e3 / nimages);
+            prev = ms;
+        }
+        det[v].steps = 0;
+    }
+}
+
+/* The A/B of the multiply's and the fold's images per thread
+ * (gpu_detector.multiply_per, fold_per; the backend's defaults marked)
+ * and the fold kernel's general loop against its unrolled s = 4 one,
+ * the whole set as the backend runs it. */
+static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long long nimages,
+                         cudaStream_t s, gpu_check *chk, char *err)
+{
+    static const int per[4] = {1, 2, 4, 8};
+    printf("detector_variant,mode,images_per_thread,default,us_per_image,ratio_to_none\n");
+    for (int v = 1; v < 3; ++v) {
+        int *knob = v == 1 ? &det[v].multiply_per : &det[v].fold_per, keep = *knob;
+        for (int k = 0; k < 4; ++k) {
+            *knob = per[k];
+            float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
+            printf("detector_variant,%s,%d,%s,%.4f,%.3f\n", v == 1 ? "all" : "all4", per[k],
+                   per[k] == keep ? "yes" : "no", ms * 1e3 / nimages, ms / none_ms);
+        }
+        *knob = keep;
+    }
+    det[2].fold_unroll = 0;
+    float ms = det_set_ms(p, &det[2], 3, nimages, s, chk, err);
+    det[2].fold_unroll = 1;
+    printf("detector_variant,all4_fold_not_unrolled,%d,no,%.4f,%.3f\n", det[2].fold_per,
+           ms * 1e3 / nimages, ms / none_ms);
+}
+
+/* One transform of the pair A/B (det_fft_figures): kind 0 R2C of n real
+ * grids, 1 C2C of n/2 complex ones on the same bytes (a pair packed as one
+ * image: re = image 2p, im = 2p+1), 2 C2R of n, 3 C2C inverse of n/2, 4 a
+ * device copy of n grids (the bandwidth's reference). */
+static void det_fft_step(cufftHandle plan, int kind, micro_pass *p, int n, cudaStream_t s,
+                         gpu_check *chk, char *err)
+{
+    cufftComplex *grid = (cufftComplex *)p->img;
+    size_t bytes = (size_t)n * p->npix * p->npix * sizeof(float);
+    if (kind == 0) CK(GPU_CUFFT(chk, cufftExecR2C(plan, p->img, p->spec)));
+    if (kind == 1) CK(GPU_CUFFT(chk, cufftExecC2C(plan, grid, p->spec, CUFFT_FORWARD)));
+    if (kind == 2) CK(GPU_CUFFT(chk, cufftExecC2R(plan, p->spec, p->img)));
+    if (kind == 3) CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->spec, grid, CUFFT_INVERSE)));
+    if (kind == 4)
+        CK(GPU_CUDA(chk, cudaMemcpyAsync(p->spec, p->img, bytes, cudaMemcpyDeviceToDevice, s)));
+}
+
+/* The transforms alone, us per image over the set's sub-batches of
+ * p->batch (even): R2C of n vs C2C of n/2 (candidate (a) of issue 14: the
+ * pair as one complex image) and C2R vs inverse C2C, with a device copy
+ * of the grids as the reference. Best of 5 after one untimed. */
+static void det_fft_figures(micro_pass *p, long long nimages, cudaStream_t s, gpu_check *chk,
+                            char *err)
+{
+    static const char *const name[5] = {"r2c_n", "c2c_pairs_n/2", "c2r_n", "c2c_inv_pairs_n/2",
+                                        "copy_n"};
+    static const cufftType type[4] = {CUFFT_R2C, CUFFT_C2C, CUFFT_C2R, CUFFT_C2C};
+    int n = p->batch & ~1, dims[2] = {p->npix, p->npix};
+    long long nsub = (nimages + n - 1) / n;
+    printf("detector_fft,transform,npix,batch,us_per_image\n");
+    for (int kind = 0; kind < 5 && n >= 2; ++kind) {
+        cufftHandle plan = 0;
+        if (kind < 4) {
+            int count = kind & 1 ? n / 2 : n;
+            CK(GPU_CUFFT(chk,
+                         cufftPlanMany(&plan, 2, dims, NULL, 1, 0, NULL, 1, 0, type[kind], count)));
+            CK(GPU_CUFFT(chk, cufftSetStream(plan, s)));
+        }
+        det_run r = {p, NULL, 3, kind, n, plan, nimages, nsub};
+        float best = det_best_ms(&r, s, chk, err);
+        printf("detector_fft,%s,%d,%d,%.4f\n", name[kind], p->npix, n,
+               best * 1e3 / (double)(nsub * n));
+        if (kind < 4) CK(GPU_CUFFT(chk, cufftDestroy(plan)));
+    }
+}
+
+static void det_run_enqueue(const det_run *r, cudaStream_t s, gpu_check *chk, char *err)
+{
+    if (r->kind < 0) {
+        det_set_enqueue(r->p, r->det, r->base_steps, r->nimages, s, chk, err);
+        return;
+    }
+    for (long long k = 0; k < r->nsub; ++k)
+        det_fft_step(r->plan, r->kind, r->p, r->n, s, chk, err);
+}
+
+/* The A/B of the multiply at s = 1: the kernel (the backend's default,
+ * GPU_DETECTOR_CALLBACK_DEFAULT) against the R2C's store callback
+ * (PSFSIM_GPU_DETECTOR_CALLBACK=1: cuFFT links it in at plan time), the
+ * whole set; a callback plan cuFFT refuses is reported, not fatal. */
+static void det_callback_figures(micro_pass *p, int npix, int batch, float none_ms,
+                                 long long nimages, cudaStream_t s, char *err, size_t errlen)
+{
+    gpu_check chk;
+    gpu_check_init(&chk, 0, err, errlen);
+    chk.fail_at = 0;
+    psf_problem d;
+    make_desc(npix, batch, &d);
+    det_all_effects(&d.detector, 1);
+    gpu_detector det;
+    setenv("PSFSIM_GPU_DETECTOR_CALLBACK", "1", 1);
+    int rc = gpu_detector_create(&det, &d, batch, s, &chk);
+    unsetenv("PSFSIM_GPU_DETECTOR_CALLBACK");
+    float *result;
+    double t0 = now_us();
+    if (rc == 0) rc = gpu_detector_apply(&det, p->img, batch, p->spec, 0, &result, &chk);
+    if (rc == 0) rc = GPU_CUDA(&chk, cudaStreamSynchronize(s));
+    double plan_ms = (now_us() - t0) * 1e-3;
+    if (rc != 0 || !det.r2c_multiplies) {
+        printf("# detector callback variant unavailable: %s\n", rc ? err : "not enabled");
+        gpu_detector_destroy(&det);
+        return;
+    }
+    float ms = det_set_ms(p, &det, 3, nimages, s, &chk, err);
+    printf("detector_device,all_callback,%d,%d,%lld,%d,%.3f,%.4f,%.3f\n", npix, npix, nimages,
+           batch, ms, ms * 1e3 / nimages, ms / none_ms);
+    printf("# the callback's first plan (JIT link) and run: %.1f ms\n", plan_ms);
+    gpu_detector_destroy(&det);
 }
 
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
@@ -433,7 +608,7 @@ static void detector_figures(int npix, int batch, long long nimages)
         make_desc(npix, batch, &d);
         if (v > 0) det_all_effects(&d.detector, oversample[v]);
         CK(gpu_detector_create(&det[v], &d, batch, s, &chk));
-        ms[v] = det_set_ms(&p, v > 0 ? &det[v] : NULL, nimages, s, &chk, err);
+        ms[v] = det_set_ms(&p, v > 0 ? &det[v] : NULL, 3, nimages, s, &chk, err);
         printf("detector_device,%s,%d,%d,%lld,%d,%.3f,%.4f,%.3f\n", name[v], npix,
                psf_detector_out_npix(&d), nimages, batch, ms[v], ms[v] * 1e3 / nimages,
                ms[v] / ms[0]);
@@ -441,6 +616,10 @@ static void detector_figures(int npix, int batch, long long nimages)
     printf("# detector all effects / none, device compute: %.3f (oversample 1, %d -> %d), "
            "%.3f (oversample 4, %d -> %d); target <= 1.5\n",
            ms[1] / ms[0], npix, npix, ms[2] / ms[0], npix, npix / 4);
+    det_breakdown(&p, det, name, nimages, s, &chk, err);
+    det_variants(&p, det, ms[0], nimages, s, &chk, err);
+    det_fft_figures(&p, nimages, s, &chk, err);
+    det_callback_figures(&p, npix, batch, ms[0], nimages, s, err, sizeof err);
     for (int v = 0; v < 3; ++v)
         gpu_detector_destroy(&det[v]);
     micro_pass_destroy(&p);

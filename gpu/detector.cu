@@ -5,20 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cufftXt.h>
+
 extern "C" {
 #include "backend/detector.h"
 }
+#include "gpu/detector_callback.h"
+#include "gpu/detector_callback_lto.h" /* generated: psf_detector_callback_lto[] */
 
-/* Spectrum element i of image blockIdx.y times the table's element i: the
- * complex product in float, as the CPU's (cpu/detector.c). */
+/* Images k0 .. k1 - 1 of thread group blockIdx.y: `per` consecutive
+ * images (gpu_detector.multiply_per, fold_per), the last group short. */
+__device__ static inline void image_range(int n, int per, int *k0, int *k1)
+{
+    *k0 = (int)blockIdx.y * per;
+    *k1 = *k0 + per < n ? *k0 + per : n;
+}
+
+/* Spectrum element i of `per` images (image_range) times the table's element
+ * i, read once: the complex product in float, as the CPU's (cpu/detector.c). */
 __global__ static void otf_multiply_kernel(cufftComplex *__restrict__ spec,
-                                           const cufftComplex *__restrict__ otf, size_t nspec)
+                                           const cufftComplex *__restrict__ otf, size_t nspec,
+                                           int n, int per)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nspec) return;
-    cufftComplex *s = spec + (size_t)blockIdx.y * nspec + i;
-    cufftComplex a = *s, t = otf[i];
-    *s = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
+    int k0, k1;
+    image_range(n, per, &k0, &k1);
+    cufftComplex t = otf[i];
+    for (int k = k0; k < k1; ++k) {
+        cufftComplex *s = spec + (size_t)k * nspec + i;
+        cufftComplex a = *s;
+        *s = make_cuFloatComplex(a.x * t.x - a.y * t.y, a.x * t.y + a.y * t.x);
+    }
 }
 
 /* out[k][i][j] = s^2 grid[k][(i s + o) N + j s + o] (psf_detector_sample). */
@@ -33,23 +51,55 @@ __global__ static void sample_kernel(const float *__restrict__ grid, int npix, i
         s2 * grid[k * npix * npix + (size_t)(i * s + off) * npix + (size_t)(j * s + off)];
 }
 
-/* Z[k][p1][p2] of image blockIdx.y: psf_detector_fold_at (backend/detector.h
- * has the derivation), one thread per element of the M x (M/2+1) half
- * spectrum in its row-major order (p2 fastest: coalesced reads along the
- * grid spectrum's rows; no idle lanes past M/2 as a 2D block would have);
- * spec and z strided by N (N/2+1) and M (M/2+1) complex per image. */
+/* Z[k][p1][p2] of `per` images (image_range): psf_detector_fold_at
+ * (backend/detector.h has the derivation), one thread per element of the
+ * M x (M/2+1) half spectrum in its row-major order (p2 fastest: coalesced
+ * reads along the grid spectrum's rows; no idle lanes past M/2 as a 2D
+ * block would have), the table's reads shared by the images through L1;
+ * spec and z strided by N (N/2+1) and M (M/2+1) complex per image.
+ * S > 0: s is the constant S, so the inlined alias loops unroll (their
+ * s^2 loads in flight at once rather than one round trip each; the same
+ * operations in the same order); S = 0: s as given. */
+template <int S>
 __global__ static void fold_kernel(const cufftComplex *__restrict__ spec,
                                    const cufftComplex *__restrict__ otf,
-                                   const float *__restrict__ phase, int npix, int s, int m,
-                                   cufftComplex *__restrict__ z)
+                                   const float *__restrict__ phase, int npix, int s_given, int m,
+                                   int n, int per, cufftComplex *__restrict__ z)
 {
-    int mc = m / 2 + 1;
+    int s = S > 0 ? S : s_given, mc = m / 2 + 1;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
     if (i >= nz) return;
-    size_t k = blockIdx.y, nspec = (size_t)npix * (size_t)(npix / 2 + 1);
-    int p1 = (int)(i / mc), p2 = (int)(i % mc);
-    psf_detector_fold_at((const float *)(spec + k * nspec), (const float *)otf, phase, npix, s, p1,
-                         p2, (float *)(z + k * nz + i));
+    size_t nspec = (size_t)npix * (size_t)(npix / 2 + 1);
+    int p1 = (int)(i / mc), p2 = (int)(i % mc), k0, k1;
+    image_range(n, per, &k0, &k1);
+    for (int k = k0; k < k1; ++k)
+        psf_detector_fold_at((const float *)(spec + (size_t)k * nspec), (const float *)otf, phase,
+                             npix, s, p1, p2, (float *)(z + (size_t)k * nz + i));
+}
+
+/* The fold kernel for s: unrolled for s = 2 and 4 when unroll (the shipped
+ * oversamples' common cases), else the general one. */
+typedef void (*fold_fn)(const cufftComplex *, const cufftComplex *, const float *, int, int, int,
+                        int, int, cufftComplex *);
+static fold_fn fold_kernel_for(int s, int unroll)
+{
+    if (unroll && s == 2) return fold_kernel<2>;
+    if (unroll && s == 4) return fold_kernel<4>;
+    return fold_kernel<0>;
+}
+
+/* Thread groups for n images at `per` images a thread. */
+static unsigned image_groups(int n, int per)
+{
+    return (unsigned)((n + per - 1) / per);
+}
+
+/* PSFSIM_GPU_DETECTOR_CALLBACK: 1 multiplies in the R2C's store callback,
+ * 0 (or unset: GPU_DETECTOR_CALLBACK_DEFAULT) in the multiply kernel. */
+static int callback_wanted(void)
+{
+    const char *v = getenv("PSFSIM_GPU_DETECTOR_CALLBACK");
+    return v && *v ? strcmp(v, "0") != 0 : GPU_DETECTOR_CALLBACK_DEFAULT;
 }
 
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
@@ -60,9 +110,11 @@ size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
     size_t c = (size_t)capacity;
     size_t bytes = det->sample ? 2 * c * m * m * sizeof(float) : 0;
     /* The fold's phase table (odd M) and plans of N x N (R2C) and at most
-     * N x N (C2R): within the estimate of 8 N^2 C. */
+     * N x N (C2R): within the estimate of 8 N^2 C; the callback's info. */
+    int fold = det->sample && det->oversample > 1;
     if (psf_detector_convolves(det))
-        bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float);
+        bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float) +
+                 (!fold && callback_wanted() ? sizeof(gpu_detector_cb_info) : 0);
     return bytes;
 }
 
@@ -83,6 +135,18 @@ static int phase_upload(gpu_detector *d, gpu_check *chk)
     return rc;
 }
 
+/* The callback's caller info on the device: the table and its length. */
+static int callback_upload(gpu_detector *d, gpu_check *chk)
+{
+    gpu_detector_cb_info info = {d->otf, (unsigned long long)d->npix * (d->npix / 2 + 1)};
+    int rc = GPU_CUDA(chk, cudaMalloc(&d->cb_info, sizeof info));
+    if (rc) d->cb_info = NULL;
+    if (rc == 0)
+        rc = GPU_CUDA(chk, cudaMemcpy(d->cb_info, &info, sizeof info, cudaMemcpyHostToDevice));
+    if (rc == 0) d->r2c_multiplies = 1;
+    return rc;
+}
+
 int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacity,
                         cudaStream_t stream, gpu_check *chk)
 {
@@ -97,10 +161,15 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     d->s = det->oversample > 1 ? det->oversample : 1;
     d->out_npix = psf_detector_out_npix(problem);
     d->stream = stream;
+    d->multiply_per = GPU_DETECTOR_MULTIPLY_PER;
+    d->fold_per = 1;
+    d->fold_unroll = 1;
     cudaFuncAttributes a; /* load the kernels now, not on the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, otf_multiply_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<0>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<2>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<4>)))
         return -1;
     size_t m2 = (size_t)d->out_npix * d->out_npix;
     for (int q = 0; q < 2 && d->sample; ++q)
@@ -123,6 +192,7 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     if (rc) d->otf = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->otf, host, bytes, cudaMemcpyHostToDevice));
     free(host);
+    if (rc == 0 && !d->fold && callback_wanted()) rc = callback_upload(d, chk);
     return rc;
 }
 
@@ -139,10 +209,34 @@ void gpu_detector_destroy(gpu_detector *d)
     for (int i = 0; i < GPU_DETECTOR_PLANS; ++i)
         plan_free(&d->plans[i]);
     cudaFree(d->otf);
+    cudaFree(d->cb_info);
     cudaFree(d->phase);
     cudaFree(d->out[0]);
     cudaFree(d->out[1]);
     memset(d, 0, sizeof *d);
+}
+
+/* The batched N x N R2C of n images: plain, or with the multiply's store
+ * callback linked in (r2c_multiplies; the callback is set between the
+ * handle's creation and the planning, as cuFFT requires). */
+static int r2c_plan(gpu_detector *d, int n, cufftHandle *h, gpu_check *chk)
+{
+    int dims[2] = {d->npix, d->npix};
+    if (!d->r2c_multiplies)
+        return GPU_CUFFT(chk, cufftPlanMany(h, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)) ? -1
+                                                                                               : 0;
+    if (GPU_CUFFT(chk, cufftCreate(h))) return -1;
+    void *info = d->cb_info;
+    size_t work;
+    if (GPU_CUFFT(chk, cufftXtSetJITCallback(*h, GPU_DETECTOR_CB_SYMBOL, psf_detector_callback_lto,
+                                             sizeof psf_detector_callback_lto, CUFFT_CB_ST_COMPLEX,
+                                             &info)) ||
+        GPU_CUFFT(chk,
+                  cufftMakePlanMany(*h, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n, &work))) {
+        cufftDestroy(*h);
+        return -1;
+    }
+    return 0;
 }
 
 /* The R2C/C2R pair for n images: kept, or made (replacing the least recently used). */
@@ -162,8 +256,7 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
     int dims[2] = {d->npix, d->npix}, out[2] = {d->out_npix, d->out_npix};
     gpu_detector_plan p;
     memset(&p, 0, sizeof p);
-    if (GPU_CUFFT(chk, cufftPlanMany(&p.r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)))
-        return NULL;
+    if (r2c_plan(d, n, &p.r2c, chk)) return NULL;
     /* The fold's C2R is M x M; else N x N (M = N at s = 1 or unsampled). */
     if (GPU_CUFFT(chk, cufftPlanMany(&p.c2r, 2, d->fold ? out : dims, NULL, 1, 0, NULL, 1, 0,
                                      CUFFT_C2R, n))) {
@@ -191,10 +284,13 @@ static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n,
     int m = d->out_npix;
     size_t nz = (size_t)m * (size_t)(m / 2 + 1);
     cufftComplex *z = (cufftComplex *)grid;
-    dim3 blocks((unsigned)((nz + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
-    fold_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, d->phase, d->npix, d->s, m, z);
-    if (GPU_LAUNCH(chk, "fold_kernel") || GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out))) return -1;
-    return 0;
+    int per = d->fold_per;
+    dim3 blocks((unsigned)((nz + 255) / 256), image_groups(n, per)); /* n <= 65535 */
+    fold_kernel_for(d->s, d->fold_unroll)<<<blocks, 256, 0, d->stream>>>(
+        spec, d->otf, d->phase, d->npix, d->s, m, n, per, z);
+    if (GPU_LAUNCH(chk, "fold_kernel")) return -1;
+    if (d->steps == 2) return 0;
+    return GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out)) ? -1 : 0;
 }
 
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
@@ -207,19 +303,23 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
         gpu_detector_plan *p = plan_for(d, n, chk);
         if (!p) return -1;
         if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
+        if (d->steps == 1) return 0;
         if (d->fold) {
             if (fold_apply(d, p, grid, n, spec, out, chk)) return -1;
             *result = out;
             return 0;
         }
         size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
-        dim3 blocks((unsigned)((nspec + 255) / 256), (unsigned)n); /* n <= 65535: the capacity */
-        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec);
+        int per = d->multiply_per;
+        dim3 blocks((unsigned)((nspec + 255) / 256), image_groups(n, per)); /* n <= 65535 */
+        if (!d->r2c_multiplies) {
+            otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
+            if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
+        }
         /* Out of place, straight into the image run() returns: at s = 1 the
          * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
-        if (GPU_LAUNCH(chk, "otf_multiply_kernel") ||
-            GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)))
-            return -1;
+        if (d->steps == 2) return 0;
+        if (GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out))) return -1;
         *result = out;
         return 0;
     }

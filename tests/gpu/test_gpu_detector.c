@@ -5,7 +5,9 @@
  * oversampled, by FFT and by MFT, batched (a sweep of 6) and single
  * images, and odd detector sizes (the sampling offset); every effect with
  * an asymmetric IPC kernel at s = 1 (the C2R straight into the detector
- * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; every checked CUDA
+ * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; sub-batches
+ * of more images than a thread takes (the multiply's groups); the multiply as the
+ * R2C's store callback (PSFSIM_GPU_DETECTOR_CALLBACK=1); every checked CUDA
  * and cuFFT call of a detector set fails cleanly in turn, and a fresh
  * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
@@ -34,10 +36,10 @@ static const psf_backend_ops *gpu;
     " sampling: { pupil_samples = 48; padding = 2.0; }; %s"                                        \
     " sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]; }; detector: { %s };"
 
-static double compare(const char *output, const char *detector)
+/* The worst relative L2 of cfg's GPU images against its CPU ones (label
+ * and detector printed), asserted <= TOL. */
+static double compare_cfg(const char *cfg, const char *label, const char *detector)
 {
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg, BASE, output, detector);
     long long nc = 0, ng = 0;
     int mc = 0, mg = 0;
     float *c = harness_compute_all(cfg, NULL, &nc, &mc);
@@ -52,11 +54,18 @@ static double compare(const char *output, const char *detector)
         double d = tu_rel_l2(g + k * plane, c + k * plane, plane);
         if (!(d <= worst)) worst = d;
     }
-    printf("%-44s %-60.60s M=%-4d worst rel L2 %.3g\n", output, detector, mc, worst);
+    printf("%-44s %-60.60s M=%-4d worst rel L2 %.3g\n", label, detector, mc, worst);
     assert_true(worst <= TOL);
     free(c);
     free(g);
     return worst;
+}
+
+static double compare(const char *output, const char *detector)
+{
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg, BASE, output, detector);
+    return compare_cfg(cfg, output, detector);
 }
 
 static const char *const effects[] = {
@@ -94,7 +103,8 @@ static void test_mft_and_odd_sizes(void **state)
 
 /* Every effect, an asymmetric IPC kernel, s = 1, 2, 4: the GPU's two
  * paths (gpu/detector.h) against the CPU's stage; FFT (M = 96) and MFT
- * (M = 41: o = 1 at s = 2, 2 at s = 4). */
+ * (M = 41: o = 1 at s = 2, 2 at s = 4); s = 2, 4 run the fold kernel
+ * unrolled, s = 3 (effects[6], test_mft_and_odd_sizes) its general loop. */
 static void test_paths_all_effects(void **state)
 {
     (void)state;
@@ -107,6 +117,27 @@ static void test_paths_all_effects(void **state)
                  s[i]);
         compare("", all);
         compare("output: { npix = 41; pixel_scale = 0.6; };", all);
+    }
+}
+
+/* A sweep of 20: sub-batches of 10, so the multiply's thread groups of
+ * GPU_DETECTOR_MULTIPLY_PER = 8 images are one full and one short (2), at
+ * s = 1 (the multiply) and s = 2 (the fold), against the CPU. */
+static void test_thread_groups(void **state)
+{
+    (void)state;
+    static const char *const all[2] = {
+        "oversample = 1; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25;",
+        "oversample = 2; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25;"};
+    for (int i = 0; i < 2; ++i) {
+        char cfg[2048];
+        snprintf(cfg, sizeof cfg,
+                 "name = \"g\"; optics: { wavelength_nm = 700; aperture: { diameter_m = 2.0;"
+                 " obscuration = 0.3; }; }; sampling: { pupil_samples = 48; padding = 2.0; };"
+                 " sweep: { defocus = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45,"
+                 " 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]; }; detector: { %s };",
+                 all[i]);
+        compare_cfg(cfg, "sweep of 20", all[i]);
     }
 }
 
@@ -127,6 +158,25 @@ static void test_single_image(void **state)
         harness_free(&c);
         harness_free(&g);
     }
+}
+
+/* The multiply as the R2C's store callback (PSFSIM_GPU_DETECTOR_CALLBACK=1,
+ * gpu/detector.h): every effect at s = 1, FFT (M = 96) and MFT (M = 41),
+ * a sweep of 20 and one image at a time, against the CPU; s = 2 (the fold,
+ * which takes no callback) unchanged. */
+static void test_callback_path(void **state)
+{
+    (void)state;
+    static const char *const all =
+        "jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
+        "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];";
+    setenv("PSFSIM_GPU_DETECTOR_CALLBACK", "1", 1);
+    compare("", all);
+    compare("output: { npix = 41; pixel_scale = 0.6; };", all);
+    compare("", "oversample = 2; jitter_mas = 3.0;");
+    test_thread_groups(state);
+    test_single_image(state);
+    unsetenv("PSFSIM_GPU_DETECTOR_CALLBACK");
 }
 
 /* Every checked call fails in turn (PSFSIM_GPU_FAIL_AT = n) while a
@@ -165,7 +215,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
-        cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_single_image),
+        cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
+        cmocka_unit_test(test_single_image),      cmocka_unit_test(test_callback_path),
         cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
