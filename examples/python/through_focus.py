@@ -13,9 +13,9 @@ Both codes propagate |F{A exp(+i 2 pi W)}|^2 with the axis at (N/2, N/2)
 and orthonormal Zernike terms, so with the same pupil the images agree to
 float32 rounding (psfsim computes in single precision).
 
-The random set draws Noll 4..11 coefficients (0.05 waves RMS each) in
-NumPy, one config per draw; the random-aberration configs being added to
-psfsim (sweep.random) will make it one set, drawn by psfsim itself.
+The random set is one psfsim set (sweep.random): Noll 4..11 drawn by
+psfsim (normal, 0.05 waves RMS each, seed 1), and the NumPy and prysm
+images made from the coefficients psfsim labels each image with.
 """
 import argparse
 import math
@@ -42,17 +42,16 @@ def through_focus():
 
 
 def random_aberrations(count=5, rms=0.05, seed=1):
-    """count sets of one image, each with its own draw of Noll 4..11."""
-    rng = np.random.default_rng(seed)
-    images, terms = [], []
-    for i in range(count):
-        coeffs = rng.normal(0.0, rms, len(NOLL))
-        cfg = dict(BASE, name="random_%d" % i,
-                   aberrations={"zernike": [(j, float(c)) for j, c in zip(NOLL, coeffs)]})
-        im, _ = psfsim.compute(cfg, backend="cpu", frame=False)
-        images.append(im[0])
-        terms.append(dict(zip(NOLL, coeffs)))
-    return np.array(images), terms
+    """One psfsim set of count random draws of Noll 4..11 (normal, rms waves
+    RMS each, sweep.random), and each image's coefficients as psfsim drew
+    them (Set.zernike: the label of every image)."""
+    cfg = dict(BASE, name="random", sweep={"random": {
+        "count": count, "seed": seed, "zernike": [(j, "normal", rms) for j in NOLL]}})
+    with psfsim.Set(cfg, backend="cpu") as s:
+        images, _ = s.compute()
+        coeffs = s.zernike()
+        terms = [dict(zip(s.term_j, row)) for row in coeffs]
+    return images, terms
 
 
 # ---- the same PSFs in NumPy: psfsim's conventions (README, "Conventions") ----
@@ -110,10 +109,14 @@ def prysm_psf(terms):
     amp = circle(D / 2 * 1e3, r) & ~circle(OBS * D / 2 * 1e3, r)
     opd_nm = sum(v * WL_NM * zernike_nm(*p_noll(j), r / (D / 2 * 1e3), t, norm=True)
                  for j, v in terms.items())
-    wf = Wavefront.from_amp_and_phase(amp.astype(float), opd_nm * amp, WL_NM / 1e3,
-                                      D / N_PUPIL * 1e3)
-    psf = wf.focus(efl=24.0 * D * 1e3, Q=1).intensity.data
-    return psf / (amp.sum() ** 2 / n_fft ** 2)  # the ortho FFT's unaberrated peak
+    def focus(opd):
+        wf = Wavefront.from_amp_and_phase(amp.astype(float), opd * amp, WL_NM / 1e3,
+                                          D / N_PUPIL * 1e3)
+        return wf.focus(efl=24.0 * D * 1e3, Q=1).intensity.data
+
+    # Over prysm's own unaberrated peak: its FFT's scaling differs between
+    # versions (0.21: none, the peak is amp.sum()^2).
+    return focus(opd_nm) / focus(0.0 * opd_nm).max()
 
 
 def compare(name, images, terms):
