@@ -25,12 +25,13 @@
 #define MFT_MAX_THREADS 64
 /* Output rows per unit of the split: parts start on multiples of it. An
  * OpenBLAS kernel's rounding can depend on where a row falls in its call's
- * groups of rows (AVX2 cgemm, the Haswell and Zen kernels: groups of 6;
- * OpenBLAS 0.3.21, measured), so parts start where the groups of one call
- * over all rows would: 48 is a multiple of 6 and of every power of two up
- * to 16, and gives the same bytes for any split with every x86-64 kernel
- * OpenBLAS 0.3.21 runs here (OPENBLAS_CORETYPE). */
-#define MFT_UNIT_ROWS 48
+ * groups of rows (OpenBLAS 0.3.21, measured: the AVX2 Haswell and Zen
+ * kernels group them by 6), so parts start where the groups of one call
+ * over all rows would: 24, a multiple of 6 and 8, gives the same bytes for
+ * any split with every x86-64 kernel OpenBLAS 0.3.21 runs here
+ * (OPENBLAS_CORETYPE; rows only: cutting the columns changes bits, even at
+ * multiples of 48, so the parts are bands of whole rows). */
+#define MFT_UNIT_ROWS 24
 /* Complex multiply-adds of one transform from which it is split over
  * threads: ~4 ms on one core, against ~50 us to start and join them. */
 #define MFT_THREAD_MIN_WORK (2.0 * 1024 * 1024 * 16)

@@ -70,7 +70,7 @@ void cpu_mft_work_free(cpu_mft_work *w);
  * single-threaded each: the first call sets OpenBLAS's threads to one for
  * the process (openblas_set_num_threads(1)). Up to threads threads (POSIX)
  * share a large transform (from ~3e7 complex multiply-adds), each a block
- * of whole 48-row units of the output; the result is the same for any
+ * of whole 24-row units of the output; the result is the same for any
  * number. Returns 0, or -1 with err (a range outside the table,
  * allocation). */
 int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int cols, int row_off,

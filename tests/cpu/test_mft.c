@@ -6,6 +6,7 @@
  * path, a one-wavelength set equals the monochromatic image, "sum"
  * normalisation, the choice of path and the reported pixel scales. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +172,64 @@ static void test_mft_threads_same_result(void **state)
     free(p);
     free(one);
     free(three);
+}
+
+/* Lanes (threads over images, as psfsim's CPU lanes run) that each run a
+ * threaded transform at the same time give the same bits as one transform
+ * on one thread: OpenBLAS's cgemm called from several threads at once
+ * (cpu/mft.c sets its own threads to one). */
+typedef struct {
+    const cpu_mft_table *t;
+    const float *p;
+    float *img;
+    int rc;
+} lane_arg;
+
+static void *lane_run(void *arg)
+{
+    lane_arg *a = arg;
+    cpu_mft_work w;
+    memset(&w, 0, sizeof w);
+    char err[256];
+    for (int r = 0; r < 3 && a->rc == 0; ++r) {
+        memset(a->img, 0, 448 * 448 * sizeof *a->img);
+        a->rc = cpu_mft_accumulate(a->t, a->p, 150, 160, -75, -80, 1.0f, 2, &w, a->img, err,
+                                   sizeof err);
+    }
+    cpu_mft_work_free(&w);
+    return NULL;
+}
+
+static void test_mft_concurrent_lanes_same_result(void **state)
+{
+    (void)state;
+    const int rows = 150, cols = 160, m = 448, nlanes = 3;
+    float *p = random_box(rows, cols);
+    cpu_mft_table t;
+    cpu_mft_work w;
+    memset(&w, 0, sizeof w);
+    char err[256];
+    assert_int_equal(cpu_mft_table_build(&t, 1.0 / 500.0, m, -80, 160, err, sizeof err), 0);
+    float *one = calloc((size_t)m * m, sizeof *one);
+    assert_int_equal(
+        cpu_mft_accumulate(&t, p, rows, cols, -75, -80, 1.0f, 1, &w, one, err, sizeof err), 0);
+    pthread_t th[3];
+    lane_arg args[3];
+    for (int l = 0; l < nlanes; ++l) {
+        args[l] = (lane_arg){.t = &t, .p = p, .img = calloc((size_t)m * m, sizeof(float))};
+        assert_non_null(args[l].img);
+        assert_int_equal(pthread_create(&th[l], NULL, lane_run, &args[l]), 0);
+    }
+    for (int l = 0; l < nlanes; ++l) {
+        assert_int_equal(pthread_join(th[l], NULL), 0);
+        assert_int_equal(args[l].rc, 0);
+        assert_memory_equal(args[l].img, one, (size_t)m * m * sizeof *one);
+        free(args[l].img);
+    }
+    cpu_mft_table_free(&t);
+    cpu_mft_work_free(&w);
+    free(p);
+    free(one);
 }
 
 /* (a) optics.wavelengths_nm = [550.0] is optics.wavelength_nm = 550, on the
@@ -446,6 +505,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mft_kernel_against_direct_sum),
         cmocka_unit_test(test_mft_threads_same_result),
+        cmocka_unit_test(test_mft_concurrent_lanes_same_result),
         cmocka_unit_test(test_one_wavelength_set_is_monochromatic),
         cmocka_unit_test(test_mft_equals_fft),
         cmocka_unit_test(test_broadband_airy_mft),
