@@ -113,7 +113,10 @@ static int run_case(int n, int m, int threads, int repeats)
     hand_mft_work hwork = {0};
     int rc = case_init(&c, n, m);
     if (rc == 0) rc = cpu_mft_table_build(&t, c.a, m, c.j0, n, err, sizeof err);
-    if (rc == 0) rc = hand_mft_table_build(&ht, c.a, m, c.j0, n, err, sizeof err);
+    if (rc == 0 && hand_mft_table_from(&ht, &t) != 0) {
+        snprintf(err, sizeof err, "cannot allocate the hand-written table");
+        rc = -1;
+    }
     size_t plane = (size_t)m * m;
     double best[3] = {1e30, 1e30, 1e30};
     for (int r = 0; rc == 0 && r < repeats; ++r) {

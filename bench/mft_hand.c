@@ -11,7 +11,6 @@
  * through index lists. */
 #include "bench/mft_hand.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,56 +70,30 @@ static size_t transposed_floats(int npix, int nj)
     return round_up((size_t)(npix > 0 ? npix : 0), MFT_RB) * transposed_stride(nj);
 }
 
-size_t hand_mft_table_bytes(int npix, int nj)
-{
-    return 2 * (panel_floats(npix, nj) + transposed_floats(npix, nj)) * sizeof(float);
-}
-
-int hand_mft_table_build(hand_mft_table *t, double a, int npix, int j0, int nj, char *err,
-                         size_t errlen)
-{
-    return hand_mft_table_build_centred(t, a, npix, 2 * (npix / 2), j0, nj, err, errlen);
-}
-
-int hand_mft_table_build_centred(hand_mft_table *t, double a, int npix, int centre2, int j0, int nj,
-                                 char *err, size_t errlen)
+int hand_mft_table_from(hand_mft_table *t, const cpu_mft_table *w)
 {
     memset(t, 0, sizeof *t);
-    if (!(a > 0.0) || !isfinite(a) || npix < 1 || nj < 1) {
-        snprintf(err, errlen, "cpu: MFT table: bad arguments (a = %g, M = %d, rows = %d)", a, npix,
-                 nj);
-        return -1;
-    }
+    int npix = w->npix, nj = w->nj;
     t->p_re = alloc_floats(panel_floats(npix, nj));
     t->p_im = alloc_floats(panel_floats(npix, nj));
     t->t_re = alloc_floats(transposed_floats(npix, nj));
     t->t_im = alloc_floats(transposed_floats(npix, nj));
     if (!t->p_re || !t->p_im || !t->t_re || !t->t_im) {
         hand_mft_table_free(t);
-        snprintf(err, errlen, "cpu: cannot allocate the %d x %d MFT matrix", nj, npix);
         return -1;
     }
-    t->a = a;
     t->npix = npix;
-    t->centre2 = centre2;
-    t->j0 = j0;
+    t->j0 = w->j0;
     t->nj = nj;
     t->tstride = (int)transposed_stride(nj);
-    const double two_pi = 2.0 * M_PI;
-    for (int j = 0; j < nj; ++j) {
-        long long jj = (long long)j0 + j;
+    for (int j = 0; j < nj; ++j)
         for (int k = 0; k < npix; ++k) {
-            /* The integer product is exact; reduce to one turn before sin/cos.
-             * (2X)(a/2) is X a to the bit: scaling by 2 is exact. */
-            double turns = (double)(jj * (2LL * k - centre2)) * (0.5 * a);
-            turns -= floor(turns);
-            float re = (float)cos(two_pi * turns), im = (float)-sin(two_pi * turns);
+            const float *v = w->w + 2 * ((size_t)j * npix + k);
             size_t pi = ((size_t)(k / MFT_KT) * nj + j) * MFT_KT + k % MFT_KT;
             size_t ti = (size_t)k * t->tstride + j;
-            t->p_re[pi] = t->t_re[ti] = re;
-            t->p_im[pi] = t->t_im[ti] = im;
+            t->p_re[pi] = t->t_re[ti] = v[0];
+            t->p_im[pi] = t->t_im[ti] = v[1];
         }
-    }
     return 0;
 }
 

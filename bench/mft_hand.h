@@ -8,17 +8,13 @@
 
 #include <stddef.h>
 
-/* The twiddle factors for one (a, M, range of pupil offsets): computed once
- * per set and component and reused for every image (they do not depend on
- * the aberrations). Both products use the same matrix W[j][k] =
- * exp(-2 pi i j (k - M/2) a), j = j0 .. j0 + nj - 1 (the rows' and the
- * columns' offsets), stored twice in the layouts the kernels stream:
- * panels of 32 image columns for step 1 and transposed for step 2. */
+#include "cpu/mft.h"
+
+/* cpu_mft_table's matrix W[j][k] stored twice in the layouts the kernels
+ * stream: panels of 32 image columns for step 1 and transposed for step 2. */
 typedef struct {
-    double a;           /* cycles per (pupil sample x image pixel): dx p / lambda */
     int npix;           /* M */
-    int centre2;        /* twice the axis's pixel index: 2 (M/2), or M - 1 (half_pixel) */
-    int j0, nj;         /* pupil offsets covered: j = j0 .. j0 + nj - 1 (axis j = 0) */
+    int j0, nj;         /* pupil offsets covered: j = j0 .. j0 + nj - 1 */
     int tstride;        /* floats per row of the transposed copy (>= nj, padded) */
     float *p_re, *p_im; /* panels [ceil(M/32)][nj][32]: W[j][k] at
                            ((k / 32) nj + j - j0) 32 + k % 32; 0 for k >= M */
@@ -26,28 +22,13 @@ typedef struct {
                            k tstride + j - j0; 0 for k >= M */
 } hand_mft_table;
 
-/* Fill t for a (> 0, finite), M = npix >= 1 and offsets j0 .. j0 + nj - 1
- * (nj >= 1). The phase j (k - M/2) a is formed from the exact integer
- * product j (k - M/2) and reduced to [0, 1) turn in double before the
- * double sincos, so large arguments lose nothing; stored as float.
- * Returns 0, or -1 with err (allocation, bad argument). */
-int hand_mft_table_build(hand_mft_table *t, double a, int npix, int j0, int nj, char *err,
-                         size_t errlen);
-/* hand_mft_table_build with the image axis at (centre2 / 2) instead of M/2:
- * W[j][k] = exp(-2 pi i j (2k - centre2) a / 2), centre2 = 2 (M/2) for
- * psfsim's grid (the same doubles as hand_mft_table_build: the product is
- * twice as large and a / 2 is exact) or M - 1 for a grid centred between
- * pixels (psf_problem.half_pixel, even M). Errors as hand_mft_table_build. */
-int hand_mft_table_build_centred(hand_mft_table *t, double a, int npix, int centre2, int j0, int nj,
-                                 char *err, size_t errlen);
+/* t from w's values (the same floats). Returns 0, or -1 (allocation). */
+int hand_mft_table_from(hand_mft_table *t, const cpu_mft_table *w);
 void hand_mft_table_free(hand_mft_table *t);
-/* Bytes the table of (npix, nj) takes. */
-size_t hand_mft_table_bytes(int npix, int nj);
 
 /* Scratch of one transform: the pupil box in planar form, padded to whole
  * blocks of 4 rows, the lists of its non-zero columns and rows, and the
- * intermediate T = P Wx^T in panels of 32 columns. Grows on demand; one per
- * backend (not shared between threads). */
+ * intermediate T = P Wx^T in panels of 32 columns. Grows on demand. */
 typedef struct {
     size_t cap_p, cap_t, cap_idx; /* elements held by p_*, t_*, idx */
     float *p_re, *p_im;           /* [rows rounded up to 4][cols] */
@@ -58,15 +39,9 @@ typedef struct {
 
 void hand_mft_work_free(hand_mft_work *w);
 
-/* image[M * M] (row-major, M = t->npix, axis at (M/2, M/2)) +=
- * scale |E|^2 with E = Wy P Wx^T: pupil is the rows x cols box (row-major,
- * interleaved re, im floats: rows * cols * 2), its first row at offset
- * row_off and first column at col_off from the axis sample, both ranges
- * inside the table's (row_off >= t->j0, row_off + rows <= t->j0 + t->nj,
- * the same for columns). Pupil samples that are zero are skipped. Up to
- * threads threads (POSIX) share a large transform (from ~3e7 complex
- * multiply-adds); the result is the same for any number. Returns 0, or -1
- * with err (a range outside the table, allocation). */
+/* cpu_mft_accumulate's transform (cpu/mft.h: the same arguments), both ranges
+ * inside the table's. Pupil samples that are zero are skipped; up to
+ * threads threads share a large transform. Returns 0, or -1 with err. */
 int hand_mft_accumulate(const hand_mft_table *t, const float *pupil, int rows, int cols,
                         int row_off, int col_off, float scale, int threads, hand_mft_work *w,
                         float *image, char *err, size_t errlen);
