@@ -88,7 +88,7 @@ int hand_mft_table_from(hand_mft_table *t, const cpu_mft_table *w)
     t->tstride = (int)transposed_stride(nj);
     for (int j = 0; j < nj; ++j)
         for (int k = 0; k < npix; ++k) {
-            const float *v = w->w + 2 * ((size_t)j * npix + k);
+            const float *v = w->w + 2 * ((size_t)k * nj + j);
             size_t pi = ((size_t)(k / MFT_KT) * nj + j) * MFT_KT + k % MFT_KT;
             size_t ti = (size_t)k * t->tstride + j;
             t->p_re[pi] = t->t_re[ti] = v[0];

@@ -93,7 +93,7 @@ int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre
              * (2X)(a/2) is X a to the bit: scaling by 2 is exact. */
             double turns = (double)(jj * (2LL * k - centre2)) * (0.5 * a);
             turns -= floor(turns);
-            size_t i = 2 * ((size_t)j * (size_t)npix + (size_t)k);
+            size_t i = 2 * ((size_t)k * (size_t)nj + (size_t)j);
             t->w[i] = (float)cos(two_pi * turns);
             t->w[i + 1] = (float)-sin(two_pi * turns);
         }
@@ -127,8 +127,8 @@ static int grow(float **p, size_t *cap, size_t n)
 /* One transform's shared, read-only description; the parts write disjoint
  * rows of T (step 1) or of E and the image (step 2). */
 typedef struct {
-    const float *pupil, *wx, *wy; /* the box; W's rows for its columns and rows */
-    int rows, cols, m;
+    const float *pupil, *wx, *wy; /* the box; W's columns for its columns and rows */
+    int rows, cols, m, ldw;       /* ldw: complex values per row of W^T (nj) */
     float *t, *e, *image;
     float scale;
 } mft_ctx;
@@ -139,8 +139,8 @@ static void step1(const mft_ctx *c, int r0, int r1)
 {
     const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
     size_t m = (size_t)c->m;
-    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, c->m, c->cols, one,
-                c->pupil + 2 * (size_t)r0 * (size_t)c->cols, c->cols, c->wx, c->m, zero,
+    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c->m, c->cols, one,
+                c->pupil + 2 * (size_t)r0 * (size_t)c->cols, c->cols, c->wx, c->ldw, zero,
                 c->t + 2 * (size_t)r0 * m, c->m);
 }
 
@@ -151,8 +151,8 @@ static void step2(const mft_ctx *c, int i0, int i1)
     const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
     size_t m = (size_t)c->m;
     float *e = c->e + 2 * (size_t)i0 * m;
-    cblas_cgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1 - i0, c->m, c->rows, one,
-                c->wy + 2 * (size_t)i0, c->m, c->t, c->m, zero, e, c->m);
+    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, c->m, c->rows, one,
+                c->wy + 2 * (size_t)i0 * (size_t)c->ldw, c->ldw, c->t, c->m, zero, e, c->m);
     float *img = c->image + (size_t)i0 * m;
     for (size_t k = 0; k < (size_t)(i1 - i0) * m; ++k)
         img[k] += c->scale * (e[2 * k] * e[2 * k] + e[2 * k + 1] * e[2 * k + 1]);
@@ -229,11 +229,12 @@ int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, blas_single_thread);
     mft_ctx c = {.pupil = pupil,
-                 .wx = t->w + 2 * (size_t)(col_off - t->j0) * m,
-                 .wy = t->w + 2 * (size_t)(row_off - t->j0) * m,
+                 .wx = t->w + 2 * (size_t)(col_off - t->j0),
+                 .wy = t->w + 2 * (size_t)(row_off - t->j0),
                  .rows = rows,
                  .cols = cols,
                  .m = t->npix,
+                 .ldw = t->nj,
                  .t = w->t,
                  .e = w->e,
                  .image = image,

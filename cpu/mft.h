@@ -22,14 +22,14 @@
  * per set and component and reused for every image (they do not depend on
  * the aberrations). Both products use the same matrix W[j][k] =
  * exp(-2 pi i j (k - M/2) a), j = j0 .. j0 + nj - 1 (the rows' and the
- * columns' offsets), stored once as cgemm reads it: row-major, interleaved
- * complex (re, im). */
+ * columns' offsets), stored once as cgemm reads it: transposed (W^T[k][j],
+ * row-major), interleaved complex (re, im). */
 typedef struct {
     double a;    /* cycles per (pupil sample x image pixel): dx p / lambda */
     int npix;    /* M */
     int centre2; /* twice the axis's pixel index: 2 (M/2), or M - 1 (half_pixel) */
     int j0, nj;  /* pupil offsets covered: j = j0 .. j0 + nj - 1 (axis j = 0) */
-    float *w;    /* [nj][M] complex: W[j][k] at 2 ((j - j0) M + k) (re), + 1 (im) */
+    float *w;    /* [M][nj] complex: W[j][k] at 2 (k nj + j - j0) (re), + 1 (im) */
 } cpu_mft_table;
 
 /* Fill t for a (> 0, finite), M = npix >= 1 and offsets j0 .. j0 + nj - 1
