@@ -11,9 +11,8 @@
  *     time goes (detector_step rows: the set cut after each step, field, C2C,
  *     intensity, R2C, multiply or fold, C2R, us per image), the A/B of the
  *     images a thread of the multiply and the fold takes (detector_variant),
- *     the transforms alone (detector_fft: R2C of n vs C2C of n/2 pairs, C2R
- *     vs inverse C2C, a device copy as the bandwidth's reference) and the
- *     multiply as the R2C's store callback (detector_device,all_callback).
+ *     and the transforms alone (detector_fft: R2C of n vs C2C of n/2 pairs,
+ *     C2R vs inverse C2C, a device copy as the bandwidth's reference).
  * Usage: psfsim_gpu_micro            all four parts
  *        psfsim_gpu_micro detector [IMAGES [BATCH]]   part 4 only
  * Exits 77 (skipped) without a CUDA device.
@@ -548,40 +547,6 @@ static void det_run_enqueue(const det_run *r, cudaStream_t s, gpu_check *chk, ch
         det_fft_step(r->plan, r->kind, r->p, r->n, s, chk, err);
 }
 
-/* The A/B of the multiply at s = 1: the kernel (the backend's default,
- * GPU_DETECTOR_CALLBACK_DEFAULT) against the R2C's store callback
- * (PSFSIM_GPU_DETECTOR_CALLBACK=1: cuFFT links it in at plan time), the
- * whole set; a callback plan cuFFT refuses is reported, not fatal. */
-static void det_callback_figures(micro_pass *p, int npix, int batch, float none_ms,
-                                 long long nimages, cudaStream_t s, char *err, size_t errlen)
-{
-    gpu_check chk;
-    gpu_check_init(&chk, 0, err, errlen);
-    chk.fail_at = 0;
-    psf_problem d;
-    make_desc(npix, batch, &d);
-    det_all_effects(&d.detector, 1);
-    gpu_detector det;
-    setenv("PSFSIM_GPU_DETECTOR_CALLBACK", "1", 1);
-    int rc = gpu_detector_create(&det, &d, batch, s, &chk);
-    unsetenv("PSFSIM_GPU_DETECTOR_CALLBACK");
-    float *result;
-    double t0 = now_us();
-    if (rc == 0) rc = gpu_detector_apply(&det, p->img, batch, p->spec, 0, &result, &chk);
-    if (rc == 0) rc = GPU_CUDA(&chk, cudaStreamSynchronize(s));
-    double plan_ms = (now_us() - t0) * 1e-3;
-    if (rc != 0 || !det.r2c_multiplies) {
-        printf("# detector callback variant unavailable: %s\n", rc ? err : "not enabled");
-        gpu_detector_destroy(&det);
-        return;
-    }
-    float ms = det_set_ms(p, &det, 3, nimages, s, &chk, err);
-    printf("detector_device,all_callback,%d,%d,%lld,%d,%.3f,%.4f,%.3f\n", npix, npix, nimages,
-           batch, ms, ms * 1e3 / nimages, ms / none_ms);
-    printf("# the callback's first plan (JIT link) and run: %.1f ms\n", plan_ms);
-    gpu_detector_destroy(&det);
-}
-
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
  * effect at oversample 1 (R2C, multiply, N x N C2R into the detector
  * images), (c) every effect at oversample 4 (R2C, the fold, M x M C2R),
@@ -619,7 +584,6 @@ static void detector_figures(int npix, int batch, long long nimages)
     det_breakdown(&p, det, name, nimages, s, &chk, err);
     det_variants(&p, det, ms[0], nimages, s, &chk, err);
     det_fft_figures(&p, nimages, s, &chk, err);
-    det_callback_figures(&p, npix, batch, ms[0], nimages, s, err, sizeof err);
     for (int v = 0; v < 3; ++v)
         gpu_detector_destroy(&det[v]);
     micro_pass_destroy(&p);

@@ -5,13 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cufftXt.h>
-
 extern "C" {
 #include "backend/detector.h"
 }
-#include "gpu/detector_callback.h"
-#include "gpu/detector_callback_lto.h" /* generated: psf_detector_callback_lto[] */
 
 /* Images k0 .. k1 - 1 of thread group blockIdx.y: `per` consecutive
  * images (gpu_detector.multiply_per, fold_per), the last group short. */
@@ -94,14 +90,6 @@ static unsigned image_groups(int n, int per)
     return (unsigned)((n + per - 1) / per);
 }
 
-/* PSFSIM_GPU_DETECTOR_CALLBACK: 1 multiplies in the R2C's store callback,
- * 0 (or unset: GPU_DETECTOR_CALLBACK_DEFAULT) in the multiply kernel. */
-static int callback_wanted(void)
-{
-    const char *v = getenv("PSFSIM_GPU_DETECTOR_CALLBACK");
-    return v && *v ? strcmp(v, "0") != 0 : GPU_DETECTOR_CALLBACK_DEFAULT;
-}
-
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
 {
     const psf_detector *det = &problem->detector;
@@ -110,11 +98,9 @@ size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
     size_t c = (size_t)capacity;
     size_t bytes = det->sample ? 2 * c * m * m * sizeof(float) : 0;
     /* The fold's phase table (odd M) and plans of N x N (R2C) and at most
-     * N x N (C2R): within the estimate of 8 N^2 C; the callback's info. */
-    int fold = det->sample && det->oversample > 1;
+     * N x N (C2R): within the estimate of 8 N^2 C. */
     if (psf_detector_convolves(det))
-        bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float) +
-                 (!fold && callback_wanted() ? sizeof(gpu_detector_cb_info) : 0);
+        bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float);
     return bytes;
 }
 
@@ -132,18 +118,6 @@ static int phase_upload(gpu_detector *d, gpu_check *chk)
     if (rc) d->phase = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->phase, host, bytes, cudaMemcpyHostToDevice));
     free(host);
-    return rc;
-}
-
-/* The callback's caller info on the device: the table and its length. */
-static int callback_upload(gpu_detector *d, gpu_check *chk)
-{
-    gpu_detector_cb_info info = {d->otf, (unsigned long long)d->npix * (d->npix / 2 + 1)};
-    int rc = GPU_CUDA(chk, cudaMalloc(&d->cb_info, sizeof info));
-    if (rc) d->cb_info = NULL;
-    if (rc == 0)
-        rc = GPU_CUDA(chk, cudaMemcpy(d->cb_info, &info, sizeof info, cudaMemcpyHostToDevice));
-    if (rc == 0) d->r2c_multiplies = 1;
     return rc;
 }
 
@@ -192,7 +166,6 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     if (rc) d->otf = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->otf, host, bytes, cudaMemcpyHostToDevice));
     free(host);
-    if (rc == 0 && !d->fold && callback_wanted()) rc = callback_upload(d, chk);
     return rc;
 }
 
@@ -209,34 +182,10 @@ void gpu_detector_destroy(gpu_detector *d)
     for (int i = 0; i < GPU_DETECTOR_PLANS; ++i)
         plan_free(&d->plans[i]);
     cudaFree(d->otf);
-    cudaFree(d->cb_info);
     cudaFree(d->phase);
     cudaFree(d->out[0]);
     cudaFree(d->out[1]);
     memset(d, 0, sizeof *d);
-}
-
-/* The batched N x N R2C of n images: plain, or with the multiply's store
- * callback linked in (r2c_multiplies; the callback is set between the
- * handle's creation and the planning, as cuFFT requires). */
-static int r2c_plan(gpu_detector *d, int n, cufftHandle *h, gpu_check *chk)
-{
-    int dims[2] = {d->npix, d->npix};
-    if (!d->r2c_multiplies)
-        return GPU_CUFFT(chk, cufftPlanMany(h, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)) ? -1
-                                                                                               : 0;
-    if (GPU_CUFFT(chk, cufftCreate(h))) return -1;
-    void *info = d->cb_info;
-    size_t work;
-    if (GPU_CUFFT(chk, cufftXtSetJITCallback(*h, GPU_DETECTOR_CB_SYMBOL, psf_detector_callback_lto,
-                                             sizeof psf_detector_callback_lto, CUFFT_CB_ST_COMPLEX,
-                                             &info)) ||
-        GPU_CUFFT(chk,
-                  cufftMakePlanMany(*h, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n, &work))) {
-        cufftDestroy(*h);
-        return -1;
-    }
-    return 0;
 }
 
 /* The R2C/C2R pair for n images: kept, or made (replacing the least recently used). */
@@ -256,7 +205,8 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
     int dims[2] = {d->npix, d->npix}, out[2] = {d->out_npix, d->out_npix};
     gpu_detector_plan p;
     memset(&p, 0, sizeof p);
-    if (r2c_plan(d, n, &p.r2c, chk)) return NULL;
+    if (GPU_CUFFT(chk, cufftPlanMany(&p.r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)))
+        return NULL;
     /* The fold's C2R is M x M; else N x N (M = N at s = 1 or unsampled). */
     if (GPU_CUFFT(chk, cufftPlanMany(&p.c2r, 2, d->fold ? out : dims, NULL, 1, 0, NULL, 1, 0,
                                      CUFFT_C2R, n))) {
@@ -312,12 +262,10 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
         size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
         int per = d->multiply_per;
         dim3 blocks((unsigned)((nspec + 255) / 256), image_groups(n, per)); /* n <= 65535 */
-        if (!d->r2c_multiplies) {
-            otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
-            if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
-        }
+        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
         /* Out of place, straight into the image run() returns: at s = 1 the
          * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
+        if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
         if (d->steps == 2) return 0;
         if (GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out))) return -1;
         *result = out;

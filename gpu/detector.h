@@ -8,11 +8,9 @@
  *    the detector image, s^2 and the offset's phase in it) and one batched
  *    M x M C2R straight into the detector images: no N x N C2R, no
  *    sampling pass;
- *  - else (s = 1, or the grid image written): one multiply kernel (or,
- *    PSFSIM_GPU_DETECTOR_CALLBACK=1, the R2C's store callback multiplies:
- *    gpu/detector_callback.cu) and one batched N x N C2R out of place into
- *    the images run() returns (1/N^2 is in the table; at s = 1 the
- *    detector image is the grid image).
+ *  - else (s = 1, or the grid image written): one multiply kernel and one
+ *    batched N x N C2R out of place into the images run() returns (1/N^2
+ *    is in the table; at s = 1 the detector image is the grid image).
  * Sampling without a kernel is one sampling kernel. The same images as the
  * CPU's to float rounding (tests/cpu/test_detector_fold.c checks the fold
  * against cpu/detector.c's stage). Plans are made once per batch count and
@@ -43,13 +41,6 @@ extern "C" {
  * per image's element. bench/gpu_micro.cu part 4 times the others. */
 #define GPU_DETECTOR_MULTIPLY_PER 8
 
-/* Without the fold, whether the multiply is the R2C's store callback
- * (gpu/detector_callback.cu, linked in by cuFFT at plan time: the spectrum
- * written once, no multiply pass) unless PSFSIM_GPU_DETECTOR_CALLBACK says
- * (1 or 0). Off until timed on the GPU (bench/gpu_micro.cu part 4 times
- * both; JIT linking lengthens each plan's making). */
-#define GPU_DETECTOR_CALLBACK_DEFAULT 0
-
 typedef struct {
     long long batch; /* 0 = empty */
     cufftHandle r2c, c2r;
@@ -62,12 +53,10 @@ typedef struct {
     int sample;   /* the detector image is written (else the grid image) */
     int fold;     /* convolve, sample and s > 1: the fold (c2r is M x M) */
     int npix, s, out_npix;
-    cufftComplex *otf;  /* device [N (N/2+1)] */
-    int r2c_multiplies; /* the R2C's store callback multiplies (no multiply kernel) */
-    void *cb_info;      /* device gpu_detector_cb_info when r2c_multiplies, else NULL */
-    float *phase;       /* device [2 N]: the fold's offset phase (psf_detector_fold_phase);
-                           NULL without a fold or for even M (o = 0) */
-    float *out[2];      /* device [C M^2] each when sampled: the detector images */
+    cufftComplex *otf; /* device [N (N/2+1)] */
+    float *phase;      /* device [2 N]: the fold's offset phase (psf_detector_fold_phase);
+                          NULL without a fold or for even M (o = 0) */
+    float *out[2];     /* device [C M^2] each when sampled: the detector images */
     gpu_detector_plan plans[GPU_DETECTOR_PLANS];
     unsigned long long tick;
     cudaStream_t stream;
@@ -80,10 +69,9 @@ typedef struct {
 } gpu_detector;
 
 /* Device bytes the stage takes at capacity C (images per sub-batch):
- * the table, the fold's phase table, the callback's info (when used), the
- * two detector-image buffers, and cuFFT's work areas (the R2C's N x N and
- * the C2R's, N x N or M x M) estimated as one grid image pair per image
- * (8 N^2 C). 0 without a stage. */
+ * the table, the fold's phase table, the two detector-image buffers, and
+ * cuFFT's work areas (the R2C's N x N and the C2R's, N x N or M x M)
+ * estimated as one grid image pair per image (8 N^2 C). 0 without a stage. */
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity);
 
 /* Make the stage for problem at capacity C on stream (a zeroed d without

@@ -6,8 +6,7 @@
  * images, and odd detector sizes (the sampling offset); every effect with
  * an asymmetric IPC kernel at s = 1 (the C2R straight into the detector
  * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; sub-batches
- * of more images than a thread takes (the multiply's groups); the multiply as the
- * R2C's store callback (PSFSIM_GPU_DETECTOR_CALLBACK=1); every checked CUDA
+ * of more images than a thread takes (the multiply's groups); every checked CUDA
  * and cuFFT call of a detector set fails cleanly in turn, and a fresh
  * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
@@ -160,25 +159,6 @@ static void test_single_image(void **state)
     }
 }
 
-/* The multiply as the R2C's store callback (PSFSIM_GPU_DETECTOR_CALLBACK=1,
- * gpu/detector.h): every effect at s = 1, FFT (M = 96) and MFT (M = 41),
- * a sweep of 20 and one image at a time, against the CPU; s = 2 (the fold,
- * which takes no callback) unchanged. */
-static void test_callback_path(void **state)
-{
-    (void)state;
-    static const char *const all =
-        "jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
-        "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];";
-    setenv("PSFSIM_GPU_DETECTOR_CALLBACK", "1", 1);
-    compare("", all);
-    compare("output: { npix = 41; pixel_scale = 0.6; };", all);
-    compare("", "oversample = 2; jitter_mas = 3.0;");
-    test_thread_groups(state);
-    test_single_image(state);
-    unsetenv("PSFSIM_GPU_DETECTOR_CALLBACK");
-}
-
 /* Every checked call fails in turn (PSFSIM_GPU_FAIL_AT = n) while a
  * detector set is computed: the failure is the injected one, reported. */
 static void test_fault_injection(void **state)
@@ -216,8 +196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
         cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
-        cmocka_unit_test(test_single_image),      cmocka_unit_test(test_callback_path),
-        cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_single_image),      cmocka_unit_test(test_fault_injection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
