@@ -17,6 +17,7 @@
 #include "app/formats/png_io.h"
 /* libpng declares a psf_png_write_image of its own (see png_io.h). */
 #include <png.h>
+#include <zlib.h>
 
 #include "tests/support/testutil.h"
 
@@ -29,9 +30,13 @@ typedef struct {
     size_t rowbytes;
 } raw_png;
 
+/* libpng's warnings while reading (test_write_png_layout wants none). */
+static int png_warnings;
+
 static void quiet_warning(png_structp p, png_const_charp m)
 {
     (void)p, (void)m;
+    ++png_warnings;
 }
 
 static void quiet_error(png_structp p, png_const_charp m)
@@ -527,17 +532,17 @@ static void test_write_levels(void **state)
 }
 
 /* Levels written at every compression level and both depths decode to
- * exactly what was given: 100^2 (libdeflate's level 1) and 600^2 (past
- * 512^2 level 1 is libdeflate's level 2), PSF-like (a bright core, rings,
- * a dark floor with single-level noise). */
+ * exactly what was given: 1^2, 100^2 and 600^2 (level 1: ISA-L's igzip,
+ * 0 and 2..9: libdeflate), PSF-like (a bright core, rings, a dark floor
+ * with single-level noise). */
 static void test_write_levels_decode_exactly(void **state)
 {
     (void)state;
     char *dir = tu_mkdtemp("png");
     char path[4096], err[512] = "";
     snprintf(path, sizeof path, "%s/x.png", dir);
-    static const int sizes[] = {100, 600}, levels[] = {0, 1, 2, 6, 9}, depths[] = {8, 16};
-    for (int si = 0; si < 2; ++si) {
+    static const int sizes[] = {1, 100, 600}, depths[] = {8, 16};
+    for (int si = 0; si < 3; ++si) {
         int n = sizes[si];
         unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
         unsigned seed = 12345u;
@@ -548,11 +553,10 @@ static void test_write_levels_decode_exactly(void **state)
                 double v = 65535.0 * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
                 lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
             }
-        for (int li = 0; li < 5; ++li)
+        for (int li = 0; li <= 9; ++li)
             for (int di = 0; di < 2; ++di) {
                 int bits = depths[di];
-                assert_int_equal(
-                    psf_png_write_levels(path, lv, n, bits, levels[li], err, sizeof err), 0);
+                assert_int_equal(psf_png_write_levels(path, lv, n, bits, li, err, sizeof err), 0);
                 raw_png p;
                 assert_int_equal(raw_png_read(path, &p), 0);
                 assert_int_equal(p.w, n);
@@ -564,10 +568,133 @@ static void test_write_levels_decode_exactly(void **state)
                         if (bits == 8) want = want > 255 ? 255 : want;
                         unsigned got = bits == 16 ? raw16(&p, r, c) : raw8(&p, r, c);
                         if (got != want)
-                            fail_msg("%d^2 %d-bit level %d: (%d, %d) %u != %u", n, bits, levels[li],
-                                     r, c, got, want);
+                            fail_msg("%d^2 %d-bit level %d: (%d, %d) %u != %u", n, bits, li, r, c,
+                                     got, want);
                     }
                 free(p.bytes);
+            }
+        free(lv);
+    }
+    assert_int_equal(tu_count_entries(dir), 1);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The file at path, whole (malloc'd), its size in *len; NULL on error. */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    unsigned char *b = n > 0 ? malloc((size_t)n) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = b ? (size_t)n : 0;
+    return b;
+}
+
+/* The written file as the PNG spec (2nd ed.) lays it out, checked with zlib
+ * rather than libpng: the signature (5.2), IHDR first (11.2.2: N x N, the
+ * depth, greyscale, methods 0, no interlace), every chunk's CRC (5.3: zlib's
+ * crc32 over type and data), the IDAT data one zlib stream that inflates to
+ * exactly the scanlines (filter type 0, then the samples big-endian, 8-bit
+ * clamped at 255), IEND last and empty; libpng then reads it with no
+ * warning. Every level, both depths, 37^2 (odd rows) and 256^2. */
+static void test_write_png_layout(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("png");
+    char path[4096], err[512] = "";
+    snprintf(path, sizeof path, "%s/l.png", dir);
+    static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    static const int sizes[] = {37, 256}, depths[] = {8, 16};
+    for (int si = 0; si < 2; ++si) {
+        const int n = sizes[si];
+        unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
+        for (int i = 0; i < n * n; ++i) /* a ramp of every byte value, a dark band */
+            lv[i] = (unsigned short)((i / n) % 4 == 0 ? 0 : (unsigned)i * 2654435761u >> 16);
+        for (int di = 0; di < 2; ++di)
+            for (int level = 0; level <= 9; ++level) {
+                const int bits = depths[di], bps = bits / 8;
+                assert_int_equal(psf_png_write_levels(path, lv, n, bits, level, err, sizeof err),
+                                 0);
+                size_t len = 0, at = 8, idat_len = 0, nidat = 0;
+                unsigned char *f = slurp(path, &len);
+                assert_non_null(f);
+                assert_true(len > 8 + 25 + 12 + 12);
+                assert_memory_equal(f, sig, 8);
+                unsigned char *idat = malloc(len);
+                int chunks = 0, iend = 0;
+                while (at + 12 <= len && !iend) {
+                    const uint32_t clen = be32(f + at);
+                    assert_true(clen <= len - at - 12);
+                    const unsigned char *type = f + at + 4, *data = f + at + 8;
+                    uLong crc = crc32(crc32(0L, type, 4), data, clen);
+                    assert_int_equal(be32(data + clen), (uint32_t)crc);
+                    if (chunks == 0) {
+                        assert_memory_equal(type, "IHDR", 4);
+                        assert_int_equal(clen, 13);
+                        assert_int_equal(be32(data), n);
+                        assert_int_equal(be32(data + 4), n);
+                        assert_int_equal(data[8], bits);
+                        for (int k = 9; k < 13; ++k)
+                            assert_int_equal(data[k], 0);
+                    } else if (!memcmp(type, "IDAT", 4)) {
+                        memcpy(idat + idat_len, data, clen);
+                        idat_len += clen;
+                        ++nidat;
+                    } else {
+                        assert_memory_equal(type, "IEND", 4);
+                        assert_int_equal(clen, 0);
+                        iend = 1;
+                    }
+                    ++chunks;
+                    at += 12 + clen;
+                }
+                assert_true(iend);
+                assert_int_equal(at, len); /* nothing after IEND */
+                assert_true(nidat >= 1);
+                const size_t stride = 1 + (size_t)n * bps, raw_len = stride * n;
+                unsigned char *raw = malloc(raw_len + 1), *want = malloc(raw_len);
+                for (int r = 0; r < n; ++r) {
+                    want[r * stride] = 0;
+                    for (int c = 0; c < n; ++c) {
+                        const unsigned v = lv[r * n + c];
+                        if (bps == 2) {
+                            want[r * stride + 1 + 2 * c] = (unsigned char)(v >> 8);
+                            want[r * stride + 2 + 2 * c] = (unsigned char)v;
+                        } else {
+                            want[r * stride + 1 + c] = (unsigned char)(v > 255 ? 255 : v);
+                        }
+                    }
+                }
+                uLongf got = (uLongf)raw_len + 1;
+                assert_int_equal(uncompress(raw, &got, idat, idat_len), Z_OK);
+                assert_int_equal(got, raw_len);
+                assert_memory_equal(raw, want, raw_len);
+                png_warnings = 0;
+                raw_png p;
+                assert_int_equal(raw_png_read(path, &p), 0);
+                assert_int_equal(png_warnings, 0);
+                assert_int_equal(p.rowbytes, stride - 1);
+                for (int r = 0; r < n; ++r)
+                    assert_memory_equal(p.bytes + r * p.rowbytes, want + r * stride + 1,
+                                        stride - 1);
+                free(p.bytes);
+                free(raw);
+                free(want);
+                free(idat);
+                free(f);
             }
         free(lv);
     }
@@ -776,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_write_errors),
         cmocka_unit_test(test_write_levels),
         cmocka_unit_test(test_write_levels_decode_exactly),
+        cmocka_unit_test(test_write_png_layout),
         cmocka_unit_test(test_read_low_depth_gray),
         cmocka_unit_test(test_read_interlaced_16),
         cmocka_unit_test(test_read_refused_types),
