@@ -84,6 +84,10 @@ static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned ch
     s->level_buf = (uint8_t *)(s + 1);
     s->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
     s->gzip_flag = IGZIP_ZLIB;
+    /* The window (0: 32 KiB). isal_deflate_stateless_init leaves this
+     * field as it finds it (ISA-L 2.30): a stale 9 from a reused block of
+     * the heap gave a 512-byte window and a 64^2 image 1.7x the bytes. */
+    s->hist_bits = 0;
     s->next_in = (uint8_t *)(uintptr_t)raw; /* igzip only reads it */
     s->avail_in = (uint32_t)raw_len;
     s->next_out = out;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,94 @@ static void test_stretch_log(void **state)
         img7[i] = img[i] * 8.0f; /* a power of two keeps the ratios exact */
     psf_png_stretch_levels(img7, 3, 8, STRETCH_LOG, 1e6, out7);
     assert_memory_equal(out, out7, sizeof out);
+}
+
+/* The first psf_png_stretch_levels' arithmetic (commit 53cb6e0), one
+ * pixel at a time: the levels the stretch keeps, bit for bit. */
+static unsigned first_level(float I, double peak, int bits, png_stretch s, double dr)
+{
+    const double maxlev = (double)((1u << bits) - 1u);
+    const int log_ok = isfinite(dr) && dr > 1.0;
+    const double inv_ln_dr = log_ok ? 1.0 / log(dr) : 0.0;
+    double v = (double)I / peak, t;
+    if (!(v > 0)) {
+        t = 0;
+    } else {
+        if (v > 1) v = 1;
+        if (s == STRETCH_LOG)
+            t = log_ok ? 1.0 + log(v) * inv_ln_dr : (v >= 1 ? 1.0 : 0.0);
+        else
+            t = s == STRETCH_SQRT ? sqrt(v) : v;
+        if (t < 0) t = 0;
+        if (t > 1) t = 1;
+    }
+    return (unsigned short)(t * maxlev + 0.5);
+}
+
+/* The stretch's fast route (I times 1/peak, the vector log, by blocks)
+ * gives the first code's levels on 512^2 pixels per case: log-uniform
+ * values over 14 decades, values 0..2 float ulps either side of each
+ * level's rounding boundary (x = t maxlev + 0.5 an integer), exact ties
+ * (I = peak / 2: v = 0.5, x = 32768 or 128, which I * (1/peak) misses for
+ * peak 3), NaN, zero, negative and -inf; log at dr 2, 10, 1e5, 1e6, 1e38,
+ * linear and sqrt; 8 and 16 bits; peaks 1, 3 and 3.7e-30. */
+static void test_stretch_levels_exact(void **state)
+{
+    (void)state;
+    enum { N = 512 };
+    float *img = malloc(sizeof *img * N * N);
+    unsigned short *out = malloc(sizeof *out * N * N);
+    static const double drs[] = {2.0, 10.0, 1e5, 1e6, 1e38}, peaks[] = {1.0, 3.0, 3.7e-30};
+    static const png_stretch kinds[] = {STRETCH_LOG, STRETCH_LOG,    STRETCH_LOG, STRETCH_LOG,
+                                        STRETCH_LOG, STRETCH_LINEAR, STRETCH_SQRT};
+    long long compared = 0;
+    for (int ki = 0; ki < 7; ++ki)
+        for (int pi = 0; pi < 3; ++pi)
+            for (int bits = 8; bits <= 16; bits += 8) {
+                const png_stretch s = kinds[ki];
+                const double dr = ki < 5 ? drs[ki] : 1e5, peak = peaks[pi];
+                const double maxlev = (double)((1u << bits) - 1u);
+                unsigned seed = 2024u + 77u * (unsigned)ki + 7u * (unsigned)pi + (unsigned)bits;
+                for (int i = 0; i < N * N; ++i) {
+                    seed = seed * 1103515245u + 12345u;
+                    const double u = (seed >> 8) / 16777216.0;
+                    double v;
+                    if (i % 3 == 0) { /* log-uniform */
+                        v = pow(10.0, -14.0 * u);
+                    } else { /* near level L's boundary: t = (L - 0.5) / maxlev */
+                        const double t = (floor(u * maxlev) + 0.5) / maxlev;
+                        v = s == STRETCH_LOG    ? exp((t - 1.0) * log(dr))
+                            : s == STRETCH_SQRT ? t * t
+                                                : t;
+                    }
+                    float I = (float)(v * peak);
+                    for (int k = (int)(seed % 5u) - 2; k < 0; ++k)
+                        I = nextafterf(I, 0.0f);
+                    for (int k = (int)(seed % 5u) - 2; k > 0; --k)
+                        I = nextafterf(I, INFINITY);
+                    img[i] = I;
+                }
+                img[0] = (float)peak;
+                img[1] = (float)(peak / 2.0); /* a tie */
+                img[2] = NAN;
+                img[3] = 0.0f;
+                img[4] = -1.0f;
+                img[5] = -INFINITY;
+                double p = -INFINITY; /* the peak the stretch takes */
+                for (int i = 0; i < N * N; ++i)
+                    p = img[i] > p ? img[i] : p;
+                psf_png_stretch_levels(img, N, bits, s, dr, out);
+                for (int i = 0; i < N * N; ++i) {
+                    const unsigned want = first_level(img[i], p, bits, s, dr);
+                    if (out[i] != want)
+                        fail_msg("stretch %d dr %g peak %g %d-bit: I = %a: %u, the first code %u",
+                                 (int)s, dr, peak, bits, (double)img[i], out[i], want);
+                }
+                compared += N * N;
+            }
+    assert_int_equal(compared, 7LL * 3 * 2 * N * N);
+    free(img);
+    free(out);
 }
 
 static void test_stretch_degenerate(void **state)
@@ -703,6 +792,58 @@ static void test_write_png_layout(void **state)
     free(dir);
 }
 
+/* A PSF-like image's levels: a core of width w pixels over a floor, rings,
+ * single-level noise (seeded), scaled to top; n x n, malloc'd. */
+static unsigned short *psf_levels(int n, double w, double top, unsigned seed)
+{
+    unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
+    for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+            double x = (c - n / 2) / w, y = (r - n / 2) / w, q = sqrt(x * x + y * y);
+            seed = seed * 1103515245u + 12345u;
+            double v = top * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
+            lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
+        }
+    return lv;
+}
+
+/* A file's bytes depend on its levels alone, not on what the heap held
+ * before: a 64^2 image written first, then again after the heap was
+ * filled with 16-bit 9s and freed (mmap and trimming off, so the writer's
+ * blocks come from that memory): byte for byte the same (ISA-L's stream
+ * has a window field that its init leaves alone: a stale 9 is a 512-byte
+ * window, which made the second file 1.7x larger). */
+static void test_write_bytes_reproducible(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("png");
+    char a[4096], b[4096], err[512] = "";
+    snprintf(a, sizeof a, "%s/a.png", dir);
+    snprintf(b, sizeof b, "%s/b.png", dir);
+    unsigned short *small = psf_levels(64, 2.0, 65535.0, 7u);
+    assert_int_equal(psf_png_write_levels(a, small, 64, 16, 1, err, sizeof err), 0);
+    mallopt(M_MMAP_THRESHOLD, 1 << 28);
+    mallopt(M_TRIM_THRESHOLD, 1 << 28);
+    const size_t njunk = (size_t)16 << 20;
+    unsigned short *junk = malloc(njunk * sizeof *junk);
+    assert_non_null(junk);
+    for (size_t i = 0; i < njunk; ++i)
+        junk[i] = 9;
+    free(junk);
+    assert_int_equal(psf_png_write_levels(b, small, 64, 16, 1, err, sizeof err), 0);
+    size_t la = 0, lb = 0;
+    unsigned char *fa = slurp(a, &la), *fb = slurp(b, &lb);
+    assert_non_null(fa);
+    assert_non_null(fb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(fa, fb, la);
+    free(fa);
+    free(fb);
+    free(small);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* ---- reading ---- */
 
 static void test_read_low_depth_gray(void **state)
@@ -895,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_stretch_sqrt),
         cmocka_unit_test(test_stretch_log),
         cmocka_unit_test(test_stretch_degenerate),
+        cmocka_unit_test(test_stretch_levels_exact),
         cmocka_unit_test(test_write_16bit_big_endian),
         cmocka_unit_test(test_write_8bit),
         cmocka_unit_test(test_write_stretches_in_file),
@@ -904,6 +1046,7 @@ int main(void)
         cmocka_unit_test(test_write_levels),
         cmocka_unit_test(test_write_levels_decode_exactly),
         cmocka_unit_test(test_write_png_layout),
+        cmocka_unit_test(test_write_bytes_reproducible),
         cmocka_unit_test(test_read_low_depth_gray),
         cmocka_unit_test(test_read_interlaced_16),
         cmocka_unit_test(test_read_refused_types),
