@@ -844,6 +844,39 @@ static void test_write_bytes_reproducible(void **state)
     free(dir);
 }
 
+/* Incompressible levels (seeded noise over every bit) at the default level
+ * stay within what app/set_limits_disk.c reserves for a PNG: zlib's
+ * compressBound of the scanlines (zlib.h) plus the 57 bytes of signature,
+ * IHDR, IDAT's frame and IEND (igzip falls back to stored blocks). */
+static void test_write_incompressible_within_bound(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("png");
+    char path[4096], err[512] = "";
+    snprintf(path, sizeof path, "%s/n.png", dir);
+    static const int sizes[] = {1, 7, 64, 256, 1024};
+    for (int si = 0; si < 5; ++si)
+        for (int bits = 8; bits <= 16; bits += 8) {
+            const int n = sizes[si];
+            unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
+            unsigned seed = 99u;
+            for (int i = 0; i < n * n; ++i) {
+                seed = seed * 1103515245u + 12345u;
+                lv[i] = (unsigned short)((seed >> 16) & (bits == 8 ? 255u : 65535u));
+            }
+            assert_int_equal(psf_png_write_levels(path, lv, n, bits, 1, err, sizeof err), 0);
+            const long long raw = (long long)n * (1 + (long long)n * bits / 8);
+            const long long bound = (long long)compressBound((uLong)raw) + 57;
+            if (file_size(path) > bound)
+                fail_msg("%d^2 %d-bit: %lld bytes > %lld", n, bits, (long long)file_size(path),
+                         bound);
+            assert_true(file_size(path) > raw); /* noise: nothing to compress */
+            free(lv);
+        }
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* ---- reading ---- */
 
 static void test_read_low_depth_gray(void **state)
@@ -1047,6 +1080,7 @@ int main(void)
         cmocka_unit_test(test_write_levels_decode_exactly),
         cmocka_unit_test(test_write_png_layout),
         cmocka_unit_test(test_write_bytes_reproducible),
+        cmocka_unit_test(test_write_incompressible_within_bound),
         cmocka_unit_test(test_read_low_depth_gray),
         cmocka_unit_test(test_read_interlaced_16),
         cmocka_unit_test(test_read_refused_types),
