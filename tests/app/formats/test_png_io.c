@@ -620,6 +620,21 @@ static void test_write_levels(void **state)
     free(dir);
 }
 
+/* A PSF-like image's levels: a core of width w pixels over a floor, rings,
+ * single-level noise (seeded), scaled to top; n x n, malloc'd. */
+static unsigned short *psf_levels(int n, double w, double top, unsigned seed)
+{
+    unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
+    for (int r = 0; r < n; ++r)
+        for (int c = 0; c < n; ++c) {
+            double x = (c - n / 2) / w, y = (r - n / 2) / w, q = sqrt(x * x + y * y);
+            seed = seed * 1103515245u + 12345u;
+            double v = top * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
+            lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
+        }
+    return lv;
+}
+
 /* Levels written at every compression level and both depths decode to
  * exactly what was given: 1^2, 100^2 and 600^2 (level 1: ISA-L's igzip,
  * 0 and 2..9: libdeflate), PSF-like (a bright core, rings, a dark floor
@@ -633,15 +648,7 @@ static void test_write_levels_decode_exactly(void **state)
     static const int sizes[] = {1, 100, 600}, depths[] = {8, 16};
     for (int si = 0; si < 3; ++si) {
         int n = sizes[si];
-        unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
-        unsigned seed = 12345u;
-        for (int r = 0; r < n; ++r)
-            for (int c = 0; c < n; ++c) {
-                double x = (c - n / 2) / 3.0, y = (r - n / 2) / 3.0, q = sqrt(x * x + y * y);
-                seed = seed * 1103515245u + 12345u;
-                double v = 65535.0 * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
-                lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
-            }
+        unsigned short *lv = psf_levels(n, 3.0, 65535.0, 12345u);
         for (int li = 0; li <= 9; ++li)
             for (int di = 0; di < 2; ++di) {
                 int bits = depths[di];
@@ -790,21 +797,6 @@ static void test_write_png_layout(void **state)
     assert_int_equal(tu_count_entries(dir), 1);
     tu_rmtree(dir);
     free(dir);
-}
-
-/* A PSF-like image's levels: a core of width w pixels over a floor, rings,
- * single-level noise (seeded), scaled to top; n x n, malloc'd. */
-static unsigned short *psf_levels(int n, double w, double top, unsigned seed)
-{
-    unsigned short *lv = malloc(sizeof *lv * (size_t)n * n);
-    for (int r = 0; r < n; ++r)
-        for (int c = 0; c < n; ++c) {
-            double x = (c - n / 2) / w, y = (r - n / 2) / w, q = sqrt(x * x + y * y);
-            seed = seed * 1103515245u + 12345u;
-            double v = top * exp(-0.1 * q) * (0.5 + 0.5 * cos(q)) + (seed >> 31);
-            lv[(size_t)r * n + c] = (unsigned short)(v > 65535.0 ? 65535.0 : v);
-        }
-    return lv;
 }
 
 /* A file's bytes depend on its levels alone, not on what the heap held
