@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* PNG output (stretched 8/16-bit grayscale PSFs) and grayscale map input,
- * through libpng. libpng reports errors by longjmp: each setjmp lives in a
- * small *_body function whose resources belong to its caller, so nothing
- * the caller frees is an automatic variable changed between setjmp and
- * longjmp. libpng warnings are dropped (no printing from the library).
- * Over 450 lines (about 510) with a stated reason: the writer's two paths
- * (libdeflate in one piece, libpng's zlib streamed) and the map reader
- * share the libpng error plumbing and the checks; split, each half would
- * repeat them. */
+/* PNG output (stretched 8/16-bit grayscale PSFs) and grayscale map input.
+ * Written files are assembled in memory by png_encode.c and written in one
+ * piece; libpng streams only images too large for that, and reads maps.
+ * libpng reports errors by longjmp: each setjmp lives in a small *_body
+ * function whose resources belong to its caller, so nothing the caller
+ * frees is an automatic variable changed between setjmp and longjmp.
+ * libpng warnings are dropped (no printing from the library). */
 #include "app/formats/png_io.h"
 
 #include <errno.h>
-#include <libdeflate.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -22,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "app/formats/atomic_file.h"
+#include "app/formats/png_encode.h"
 
 /* Largest map psf_png_read_gray accepts, in pixels (16384 x 16384). */
 #define PNG_READ_MAX_PIXELS ((size_t)1 << 28)
@@ -55,159 +53,16 @@ static int host_is_little_endian(void)
     return *(const unsigned char *)&one == 1;
 }
 
-/* The stretch's loops vectorise once GCC may assume the comparisons raise
- * no FP exception (-fno-trapping-math: the same values, only the flags
- * are not kept); with quiet comparisons (isgreater) the clamps become
- * selects. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define PNG_NO_TRAP __attribute__((optimize("no-trapping-math")))
-#else
-#define PNG_NO_TRAP
-#endif
-
-/* I / peak clipped at 1; NaN, zero and negative values (and -inf) give 0. */
-PNG_NO_TRAP static inline double unit_value(float I, double peak)
-{
-    double v = (double)I / peak;
-    v = isgreater(v, 0.0) ? v : 0.0;
-    return isgreater(v, 1.0) ? 1.0 : v;
-}
-
-/* t clamped to [0, 1], as a level of maxlev (t * maxlev + 0.5 >= 0:
- * truncation = floor). */
-PNG_NO_TRAP static inline unsigned short to_level(double t, double maxlev)
-{
-    t = isless(t, 0.0) ? 0.0 : t;
-    t = isgreater(t, 1.0) ? 1.0 : t;
-    return (unsigned short)(int)(t * maxlev + 0.5);
-}
-
-PNG_NO_TRAP void psf_png_stretch_levels(const float *img, int npix, int bits, png_stretch stretch,
-                                        double dynamic_range, unsigned short *out)
-{
-    if (npix <= 0) return;
-    const size_t n = (size_t)npix * (size_t)npix;
-    if (bits < 1 || bits > 16) bits = 16;
-    const double maxlev = (double)((1u << bits) - 1u);
-
-    /* The peak over the non-NaN values (v > p is false for NaN), in four
-     * independent chains; a +inf anywhere is the peak, and no image. */
-    float p4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    size_t i4 = 0;
-    for (; i4 + 4 <= n; i4 += 4)
-        for (int k = 0; k < 4; ++k)
-            p4[k] = img[i4 + k] > p4[k] ? img[i4 + k] : p4[k];
-    for (; i4 < n; ++i4)
-        p4[0] = img[i4] > p4[0] ? img[i4] : p4[0];
-    const double peak = fmax(fmax(p4[0], p4[1]), fmax(p4[2], p4[3]));
-    if (!isfinite(peak) || peak <= 0) {
-        memset(out, 0, n * sizeof *out);
-        return;
-    }
-
-    /* log: t = (log10 v + L) / L with L = log10(dr), computed as
-     * 1 + ln v / ln dr (the same value; glibc's log is ~2.5x faster than its
-     * log10, 4 vs 10 ns). A dynamic range that is not > 1 (or not finite)
-     * leaves no range to map: peak -> max, else 0. One loop per stretch
-     * (the linear one vectorises); below v = 0.5 / dr the log is not taken:
-     * there t < -ln 2 / ln dr < 0, clamped to 0 (most of a PSF's field, 55%
-     * of the encode ceiling's time at 256^2 went to the stretch). */
-    const int log_ok = isfinite(dynamic_range) && dynamic_range > 1.0;
-    const double inv_ln_dr = log_ok ? 1.0 / log(dynamic_range) : 0.0;
-    const double v_zero = log_ok ? 0.5 / dynamic_range : 0.0;
-    switch (stretch) {
-    case STRETCH_SQRT:
-        for (size_t i = 0; i < n; ++i) {
-            double v = unit_value(img[i], peak);
-            out[i] = to_level(v > 0 ? sqrt(v) : 0.0, maxlev);
-        }
-        break;
-    case STRETCH_LOG:
-        for (size_t i = 0; i < n; ++i) {
-            double v = unit_value(img[i], peak), t = 0.0;
-            if (v > 0 && v >= v_zero) t = log_ok ? 1.0 + log(v) * inv_ln_dr : (v >= 1 ? 1.0 : 0.0);
-            out[i] = to_level(t, maxlev);
-        }
-        break;
-    case STRETCH_LINEAR:
-    default:
-        for (size_t i = 0; i < n; ++i) {
-            double v = unit_value(img[i], peak);
-            out[i] = to_level(v > 0 ? v : 0.0, maxlev);
-        }
-        break;
-    }
-}
-
-/* Images whose scanlines take at most this many bytes are deflated in one
- * piece by libdeflate (it has no streaming interface); larger ones stream
- * row by row through libpng's zlib. 2^27 = 128 MiB: N up to 8191 at 16 bits. */
-#define PNG_ONE_PIECE_MAX_BYTES ((size_t)1 << 27)
-/* From this many pixels up compression level 1 is libdeflate's level 2:
- * its level 1 (a hash table of single matches) was 1.3x slower than level 2
- * at 1024^2 and faster below (docs/design.md, "PNG encoding"). */
-#define PNG_LEVEL1_AS_2_MIN_PIXELS ((size_t)512 * 512 + 1)
-
-/* What png_write_body works on; owned by psf_png_write_levels. */
+/* What png_write_body works on; owned by write_levels. */
 typedef struct {
     FILE *fp;
     const unsigned short *levels;
-    unsigned char *row8; /* npix bytes, 8-bit only (streamed path) */
-    unsigned char *idat; /* the zlib stream of every scanline, or NULL: stream */
-    size_t idat_len;
+    unsigned char *row8; /* npix bytes, 8-bit only */
     int npix, bits, compression;
 } png_write_job;
 
-/* The PNG scanlines of levels (filter type 0 "None", then the samples,
- * 16-bit big-endian or 8-bit clipped at 255: PNG spec 7.2, 9.2) into raw,
- * npix * (1 + npix * bits / 8) bytes. */
-static void png_scanlines(const unsigned short *levels, int npix, int bits, unsigned char *raw)
-{
-    const size_t w = (size_t)npix, stride = 1 + w * (size_t)(bits / 8);
-    for (size_t r = 0; r < w; ++r) {
-        const unsigned short *src = levels + r * w;
-        unsigned char *dst = raw + r * stride;
-        *dst++ = 0;
-        if (bits == 16) {
-            for (size_t c = 0; c < w; ++c) {
-                dst[2 * c] = (unsigned char)(src[c] >> 8);
-                dst[2 * c + 1] = (unsigned char)(src[c] & 0xffu);
-            }
-        } else {
-            for (size_t c = 0; c < w; ++c)
-                dst[c] = (unsigned char)(src[c] > 255 ? 255 : src[c]);
-        }
-    }
-}
-
-/* job->idat = the zlib stream (RFC 1950) of the image's scanlines at job's
- * level, by libdeflate: 2-2.5x faster than zlib at level 1 on 256^2 16-bit
- * PSFs, with files 1-5% smaller (docs/design.md, "PNG encoding"). Leaves
- * job->idat NULL (the caller streams through zlib) when the image is too
- * large for one piece or memory is short. */
-static void png_deflate_one_piece(png_write_job *job)
-{
-    const size_t w = (size_t)job->npix, stride = 1 + w * (size_t)(job->bits / 8);
-    if (stride > PNG_ONE_PIECE_MAX_BYTES / w) return;
-    const size_t raw_len = w * stride;
-    int level = job->compression;
-    if (level == 1 && w * w >= PNG_LEVEL1_AS_2_MIN_PIXELS) level = 2;
-    struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
-    unsigned char *raw = malloc(raw_len);
-    size_t cap = c ? libdeflate_zlib_compress_bound(c, raw_len) : 0;
-    unsigned char *z = c ? malloc(cap) : NULL;
-    if (raw && z) {
-        png_scanlines(job->levels, job->npix, job->bits, raw);
-        job->idat_len = libdeflate_zlib_compress(c, raw, raw_len, z, cap);
-    }
-    if (job->idat_len > 0)
-        job->idat = z;
-    else
-        free(z);
-    free(raw);
-    if (c) libdeflate_free_compressor(c);
-}
-
+/* An image too large for png_encode_levels (or one that met a shortage of
+ * memory there) streams row by row through libpng's zlib. */
 static int png_write_body(png_structp png, png_infop info, const png_write_job *job)
 {
     if (setjmp(png_jmpbuf(png))) return -1;
@@ -215,13 +70,6 @@ static int png_write_body(png_structp png, png_infop info, const png_write_job *
     png_set_IHDR(png, info, (png_uint_32)job->npix, (png_uint_32)job->npix, job->bits,
                  PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
-    if (job->idat) { /* signature and IHDR by libpng, then one IDAT and IEND */
-        png_write_info(png, info);
-        png_write_chunk(png, (png_const_bytep) "IDAT", job->idat, job->idat_len);
-        png_write_chunk(png, (png_const_bytep) "IEND", NULL, 0);
-        png_write_flush(png);
-        return 0;
-    }
     png_set_compression_level(png, job->compression);
     /* No row filter: on PSFs (256^2, 16-bit, log or linear) it gave both
      * the smallest files and the fastest writes at every level tried; the
@@ -291,9 +139,11 @@ static int write_levels(const png_dest *d, const unsigned short *levels, int npi
         snprintf(err, errlen, "%s: PNG compression level must be 0..9 (got %d)", path, compression);
         return -1;
     }
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    const int whole = png_encode_levels(levels, npix, bits, compression, &bytes, &len) == 0;
     png_write_job job = {.levels = levels, .npix = npix, .bits = bits, .compression = compression};
-    png_deflate_one_piece(&job);
-    if (!job.idat && bits == 8 && !(job.row8 = malloc((size_t)npix))) {
+    if (!whole && bits == 8 && !(job.row8 = malloc((size_t)npix))) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
@@ -301,8 +151,13 @@ static int write_levels(const png_dest *d, const unsigned short *levels, int npi
     if (d->path ? atomic_open(&af, d->path, err, errlen)
                 : atomic_open_at(&af, d->dirfd, d->dir, d->name, err, errlen)) {
         free(job.row8);
-        free(job.idat);
+        free(bytes);
         return -1;
+    }
+    if (whole) { /* one write, then flush, close and rename */
+        int rc = atomic_write_all(&af, bytes, len, err, errlen);
+        free(bytes);
+        return rc;
     }
     job.fp = af.fp;
 
@@ -319,7 +174,6 @@ static int write_levels(const png_dest *d, const unsigned short *levels, int npi
     }
     if (png) png_destroy_write_struct(&png, info ? &info : NULL);
     free(job.row8);
-    free(job.idat);
     if (rc) {
         atomic_abort(&af);
         if (ectx.sys && strcmp(ectx.msg, "Write Error") == 0) /* libpng's failed fwrite */
