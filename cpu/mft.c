@@ -1,37 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix Fourier transform (cpu/mft.h; Soummer et al. 2007, Optics
- * Express 15, 15935): two complex matrix products through CBLAS's cgemm
- * (OpenBLAS: issue 17 measured it within 7% of the former hand-written
- * product on one thread and 1.2-4.6x faster on 16), then |E|^2.
- *
- * Threads: psfsim splits each product itself into blocks of output rows,
- * one single-threaded cgemm per block, on its own POSIX threads; OpenBLAS's
- * threads are set to one for the process (openblas_set_num_threads(1),
- * once). So lanes that each run a transform do not oversubscribe the cores
- * with OpenBLAS's pool (whose concurrent use from several threads the
- * OpenBLAS FAQ advises against), and every output element is computed by
- * the same single-threaded kernel whatever the split (MFT_UNIT_ROWS): the
- * same bytes for any number of threads. */
+ * Express 15, 15935): two complex matrix products in plain C. Both have the
+ * form C[q][k] = sum_l A(q, l) B[l][k], so one kernel serves both: a tile of
+ * 4 output rows x 32 columns accumulated over l in local arrays (which the
+ * compiler keeps in vector registers), reading per l one contiguous
+ * 32-float piece of B (B stored in panels of 32 columns, streamed in order)
+ * and four scalars of A (from four sequential streams). The loops are
+ * blocked so that the panels being reused stay in the L2 cache. Zero pupil
+ * samples and rows are skipped through index lists. */
 #include "cpu/mft.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The kernels are compiled for AVX-512, AVX2 + FMA and the baseline, and
+ * the loader picks the best the CPU has (GCC's function multiversioning:
+ * psfsim is built for the baseline x86-64, SSE2 only). Multiply-adds may be
+ * fused there (the ISO C mode psfsim builds in turns contraction off).
+ * Elsewhere: one version. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__)
+#define MFT_CLONES                                                                                 \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                   \
+                   optimize("fp-contract=fast")))
+#else
+#define MFT_CLONES
+#endif
+
+#define MFT_RB 4  /* output rows per tile */
+#define MFT_KT 32 /* output columns per tile: 4 x 32 x 2 floats = 16 AVX-512 registers */
 #define MFT_ALIGN 64
 #define MFT_MAX_THREADS 64
-/* Output rows per unit of the split: parts start on multiples of it. An
- * OpenBLAS kernel's rounding can depend on where a row falls in its call's
- * groups of rows (OpenBLAS 0.3.21, measured: the AVX2 Haswell and Zen
- * kernels group them by 6), so parts start where the groups of one call
- * over all rows would: 24, a multiple of 6 and 8, gives the same bytes for
- * any split with every x86-64 kernel OpenBLAS 0.3.21 runs here
- * (OPENBLAS_CORETYPE; rows only: cutting the columns changes bits, even at
- * multiples of 48, so the parts are bands of whole rows). */
-#define MFT_UNIT_ROWS 24
 /* Complex multiply-adds of one transform from which it is split over
  * threads: ~4 ms on one core, against ~50 us to start and join them. */
 #define MFT_THREAD_MIN_WORK (2.0 * 1024 * 1024 * 16)
@@ -39,6 +40,15 @@
 static size_t round_up(size_t n, size_t m)
 {
     return (n + m - 1) / m * m;
+}
+
+/* Floats per row of the transposed table: nj rounded up to 16 (64 bytes),
+ * plus 16 when that is a multiple of 256 (1 KB), so that the four rows a
+ * tile reads do not share cache sets. */
+static size_t transposed_stride(int nj)
+{
+    size_t s = round_up((size_t)(nj > 0 ? nj : 0), 16);
+    return s % 256 == 0 ? s + 16 : s;
 }
 
 /* 64-byte aligned floats, zeroed. */
@@ -50,14 +60,19 @@ static float *alloc_floats(size_t n)
     return p;
 }
 
-static size_t table_floats(int npix, int nj)
+static size_t panel_floats(int npix, int nj)
 {
-    return 2 * (size_t)(npix > 0 ? npix : 0) * (size_t)(nj > 0 ? nj : 0);
+    return round_up((size_t)(npix > 0 ? npix : 0), MFT_KT) * (size_t)(nj > 0 ? nj : 0);
+}
+
+static size_t transposed_floats(int npix, int nj)
+{
+    return round_up((size_t)(npix > 0 ? npix : 0), MFT_RB) * transposed_stride(nj);
 }
 
 size_t cpu_mft_table_bytes(int npix, int nj)
 {
-    return table_floats(npix, nj) * sizeof(float);
+    return 2 * (panel_floats(npix, nj) + transposed_floats(npix, nj)) * sizeof(float);
 }
 
 int cpu_mft_table_build(cpu_mft_table *t, double a, int npix, int j0, int nj, char *err,
@@ -75,8 +90,12 @@ int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre
                  nj);
         return -1;
     }
-    t->w = alloc_floats(table_floats(npix, nj));
-    if (!t->w) {
+    t->p_re = alloc_floats(panel_floats(npix, nj));
+    t->p_im = alloc_floats(panel_floats(npix, nj));
+    t->t_re = alloc_floats(transposed_floats(npix, nj));
+    t->t_im = alloc_floats(transposed_floats(npix, nj));
+    if (!t->p_re || !t->p_im || !t->t_re || !t->t_im) {
+        cpu_mft_table_free(t);
         snprintf(err, errlen, "cpu: cannot allocate the %d x %d MFT matrix", nj, npix);
         return -1;
     }
@@ -85,6 +104,7 @@ int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre
     t->centre2 = centre2;
     t->j0 = j0;
     t->nj = nj;
+    t->tstride = (int)transposed_stride(nj);
     const double two_pi = 2.0 * M_PI;
     for (int j = 0; j < nj; ++j) {
         long long jj = (long long)j0 + j;
@@ -93,9 +113,11 @@ int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre
              * (2X)(a/2) is X a to the bit: scaling by 2 is exact. */
             double turns = (double)(jj * (2LL * k - centre2)) * (0.5 * a);
             turns -= floor(turns);
-            size_t i = 2 * ((size_t)k * (size_t)nj + (size_t)j);
-            t->w[i] = (float)cos(two_pi * turns);
-            t->w[i + 1] = (float)-sin(two_pi * turns);
+            float re = (float)cos(two_pi * turns), im = (float)-sin(two_pi * turns);
+            size_t pi = ((size_t)(k / MFT_KT) * nj + j) * MFT_KT + k % MFT_KT;
+            size_t ti = (size_t)k * t->tstride + j;
+            t->p_re[pi] = t->t_re[ti] = re;
+            t->p_im[pi] = t->t_im[ti] = im;
         }
     }
     return 0;
@@ -103,70 +125,201 @@ int cpu_mft_table_build_centred(cpu_mft_table *t, double a, int npix, int centre
 
 void cpu_mft_table_free(cpu_mft_table *t)
 {
-    free(t->w);
+    free(t->p_re);
+    free(t->p_im);
+    free(t->t_re);
+    free(t->t_im);
     memset(t, 0, sizeof *t);
 }
 
 void cpu_mft_work_free(cpu_mft_work *w)
 {
-    free(w->t);
-    free(w->e);
+    free(w->p_re);
+    free(w->p_im);
+    free(w->t_re);
+    free(w->t_im);
+    free(w->idx);
     memset(w, 0, sizeof *w);
 }
 
-/* At least n floats in *p (contents lost when it grows). */
-static int grow(float **p, size_t *cap, size_t n)
+/* Two planes of at least n floats (contents lost when they grow). */
+static int grow_pair(float **a, float **b, size_t *cap, size_t n)
 {
     if (n <= *cap) return 0;
-    free(*p);
-    *p = alloc_floats(n);
-    *cap = *p ? n : 0;
-    return *p ? 0 : -1;
+    free(*a);
+    free(*b);
+    *a = alloc_floats(n);
+    *b = alloc_floats(n);
+    *cap = *a && *b ? n : 0;
+    return *cap ? 0 : -1;
+}
+
+static int work_reserve(cpu_mft_work *w, int rows, int cols, int npix)
+{
+    size_t rp = round_up((size_t)rows, MFT_RB);
+    if (grow_pair(&w->p_re, &w->p_im, &w->cap_p, rp * (size_t)cols) ||
+        grow_pair(&w->t_re, &w->t_im, &w->cap_t, rp * round_up((size_t)npix, MFT_KT)))
+        return -1;
+    size_t nidx = rp / MFT_RB * (size_t)cols + (size_t)rows;
+    if (nidx > w->cap_idx) {
+        free(w->idx);
+        w->idx = malloc(nidx * sizeof *w->idx);
+        w->cap_idx = w->idx ? nidx : 0;
+        if (!w->idx) return -1;
+    }
+    return 0;
+}
+
+/* C[q][k] = sum over l in idx[0..nl-1] of A(q, l) B[l][k], q < 4, k < 32,
+ * with A(q, l) = (ar + i ai)[l a_l + q a_q], B[l] = (br + i bi) + l b_l
+ * (32 readable floats each) and C[q] = (cr + i ci) + q c_q. */
+MFT_CLONES static void tile(int nl, const int *idx, const float *ar, const float *ai, size_t a_l,
+                            size_t a_q, const float *br, const float *bi, size_t b_l,
+                            float *restrict cr, float *restrict ci, size_t c_q)
+{
+    float accr[MFT_RB][MFT_KT], acci[MFT_RB][MFT_KT];
+    memset(accr, 0, sizeof accr);
+    memset(acci, 0, sizeof acci);
+    for (int t = 0; t < nl; ++t) {
+        size_t l = (size_t)idx[t];
+        const float *restrict xr = br + l * b_l, *restrict xi = bi + l * b_l;
+        for (int q = 0; q < MFT_RB; ++q) {
+            const float a = ar[l * a_l + q * a_q], b = ai[l * a_l + q * a_q];
+            for (int k = 0; k < MFT_KT; ++k) { /* two fused multiply-adds each */
+                float re = accr[q][k] + a * xr[k], im = acci[q][k] + a * xi[k];
+                accr[q][k] = re - b * xi[k];
+                acci[q][k] = im + b * xr[k];
+            }
+        }
+    }
+    for (int q = 0; q < MFT_RB; ++q)
+        for (int k = 0; k < MFT_KT; ++k) {
+            cr[q * c_q + k] = accr[q][k];
+            ci[q * c_q + k] = acci[q][k];
+        }
+}
+
+/* img[k] += scale (er[k]^2 + ei[k]^2), k < m. */
+MFT_CLONES static void add_power(int m, float scale, const float *restrict er,
+                                 const float *restrict ei, float *restrict img)
+{
+    for (int k = 0; k < m; ++k)
+        img[k] += scale * (er[k] * er[k] + ei[k] * ei[k]);
+}
+
+/* The box in planar form (zero rows padding the last block), the non-zero
+ * columns of each block of 4 rows and the non-zero rows. Returns the number
+ * of non-zero rows (their list at idx + blocks * cols). */
+static int prepare(const float *pupil, int rows, int cols, cpu_mft_work *w, int *counts)
+{
+    int nblocks = (rows + MFT_RB - 1) / MFT_RB;
+    size_t rp = (size_t)nblocks * MFT_RB;
+    memset(w->p_re, 0, rp * (size_t)cols * sizeof *w->p_re);
+    memset(w->p_im, 0, rp * (size_t)cols * sizeof *w->p_im);
+    int *used = w->idx + (size_t)nblocks * cols, nused = 0;
+    for (int r = 0; r < rows; ++r) {
+        const float *p = pupil + (size_t)r * cols * 2;
+        float *pr = w->p_re + (size_t)r * cols, *pi = w->p_im + (size_t)r * cols;
+        int any = 0;
+        for (int c = 0; c < cols; ++c) {
+            pr[c] = p[2 * c];
+            pi[c] = p[2 * c + 1];
+            any |= pr[c] != 0.0f || pi[c] != 0.0f;
+        }
+        if (any) used[nused++] = r;
+    }
+    for (int b = 0; b < nblocks; ++b) {
+        int *list = w->idx + (size_t)b * cols, n = 0;
+        for (int c = 0; c < cols; ++c) {
+            int any = 0;
+            for (int q = 0; q < MFT_RB; ++q) {
+                size_t i = (size_t)(b * MFT_RB + q) * cols + c;
+                any |= w->p_re[i] != 0.0f || w->p_im[i] != 0.0f;
+            }
+            if (any) list[n++] = c;
+        }
+        counts[b] = n;
+    }
+    return nused;
+}
+
+/* Tiles of 32 columns per block: the panels a block reuses (nl rows of 32
+ * complex floats per tile) take at most about 512 KB of the L2 cache. */
+static size_t tiles_per_block(size_t nl)
+{
+    size_t per_tile = (nl ? nl : 1) * MFT_KT * 2 * sizeof(float);
+    size_t n = (512u * 1024u) / per_tile;
+    return n ? n : 1;
 }
 
 /* One transform's shared, read-only description; the parts write disjoint
- * rows of T (step 1) or of E and the image (step 2). */
+ * rows of T (step 1) or of the image (step 2). */
 typedef struct {
-    const float *pupil, *wx, *wy; /* the box; W's columns for its columns and rows */
-    int rows, cols, m, ldw;       /* ldw: complex values per row of W^T (nj) */
-    float *t, *e, *image;
+    const cpu_mft_table *t;
+    cpu_mft_work *w;
+    const int *counts, *used;
+    int cols, nused;
+    size_t m, ntiles, rp, cj, rj;
     float scale;
+    float *image;
 } mft_ctx;
 
-/* Step 1 for pupil rows r0 .. r1 - 1: T[r][k] = sum_c P[r][c] W[col_off +
- * c][k] (= P Wx^T), rows x M. */
-static void step1(const mft_ctx *c, int r0, int r1)
+/* Step 1 for the blocks of 4 pupil rows b_lo .. b_hi - 1: T[r][k] = sum_c
+ * P[r][c] W[col_off + c][k] (= P Wx^T); per block of tiles the table's
+ * panels for the box's columns stay in L2 while the rows of P go by. */
+static void step1(const mft_ctx *c, size_t b_lo, size_t b_hi)
 {
-    const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
-    size_t m = (size_t)c->m;
-    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, c->m, c->cols, one,
-                c->pupil + 2 * (size_t)r0 * (size_t)c->cols, c->cols, c->wx, c->ldw, zero,
-                c->t + 2 * (size_t)r0 * m, c->m);
+    const cpu_mft_table *t = c->t;
+    cpu_mft_work *w = c->w;
+    size_t nj = (size_t)t->nj, tb = tiles_per_block(nj), cols = (size_t)c->cols;
+    for (size_t k0 = 0; k0 < c->ntiles; k0 += tb) {
+        size_t k1 = k0 + tb < c->ntiles ? k0 + tb : c->ntiles;
+        for (size_t b = b_lo; b < b_hi; ++b) {
+            size_t r0 = b * MFT_RB;
+            for (size_t k = k0; k < k1; ++k) {
+                size_t panel = (k * nj + c->cj) * MFT_KT, out = (k * c->rp + r0) * MFT_KT;
+                tile(c->counts[b], w->idx + b * cols, w->p_re + r0 * cols, w->p_im + r0 * cols, 1,
+                     cols, t->p_re + panel, t->p_im + panel, MFT_KT, w->t_re + out, w->t_im + out,
+                     MFT_KT);
+            }
+        }
+    }
 }
 
-/* Step 2 for image rows i0 .. i1 - 1: E[k1][k2] = sum_r W[row_off + r][k1]
- * T[r][k2] (= Wy T), then image += scale |E|^2 on those rows. */
-static void step2(const mft_ctx *c, int i0, int i1)
+/* Step 2 for the blocks of 4 image rows i_lo .. i_hi - 1: E[k1][k2] =
+ * sum_r W[row_off + r][k1] T[r][k2] (= Wy T), a 4 x 32 tile at a time, per
+ * block of tiles of T kept in L2; then image += scale |E|^2. */
+static void step2(const mft_ctx *c, size_t i_lo, size_t i_hi)
 {
-    const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
-    size_t m = (size_t)c->m;
-    float *e = c->e + 2 * (size_t)i0 * m;
-    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, c->m, c->rows, one,
-                c->wy + 2 * (size_t)i0 * (size_t)c->ldw, c->ldw, c->t, c->m, zero, e, c->m);
-    float *img = c->image + (size_t)i0 * m;
-    for (size_t k = 0; k < (size_t)(i1 - i0) * m; ++k)
-        img[k] += c->scale * (e[2 * k] * e[2 * k] + e[2 * k + 1] * e[2 * k + 1]);
+    const cpu_mft_table *t = c->t;
+    const cpu_mft_work *w = c->w;
+    size_t ts = (size_t)t->tstride, m = c->m, tb = tiles_per_block(c->rp);
+    float er[MFT_RB * MFT_KT], ei[MFT_RB * MFT_KT];
+    for (size_t k0 = 0; k0 < c->ntiles; k0 += tb) {
+        size_t k1 = k0 + tb < c->ntiles ? k0 + tb : c->ntiles;
+        for (size_t i0 = i_lo * MFT_RB; i0 < i_hi * MFT_RB; i0 += MFT_RB) {
+            for (size_t k = k0; k < k1; ++k) {
+                size_t a = i0 * ts + c->rj, b = k * c->rp * MFT_KT, c0 = k * MFT_KT;
+                tile(c->nused, c->used, t->t_re + a, t->t_im + a, 1, ts, w->t_re + b, w->t_im + b,
+                     MFT_KT, er, ei, MFT_KT);
+                int kt = m - c0 < MFT_KT ? (int)(m - c0) : MFT_KT;
+                for (size_t q = 0; q < MFT_RB && i0 + q < m; ++q)
+                    add_power(kt, c->scale, er + q * MFT_KT, ei + q * MFT_KT,
+                              c->image + (i0 + q) * m + c0);
+            }
+        }
+    }
 }
 
 typedef struct {
     const mft_ctx *c;
-    int step, lo, hi; /* output rows lo .. hi - 1 */
+    int step;
+    size_t lo, hi;
 } mft_part;
 
 static void *run_part(void *arg)
 {
     const mft_part *p = arg;
-    if (p->hi <= p->lo) return NULL;
     if (p->step == 1)
         step1(p->c, p->lo, p->hi);
     else
@@ -174,25 +327,20 @@ static void *run_part(void *arg)
     return NULL;
 }
 
-/* Run step over output rows 0 .. n - 1 split into up to threads contiguous
- * parts of whole units (MFT_UNIT_ROWS), the first on this thread; a thread
- * that cannot start runs its part here. */
-static void run_step(const mft_ctx *c, int step, int n, int threads)
+/* Run step over units 0 .. n - 1 split into up to threads contiguous parts,
+ * the first on this thread; a thread that cannot start runs its part here.
+ * Every output element is computed by the same code whatever the split, so
+ * the result does not depend on the number of threads. */
+static void run_step(const mft_ctx *c, int step, size_t n, int threads)
 {
     mft_part parts[MFT_MAX_THREADS];
     pthread_t th[MFT_MAX_THREADS];
     int started[MFT_MAX_THREADS] = {0};
-    size_t units = ((size_t)n + MFT_UNIT_ROWS - 1) / MFT_UNIT_ROWS;
     size_t np = threads < 1 ? 1 : (size_t)threads;
     if (np > MFT_MAX_THREADS) np = MFT_MAX_THREADS;
-    if (np > units) np = units ? units : 1;
-    for (size_t i = 0; i < np; ++i) {
-        size_t lo = units * i / np * MFT_UNIT_ROWS, hi = units * (i + 1) / np * MFT_UNIT_ROWS;
-        parts[i] = (mft_part){.c = c,
-                              .step = step,
-                              .lo = (int)(lo < (size_t)n ? lo : (size_t)n),
-                              .hi = (int)(hi < (size_t)n ? hi : (size_t)n)};
-    }
+    if (np > n) np = n ? n : 1;
+    for (size_t i = 0; i < np; ++i)
+        parts[i] = (mft_part){.c = c, .step = step, .lo = n * i / np, .hi = n * (i + 1) / np};
     for (size_t i = 1; i < np; ++i)
         started[i] = pthread_create(&th[i], NULL, run_part, &parts[i]) == 0;
     run_part(&parts[0]);
@@ -202,11 +350,6 @@ static void run_step(const mft_ctx *c, int step, int n, int threads)
         else
             run_part(&parts[i]);
     }
-}
-
-static void blas_single_thread(void)
-{
-    openblas_set_num_threads(1);
 }
 
 int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int cols, int row_off,
@@ -221,28 +364,26 @@ int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int
                  row_off, row_off + rows - 1, col_off, col_off + cols - 1, t->j0, end - 1);
         return -1;
     }
-    size_t m = (size_t)t->npix;
-    if (grow(&w->t, &w->cap_t, 2 * (size_t)rows * m) != 0 || grow(&w->e, &w->cap_e, 2 * m * m)) {
+    int nblocks = (rows + MFT_RB - 1) / MFT_RB;
+    int *counts = malloc((size_t)nblocks * sizeof *counts);
+    if (!counts || work_reserve(w, rows, cols, t->npix) != 0) {
+        free(counts);
         snprintf(err, errlen, "cpu: cannot allocate the MFT workspace (%d x %d)", rows, t->npix);
         return -1;
     }
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_single_thread);
-    mft_ctx c = {.pupil = pupil,
-                 .wx = t->w + 2 * (size_t)(col_off - t->j0),
-                 .wy = t->w + 2 * (size_t)(row_off - t->j0),
-                 .rows = rows,
-                 .cols = cols,
-                 .m = t->npix,
-                 .ldw = t->nj,
-                 .t = w->t,
-                 .e = w->e,
-                 .image = image,
-                 .scale = scale};
+    mft_ctx c = {.t = t, .w = w, .counts = counts, .cols = cols, .scale = scale, .image = image};
+    c.nused = prepare(pupil, rows, cols, w, counts);
+    c.used = w->idx + (size_t)nblocks * cols;
+    c.m = (size_t)t->npix;
+    c.ntiles = (c.m + MFT_KT - 1) / MFT_KT;
+    c.rp = (size_t)nblocks * MFT_RB;
+    c.cj = (size_t)(col_off - t->j0);
+    c.rj = (size_t)(row_off - t->j0);
     /* Threads only where they pay for their start (~50 us each). */
-    double work = (double)rows * cols * (double)m + (double)m * (double)m * rows;
+    double work = (double)rows * cols * c.m + (double)c.m * c.m * rows;
     if (work < MFT_THREAD_MIN_WORK) threads = 1;
-    run_step(&c, 1, rows, threads);
-    run_step(&c, 2, t->npix, threads);
+    run_step(&c, 1, (size_t)nblocks, threads);
+    run_step(&c, 2, (c.m + MFT_RB - 1) / MFT_RB, threads);
+    free(counts);
     return 0;
 }

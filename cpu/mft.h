@@ -22,14 +22,18 @@
  * per set and component and reused for every image (they do not depend on
  * the aberrations). Both products use the same matrix W[j][k] =
  * exp(-2 pi i j (k - M/2) a), j = j0 .. j0 + nj - 1 (the rows' and the
- * columns' offsets), stored once as cgemm reads it: transposed (W^T[k][j],
- * row-major), interleaved complex (re, im). */
+ * columns' offsets), stored twice in the layouts the kernels stream:
+ * panels of 32 image columns for step 1 and transposed for step 2. */
 typedef struct {
-    double a;    /* cycles per (pupil sample x image pixel): dx p / lambda */
-    int npix;    /* M */
-    int centre2; /* twice the axis's pixel index: 2 (M/2), or M - 1 (half_pixel) */
-    int j0, nj;  /* pupil offsets covered: j = j0 .. j0 + nj - 1 (axis j = 0) */
-    float *w;    /* [M][nj] complex: W[j][k] at 2 (k nj + j - j0) (re), + 1 (im) */
+    double a;           /* cycles per (pupil sample x image pixel): dx p / lambda */
+    int npix;           /* M */
+    int centre2;        /* twice the axis's pixel index: 2 (M/2), or M - 1 (half_pixel) */
+    int j0, nj;         /* pupil offsets covered: j = j0 .. j0 + nj - 1 (axis j = 0) */
+    int tstride;        /* floats per row of the transposed copy (>= nj, padded) */
+    float *p_re, *p_im; /* panels [ceil(M/32)][nj][32]: W[j][k] at
+                           ((k / 32) nj + j - j0) 32 + k % 32; 0 for k >= M */
+    float *t_re, *t_im; /* transposed [M rounded up to 4][tstride]: W[j][k] at
+                           k tstride + j - j0; 0 for k >= M */
 } cpu_mft_table;
 
 /* Fill t for a (> 0, finite), M = npix >= 1 and offsets j0 .. j0 + nj - 1
@@ -50,13 +54,16 @@ void cpu_mft_table_free(cpu_mft_table *t);
 /* Bytes the table of (npix, nj) takes. */
 size_t cpu_mft_table_bytes(int npix, int nj);
 
-/* Scratch of one transform: the intermediate T = P Wx^T and the field
- * E = Wy T, row-major interleaved complex. Grows on demand; one per backend
- * (not shared between threads). */
+/* Scratch of one transform: the pupil box in planar form, padded to whole
+ * blocks of 4 rows, the lists of its non-zero columns and rows, and the
+ * intermediate T = P Wx^T in panels of 32 columns. Grows on demand; one per
+ * backend (not shared between threads). */
 typedef struct {
-    size_t cap_t, cap_e; /* floats held by t, e */
-    float *t;            /* [rows][M] complex */
-    float *e;            /* [M][M] complex */
+    size_t cap_p, cap_t, cap_idx; /* elements held by p_*, t_*, idx */
+    float *p_re, *p_im;           /* [rows rounded up to 4][cols] */
+    float *t_re, *t_im;           /* [ceil(M/32)][rows rounded up to 4][32] */
+    int *idx;                     /* [blocks * cols] non-zero columns per block of 4 rows,
+                                     then [rows] the non-zero rows */
 } cpu_mft_work;
 
 void cpu_mft_work_free(cpu_mft_work *w);
@@ -66,13 +73,10 @@ void cpu_mft_work_free(cpu_mft_work *w);
  * interleaved re, im floats: rows * cols * 2), its first row at offset
  * row_off and first column at col_off from the axis sample, both ranges
  * inside the table's (row_off >= t->j0, row_off + rows <= t->j0 + t->nj,
- * the same for columns). The products are CBLAS cgemm calls (OpenBLAS),
- * single-threaded each: the first call sets OpenBLAS's threads to one for
- * the process (openblas_set_num_threads(1)). Up to threads threads (POSIX)
- * share a large transform (from ~3e7 complex multiply-adds), each a block
- * of whole 24-row units of the output; the result is the same for any
- * number. Returns 0, or -1 with err (a range outside the table,
- * allocation). */
+ * the same for columns). Pupil samples that are zero are skipped. Up to
+ * threads threads (POSIX) share a large transform (from ~3e7 complex
+ * multiply-adds); the result is the same for any number. Returns 0, or -1
+ * with err (a range outside the table, allocation). */
 int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int cols, int row_off,
                        int col_off, float scale, int threads, cpu_mft_work *w, float *image,
                        char *err, size_t errlen);

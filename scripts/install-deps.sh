@@ -4,7 +4,6 @@
 # it is missing. Safe to run again: installs nothing when all is there.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-dev libisal-dev libdeflate-dev libfftw3-dev
-      libopenblas-dev # OpenBLAS: the CPU MFT's cgemm
       libcfitsio-dev libcmocka-dev libcairo2-dev librandom123-dev libhdf5-dev libjansson-dev libcsv-dev
       python3-numpy python3-h5py python3-pytest python3-venv python3-pip # the Python package's tests
       python3-pandas python3-astropy # its optional DataFrame and HDUList, tested when there

@@ -51,9 +51,7 @@ double cost_write_us(const probe_figures *f, int npix, int png, int fits);
  *     (S = gpu_speed: the batches spread over the GPUs, which start side
  *     by side; the writers serve all of them).
  * MFT sets use the FFT's figures at the output size: a first-order guess
- * (the GPU's MFT is 70-130x the CPU's former hand-written product,
- * gpu/NOTES.md; the CPU's cgemm is at most 4.6x faster than that on 16
- * cores, bench/RESULTS.md run 10, so the choice holds). */
+ * (the GPU's MFT is 70-130x the CPU's, gpu/NOTES.md, so the choice holds). */
 void cost_predict(const probe_figures *f, const cost_job *job, cost_prediction *p);
 
 #endif

@@ -6,7 +6,6 @@
  * path, a one-wavelength set equals the monochromatic image, "sum"
  * normalisation, the choice of path and the reported pixel scales. */
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,34 +148,8 @@ static void test_mft_kernel_against_direct_sum(void **state)
     free(want);
 }
 
-/* One lane of test_mft_threads_same_result: three 2-thread transforms. */
-typedef struct {
-    const cpu_mft_table *t;
-    const float *p;
-    float *img;
-    int rc;
-} lane_arg;
-
-static void *lane_run(void *arg)
-{
-    lane_arg *a = arg;
-    cpu_mft_work w;
-    memset(&w, 0, sizeof w);
-    char err[256];
-    for (int r = 0; r < 3 && a->rc == 0; ++r) {
-        memset(a->img, 0, 448 * 448 * sizeof *a->img);
-        a->rc = cpu_mft_accumulate(a->t, a->p, 150, 160, -75, -80, 1.0f, 2, &w, a->img, err,
-                                   sizeof err);
-    }
-    cpu_mft_work_free(&w);
-    return NULL;
-}
-
 /* A transform large enough to be split over threads gives the same bits
- * with 1 and with 3 threads, and so do three lanes (threads over images,
- * as psfsim's CPU lanes run) that each run 2-thread transforms at the same
- * time: OpenBLAS's cgemm called from several threads at once (cpu/mft.c
- * sets OpenBLAS's own threads to one). */
+ * with 1 and with 3 threads. */
 static void test_mft_threads_same_result(void **state)
 {
     (void)state;
@@ -193,19 +166,6 @@ static void test_mft_threads_same_result(void **state)
     assert_int_equal(
         cpu_mft_accumulate(&t, p, rows, cols, -75, -80, 1.0f, 3, &w, three, err, sizeof err), 0);
     assert_memory_equal(one, three, (size_t)m * m * sizeof *one);
-    pthread_t th[3];
-    lane_arg args[3];
-    for (int l = 0; l < 3; ++l) {
-        args[l] = (lane_arg){.t = &t, .p = p, .img = calloc((size_t)m * m, sizeof(float))};
-        assert_non_null(args[l].img);
-        assert_int_equal(pthread_create(&th[l], NULL, lane_run, &args[l]), 0);
-    }
-    for (int l = 0; l < 3; ++l) {
-        assert_int_equal(pthread_join(th[l], NULL), 0);
-        assert_int_equal(args[l].rc, 0);
-        assert_memory_equal(args[l].img, one, (size_t)m * m * sizeof *one);
-        free(args[l].img);
-    }
     cpu_mft_table_free(&t);
     cpu_mft_work_free(&w);
     free(p);
