@@ -3,8 +3,8 @@
 # Whole psfsim processes at N = 64 .. 4096, one image and a batch, with
 # --backend cpu, gpu and auto (warm probe cache), wall time of each process.
 # Also: a 64x64 single image with a warm cache, checking CUDA is never loaded
-# (LD_DEBUG shows no libcuda). Three repeats per cell, backends in rotated
-# order. Writes CSV to $1.
+# (LD_DEBUG shows no libcuda). REPEATS (default 3) runs per cell and backend,
+# in rotated order, each into a fresh directory. Writes CSV to $1.
 set -uo pipefail
 csv="$1"
 psfsim="$BUILD/psfsim"
@@ -31,28 +31,34 @@ CFG
 for spec in 64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5; do
   npix=${spec%:*} k=${spec#*:}
   config "$npix" "$k" >"$work/c.cfg"
-  orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu") # three repeats, rotated
-  for rep in 0 1 2; do for be in ${orders[$rep]}; do
+  orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu") # REPEATS (default 3), rotated
+  for ((rep = 0; rep < ${REPEATS:-3}; ++rep)); do for be in ${orders[$((rep % 3))]}; do
+    # A fresh directory each run: files renamed over a set's old ones cost
+    # ext4 a flush each (~20 ms more for 1,000 PNGs), which favoured
+    # whichever backend ran first in a cell.
+    rm -rf "$work/o"
     t0=$(date +%s.%N)
-    "$psfsim" -q --force --backend "$be" -c "$work/c.cfg" -o "$work/o" >/dev/null || {
+    "$psfsim" -q --backend "$be" -c "$work/c.cfg" -o "$work/o" >/dev/null || {
       echo "$npix,$k,$be,nan,failed" >>"$csv"; continue; }
     t1=$(date +%s.%N)
-    chosen=$(tail -n +2 "$work/o/b${npix}_${k}_manifest.csv" | head -1 | awk -F, '{print $16}')
+    chosen=$(grep -m1 -o 'backend [a-z]*' "$work/o/b${npix}_${k}_timing.csv" | awk '{print $2}')
     echo "$npix,$k,$be,$(awk "BEGIN { print $t1 - $t0 }"),$chosen" >>"$csv"
   done; done
 done
 # 64x64, one image, warm cache: wall time and whether libcuda was loaded.
 config 64 1 >"$work/c.cfg"
 for i in 1 2 3 4 5; do
+  rm -rf "$work/o"
   t0=$(date +%s.%N)
-  LD_DEBUG=libs "$psfsim" -q --force -c "$work/c.cfg" -o "$work/o" 2>"$work/lddebug" >/dev/null
+  LD_DEBUG=libs "$psfsim" -q -c "$work/c.cfg" -o "$work/o" 2>"$work/lddebug" >/dev/null
   t1=$(date +%s.%N)
   cuda=$(grep -c "libcuda.so" "$work/lddebug" || true)
   echo "64,1,auto-warm-ld_debug,$(awk "BEGIN { print $t1 - $t0 }"),libcuda_lines=$cuda" >>"$csv"
 done
 for i in 1 2 3 4 5; do
+  rm -rf "$work/o"
   t0=$(date +%s.%N)
-  "$psfsim" -q --force -c "$work/c.cfg" -o "$work/o" >/dev/null
+  "$psfsim" -q -c "$work/c.cfg" -o "$work/o" >/dev/null
   t1=$(date +%s.%N)
   echo "64,1,auto-warm,$(awk "BEGIN { print $t1 - $t0 }"),$(tail -1 "$work/o/b64_1_manifest.csv" | awk -F, '{print $16}')" >>"$csv"
 done
