@@ -16,6 +16,7 @@
 
 #include "app/hdf5_set.h"
 #include "app/host_pool.h"
+#include "app/select/gpu_list.h"
 #include "app/writer_pool.h"
 
 /* Batches of images the queue holds beyond the one being written. */
@@ -44,6 +45,27 @@ const unsigned char *hdf5_writer_written(const hdf5_writer *w);
  * (its message: the run then stops). */
 int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
                     size_t errlen);
+
+/* Slots hdf5_writer_add_held tells apart: every lane's (run_state.slots). */
+#define HDF5_MAX_SLOTS (GPU_LIST_MAX * WRITER_SLOTS)
+
+/* As hdf5_writer_add, but the rows that lie in place (each job's image,
+ * or uint16 levels, right after the last one's; likewise the float32
+ * oversampled images) are written from the caller's memory, not copied:
+ * it belongs to slot (0 .. HDF5_MAX_SLOTS-1; another is copied as
+ * hdf5_writer_add does) and must not change until hdf5_writer_wait_slot
+ * for it returns. What cannot be taken in place is copied (the noisy and
+ * uint16 oversampled images, made here; the labels); a chunk given in
+ * part is kept by the module (hdf5_io.h), so the slot's bytes are not
+ * needed once its rows are written; rows the file had are skipped. */
+int hdf5_writer_add_held(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
+                         char *err, size_t errlen);
+
+/* Wait until the writer thread is done with slot's memory (every block
+ * hdf5_writer_add_held gave from it written, copied into a group, or
+ * dropped after a failure). At once for w NULL or a slot it holds no
+ * rows of. */
+void hdf5_writer_wait_slot(hdf5_writer *w, int slot);
 
 /* Write what is queued, stop the thread and close: complete (every image
  * given) renames NAME.h5 into place with its attributes, else the temp
