@@ -3,7 +3,9 @@
  * by a thread of its own in blocks of whole batches: as each batch
  * retires (in any order with several lanes), its images (float32, or the
  * uint16 stretch levels the writer pool made) and labels are copied into a
- * block and queued; the thread gives each block to h5set_write, one call
+ * block and queued (or, hdf5_writer_add_held, the images are written from
+ * the caller's batch buffer in place, which it keeps until
+ * hdf5_writer_wait_slot); the thread gives each block to h5set_write, one call
  * per run of consecutive indices (the module stages chunks given in part).
  * The queue holds at most HDF5_QUEUE_BATCHES batches: a lane that would
  * pass it waits, so memory stays bounded (app/set_limits.c counts it).
@@ -83,13 +85,13 @@ unsigned long long hdf5_writer_over_bytes(const image_set *s);
 /* Host memory writing NAME.h5 takes for set s with batches of batch images
  * on lanes computing devices, bytes (saturating): the queue
  * (HDF5_QUEUE_BATCHES batches of images, the oversampled and noisy images
- * when written, and labels); the module's stages (every image dataset's chunk),
- * a chunk given in part each (at most one per batch buffer, WRITER_SLOTS
- * per lane, and two more), its gzip threads' buffers (at most 8 threads,
- * a chunk twice each: shuffled and deflated); the written flags (3 bytes
- * an image); for uint16 the slots' stretch levels (WRITER_SLOTS batches
- * of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest image)
- * images (app/formats/hdf5_params.c). */
+ * when written, and labels, as copied: blocks given in place hold only
+ * their labels and what is made here, so this bounds them too); the module's stages (every image
+ * dataset's chunk), a chunk given in part each (at most one per batch buffer, WRITER_SLOTS per
+ * lane, and two more), its gzip threads' buffers (at most 8 threads, a chunk twice each: shuffled
+ * and deflated); the written flags (3 bytes an image); for uint16 the slots' stretch levels
+ * (WRITER_SLOTS batches of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest
+ * image) images (app/formats/hdf5_params.c). */
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes);
 
 /* Disk space of NAME.h5 for set s, bytes (saturating), as if uncompressed
