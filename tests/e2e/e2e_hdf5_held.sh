@@ -48,20 +48,7 @@ h5_ok same p/h.h5 h2/h.h5
 hcfg k 128 1200 '' '' >k.cfg
 expect_exit 0 "k: uninterrupted reference" -- "$PSFSIM" -q --backend cpu -j 1 -c k.cfg -o k.ref
 env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -j 1 -c k.cfg -o k.part >/dev/null 2>&1 &
-pid=$! rows=0
-for _ in $(seq 1000); do
-  rows=$(($(wc -l 2>/dev/null <k.part/k_manifest.csv || echo 1) - 1))
-  [ "$rows" -ge 300 ] && break
-  sleep 0.005
-done
-kill -9 $pid
-wait $pid
-rc=$?
-rows=$(($(wc -l <k.part/k_manifest.csv) - 1))
-[ $rc -eq 137 ] && [ "$rows" -lt 1200 ] && pass "k: killed mid-set ($rows of 1200 rows)" ||
-  fail "k: not killed mid-set (exit $rc, $rows rows)"
-[ ! -e k.part/k.h5 ] && [ -f k.part/.k.h5.part ] && pass "k: no k.h5, its temp file kept" ||
-  fail "k: $(ls -A k.part | grep h5)"
+kill_mid_set $! k.part/k_manifest.csv 300 1200 k
 expect_exit 0 "k: --resume (2 lanes)" -- env PSFSIM_TEST_LANES=2 "$PSFSIM" -v --backend cpu -j 1 --resume -c k.cfg -o k.part
 grep -q "resuming: k.h5 holds" "$SCRATCH/stderr" && pass "k: resumed" || fail "k: not resumed: $(grep resuming "$SCRATCH/stderr")"
 h5_ok same k.ref/k.h5 k.part/k.h5
