@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h).
- * Over 450 lines because the thread's groups of blocks and the memory
+ * Over 450 lines because the thread's groups of blocks, the blocks that
+ * point into the caller's slots (and the slots they hold) and the memory
  * the writer needs (its sizes, at the end) are one account of its bytes. */
 #include "app/hdf5_writer.h"
 
