@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's writer thread and its queue of blocks (app/hdf5_writer.h).
- * Over 450 lines because the thread's groups of blocks and the memory
+ * Over 450 lines because the thread's groups of blocks, the blocks that
+ * point into the caller's slots (and the slots they hold) and the memory
  * the writer needs (its sizes, at the end) are one account of its bytes. */
 #include "app/hdf5_writer.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +35,14 @@ typedef struct block {
     long long first;
     int count, cap;               /* cap: rows it has room for */
     size_t bytes;                 /* what it holds, for the queue's bound */
-    void *images;                 /* count x M x M, the file's dtype */
-    void *extra[H5SET_MAX_EXTRA]; /* count x m x m of each extra image dataset */
-    double *zernike;              /* count x J */
+    void *images;                 /* cap x M x M, the file's dtype: its own copy (NULL until one) */
+    void *extra[H5SET_MAX_EXTRA]; /* cap x m x m of each extra image dataset, likewise */
+    /* What is written: images / extra, or the caller's rows in place
+     * (hdf5_writer_add_held: the slot's memory, no copy). */
+    const void *img_at;
+    const void *extra_at[H5SET_MAX_EXTRA];
+    int slot;        /* the caller's slot whose memory img_at or extra_at point into, else -1 */
+    double *zernike; /* count x J */
     int64_t *index;
     double *d[HDF5_NDOUBLES]; /* the float64 columns, HDF5_COL_WAVELENGTH on */
     double *seg;              /* desc.nseg segment columns, column c at c * cap */
@@ -51,7 +58,8 @@ struct hdf5_writer {
     size_t extra_bytes[H5SET_MAX_EXTRA]; /* an image of each extra dataset */
     unsigned char *had;                  /* [K] written when opened */
     pthread_mutex_t mu;
-    pthread_cond_t work, room;
+    pthread_cond_t work, room, released;
+    int held[HDF5_MAX_SLOTS]; /* blocks of each slot queued or being written */
     block *head, *tail;
     block *group;              /* the writer thread's rows not yet written */
     block *spare[HDF5_SPARES]; /* blocks written or copied into the group, for the next batches */
@@ -99,12 +107,10 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
     size_t n = (size_t)count, j = (size_t)w->desc.nterms;
     b->first = first;
     b->count = b->cap = count;
-    b->images = malloc(n * w->image_bytes);
+    b->slot = -1;
     b->zernike = malloc((j ? j : 1) * n * sizeof(double));
     b->index = malloc(n * sizeof *b->index);
-    int ok = b->images && b->zernike && b->index;
-    for (int e = 0; e < w->desc.p.nextra; ++e)
-        ok &= (b->extra[e] = malloc(n * w->extra_bytes[e])) != NULL;
+    int ok = b->zernike && b->index;
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         ok &= (b->d[c] = malloc(n * sizeof(double))) != NULL;
     b->backend = calloc(n, sizeof *b->backend);
@@ -119,6 +125,22 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
     return b;
 }
 
+/* Give b room of its own for the images (images 1) and extra dataset e's
+ * rows (bit e of extra) it copies: allocated once per block, kept with it
+ * for reuse. 0, or -1: no memory. */
+static int block_own(const hdf5_writer *w, block *b, int images, unsigned extra)
+{
+    size_t n = (size_t)b->cap;
+    if (images && !b->images && !(b->images = malloc(n * w->image_bytes))) return -1;
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        if ((extra >> e & 1U) && !b->extra[e] && !(b->extra[e] = malloc(n * w->extra_bytes[e])))
+            return -1;
+    b->img_at = images ? b->images : b->img_at;
+    for (int e = 0; e < w->desc.p.nextra; ++e)
+        b->extra_at[e] = extra >> e & 1U ? b->extra[e] : b->extra_at[e];
+    return 0;
+}
+
 /* Row i's extra images from job j: the oversampled image (float32, or its
  * own PNG stretch levels for uint16) and the noisy one (noise.h, drawn from
  * the image as the FITS NOISY extension is, so it is the same bits). */
@@ -126,7 +148,7 @@ static void fill_extra(const hdf5_writer *w, block *b, int i, const write_job *j
 {
     const psf_config *cfg = w->set->cfg;
     int m = w->set->samp.npix;
-    if (w->desc.over >= 0) {
+    if (w->desc.over >= 0 && b->extra_at[w->desc.over] == b->extra[w->desc.over]) {
         int e = w->desc.over, om = w->desc.extra[e].npix;
         void *dst = (char *)b->extra[e] + (size_t)i * w->extra_bytes[e];
         if (w->desc.p.dtype == H5SET_UINT16)
@@ -147,7 +169,8 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
 {
     const image_info *info = j->info;
     const void *src = w->desc.p.dtype == H5SET_UINT16 ? (const void *)j->levels : j->img;
-    memcpy((char *)b->images + (size_t)i * w->image_bytes, src, w->image_bytes);
+    if (b->img_at == b->images)
+        memcpy((char *)b->images + (size_t)i * w->image_bytes, src, w->image_bytes);
     fill_extra(w, b, i, j);
     for (int t = 0; t < w->desc.nterms; ++t)
         b->zernike[(size_t)i * w->desc.nterms + t] = info->coeff_units[w->desc.term[t]];
@@ -177,11 +200,11 @@ static int write_part(hdf5_writer *w, const block *b, int a, int n, char *err, s
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         cols[HDF5_COL_WAVELENGTH + c] = b->d[c] + a;
     cols[HDF5_COL_BACKEND] = b->backend_at + a;
-    h5set_rows rows = {.images = (const char *)b->images + (size_t)a * w->image_bytes,
+    h5set_rows rows = {.images = (const char *)b->img_at + (size_t)a * w->image_bytes,
                        .zernike = w->desc.nterms ? b->zernike + (size_t)a * w->desc.nterms : NULL,
                        .columns = cols};
     for (int e = 0; e < w->desc.p.nextra; ++e)
-        rows.extra[e] = (const char *)b->extra[e] + (size_t)a * w->extra_bytes[e];
+        rows.extra[e] = (const char *)b->extra_at[e] + (size_t)a * w->extra_bytes[e];
     return h5set_write(w->h5, b->first + a, n, &rows, err, errlen);
 }
 
@@ -207,9 +230,9 @@ static int write_block(hdf5_writer *w, const block *b, char *err, size_t errlen)
 static void group_add(const hdf5_writer *w, block *g, const block *b)
 {
     size_t i = (size_t)g->count, n = (size_t)b->count, j = (size_t)w->desc.nterms;
-    memcpy((char *)g->images + i * w->image_bytes, b->images, n * w->image_bytes);
+    memcpy((char *)g->images + i * w->image_bytes, b->img_at, n * w->image_bytes);
     for (int e = 0; e < w->desc.p.nextra; ++e)
-        memcpy((char *)g->extra[e] + i * w->extra_bytes[e], b->extra[e], n * w->extra_bytes[e]);
+        memcpy((char *)g->extra[e] + i * w->extra_bytes[e], b->extra_at[e], n * w->extra_bytes[e]);
     if (j) memcpy(g->zernike + i * j, b->zernike, n * j * sizeof(double));
     memcpy(g->index + i, b->index, n * sizeof *b->index);
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
@@ -231,6 +254,9 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
 static void recycle(hdf5_writer *w, block *b)
 {
     pthread_mutex_lock(&w->mu);
+    if (b->slot >= 0 && --w->held[b->slot] == 0) /* done with the caller's memory */
+        pthread_cond_broadcast(&w->released);
+    b->slot = -1;
     block *old = w->nspare < HDF5_SPARES ? NULL : b;
     if (!old) w->spare[w->nspare++] = b;
     pthread_mutex_unlock(&w->mu);
@@ -254,6 +280,9 @@ static block *take_block(hdf5_writer *w, long long first, int count)
     b->first = first;
     b->count = count;
     b->bytes = (size_t)count * row_bytes(w);
+    b->img_at = NULL;
+    for (int e = 0; e < H5SET_MAX_EXTRA; ++e)
+        b->extra_at[e] = NULL;
     return b;
 }
 
@@ -355,6 +384,7 @@ static void writer_free(hdf5_writer *w)
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->work);
     pthread_cond_destroy(&w->room);
+    pthread_cond_destroy(&w->released);
     free(w);
 }
 
@@ -371,6 +401,7 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->work, NULL);
     pthread_cond_init(&w->room, NULL);
+    pthread_cond_init(&w->released, NULL);
     if (hdf5_set_describe(s, dirfd, dir, pv, &w->desc, err, errlen) != 0) {
         writer_free(w);
         return NULL;
@@ -395,6 +426,10 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
                     : rows > (size_t)s->nimages             ? (int)s->nimages
                                                             : (int)rows;
     w->group = w->group_rows ? block_new(w, 0, w->group_rows) : NULL;
+    if (w->group && block_own(w, w->group, 1, ~0U) != 0) {
+        block_free(w->group);
+        w->group = NULL;
+    }
     if (w->group) w->group->count = 0;
     w->group_goal = 1;
     w->had = w->group || !w->group_rows ? malloc((size_t)s->nimages) : NULL;
@@ -470,8 +505,86 @@ static void fill_part(void *arg, int begin, int end)
         fill_row(c->w, c->b, r, &c->jobs[r]);
 }
 
-int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
-                    size_t errlen)
+/* The rows of jobs[0..n) as one array: the first job's pointer (at
+ * offset off in write_job) when each next row follows the last, bytes
+ * apart, else NULL. */
+static const char *rows_in_place(const write_job *jobs, int n, size_t off, size_t bytes)
+{
+    const char *first = *(const char *const *)((const char *)&jobs[0] + off);
+    for (int i = 1; i < n && first; ++i)
+        if (*(const char *const *)((const char *)&jobs[i] + off) != first + (size_t)i * bytes)
+            return NULL;
+    return first;
+}
+
+/* Where a run's rows are written from: the caller's (slot >= 0 and the
+ * rows in place: the images, and the oversampled ones when float32), NULL
+ * for the block's own copy. */
+typedef struct {
+    const void *images, *over;
+} run_sources;
+
+static run_sources sources(const hdf5_writer *w, const write_job *jobs, int n, int slot)
+{
+    run_sources src = {0};
+    /* Rows bound for the group are copied there by the writer thread, which
+     * may first be writing the last group: a slot held meanwhile stalled
+     * its lane (CPU batches of 64 x 64: 10% slower), so those are copied
+     * here as before. */
+    if (slot < 0 || n <= w->group_rows) return src;
+    size_t img_off =
+        w->desc.p.dtype == H5SET_UINT16 ? offsetof(write_job, levels) : offsetof(write_job, img);
+    src.images = rows_in_place(jobs, n, img_off, w->image_bytes);
+    int o = w->desc.over;
+    if (o >= 0 && w->desc.extra[o].dtype == H5SET_FLOAT32)
+        src.over = rows_in_place(jobs, n, offsetof(write_job, over.img), w->extra_bytes[o]);
+    return src;
+}
+
+/* Bytes a run of n rows copies into its block (the queue's count). */
+static size_t copied_bytes(const hdf5_writer *w, const run_sources *src, int n)
+{
+    size_t kept = src->images ? w->image_bytes : 0;
+    if (src->over) kept += w->extra_bytes[w->desc.over];
+    return (size_t)n * (row_bytes(w) - kept);
+}
+
+/* Queue jobs[0..n) (consecutive k, all written by the pool), copying
+ * what is not taken in place; the block holds slot until written. */
+static int add_run(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
+                   char *err, size_t errlen)
+{
+    run_sources src = sources(w, jobs, n, slot);
+    size_t bytes = copied_bytes(w, &src, n);
+    if (reserve(w, bytes, err, errlen) != 0) return -1;
+    block *b = take_block(w, jobs[0].k, n);
+    unsigned own = src.over ? ~(1U << w->desc.over) : ~0U;
+    if (b) {
+        b->img_at = src.images;
+        if (src.over) b->extra_at[w->desc.over] = src.over;
+    }
+    if (!b || block_own(w, b, !src.images, own) != 0) {
+        if (b) recycle(w, b);
+        enqueue(w, NULL, bytes);
+        snprintf(err, errlen, "cannot write %s: out of memory for %d images", w->desc.shown, n);
+        return -1;
+    }
+    b->bytes = bytes;
+    fill_ctx c = {.w = w, .b = b, .jobs = jobs};
+    host_pool_run(pool, n, fill_part, &c); /* the rows' copies side by side */
+    if (src.images || src.over) {
+        b->slot = slot;
+        pthread_mutex_lock(&w->mu);
+        w->held[slot]++;
+        pthread_mutex_unlock(&w->mu);
+    }
+    enqueue(w, b, 0);
+    return 0;
+}
+
+/* hdf5_writer_add and hdf5_writer_add_held: slot -1 copies every row. */
+static int add_jobs(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
+                    char *err, size_t errlen)
 {
     for (int i = 0; i < n;) {
         if (jobs[i].status != 0) {
@@ -481,21 +594,31 @@ int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int 
         int e = i + 1; /* a run of consecutive k */
         while (e < n && jobs[e].status == 0 && jobs[e].k == jobs[e - 1].k + 1)
             ++e;
-        size_t bytes = (size_t)(e - i) * row_bytes(w);
-        if (reserve(w, bytes, err, errlen) != 0) return -1;
-        block *b = take_block(w, jobs[i].k, e - i);
-        if (!b) {
-            enqueue(w, NULL, bytes);
-            snprintf(err, errlen, "cannot write %s: out of memory for %d images", w->desc.shown,
-                     e - i);
-            return -1;
-        }
-        fill_ctx c = {.w = w, .b = b, .jobs = jobs + i};
-        host_pool_run(pool, e - i, fill_part, &c); /* the rows copied side by side */
-        enqueue(w, b, bytes);
+        if (add_run(w, pool, jobs + i, e - i, slot, err, errlen) != 0) return -1;
         i = e;
     }
     return 0;
+}
+
+int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
+                    size_t errlen)
+{
+    return add_jobs(w, pool, jobs, n, -1, err, errlen);
+}
+
+int hdf5_writer_add_held(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
+                         char *err, size_t errlen)
+{
+    return add_jobs(w, pool, jobs, n, slot >= 0 && slot < HDF5_MAX_SLOTS ? slot : -1, err, errlen);
+}
+
+void hdf5_writer_wait_slot(hdf5_writer *w, int slot)
+{
+    if (!w || slot < 0 || slot >= HDF5_MAX_SLOTS) return;
+    pthread_mutex_lock(&w->mu);
+    while (w->held[slot] > 0)
+        pthread_cond_wait(&w->released, &w->mu);
+    pthread_mutex_unlock(&w->mu);
 }
 
 int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)

@@ -3,7 +3,9 @@
  * by a thread of its own in blocks of whole batches: as each batch
  * retires (in any order with several lanes), its images (float32, or the
  * uint16 stretch levels the writer pool made) and labels are copied into a
- * block and queued; the thread gives each block to h5set_write, one call
+ * block and queued (or, hdf5_writer_add_held, the images are written from
+ * the caller's batch buffer in place, which it keeps until
+ * hdf5_writer_wait_slot); the thread gives each block to h5set_write, one call
  * per run of consecutive indices (the module stages chunks given in part).
  * The queue holds at most HDF5_QUEUE_BATCHES batches: a lane that would
  * pass it waits, so memory stays bounded (app/set_limits.c counts it).
@@ -16,6 +18,7 @@
 
 #include "app/hdf5_set.h"
 #include "app/host_pool.h"
+#include "app/select/gpu_list.h"
 #include "app/writer_pool.h"
 
 /* Batches of images the queue holds beyond the one being written. */
@@ -45,6 +48,27 @@ const unsigned char *hdf5_writer_written(const hdf5_writer *w);
 int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, char *err,
                     size_t errlen);
 
+/* Slots hdf5_writer_add_held tells apart: every lane's (run_state.slots). */
+#define HDF5_MAX_SLOTS (GPU_LIST_MAX * WRITER_SLOTS)
+
+/* As hdf5_writer_add, but the rows that lie in place (each job's image,
+ * or uint16 levels, right after the last one's; likewise the float32
+ * oversampled images) are written from the caller's memory, not copied:
+ * it belongs to slot (0 .. HDF5_MAX_SLOTS-1; another is copied as
+ * hdf5_writer_add does) and must not change until hdf5_writer_wait_slot
+ * for it returns. What cannot be taken in place is copied (the noisy and
+ * uint16 oversampled images, made here; the labels); a chunk given in
+ * part is kept by the module (hdf5_io.h), so the slot's bytes are not
+ * needed once its rows are written; rows the file had are skipped. */
+int hdf5_writer_add_held(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
+                         char *err, size_t errlen);
+
+/* Wait until the writer thread is done with slot's memory (every block
+ * hdf5_writer_add_held gave from it written, copied into a group, or
+ * dropped after a failure). At once for w NULL or a slot it holds no
+ * rows of. */
+void hdf5_writer_wait_slot(hdf5_writer *w, int slot);
+
 /* Write what is queued, stop the thread and close: complete (every image
  * given) renames NAME.h5 into place with its attributes, else the temp
  * file is kept for --resume. Frees w (NULL is fine). 0, or -1 with err
@@ -61,13 +85,13 @@ unsigned long long hdf5_writer_over_bytes(const image_set *s);
 /* Host memory writing NAME.h5 takes for set s with batches of batch images
  * on lanes computing devices, bytes (saturating): the queue
  * (HDF5_QUEUE_BATCHES batches of images, the oversampled and noisy images
- * when written, and labels); the module's stages (every image dataset's chunk),
- * a chunk given in part each (at most one per batch buffer, WRITER_SLOTS
- * per lane, and two more), its gzip threads' buffers (at most 8 threads,
- * a chunk twice each: shuffled and deflated); the written flags (3 bytes
- * an image); for uint16 the slots' stretch levels (WRITER_SLOTS batches
- * of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest image)
- * images (app/formats/hdf5_params.c). */
+ * when written, and labels, as copied: blocks given in place hold only
+ * their labels and what is made here, so this bounds them too); the module's stages (every image
+ * dataset's chunk), a chunk given in part each (at most one per batch buffer, WRITER_SLOTS per
+ * lane, and two more), its gzip threads' buffers (at most 8 threads, a chunk twice each: shuffled
+ * and deflated); the written flags (3 bytes an image); for uint16 the slots' stretch levels
+ * (WRITER_SLOTS batches of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest
+ * image) images (app/formats/hdf5_params.c). */
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes);
 
 /* Disk space of NAME.h5 for set s, bytes (saturating), as if uncompressed

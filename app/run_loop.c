@@ -80,12 +80,14 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
 }
 
 /* Wait for slot s's writes, then log them (in completion order: with
- * several lanes the journals are sorted at the end, app/set_files.c). Only the
- * slot's own lane, or the main thread after the lanes, retires a slot. */
-static int retire(run_state *r, int s, char *err, size_t errlen)
+ * several lanes the journals are sorted at the end, app/set_files.c), and
+ * give them to NAME.h5's writer: held 1, from the slot's memory (the lane
+ * computes its next batch into its other slot meanwhile), else copied.
+ * Only the slot's own lane, or the main thread after the lanes, retires a
+ * slot. */
+static int retire_writes(run_state *r, int s, int held, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
-    if (sl->count == 0) return 0;
     double t0 = clock_us();
     double busy = writer_pool_wait_slot(r->writers, s);
     double waited = clock_us() - t0;
@@ -94,7 +96,7 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
-    if (rc == 0) rc = set_hdf5_add(r, sl, err, errlen); /* once in the manifest */
+    if (rc == 0) rc = set_hdf5_add(r, s, held, err, errlen); /* once in the manifest */
     if (set_dir_gone(&r->out)) { /* it took the set with it: stop (run_report says so) */
         atomic_store(&r->dir_gone, 1);
         if (rc == 0 && r->mpi)
@@ -104,6 +106,15 @@ static int retire(run_state *r, int s, char *err, size_t errlen)
         rc = -1;
     }
     sl->count = 0;
+    return rc;
+}
+
+/* Retire slot s (retire_writes, copying for NAME.h5) and wait until
+ * NAME.h5's writer is done with its memory too: then it may be reused. */
+static int retire(run_state *r, int s, char *err, size_t errlen)
+{
+    int rc = r->slots[s].count ? retire_writes(r, s, 0, err, errlen) : 0;
+    set_hdf5_wait(r, s);
     return rc;
 }
 
@@ -297,8 +308,8 @@ static void measure_part(void *arg, int begin, int end)
 }
 
 /* Metrics of each image of slot s (in parts, side by side), then hand
- * them to the writers. */
-static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
+ * them to the writers. 1 when they were done at once (no file each). */
+static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
 {
     run_slot *sl = &r->slots[s];
     measure_ctx c = {.r = r, .ln = ln, .sl = sl, .compute_share_us = compute_share_us};
@@ -312,7 +323,7 @@ static void submit(run_state *r, run_lane *ln, int s, int nb, double compute_sha
     pthread_mutex_lock(&r->mu);
     r->metrics_us += metrics_us;
     pthread_mutex_unlock(&r->mu);
-    writer_pool_submit_batch(r->writers, s, sl->writes, nb);
+    return writer_pool_submit_batch(r->writers, s, sl->writes, nb);
 }
 
 /* The GPU created in the background is ready (one-lane runs): once the
@@ -356,7 +367,11 @@ static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
         if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
         double share = (clock_us() - t0) / nb;
         if (run_check_images(r, s, nb, err, errlen) != 0) return -1;
-        submit(r, ln, s, nb, share);
+        /* Nothing for the writer threads (an HDF5-only set): retire the
+         * slot now, NAME.h5's writer taking its images in place while the
+         * next batch is computed (bench/RESULTS.md, issue 13). */
+        if (submit(r, ln, s, nb, share) && r->h5 && retire_writes(r, s, 1, err, errlen) != 0)
+            return -1;
         if (ln->retiring) return 0;
     }
 }

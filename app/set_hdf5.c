@@ -67,9 +67,17 @@ int set_hdf5_open(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-int set_hdf5_add(run_state *r, const run_slot *sl, char *err, size_t errlen)
+int set_hdf5_add(run_state *r, int s, int held, char *err, size_t errlen)
 {
-    return r->h5 ? hdf5_writer_add(r->h5, r->host, sl->writes, sl->count, err, errlen) : 0;
+    const run_slot *sl = &r->slots[s];
+    if (!r->h5) return 0;
+    if (held) return hdf5_writer_add_held(r->h5, r->host, sl->writes, sl->count, s, err, errlen);
+    return hdf5_writer_add(r->h5, r->host, sl->writes, sl->count, err, errlen);
+}
+
+void set_hdf5_wait(run_state *r, int s)
+{
+    hdf5_writer_wait_slot(r->h5, s);
 }
 
 int set_hdf5_close(run_state *r, int complete, char *err, size_t errlen)

@@ -24,9 +24,14 @@
  * with it. 0, or -1 with err. */
 int set_hdf5_open(run_state *r, char *err, size_t errlen);
 
-/* Slot sl's images, written and logged, to NAME.h5's queue (nothing
- * without output.hdf5). 0, or -1 with err (the writer failed). */
-int set_hdf5_add(run_state *r, const run_slot *sl, char *err, size_t errlen);
+/* Slot s's images, written and logged, to NAME.h5's queue (nothing
+ * without output.hdf5): held 1, written from the slot's memory in place
+ * (hdf5_writer_add_held: the slot is not reused before set_hdf5_wait),
+ * else copied. 0, or -1 with err (the writer failed). */
+int set_hdf5_add(run_state *r, int s, int held, char *err, size_t errlen);
+
+/* Wait until NAME.h5's writer is done with slot s's memory. */
+void set_hdf5_wait(run_state *r, int s);
 
 /* The end of the run: write what is queued and close NAME.h5 (complete:
  * renamed into place; else its temp file is kept for --resume); then,

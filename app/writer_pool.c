@@ -155,7 +155,7 @@ void writer_pool_submit(writer_pool *p, int slot, write_job *job)
     pthread_mutex_unlock(&p->mu);
 }
 
-void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
+int writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
 {
     int work = p->files;
     for (int i = 0; i < n && !work; ++i)
@@ -163,7 +163,7 @@ void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
     if (work) {
         for (int i = 0; i < n; ++i)
             writer_pool_submit(p, slot, &jobs[i]);
-        return;
+        return 0;
     }
     pthread_mutex_lock(&p->mu);
     int stopped = p->stopping;
@@ -173,6 +173,7 @@ void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n)
         if (stopped) snprintf(jobs[i].err, sizeof jobs[i].err, "stopped");
         jobs[i].timing->png_us = jobs[i].timing->fits_us = 0.0;
     }
+    return 1;
 }
 
 double writer_pool_wait_slot(writer_pool *p, int slot)

@@ -52,9 +52,9 @@ void writer_pool_submit(writer_pool *p, int slot, write_job *job);
 /* Queue jobs[0 .. n) in slot, as writer_pool_submit each. When none has
  * anything for a writer (no PNG, no FITS file per image, no levels: an
  * HDF5-only set) they are done here and now, status 0 (or "stopped" after
- * writer_pool_stop): a hand-off to a thread per image cost more host time
- * than the image's compute on a GPU (bench/RESULTS.md, run 9). */
-void writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n);
+ * writer_pool_stop), and 1 is returned (the slot is done: no wait), else 0: a hand-off to a thread
+ * per image cost more host time than the image's compute on a GPU (bench/RESULTS.md, run 9). */
+int writer_pool_submit_batch(writer_pool *p, int slot, write_job *jobs, int n);
 
 /* Wait until every job of slot is done; returns the summed busy time
  * (microseconds) the writers spent on them. */

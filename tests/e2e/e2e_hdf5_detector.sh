@@ -117,20 +117,7 @@ detector: { oversample = 2; write = "both"; };
 CFG
 expect_exit 0 "k: uninterrupted reference" -- "$PSFSIM" -q --backend cpu -j 1 -c k.cfg -o k.ref
 env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -j 1 -c k.cfg -o k.part >/dev/null 2>&1 &
-pid=$! rows=0
-for _ in $(seq 400); do
-  rows=$(($(wc -l 2>/dev/null <k.part/k_manifest.csv || echo 1) - 1))
-  [ "$rows" -ge 600 ] && break
-  sleep 0.01
-done
-kill -9 $pid
-wait $pid
-rc=$?
-rows=$(($(wc -l <k.part/k_manifest.csv) - 1))
-[ $rc -eq 137 ] && [ "$rows" -lt 1200 ] && pass "k: killed mid-set ($rows of 1200 rows)" ||
-  fail "k: not killed mid-set (exit $rc, $rows rows)"
-[ ! -e k.part/k.h5 ] && [ -f k.part/.k.h5.part ] && pass "k: no k.h5, its temp file kept" ||
-  fail "k: $(ls -A k.part | grep h5)"
+kill_mid_set $! k.part/k_manifest.csv 600 1200 k
 expect_exit 0 "k: --resume (2 lanes)" -- env PSFSIM_TEST_LANES=2 "$PSFSIM" -v --backend cpu -j 1 --resume -c k.cfg -o k.part
 held=$(sed -n 's/.*resuming: k.h5 holds \([0-9]*\) image.*/\1/p' "$SCRATCH/stderr")
 if [ -n "$held" ]; then pass "k: the temp file was continued ($held images in it)"

@@ -81,6 +81,27 @@ stop_all() {
     sleep 0.01
   done
 }
+# kill_mid_set PID MANIFEST ROWS TOTAL NAME: kill -9 PID once MANIFEST has
+# ROWS rows (polled), then pass when it died of the signal before all TOTAL
+# rows and left its temp file NAME's .NAME.h5.part (no NAME.h5) in the
+# manifest's directory (e2e_hdf5_detector.sh, e2e_hdf5_held.sh).
+kill_mid_set() {
+  local pid=$1 manifest=$2 want=$3 total=$4 name=$5 rows=0 rc dir
+  dir=$(dirname "$manifest")
+  for _ in $(seq 1000); do
+    rows=$(($(wc -l 2>/dev/null <"$manifest" || echo 1) - 1))
+    [ "$rows" -ge "$want" ] && break
+    sleep 0.005
+  done
+  kill -9 "$pid"
+  wait "$pid"
+  rc=$?
+  rows=$(($(wc -l <"$manifest") - 1))
+  [ $rc -eq 137 ] && [ "$rows" -lt "$total" ] && pass "$name: killed mid-set ($rows of $total rows)" ||
+    fail "$name: not killed mid-set (exit $rc, $rows rows)"
+  [ ! -e "$dir/$name.h5" ] && [ -f "$dir/.$name.h5.part" ] && pass "$name: no $name.h5, its temp file kept" ||
+    fail "$name: $(ls -A "$dir" | grep h5)"
+}
 finish() {
   wrapper_clean || fail "valgrind reported errors (above)"
   if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
