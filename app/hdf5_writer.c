@@ -90,6 +90,18 @@ static void block_free(block *b)
 }
 
 /* Bytes of one image in a block: the image and its labels. */
+/* Rows of the writer thread's group for rows of row bytes: none where one
+ * would not hold more than a batch (large images: their batches are
+ * written as they come, as large writes already), else up to
+ * HDF5_GROUP_BYTES and the set's count. */
+static size_t group_rows_of(size_t row, int batch, long long nimages)
+{
+    size_t rows = HDF5_GROUP_BYTES / (row ? row : 1);
+    return rows <= (size_t)(batch > 0 ? batch : 1) ? 0
+           : rows > (size_t)nimages                ? (size_t)nimages
+                                                   : rows;
+}
+
 static size_t row_bytes(const hdf5_writer *w)
 {
     size_t extra = 0;
@@ -419,12 +431,7 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
         w->extra_bytes[e] = m * m * (w->desc.extra[e].dtype == H5SET_UINT16 ? 2 : 4);
     }
     w->cap = (size_t)HDF5_QUEUE_BATCHES * (size_t)(batch > 0 ? batch : 1) * row_bytes(w);
-    /* No group where one would not hold more than a batch (large images:
-     * their batches are written as they come, as large writes already). */
-    size_t rows = HDF5_GROUP_BYTES / row_bytes(w);
-    w->group_rows = rows <= (size_t)(batch > 0 ? batch : 1) ? 0
-                    : rows > (size_t)s->nimages             ? (int)s->nimages
-                                                            : (int)rows;
+    w->group_rows = (int)group_rows_of(row_bytes(w), batch, s->nimages);
     w->group = w->group_rows ? block_new(w, 0, w->group_rows) : NULL;
     if (w->group && block_own(w, w->group, 1, ~0U) != 0) {
         block_free(w->group);
@@ -698,7 +705,9 @@ unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int la
     unsigned long long l = (unsigned long long)(lanes > 0 ? lanes : 1);
     unsigned long long image = hdf5_writer_image_bytes(s);
     unsigned long long row = image + extra_bytes(s) + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
-    unsigned long long queue = bytes_mul(HDF5_QUEUE_BATCHES * b, row);
+    /* The queue's batches, the one being written, and the group. */
+    unsigned long long queue = bytes_mul((HDF5_QUEUE_BATCHES + 1) * b, row);
+    queue = bytes_add(queue, bytes_mul(group_rows_of((size_t)row, batch, s->nimages), row));
     unsigned long long stages = bytes_mul(WRITER_SLOTS * l + 2, chunk_bytes(s));
     unsigned long long gzip =
         s->cfg->hdf5_compression == HDF5_GZIP ? bytes_mul(8ULL * 2, chunk_bytes(s)) : 0;

@@ -86,7 +86,9 @@ unsigned long long hdf5_writer_over_bytes(const image_set *s);
  * on lanes computing devices, bytes (saturating): the queue
  * (HDF5_QUEUE_BATCHES batches of images, the oversampled and noisy images
  * when written, and labels, as copied: blocks given in place hold only
- * their labels and what is made here, so this bounds them too); the module's stages (every image
+ * their labels and what is made here, so this bounds them too), the batch
+ * the writer thread is writing, and its group (up to 16 MiB of rows, where
+ * that holds more than a batch); the module's stages (every image
  * dataset's chunk), a chunk given in part each (at most one per batch buffer, WRITER_SLOTS per
  * lane, and two more), its gzip threads' buffers (at most 8 threads, a chunk twice each: shuffled
  * and deflated); the written flags (3 bytes an image); for uint16 the slots' stretch levels

@@ -428,10 +428,12 @@ static void test_hdf5_memory_by_hand(void **state)
     limits_memory m;
     limits_memory_need(&l.set, 1, 10, &m);
     assert_int_equal(m.batch, 10);
-    /* Queue: 2 batches of 10 rows (image, labels, 2 x 8 bytes of backend);
-     * stages: (2 slots + 2) chunks of 10 images; 3 flag bytes an image. */
+    /* Queue: 2 batches of 10 rows (image, labels, 2 x 8 bytes of backend),
+     * the batch being written and the group (all 10 rows: 16 MiB would
+     * hold more than a batch); stages: (2 slots + 2) chunks of 10 images;
+     * 3 flag bytes an image. */
     unsigned long long row = 65536 + 89 + 16;
-    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 655360ULL + 30);
+    assert_int_equal(m.hdf5, (2 + 1 + 1) * 10 * row + 4 * 655360ULL + 30);
     assert_int_equal(m.total,
                      m.fft + m.images + m.pupils + m.scratch + m.writers + m.base + m.hdf5);
     unload(&l);
@@ -441,7 +443,8 @@ static void test_hdf5_memory_by_hand(void **state)
     load(H5_CFG("dtype = \"uint16\"; compression = \"gzip\";"), &l);
     limits_memory_need(&l.set, 1, 10, &m);
     row = 32768 + 89 + 16;
-    assert_int_equal(m.hdf5, 2 * 10 * row + 4 * 327680ULL + 16 * 327680ULL + 30 + 2 * 10 * 32768);
+    assert_int_equal(m.hdf5,
+                     (2 + 1 + 1) * 10 * row + 4 * 327680ULL + 16 * 327680ULL + 30 + 2 * 10 * 32768);
     unload(&l);
     /* Without output.hdf5: nothing. */
     load("name = \"n\";\n"
