@@ -227,7 +227,16 @@ typedef struct {
     run_lane *ln;
     run_slot *sl;
     double compute_share_us;
+    atomic_int first_bad; /* the least index of an image with a bad pixel, nb for none */
 } measure_ctx;
+
+/* Image i of the batch had a pixel outside [0, FLT_MAX]. */
+static void note_bad(measure_ctx *c, int i)
+{
+    int seen = atomic_load(&c->first_bad);
+    while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
+    }
+}
 
 /* A write job's start for image i of slot sl: its result, timing, labels. */
 static void job_start(const measure_ctx *c, int i, image_result *res)
@@ -264,7 +273,7 @@ static void measure_levels(const measure_ctx *c, int begin, int end)
 
 static void measure_part(void *arg, int begin, int end)
 {
-    const measure_ctx *c = arg;
+    measure_ctx *c = arg;
     run_slot *sl = c->sl;
     int npix = c->r->set.samp.npix;
     size_t side = (size_t)set_detector_backend_npix(&c->r->set);
@@ -288,13 +297,16 @@ static void measure_part(void *arg, int begin, int end)
             set_detector_split(&c->r->set, over.img, img);
             /* Normalised, measured and turned as an "oversampled" run's, for
              * every output (FITS OVERSAMP, HDF5 oversampled). */
-            image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
-                              &over.axial_intensity);
+            if (!image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
+                                   &over.axial_intensity))
+                note_bad(c, i); /* the backend's image (the grid) */
         }
         image_result *res = &sl->results[i];
         job_start(c, i, res);
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
-        image_set_measure(&c->r->set, info, img, &res->strehl, &res->axial_intensity);
+        if (!image_set_measure(&c->r->set, info, img, &res->strehl, &res->axial_intensity) &&
+            !sl->det_images)
+            note_bad(c, i);
         sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
         sl->writes[i] = (write_job){.k = info->params.index,
@@ -307,13 +319,22 @@ static void measure_part(void *arg, int begin, int end)
     }
 }
 
-/* Metrics of each image of slot s (in parts, side by side), then hand
- * them to the writers. 1 when they were done at once (no file each). */
-static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us)
+/* Metrics of each image of slot s (in parts, side by side), the batch
+ * checked in the same pass (run_check.h: a bad image and none of the batch
+ * goes on, -1 with err), then handed to the writers: *at_once 1 when they
+ * were done at once (no file each). */
+static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us, int *at_once,
+                  char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
     measure_ctx c = {.r = r, .ln = ln, .sl = sl, .compute_share_us = compute_share_us};
+    atomic_init(&c.first_bad, nb);
+    *at_once = 0;
+    /* a levels batch: the backend's counts, before anything is made of it */
+    if (sl->on_levels && run_check_images(r, s, nb, err, errlen) != 0) return -1;
     host_pool_run(r->host, nb, measure_part, &c);
+    /* the message names the first bad image and its counts (run_check.c) */
+    if (atomic_load(&c.first_bad) < nb && run_check_images(r, s, nb, err, errlen) != 0) return -1;
     double metrics_us = 0;
     for (int i = 0; i < nb; ++i)
         metrics_us += sl->timings[i].metrics_us;
@@ -323,7 +344,8 @@ static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_shar
     pthread_mutex_lock(&r->mu);
     r->metrics_us += metrics_us;
     pthread_mutex_unlock(&r->mu);
-    return writer_pool_submit_batch(r->writers, s, sl->writes, nb);
+    *at_once = writer_pool_submit_batch(r->writers, s, sl->writes, nb);
+    return 0;
 }
 
 /* The GPU created in the background is ready (one-lane runs): once the
@@ -366,12 +388,12 @@ static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
         double t0 = clock_us();
         if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
         double share = (clock_us() - t0) / nb;
-        if (run_check_images(r, s, nb, err, errlen) != 0) return -1;
+        int at_once;
+        if (submit(r, ln, s, nb, share, &at_once, err, errlen) != 0) return -1;
         /* Nothing for the writer threads (an HDF5-only set): retire the
          * slot now, NAME.h5's writer taking its images in place while the
          * next batch is computed (bench/RESULTS.md, issue 13). */
-        if (submit(r, ln, s, nb, share) && r->h5 && retire_writes(r, s, 1, err, errlen) != 0)
-            return -1;
+        if (at_once && r->h5 && retire_writes(r, s, 1, err, errlen) != 0) return -1;
         if (ln->retiring) return 0;
     }
 }

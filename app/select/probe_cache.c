@@ -56,6 +56,25 @@ static int read_field(const char *path, const char *label, char *out, size_t len
     return found;
 }
 
+/* The "Model:" and "GPU UUID:" fields of a GPU's information file, in one
+ * read: the driver answers each read of it from the device. */
+static void read_model_uuid(const char *path, char *model, size_t mlen, char *uuid, size_t ulen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    int have_model = 0, have_uuid = 0; /* the first of each, as read_field */
+    while (!(have_model && have_uuid) && fgets(line, sizeof line, f))
+        if (!have_model && !strncmp(line, "Model:", 6)) {
+            token(model, mlen, line + 6);
+            have_model = 1;
+        } else if (!have_uuid && !strncmp(line, "GPU UUID:", 9)) {
+            token(uuid, ulen, line + 9);
+            have_uuid = 1;
+        }
+    fclose(f);
+}
+
 /* "model:uuid,model:uuid" of every GPU the driver lists. */
 static void read_gpus(machine_key *k)
 {
@@ -69,8 +88,7 @@ static void read_gpus(machine_key *k)
         if (e->d_name[0] == '.') continue;
         char path[512], model[96] = "?", uuid[96] = "?";
         snprintf(path, sizeof path, "%s/%s/information", root, e->d_name);
-        read_field(path, "Model:", model, sizeof model);
-        read_field(path, "GPU UUID:", uuid, sizeof uuid);
+        read_model_uuid(path, model, sizeof model, uuid, sizeof uuid);
         used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s:%s",
                                  used ? "," : "", model, uuid);
         k->gpu_present = 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/set/measure.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #ifdef __SSE__
@@ -18,27 +19,40 @@
  * x86-64 the lanes are two SSE registers: MAXPS(a, b) is a > b ? a : b,
  * the scalar loop's comparison (Intel SDM, MAXPS), which GCC does not
  * vectorise by itself; a 256^2 image's scan was ~5% of a CPU set's time. */
-static float peak_value(const float *img, size_t n)
+static float peak_value(const float *img, size_t n, int *good)
 {
     enum { LANES = 8 };
     float m[LANES];
     for (int l = 0; l < LANES; ++l)
         m[l] = -INFINITY;
     size_t k = 0;
+    int bad = 0;
 #ifdef __SSE__
-    __m128 lo = _mm_loadu_ps(m), hi = lo;
+    /* and, in the same pass, whether a pixel is outside [0, FLT_MAX]:
+     * CMPNGEPS is true for NaN and negatives, CMPGTPS(x, FLT_MAX) for +inf */
+    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(FLT_MAX);
+    __m128 lo = _mm_loadu_ps(m), hi = lo, out = zero;
     for (; k + LANES <= n; k += LANES) {
-        lo = _mm_max_ps(_mm_loadu_ps(img + k), lo);
-        hi = _mm_max_ps(_mm_loadu_ps(img + k + 4), hi);
+        __m128 a = _mm_loadu_ps(img + k), b = _mm_loadu_ps(img + k + 4);
+        lo = _mm_max_ps(a, lo);
+        hi = _mm_max_ps(b, hi);
+        out = _mm_or_ps(out, _mm_or_ps(_mm_cmpnge_ps(a, zero), _mm_cmpnge_ps(b, zero)));
+        out = _mm_or_ps(out, _mm_or_ps(_mm_cmpgt_ps(a, top), _mm_cmpgt_ps(b, top)));
     }
     _mm_storeu_ps(m, lo);
     _mm_storeu_ps(m + 4, hi);
+    bad = _mm_movemask_ps(out) != 0;
 #endif
     for (; k + LANES <= n; k += LANES)
-        for (int l = 0; l < LANES; ++l)
+        for (int l = 0; l < LANES; ++l) {
             m[l] = img[k + l] > m[l] ? img[k + l] : m[l];
-    for (; k < n; ++k)
+            bad |= !(img[k + l] >= 0.0f && img[k + l] <= FLT_MAX);
+        }
+    for (; k < n; ++k) {
         m[0] = img[k] > m[0] ? img[k] : m[0];
+        bad |= !(img[k] >= 0.0f && img[k] <= FLT_MAX);
+    }
+    *good = !bad;
     float best = m[0];
     for (int l = 1; l < LANES; ++l)
         best = m[l] > best ? m[l] : best;
@@ -56,14 +70,15 @@ static void rotate_180(float *img, size_t n)
     }
 }
 
-void image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
-                       double *axial)
+int image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
+                      double *axial)
 {
-    int npix = s->samp.npix;
+    int npix = s->samp.npix, good;
     image_set_finish_image(s, info, img);
-    *strehl = peak_value(img, (size_t)npix * npix) / info->ref_peak;
+    *strehl = peak_value(img, (size_t)npix * npix, &good) / info->ref_peak;
     *axial = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
     if (s->cfg->orientation == ORIENT_POPPY) rotate_180(img, (size_t)npix * npix);
+    return good;
 }
 
 int image_set_levels_stretch(const image_set *s, psf_levels_out *out)

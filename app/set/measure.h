@@ -15,9 +15,13 @@
  * first, then img is turned 180 degrees in place (docs/conventions.md): the
  * axis pixel measured is the computed grid's (npix/2, npix/2), half a pixel
  * from the axis along both axes for even npix, pixel (npix/2 - 1, npix/2 - 1)
- * of the image written. No errors: a NaN image gives NaN. */
-void image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
-                       double *axial);
+ * of the image written. Returns 1 when every pixel is in [0, FLT_MAX]
+ * (finite and non-negative, as |F|^2 and sums of it with weights >= 0 are),
+ * 0 when one is not (NaN, infinite or negative: checked in the peak's pass,
+ * so the command's check of a batch costs no pass of its own); the results
+ * are then whatever the pixels give (a NaN image gives NaN). */
+int image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
+                      double *axial);
 
 /* Whether set s's levels and image_set_measure's results can be made from
  * a levels run (psf_backend_ops.run_levels, issue 17) without the image:
