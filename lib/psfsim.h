@@ -170,6 +170,17 @@ PSFSIM_API int psfsim_zernike_terms(const psfsim_set *set, int *swept_j, int *te
 PSFSIM_API int psfsim_zernike(psfsim_set *set, long long first, long long count, double *swept,
                               double *total, char *err, size_t errlen);
 
+/* The Zernike label terms (the manifest's z<j> columns and NAME.h5's
+ * labels/zernike, docs/config.md "Labels"): the terms non-zero anywhere in
+ * the set, j ascending in the config's convention, each with mode, its
+ * column in psfsim_zernike's total (whose cell is the label's value:
+ * fixed, swept, table and drawn parts summed, the focus shift in Z4).
+ * *count (required) gets their number; j and mode may be NULL, else each
+ * must hold *count entries (at most psfsim_info's nterms).
+ * PSFSIM_ERR_ARGUMENT (NULL set or count). */
+PSFSIM_API int psfsim_label_terms(const psfsim_set *set, int *count, int *j, int *mode, char *err,
+                                  size_t errlen);
+
 /* The per-segment Zernike label terms of a segmented aperture's set (the
  * manifest's s<segment>_z<j> columns, docs/config.md, "Segmented
  * apertures"): every (segment, j) non-zero somewhere in the set, by

@@ -99,6 +99,20 @@ int psfsim_zernike(psfsim_set *set, long long first, long long count, double *sw
     return rc;
 }
 
+int psfsim_label_terms(const psfsim_set *set, int *count, int *j, int *mode, char *err,
+                       size_t errlen)
+{
+    if (!set || !count)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no count given");
+    const set_labels *l = &set->set.labels;
+    *count = l->nterms;
+    for (int i = 0; j && i < l->nterms; ++i)
+        j[i] = l->j[i];
+    for (int i = 0; mode && i < l->nterms; ++i)
+        mode[i] = l->mode[i];
+    return PSFSIM_OK;
+}
+
 int psfsim_segment_terms(const psfsim_set *set, int *count, int *segment, int *j, char *err,
                          size_t errlen)
 {

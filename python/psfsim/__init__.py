@@ -172,6 +172,12 @@ class Set:
         _check(_lib.lib.psfsim_zernike_terms(h, sj, tj, err, _ERRLEN), err)
         self.swept_j = list(sj)[:info.nswept]
         self.term_j = list(tj)[:info.nterms]
+        nl = ctypes.c_int(0)
+        lj = (ctypes.c_int * max(info.nterms, 1))()
+        lm = (ctypes.c_int * max(info.nterms, 1))()
+        _check(_lib.lib.psfsim_label_terms(h, ctypes.byref(nl), lj, lm, err, _ERRLEN), err)
+        self.label_j = list(lj)[:nl.value]  # the manifest's z<j> columns
+        self._label_mode = list(lm)[:nl.value]
         nseg = ctypes.c_int(0)
         _check(_lib.lib.psfsim_segment_terms(h, ctypes.byref(nseg), None, None, err, _ERRLEN),
                err)
@@ -242,9 +248,9 @@ class Set:
         """The structured dtype of params(): the manifest's columns."""
         fields = [("index", "i8"), ("wavelength_nm", "f8"), ("defocus", "f8"),
                   ("focus_shift_um", "f8")]
-        fields += [("z%d" % j, "f8") for j in self.swept_j]
         if self.info["random_count"] > 0:  # the manifest's draw and seed
             fields += [("draw", "i8"), ("seed", "u8")]
+        fields += [("z%d" % j, "f8") for j in self.label_j]
         fields += [("s%d_z%d" % sj, "f8") for sj in self.segment_terms]
         if self.has_field:
             fields += [("field_x_px", "f8"), ("field_y_px", "f8")]
@@ -255,8 +261,10 @@ class Set:
 
     def params(self, first=0, count=None, metrics=None, frame=None):
         """The parameters of images [first, first + count) as a structured
-        array (the manifest's quantities; z<j>: each swept Zernike term's
-        value; draw and seed for a random set; s<segment>_z<j>: a segmented
+        array (the manifest's quantities; draw and seed for a random set;
+        z<j>: each label term's total, the manifest's z<j> (every term
+        non-zero anywhere in the set: fixed, swept, table and drawn parts
+        summed, the focus shift in Z4; self.label_j); s<segment>_z<j>: a segmented
         aperture's per-segment totals; field_x_px, field_y_px: a table's
         detector positions; strehl, axial_intensity, backend from metrics, else NaN and
         ""), or a pandas DataFrame (frame=True, or None when pandas is
@@ -265,19 +273,15 @@ class Set:
         err = ctypes.create_string_buffer(_ERRLEN)
         raw = (_lib.Params * max(count, 1))()
         _check(_lib.lib.psfsim_params_get(self._handle(), first, count, raw, err, _ERRLEN), err)
-        ns = len(self.swept_j)
-        swept = np.empty((max(count, 1), max(ns, 1)), dtype=np.float64)
-        _check(_lib.lib.psfsim_zernike(self._handle(), first, count,
-                                       swept.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                                       None, err, _ERRLEN), err)
+        total = self.zernike(first, count) if self.label_j else None
         out = np.zeros(count, dtype=self.params_dtype())
         view = np.ctypeslib.as_array(raw)[:count] if count else None
         for f in ("index", "wavelength_nm", "defocus", "focus_shift_um", "pixel_scale_lambda_d",
                   "pixel_scale_arcsec", "pixel_scale_um", "sampling_q"):
             if count:
                 out[f] = view[f]
-        for i, j in enumerate(self.swept_j):
-            out["z%d" % j] = swept[:count, i]
+        for j, mode in zip(self.label_j, self._label_mode):
+            out["z%d" % j] = total[:, mode]
         if self.info["random_count"] > 0:
             if count:
                 out["draw"] = view["draw"]

@@ -101,6 +101,7 @@ _SIGS = {
     "psfsim_zernike_terms": (c_int, [c_void_p, P(c_int), P(c_int), c_char_p, c_size_t]),
     "psfsim_zernike": (c_int, [c_void_p, c_ll, c_ll, P(c_double), P(c_double), c_char_p,
                                c_size_t]),
+    "psfsim_label_terms": (c_int, [c_void_p, P(c_int), P(c_int), P(c_int), c_char_p, c_size_t]),
     "psfsim_segment_terms": (c_int, [c_void_p, P(c_int), P(c_int), P(c_int), c_char_p,
                                      c_size_t]),
     "psfsim_segment_zernike": (c_int, [c_void_p, c_ll, c_ll, P(c_double), c_char_p, c_size_t]),

@@ -122,3 +122,36 @@ def test_field_and_segment_table_equal_manifest(tmp_path):
         np.testing.assert_array_equal(p["field_y_px"], [-3.0, 4096.25, 7.0])
         assert p["s5_z3"].tolist() == [0.02] * 3
         assert math.isclose(p["s2_z1"][0], 0.04) and p["s2_z1"][1] == 0.03
+
+
+ZLABEL = re.compile(r"z\d+|draw|seed")
+
+
+@pytest.mark.skipif(not BIN, reason="PSFSIM_BIN (the psfsim command) not given")
+def test_zernike_labels_equal_manifest(tmp_path):
+    """params()' draw, seed and z<j> are the manifest's, cell for cell: a
+    fixed term (Z11), a swept one (Z7), defocus (Z4) and a drawn one (Z5)
+    in one set; a swept term whose values are all zero is no label, as in
+    the manifest."""
+    cfg = tmp_path / "zl.cfg"
+    cfg.write_text(
+        'name = "zl";\n'
+        'optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n'
+        'sampling: { pupil_samples = 32; padding = 2.0; };\n'
+        'aberrations: { zernike = ((11, 0.02)); };\n'
+        'sweep: { defocus = [0.0, 0.1]; zernike = ((7, [0.0, 0.05]), (8, [0.0])); '
+        'random: { count = 3; seed = 7; zernike = ((5, "normal", 0.05)); }; };\n'
+        'output: { png: { bits = 8; }; };\n')
+    head, rows = manifest(cfg, tmp_path / "out", "zl")
+    with psfsim.Set(str(cfg)) as s:
+        p = s.params(frame=False)
+        labels = [c for c in head if ZLABEL.fullmatch(c)]
+        assert labels == ["draw", "seed", "z4", "z5", "z7", "z11"], head
+        assert [c for c in p.dtype.names if ZLABEL.fullmatch(c)] == labels
+        assert s.label_j == [4, 5, 7, 11]
+        assert len(rows) == s.count == 12
+        for k, row in enumerate(rows):
+            for c in labels:
+                assert float(row[c]) == p[c][k], (k, c)
+        assert np.unique(p["z7"]).tolist() == [0.0, 0.05]
+        assert np.all(p["z11"] == 0.02)

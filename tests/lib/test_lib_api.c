@@ -232,7 +232,7 @@ static void test_describe_and_params(void **state)
 }
 
 /* A random set: each image's draw index d (k = c * count + d) and the
- * set's seed, the manifest's draw and seed. */
+ * set's seed, the manifest's draw and seed; its label terms (z<j>). */
 static void test_random_params(void **state)
 {
     (void)state;
@@ -256,6 +256,25 @@ static void test_random_params(void **state)
         assert_int_equal(p[k].table_row, -1);
     }
     assert_true(p[0].defocus == -0.2 && p[3].defocus == 0.2);
+    /* the label terms: Z4 (defocus) and the drawn Z5, j ascending, each
+     * naming its column of psfsim_zernike's totals */
+    int n = -1, j[4], mode[4], tj[4];
+    assert_true(info.nterms <= 4); /* the arrays' room */
+    assert_int_equal(psfsim_label_terms(s, &n, NULL, NULL, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(psfsim_label_terms(s, &n, j, mode, err, sizeof err), PSFSIM_OK);
+    assert_true(j[0] == 4 && j[1] == 5);
+    assert_int_equal(psfsim_zernike_terms(s, NULL, tj, err, sizeof err), PSFSIM_OK);
+    assert_true(tj[mode[0]] == 4 && tj[mode[1]] == 5);
+    double total[6 * 4];
+    assert_int_equal(psfsim_zernike(s, 0, 6, NULL, total, err, sizeof err), PSFSIM_OK);
+    assert_true(total[0 * info.nterms + mode[0]] == -0.2 &&
+                total[3 * info.nterms + mode[0]] == 0.2);
+    assert_true(total[0 * info.nterms + mode[1]] != 0.0); /* a draw of sigma 0.1 */
+    assert_true(total[0 * info.nterms + mode[1]] == total[3 * info.nterms + mode[1]]); /* draw 0 */
+    assert_int_equal(psfsim_label_terms(NULL, &n, j, mode, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "no set or no count given");
+    assert_int_equal(psfsim_label_terms(s, NULL, j, mode, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     psfsim_close(s);
 }
 
