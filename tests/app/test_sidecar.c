@@ -233,6 +233,7 @@ static void test_config_every_group(void **state)
         "= 30.0; width_m = 0.02; offset_m = 0.05; r_start_m = 0.1; r_end_m = 0.0; }); }; }; "
         "};\n"
         "sampling: { pupil_samples = 64; padding = 2.0; };\n"
+        "normalization = \"pupil\";\n"
         "sweep: { table = \"t.csv\"; segment_zernike = ((1, 5, [0.0, 0.01]));\n"
         "  random: { count = 3; seed = 77; zernike = ((7, \"uniform\", 0.04));\n"
         "    segment_zernike = ((6, \"normal\", 0.02));\n"
@@ -248,6 +249,7 @@ static void test_config_every_group(void **state)
     json_t *c = config_to_json(&cfg);
     assert_non_null(c);
 
+    assert_string_equal(str(at(c, "normalization", NULL)), "pupil"); /* was "peak" */
     json_t *ap = at(c, "optics", "aperture", NULL);
     assert_string_equal(str(at(ap, "obscuration_shape", NULL)), "hexagon");
     assert_true(num(at(ap, "angle_deg", NULL)) == 0.0);
