@@ -7,9 +7,15 @@
  * units, zernike [[j, coeff], ...], opd_map {file, units, scale}},
  * normalization, sweep {wavelength_nm, defocus, focus_shift_um, zernike
  * [[j, [values]], ...]}, output {dir, npix, pixel_scale, pixel_scale_um,
- * png {...}, fits {...}, hdf5 {...}}, backend. A key the config leaves
+ * png {...}, fits {...}, hdf5 {...}}, backend, then the keys added after
+ * (each at the end of its group, in the schema's names: aperture
+ * {spiders.vanes, obscuration_shape, angle_deg, segments, pixel_scale_m},
+ * sweep {segment_zernike, random {...}, table}, output
+ * {pixel_scale_arcsec, orientation, psf_grid}, detector {..., noise {...}};
+ * docs/config.md, "NAME.h5 and NAME.json"). A key the config leaves
  * unset where psf_config holds "not set" (f_number, output.npix,
- * pixel_scale, pixel_scale_um, file paths, a sweep axis) is null. */
+ * pixel_scale, pixel_scale_um, file paths, a sweep axis, a group not
+ * given) is null. */
 #ifndef PSFSIM_CONFIG_JSON_H
 #define PSFSIM_CONFIG_JSON_H
 

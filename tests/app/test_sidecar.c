@@ -57,6 +57,15 @@ static void load(const char *text, loaded *l)
     if (image_set_init(&l->set, &l->cfg, err, sizeof err) != 0) fail_msg("image set: %s", err);
 }
 
+/* config_load alone, of text written to g_dir/file. */
+static void load_config(const char *file, const char *text, psf_config *cfg)
+{
+    char path[4200], err[1024] = "";
+    snprintf(path, sizeof path, "%s/%s", g_dir, file);
+    assert_int_equal(tu_write_file(path, text), 0);
+    if (config_load(path, cfg, err, sizeof err) != 0) fail_msg("config: %s", err);
+}
+
 static void unload(loaded *l)
 {
     image_set_free(&l->set);
@@ -197,11 +206,173 @@ static void test_config_groups(void **state)
     unload(&l);
 }
 
+/* The real at the path (fails unless a number). */
+static double num(json_t *v)
+{
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+/* A config that sets every group the first sidecar left out: each key holds
+ * the value written (or its default), the keys a config can leave out are
+ * null in another (test_config_groups' config). config_load alone: the
+ * sidecar writes the config as loaded. */
+static void test_config_every_group(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/t.csv", g_dir);
+    assert_int_equal(tu_write_file(path, "defocus,z5\n0.1,0.2\n"), 0);
+    psf_config cfg;
+    load_config(
+        "e.cfg",
+        "name = \"e\";\n"
+        "optics: { wavelength_nm = 1000.0; f_number = 10.0; aperture: { shape = \"segmented\"; "
+        "obscuration = 0.1; obscuration_shape = \"hexagon\"; segments: { flat_to_flat_m = 1.0; "
+        "gap_m = 0.01; rings = 1; zernike = ((2, 4, 0.03)); }; spiders: { vanes = ({ angle_deg "
+        "= 30.0; width_m = 0.02; offset_m = 0.05; r_start_m = 0.1; r_end_m = 0.0; }); }; }; "
+        "};\n"
+        "sampling: { pupil_samples = 64; padding = 2.0; };\n"
+        "normalization = \"pupil\";\n"
+        "sweep: { table = \"t.csv\"; segment_zernike = ((1, 5, [0.0, 0.01]));\n"
+        "  random: { count = 3; seed = 77; zernike = ((7, \"uniform\", 0.04));\n"
+        "    segment_zernike = ((6, \"normal\", 0.02));\n"
+        "    spectrum: { j_min = 8; j_max = 11; total_rms = 0.05; power = -2.0; };\n"
+        "    focus_shift_um = [0.0, 1.5]; wavelength_nm = [900.0, 1100.0]; }; };\n"
+        "detector: { oversample = 2; jitter_mas = [3.0, 4.0]; charge_diffusion_px = 0.25;\n"
+        "  ipc = [0.0, 0.01, 0.0, 0.01, 0.96, 0.01, 0.0, 0.01, 0.0];\n"
+        "  noise: { flux_photons = 1.0e6; background_e = 2.0; read_noise_e = 5.0; "
+        "gain_e_per_adu = 1.5; bits = 14; seed = 9; }; };\n"
+        "output: { npix = 32; pixel_scale_arcsec = 0.02; orientation = \"poppy\"; "
+        "fits: { enabled = true; }; };\n",
+        &cfg);
+    json_t *c = config_to_json(&cfg);
+    assert_non_null(c);
+
+    assert_string_equal(str(at(c, "normalization", NULL)), "pupil"); /* was "peak" */
+    json_t *ap = at(c, "optics", "aperture", NULL);
+    assert_string_equal(str(at(ap, "obscuration_shape", NULL)), "hexagon");
+    assert_true(num(at(ap, "angle_deg", NULL)) == 0.0);
+    assert_true(json_is_null(at(ap, "pixel_scale_m", NULL)));
+    json_t *vane = json_array_get(at(ap, "spiders", "vanes", NULL), 0);
+    assert_true(num(at(vane, "angle_deg", NULL)) == 30.0);
+    assert_true(num(at(vane, "offset_m", NULL)) == 0.05);
+    assert_true(num(at(vane, "r_start_m", NULL)) == 0.1);
+    json_t *sz = json_array_get(at(ap, "segments", "zernike", NULL), 0);
+    assert_int_equal(json_integer_value(json_array_get(sz, 0)), 2);
+    assert_int_equal(json_integer_value(json_array_get(sz, 1)), 4);
+    assert_true(num(json_array_get(sz, 2)) == 0.03);
+
+    json_t *sw = at(c, "sweep", NULL);
+    assert_string_equal(str(at(sw, "table", NULL)), cfg.table_file);
+    assert_non_null(strstr(cfg.table_file, "t.csv"));
+    json_t *ssz = json_array_get(at(sw, "segment_zernike", NULL), 0);
+    assert_int_equal(json_integer_value(json_array_get(ssz, 0)), 1);
+    assert_int_equal(json_integer_value(json_array_get(ssz, 1)), 5);
+    assert_true(num(json_array_get(json_array_get(ssz, 2), 1)) == 0.01);
+    json_t *r = at(sw, "random", NULL);
+    assert_int_equal(json_integer_value(at(r, "count", NULL)), 3);
+    assert_int_equal(json_integer_value(at(r, "seed", NULL)), 77);
+    json_t *rz = json_array_get(at(r, "zernike", NULL), 0);
+    assert_int_equal(json_integer_value(json_array_get(rz, 0)), 7);
+    assert_string_equal(str(json_array_get(rz, 1)), "uniform");
+    assert_true(num(json_array_get(rz, 2)) == 0.04);
+    json_t *rs = json_array_get(at(r, "segment_zernike", NULL), 0);
+    assert_int_equal(json_integer_value(json_array_get(rs, 0)), 6);
+    assert_string_equal(str(json_array_get(rs, 1)), "normal");
+    assert_true(num(json_array_get(rs, 2)) == 0.02);
+    assert_int_equal(json_integer_value(at(r, "spectrum", "j_min", NULL)), 8);
+    assert_int_equal(json_integer_value(at(r, "spectrum", "j_max", NULL)), 11);
+    assert_true(num(at(r, "spectrum", "total_rms", NULL)) == 0.05);
+    assert_true(num(at(r, "spectrum", "power", NULL)) == -2.0);
+    assert_true(num(json_array_get(at(r, "focus_shift_um", NULL), 1)) == 1.5);
+    assert_true(num(json_array_get(at(r, "wavelength_nm", NULL), 0)) == 900.0);
+
+    json_t *d = at(c, "detector", NULL);
+    assert_int_equal(json_integer_value(at(d, "oversample", NULL)), 2);
+    assert_true(json_is_true(at(d, "pixel_response", NULL))); /* the default for s > 1 */
+    assert_true(num(json_array_get(at(d, "jitter_mas", NULL), 1)) == 4.0);
+    assert_true(json_is_null(at(d, "jitter_lambda_d", NULL)));
+    assert_true(num(at(d, "charge_diffusion_px", NULL)) == 0.25);
+    assert_int_equal(json_array_size(at(d, "ipc", NULL)), 9);
+    assert_true(num(json_array_get(at(d, "ipc", NULL), 4)) == 0.96);
+    assert_string_equal(str(at(d, "write", NULL)), "detector");
+    json_t *n = at(d, "noise", NULL);
+    assert_true(num(at(n, "flux_photons", NULL)) == 1.0e6);
+    assert_true(num(at(n, "background_e", NULL)) == 2.0);
+    assert_true(num(at(n, "read_noise_e", NULL)) == 5.0);
+    assert_true(num(at(n, "gain_e_per_adu", NULL)) == 1.5);
+    assert_int_equal(json_integer_value(at(n, "bits", NULL)), 14);
+    assert_int_equal(json_integer_value(at(n, "seed", NULL)), 9);
+
+    json_t *o = at(c, "output", NULL);
+    assert_true(num(at(o, "pixel_scale_arcsec", NULL)) == 0.02);
+    assert_string_equal(str(at(o, "orientation", NULL)), "poppy");
+    assert_true(json_is_false(at(o, "psf_grid", NULL))); /* its default */
+    assert_true(json_is_null(at(o, "pixel_scale", NULL)));
+    json_decref(c);
+    config_free(&cfg);
+}
+
+/* output.psf_grid (a FITS cube, so not with detector.noise above; its
+ * table is the image set's check, not the config's). */
+static void test_config_psf_grid(void **state)
+{
+    (void)state;
+    psf_config cfg;
+    load_config("p.cfg",
+                "name = \"p\";\n"
+                "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
+                "sampling: { pupil_samples = 32; padding = 2.0; };\n"
+                "output: { psf_grid = true; fits: { enabled = true; cube = true; }; };\n",
+                &cfg);
+    json_t *c = config_to_json(&cfg);
+    assert_non_null(c);
+    assert_true(json_is_true(at(c, "output", "psf_grid", NULL)));
+    json_decref(c);
+    config_free(&cfg);
+}
+
+/* A config without those groups: each is null, each default as documented. */
+static void test_config_unset_null(void **state)
+{
+    (void)state;
+    loaded l;
+    load("name = \"u\";\n"
+         "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
+         "sampling: { pupil_samples = 32; padding = 2.0; };\n",
+         &l);
+    json_t *c = config_to_json(&l.cfg);
+    assert_non_null(c);
+    const char *null_keys[][4] = {
+        {"detector", NULL},
+        {"sweep", "random", NULL},
+        {"sweep", "table", NULL},
+        {"sweep", "segment_zernike", NULL},
+        {"optics", "aperture", "segments", NULL},
+        {"optics", "aperture", "pixel_scale_m", NULL},
+        {"output", "pixel_scale_arcsec", NULL},
+    };
+    for (size_t i = 0; i < sizeof null_keys / sizeof null_keys[0]; ++i) {
+        json_t *v = c;
+        for (int k = 0; k < 4 && null_keys[i][k]; ++k)
+            v = json_object_get(v, null_keys[i][k]);
+        if (!json_is_null(v)) fail_msg("%s.%s is not null", null_keys[i][0], null_keys[i][1]);
+    }
+    assert_true(json_is_null(at(c, "optics", "aperture", "spiders", "vanes", NULL)));
+    assert_string_equal(str(at(c, "optics", "aperture", "obscuration_shape", NULL)), "circle");
+    assert_string_equal(str(at(c, "output", "orientation", NULL)), "psfsim");
+    assert_true(json_is_false(at(c, "output", "psf_grid", NULL)));
+    json_decref(c);
+    unload(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sidecar_keys),
-        cmocka_unit_test(test_config_groups),
+        cmocka_unit_test(test_sidecar_keys),       cmocka_unit_test(test_config_groups),
+        cmocka_unit_test(test_config_every_group), cmocka_unit_test(test_config_unset_null),
+        cmocka_unit_test(test_config_psf_grid),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
