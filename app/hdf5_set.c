@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <fftw3.h>
 
@@ -21,16 +20,14 @@ int hdf5_label_terms(const image_set *s, int *term)
     return s->labels.nterms;
 }
 
-void hdf5_set_versions(int gpu, set_versions *v)
+void hdf5_set_versions(const image_set *s, int gpu, set_versions *v)
 {
     memset(v, 0, sizeof *v);
     snprintf(v->psfsim, sizeof v->psfsim, "%s", PSFSIM_VERSION);
     snprintf(v->fftw, sizeof v->fftw, "%s", fftwf_version);
     h5set_library_version(v->hdf5, sizeof v->hdf5);
     if (gpu) snprintf(v->cuda, sizeof v->cuda, "%s", gpu_module_toolkit());
-    time_t now = time(NULL);
-    struct tm utc;
-    if (gmtime_r(&now, &utc)) strftime(v->date, sizeof v->date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if (s->date_utc[0]) snprintf(v->date, sizeof v->date, "%sZ", s->date_utc);
 }
 
 static const char *conv_name(zernike_convention c)
@@ -227,7 +224,7 @@ static void constants(const image_set *s, hdf5_set_desc *d)
 static void provenance(const image_set *s, const hdf5_provenance *pv, hdf5_set_desc *d)
 {
     set_versions v;
-    hdf5_set_versions(pv->gpu, &v);
+    hdf5_set_versions(s, pv->gpu, &v);
     attr_s(d, NULL, "name", s->cfg->name);
     attr_s(d, NULL, "psfsim_version", keep(d, "%s", v.psfsim));
     attr_s(d, NULL, "fftw_version", keep(d, "%s", v.fftw));

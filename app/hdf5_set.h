@@ -43,11 +43,13 @@ typedef struct {
     char fftw[96];   /* fftwf_version, "fftw-3.3.10-sse2-avx" */
     char hdf5[32];   /* the HDF5 module's libhdf5, "" when it cannot be loaded */
     char cuda[32];   /* the CUDA toolkit (runtime and cuFFT ship with it), "" without GPU */
-    char date[32];   /* now, ISO 8601 UTC: "2025-01-31T12:00:00Z" */
+    char date[32];   /* the set's date, ISO 8601 UTC: "2025-01-31T12:00:00Z" */
 } set_versions;
 
-/* Fill v; gpu: the run computes on the GPU. */
-void hdf5_set_versions(int gpu, set_versions *v);
+/* Fill v for set s (its date: image_set's date_utc, the time it was opened
+ * or SOURCE_DATE_EPOCH, as the FITS DATE keyword); gpu: the run computes on
+ * the GPU. */
+void hdf5_set_versions(const image_set *s, int gpu, set_versions *v);
 
 /* Conventions every image of a set shares, as key and text. */
 typedef struct {

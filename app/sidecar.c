@@ -139,7 +139,7 @@ static json_t *sidecar(const image_set *s, const sidecar_run *run)
 {
     const psf_config *cfg = s->cfg;
     set_versions v;
-    hdf5_set_versions(run->pv.gpu, &v);
+    hdf5_set_versions(s, run->pv.gpu, &v);
     char h5[512], manifest[512], timing[512];
     outputs_set_file(NULL, cfg->name, SET_HDF5, h5, sizeof h5);
     outputs_set_file(NULL, cfg->name, SET_MANIFEST, manifest, sizeof manifest);

@@ -35,6 +35,15 @@ h5_ok sidecar f f
 "$PY" -m json.tool f/f.json >/dev/null && pass "f.json: python3 -m json.tool parses it" ||
   fail "f.json does not parse"
 [ -z "$(ls -A f | grep '^\.')" ] && pass "no temp file left" || fail "temp files: $(ls -A f | grep '^\.')"
+# Two runs a second apart under SOURCE_DATE_EPOCH: the same bytes (the
+# date attribute and the sidecar's date are the set's, as FITS DATE is).
+expect_exit 0 "SOURCE_DATE_EPOCH run 1" -- env SOURCE_DATE_EPOCH=1700000000 "$PSFSIM" -q --backend cpu -c f.cfg -o fd1
+sleep 1.1
+expect_exit 0 "SOURCE_DATE_EPOCH run 2" -- env SOURCE_DATE_EPOCH=1700000000 "$PSFSIM" -q --backend cpu -c f.cfg -o fd2
+cmp -s fd1/f.h5 fd2/f.h5 && cmp -s fd1/f.json fd2/f.json &&
+  grep -q '"date": "2023-11-14T22:13:20Z"' fd1/f.json &&
+  pass "SOURCE_DATE_EPOCH: f.h5 and f.json byte for byte the same, dated 2023-11-14T22:13:20Z" ||
+  fail "SOURCE_DATE_EPOCH: f.h5 or f.json differ between runs, or the date is not the epoch's"
 
 # uint16 with gzip: the PNG stretch's levels (8-bit sqrt here).
 sed -e 's/name = "f"/name = "u"/' -e 's/fits: { enabled = true; }; hdf5: { enabled = true; }/png: { bits = 8; stretch = "sqrt"; }; hdf5: { enabled = true; dtype = "uint16"; compression = "gzip"; level = 6; }/' f.cfg >u.cfg
