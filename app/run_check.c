@@ -2,9 +2,7 @@
 /* A batch's images checked before they go to the writers (app/run_check.h). */
 #include "app/run_check.h"
 
-#include <float.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,38 +10,7 @@
 #include "app/set/set_detector.h"
 #include "backend/levels.h"
 
-/* Whether every pixel of img[0 .. n) is in [0, FLT_MAX] (NaN is not: its
- * comparisons are false), in one pass the compiler vectorises: the three
- * counts below are made only for a bad image, to name its faults. */
-static int all_good(const float *img, size_t n)
-{
-    int bad = 0;
-    for (size_t p = 0; p < n; ++p)
-        bad |= !(img[p] >= 0.0f && img[p] <= FLT_MAX);
-    return !bad;
-}
-
-/* The first image of a batch with a bad pixel, from parts checked side by
- * side (host_pool_run): the least index any part found, nb for none. */
-typedef struct {
-    const float *images;
-    size_t n; /* pixels per image */
-    atomic_int first_bad;
-} check_ctx;
-
-static void check_part(void *arg, int begin, int end)
-{
-    check_ctx *c = arg;
-    for (int i = begin; i < end; ++i) {
-        if (all_good(c->images + (size_t)i * c->n, c->n)) continue;
-        int seen = atomic_load(&c->first_bad);
-        while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
-        }
-        return; /* later images of this part cannot come first */
-    }
-}
-
-int run_check_images(run_state *r, int s, int nb, char *err, size_t errlen)
+int run_check_images(run_state *r, int s, int nb, int first_bad, char *err, size_t errlen)
 {
     size_t side = (size_t)set_detector_backend_npix(&r->set), n = side * side;
     size_t nan = 0, inf = 0, neg = 0;
@@ -57,11 +24,8 @@ int run_check_images(run_state *r, int s, int nb, char *err, size_t errlen)
         }
         if (i >= nb) return 0;
     } else {
-        check_ctx c = {.images = r->slots[s].images, .n = n};
-        atomic_init(&c.first_bad, nb);
-        host_pool_run(r->host, nb, check_part, &c);
-        i = atomic_load(&c.first_bad);
-        if (i >= nb) return 0;
+        i = first_bad;
+        if (i < 0 || i >= nb) return 0;
         const float *img = r->slots[s].images + (size_t)i * n;
         for (size_t p = 0; p < n; ++p) {
             nan += isnan(img[p]) != 0;

@@ -13,7 +13,9 @@
  * garbage and the manifest lists only good images. A levels batch
  * (run_slot.on_levels) is judged by the counts its backend measured
  * (PSF_MEASURE_NAN, _INF, _NEG), the same counts the message gives for a
- * float batch. Returns 0 or -1 with err. */
-int run_check_images(run_state *r, int s, int nb, char *err, size_t errlen);
+ * float batch, whose first bad image first_bad (nb for none) the measure
+ * pass found (image_set_measure's flag: app/run_loop.c); the message counts
+ * that image's pixels. Returns 0 or -1 with err. */
+int run_check_images(run_state *r, int s, int nb, int first_bad, char *err, size_t errlen);
 
 #endif

@@ -331,10 +331,11 @@ static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_shar
     atomic_init(&c.first_bad, nb);
     *at_once = 0;
     /* a levels batch: the backend's counts, before anything is made of it */
-    if (sl->on_levels && run_check_images(r, s, nb, err, errlen) != 0) return -1;
+    if (sl->on_levels && run_check_images(r, s, nb, nb, err, errlen) != 0) return -1;
     host_pool_run(r->host, nb, measure_part, &c);
     /* the message names the first bad image and its counts (run_check.c) */
-    if (atomic_load(&c.first_bad) < nb && run_check_images(r, s, nb, err, errlen) != 0) return -1;
+    if (!sl->on_levels && run_check_images(r, s, nb, atomic_load(&c.first_bad), err, errlen) != 0)
+        return -1;
     double metrics_us = 0;
     for (int i = 0; i < nb; ++i)
         metrics_us += sl->timings[i].metrics_us;
