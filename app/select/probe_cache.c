@@ -39,40 +39,37 @@ static void token(char *out, size_t len, const char *s)
     out[n] = '\0';
 }
 
-/* The value after "label" on the first line of path that starts with it. */
-static int read_field(const char *path, const char *label, char *out, size_t len)
+/* For each of the n labels, the value after it on the first line of path
+ * that starts with it, into out[i] (len[i] bytes), in one read of the file
+ * (a GPU's information file is answered by the driver from the device on
+ * each read); n <= READ_FIELDS_MAX. Returns the number of labels not
+ * found, or -1 when path cannot be opened. */
+#define READ_FIELDS_MAX 4
+static int read_fields(const char *path, int n, const char *const *label, char *const *out,
+                       const size_t *len)
 {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[512];
-    int found = -1;
-    size_t ll = strlen(label);
-    while (found && fgets(line, sizeof line, f))
-        if (!strncmp(line, label, ll)) {
-            token(out, len, line + ll);
-            found = 0;
+    int found[READ_FIELDS_MAX] = {0}, left = n < READ_FIELDS_MAX ? n : READ_FIELDS_MAX;
+    while (left && fgets(line, sizeof line, f))
+        for (int i = 0; i < n && i < READ_FIELDS_MAX; ++i) {
+            size_t ll = strlen(label[i]);
+            if (!found[i] && !strncmp(line, label[i], ll)) {
+                token(out[i], len[i], line + ll);
+                found[i] = 1;
+                --left;
+                break;
+            }
         }
     fclose(f);
-    return found;
+    return left;
 }
 
-/* The "Model:" and "GPU UUID:" fields of a GPU's information file, in one
- * read: the driver answers each read of it from the device. */
-static void read_model_uuid(const char *path, char *model, size_t mlen, char *uuid, size_t ulen)
+/* The value after "label" on the first line of path that starts with it. */
+static int read_field(const char *path, const char *label, char *out, size_t len)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[512];
-    int have_model = 0, have_uuid = 0; /* the first of each, as read_field */
-    while (!(have_model && have_uuid) && fgets(line, sizeof line, f))
-        if (!have_model && !strncmp(line, "Model:", 6)) {
-            token(model, mlen, line + 6);
-            have_model = 1;
-        } else if (!have_uuid && !strncmp(line, "GPU UUID:", 9)) {
-            token(uuid, ulen, line + 9);
-            have_uuid = 1;
-        }
-    fclose(f);
+    return read_fields(path, 1, &label, &out, &len) == 0 ? 0 : -1;
 }
 
 /* "model:uuid,model:uuid" of every GPU the driver lists. */
@@ -88,7 +85,10 @@ static void read_gpus(machine_key *k)
         if (e->d_name[0] == '.') continue;
         char path[512], model[96] = "?", uuid[96] = "?";
         snprintf(path, sizeof path, "%s/%s/information", root, e->d_name);
-        read_model_uuid(path, model, sizeof model, uuid, sizeof uuid);
+        const char *labels[2] = {"Model:", "GPU UUID:"};
+        char *outs[2] = {model, uuid};
+        size_t lens[2] = {sizeof model, sizeof uuid};
+        read_fields(path, 2, labels, outs, lens);
         used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s:%s",
                                  used ? "," : "", model, uuid);
         k->gpu_present = 1;
