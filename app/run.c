@@ -115,8 +115,10 @@ static int prepare(run_state *r, char *err, size_t errlen)
     if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0 ||
         image_set_check_open(&r->set, err, errlen) != 0)
         return -1;
+    double t0 = clock_us();
     if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
         return -1;
+    r->select_us = clock_us() - t0;
     if (run_is_root(r)) {
         if (r->set.mft && r->set.pixel_rad > 0)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g arcsec) into %s",

@@ -80,6 +80,7 @@ void run_summary(run_state *r, double wall, const rank_report *rep, int n)
     if (n > 1) snprintf(of, sizeof of, "summed over %d MPI ranks: ", n);
     if (n == 1 && r->nlanes > 1) snprintf(of, sizeof of, "summed over %d GPUs: ", r->nlanes);
     timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
+    timing_summary(t, "backend_select_us", r->select_us, "part of config_load_us");
     timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
     timing_summary(t, "backend", NAN, r->decision.reason);
     timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);

@@ -126,6 +126,7 @@ struct run_state {
     int interrupted;          /* the signal that stopped the run, or 0 */
     /* stage totals, microseconds */
     double t_start, t_config, t_create;
+    double select_us; /* backend_select's own time (in config_load_us) */
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
 };
 

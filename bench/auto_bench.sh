@@ -4,7 +4,8 @@
 # --backend cpu, gpu and auto (warm probe cache), wall time of each process.
 # Also: a 64x64 single image with a warm cache, checking CUDA is never loaded
 # (LD_DEBUG shows no libcuda). REPEATS (default 3) runs per cell and backend,
-# in rotated order, each into a fresh directory. Writes CSV to $1.
+# in rotated order, each into a fresh directory; CELLS (NPIX:IMAGES ...)
+# picks cells. Writes CSV to $1.
 set -uo pipefail
 csv="$1"
 psfsim="$BUILD/psfsim"
@@ -28,7 +29,7 @@ sweep: { defocus = [ $list ]; };
 output: { png: { bits = 16; }; };
 CFG
 }
-for spec in 64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5; do
+for spec in ${CELLS:-64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5}; do
   npix=${spec%:*} k=${spec#*:}
   config "$npix" "$k" >"$work/c.cfg"
   orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu") # REPEATS (default 3), rotated

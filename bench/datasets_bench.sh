@@ -17,6 +17,11 @@
 #   COUNTS="10000 100000 300000": psfsim's image counts for every case
 #     (default N/10 and N); dd and the peer at the case's N
 #   PEER_ARGS: more arguments for the peer (--numpy); no peer without h5py
+#   SYNC=1: every timed command is followed by sync(2) inside its time, so
+#     a disk's figures are bytes on the disk, not in the page cache (whose
+#     dirty limit throttles a writer by what the kernel has learnt of the
+#     disk so far: the first of two equal unsynced dd runs took 7.6 s, the
+#     second 4.8 s); dd then runs before psfsim too (dd_before row)
 # Prints CSV rows: case,what,images,npix,seconds,images_per_s,peak_rss_mb,note
 set -euo pipefail
 build=$1 dir=$2 cases=$3
@@ -25,9 +30,11 @@ py=${PYTHON:-python3}
 mkdir -p "$dir"
 rss() { # command... : run it, print "seconds peak_rss_mb" on fd 3
   "$py" - "$@" 3>&1 1>&2 <<'EOF'
-import resource, subprocess, sys, time
+import os, resource, subprocess, sys, time
 t = time.perf_counter()
 rc = subprocess.run(sys.argv[1:]).returncode
+if os.environ.get("SYNC") == "1":
+    os.sync()
 t = time.perf_counter() - t
 m = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(f"{t:.3f} {m:.0f}", file=open(3, "w", closefd=False))
@@ -50,6 +57,13 @@ echo "case,what,images,npix,seconds,images_per_s,peak_rss_mb,note"
 for c in $cases; do
   k=${c%%:*} n=${c##*:} npix=$((2 * n)) name="ds${n}"
   tag="${k}x${npix}"
+  if [ "${SYNC:-0}" = 1 ]; then # bytes of a float32 set: K M^2 4 and the labels (~1%)
+    bytes=$((k * npix * npix * 4))
+    read -r t m < <(rss dd if=/dev/zero of="$dir/dd.bin" bs=16M count=$(((bytes + 16777215) / 16777216)) status=none)
+    echo "$tag,dd_before,$k,$npix,$t,$(awk -v k="$k" -v t="$t" 'BEGIN { printf "%.0f", k / t }'),$m,$bytes bytes (images only)"
+    rm -f "$dir/dd.bin"
+    sync
+  fi
   for kk in ${COUNTS:-$((k / 10)) $k}; do
     cfg "$name" "$kk" "$n" >"$dir/$name.cfg"
     rm -f "$dir/$name".h5 "$dir/$name"_*.csv "$dir/$name".json

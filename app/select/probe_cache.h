@@ -2,7 +2,9 @@
 /* The probe's figures cached per machine in $PSFSIM_CACHE_DIR, else
  * $XDG_CACHE_HOME/psfsim, else ~/.cache/psfsim (XDG Base Directory spec),
  * as a small "key value" text file written atomically. The machine key is
- * read without initialising CUDA: GPUs and driver from /proc/driver/nvidia,
+ * read without initialising CUDA or asking the driver: the GPUs the driver
+ * lists (/proc/driver/nvidia/gpus) by their PCI ids and address (sysfs),
+ * the driver's version (/sys/module/nvidia/version),
  * CUDA runtime and cuFFT versions compiled in, FFTW's version, the CPU
  * model and thread count, and CUDA_VISIBLE_DEVICES (the devices the
  * probe counted and compared). A different key, a corrupt or truncated file:
