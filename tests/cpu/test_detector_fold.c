@@ -27,45 +27,10 @@
 #include "backend/backend.h"
 #include "backend/detector.h"
 #include "cpu/detector.h"
+#include "tests/support/detector_cases.h"
 #include "tests/support/testutil.h"
 
 #define TOL 1e-6
-
-/* Asymmetric: the fold must keep the IPC kernel's phase. */
-static const double IPC[9] = {0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003};
-
-static psf_problem problem(int npix, int s)
-{
-    psf_problem p;
-    memset(&p, 0, sizeof p);
-    p.npix = npix;
-    psf_detector *d = &p.detector;
-    d->oversample = s;
-    d->sample = 1;
-    d->pixel_response = 1;
-    d->jitter_px[0] = 0.15;
-    d->jitter_px[1] = 0.3;
-    d->diffusion_px = 0.25;
-    d->ipc = 1;
-    memcpy(d->ipc_kernel, IPC, sizeof IPC);
-    return p;
-}
-
-/* A positive grid image with no symmetry: two off-axis Gaussian cores, a
- * tilted ridge, and a small pseudo-random floor (an LCG); variant 1 moves the
- * cores and reseeds the floor (the second image of a packed pair). */
-static void grid_image(int npix, int variant, float *g)
-{
-    unsigned long long r = 12345 + 977 * (unsigned long long)variant;
-    for (int i = 0; i < npix; ++i)
-        for (int j = 0; j < npix; ++j) {
-            double y = i - npix / 2 - 1.3 + 2.7 * variant, x = j - npix / 2 + 2.1 - 1.9 * variant;
-            double v = exp(-(x * x + y * y) / 6.0) + 0.4 * exp(-((x - 7) * (x - 7) + y * y) / 2.0) +
-                       0.05 * exp(-(x + 0.5 * y) * (x + 0.5 * y) / 3.0);
-            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-            g[(size_t)i * npix + j] = (float)(v + 1e-3 * (double)(r >> 40) / (double)(1 << 24));
-        }
-}
 
 /* The CPU stage's detector image (M^2). */
 static float *reference(const psf_problem *p, const float *grid)
@@ -134,10 +99,10 @@ static double peak_rel(const float *a, const float *b, size_t len)
  * (no_phase as folded's). Returns the relative L2 difference. */
 static double compare(int npix, int s, int no_phase)
 {
-    psf_problem p = problem(npix, s);
+    psf_problem p = detector_case_problem(npix, s, 1);
     float *grid = malloc((size_t)npix * npix * sizeof *grid);
     assert_non_null(grid);
-    grid_image(npix, 0, grid);
+    detector_case_grid(npix, 0, grid);
     float *ref = reference(&p, grid), *fold = folded(&p, grid, no_phase);
     int m = npix / s;
     size_t len = (size_t)m * m;
@@ -247,14 +212,14 @@ static void folded_pair(const psf_problem *p, const float *g1, const float *g2, 
 #define PAIR_TOL 2.2e-7
 static double compare_pair(int npix, int s, int from_r2c, int against)
 {
-    psf_problem p = problem(npix, s);
+    psf_problem p = detector_case_problem(npix, s, 1);
     int m = npix / s;
     size_t nn = (size_t)npix * npix, mm = (size_t)m * m;
     float *g1 = malloc(nn * sizeof *g1), *g2 = malloc(nn * sizeof *g2);
     float *d1 = malloc(mm * sizeof *d1), *d2 = malloc(mm * sizeof *d2);
     assert_true(g1 && g2 && d1 && d2);
-    grid_image(npix, 0, g1);
-    grid_image(npix, 1, g2);
+    detector_case_grid(npix, 0, g1);
+    detector_case_grid(npix, 1, g2);
     folded_pair(&p, g1, g2, from_r2c, d1, d2);
     float *r1 = folded(&p, g1, 0), *r2 = folded(&p, g2, 0);
     double l1 = tu_rel_l2(d1, against == 1 ? r1 : r2, mm), l2 = tu_rel_l2(d2, r2, mm);

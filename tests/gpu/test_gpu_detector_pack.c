@@ -27,45 +27,13 @@
 #include "backend/detector.h"
 #include "cpu/detector.h"
 #include "gpu/detector.h"
+#include "tests/support/detector_cases.h"
 #include "tests/support/testutil.h"
 
 #define TOL 1e-5
 #define CAP 8 /* the stage's capacity: the largest n */
 
-static const double IPC[9] = {0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003};
 static cudaStream_t g_stream;
-
-static psf_problem problem(int npix, int s, int sample)
-{
-    psf_problem p;
-    memset(&p, 0, sizeof p);
-    p.npix = npix;
-    psf_detector *d = &p.detector;
-    d->oversample = s;
-    d->sample = sample;
-    d->pixel_response = 1;
-    d->jitter_px[0] = 0.15;
-    d->jitter_px[1] = 0.3;
-    d->diffusion_px = 0.25;
-    d->ipc = 1;
-    memcpy(d->ipc_kernel, IPC, sizeof IPC);
-    return p;
-}
-
-/* Grid image k: an off-axis Gaussian core moved with k, a ridge, and a
- * small pseudo-random floor (an LCG seeded by k); positive, no symmetry. */
-static void grid_image(int npix, int k, float *g)
-{
-    unsigned long long r = 4242 + 131 * (unsigned long long)k;
-    for (int i = 0; i < npix; ++i)
-        for (int j = 0; j < npix; ++j) {
-            double y = i - npix / 2 - 1.3 + 0.7 * k, x = j - npix / 2 + 2.1 - 0.4 * k;
-            double v =
-                exp(-(x * x + y * y) / 5.0) + 0.05 * exp(-(x + 0.5 * y) * (x + 0.5 * y) / 3.0);
-            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-            g[(size_t)i * npix + j] = (float)(v + 1e-3 * (double)(r >> 40) / (double)(1 << 24));
-        }
-}
 
 /* The grid buffer as the stage takes n images: plain, or packed pairs
  * with an odd count's last imaginary half NaN (the stage must zero it). */
@@ -119,7 +87,7 @@ static void gpu_images(const psf_problem *p, const float *imgs, int n, int packe
  * stage; the worst relative L2 printed and asserted <= TOL. */
 static void compare(int npix, int s, int sample, int n)
 {
-    psf_problem p = problem(npix, s, sample);
+    psf_problem p = detector_case_problem(npix, s, sample);
     size_t plane = (size_t)npix * npix, m = (size_t)psf_detector_out_npix(&p), mm = m * m;
     float *imgs = malloc((size_t)n * plane * sizeof *imgs),
           *ref = malloc((size_t)n * mm * sizeof *ref);
@@ -131,7 +99,7 @@ static void compare(int npix, int s, int sample, int n)
     cpu_detector_work w;
     assert_int_equal(cpu_detector_work_alloc(&cd, &w), 0);
     for (int k = 0; k < n; ++k) {
-        grid_image(npix, k, imgs + (size_t)k * plane);
+        detector_case_grid(npix, k, imgs + (size_t)k * plane);
         cpu_detector_apply(&cd, &w, imgs + (size_t)k * plane, ref + (size_t)k * mm);
     }
     cpu_detector_work_free(&w);
