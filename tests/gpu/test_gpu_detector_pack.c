@@ -130,6 +130,19 @@ static void test_paths_against_cpu(void **state)
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c)
             compare(cases[i][0], cases[i][1], cases[i][2], counts[c]);
 }
+
+/* The group's stream, made once (the device is there: main checked). */
+static int stream_setup(void **state)
+{
+    (void)state;
+    return cudaStreamCreate(&g_stream) == cudaSuccess ? 0 : -1;
+}
+
+static int stream_teardown(void **state)
+{
+    (void)state;
+    return cudaStreamDestroy(g_stream) == cudaSuccess ? 0 : -1;
+}
 #endif
 
 int main(void)
@@ -141,16 +154,8 @@ int main(void)
         printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
         return 77;
     }
-    if (cudaStreamCreate(&g_stream) != cudaSuccess) {
-        printf("cannot create a CUDA stream\n");
-        return 1;
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_against_cpu),
-    };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    cudaStreamDestroy(g_stream);
-    return rc;
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_paths_against_cpu)};
+    return cmocka_run_group_tests(tests, stream_setup, stream_teardown);
 #else
     printf("skipped: psfsim was built without the CUDA backend\n");
     return 77;
