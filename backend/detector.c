@@ -131,3 +131,19 @@ void psf_detector_fold(const float *spec, const float *otf, const float *phase, 
         for (int p2 = 0; p2 < mc; ++p2)
             psf_detector_fold_at(spec, otf, phase, npix, s, p1, p2, z + 2 * ((size_t)p1 * mc + p2));
 }
+
+void psf_detector_fold_pair(const float *zspec, const float *otf, const float *phase, int npix,
+                            int s, float *z1, float *z2)
+{
+    int m = npix / s, mc = m / 2 + 1;
+    for (int p1 = 0; p1 < m; ++p1)
+        for (int p2 = 0; p2 < mc; ++p2) {
+            size_t i = 2 * ((size_t)p1 * mc + p2);
+            float z[4];
+            psf_detector_fold_pair_at(zspec, otf, phase, npix, s, p1, p2, z);
+            z1[i] = z[0];
+            z1[i + 1] = z[1];
+            z2[i] = z[2];
+            z2[i + 1] = z[3];
+        }
+}

@@ -81,40 +81,103 @@ PSF_HD void psf_detector_rotate(float *re, float *im, const float *ph)
     *re = t;
 }
 
+/* A packed pair's separation at frequency (k1, k2), 0 <= k1, k2 < npix:
+ * zspec the full npix x npix forward C2C spectrum Z (unnormalised, complex
+ * interleaved, row-major) of z = g1 + i g2 for two real images g1, g2;
+ * x[0], x[1] = X1(k) = (Z(k) + conj Z(-k)) / 2 and x[2], x[3] = X2(k) =
+ * (Z(k) - conj Z(-k)) / (2 i), -k taken mod npix on both axes: the two
+ * images' own DFTs there, as their R2C's (each is Hermitian; Press et al.,
+ * Numerical Recipes, 3rd ed., 12.3, FFT of two real functions
+ * simultaneously). The halves are exact in float. */
+PSF_HD void psf_detector_unpack_at(const float *zspec, int npix, int k1, int k2, float *x)
+{
+    size_t i = (size_t)k1 * npix + k2;
+    size_t j = (size_t)(k1 ? npix - k1 : 0) * npix + (size_t)(k2 ? npix - k2 : 0);
+    float zr = zspec[2 * i], zi = zspec[2 * i + 1], wr = zspec[2 * j], wi = zspec[2 * j + 1];
+    x[0] = 0.5f * (zr + wr);
+    x[1] = 0.5f * (zi - wi);
+    x[2] = 0.5f * (zi + wi);
+    x[3] = 0.5f * (wr - zr);
+}
+
+/* The fold at (p1, p2) of PAIR + 1 images: PAIR = 0, spec the half
+ * spectrum X of one image, z[0..1]; PAIR = 1, spec a packed pair's full
+ * spectrum (psf_detector_unpack_at), z[0..3] the two images' values. Each
+ * alias's X at its stored half-spectrum index (k1, k2), or (-k1, -k2)
+ * conjugated past the half, times the table there: the same float
+ * operations for both. Callers pass PAIR as a constant (inlined away). */
+PSF_HD void psf_detector_fold_core(const float *spec, int pair, const float *otf,
+                                   const float *phase, int npix, int s, int p1, int p2, float *z)
+{
+    int m = npix / s, nc = npix / 2 + 1, nimg = pair ? 2 : 1;
+    float re[2] = {0.0f, 0.0f}, im[2] = {0.0f, 0.0f};
+    for (int q1 = 0; q1 < s; ++q1) {
+        int k1 = p1 + m * q1, k1n = k1 ? npix - k1 : 0;
+        float ar[2] = {0.0f, 0.0f}, ai[2] = {0.0f, 0.0f};
+        for (int q2 = 0; q2 < s; ++q2) {
+            int k2 = p2 + m * q2, stored = k2 < nc;
+            int j1 = stored ? k1 : k1n, j2 = stored ? k2 : npix - k2;
+            size_t i = (size_t)j1 * nc + j2;
+            float x[4];
+            if (pair) {
+                psf_detector_unpack_at(spec, npix, j1, j2, x);
+            } else {
+                x[0] = spec[2 * i];
+                x[1] = spec[2 * i + 1];
+            }
+            float c = otf[2 * i], e = otf[2 * i + 1];
+            for (int h = 0; h < nimg; ++h) {
+                float a = x[2 * h], b = x[2 * h + 1];
+                float yr = a * c - b * e, yi = a * e + b * c;
+                if (!stored) yi = -yi;
+                if (phase) psf_detector_rotate(&yr, &yi, phase + 2 * k2);
+                ar[h] += yr;
+                ai[h] += yi;
+            }
+        }
+        for (int h = 0; h < nimg; ++h) {
+            if (phase) psf_detector_rotate(&ar[h], &ai[h], phase + 2 * k1);
+            re[h] += ar[h];
+            im[h] += ai[h];
+        }
+    }
+    float s2 = (float)s * (float)s;
+    for (int h = 0; h < nimg; ++h) {
+        z[2 * h] = s2 * re[h];
+        z[2 * h + 1] = s2 * im[h];
+    }
+}
+
 /* Z[p1][p2] of the fold into z[0], z[1] (re, im): spec and otf the grid's
  * half spectrum X and the table T, complex interleaved [npix (npix/2+1)];
  * phase psf_detector_fold_phase's table, or NULL for o = 0; 0 <= p1 < M,
- * 0 <= p2 <= M/2, M = npix / s. The GPU's fold kernel runs this code. */
+ * 0 <= p2 <= M/2, M = npix / s. At s = 1 it is the multiply (Z = X T).
+ * The GPU's fold kernel runs this code. */
 PSF_HD void psf_detector_fold_at(const float *spec, const float *otf, const float *phase, int npix,
                                  int s, int p1, int p2, float *z)
 {
-    int m = npix / s, nc = npix / 2 + 1;
-    float re = 0.0f, im = 0.0f;
-    for (int q1 = 0; q1 < s; ++q1) {
-        int k1 = p1 + m * q1, k1n = k1 ? npix - k1 : 0;
-        float ar = 0.0f, ai = 0.0f;
-        for (int q2 = 0; q2 < s; ++q2) {
-            int k2 = p2 + m * q2, stored = k2 < nc;
-            size_t i = stored ? (size_t)k1 * nc + k2 : (size_t)k1n * nc + (npix - k2);
-            float a = spec[2 * i], b = spec[2 * i + 1], c = otf[2 * i], e = otf[2 * i + 1];
-            float yr = a * c - b * e, yi = a * e + b * c;
-            if (!stored) yi = -yi;
-            if (phase) psf_detector_rotate(&yr, &yi, phase + 2 * k2);
-            ar += yr;
-            ai += yi;
-        }
-        if (phase) psf_detector_rotate(&ar, &ai, phase + 2 * k1);
-        re += ar;
-        im += ai;
-    }
-    float s2 = (float)s * (float)s;
-    z[0] = s2 * re;
-    z[1] = s2 * im;
+    psf_detector_fold_core(spec, 0, otf, phase, npix, s, p1, p2, z);
+}
+
+/* The same for a packed pair (the GPU's packed path): zspec the pair's
+ * full npix x npix C2C spectrum (psf_detector_unpack_at); z[0], z[1] image
+ * 1's Z[p1][p2], z[2], z[3] image 2's, each equal to psf_detector_fold_at
+ * of that image's R2C spectrum up to the FFTs' rounding. */
+PSF_HD void psf_detector_fold_pair_at(const float *zspec, const float *otf, const float *phase,
+                                      int npix, int s, int p1, int p2, float *z)
+{
+    psf_detector_fold_core(zspec, 1, otf, phase, npix, s, p1, p2, z);
 }
 
 /* The whole fold of one image on the host: z [M (M/2+1)] complex
  * interleaved, from spec, otf and phase as psf_detector_fold_at's. */
 void psf_detector_fold(const float *spec, const float *otf, const float *phase, int npix, int s,
                        float *z);
+
+/* The fold of a packed pair on the host: zspec the pair's full C2C
+ * spectrum, z1 and z2 [M (M/2+1)] complex interleaved the two images' Z
+ * (psf_detector_fold_pair_at). */
+void psf_detector_fold_pair(const float *zspec, const float *otf, const float *phase, int npix,
+                            int s, float *z1, float *z2);
 
 #endif

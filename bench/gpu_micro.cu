@@ -11,6 +11,9 @@
  *     time goes (detector_step rows: the set cut after each step, field, C2C,
  *     intensity, R2C, multiply or fold, C2R, us per image), the A/B of the
  *     images a thread of the multiply and the fold takes (detector_variant),
+ *     the packed-pair path against the R2C one at s = 1 and 4 with their
+ *     steps (detector_packed: one C2C of n/2 pairs, the fold of both images
+ *     of a pair, the C2R; the default, GPU_DETECTOR_PACKED, marked),
  *     and the transforms alone (detector_fft: R2C of n vs C2C of n/2 pairs,
  *     C2R vs inverse C2C, a device copy as the bandwidth's reference).
  * Usage: psfsim_gpu_micro            all four parts
@@ -241,7 +244,8 @@ static void micro_pass_create(micro_pass *p, int npix, int batch, cudaStream_t s
     size_t n = (size_t)batch * npix * npix;
     CK(GPU_CUDA(chk, cudaMalloc(&p->field, n * sizeof *p->field)));
     CK(GPU_CUDA(chk, cudaMalloc(&p->spec, n * sizeof *p->spec)));
-    CK(GPU_CUDA(chk, cudaMalloc(&p->img, n * sizeof *p->img)));
+    /* One image more: an odd batch's last packed pair (gpu_detector_grid_images). */
+    CK(GPU_CUDA(chk, cudaMalloc(&p->img, (n + (size_t)npix * npix) * sizeof *p->img)));
     gpu_plan_cache_init(&p->pc, npix, s);
 }
 
@@ -370,7 +374,8 @@ static void det_all_effects(psf_detector *d, int s)
 /* Enqueue the set of nimages in sub-batches of at most p->batch, sized as
  * gpu/backend.cu's subbatch_size does (evened out, at most two sizes):
  * pupil field, out-of-place C2C, intensity (the first base_steps of these
- * three), then det's stage when det. */
+ * three; as packed pairs when det takes them, gpu_detector_packs), then
+ * det's stage when det. */
 static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, long long nimages,
                             cudaStream_t s, gpu_check *chk, char *err)
 {
@@ -386,7 +391,9 @@ static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, lo
         CK(gpu_plan_cache_get(&p->pc, chk, n, &plan));
         if (base_steps > 1)
             CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
-        if (base_steps > 2)
+        if (base_steps > 2 && det && gpu_detector_packs(det, n))
+            CK(gpu_psf_intensity_pairs(p->spec, p->dscale, p->dim, n, p->npix, 0, p->img, s, chk));
+        else if (base_steps > 2)
             CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
         float *result;
         if (det) CK(gpu_detector_apply(det, p->img, n, p->spec, (int)(k & 1), &result, chk));
@@ -444,6 +451,8 @@ static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *n
     static const char *const base_step[3] = {"field", "c2c", "intensity"};
     static const char *const det_step[2][3] = {{"r2c", "multiply", "c2r"},
                                                {"r2c", "fold", "c2r_mxm"}};
+    static const char *const pair_step[2][3] = {{"c2c_pairs", "multiply_pairs", "c2r"},
+                                                {"c2c_pairs", "fold_pairs", "c2r_mxm"}};
     printf("detector_step,mode,step,us_per_image,us_cumulative\n");
     float prev = 0.0f, base = 0.0f;
     for (int b = 1; b <= 3; ++b) {
@@ -457,8 +466,9 @@ static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *n
         for (int k = 1; k <= 3; ++k) {
             det[v].steps = k < 3 ? k : 0;
             float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
-            printf("detector_step,%s,%s,%.4f,%.4f\n", name[v], det_step[v - 1][k - 1],
-                   (ms - prev) * 1e3 / nimages, ms * 1e3 / nimages);
+            const char *step = det[v].packed ? pair_step[v - 1][k - 1] : det_step[v - 1][k - 1];
+            printf("detector_step,%s,%s,%.4f,%.4f\n", name[v], step, (ms - prev) * 1e3 / nimages,
+                   ms * 1e3 / nimages);
             prev = ms;
         }
         det[v].steps = 0;
@@ -468,11 +478,13 @@ static void det_breakdown(micro_pass *p, gpu_detector *det, const char *const *n
 /* The A/B of the multiply's and the fold's images per thread
  * (gpu_detector.multiply_per, fold_per; the backend's defaults marked)
  * and the fold kernel's general loop against its unrolled s = 4 one,
- * the whole set as the backend runs it. */
+ * the whole set as the backend runs it: the R2C path's knobs (packed 0;
+ * the packed path takes one pair a thread). */
 static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long long nimages,
                          cudaStream_t s, gpu_check *chk, char *err)
 {
     static const int per[4] = {1, 2, 4, 8};
+    det[1].packed = det[2].packed = 0;
     printf("detector_variant,mode,images_per_thread,default,us_per_image,ratio_to_none\n");
     for (int v = 1; v < 3; ++v) {
         int *knob = v == 1 ? &det[v].multiply_per : &det[v].fold_per, keep = *knob;
@@ -489,6 +501,45 @@ static void det_variants(micro_pass *p, gpu_detector *det, float none_ms, long l
     det[2].fold_unroll = 1;
     printf("detector_variant,all4_fold_not_unrolled,%d,no,%.4f,%.3f\n", det[2].fold_per,
            ms * 1e3 / nimages, ms / none_ms);
+    det[1].packed = det[2].packed = GPU_DETECTOR_PACKED;
+}
+
+/* The packed-pair path (gpu_detector.packed 1) against the R2C one (0)
+ * at s = 1 (det[1]) and 4 (det[2]): per path its steps (the forward
+ * transform, the multiply or fold, the C2R: the set cut after each, as
+ * det_breakdown; us per image, the step's cost the difference from the
+ * cut before, the first from the base pass) and its total's ratio to the
+ * base pass; then packed / unpacked per s. */
+static void det_packed(micro_pass *p, gpu_detector *det, float none_ms, long long nimages,
+                       cudaStream_t s, gpu_check *chk, char *err)
+{
+    static const char *const step[2][2][3] = {
+        {{"r2c", "multiply", "c2r"}, {"c2c_pairs", "multiply_pairs", "c2r"}},
+        {{"r2c", "fold", "c2r_mxm"}, {"c2c_pairs", "fold_pairs", "c2r_mxm"}}};
+    printf("detector_packed,mode,path,default,step,us_per_image,us_cumulative,ratio_to_none\n");
+    for (int v = 1; v < 3; ++v) {
+        float total[2];
+        for (int packed = 0; packed < 2; ++packed) {
+            det[v].packed = packed;
+            float prev = none_ms;
+            for (int k = 1; k <= 3; ++k) {
+                det[v].steps = k < 3 ? k : 0;
+                float ms = det_set_ms(p, &det[v], 3, nimages, s, chk, err);
+                printf("detector_packed,%s,%s,%s,%s,%.4f,%.4f,%.3f\n", v == 1 ? "all" : "all4",
+                       packed ? "packed" : "r2c", packed == GPU_DETECTOR_PACKED ? "yes" : "no",
+                       step[v - 1][packed][k - 1], (ms - prev) * 1e3 / nimages, ms * 1e3 / nimages,
+                       ms / none_ms);
+                prev = ms;
+            }
+            total[packed] = prev;
+            det[v].steps = 0;
+        }
+        det[v].packed = GPU_DETECTOR_PACKED;
+        printf("# detector %s: packed / r2c %.3f, to the base pass %.3f (packed) vs %.3f (r2c); "
+               "target <= 1.5\n",
+               v == 1 ? "all (s = 1)" : "all4 (s = 4)", total[1] / total[0], total[1] / none_ms,
+               total[0] / none_ms);
+    }
 }
 
 /* One transform of the pair A/B (det_fft_figures): kind 0 R2C of n real
@@ -583,6 +634,7 @@ static void detector_figures(int npix, int batch, long long nimages)
            ms[1] / ms[0], npix, npix, ms[2] / ms[0], npix, npix / 4);
     det_breakdown(&p, det, name, nimages, s, &chk, err);
     det_variants(&p, det, ms[0], nimages, s, &chk, err);
+    det_packed(&p, det, ms[0], nimages, s, &chk, err);
     det_fft_figures(&p, nimages, s, &chk, err);
     for (int v = 0; v < 3; ++v)
         gpu_detector_destroy(&det[v]);

@@ -155,6 +155,8 @@ struct psf_backend {
     size_t graph_max_open; /* ... or the open-sample one over this many samples */
     unsigned graph_generation;
     gpu_detector det; /* the detector stage (inactive without one) */
+    int pack_pairs;   /* the sub-batch being computed is written as packed pairs
+                         (gpu_detector_packs: its intensities by gpu_psf_intensity_pairs) */
     gpu_levels lev;   /* the levels output (inactive without one) */
     size_t out_plane; /* floats of one image run() returns (the detector's M^2, or N^2) */
     host_buf *buffers;
@@ -546,9 +548,12 @@ static int gpu_create(const psf_problem *set, const psf_backend_options *options
         if (b->mft && GPU_CUDA(&b->chk, cudaMalloc(&b->mft_t, cap * (size_t)b->npix * b->grid *
                                                                   sizeof(cufftComplex))))
             goto fail;
+        /* One image more for the detector's packed pairs at an odd C. */
+        size_t grid_images = (size_t)gpu_detector_grid_images(set, b->capacity);
         for (int q = 0; q < 2; ++q)
             if (((!b->lean || q == 0) &&
-                 GPU_CUDA(&b->chk, cudaMalloc(&b->dimg[q], cap * b->plane * sizeof(float)))) ||
+                 GPU_CUDA(&b->chk,
+                          cudaMalloc(&b->dimg[q], grid_images * b->plane * sizeof(float)))) ||
                 GPU_CUDA(&b->chk, cudaMalloc(&b->dstage[q], b->stage_bytes)) ||
                 GPU_CUDA(&b->chk,
                          cudaHostAlloc(&b->stage[q], b->stage_bytes, cudaHostAllocDefault)))
@@ -801,6 +806,9 @@ static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfi
     }
     const float *scale = (const float *)(d + l->scale);
     const gpu_pass_image *img = (const gpu_pass_image *)(d + l->images);
+    if (b->pack_pairs)
+        return gpu_psf_intensity_pairs(b->spec, scale, img, nimages, b->npix, b->mft, out,
+                                       b->compute, &b->chk);
     return b->mft
                ? gpu_psf_intensity_centred(b->spec, scale, img, nimages, b->npix, out, b->compute,
                                            &b->chk)
@@ -909,8 +917,10 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->compute, b->ev_copied[q], 0)))
             return -1;
         float *src;
-        if (subbatch_compute(b, jobs + j0, n, q) ||
-            gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk) ||
+        b->pack_pairs = gpu_detector_packs(&b->det, n);
+        int rc = subbatch_compute(b, jobs + j0, n, q);
+        b->pack_pairs = 0;
+        if (rc || gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk) ||
             (levels && gpu_levels_apply(&b->lev, src, n, q, b->compute, &b->chk)))
             return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||

@@ -84,10 +84,69 @@ static fold_fn fold_kernel_for(int s, int unroll)
     return fold_kernel<0>;
 }
 
+/* Both images' Z[k][p1][p2] of pair blockIdx.y (images 2 blockIdx.y and
+ * the next, when there is one): psf_detector_fold_pair_at on the pair's
+ * full N x N C2C spectrum in zs (strided N^2 complex a pair), one thread
+ * per element of the M x (M/2+1) half spectrum (as fold_kernel); z strided
+ * M (M/2+1) complex an image. At s = 1 (M = N, no phase) the multiply.
+ * S as fold_kernel's. */
+template <int S>
+__global__ static void fold_pair_kernel(const cufftComplex *__restrict__ zs,
+                                        const cufftComplex *__restrict__ otf,
+                                        const float *__restrict__ phase, int npix, int s_given,
+                                        int m, int n, cufftComplex *__restrict__ z)
+{
+    int s = S > 0 ? S : s_given, mc = m / 2 + 1;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nz = (size_t)m * mc;
+    if (i >= nz) return;
+    size_t k = 2 * (size_t)blockIdx.y;
+    int p1 = (int)(i / mc), p2 = (int)(i % mc);
+    float v[4];
+    psf_detector_fold_pair_at((const float *)(zs + (size_t)blockIdx.y * npix * npix),
+                              (const float *)otf, phase, npix, s, p1, p2, v);
+    z[k * nz + i] = make_cuFloatComplex(v[0], v[1]);
+    if ((long long)k + 1 < n) z[(k + 1) * nz + i] = make_cuFloatComplex(v[2], v[3]);
+}
+
+typedef void (*fold_pair_fn)(const cufftComplex *, const cufftComplex *, const float *, int, int,
+                             int, int, cufftComplex *);
+static fold_pair_fn fold_pair_kernel_for(int s, int unroll)
+{
+    if (unroll && s == 1) return fold_pair_kernel<1>;
+    if (unroll && s == 2) return fold_pair_kernel<2>;
+    if (unroll && s == 4) return fold_pair_kernel<4>;
+    return fold_pair_kernel<0>;
+}
+
+/* The imaginary half of `plane` complex values zeroed: an odd count's
+ * last pair has no second image. */
+__global__ static void zero_imag_kernel(cufftComplex *__restrict__ z, size_t plane)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < plane) z[i].y = 0.0f;
+}
+
 /* Thread groups for n images at `per` images a thread. */
 static unsigned image_groups(int n, int per)
 {
     return (unsigned)((n + per - 1) / per);
+}
+
+/* The problem convolves and its stage starts packed (GPU_DETECTOR_PACKED). */
+static int packs_problem(const psf_problem *problem)
+{
+    return GPU_DETECTOR_PACKED && psf_detector_active(&problem->detector) &&
+           psf_detector_convolves(&problem->detector);
+}
+
+long long gpu_detector_grid_images(const psf_problem *problem, long long capacity)
+{
+    return capacity + (packs_problem(problem) && capacity >= 3 && (capacity & 1));
+}
+
+int gpu_detector_packs(const gpu_detector *d, int n)
+{
+    return d->convolve && d->packed && n >= 2;
 }
 
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
@@ -101,6 +160,9 @@ size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
      * N x N (C2R): within the estimate of 8 N^2 C. */
     if (psf_detector_convolves(det))
         bytes += psf_detector_otf_bytes((int)n) + 8 * n * n * c + 2 * n * sizeof(float);
+    /* The two grid buffers' image past C (an odd C's last pair). */
+    bytes += 2 * (size_t)(gpu_detector_grid_images(problem, capacity) - capacity) * n * n *
+             sizeof(float);
     return bytes;
 }
 
@@ -138,12 +200,18 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     d->multiply_per = GPU_DETECTOR_MULTIPLY_PER;
     d->fold_per = 1;
     d->fold_unroll = 1;
+    d->packed = GPU_DETECTOR_PACKED;
     cudaFuncAttributes a; /* load the kernels now, not on the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, otf_multiply_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, sample_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<0>)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<2>)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<4>)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_kernel<4>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<0>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<1>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<2>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<4>)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, zero_imag_kernel)))
         return -1;
     size_t m2 = (size_t)d->out_npix * d->out_npix;
     for (int q = 0; q < 2 && d->sample; ++q)
@@ -172,7 +240,7 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
 static void plan_free(gpu_detector_plan *p)
 {
     if (!p->batch) return;
-    cufftDestroy(p->r2c);
+    cufftDestroy(p->fwd);
     cufftDestroy(p->c2r);
     memset(p, 0, sizeof *p);
 }
@@ -188,13 +256,14 @@ void gpu_detector_destroy(gpu_detector *d)
     memset(d, 0, sizeof *d);
 }
 
-/* The R2C/C2R pair for n images: kept, or made (replacing the least recently used). */
-static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
+/* The forward (R2C of n, or packed the C2C of ceil(n/2) pairs) and C2R
+ * plans for n images: kept, or made (replacing the least recently used). */
+static gpu_detector_plan *plan_for(gpu_detector *d, int n, int packed, gpu_check *chk)
 {
     gpu_detector_plan *victim = &d->plans[0];
     for (int i = 0; i < GPU_DETECTOR_PLANS; ++i) {
         gpu_detector_plan *p = &d->plans[i];
-        if (p->batch == n) {
+        if (p->batch == n && p->packed == packed) {
             p->used = ++d->tick;
             return p;
         }
@@ -205,21 +274,23 @@ static gpu_detector_plan *plan_for(gpu_detector *d, int n, gpu_check *chk)
     int dims[2] = {d->npix, d->npix}, out[2] = {d->out_npix, d->out_npix};
     gpu_detector_plan p;
     memset(&p, 0, sizeof p);
-    if (GPU_CUFFT(chk, cufftPlanMany(&p.r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, n)))
+    if (GPU_CUFFT(chk, cufftPlanMany(&p.fwd, 2, dims, NULL, 1, 0, NULL, 1, 0,
+                                     packed ? CUFFT_C2C : CUFFT_R2C, packed ? (n + 1) / 2 : n)))
         return NULL;
     /* The fold's C2R is M x M; else N x N (M = N at s = 1 or unsampled). */
     if (GPU_CUFFT(chk, cufftPlanMany(&p.c2r, 2, d->fold ? out : dims, NULL, 1, 0, NULL, 1, 0,
                                      CUFFT_C2R, n))) {
-        cufftDestroy(p.r2c);
+        cufftDestroy(p.fwd);
         return NULL;
     }
-    if (GPU_CUFFT(chk, cufftSetStream(p.r2c, d->stream)) ||
+    if (GPU_CUFFT(chk, cufftSetStream(p.fwd, d->stream)) ||
         GPU_CUFFT(chk, cufftSetStream(p.c2r, d->stream))) {
-        cufftDestroy(p.r2c);
+        cufftDestroy(p.fwd);
         cufftDestroy(p.c2r);
         return NULL;
     }
     p.batch = n;
+    p.packed = packed;
     p.used = ++d->tick;
     *victim = p;
     return victim;
@@ -243,6 +314,32 @@ static int fold_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n,
     return GPU_CUFFT(chk, cufftExecC2R(p->c2r, z, out)) ? -1 : 0;
 }
 
+/* The packed path (gpu_detector_packs): the last pair's imaginary half
+ * zeroed for odd n, the pairs' C2C in place in grid, the fold of both
+ * images of each pair into spec (s = 1 when not folding: the multiply),
+ * then the C2R of the n images' spectra into out. */
+static int packed_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int n,
+                        cufftComplex *spec, float *out, gpu_check *chk)
+{
+    size_t plane = (size_t)d->npix * (size_t)d->npix;
+    cufftComplex *zs = (cufftComplex *)grid;
+    if (n & 1) {
+        zero_imag_kernel<<<(unsigned)((plane + 255) / 256), 256, 0, d->stream>>>(
+            zs + (size_t)(n / 2) * plane, plane);
+        if (GPU_LAUNCH(chk, "zero_imag_kernel")) return -1;
+    }
+    if (GPU_CUFFT(chk, cufftExecC2C(p->fwd, zs, zs, CUFFT_FORWARD))) return -1;
+    if (d->steps == 1) return 0;
+    int s = d->fold ? d->s : 1, m = d->npix / s;
+    size_t nz = (size_t)m * (size_t)(m / 2 + 1);
+    dim3 blocks((unsigned)((nz + 255) / 256), (unsigned)((n + 1) / 2)); /* n <= 65535 */
+    fold_pair_kernel_for(s, d->fold_unroll)<<<blocks, 256, 0, d->stream>>>(
+        zs, d->otf, d->fold ? d->phase : NULL, d->npix, s, m, n, spec);
+    if (GPU_LAUNCH(chk, "fold_pair_kernel")) return -1;
+    if (d->steps == 2) return 0;
+    return GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)) ? -1 : 0;
+}
+
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk)
 {
@@ -250,9 +347,15 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
     if (!d->active || n < 1) return 0;
     float *out = d->sample ? d->out[q] : grid;
     if (d->convolve) {
-        gpu_detector_plan *p = plan_for(d, n, chk);
+        int packed = gpu_detector_packs(d, n);
+        gpu_detector_plan *p = plan_for(d, n, packed, chk);
         if (!p) return -1;
-        if (GPU_CUFFT(chk, cufftExecR2C(p->r2c, grid, spec))) return -1;
+        if (packed) {
+            if (packed_apply(d, p, grid, n, spec, out, chk)) return -1;
+            *result = out;
+            return 0;
+        }
+        if (GPU_CUFFT(chk, cufftExecR2C(p->fwd, grid, spec))) return -1;
         if (d->steps == 1) return 0;
         if (d->fold) {
             if (fold_apply(d, p, grid, n, spec, out, chk)) return -1;

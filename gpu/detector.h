@@ -11,6 +11,15 @@
  *  - else (s = 1, or the grid image written): one multiply kernel and one
  *    batched N x N C2R out of place into the images run() returns (1/N^2
  *    is in the table; at s = 1 the detector image is the grid image).
+ * Packed (gpu_detector.packed, the default GPU_DETECTOR_PACKED; n >= 2):
+ * the grid holds the images as pairs, image 2p in the real part and 2p+1
+ * in the imaginary part of complex N x N image p (gpu_psf_intensity_pairs
+ * writes them so: no extra pass), and one in-place batched C2C of
+ * ceil(n/2) pairs replaces the R2C (cheaper per image than the R2C on the
+ * H200: bench/gpu_micro.cu part 4's detector_fft rows); the fold kernel
+ * separates the two spectra on the fly (psf_detector_fold_pair_at) and
+ * writes both images' M x (M/2+1) spectra (at s = 1 or unsampled it is the
+ * multiply, M = N, writing the two half spectra), then the same C2R.
  * Sampling without a kernel is one sampling kernel. The same images as the
  * CPU's to float rounding (tests/cpu/test_detector_fold.c checks the fold
  * against cpu/detector.c's stage). Plans are made once per batch count and
@@ -23,10 +32,14 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-extern "C" {
-#include "backend/backend.h"
-}
 #include "gpu/cuda_check.h"
+
+/* C linkage: the backend (C++) and tests/gpu (C) call it. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "backend/backend.h"
 
 /* Batch counts whose plans are kept (a run uses at most two, and one more
  * for the single-image path). */
@@ -41,9 +54,15 @@ extern "C" {
  * per image's element. bench/gpu_micro.cu part 4 times the others. */
 #define GPU_DETECTOR_MULTIPLY_PER 8
 
+/* The default of gpu_detector.packed: 1, the packed-pair path (one C2C of
+ * ceil(n/2) pairs instead of the R2C of n); 0, the R2C path. One constant
+ * to flip after bench/gpu_micro.cu part 4's detector_packed rows. */
+#define GPU_DETECTOR_PACKED 1
+
 typedef struct {
-    long long batch; /* 0 = empty */
-    cufftHandle r2c, c2r;
+    long long batch; /* images; 0 = empty */
+    int packed;      /* fwd is the C2C of ceil(batch / 2) pairs, else the R2C of batch */
+    cufftHandle fwd, c2r;
     unsigned long long used;
 } gpu_detector_plan;
 
@@ -63,16 +82,30 @@ typedef struct {
     int fold_unroll;            /* 1: the fold kernel unrolled for s = 2, 4; the bench sets 0 */
     int multiply_per, fold_per; /* images a thread of the multiply, the fold kernel
                                    takes: GPU_DETECTOR_MULTIPLY_PER, 1; the bench sets others */
-    int steps; /* 0: the whole stage; else only its first steps (1: R2C, 2: and the multiply
-                  or the fold), for bench/gpu_micro.cu's breakdown: the images are then
-                  not the stage's */
+    int steps;  /* 0: the whole stage; else only its first steps (1: R2C or the pairs' C2C,
+                   2: and the multiply or the fold), for bench/gpu_micro.cu's breakdown:
+                   the images are then not the stage's */
+    int packed; /* 1: the packed-pair path for n >= 2 (GPU_DETECTOR_PACKED); the bench
+                   sets 0 to compare (set before gpu_detector_packs is asked) */
 } gpu_detector;
 
 /* Device bytes the stage takes at capacity C (images per sub-batch):
- * the table, the fold's phase table, the two detector-image buffers, and
- * cuFFT's work areas (the R2C's N x N and the C2R's, N x N or M x M)
- * estimated as one grid image pair per image (8 N^2 C). 0 without a stage. */
+ * the table, the fold's phase table, the two detector-image buffers,
+ * cuFFT's work areas (the R2C's N x N or the pairs' C2C, and the C2R's,
+ * N x N or M x M) estimated as one grid image pair per image (8 N^2 C),
+ * and the grid images the caller's two grid buffers hold past C for the
+ * packed path (gpu_detector_grid_images). 0 without a stage. */
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity);
+
+/* Grid images (N^2 floats) a grid buffer passed to gpu_detector_apply
+ * must hold at capacity C: C, or C + 1 when the packed path may meet an
+ * odd count n = C >= 3 (its last pair's imaginary half). */
+long long gpu_detector_grid_images(const psf_problem *problem, long long capacity);
+
+/* 1 when gpu_detector_apply of n images takes the grid as packed pairs
+ * (convolving, d->packed, n >= 2): the caller writes the images with
+ * gpu_psf_intensity_pairs; else as n images of N^2 floats. */
+int gpu_detector_packs(const gpu_detector *d, int n);
 
 /* Make the stage for problem at capacity C on stream (a zeroed d without
  * a stage). Returns 0, or -1 with chk's message. */
@@ -80,13 +113,20 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
                         cudaStream_t stream, gpu_check *chk);
 void gpu_detector_destroy(gpu_detector *d);
 
-/* The stage for n <= C grid images in grid (device, n N^2, cudaMalloc's
+/* The stage for n <= C grid images in grid (device, n N^2 floats, or
+ * packed (gpu_detector_packs) ceil(n/2) complex N^2, the imaginary half of
+ * an odd n's last pair zeroed here; gpu_detector_grid_images; cudaMalloc's
  * alignment; overwritten: by the convolved images when not sampled, else
- * scratch, the fold's spectra in it), with spec (device, >= n N (N/2+1)
- * complex) as the spectrum, enqueued on the stream; *result: the images
- * run() returns, out[q] (sampled) or grid. Returns 0, or -1 with chk's
+ * scratch: the fold's spectra, or the pairs' C2C in place), with spec
+ * (device, >= n N (N/2+1) complex) as the spectrum, or the packed path's
+ * detector spectra, enqueued on the stream; *result: the images run()
+ * returns, out[q] (sampled) or grid. Returns 0, or -1 with chk's
  * message. */
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,8 +12,9 @@
  * (blockIdx.z picks the group), whose descriptors the block reads once into
  * shared memory (see field_kernel in gpu/pupil.cu: the same reasoning).
  * SHIFT: the FFT's layout (zero frequency at 0, moved to N/2); without it
- * the field is already centred (the MFT's). */
-template <bool SHIFT>
+ * the field is already centred (the MFT's). PAIRS: image 2p's pixel in the
+ * .x, 2p+1's in the .y of complex image p (gpu_psf_intensity_pairs). */
+template <bool SHIFT, bool PAIRS>
 __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
                                         const float *__restrict__ scale,
                                         const gpu_pass_image *__restrict__ images, int nimages,
@@ -41,7 +42,8 @@ __global__ static void intensity_kernel(const cufftComplex *__restrict__ field,
             cufftComplex z = src[(size_t)f * plane];
             acc += scale[f] * (z.x * z.x + z.y * z.y);
         }
-        float *dst = out + (size_t)e.image * plane + pix;
+        float *dst = PAIRS ? out + 2 * ((size_t)(e.image >> 1) * plane + pix) + (e.image & 1)
+                           : out + (size_t)e.image * plane + pix;
         *dst = e.accumulate ? *dst + acc : acc;
     }
 }
@@ -56,7 +58,7 @@ static dim3 grid_for(int nimages, int npix)
 int gpu_psf_intensity(const cufftComplex *field, const float *scale, const gpu_pass_image *images,
                       int nimages, int npix, float *out, cudaStream_t stream, gpu_check *chk)
 {
-    intensity_kernel<true><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
+    intensity_kernel<true, false><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
         field, scale, images, nimages, npix, out);
     return GPU_LAUNCH(chk, "intensity_kernel");
 }
@@ -65,16 +67,31 @@ int gpu_psf_intensity_centred(const cufftComplex *field, const float *scale,
                               const gpu_pass_image *images, int nimages, int npix, float *out,
                               cudaStream_t stream, gpu_check *chk)
 {
-    intensity_kernel<false><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
+    intensity_kernel<false, false><<<grid_for(nimages, npix), dim3(BX, BY), 0, stream>>>(
         field, scale, images, nimages, npix, out);
+    return GPU_LAUNCH(chk, "intensity_kernel");
+}
+
+int gpu_psf_intensity_pairs(const cufftComplex *field, const float *scale,
+                            const gpu_pass_image *images, int nimages, int npix, int centred,
+                            float *out, cudaStream_t stream, gpu_check *chk)
+{
+    dim3 g = grid_for(nimages, npix), b(BX, BY);
+    if (centred)
+        intensity_kernel<false, true>
+            <<<g, b, 0, stream>>>(field, scale, images, nimages, npix, out);
+    else
+        intensity_kernel<true, true><<<g, b, 0, stream>>>(field, scale, images, nimages, npix, out);
     return GPU_LAUNCH(chk, "intensity_kernel");
 }
 
 int gpu_psf_load_kernels(gpu_check *chk)
 {
     cudaFuncAttributes a;
-    return GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<true>)) ||
-                   GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<false>))
+    return GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<true, false>)) ||
+                   GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<false, false>)) ||
+                   GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<true, true>)) ||
+                   GPU_CUDA(chk, cudaFuncGetAttributes(&a, intensity_kernel<false, true>))
                ? -1
                : 0;
 }

@@ -44,6 +44,16 @@ int gpu_psf_intensity_centred(const cufftComplex *field, const float *scale,
                               const gpu_pass_image *images, int nimages, int npix, float *out,
                               cudaStream_t stream, gpu_check *chk);
 
+/* gpu_psf_intensity (centred 0) or gpu_psf_intensity_centred (1) with the
+ * images written as packed pairs, the detector stage's packed input
+ * (gpu_detector_packs, gpu/detector.h): image e.image's pixel pix at
+ * out[2 ((e.image / 2) N*N + pix) + e.image % 2], i.e. the real part of
+ * complex N x N image e.image / 2 for even e.image, the imaginary part for
+ * odd; the same values. out holds 2 ceil(images / 2) N*N floats. */
+int gpu_psf_intensity_pairs(const cufftComplex *field, const float *scale,
+                            const gpu_pass_image *images, int nimages, int npix, int centred,
+                            float *out, cudaStream_t stream, gpu_check *chk);
+
 /* Load the intensity kernels now (see gpu_pupil_load_kernels). Returns 0,
  * or -1 with chk's message. */
 int gpu_psf_load_kernels(gpu_check *chk);

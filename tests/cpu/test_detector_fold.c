@@ -7,7 +7,12 @@
  * and peak-relative max error <= 1e-6) for s = 1, 2, 3, 4, even and odd M
  * (the offset o's phase), even and odd N, every effect on and an
  * asymmetric IPC kernel. Control: without the offset's phase the odd-M
- * images differ (> 1e-3), so the check can fail. */
+ * images differ (> 1e-3), so the check can fail. The packed pair
+ * (psf_detector_fold_pair, the GPU's packed path: z = g1 + i g2, one C2C,
+ * both images folded from it) against the unpacked fold of each, s = 1..5,
+ * even and odd N and M: <= 2.2e-7 with the pair's spectrum assembled from
+ * the images' own R2C (the separation alone), <= 1e-6 with its own C2C;
+ * control: image 1 against image 2's differs (> 1e-2). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,44 +27,10 @@
 #include "backend/backend.h"
 #include "backend/detector.h"
 #include "cpu/detector.h"
+#include "tests/support/detector_cases.h"
 #include "tests/support/testutil.h"
 
 #define TOL 1e-6
-
-/* Asymmetric: the fold must keep the IPC kernel's phase. */
-static const double IPC[9] = {0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003};
-
-static psf_problem problem(int npix, int s)
-{
-    psf_problem p;
-    memset(&p, 0, sizeof p);
-    p.npix = npix;
-    psf_detector *d = &p.detector;
-    d->oversample = s;
-    d->sample = 1;
-    d->pixel_response = 1;
-    d->jitter_px[0] = 0.15;
-    d->jitter_px[1] = 0.3;
-    d->diffusion_px = 0.25;
-    d->ipc = 1;
-    memcpy(d->ipc_kernel, IPC, sizeof IPC);
-    return p;
-}
-
-/* A positive grid image with no symmetry: two off-axis Gaussian cores, a
- * tilted ridge, and a small pseudo-random floor (an LCG). */
-static void grid_image(int npix, float *g)
-{
-    unsigned long long r = 12345;
-    for (int i = 0; i < npix; ++i)
-        for (int j = 0; j < npix; ++j) {
-            double y = i - npix / 2 - 1.3, x = j - npix / 2 + 2.1;
-            double v = exp(-(x * x + y * y) / 6.0) + 0.4 * exp(-((x - 7) * (x - 7) + y * y) / 2.0) +
-                       0.05 * exp(-(x + 0.5 * y) * (x + 0.5 * y) / 3.0);
-            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
-            g[(size_t)i * npix + j] = (float)(v + 1e-3 * (double)(r >> 40) / (double)(1 << 24));
-        }
-}
 
 /* The CPU stage's detector image (M^2). */
 static float *reference(const psf_problem *p, const float *grid)
@@ -128,10 +99,10 @@ static double peak_rel(const float *a, const float *b, size_t len)
  * (no_phase as folded's). Returns the relative L2 difference. */
 static double compare(int npix, int s, int no_phase)
 {
-    psf_problem p = problem(npix, s);
+    psf_problem p = detector_case_problem(npix, s, 1);
     float *grid = malloc((size_t)npix * npix * sizeof *grid);
     assert_non_null(grid);
-    grid_image(npix, grid);
+    detector_case_grid(npix, 0, grid);
     float *ref = reference(&p, grid), *fold = folded(&p, grid, no_phase);
     int m = npix / s;
     size_t len = (size_t)m * m;
@@ -157,6 +128,132 @@ static void test_fold_equals_stage(void **state)
         compare(cases[i][0], cases[i][1], 0);
 }
 
+/* X(k) of a real image's R2C half spectrum x at any (k1, k2) (Hermitian). */
+static void full_at(const fftwf_complex *x, int n, int k1, int k2, float *v)
+{
+    int nc = n / 2 + 1, st = k2 < nc;
+    const float *e = x[st ? (size_t)k1 * nc + k2 : (size_t)(k1 ? n - k1 : 0) * nc + (n - k2)];
+    v[0] = e[0];
+    v[1] = st ? e[1] : -e[1];
+}
+
+/* zs = X1 + i X2 from the two images' own R2C spectra (from_r2c: the
+ * separation alone, no C2C's rounding in the comparison). */
+static void pair_from_r2c(const float *g1, const float *g2, int n, fftwf_complex *zs)
+{
+    size_t nh = (size_t)n * (n / 2 + 1);
+    float *real = fftwf_malloc((size_t)n * n * sizeof *real);
+    fftwf_complex *x = fftwf_malloc(2 * nh * sizeof *x);
+    assert_true(real && x);
+    fftwf_plan r2c = fftwf_plan_dft_r2c_2d(n, n, real, x, FFTW_ESTIMATE);
+    assert_non_null(r2c);
+    for (int h = 0; h < 2; ++h) {
+        memcpy(real, h ? g2 : g1, (size_t)n * n * sizeof *real);
+        fftwf_execute_dft_r2c(r2c, real, x + h * nh);
+    }
+    for (int k1 = 0; k1 < n; ++k1)
+        for (int k2 = 0; k2 < n; ++k2) {
+            float a[2], b[2];
+            full_at(x, n, k1, k2, a);
+            full_at(x + nh, n, k1, k2, b);
+            zs[(size_t)k1 * n + k2][0] = a[0] - b[1];
+            zs[(size_t)k1 * n + k2][1] = a[1] + b[0];
+        }
+    fftwf_destroy_plan(r2c);
+    fftwf_free(real);
+    fftwf_free(x);
+}
+
+/* The packed pair's detector images (psf_detector_fold_pair: one C2C of
+ * z = g1 + i g2, or pair_from_r2c when from_r2c, the fold of both, two
+ * M x M C2R) into d1, d2 (M^2 each). */
+static void folded_pair(const psf_problem *p, const float *g1, const float *g2, int from_r2c,
+                        float *d1, float *d2)
+{
+    int n = p->npix, s = p->detector.oversample, m = n / s;
+    size_t nn = (size_t)n * n, nz = (size_t)m * (m / 2 + 1), mm = (size_t)m * m;
+    fftwf_complex *zs = fftwf_malloc(nn * sizeof *zs), *z = fftwf_malloc(2 * nz * sizeof *z);
+    float *out = fftwf_malloc(mm * sizeof *out);
+    float *otf = malloc(psf_detector_otf_bytes(n)), *phase = malloc(2 * (size_t)n * sizeof *phase);
+    assert_true(zs && z && out && otf && phase);
+    fftwf_plan c2c = fftwf_plan_dft_2d(n, n, zs, zs, FFTW_FORWARD, FFTW_ESTIMATE);
+    fftwf_plan c2r = fftwf_plan_dft_c2r_2d(m, m, z, out, FFTW_ESTIMATE);
+    assert_true(c2c && c2r);
+    for (size_t i = 0; i < nn; ++i) {
+        zs[i][0] = g1[i];
+        zs[i][1] = g2[i];
+    }
+    if (from_r2c)
+        pair_from_r2c(g1, g2, n, zs);
+    else
+        fftwf_execute(c2c);
+    psf_detector_otf(&p->detector, n, otf);
+    psf_detector_fold_phase(n, s, phase);
+    psf_detector_fold_pair((const float *)zs, otf, phase, n, s, (float *)z, (float *)(z + nz));
+    for (int h = 0; h < 2; ++h) {
+        fftwf_execute_dft_c2r(c2r, z + h * nz, out);
+        memcpy(h ? d2 : d1, out, mm * sizeof *out);
+    }
+    fftwf_destroy_plan(c2c);
+    fftwf_destroy_plan(c2r);
+    fftwf_free(zs);
+    fftwf_free(z);
+    fftwf_free(out);
+    free(otf);
+    free(phase);
+}
+
+/* The packed pair's images against the unpacked fold of each (folded) for
+ * the grid npix, oversample s: both <= tol relative (L2 and peak-relative
+ * max): PAIR_TOL with the pair's spectrum from the images' R2C (the
+ * separation and the fold's arithmetic alone), TOL with its own C2C (the
+ * GPU's path: the two FFTs' rounding differs). Returns the relative L2 of
+ * image 1 against image `against` (1: its own; 2: the other's, the control). */
+#define PAIR_TOL 2.2e-7
+static double compare_pair(int npix, int s, int from_r2c, int against)
+{
+    psf_problem p = detector_case_problem(npix, s, 1);
+    int m = npix / s;
+    size_t nn = (size_t)npix * npix, mm = (size_t)m * m;
+    float *g1 = malloc(nn * sizeof *g1), *g2 = malloc(nn * sizeof *g2);
+    float *d1 = malloc(mm * sizeof *d1), *d2 = malloc(mm * sizeof *d2);
+    assert_true(g1 && g2 && d1 && d2);
+    detector_case_grid(npix, 0, g1);
+    detector_case_grid(npix, 1, g2);
+    folded_pair(&p, g1, g2, from_r2c, d1, d2);
+    float *r1 = folded(&p, g1, 0), *r2 = folded(&p, g2, 0);
+    double l1 = tu_rel_l2(d1, against == 1 ? r1 : r2, mm), l2 = tu_rel_l2(d2, r2, mm);
+    double x1 = peak_rel(d1, r1, mm), x2 = peak_rel(d2, r2, mm);
+    double tol = from_r2c ? PAIR_TOL : TOL;
+    printf("N=%-4d s=%d M=%-4d pair %-8s %s: rel L2 %.3g %.3g, max/peak %.3g %.3g\n", npix, s, m,
+           from_r2c ? "from R2C" : "C2C", against == 1 ? "vs unpacked" : "(control)", l1, l2, x1,
+           x2);
+    if (against == 1) {
+        assert_true(l1 <= tol && l2 <= tol);
+        assert_true(x1 <= tol && x2 <= tol);
+    }
+    free(g1);
+    free(g2);
+    free(d1);
+    free(d2);
+    free(r1);
+    free(r2);
+    return l1;
+}
+
+static void test_pair_equals_unpacked(void **state)
+{
+    (void)state;
+    static const int cases[][2] = {{64, 1}, {45, 1}, {96, 2}, {90, 2}, {96, 3},  {75, 3},
+                                   {45, 3}, {96, 4}, {60, 4}, {84, 4}, {100, 5}, {95, 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        for (int from_r2c = 0; from_r2c < 2; ++from_r2c)
+            compare_pair(cases[i][0], cases[i][1], from_r2c, 1);
+    /* Control: image 1 of the pair is not image 2's (the separation matters). */
+    assert_true(compare_pair(60, 4, 0, 2) > 1e-2);
+    assert_true(compare_pair(75, 3, 1, 2) > 1e-2);
+}
+
 static void test_controls(void **state)
 {
     (void)state;
@@ -170,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_equals_stage),
         cmocka_unit_test(test_controls),
+        cmocka_unit_test(test_pair_equals_unpacked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,11 @@
  * images) and s = 2, 4 (the fold, gpu/detector.h), even and odd M; sub-batches
  * of more images than a thread takes (the multiply's groups); every checked CUDA
  * and cuFFT call of a detector set fails cleanly in turn, and a fresh
- * backend is right afterwards. Skipped (exit 77) when psfsim has no GPU
+ * backend is right afterwards. The backend takes the stage's default path
+ * (GPU_DETECTOR_PACKED: packed pairs): a sweep of 6 runs as two
+ * sub-batches of 3, an odd count (the last pair with zeros), the sweep of
+ * 20 as two of 10, the single image the R2C path; test_gpu_detector_pack
+ * checks both paths directly. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
 #include <math.h>
 #include <setjmp.h>
@@ -101,7 +105,8 @@ static void test_mft_and_odd_sizes(void **state)
 }
 
 /* Every effect, an asymmetric IPC kernel, s = 1, 2, 4: the GPU's two
- * paths (gpu/detector.h) against the CPU's stage; FFT (M = 96) and MFT
+ * paths (gpu/detector.h: the multiply, the fold; packed by default, in
+ * sub-batches of 3: odd) against the CPU's stage; FFT (M = 96) and MFT
  * (M = 41: o = 1 at s = 2, 2 at s = 4); s = 2, 4 run the fold kernel
  * unrolled, s = 3 (effects[6], test_mft_and_odd_sizes) its general loop. */
 static void test_paths_all_effects(void **state)
