@@ -21,18 +21,21 @@ static void intensity_row(const fftwf_complex *src, int npix, float scale, int f
         dst[v - split] += scale * (src[v][0] * src[v][0] + src[v][1] * src[v][1]);
 }
 
-void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, float *image)
+void cpu_intensity_rows(const fftwf_complex *rows, int npix, int u0, int nrows, float scale,
+                        int first, float *image)
 {
     int h = npix / 2;
-    for (int u = 0; u < npix; ++u)
-        intensity_row(out + (size_t)u * npix, npix, scale, 0,
+    for (int u = u0; u < u0 + nrows; ++u)
+        intensity_row(rows + (size_t)(u - u0) * npix, npix, scale, first,
                       image + (size_t)((u + h) % npix) * npix);
+}
+
+void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, float *image)
+{
+    cpu_intensity_rows(out, npix, 0, npix, scale, 0, image);
 }
 
 void cpu_intensity_write(const fftwf_complex *out, int npix, float scale, int first, float *image)
 {
-    int h = npix / 2;
-    for (int u = 0; u < npix; ++u)
-        intensity_row(out + (size_t)u * npix, npix, scale, first,
-                      image + (size_t)((u + h) % npix) * npix);
+    cpu_intensity_rows(out, npix, 0, npix, scale, first, image);
 }

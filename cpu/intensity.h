@@ -19,4 +19,11 @@ void cpu_intensity_accumulate(const fftwf_complex *out, int npix, float scale, f
  * same values as adding to zeros, without a pass clearing image first). */
 void cpu_intensity_write(const fftwf_complex *out, int npix, float scale, int first, float *image);
 
+/* cpu_intensity_write for output rows u0 .. u0 + nrows - 1 alone, held in
+ * rows[nrows * N] (row u at (u - u0) N): for a transform that hands its
+ * output over a block of rows at a time (cpu/band_image.h), so that each
+ * block's |.|^2 is taken while the block is in L1. */
+void cpu_intensity_rows(const fftwf_complex *rows, int npix, int u0, int nrows, float scale,
+                        int first, float *image);
+
 #endif

@@ -4,7 +4,9 @@
  * random fields in the band (the pupil transposed), and through the backend (a set's images with
  * pupil_samples known, pruned, against the same set without it, unpruned)
  * to 1e-6 of the peak, for even and odd grids, broadband pupils of several
- * pitches and a pupil reaching past the band (the 2D plan's fallback). */
+ * pitches and a pupil reaching past the band (the 2D plan's fallback); the
+ * fused second pass with its intensity (cpu/band_image.h) against the 2D
+ * transform's |.|^2 (cpu/intensity.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "cpu/band_image.h"
+#include "cpu/intensity.h"
 #include "cpu/plan_cache.h"
 
 /* max |a - b| / max |b| over n values. */
@@ -82,6 +86,58 @@ static void test_plan_band_not_worth_it(void **state)
     cpu_fft_plan_destroy(&p);
 }
 
+/* cpu_band_image on random X in the band: the intensity of the 2D DFT of
+ * X^T (a 2D plan's, through cpu_intensity_write), stored then added with
+ * a second scale, to 1e-6 of the peak; in unchanged by it, block_in zero
+ * outside the band. N = 101: the last block partial. */
+static void band_image_case(int npix, int band, int measure)
+{
+    char err[256];
+    cpu_fft_plan pr, full;
+    assert_int_equal(
+        cpu_fft_plan_create_band(&pr, npix, band, 1, measure, NULL, NULL, err, sizeof err), 0);
+    assert_non_null(pr.block);
+    assert_int_equal(cpu_fft_plan_create(&full, npix, 1, 0, NULL, NULL, err, sizeof err), 0);
+    size_t n2 = (size_t)npix * npix;
+    unsigned seed = 11u;
+    for (int r = 0; r < npix; ++r)
+        for (int c = 0; c < npix; ++c)
+            for (int k = 0; k < 2; ++k) {
+                int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
+                seed = seed * 1664525u + 1013904223u;
+                float v = in_band ? (float)(seed >> 8) / 16777216.0f - 0.5f : 0.0f;
+                pr.in[(size_t)r * npix + c][k] = v;
+                full.in[(size_t)c * npix + r][k] = v;
+            }
+    fftwf_complex *kept = malloc(n2 * sizeof *kept);
+    memcpy(kept, pr.in, n2 * sizeof *kept);
+    float *got = malloc(n2 * sizeof *got), *want = malloc(n2 * sizeof *want);
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, 0.75f, 1, got);
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, 0.5f, 0, got);
+    cpu_fft_plan_execute(&full);
+    cpu_intensity_write(full.out, npix, 0.75f, 1, want);
+    cpu_intensity_write(full.out, npix, 0.5f, 0, want);
+    assert_true(rel_diff(got, want, n2) < 1e-6);
+    assert_memory_equal(kept, pr.in, n2 * sizeof *kept);
+    for (int j = 0; j < CPU_FFT_BLOCK_ROWS; ++j)
+        for (int r = band; r < npix - band; ++r)
+            assert_true(pr.block_in[(size_t)j * npix + r][0] == 0.0f &&
+                        pr.block_in[(size_t)j * npix + r][1] == 0.0f);
+    free(kept);
+    free(got);
+    free(want);
+    cpu_fft_plan_destroy(&pr);
+    cpu_fft_plan_destroy(&full);
+}
+
+static void test_band_image_is_the_intensity(void **state)
+{
+    (void)state;
+    band_image_case(64, 18, 0);
+    band_image_case(101, 27, 0);
+    band_image_case(256, 66, 1);
+}
+
 /* A set's images through psf_backend_cpu with pupil_samples = hint (0 =
  * unknown: not pruned). Components: ncomp pitches 2/n .. 2/n * 0.8. */
 static float *images(int npix, int n, int hint, int ncomp, int njobs)
@@ -135,6 +191,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_pruned_is_the_dft),
         cmocka_unit_test(test_plan_band_not_worth_it),
+        cmocka_unit_test(test_band_image_is_the_intensity),
         cmocka_unit_test(test_backend_pruned_equals_unpruned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
