@@ -391,28 +391,34 @@ static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, cha
     return 0;
 }
 
-/* One image through lane l (its pupils already built: pupil_index). */
+/* One image through lane l (its pupils already built: pupil_index); with
+ * scan, its peak and range taken as its last component is written, and a
+ * one-component image streamed past the cache (psf_job.done). */
 static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
-                      float *image)
+                      float *image, psf_image_scan *scan)
 {
     int npix = b->set.npix;
     if (job->ncomp < 1) memset(image, 0, (size_t)npix * npix * sizeof *image);
     for (int c = 0; c < job->ncomp; ++c) {
         const psf_component *comp = &job->comp[c];
-        int p = pupil_index[c];
+        int p = pupil_index[c], last = c == job->ncomp - 1;
         if (l->current >= 0 && l->current != p) cpu_pupil_clear(&b->pupils[l->current], l->in);
         l->current = p;
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
                         l->in);
         /* the first component writes the image: no clearing pass */
+        cpu_intensity_op op = {.scale = (float)comp->scale,
+                               .first = c == 0,
+                               .stream = scan && job->ncomp == 1,
+                               .scan = last ? scan : NULL};
         if (b->fft.block && !b->pupil_full[p]) {
-            cpu_band_image(&b->fft, l->in, l->out, l->block_in, l->block_out, (float)comp->scale,
-                           c == 0, image);
+            cpu_band_image(&b->fft, l->in, l->out, l->block_in, l->block_out, &op, image);
             continue;
         }
         cpu_fft_plan_execute_dft(&b->fft, l->in, l->out, b->pupil_full[p]);
-        cpu_intensity_write(l->out, npix, (float)comp->scale, c == 0, image);
+        cpu_intensity_rows(l->out, npix, 0, npix, &op, image);
     }
+    if (scan && job->ncomp == 1) cpu_intensity_fence();
 }
 
 /* Build (serially: the planner and the caches are not thread-safe) every
@@ -447,9 +453,11 @@ static void *lane_main(void *arg)
     for (int k = t->lane; k < t->njobs; k += t->nlanes) {
         const psf_job *job = &t->jobs[k];
         float *image = t->images + (size_t)k * plane;
+        int hook = t->call_done && job->done;
+        psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
         fft_image(t->b, &t->b->lanes[t->lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS,
-                  image);
-        if (t->call_done && job->done) job->done(job->done_ctx, image);
+                  image, want);
+        if (hook) job->done(job->done_ctx, image, want);
     }
     return NULL;
 }

@@ -5,8 +5,6 @@
 
 #include <stddef.h>
 
-#include "cpu/intensity.h"
-
 /* block_in row j = column u0 + j of out's band rows (rows [0, B) and
  * [N - B, N); the rest of block_in stays zero): the second pass's input
  * rows u0 .. u0 + m - 1, as band_transpose in cpu/plan_cache.c writes them
@@ -25,7 +23,7 @@ static void gather(const fftwf_complex *out, int n, int b, int u0, int m, fftwf_
 }
 
 void cpu_band_image(const cpu_fft_plan *p, fftwf_complex *in, fftwf_complex *out,
-                    fftwf_complex *block_in, fftwf_complex *block_out, float scale, int first,
+                    fftwf_complex *block_in, fftwf_complex *block_out, const cpu_intensity_op *op,
                     float *image)
 {
     int n = p->npix, b = p->band;
@@ -37,6 +35,6 @@ void cpu_band_image(const cpu_fft_plan *p, fftwf_complex *in, fftwf_complex *out
         int m = n - u0 < CPU_FFT_BLOCK_ROWS ? n - u0 : CPU_FFT_BLOCK_ROWS;
         gather(out, n, b, u0, m, block_in);
         fftwf_execute_dft(p->block, block_in, block_out);
-        cpu_intensity_rows(block_out, n, u0, m, scale, first, image);
+        cpu_intensity_rows(block_out, n, u0, m, op, image);
     }
 }

@@ -12,18 +12,20 @@
 
 #include <fftw3.h>
 
+#include "cpu/intensity.h"
 #include "cpu/plan_cache.h"
 
-/* image (N x N, optical axis at (N/2, N/2)) = scale |DFT2(X^T)|^2 shifted
- * (or += with first == 0), the same values as cpu_fft_plan_execute_dft and
- * cpu_intensity_write give to float rounding, with X in in as
+/* image (N x N, optical axis at (N/2, N/2)) = op.scale |DFT2(X^T)|^2
+ * shifted (or += with op.first == 0; op's stream and scan as
+ * cpu_intensity_rows says), the same values as cpu_fft_plan_execute_dft
+ * and cpu_intensity_write give to float rounding, with X in in as
  * cpu_fft_plan_create_band says (the pupil transposed). p pruned with
  * p->block; in and out (N x N) and block_in, block_out (p's, or another
  * pair from cpu_fft_block_alloc) fftwf_malloc'd. in is left as it was (its
  * samples are the pupil's: the next image writes the same ones), out holds
  * the first pass's rows, block_in keeps its zeros outside the band. */
 void cpu_band_image(const cpu_fft_plan *p, fftwf_complex *in, fftwf_complex *out,
-                    fftwf_complex *block_in, fftwf_complex *block_out, float scale, int first,
+                    fftwf_complex *block_in, fftwf_complex *block_out, const cpu_intensity_op *op,
                     float *image);
 
 #endif

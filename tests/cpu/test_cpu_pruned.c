@@ -87,9 +87,10 @@ static void test_plan_band_not_worth_it(void **state)
 }
 
 /* cpu_band_image on random X in the band: the intensity of the 2D DFT of
- * X^T (a 2D plan's, through cpu_intensity_write), stored then added with
- * a second scale, to 1e-6 of the peak; in unchanged by it, block_in zero
- * outside the band. N = 101: the last block partial. */
+ * X^T (a 2D plan's, through cpu_intensity_write), stored (streamed) then
+ * added with a second scale, to 1e-6 of the peak, the second's scan the
+ * image's largest value; in unchanged by it, block_in zero outside the
+ * band. N = 101: the last block partial (and the scalar loops). */
 static void band_image_case(int npix, int band, int measure)
 {
     char err[256];
@@ -112,12 +113,20 @@ static void band_image_case(int npix, int band, int measure)
     fftwf_complex *kept = malloc(n2 * sizeof *kept);
     memcpy(kept, pr.in, n2 * sizeof *kept);
     float *got = malloc(n2 * sizeof *got), *want = malloc(n2 * sizeof *want);
-    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, 0.75f, 1, got);
-    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, 0.5f, 0, got);
+    psf_image_scan scan = {-INFINITY, 1};
+    cpu_intensity_op first = {.scale = 0.75f, .first = 1, .stream = 1},
+                     second = {.scale = 0.5f, .scan = &scan};
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, &first, got);
+    cpu_intensity_fence();
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, &second, got);
     cpu_fft_plan_execute(&full);
     cpu_intensity_write(full.out, npix, 0.75f, 1, want);
     cpu_intensity_write(full.out, npix, 0.5f, 0, want);
     assert_true(rel_diff(got, want, n2) < 1e-6);
+    float peak = -INFINITY; /* the scan: the values written */
+    for (size_t i = 0; i < n2; ++i)
+        peak = got[i] > peak ? got[i] : peak;
+    assert_true(scan.peak == peak && scan.in_range == 1);
     assert_memory_equal(kept, pr.in, n2 * sizeof *kept);
     for (int j = 0; j < CPU_FFT_BLOCK_ROWS; ++j)
         for (int r = band; r < npix - band; ++r)
