@@ -33,6 +33,21 @@ static double rel_diff(const float *a, const float *b, size_t n)
     return d / peak;
 }
 
+/* x: random values on the band's rows and columns (the rest left as it
+ * is: zero), and xt = X^T (its zeros written). */
+static void fill_band(int npix, int band, unsigned *seed, fftwf_complex *x, fftwf_complex *xt)
+{
+    for (int r = 0; r < npix; ++r)
+        for (int c = 0; c < npix; ++c)
+            for (int k = 0; k < 2; ++k) {
+                int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
+                *seed = *seed * 1664525u + 1013904223u;
+                float v = in_band ? (float)(*seed >> 8) / 16777216.0f - 0.5f : 0.0f;
+                if (in_band) x[(size_t)r * npix + c][k] = v;
+                xt[(size_t)c * npix + r][k] = v;
+            }
+}
+
 /* X: random values on the band's rows and columns (the rest zero). The
  * pruned transform of X is the 2D DFT of X^T (cpu/plan_cache.h): compared
  * with a plain 2D plan's of X^T; and in is all zero after it. */
@@ -47,15 +62,7 @@ static void plan_case(int npix, int band, int measure)
     unsigned seed = 7u;
     size_t n2 = (size_t)npix * npix;
     for (int rep = 0; rep < 2; ++rep) { /* in must be ready for the next transform */
-        for (int r = 0; r < npix; ++r)
-            for (int c = 0; c < npix; ++c)
-                for (int k = 0; k < 2; ++k) {
-                    int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
-                    seed = seed * 1664525u + 1013904223u;
-                    float v = in_band ? (float)(seed >> 8) / 16777216.0f - 0.5f : 0.0f;
-                    if (in_band) pr.in[(size_t)r * npix + c][k] = v;
-                    full.in[(size_t)c * npix + r][k] = v;
-                }
+        fill_band(npix, band, &seed, pr.in, full.in);
         cpu_fft_plan_execute(&pr);
         cpu_fft_plan_execute(&full);
         assert_true(rel_diff((const float *)pr.out, (const float *)full.out, 2 * n2) < 1e-6);
@@ -101,15 +108,7 @@ static void band_image_case(int npix, int band, int measure)
     assert_int_equal(cpu_fft_plan_create(&full, npix, 1, 0, NULL, NULL, err, sizeof err), 0);
     size_t n2 = (size_t)npix * npix;
     unsigned seed = 11u;
-    for (int r = 0; r < npix; ++r)
-        for (int c = 0; c < npix; ++c)
-            for (int k = 0; k < 2; ++k) {
-                int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
-                seed = seed * 1664525u + 1013904223u;
-                float v = in_band ? (float)(seed >> 8) / 16777216.0f - 0.5f : 0.0f;
-                pr.in[(size_t)r * npix + c][k] = v;
-                full.in[(size_t)c * npix + r][k] = v;
-            }
+    fill_band(npix, band, &seed, pr.in, full.in);
     fftwf_complex *kept = malloc(n2 * sizeof *kept);
     memcpy(kept, pr.in, n2 * sizeof *kept);
     float *got = malloc(n2 * sizeof *got), *want = malloc(n2 * sizeof *want);
