@@ -59,13 +59,15 @@ typedef struct {
      * finished npix x npix image on the thread that computed it, right
      * after it (the caller measures it while it is in that thread's
      * cache), and scan its psf_image_scan, or NULL when the backend took
-     * none. An image handed with a scan may have been written past the
-     * cache (non-temporal stores: it is read again from memory, so the
-     * caller should not read it through to measure it). The CPU backend's
-     * FFT path without a detector stage calls it; other paths do not, and
-     * the caller does that work afterwards. */
+     * none. The CPU backend's FFT path without a detector stage calls it;
+     * other paths do not, and the caller does that work afterwards. */
     void (*done)(void *done_ctx, float *image, const psf_image_scan *scan);
     void *done_ctx;
+    /* 1: the caller reads the image no more soon after done (the scan
+     * serves its measure): a backend calling done with a scan may write
+     * the image past the cache (non-temporal stores, which save the read
+     * for ownership of each line). 0: written through the cache. */
+    int stream;
 } psf_job;
 
 /* The detector stage (docs/design.md, "Detector"): the backend computes

@@ -393,7 +393,8 @@ static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, cha
 
 /* One image through lane l (its pupils already built: pupil_index); with
  * scan, its peak and range taken as its last component is written, and a
- * one-component image streamed past the cache (psf_job.done). */
+ * one-component image streamed past the cache if the job allows
+ * (psf_job.done, psf_job.stream). */
 static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
                       float *image, psf_image_scan *scan)
 {
@@ -409,7 +410,7 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
         /* the first component writes the image: no clearing pass */
         cpu_intensity_op op = {.scale = (float)comp->scale,
                                .first = c == 0,
-                               .stream = scan && job->ncomp == 1,
+                               .stream = scan && job->stream && job->ncomp == 1,
                                .scan = last ? scan : NULL};
         if (b->fft.block && !b->pupil_full[p]) {
             cpu_band_image(&b->fft, l->in, l->out, l->block_in, l->block_out, &op, image);
@@ -418,7 +419,7 @@ static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int
         cpu_fft_plan_execute_dft(&b->fft, l->in, l->out, b->pupil_full[p]);
         cpu_intensity_rows(l->out, npix, 0, npix, &op, image);
     }
-    if (scan && job->ncomp == 1) cpu_intensity_fence();
+    if (scan && job->stream && job->ncomp == 1) cpu_intensity_fence();
 }
 
 /* Build (serially: the planner and the caches are not thread-safe) every

@@ -259,6 +259,8 @@ static void set_hooks(work *w, lib_lane *ln, long long k0, int nb, image_hook *h
         hooks[i] = (image_hook){w, ln, k0, i, 0};
         ln->jobs[i].done = hook_finish;
         ln->jobs[i].done_ctx = &hooks[i];
+        /* float images are not read again here; levels are stretched from them */
+        ln->jobs[i].stream = !w->levels;
     }
 }
 
@@ -291,8 +293,10 @@ static void *lane_loop(void *arg)
         /* A levels batch has no hooks: its images are finished from the
          * measures (a CPU's run_levels would call them on its floats). */
         int lev = on_levels(w, ln);
-        for (int i = 0; i < nb; ++i)
+        for (int i = 0; i < nb; ++i) {
             ln->jobs[i].done = NULL;
+            ln->jobs[i].stream = 0;
+        }
         if (hooks && !lev) set_hooks(w, ln, k0, nb, hooks);
         float *out = NULL;
         int rc = run(w, ln, k0, nb, &out, err, sizeof err);
