@@ -255,12 +255,15 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, cons
 /* Each job of the batch at k0 gets its done hook (hooks: [nb]). */
 static void set_hooks(work *w, lib_lane *ln, long long k0, int nb, image_hook *hooks)
 {
+    /* float images are not read again here (levels are stretched from them) */
+    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    int stream = !w->levels && lib_resident(w->images + (size_t)(k0 - w->first) * plane,
+                                            (size_t)nb * plane * sizeof *w->images);
     for (int i = 0; i < nb; ++i) {
         hooks[i] = (image_hook){w, ln, k0, i, 0};
         ln->jobs[i].done = hook_finish;
         ln->jobs[i].done_ctx = &hooks[i];
-        /* float images are not read again here; levels are stretched from them */
-        ln->jobs[i].stream = !w->levels;
+        ln->jobs[i].stream = stream;
     }
 }
 
