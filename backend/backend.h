@@ -43,17 +43,31 @@ typedef struct {
                                   ignored by the FFT */
 } psf_component;
 
+/* What a backend found of a finished image as it wrote it: the pass over
+ * the image that app/set/measure.c would make, taken while the values were
+ * in registers. */
+typedef struct {
+    float peak;   /* the largest pixel, NaNs skipped (-inf when all are NaN) */
+    int in_range; /* 1: every pixel is in [0, FLT_MAX] (finite, not negative) */
+} psf_image_scan;
+
 /* One image: the weighted sum of its components' intensities. */
 typedef struct {
     int ncomp;
     psf_component comp[PSF_MAX_COMPONENTS];
-    /* Optional, NULL = none: called as done(done_ctx, image) with the
+    /* Optional, NULL = none: called as done(done_ctx, image, scan) with the
      * finished npix x npix image on the thread that computed it, right
      * after it (the caller measures it while it is in that thread's
-     * cache). The CPU backend's FFT path without a detector stage calls
-     * it; other paths do not, and the caller does that work afterwards. */
-    void (*done)(void *done_ctx, float *image);
+     * cache), and scan its psf_image_scan, or NULL when the backend took
+     * none. The CPU backend's FFT path without a detector stage calls it;
+     * other paths do not, and the caller does that work afterwards. */
+    void (*done)(void *done_ctx, float *image, const psf_image_scan *scan);
     void *done_ctx;
+    /* 1: the caller reads the image no more soon after done (the scan
+     * serves its measure): a backend calling done with a scan may write
+     * the image past the cache (non-temporal stores, which save the read
+     * for ownership of each line). 0: written through the cache. */
+    int stream;
 } psf_job;
 
 /* The detector stage (docs/design.md, "Detector"): the backend computes

@@ -21,7 +21,9 @@ extern "C" {
 #define GPU_MODULE_ENTRY "psf_gpu_module_entry"
 /* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
  * (with the problem and options it takes) changes, so a stale module is refused. */
-#define GPU_MODULE_ABI 5 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17) */
+/* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
+ * psf_job.stream */
+#define GPU_MODULE_ABI 6
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */

@@ -25,6 +25,7 @@
 #include "backend/bytes.h"
 #include "backend/detector.h"
 #include "backend/levels.h"
+#include "cpu/band_image.h"
 #include "cpu/detector.h"
 #include "cpu/intensity.h"
 #include "cpu/mft.h"
@@ -57,7 +58,8 @@ static int worth_measuring(const psf_problem *set, const psf_backend_options *op
 /* One thread's FFT buffers for image-parallel runs; lane 0 is b->fft's. */
 typedef struct {
     fftwf_complex *in, *out;
-    int current; /* pupil whose samples are in `in`, -1 = none */
+    fftwf_complex *block_in, *block_out; /* cpu/band_image.h's, with fft.block */
+    int current;                         /* pupil whose samples are in `in`, -1 = none */
 } cpu_lane;
 
 struct psf_backend {
@@ -186,6 +188,8 @@ static void cpu_destroy(psf_backend *b)
     for (int i = 1; i < CPU_MAX_LANES; ++i) {
         fftwf_free(b->lanes[i].in);
         fftwf_free(b->lanes[i].out);
+        fftwf_free(b->lanes[i].block_in);
+        fftwf_free(b->lanes[i].block_out);
     }
     for (int i = 0; i < b->npupils; ++i)
         cpu_pupil_free(&b->pupils[i]);
@@ -387,23 +391,35 @@ static int cpu_run_one_mft(psf_backend *b, const psf_job *job, float *image, cha
     return 0;
 }
 
-/* One image through lane l (its pupils already built: pupil_index). */
+/* One image through lane l (its pupils already built: pupil_index); with
+ * scan, its peak and range taken as its last component is written, and a
+ * one-component image streamed past the cache if the job allows
+ * (psf_job.done, psf_job.stream). */
 static void fft_image(psf_backend *b, cpu_lane *l, const psf_job *job, const int *pupil_index,
-                      float *image)
+                      float *image, psf_image_scan *scan)
 {
     int npix = b->set.npix;
     if (job->ncomp < 1) memset(image, 0, (size_t)npix * npix * sizeof *image);
     for (int c = 0; c < job->ncomp; ++c) {
         const psf_component *comp = &job->comp[c];
-        int p = pupil_index[c];
+        int p = pupil_index[c], last = c == job->ncomp - 1;
         if (l->current >= 0 && l->current != p) cpu_pupil_clear(&b->pupils[l->current], l->in);
         l->current = p;
         cpu_pupil_field(&b->pupils[p], b->set.modes.nterms, comp->coeff_waves, comp->opd_to_waves,
                         l->in);
-        cpu_fft_plan_execute_dft(&b->fft, l->in, l->out, b->pupil_full[p]);
         /* the first component writes the image: no clearing pass */
-        cpu_intensity_write(l->out, npix, (float)comp->scale, c == 0, image);
+        cpu_intensity_op op = {.scale = (float)comp->scale,
+                               .first = c == 0,
+                               .stream = scan && job->stream && job->ncomp == 1,
+                               .scan = last ? scan : NULL};
+        if (b->fft.block && !b->pupil_full[p]) {
+            cpu_band_image(&b->fft, l->in, l->out, l->block_in, l->block_out, &op, image);
+            continue;
+        }
+        cpu_fft_plan_execute_dft(&b->fft, l->in, l->out, b->pupil_full[p]);
+        cpu_intensity_rows(l->out, npix, 0, npix, &op, image);
     }
+    if (scan && job->stream && job->ncomp == 1) cpu_intensity_fence();
 }
 
 /* Build (serially: the planner and the caches are not thread-safe) every
@@ -438,9 +454,11 @@ static void *lane_main(void *arg)
     for (int k = t->lane; k < t->njobs; k += t->nlanes) {
         const psf_job *job = &t->jobs[k];
         float *image = t->images + (size_t)k * plane;
+        int hook = t->call_done && job->done;
+        psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
         fft_image(t->b, &t->b->lanes[t->lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS,
-                  image);
-        if (t->call_done && job->done) job->done(job->done_ctx, image);
+                  image, want);
+        if (hook) job->done(job->done_ctx, image, want);
     }
     return NULL;
 }
@@ -450,22 +468,26 @@ static void *lane_main(void *arg)
 static int ready_lanes(psf_backend *b, int want)
 {
     size_t n = (size_t)b->set.npix * b->set.npix;
-    b->lanes[0] = (cpu_lane){.in = b->fft.in, .out = b->fft.out, .current = b->current};
+    b->lanes[0] = (cpu_lane){.in = b->fft.in,
+                             .out = b->fft.out,
+                             .block_in = b->fft.block_in,
+                             .block_out = b->fft.block_out,
+                             .current = b->current};
     int got = 1;
     for (; got < want; ++got) {
         cpu_lane *l = &b->lanes[got];
-        if (!l->in) {
-            l->in = fftwf_malloc(n * sizeof *l->in);
-            l->out = fftwf_malloc(n * sizeof *l->out);
-            if (!l->in || !l->out) {
-                fftwf_free(l->in);
-                fftwf_free(l->out);
-                l->in = l->out = NULL;
-                break;
-            }
-            memset(l->in, 0, n * sizeof *l->in);
-            l->current = -1;
+        if (l->in) continue;
+        l->in = fftwf_malloc(n * sizeof *l->in);
+        l->out = fftwf_malloc(n * sizeof *l->out);
+        if (!l->in || !l->out ||
+            (b->fft.block && cpu_fft_block_alloc(&b->fft, &l->block_in, &l->block_out) != 0)) {
+            fftwf_free(l->in);
+            fftwf_free(l->out);
+            l->in = l->out = NULL;
+            break;
         }
+        memset(l->in, 0, n * sizeof *l->in);
+        l->current = -1;
     }
     return got;
 }

@@ -53,7 +53,7 @@ static void export_wisdom(const char *dir)
 }
 
 /* The N x N plan, or the pruned transform's three (cpu_fft_plan). */
-typedef enum { PLAN_FULL, PLAN_ROWS, PLAN_TRANSPOSE, PLAN_ALL_ROWS } plan_kind;
+typedef enum { PLAN_FULL, PLAN_ROWS, PLAN_TRANSPOSE, PLAN_ALL_ROWS, PLAN_BLOCK } plan_kind;
 
 static fftwf_plan plan_one(const cpu_fft_plan *p, plan_kind kind, unsigned flags)
 {
@@ -72,6 +72,9 @@ static fftwf_plan plan_one(const cpu_fft_plan *p, plan_kind kind, unsigned flags
                               {.n = n, .is = 2, .os = n2}};
         return fftwf_plan_guru64_split_dft(0, NULL, 3, t, ro, ro + 1, ri, ri + 1, flags);
     }
+    if (kind == PLAN_BLOCK) /* block_in must keep its zeros: the input preserved */
+        return fftwf_plan_many_dft(1, &n, CPU_FFT_BLOCK_ROWS, p->block_in, NULL, 1, n, p->block_out,
+                                   NULL, 1, n, FFTW_FORWARD, flags | FFTW_PRESERVE_INPUT);
     return fftwf_plan_many_dft(1, &n, n, p->in, NULL, 1, n, p->out, NULL, 1, n, FFTW_FORWARD,
                                flags);
 }
@@ -97,6 +100,44 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, con
                         void (*warn)(const char *), char *err, size_t errlen)
 {
     return cpu_fft_plan_create_band(p, npix, 0, threads, measure, wisdom_dir, warn, err, errlen);
+}
+
+/* Bytes of one block buffer (CPU_FFT_BLOCK_ROWS rows). */
+static size_t block_bytes(const cpu_fft_plan *p)
+{
+    return (size_t)CPU_FFT_BLOCK_ROWS * (size_t)p->npix * sizeof(fftwf_complex);
+}
+
+static int no_plan(const cpu_fft_plan *p, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", p->npix, p->npix);
+    return -1;
+}
+
+/* The pruned transform's plans (cpu_fft_plan: rows, transpose, all_rows,
+ * and on one thread the blocks with their buffers); p->measured when all
+ * were. Returns 0, or -1 with err. */
+static int plan_pruned(cpu_fft_plan *p, char *err, size_t errlen)
+{
+    p->rows = make_plan(p, PLAN_ROWS);
+    int measured = p->measured;
+    p->transpose = p->rows ? make_plan(p, PLAN_TRANSPOSE) : NULL;
+    measured = measured && p->measured;
+    p->all_rows = p->transpose ? make_plan(p, PLAN_ALL_ROWS) : NULL;
+    measured = measured && p->measured;
+    if (!p->all_rows) return no_plan(p, err, errlen);
+    if (p->threads == 1) { /* the blocks: on one thread (FFTW's own threads share none) */
+        if (cpu_fft_block_alloc(p, &p->block_in, &p->block_out) != 0) {
+            snprintf(err, errlen, "cpu: cannot allocate the %dx%d FFT's row blocks", p->npix,
+                     p->npix);
+            return -1;
+        }
+        p->block = make_plan(p, PLAN_BLOCK);
+        if (!p->block) return no_plan(p, err, errlen);
+        measured = measured && p->measured;
+    }
+    p->measured = measured;
+    return 0;
 }
 
 /* Pruning pays when it saves at least a fifth of the row transforms. */
@@ -130,29 +171,32 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, i
     p->warn = warn;
     p->band = band_pays(npix, band) ? band : 0;
     if (threads_ok) fftwf_plan_with_nthreads(p->threads);
-    int ok;
-    if (p->band) {
-        p->rows = make_plan(p, PLAN_ROWS);
-        int measured = p->measured;
-        p->transpose = p->rows ? make_plan(p, PLAN_TRANSPOSE) : NULL;
-        measured = measured && p->measured;
-        p->all_rows = p->transpose ? make_plan(p, PLAN_ALL_ROWS) : NULL;
-        p->measured = measured && p->measured;
-        ok = p->rows && p->transpose && p->all_rows;
-    } else {
-        p->plan = make_plan(p, PLAN_FULL);
-        ok = p->plan != NULL;
-    }
+    int rc = p->band ? plan_pruned(p, err, errlen) : (p->plan = make_plan(p, PLAN_FULL)) ? 0 : -1;
     /* The caller's string need not outlive this call: a 2D plan added
      * later (cpu_fft_plan_add_full) is made without the wisdom file. */
     p->wisdom_dir = NULL;
-    if (!ok) {
-        snprintf(err, errlen, "cpu: FFTW could not plan a %dx%d transform", npix, npix);
+    if (rc != 0) {
+        if (!p->band) no_plan(p, err, errlen);
         cpu_fft_plan_destroy(p);
         return -1;
     }
     memset(p->in, 0, n * sizeof(fftwf_complex)); /* FFTW_MEASURE scribbled on them */
     memset(p->out, 0, n * sizeof(fftwf_complex));
+    if (p->block_in) memset(p->block_in, 0, block_bytes(p));
+    return 0;
+}
+
+int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_complex **block_out)
+{
+    *block_in = fftwf_malloc(block_bytes(p));
+    *block_out = fftwf_malloc(block_bytes(p));
+    if (!*block_in || !*block_out) {
+        fftwf_free(*block_in);
+        fftwf_free(*block_out);
+        *block_in = *block_out = NULL;
+        return -1;
+    }
+    memset(*block_in, 0, block_bytes(p));
     return 0;
 }
 
@@ -233,6 +277,9 @@ void cpu_fft_plan_destroy(cpu_fft_plan *p)
     if (p->rows) fftwf_destroy_plan(p->rows);
     if (p->transpose) fftwf_destroy_plan(p->transpose);
     if (p->all_rows) fftwf_destroy_plan(p->all_rows);
+    if (p->block) fftwf_destroy_plan(p->block);
+    fftwf_free(p->block_in);
+    fftwf_free(p->block_out);
     fftwf_free(p->in);
     fftwf_free(p->out);
     memset(p, 0, sizeof *p);

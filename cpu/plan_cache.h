@@ -16,17 +16,26 @@ typedef struct {
     int measure;            /* asked for measured plans (a full plan made later is too) */
     const char *wisdom_dir; /* during cpu_fft_plan_create_band only, then NULL */
     void (*warn)(const char *);
-    fftwf_plan plan;      /* out-of-place in -> out, FFTW_FORWARD, the whole N x N
-                             DFT; NULL while only the pruned plans are needed */
-    int band;             /* B > 0: pruned; in's samples lie in rows and columns
-                             [0, B) and [N - B, N), the rest is zero; 0: not pruned */
-    fftwf_plan rows;      /* pruned: the 2 B band rows' DFTs, in -> out (split interface) */
-    fftwf_plan transpose; /* pruned: out's band rows -> in's band columns */
-    fftwf_plan all_rows;  /* pruned: the N rows' DFTs, in -> out */
-    fftwf_complex *in;    /* N*N, row-major, pupil with the axis at index 0 (pruned:
-                             transposed, see cpu_fft_plan_create_band) */
-    fftwf_complex *out;   /* N*N, row-major, zero frequency at index 0 */
+    fftwf_plan plan;          /* out-of-place in -> out, FFTW_FORWARD, the whole N x N
+                                 DFT; NULL while only the pruned plans are needed */
+    int band;                 /* B > 0: pruned; in's samples lie in rows and columns
+                                 [0, B) and [N - B, N), the rest is zero; 0: not pruned */
+    fftwf_plan rows;          /* pruned: the 2 B band rows' DFTs, in -> out (split interface) */
+    fftwf_plan transpose;     /* pruned: out's band rows -> in's band columns */
+    fftwf_plan all_rows;      /* pruned: the N rows' DFTs, in -> out */
+    fftwf_plan block;         /* pruned on one thread: CPU_FFT_BLOCK_ROWS rows' DFTs,
+                                 block_in -> block_out (cpu/band_image.h); else NULL */
+    fftwf_complex *block_in;  /* [CPU_FFT_BLOCK_ROWS N]: zero but in the band columns */
+    fftwf_complex *block_out; /* [CPU_FFT_BLOCK_ROWS N] */
+    fftwf_complex *in;        /* N*N, row-major, pupil with the axis at index 0 (pruned:
+                                 transposed, see cpu_fft_plan_create_band) */
+    fftwf_complex *out;       /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
+
+/* Rows of the pruned transform's second pass done at a time by
+ * cpu_band_image (cpu/band_image.h): their input and output, 2 x 8 rows of
+ * N = 256 complex floats (32 KiB), stay in L1 (48 KiB here). */
+#define CPU_FFT_BLOCK_ROWS 8
 
 /* FFTW's wisdom file in the cache directory (psf_backend_options.cache_dir). */
 #define CPU_WISDOM_FILE "fftw-wisdom-float"
@@ -56,12 +65,18 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, con
  * out is its DFT in the usual layout, from 2 B/N of the first pass's rows
  * and no strided column pass (which cost 2/3 of FFTW's own 2D transform at
  * N = 256-1024). After each transform in is all zero again (its band
- * columns cleared). band = 0, or one for which pruning saves under 20% of
- * the row work, plans the whole 2D transform. Returns as
- * cpu_fft_plan_create. */
+ * columns cleared). On one thread the block plan too (p->block, with
+ * p->block_in and p->block_out), for cpu_band_image (cpu/band_image.h).
+ * band = 0, or one for which pruning saves under 20% of the row work,
+ * plans the whole 2D transform. Returns as cpu_fft_plan_create. */
 int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, int measure,
                              const char *wisdom_dir, void (*warn)(const char *), char *err,
                              size_t errlen);
+
+/* Another pair of block buffers for p (p->block), for a thread of its own:
+ * *block_in zeroed, both fftwf_malloc'd (free with fftwf_free). Returns 0,
+ * or -1 (allocation; both NULL). */
+int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_complex **block_out);
 
 /* Plan the whole N x N transform of a pruned p too (for a pupil with samples
  * outside the band), measured if p's were asked to be (no wisdom file);

@@ -150,13 +150,14 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
 
 /* Image i of a batch at k0 after the backend: finish, measure, stretch
  * (the levels' path). */
-static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img)
+static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img,
+                         const psf_image_scan *scan)
 {
     const image_set *set = &w->s->set;
     const psf_config *cfg = &w->s->cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
     psfsim_metrics m = {.backend = ln->ops->name};
-    image_set_measure(set, &ln->infos[i], img, &m.strehl, &m.axial_intensity);
+    image_set_measure_scanned(set, &ln->infos[i], img, scan, &m.strehl, &m.axial_intensity);
     long long at = k0 + i - w->first;
     if (w->metrics) w->metrics[at] = m;
     if (w->levels)
@@ -166,7 +167,8 @@ static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img)
 
 /* A job's done hook (psf_job.done): its image finished by the backend's
  * thread that computed it, while in that thread's cache (the measure
- * re-read a batch of 64 256^2 images, 16 MiB, from memory). */
+ * re-read a batch of 64 256^2 images, 16 MiB, from memory), or with the
+ * backend's scan of it (psf_image_scan) not read again at all. */
 typedef struct {
     work *w;
     lib_lane *ln;
@@ -175,10 +177,10 @@ typedef struct {
     int finished; /* finish_image ran: finish_part skips it */
 } image_hook;
 
-static void hook_finish(void *ctx, float *img)
+static void hook_finish(void *ctx, float *img, const psf_image_scan *scan)
 {
     image_hook *h = ctx;
-    finish_image(h->w, h->ln, h->k0, h->i, img);
+    finish_image(h->w, h->ln, h->k0, h->i, img, scan);
     h->finished = 1;
 }
 
@@ -223,7 +225,7 @@ static void *finish_part(void *arg)
     size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
     for (int i = p->i0; i < p->i1; ++i)
         if (!p->hooks || !p->hooks[i].finished)
-            finish_image(w, p->ln, p->k0, i, p->out + (size_t)i * plane);
+            finish_image(w, p->ln, p->k0, i, p->out + (size_t)i * plane, NULL);
     float *dst = w->images ? w->images + (size_t)(p->k0 + p->i0 - w->first) * plane : NULL;
     float *src = p->out + (size_t)p->i0 * plane;
     if (dst && dst != src) memcpy(dst, src, (size_t)(p->i1 - p->i0) * plane * sizeof *src);
@@ -253,10 +255,15 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, cons
 /* Each job of the batch at k0 gets its done hook (hooks: [nb]). */
 static void set_hooks(work *w, lib_lane *ln, long long k0, int nb, image_hook *hooks)
 {
+    /* float images are not read again here (levels are stretched from them) */
+    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    int stream = !w->levels && lib_resident(w->images + (size_t)(k0 - w->first) * plane,
+                                            (size_t)nb * plane * sizeof *w->images);
     for (int i = 0; i < nb; ++i) {
         hooks[i] = (image_hook){w, ln, k0, i, 0};
         ln->jobs[i].done = hook_finish;
         ln->jobs[i].done_ctx = &hooks[i];
+        ln->jobs[i].stream = stream;
     }
 }
 
@@ -289,8 +296,10 @@ static void *lane_loop(void *arg)
         /* A levels batch has no hooks: its images are finished from the
          * measures (a CPU's run_levels would call them on its floats). */
         int lev = on_levels(w, ln);
-        for (int i = 0; i < nb; ++i)
+        for (int i = 0; i < nb; ++i) {
             ln->jobs[i].done = NULL;
+            ln->jobs[i].stream = 0;
+        }
         if (hooks && !lev) set_hooks(w, ln, k0, nb, hooks);
         float *out = NULL;
         int rc = run(w, ln, k0, nb, &out, err, sizeof err);

@@ -73,9 +73,18 @@ static void rotate_180(float *img, size_t n)
 int image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
                       double *axial)
 {
+    return image_set_measure_scanned(s, info, img, NULL, strehl, axial);
+}
+
+int image_set_measure_scanned(const image_set *s, image_info *info, float *img,
+                              const psf_image_scan *scan, double *strehl, double *axial)
+{
     int npix = s->samp.npix, good;
     image_set_finish_image(s, info, img);
-    *strehl = peak_value(img, (size_t)npix * npix, &good) / info->ref_peak;
+    if (s->mft && s->cfg->normalization == NORM_SUM) scan = NULL; /* finishing rescaled img */
+    float peak = scan ? scan->peak : peak_value(img, (size_t)npix * npix, &good);
+    if (scan) good = scan->in_range;
+    *strehl = peak / info->ref_peak;
     *axial = img[(size_t)(npix / 2) * npix + npix / 2] / info->ref_peak;
     if (s->cfg->orientation == ORIENT_POPPY) rotate_180(img, (size_t)npix * npix);
     return good;

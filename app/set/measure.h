@@ -23,6 +23,12 @@
 int image_set_measure(const image_set *s, image_info *info, float *img, double *strehl,
                       double *axial);
 
+/* image_set_measure with the peak pass's results known: scan (the backend's,
+ * psf_job.done), or NULL for the pass. The scan stands for the pass only
+ * where finishing leaves the image as it is (not an MFT "sum" set). */
+int image_set_measure_scanned(const image_set *s, image_info *info, float *img,
+                              const psf_image_scan *scan, double *strehl, double *axial);
+
 /* Whether set s's levels and image_set_measure's results can be made from
  * a levels run (psf_backend_ops.run_levels, issue 17) without the image:
  * no detector stage (its images are M x M, and "both" splits the grid

@@ -4,7 +4,9 @@
  * random fields in the band (the pupil transposed), and through the backend (a set's images with
  * pupil_samples known, pruned, against the same set without it, unpruned)
  * to 1e-6 of the peak, for even and odd grids, broadband pupils of several
- * pitches and a pupil reaching past the band (the 2D plan's fallback). */
+ * pitches and a pupil reaching past the band (the 2D plan's fallback); the
+ * fused second pass with its intensity (cpu/band_image.h) against the 2D
+ * transform's |.|^2 (cpu/intensity.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "cpu/band_image.h"
+#include "cpu/intensity.h"
 #include "cpu/plan_cache.h"
 
 /* max |a - b| / max |b| over n values. */
@@ -27,6 +31,21 @@ static double rel_diff(const float *a, const float *b, size_t n)
         peak = fmax(peak, fabs((double)b[i]));
     }
     return d / peak;
+}
+
+/* x: random values on the band's rows and columns (the rest left as it
+ * is: zero), and xt = X^T (its zeros written). */
+static void fill_band(int npix, int band, unsigned *seed, fftwf_complex *x, fftwf_complex *xt)
+{
+    for (int r = 0; r < npix; ++r)
+        for (int c = 0; c < npix; ++c)
+            for (int k = 0; k < 2; ++k) {
+                int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
+                *seed = *seed * 1664525u + 1013904223u;
+                float v = in_band ? (float)(*seed >> 8) / 16777216.0f - 0.5f : 0.0f;
+                if (in_band) x[(size_t)r * npix + c][k] = v;
+                xt[(size_t)c * npix + r][k] = v;
+            }
 }
 
 /* X: random values on the band's rows and columns (the rest zero). The
@@ -43,15 +62,7 @@ static void plan_case(int npix, int band, int measure)
     unsigned seed = 7u;
     size_t n2 = (size_t)npix * npix;
     for (int rep = 0; rep < 2; ++rep) { /* in must be ready for the next transform */
-        for (int r = 0; r < npix; ++r)
-            for (int c = 0; c < npix; ++c)
-                for (int k = 0; k < 2; ++k) {
-                    int in_band = (r < band || r >= npix - band) && (c < band || c >= npix - band);
-                    seed = seed * 1664525u + 1013904223u;
-                    float v = in_band ? (float)(seed >> 8) / 16777216.0f - 0.5f : 0.0f;
-                    if (in_band) pr.in[(size_t)r * npix + c][k] = v;
-                    full.in[(size_t)c * npix + r][k] = v;
-                }
+        fill_band(npix, band, &seed, pr.in, full.in);
         cpu_fft_plan_execute(&pr);
         cpu_fft_plan_execute(&full);
         assert_true(rel_diff((const float *)pr.out, (const float *)full.out, 2 * n2) < 1e-6);
@@ -80,6 +91,59 @@ static void test_plan_band_not_worth_it(void **state)
     assert_int_equal(p.band, 0); /* 2 x 30 of 64 rows: the whole 2D plan */
     assert_non_null(p.plan);
     cpu_fft_plan_destroy(&p);
+}
+
+/* cpu_band_image on random X in the band: the intensity of the 2D DFT of
+ * X^T (a 2D plan's, through cpu_intensity_write), stored (streamed) then
+ * added with a second scale, to 1e-6 of the peak, the second's scan the
+ * image's largest value; in unchanged by it, block_in zero outside the
+ * band. N = 101: the last block partial (and the scalar loops). */
+static void band_image_case(int npix, int band, int measure)
+{
+    char err[256];
+    cpu_fft_plan pr, full;
+    assert_int_equal(
+        cpu_fft_plan_create_band(&pr, npix, band, 1, measure, NULL, NULL, err, sizeof err), 0);
+    assert_non_null(pr.block);
+    assert_int_equal(cpu_fft_plan_create(&full, npix, 1, 0, NULL, NULL, err, sizeof err), 0);
+    size_t n2 = (size_t)npix * npix;
+    unsigned seed = 11u;
+    fill_band(npix, band, &seed, pr.in, full.in);
+    fftwf_complex *kept = malloc(n2 * sizeof *kept);
+    memcpy(kept, pr.in, n2 * sizeof *kept);
+    float *got = malloc(n2 * sizeof *got), *want = malloc(n2 * sizeof *want);
+    psf_image_scan scan = {-INFINITY, 1};
+    cpu_intensity_op first = {.scale = 0.75f, .first = 1, .stream = 1},
+                     second = {.scale = 0.5f, .scan = &scan};
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, &first, got);
+    cpu_intensity_fence();
+    cpu_band_image(&pr, pr.in, pr.out, pr.block_in, pr.block_out, &second, got);
+    cpu_fft_plan_execute(&full);
+    cpu_intensity_write(full.out, npix, 0.75f, 1, want);
+    cpu_intensity_write(full.out, npix, 0.5f, 0, want);
+    assert_true(rel_diff(got, want, n2) < 1e-6);
+    float peak = -INFINITY; /* the scan: the values written */
+    for (size_t i = 0; i < n2; ++i)
+        peak = got[i] > peak ? got[i] : peak;
+    assert_true(scan.peak == peak && scan.in_range == 1);
+    assert_memory_equal(kept, pr.in, n2 * sizeof *kept);
+    for (int j = 0; j < CPU_FFT_BLOCK_ROWS; ++j)
+        for (int r = band; r < npix - band; ++r)
+            assert_true(pr.block_in[(size_t)j * npix + r][0] == 0.0f &&
+                        pr.block_in[(size_t)j * npix + r][1] == 0.0f);
+    free(kept);
+    free(got);
+    free(want);
+    cpu_fft_plan_destroy(&pr);
+    cpu_fft_plan_destroy(&full);
+}
+
+static void test_band_image_is_the_intensity(void **state)
+{
+    (void)state;
+    band_image_case(64, 18, 0);
+    band_image_case(101, 27, 0);
+    band_image_case(256, 66, 1);
 }
 
 /* A set's images through psf_backend_cpu with pupil_samples = hint (0 =
@@ -135,6 +199,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_pruned_is_the_dft),
         cmocka_unit_test(test_plan_band_not_worth_it),
+        cmocka_unit_test(test_band_image_is_the_intensity),
         cmocka_unit_test(test_backend_pruned_equals_unpruned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
