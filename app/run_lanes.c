@@ -12,6 +12,7 @@
 #include "backend/levels.h"
 #include "app/set/set_detector.h"
 #include "app/select/probe_cache.h"
+#include "app/hdf5_writer.h"
 
 void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
                    psf_backend_options *options)
@@ -235,6 +236,7 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
     const psf_backend_ops *ops = r->decision.ops;
     r->batch = backend_batch(ops, set_detector_backend_npix(&r->set), r->todo); /* its images */
+    r->batch = hdf5_writer_batch(&r->set, r->batch, r->todo); /* NAME.h5 written in place */
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
