@@ -85,6 +85,7 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
         sl->labels = malloc(b * manifest_label_bytes(&r->set));
+        sl->scans = calloc(b, sizeof *sl->scans);
         int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
         size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
         if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
@@ -94,8 +95,8 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         int measures = r->levels.bits != 0;
         if (measures) sl->measures = malloc(b * PSF_MEASURES * sizeof *sl->measures);
         if (!sl->jobs || !sl->infos || !sl->storage || !sl->results || !sl->timings ||
-            !sl->writes || !sl->labels || (levels && !sl->levels) || (measures && !sl->measures) ||
-            (both && (!sl->det_images || !sl->over_infos))) {
+            !sl->writes || !sl->labels || !sl->scans || (levels && !sl->levels) ||
+            (measures && !sl->measures) || (both && (!sl->det_images || !sl->over_infos))) {
             snprintf(err, errlen, "cannot allocate the job list of a batch of %d images", r->batch);
             return -1;
         }
@@ -214,6 +215,7 @@ void run_free_lanes(run_state *r)
         free(sl->timings);
         free(sl->writes);
         free(sl->labels);
+        free(sl->scans);
         free(sl->levels);
         free(sl->measures);
         free(sl->det_images);

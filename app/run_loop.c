@@ -132,6 +132,15 @@ static int retire_range(run_state *r, int first, int n, char *err, size_t errlen
     return rc;
 }
 
+/* psf_job.done of the command's jobs: keep the backend's scan (run_scan). */
+static void keep_scan(void *ctx, float *image, const psf_image_scan *scan)
+{
+    (void)image;
+    run_scan *rs = ctx;
+    if (scan) rs->scan = *scan;
+    rs->have = scan != NULL;
+}
+
 /* The jobs of the next images still to do, from the queue (r->next) on,
  * below r->k_end (this process's range), into slot s. Returns how many. */
 static int fill_slot(run_state *r, int s, char *err, size_t errlen)
@@ -149,6 +158,9 @@ static int fill_slot(run_state *r, int s, char *err, size_t errlen)
             rc = -1;
             break;
         }
+        sl->scans[nb].have = 0;
+        sl->jobs[nb].done = keep_scan;
+        sl->jobs[nb].done_ctx = &sl->scans[nb];
         nb++;
     }
     pthread_mutex_unlock(&r->mu);
@@ -304,7 +316,10 @@ static void measure_part(void *arg, int begin, int end)
         image_result *res = &sl->results[i];
         job_start(c, i, res);
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
-        if (!image_set_measure(&c->r->set, info, img, &res->strehl, &res->axial_intensity) &&
+        const run_scan *rs = &sl->scans[i]; /* of the backend's image: not a "both" split */
+        const psf_image_scan *scan = rs->have && !sl->det_images ? &rs->scan : NULL;
+        if (!image_set_measure_scanned(&c->r->set, info, img, scan, &res->strehl,
+                                       &res->axial_intensity) &&
             !sl->det_images)
             note_bad(c, i);
         sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};

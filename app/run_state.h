@@ -34,6 +34,13 @@
 /* Computing devices one process drives (every GPU of a host; gpu_list.h). */
 #define RUN_MAX_LANES GPU_LIST_MAX
 
+/* An image's scan as the backend took it while writing the image (its
+ * psf_job.done hook): the measure needs no pass of its own over it. */
+typedef struct {
+    psf_image_scan scan;
+    int have; /* 0: the backend took none (GPU, detector stage, MFT): measure reads */
+} run_scan;
+
 /* One batch buffer and what its images need until they are written. */
 typedef struct {
     float *images;     /* batch * N * N, from the backend (pinned for the GPU); N =
@@ -49,8 +56,9 @@ typedef struct {
     image_result *results;
     image_timing *timings;
     write_job *writes;
-    char *labels; /* batch * manifest_label_bytes: each image's manifest label cells */
-    int count;    /* images in the batch now (0 = free) */
+    char *labels;    /* batch * manifest_label_bytes: each image's manifest label cells */
+    run_scan *scans; /* batch: the backend's scan of each image (psf_job.done), if it took one */
+    int count;       /* images in the batch now (0 = free) */
 } run_slot;
 
 typedef struct run_state run_state;
