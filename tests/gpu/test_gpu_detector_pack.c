@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #ifdef PSFSIM_HAVE_CUDA
+#include "tests/support/cuda_skip.h"
 #include "backend/backend.h"
 #include "backend/detector.h"
 #include "cpu/detector.h"
@@ -148,12 +149,8 @@ static int stream_teardown(void **state)
 int main(void)
 {
 #ifdef PSFSIM_HAVE_CUDA
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count < 1) {
-        printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
-        return 77;
-    }
+    int skip = cuda_device_or_skip();
+    if (skip) return skip;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_paths_against_cpu)};
     return cmocka_run_group_tests(tests, stream_setup, stream_teardown);
 #else

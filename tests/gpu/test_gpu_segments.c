@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #ifdef PSFSIM_HAVE_CUDA
+#include "tests/support/cuda_skip.h"
 #include "gpu/pupil.h"
 
 static cudaStream_t g_stream;
@@ -134,12 +135,8 @@ static void test_segments(void **state)
 int main(void)
 {
 #ifdef PSFSIM_HAVE_CUDA
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count < 1) {
-        printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
-        return 77;
-    }
+    int skip = cuda_device_or_skip();
+    if (skip) return skip;
     if (cudaStreamCreate(&g_stream) != cudaSuccess) {
         printf("cannot create a CUDA stream\n");
         return 1;
