@@ -27,8 +27,8 @@ static int syntax_error(cfg_ctx *c)
         return -1;
     }
     const char *hint = strstr(text, "mismatched element type")
-                           ? " (an array [ ] holds one type: write 450.0, not 450, or use a "
-                             "list ( ))"
+                           ? " (an array [ ] holds one type: write every number of it with a "
+                             "decimal point, e.g. 450.0 for 450, or use a list ( ))"
                            : "";
     if (strcmp(text, "syntax error") == 0)
         snprintf(c->err, c->errlen, "%s:%d: syntax error", file, line);

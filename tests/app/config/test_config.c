@@ -653,7 +653,8 @@ static void test_syntax_error(void **state)
                  ":2: syntax error: duplicate setting name");
     expect_error(MINIMAL "sweep: { defocus = [1, 0.5]; };\n",
                  ":4: syntax error: mismatched element type in array (an array [ ] holds one "
-                 "type: write 450.0, not 450, or use a list ( ))");
+                 "type: write every number of it with a decimal point, e.g. 450.0 for 450, or "
+                 "use a list ( ))");
 }
 
 static void test_include(void **state)
