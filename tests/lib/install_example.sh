@@ -29,6 +29,7 @@ for f in bin/psfsim include/psfsim.h lib/libpsfsim.so lib/libpsfsim.so.0 lib/pkg
   lib/cmake/psfsim/psfsimConfig.cmake lib/cmake/psfsim/psfsimConfigVersion.cmake \
   lib/cmake/psfsim/psfsimTargets.cmake lib/psfsim/libpsfsim-fits.so share/man/man1/psfsim.1 \
   share/psfsim/configs/defocus.cfg share/doc/psfsim/README.md share/doc/psfsim/config.md \
+  share/doc/psfsim/conventions.md \
   share/doc/psfsim/examples/c/psfsim_example.c; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not put $f"
 done
