@@ -651,26 +651,6 @@ int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)
     return rc;
 }
 
-/* Bytes of image k's images beside images: oversampled, noisy (uint16). */
-static unsigned long long extra_bytes(const image_set *s);
-/* Label bytes of one image: the terms, the columns and the written flag. */
-static unsigned long long label_bytes(const image_set *s);
-
-int hdf5_writer_batch(const image_set *s, int batch, long long todo)
-{
-    if (!s->cfg->hdf5_enabled || batch < 1) return batch;
-    unsigned long long images = hdf5_writer_image_bytes(s) + extra_bytes(s);
-    /* A row is at least its images and at most memory_need's row: the
-     * group holds between these many rows (group_rows_of). */
-    unsigned long long most = HDF5_GROUP_BYTES / (images ? images : 1);
-    unsigned long long least =
-        HDF5_GROUP_BYTES / (images + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH);
-    if ((unsigned long long)batch > least) return batch; /* a group holds no more than a batch */
-    long long want = (long long)most + 1, cap = todo / 4;
-    if (want > cap) want = cap;
-    return want > batch ? (int)want : batch;
-}
-
 unsigned long long hdf5_writer_image_bytes(const image_set *s)
 {
     unsigned long long m = (unsigned long long)s->samp.npix;
@@ -685,6 +665,7 @@ unsigned long long hdf5_writer_over_bytes(const image_set *s)
     return m * m * (cfg->hdf5_dtype == HDF5_UINT16 ? 2ULL : 4ULL);
 }
 
+/* Bytes of image k's images beside images: oversampled, noisy (uint16). */
 static unsigned long long extra_bytes(const image_set *s)
 {
     unsigned long long m = (unsigned long long)s->samp.npix;
@@ -708,6 +689,7 @@ static unsigned long long chunk_bytes(const image_set *s)
     return chunk_images(s) * (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
 }
 
+/* Label bytes of one image: the terms, the columns and the written flag. */
 static unsigned long long label_bytes(const image_set *s)
 {
     return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS +
@@ -716,13 +698,34 @@ static unsigned long long label_bytes(const image_set *s)
            1ULL;
 }
 
+/* Bytes of one image's row as the queue and the group count it, at most:
+ * its images, labels and backend name (with room). */
+static unsigned long long row_most(const image_set *s)
+{
+    return hdf5_writer_image_bytes(s) + extra_bytes(s) + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
+}
+
+int hdf5_writer_batch(const image_set *s, int batch, long long todo)
+{
+    if (!s->cfg->hdf5_enabled || batch < 1) return batch;
+    unsigned long long images = hdf5_writer_image_bytes(s) + extra_bytes(s);
+    /* A row is at least its images and at most row_most: the group holds
+     * between these many rows (group_rows_of). */
+    unsigned long long most = HDF5_GROUP_BYTES / (images ? images : 1);
+    unsigned long long least = HDF5_GROUP_BYTES / row_most(s);
+    if ((unsigned long long)batch > least) return batch; /* a group holds no more than a batch */
+    long long want = (long long)most + 1, cap = todo / 4;
+    if (want > cap) want = cap;
+    return want > batch ? (int)want : batch;
+}
+
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes)
 {
     if (!s->cfg->hdf5_enabled) return 0;
     unsigned long long b = (unsigned long long)(batch > 0 ? batch : 1);
     unsigned long long l = (unsigned long long)(lanes > 0 ? lanes : 1);
     unsigned long long image = hdf5_writer_image_bytes(s);
-    unsigned long long row = image + extra_bytes(s) + label_bytes(s) + 2ULL * HDF5_BACKEND_WIDTH;
+    unsigned long long row = row_most(s);
     /* The queue's batches, the one being written, and the group. */
     unsigned long long queue = bytes_mul((HDF5_QUEUE_BATCHES + 1) * b, row);
     queue = bytes_add(queue, bytes_mul(group_rows_of((size_t)row, batch, s->nimages), row));

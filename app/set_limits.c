@@ -65,7 +65,8 @@ void limits_memory_need(const image_set *s, int nwriters, long long todo, limits
         b = (unsigned long long)psf_backend_cpu.preferred_batch;
     if (todo > 0 && b > (unsigned long long)todo) b = (unsigned long long)todo;
     if (b < 1) b = 1;
-    m->batch = hdf5_writer_batch(s, (int)b, todo); /* as run_start_backend makes it */
+    b = (unsigned long long)hdf5_writer_batch(s, (int)b, todo); /* as run_start_backend makes it */
+    m->batch = (int)b;
     m->images = bytes_mul((unsigned long long)WRITER_SLOTS * b, img_bytes);
     if (mpix != (unsigned long long)s->samp.npix) /* "both": the detector images made from them */
         m->images += bytes_mul((unsigned long long)WRITER_SLOTS * b,
