@@ -4,8 +4,9 @@
 # --backend cpu, gpu and auto (warm probe cache), wall time of each process.
 # Also: a 64x64 single image with a warm cache, checking CUDA is never loaded
 # (LD_DEBUG shows no libcuda). REPEATS (default 3) runs per cell and backend,
-# in rotated order, each into a fresh directory; CELLS (NPIX:IMAGES ...)
-# picks cells. Writes CSV to $1.
+# in six orders that balance which backend ran before which, each into a
+# fresh directory, GPU_SETTLE_S (default 0.3) seconds' pause after a run
+# that used the GPU; CELLS (NPIX:IMAGES ...) picks cells. Writes CSV to $1.
 set -uo pipefail
 csv="$1"
 psfsim="$BUILD/psfsim"
@@ -32,8 +33,13 @@ CFG
 for spec in ${CELLS:-64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1024:1 1024:100 2048:1 2048:20 4096:1 4096:5}; do
   npix=${spec%:*} k=${spec#*:}
   config "$npix" "$k" >"$work/c.cfg"
-  orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu") # REPEATS (default 3), rotated
-  for ((rep = 0; rep < ${REPEATS:-3}; ++rep)); do for be in ${orders[$((rep % 3))]}; do
+  # REPEATS (default 3) rounds in the six orders in turn, so that each
+  # backend runs after each other backend equally often (carry-over
+  # balanced: run 26 found a process right after a GPU process 2-3 ms
+  # slower at 128^2 and 256^2, and the three rotations had auto follow gpu
+  # in two rounds of three, cpu in one).
+  orders=("cpu gpu auto" "gpu auto cpu" "auto cpu gpu" "auto gpu cpu" "gpu cpu auto" "cpu auto gpu")
+  for ((rep = 0; rep < ${REPEATS:-3}; ++rep)); do for be in ${orders[$((rep % 6))]}; do
     # A fresh directory each run: files renamed over a set's old ones cost
     # ext4 a flush each (~20 ms more for 1,000 PNGs), which favoured
     # whichever backend ran first in a cell.
@@ -44,6 +50,9 @@ for spec in ${CELLS:-64:1 64:1000 128:1 128:1000 256:1 256:1000 512:1 512:1000 1
     t1=$(date +%s.%N)
     chosen=$(grep -m1 -o 'backend [a-z]*' "$work/o/b${npix}_${k}_timing.csv" | awk '{print $2}')
     echo "$npix,$k,$be,$(awk "BEGIN { print $t1 - $t0 }"),$chosen" >>"$csv"
+    # After a process that ran the GPU the driver is still tearing its
+    # context down: the next process starts once it is done (untimed).
+    [ "$chosen" = gpu ] && sleep "${GPU_SETTLE_S:-0.3}"
   done; done
 done
 # 64x64, one image, warm cache: wall time and whether libcuda was loaded.

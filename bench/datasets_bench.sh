@@ -17,7 +17,7 @@
 #   COUNTS="10000 100000 300000": psfsim's image counts for every case
 #     (default N/10 and N); dd and the peer at the case's N
 #   PEER_ARGS: more arguments for the peer (--numpy); no peer without h5py
-#   SYNC=1: every timed command is followed by sync(2) inside its time, so
+#   SYNC=1: every timed command (the peer too) is followed by sync(2) inside its time, so
 #     a disk's figures are bytes on the disk, not in the page cache (whose
 #     dirty limit throttles a writer by what the kernel has learnt of the
 #     disk so far: the first of two equal unsynced dd runs took 7.6 s, the

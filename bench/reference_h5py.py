@@ -12,9 +12,13 @@ waves (any generator: the timing does not depend on the values).
     reference_h5py.py OUT.h5 --images K [--pupil 32] [--padding 2] [--terms 12]
                       [--chunk 4096] [--numpy]
 
+SYNC=1 in the environment: the time includes a sync(2) after the file is
+closed (bytes on the disk, as datasets_bench.sh's SYNC=1 times the others).
+
 Prints one CSV row: peer,images,npix,seconds,images_per_s."""
 import argparse
 import math
+import os
 import time
 
 import h5py
@@ -86,6 +90,8 @@ def main():
             host = img.astype(xp.float32)
             host = host.get() if xp is not np else host
             ds[first:first + b] = host
+    if os.environ.get("SYNC") == "1":  # as bench/datasets_bench.sh times psfsim and dd
+        os.sync()
     t = time.perf_counter() - t0
     name = "cupy_h5py" if xp is not np else "numpy_h5py"
     print(f"{name},{a.images},{N},{t:.3f},{a.images / t:.0f}", flush=True)

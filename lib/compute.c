@@ -46,6 +46,23 @@ typedef struct {
     lib_lane *ln;
 } lane_arg;
 
+/* A done hook's context (hook_finish, below). */
+typedef struct image_hook image_hook;
+
+/* The part of lane ln's batch arrays (jobs, infos, storage, measures,
+ * scratch, hooks) one run() call uses. A GPU lane's arrays are two slots
+ * of half a batch each: the host finishes one slot's images (measures
+ * them, copies them into the caller's buffer) while the GPU computes the
+ * next slot's (lane_loop), where one batch at a time left the GPU idle
+ * while the host copied (10,000 images of 256^2 on the H200: 0.22 -> 0.18
+ * s into a buffer written before, 0.28 -> 0.24 s into a fresh one;
+ * bench/RESULTS.md, run 26). A CPU lane, whose threads write the caller's
+ * buffer themselves, has one slot: the whole batch. */
+typedef struct {
+    int first; /* the slot's first index into the lane's arrays */
+    int cap;   /* images at most */
+} lane_slot;
+
 static void fail(work *w, int rc, const char *why)
 {
     pthread_mutex_lock(&w->mu);
@@ -57,29 +74,31 @@ static void fail(work *w, int rc, const char *why)
     atomic_store(&w->stop, 1);
 }
 
-/* The next batch's jobs into ln, from *k0 on. Returns how many, or -1. */
-static int take(work *w, lib_lane *ln, long long *k0, char *err, size_t errlen)
+/* The next batch's jobs into slot sl of ln, from *k0 on. Returns how
+ * many, or -1. */
+static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char *err, size_t errlen)
 {
     psfsim_set *s = w->s;
     size_t per = image_set_storage(&s->set);
     pthread_mutex_lock(&w->mu);
     long long left = w->first + w->count - w->next;
-    int nb = left < s->batch ? (int)left : s->batch;
+    int nb = left < sl->cap ? (int)left : sl->cap;
     *k0 = w->next;
     w->next += nb;
     int rc = 0;
-    for (int i = 0; i < nb && rc == 0; ++i)
-        rc = image_set_job(&s->set, *k0 + i, ln->storage + (size_t)i * per, &ln->jobs[i],
-                           &ln->infos[i], err, errlen);
+    for (int i = sl->first; i < sl->first + nb && rc == 0; ++i)
+        rc = image_set_job(&s->set, *k0 + i - sl->first, ln->storage + (size_t)i * per,
+                           &ln->jobs[i], &ln->infos[i], err, errlen);
     pthread_mutex_unlock(&w->mu);
     return rc ? -1 : nb;
 }
 
-/* Where lane ln's backend writes a batch: its own buffer for the levels'
- * path and for a GPU (alloc_images' pinned memory: a device-to-host copy
- * into the caller's pageable memory is staged and slow), else straight
- * into the caller's floats at k0. */
-static int batch_buffer(work *w, lib_lane *ln, long long k0, float **out, char *err, size_t errlen)
+/* Where lane ln's backend writes a batch in slot sl: its own buffer for
+ * the levels' path and for a GPU (alloc_images' pinned memory: a
+ * device-to-host copy into the caller's pageable memory is staged and
+ * slow), else straight into the caller's floats at k0. */
+static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0, float **out,
+                        char *err, size_t errlen)
 {
     size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
     if (!w->levels && ln->ops == &psf_backend_cpu) {
@@ -87,7 +106,9 @@ static int batch_buffer(work *w, lib_lane *ln, long long k0, float **out, char *
         return PSFSIM_OK;
     }
     int rc = lib_lane_scratch(w->s, ln, err, errlen);
-    *out = ln->scratch;
+    /* levels are half the floats' bytes: slot sl's at its first image's levels */
+    size_t at = (size_t)sl->first * plane;
+    *out = w->levels ? (float *)((uint16_t *)ln->scratch + at) : ln->scratch + at;
     return rc;
 }
 
@@ -101,29 +122,20 @@ static int on_levels(const work *w, const lib_lane *ln)
            (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
 }
 
-/* The batch on ln's backend into *out (batch_buffer): floats, or levels. */
-static int run_once(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err,
-                    size_t errlen)
+/* Slot sl's batch on ln's backend into *out (batch_buffer): floats, or
+ * levels. */
+static int run_once(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
+                    char *err, size_t errlen)
 {
-    int rc = batch_buffer(w, ln, k0, out, err, errlen);
+    int rc = batch_buffer(w, ln, sl, k0, out, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    int bad = on_levels(w, ln)
-                  ? ln->ops->run_levels(ln->backend, ln->jobs, nb, (unsigned short *)*out,
-                                        ln->measures, err, errlen)
-                  : ln->ops->run(ln->backend, ln->jobs, nb, *out, err, errlen);
+    psf_job *jobs = ln->jobs + sl->first;
+    int bad =
+        on_levels(w, ln)
+            ? ln->ops->run_levels(ln->backend, jobs, nb, (unsigned short *)*out,
+                                  ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
+            : ln->ops->run(ln->backend, jobs, nb, *out, err, errlen);
     return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
-}
-
-/* Run the batch on ln's backend into *out (run_once); a GPU that fails
- * gives way to the CPU, and *out to the CPU's buffer. */
-static int run(work *w, lib_lane *ln, long long k0, int nb, float **out, char *err, size_t errlen)
-{
-    int rc = run_once(w, ln, k0, nb, out, err, errlen);
-    if (rc != PSFSIM_ERR_COMPUTE || ln->ops == &psf_backend_cpu) return rc;
-    char why[LIB_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    return rc == PSFSIM_OK ? run_once(w, ln, k0, nb, out, err, errlen) : rc;
 }
 
 #define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
@@ -148,16 +160,16 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
     }
 }
 
-/* Image i of a batch at k0 after the backend: finish, measure, stretch
- * (the levels' path). */
-static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img,
+/* Image i of a batch at k0 after the backend, the lane's record
+ * ln->infos[slot + i]: finish, measure, stretch (the levels' path). */
+static void finish_image(work *w, lib_lane *ln, int slot, long long k0, int i, float *img,
                          const psf_image_scan *scan)
 {
     const image_set *set = &w->s->set;
     const psf_config *cfg = &w->s->cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
     psfsim_metrics m = {.backend = ln->ops->name};
-    image_set_measure_scanned(set, &ln->infos[i], img, scan, &m.strehl, &m.axial_intensity);
+    image_set_measure_scanned(set, &ln->infos[slot + i], img, scan, &m.strehl, &m.axial_intensity);
     long long at = k0 + i - w->first;
     if (w->metrics) w->metrics[at] = m;
     if (w->levels)
@@ -169,18 +181,19 @@ static void finish_image(work *w, lib_lane *ln, long long k0, int i, float *img,
  * thread that computed it, while in that thread's cache (the measure
  * re-read a batch of 64 256^2 images, 16 MiB, from memory), or with the
  * backend's scan of it (psf_image_scan) not read again at all. */
-typedef struct {
+struct image_hook {
     work *w;
     lib_lane *ln;
+    int slot; /* the slot's first index (lane_slot.first) */
     long long k0;
     int i;
     int finished; /* finish_image ran: finish_part skips it */
-} image_hook;
+};
 
 static void hook_finish(void *ctx, float *img, const psf_image_scan *scan)
 {
     image_hook *h = ctx;
-    finish_image(h->w, h->ln, h->k0, h->i, img, scan);
+    finish_image(h->w, h->ln, h->slot, h->k0, h->i, img, scan);
     h->finished = 1;
 }
 
@@ -189,10 +202,11 @@ static void hook_finish(void *ctx, float *img, const psf_image_scan *scan)
 typedef struct {
     work *w;
     lib_lane *ln;
+    int slot; /* the slot's first index into the lane's arrays */
     long long k0;
     int i0, i1;
     float *out;
-    const image_hook *hooks; /* [batch] or NULL */
+    const image_hook *hooks; /* [the slot's images] or NULL */
     int levels;              /* out holds levels, the lane's measures their measures */
 } batch_part;
 
@@ -205,7 +219,8 @@ static void finish_levels(const batch_part *p)
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
     for (int i = p->i0; i < p->i1 && w->metrics; ++i) {
         psfsim_metrics m = {.backend = p->ln->ops->name};
-        image_set_measure_levels(set, &p->ln->infos[i], p->ln->measures + (size_t)i * PSF_MEASURES,
+        size_t j = (size_t)(p->slot + i);
+        image_set_measure_levels(set, &p->ln->infos[j], p->ln->measures + j * PSF_MEASURES,
                                  &m.strehl, &m.axial_intensity);
         w->metrics[p->k0 + i - w->first] = m;
     }
@@ -225,7 +240,7 @@ static void *finish_part(void *arg)
     size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
     for (int i = p->i0; i < p->i1; ++i)
         if (!p->hooks || !p->hooks[i].finished)
-            finish_image(w, p->ln, p->k0, i, p->out + (size_t)i * plane, NULL);
+            finish_image(w, p->ln, p->slot, p->k0, i, p->out + (size_t)i * plane, NULL);
     float *dst = w->images ? w->images + (size_t)(p->k0 + p->i0 - w->first) * plane : NULL;
     float *src = p->out + (size_t)p->i0 * plane;
     if (dst && dst != src) memcpy(dst, src, (size_t)(p->i1 - p->i0) * plane * sizeof *src);
@@ -236,8 +251,8 @@ static void *finish_part(void *arg)
  * threads (each image's work is its own: info, metrics and levels at its
  * index), since at a GPU's rate one thread measuring and copying is the
  * bottleneck. A thread that cannot start: this one does its part. */
-static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, const image_hook *hooks,
-                   int levels)
+static void finish(work *w, lib_lane *ln, int slot, long long k0, int nb, float *out,
+                   const image_hook *hooks, int levels)
 {
     int left = 0; /* images no hook finished */
     for (int i = 0; i < nb; ++i)
@@ -246,24 +261,30 @@ static void finish(work *w, lib_lane *ln, long long k0, int nb, float *out, cons
     if (nt < 1) nt = 1;
     batch_part parts[FINISH_MAX_THREADS];
     for (int t = 0; t < nt; ++t)
-        parts[t] = (batch_part){
-            w,   ln,    k0,    (int)((long long)nb * t / nt), (int)((long long)nb * (t + 1) / nt),
-            out, hooks, levels};
+        parts[t] = (batch_part){w,
+                                ln,
+                                slot,
+                                k0,
+                                (int)((long long)nb * t / nt),
+                                (int)((long long)nb * (t + 1) / nt),
+                                out,
+                                hooks,
+                                levels};
     on_threads(finish_part, parts, sizeof parts[0], nt, 1);
 }
 
-/* Each job of the batch at k0 gets its done hook (hooks: [nb]). */
-static void set_hooks(work *w, lib_lane *ln, long long k0, int nb, image_hook *hooks)
+/* Each job of slot `slot`'s batch at k0 gets its done hook (hooks: [nb]). */
+static void set_hooks(work *w, lib_lane *ln, int slot, long long k0, int nb, image_hook *hooks)
 {
     /* float images are not read again here (levels are stretched from them) */
     size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
     int stream = !w->levels && lib_resident(w->images + (size_t)(k0 - w->first) * plane,
                                             (size_t)nb * plane * sizeof *w->images);
     for (int i = 0; i < nb; ++i) {
-        hooks[i] = (image_hook){w, ln, k0, i, 0};
-        ln->jobs[i].done = hook_finish;
-        ln->jobs[i].done_ctx = &hooks[i];
-        ln->jobs[i].stream = stream;
+        hooks[i] = (image_hook){w, ln, slot, k0, i, 0};
+        ln->jobs[slot + i].done = hook_finish;
+        ln->jobs[slot + i].done_ctx = &hooks[i];
+        ln->jobs[slot + i].stream = stream;
     }
 }
 
@@ -278,6 +299,79 @@ static void count_done(work *w, int nb)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* A slot's batch being finished (finish) on its own thread while the
+ * lane computes the next. */
+typedef struct {
+    work *w;
+    lib_lane *ln;
+    int slot;
+    long long k0;
+    int nb;
+    float *out;
+    const image_hook *hooks;
+    int levels;
+    pthread_t thread;
+    int active, started;
+} pending;
+
+static void *pending_run(void *arg)
+{
+    pending *p = arg;
+    finish(p->w, p->ln, p->slot, p->k0, p->nb, p->out, p->hooks, p->levels);
+    return NULL;
+}
+
+/* Finish *p's batch: on its own thread when on_thread (here when none
+ * starts), else here. */
+static void pending_start(pending *p, int on_thread)
+{
+    p->active = 1;
+    p->started = on_thread && pthread_create(&p->thread, NULL, pending_run, p) == 0;
+    if (!p->started) pending_run(p);
+}
+
+/* Wait for *p's batch (if any) and count it done. */
+static void pending_join(pending *p)
+{
+    if (!p->active) return;
+    if (p->started) pthread_join(p->thread, NULL);
+    p->active = 0;
+    count_done(p->w, p->nb);
+}
+
+/* Run slot sl's batch on ln's backend into *out (run_once); a GPU that
+ * fails gives way to the CPU (after *prev, which reads the GPU's buffer,
+ * is done), and *out to the CPU's buffer. */
+static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
+               pending *prev, char *err, size_t errlen)
+{
+    int rc = run_once(w, ln, sl, k0, nb, out, err, errlen);
+    if (rc != PSFSIM_ERR_COMPUTE || ln->ops == &psf_backend_cpu) return rc;
+    char why[LIB_ERRLEN];
+    snprintf(why, sizeof why, "%s", err);
+    pending_join(prev);
+    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
+    return rc == PSFSIM_OK ? run_once(w, ln, sl, k0, nb, out, err, errlen) : rc;
+}
+
+/* The lane's slots (lane_slot): two halves of the batch on a GPU (and on
+ * the CPU with PSFSIM_TEST_OVERLAP=on, for the tests; "off": one
+ * everywhere, for bench/), else one. Returns
+ * their number: 2 overlaps the finishing of one with the next's compute. */
+static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
+{
+    const char *test = getenv("PSFSIM_TEST_OVERLAP");
+    int cpu_too = test && strcmp(test, "on") == 0, none = test && strcmp(test, "off") == 0;
+    if ((ln->ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
+        sl[0] = (lane_slot){0, s->batch};
+        return 1;
+    }
+    int half = s->batch / 2;
+    sl[0] = (lane_slot){0, half};
+    sl[1] = (lane_slot){half, s->batch - half};
+    return 2;
+}
+
 static void *lane_loop(void *arg)
 {
     work *w = ((lane_arg *)arg)->w;
@@ -285,9 +379,13 @@ static void *lane_loop(void *arg)
     psfsim_set *s = w->s;
     char err[LIB_ERRLEN];
     image_hook *hooks = malloc((size_t)s->batch * sizeof *hooks); /* NULL: finish does all */
-    while (!atomic_load(&w->stop) && !atomic_load(&s->cancel)) {
+    lane_slot slots[2];
+    int nslots = lane_slots(s, ln, slots);
+    pending prev = {.active = 0};
+    for (int q = 0; !atomic_load(&w->stop) && !atomic_load(&s->cancel); q = (q + 1) % nslots) {
+        const lane_slot *sl = &slots[q];
         long long k0;
-        int nb = take(w, ln, &k0, err, sizeof err);
+        int nb = take(w, ln, sl, &k0, err, sizeof err);
         if (nb < 0) {
             fail(w, PSFSIM_ERR_CONFIG, err);
             break;
@@ -296,21 +394,32 @@ static void *lane_loop(void *arg)
         /* A levels batch has no hooks: its images are finished from the
          * measures (a CPU's run_levels would call them on its floats). */
         int lev = on_levels(w, ln);
-        for (int i = 0; i < nb; ++i) {
+        for (int i = sl->first; i < sl->first + nb; ++i) {
             ln->jobs[i].done = NULL;
             ln->jobs[i].stream = 0;
         }
-        if (hooks && !lev) set_hooks(w, ln, k0, nb, hooks);
+        image_hook *sh = hooks ? hooks + sl->first : NULL;
+        if (sh && !lev) set_hooks(w, ln, sl->first, k0, nb, sh);
         float *out = NULL;
-        int rc = run(w, ln, k0, nb, &out, err, sizeof err);
+        int rc = run(w, ln, sl, k0, nb, &out, &prev, err, sizeof err);
+        pending_join(&prev); /* the other slot's batch, finished meanwhile */
         if (rc != PSFSIM_OK) {
             fail(w, rc, err);
             break;
         }
         /* on_levels again: a GPU that failed gave way to the CPU's floats */
-        finish(w, ln, k0, nb, out, lev ? NULL : hooks, on_levels(w, ln));
-        count_done(w, nb);
+        prev = (pending){.w = w,
+                         .ln = ln,
+                         .slot = sl->first,
+                         .k0 = k0,
+                         .nb = nb,
+                         .out = out,
+                         .hooks = lev ? NULL : sh,
+                         .levels = on_levels(w, ln)};
+        pending_start(&prev, nslots == 2);
+        if (nslots == 1) pending_join(&prev);
     }
+    pending_join(&prev);
     free(hooks);
     return NULL;
 }

@@ -5,7 +5,9 @@
  * they give one after the other, and a GPU's first compute into a fresh
  * buffer (pre-faulted while the GPU starts) gives the images it gives into
  * a touched one and the CPU's; psfsim_compute_u16 by run_levels (issue 17)
- * gives its float path's levels and metrics. */
+ * gives its float path's levels and metrics, and a lane's two slots
+ * overlapping (a GPU's path; on the CPU with PSFSIM_TEST_OVERLAP=on) the
+ * images and metrics of one batch at a time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -301,12 +303,21 @@ static void test_gpu_fresh_buffer(void **state)
     assert_int_equal(psfsim_compute(g, 0, count, touched, n, m, err, sizeof err), PSFSIM_OK);
     for (long long k = 0; k < count; ++k)
         assert_string_equal(m[k].backend, "gpu");
-    free(m);
     assert_memory_equal(fresh, touched, n * sizeof *fresh);
     psfsim_close(g);
     psfsim_set *c = NULL;
     assert_int_equal(open_large("cpu", &c), PSFSIM_OK);
     float *cpu = compute_all(c, &count, &npix);
+    /* The metrics of both slots' images (compute.c's lane_slot: 160 each)
+     * are their own: the CPU's, to float rounding. */
+    psfsim_metrics *mc = calloc((size_t)count, sizeof *mc);
+    assert_non_null(mc);
+    assert_int_equal(psfsim_compute(c, 0, count, touched, n, mc, err, sizeof err), PSFSIM_OK);
+    for (long long k = 0; k < count; ++k)
+        if (fabs(m[k].strehl - mc[k].strehl) > 1e-5 * mc[k].strehl)
+            fail_msg("image %lld: Strehl ratio GPU %.9g, CPU %.9g", k, m[k].strehl, mc[k].strehl);
+    free(m);
+    free(mc);
     size_t plane = (size_t)npix * npix;
     for (long long k = 0; k < count; ++k) {
         float peak = 0.0f, diff = 0.0f;
@@ -378,12 +389,85 @@ static void test_u16_levels_path(void **state)
     }
 }
 
+/* A progress callback's calls: done rises, and ends at total. */
+static int rising(long long done, long long total, void *user)
+{
+    progress_state *p = user;
+    assert_true(done > p->last_done && done <= total);
+    p->calls++;
+    p->last_done = done;
+    return 0;
+}
+
+/* Floats or (levels) grey levels of 200 images of 64 x 64, metrics and
+ * progress, with PSFSIM_TEST_OVERLAP = mode: "on" splits the CPU lane's
+ * batches of 64 into slots of 32 and finishes one on its own thread while
+ * the other computes (a GPU lane's path, compute.c's lane_loop). */
+static void *overlap_run(const char *mode, int levels, psfsim_metrics *m, progress_state *p)
+{
+    setenv("PSFSIM_TEST_OVERLAP", mode, 1);
+    if (levels) setenv("PSFSIM_LEVELS", "on", 1); /* the CPU's run_levels into its slots */
+    /* Random draws at three wavelengths onto a pixel of fixed size (the
+     * MFT), "pupil": every image's record (its reference peak, its
+     * captured fraction) is its own, so a slot's image measured with
+     * another's record shows. */
+    const char *text =
+        "name = \"slots\";\nnormalization = \"pupil\";\n"
+        "output: { npix = 64; pixel_scale_um = 1.5; png: { bits = 16; stretch = \"sqrt\"; }; "
+        "};\noptics: { wavelength_nm = 600.0; f_number = 10.0; aperture: { diameter_m = 2.0; "
+        "obscuration = 0.3; }; };\nsampling: { pupil_samples = 32; };\n"
+        "sweep: { random: { count = 200; seed = 7; zernike = ((4, \"normal\", 0.1), "
+        "(7, \"uniform\", 0.1)); wavelength_nm = [500.0, 600.0, 800.0]; }; };\n";
+    psfsim_set *s = open_text(text);
+    psfsim_set_progress(s, rising, p);
+    size_t n = (size_t)200 * 64 * 64;
+    void *out = malloc(n * (levels ? sizeof(uint16_t) : sizeof(float)));
+    assert_non_null(out);
+    char err[512];
+    int rc = levels ? psfsim_compute_u16(s, 0, 200, out, n, m, err, sizeof err)
+                    : psfsim_compute(s, 0, 200, out, n, m, err, sizeof err);
+    if (rc != PSFSIM_OK) fail_msg("compute (%s): %s", mode, err);
+    psfsim_close(s);
+    unsetenv("PSFSIM_TEST_OVERLAP");
+    unsetenv("PSFSIM_LEVELS");
+    return out;
+}
+
+/* Two slots overlapping give the images, levels and metrics of one batch
+ * at a time, byte for byte, and the progress callback its counts in
+ * order up to the total. */
+static void test_overlapping_slots(void **state)
+{
+    (void)state;
+    for (int levels = 0; levels < 2; ++levels) {
+        psfsim_metrics ma[200], mb[200];
+        progress_state pa = {0}, pb = {0};
+        void *a = overlap_run("off", levels, ma, &pa);
+        void *b = overlap_run("on", levels, mb, &pb);
+        size_t bytes = (size_t)200 * 64 * 64 * (levels ? sizeof(uint16_t) : sizeof(float));
+        assert_memory_equal(a, b, bytes);
+        for (int k = 0; k < 200; ++k) {
+            assert_memory_equal(&ma[k].strehl, &mb[k].strehl, sizeof ma[k].strehl);
+            assert_memory_equal(&ma[k].axial_intensity, &mb[k].axial_intensity,
+                                sizeof ma[k].axial_intensity);
+            if (!(ma[k].strehl > 0.0 && ma[k].strehl <= 1.0 + 1e-6))
+                fail_msg("image %d: strehl %.9g", k, ma[k].strehl); /* measured, not NaN */
+        }
+        assert_int_equal(pa.last_done, 200);
+        assert_int_equal(pb.last_done, 200);
+        assert_int_equal(pa.calls, 4); /* batches of 64, 64, 64, 8 */
+        assert_int_equal(pb.calls, 7); /* slots of 32: six and 8 */
+        free(a);
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_command),       cmocka_unit_test(test_cancel_mid_set),
         cmocka_unit_test(test_two_sets_two_threads), cmocka_unit_test(test_gpu_fresh_buffer),
-        cmocka_unit_test(test_u16_levels_path),
+        cmocka_unit_test(test_u16_levels_path),      cmocka_unit_test(test_overlapping_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
