@@ -334,6 +334,61 @@ static void test_gpu_fresh_buffer(void **state)
     free(fresh);
 }
 
+/* A GPU that fails mid-set (PSFSIM_GPU_FAIL_AT=n, n = 20, 40, .., 600:
+ * some in the backend's start, some in its first or second slot's run,
+ * while the other slot is being finished) gives way to the CPU: every
+ * image is there, the GPU's equal to the CPU's to 1e-5 of the peak and the
+ * CPU's equal to them bit for bit, the backend column "gpu" up to a point
+ * and "cpu" after it; at least one n falls back mid-set. A fault in the
+ * start is PSFSIM_ERR_BACKEND ("gpu" asked for). Skipped without a GPU. */
+static void test_gpu_fall_back_mid_set(void **state)
+{
+    (void)state;
+    psfsim_set *c = NULL;
+    assert_int_equal(open_large("cpu", &c), PSFSIM_OK);
+    long long count;
+    int npix;
+    float *cpu = compute_all(c, &count, &npix);
+    psfsim_close(c);
+    size_t plane = (size_t)npix * npix, n = (size_t)count * plane;
+    float *img = malloc(n * sizeof *img);
+    psfsim_metrics *m = calloc((size_t)count, sizeof *m);
+    assert_true(img && m);
+    int mixed = 0, ran = 0;
+    for (int at = 20; at <= 600; at += 20) {
+        char val[16];
+        snprintf(val, sizeof val, "%d", at);
+        setenv("PSFSIM_GPU_FAIL_AT", val, 1);
+        psfsim_set *g = NULL;
+        int rc = open_large("gpu", &g);
+        char err[1024] = "";
+        if (rc == PSFSIM_OK) rc = psfsim_compute(g, 0, count, img, n, m, err, sizeof err);
+        unsetenv("PSFSIM_GPU_FAIL_AT");
+        psfsim_close(g);
+        if (rc == PSFSIM_ERR_BACKEND) continue; /* no GPU, or the fault in its start */
+        if (rc != PSFSIM_OK) fail_msg("FAIL_AT=%d: %s", at, err);
+        ran++;
+        long long ngpu = 0;
+        while (ngpu < count && strcmp(m[ngpu].backend, "gpu") == 0)
+            ngpu++;
+        for (long long k = ngpu; k < count; ++k) {
+            if (strcmp(m[k].backend, "cpu") != 0)
+                fail_msg("FAIL_AT=%d: image %lld from %s after the fall-back", at, k, m[k].backend);
+            if (memcmp(img + (size_t)k * plane, cpu + (size_t)k * plane, plane * sizeof *img))
+                fail_msg("FAIL_AT=%d: image %lld (CPU) differs from the CPU run's", at, k);
+        }
+        for (size_t i = 0; i < (size_t)ngpu * plane; ++i)
+            if (fabsf(img[i] - cpu[i]) > 1e-5f)
+                fail_msg("FAIL_AT=%d: pixel %zu (GPU) %g, CPU %g", at, i, img[i], cpu[i]);
+        mixed += ngpu > 0 && ngpu < count;
+    }
+    free(img);
+    free(m);
+    free(cpu);
+    if (!ran) skip();
+    if (!mixed) fail_msg("no FAIL_AT in 20..600 fell back mid-set (%d ran)", ran);
+}
+
 /* psfsim_compute_u16 of set text with PSFSIM_LEVELS = mode ("on": the
  * CPU's run_levels, issue 17; "off": its floats and the host's stretch),
  * levels and metrics malloc'd into *lv, *m. */
@@ -465,9 +520,10 @@ static void test_overlapping_slots(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equals_command),       cmocka_unit_test(test_cancel_mid_set),
-        cmocka_unit_test(test_two_sets_two_threads), cmocka_unit_test(test_gpu_fresh_buffer),
-        cmocka_unit_test(test_u16_levels_path),      cmocka_unit_test(test_overlapping_slots),
+        cmocka_unit_test(test_equals_command),        cmocka_unit_test(test_cancel_mid_set),
+        cmocka_unit_test(test_two_sets_two_threads),  cmocka_unit_test(test_gpu_fresh_buffer),
+        cmocka_unit_test(test_u16_levels_path),       cmocka_unit_test(test_overlapping_slots),
+        cmocka_unit_test(test_gpu_fall_back_mid_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
