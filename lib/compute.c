@@ -93,6 +93,16 @@ static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char 
     return rc ? -1 : nb;
 }
 
+/* Whether lane ln computes w's batches as levels (run_levels into its
+ * scratch, measures into ln->measures): psfsim_compute_u16 on a lane that
+ * takes them (psfsim_set.levels_lanes). */
+static int on_levels(const work *w, const lib_lane *ln)
+{
+    int lanes = w->s->levels_lanes;
+    return w->levels && ln->ops->run_levels &&
+           (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
+}
+
 /* Where lane ln's backend writes a batch in slot sl: its own buffer for
  * the levels' path and for a GPU (alloc_images' pinned memory: a
  * device-to-host copy into the caller's pageable memory is staged and
@@ -106,20 +116,12 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
         return PSFSIM_OK;
     }
     int rc = lib_lane_scratch(w->s, ln, err, errlen);
-    /* levels are half the floats' bytes: slot sl's at its first image's levels */
+    /* slot sl's part at its first image: in levels when the lane computes
+     * levels, else in floats (psfsim_compute_u16's levels then stretched
+     * from them) */
     size_t at = (size_t)sl->first * plane;
-    *out = w->levels ? (float *)((uint16_t *)ln->scratch + at) : ln->scratch + at;
+    *out = on_levels(w, ln) ? (float *)((uint16_t *)ln->scratch + at) : ln->scratch + at;
     return rc;
-}
-
-/* Whether lane ln computes w's batches as levels (run_levels into its
- * scratch, measures into ln->measures): psfsim_compute_u16 on a lane that
- * takes them (psfsim_set.levels_lanes). */
-static int on_levels(const work *w, const lib_lane *ln)
-{
-    int lanes = w->s->levels_lanes;
-    return w->levels && ln->ops->run_levels &&
-           (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
 }
 
 /* Slot sl's batch on ln's backend into *out (batch_buffer): floats, or
@@ -356,8 +358,8 @@ static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb,
 
 /* The lane's slots (lane_slot): two halves of the batch on a GPU (and on
  * the CPU with PSFSIM_TEST_OVERLAP=on, for the tests; "off": one
- * everywhere, for bench/), else one. Returns
- * their number: 2 overlaps the finishing of one with the next's compute. */
+ * everywhere, for bench/), else one. Returns their number: with 2 the
+ * finishing of one overlaps the next one's compute. */
 static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
 {
     const char *test = getenv("PSFSIM_TEST_OVERLAP");
@@ -370,6 +372,21 @@ static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
     sl[0] = (lane_slot){0, half};
     sl[1] = (lane_slot){half, s->batch - half};
     return 2;
+}
+
+/* The done hooks of slot sl's batch at k0 (its part of hooks), or NULL:
+ * a levels batch has none, its images finished from the measures (a CPU's
+ * run_levels would call them on its floats). */
+static image_hook *slot_hooks(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb,
+                              image_hook *hooks)
+{
+    for (int i = sl->first; i < sl->first + nb; ++i) {
+        ln->jobs[i].done = NULL;
+        ln->jobs[i].stream = 0;
+    }
+    if (!hooks || on_levels(w, ln)) return NULL;
+    set_hooks(w, ln, sl->first, k0, nb, hooks + sl->first);
+    return hooks + sl->first;
 }
 
 static void *lane_loop(void *arg)
@@ -391,15 +408,7 @@ static void *lane_loop(void *arg)
             break;
         }
         if (nb == 0) break;
-        /* A levels batch has no hooks: its images are finished from the
-         * measures (a CPU's run_levels would call them on its floats). */
-        int lev = on_levels(w, ln);
-        for (int i = sl->first; i < sl->first + nb; ++i) {
-            ln->jobs[i].done = NULL;
-            ln->jobs[i].stream = 0;
-        }
-        image_hook *sh = hooks ? hooks + sl->first : NULL;
-        if (sh && !lev) set_hooks(w, ln, sl->first, k0, nb, sh);
+        image_hook *sh = slot_hooks(w, ln, sl, k0, nb, hooks);
         float *out = NULL;
         int rc = run(w, ln, sl, k0, nb, &out, &prev, err, sizeof err);
         pending_join(&prev); /* the other slot's batch, finished meanwhile */
@@ -414,7 +423,7 @@ static void *lane_loop(void *arg)
                          .k0 = k0,
                          .nb = nb,
                          .out = out,
-                         .hooks = lev ? NULL : sh,
+                         .hooks = sh,
                          .levels = on_levels(w, ln)};
         pending_start(&prev, nslots == 2);
         if (nslots == 1) pending_join(&prev);

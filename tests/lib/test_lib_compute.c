@@ -454,14 +454,16 @@ static int rising(long long done, long long total, void *user)
     return 0;
 }
 
-/* Floats or (levels) grey levels of 200 images of 64 x 64, metrics and
+/* Floats or (levels 1, 2) grey levels of 200 images of 64 x 64, metrics and
  * progress, with PSFSIM_TEST_OVERLAP = mode: "on" splits the CPU lane's
  * batches of 64 into slots of 32 and finishes one on its own thread while
  * the other computes (a GPU lane's path, compute.c's lane_loop). */
 static void *overlap_run(const char *mode, int levels, psfsim_metrics *m, progress_state *p)
 {
     setenv("PSFSIM_TEST_OVERLAP", mode, 1);
-    if (levels) setenv("PSFSIM_LEVELS", "on", 1); /* the CPU's run_levels into its slots */
+    /* 1: the CPU's run_levels into its slots; 2: its floats into its slots,
+     * stretched into the caller's levels */
+    if (levels) setenv("PSFSIM_LEVELS", levels == 1 ? "on" : "off", 1);
     /* Random draws at three wavelengths onto a pixel of fixed size (the
      * MFT), "pupil": every image's record (its reference peak, its
      * captured fraction) is its own, so a slot's image measured with
@@ -494,7 +496,7 @@ static void *overlap_run(const char *mode, int levels, psfsim_metrics *m, progre
 static void test_overlapping_slots(void **state)
 {
     (void)state;
-    for (int levels = 0; levels < 2; ++levels) {
+    for (int levels = 0; levels < 3; ++levels) {
         psfsim_metrics ma[200], mb[200];
         progress_state pa = {0}, pb = {0};
         void *a = overlap_run("off", levels, ma, &pa);
