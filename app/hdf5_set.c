@@ -80,8 +80,8 @@ int hdf5_set_conventions(const image_set *s, set_convention *out)
                              "(exponent -): a positive Noll 2 moves the PSF towards larger "
                              "columns, a positive Noll 3 towards larger rows");
     CONV("pixel_scale", "%s",
-         cfg->n_sweep_wavelength > 0
-             ? "per image (labels/pixel_scale_*): the wavelength is swept"
+         image_set_wavelength_per_image(s)
+             ? "per image (labels/pixel_scale_*): each image has its own wavelength"
              : "the same for every image (the pixel_scale_* attributes, labels/pixel_scale_*)");
 #undef CONV
     return n;
@@ -211,9 +211,13 @@ static void constants(const image_set *s, hdf5_set_desc *d)
         keep(d, "%.10g", cfg->wavelengths_nm[i]);
     for (char *c = wl; c < d->text + d->used - 1; ++c) /* the values' NULs become commas */
         if (!*c) *c = ',';
-    if (cfg->nwavelengths > 0 && cfg->n_sweep_wavelength == 0)
-        attr_s(d, NULL, "wavelengths_nm", wl);
-    if (cfg->n_sweep_wavelength > 0) return; /* the pixel is per image */
+    int per_image = image_set_wavelength_per_image(s); /* (labels/wavelength_nm) */
+    if (cfg->nwavelengths > 0 && !per_image) attr_s(d, NULL, "wavelengths_nm", wl);
+    if (cfg->random.count > 0) { /* image k's draw: k mod count (axes.h) */
+        attr_i(d, NULL, "random_count", cfg->random.count);
+        attr_i(d, NULL, "random_seed", (long long)cfg->random.seed);
+    }
+    if (per_image) return; /* the pixel is per image */
     image_info info;
     image_set_common_info(s, &info);
     attr_d(d, NULL, "pixel_scale_lambda_d", info.pixel_lambda_d);
@@ -252,11 +256,11 @@ static void image_attrs(const image_set *s, hdf5_set_desc *d)
 }
 
 /* The pixel of set s's images as attributes of dataset obj (the set's
- * pixel; with a swept wavelength it is per image: labels/pixel_scale_*
+ * pixel; with a wavelength per image it is per image: labels/pixel_scale_*
  * over OVERSAMP). */
 static void pixel_attrs(const image_set *s, hdf5_set_desc *d, const char *obj)
 {
-    if (s->cfg->n_sweep_wavelength > 0) return;
+    if (image_set_wavelength_per_image(s)) return;
     image_info info;
     image_set_common_info(s, &info);
     attr_d(d, obj, "pixel_scale_lambda_d", info.pixel_lambda_d);

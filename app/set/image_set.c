@@ -454,6 +454,12 @@ void image_set_finish_image(const image_set *s, image_info *info, float *img)
     info->ref_peak *= inv;
 }
 
+int image_set_wavelength_per_image(const image_set *s)
+{
+    long long n;
+    return axes_image_wavelengths(&s->axes, &n) != NULL;
+}
+
 void image_set_common_info(const image_set *s, image_info *info)
 {
     const psf_config *cfg = s->cfg;

@@ -166,6 +166,12 @@ int image_set_check_open(image_set *s, char *err, size_t errlen);
  * double, goes to info->captured_fraction. */
 void image_set_finish_image(const image_set *s, image_info *info, float *img);
 
+/* 1 when the images take their wavelengths one each (sweep.wavelength_nm,
+ * sweep.random.wavelength_nm, a table's wavelength_nm column: they replace
+ * optics.wavelength_nm), so that the pixel scale in lambda/D or on the sky
+ * is the image's own (its record's); else 0. */
+int image_set_wavelength_per_image(const image_set *s);
+
 /* The record of what every image of the set shares (the FITS cube's
  * header): no swept values, coeff_units NULL, wavelength_nm the shortest of
  * optics.wavelength_nm (without one: the first listed wavelength, 500 when

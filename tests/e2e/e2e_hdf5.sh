@@ -45,6 +45,21 @@ cmp -s fd1/f.h5 fd2/f.h5 && cmp -s fd1/f.json fd2/f.json &&
   pass "SOURCE_DATE_EPOCH: f.h5 and f.json byte for byte the same, dated 2023-11-14T22:13:20Z" ||
   fail "SOURCE_DATE_EPOCH: f.h5 or f.json differ between runs, or the date is not the epoch's"
 
+# Random draws taking their wavelengths from a list (they replace
+# optics.wavelength_nm): each image has its own pixel, so the set states
+# none (h5_check.py sidecar), and the draw's key is in the attributes.
+cat >r.cfg <<'CFG'
+name = "r";
+optics: { wavelength_nm = 1000.0; aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; padding = 2.0; };
+sweep: { random: { count = 60; seed = 42; zernike = ((2, "normal", 0.1), (4, "normal", 0.1));
+  wavelength_nm = [900.0, 1000.0, 1100.0]; }; };
+output: { png: { enabled = false; }; hdf5: { enabled = true; }; };
+CFG
+expect_exit 0 "random set drawing its wavelengths" -- "$PSFSIM" -q --backend cpu -c r.cfg -o r
+h5_ok check r r none
+h5_ok sidecar r r
+
 # uint16 with gzip: the PNG stretch's levels (8-bit sqrt here).
 sed -e 's/name = "f"/name = "u"/' -e 's/fits: { enabled = true; }; hdf5: { enabled = true; }/png: { bits = 8; stretch = "sqrt"; }; hdf5: { enabled = true; dtype = "uint16"; compression = "gzip"; level = 6; }/' f.cfg >u.cfg
 expect_exit 0 "uint16 gzip set with PNG" -- "$PSFSIM" -q --backend cpu -c u.cfg -o u

@@ -226,6 +226,19 @@ def sidecar(d, name):
         noll = list(f["labels/zernike"].attrs["noll_j"]) if "zernike" in f["labels"] else []
         assert s["labels"]["zernike_noll_j"] == noll
         assert sorted(s["labels"]["columns"]) == sorted(n for n in f["labels"] if n != "zernike")
+        # Images of their own wavelengths (swept, drawn, listed) have their
+        # own pixels: then the set states none, and says so; else it does.
+        own = len(set(f["labels/wavelength_nm"][:].tolist())) > 1
+        for key in ("pixel_scale_lambda_d", "pixel_scale_arcsec", "wavelengths_nm"):
+            assert (key in f.attrs) != own, f"{key} in the root attributes: {key in f.attrs}"
+            assert (s["set"][key] is None) == own, f"set.{key} in the sidecar: {s['set'][key]}"
+        assert ("per image" in f.attrs["pixel_scale"]) == own, f.attrs["pixel_scale"]
+        draws = s["config"]["sweep"].get("random")
+        if draws:
+            assert f.attrs["random_count"] == draws["count"], "random_count"
+            assert f.attrs["random_seed"] == draws["seed"], "random_seed"
+        else:
+            assert "random_count" not in f.attrs and "random_seed" not in f.attrs
     print(f"{name}.json: the keys are there and agree with {name}.h5")
 
 
