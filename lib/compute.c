@@ -249,29 +249,24 @@ static void *finish_part(void *arg)
     return NULL;
 }
 
-/* After the backend: the batch's images finished on up to w->finishers
- * threads (each image's work is its own: info, metrics and levels at its
- * index), since at a GPU's rate one thread measuring and copying is the
- * bottleneck. A thread that cannot start: this one does its part. */
-static void finish(work *w, lib_lane *ln, int slot, long long k0, int nb, float *out,
-                   const image_hook *hooks, int levels)
+/* After the backend: batch b (its images [0, b->i1)) finished on up to
+ * w->finishers threads (each image's work is its own: info, metrics and
+ * levels at its index), since at a GPU's rate one thread measuring and
+ * copying is the bottleneck. A thread that cannot start: this one does its
+ * part. */
+static void finish(const batch_part *b)
 {
-    int left = 0; /* images no hook finished */
+    int nb = b->i1, left = 0; /* images no hook finished */
     for (int i = 0; i < nb; ++i)
-        left += !hooks || !hooks[i].finished;
-    int nt = left / FINISH_MIN_IMAGES < w->finishers ? left / FINISH_MIN_IMAGES : w->finishers;
+        left += !b->hooks || !b->hooks[i].finished;
+    int fin = b->w->finishers, nt = left / FINISH_MIN_IMAGES < fin ? left / FINISH_MIN_IMAGES : fin;
     if (nt < 1) nt = 1;
     batch_part parts[FINISH_MAX_THREADS];
-    for (int t = 0; t < nt; ++t)
-        parts[t] = (batch_part){w,
-                                ln,
-                                slot,
-                                k0,
-                                (int)((long long)nb * t / nt),
-                                (int)((long long)nb * (t + 1) / nt),
-                                out,
-                                hooks,
-                                levels};
+    for (int t = 0; t < nt; ++t) {
+        parts[t] = *b;
+        parts[t].i0 = (int)((long long)nb * t / nt);
+        parts[t].i1 = (int)((long long)nb * (t + 1) / nt);
+    }
     on_threads(finish_part, parts, sizeof parts[0], nt, 1);
 }
 
@@ -301,25 +296,17 @@ static void count_done(work *w, int nb)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* A slot's batch being finished (finish) on its own thread while the
- * lane computes the next. */
+/* A slot's batch (its images [0, batch.i1)) being finished (finish) on
+ * its own thread while the lane computes the next. */
 typedef struct {
-    work *w;
-    lib_lane *ln;
-    int slot;
-    long long k0;
-    int nb;
-    float *out;
-    const image_hook *hooks;
-    int levels;
+    batch_part batch;
     pthread_t thread;
     int active, started;
 } pending;
 
 static void *pending_run(void *arg)
 {
-    pending *p = arg;
-    finish(p->w, p->ln, p->slot, p->k0, p->nb, p->out, p->hooks, p->levels);
+    finish(&((pending *)arg)->batch);
     return NULL;
 }
 
@@ -338,7 +325,7 @@ static void pending_join(pending *p)
     if (!p->active) return;
     if (p->started) pthread_join(p->thread, NULL);
     p->active = 0;
-    count_done(p->w, p->nb);
+    count_done(p->batch.w, p->batch.i1);
 }
 
 /* Run slot sl's batch on ln's backend into *out (run_once); a GPU that
@@ -417,14 +404,14 @@ static void *lane_loop(void *arg)
             break;
         }
         /* on_levels again: a GPU that failed gave way to the CPU's floats */
-        prev = (pending){.w = w,
-                         .ln = ln,
-                         .slot = sl->first,
-                         .k0 = k0,
-                         .nb = nb,
-                         .out = out,
-                         .hooks = sh,
-                         .levels = on_levels(w, ln)};
+        prev = (pending){.batch = {.w = w,
+                                   .ln = ln,
+                                   .slot = sl->first,
+                                   .k0 = k0,
+                                   .i1 = nb,
+                                   .out = out,
+                                   .hooks = sh,
+                                   .levels = on_levels(w, ln)}};
         pending_start(&prev, nslots == 2);
         if (nslots == 1) pending_join(&prev);
     }
