@@ -253,16 +253,19 @@ static void test_two_sets_two_threads(void **state)
 }
 
 /* 320 images of 256 x 256 (80 MiB, above compute.c's PREFAULT_MIN_BYTES)
- * on the GPU, with backend ("gpu" or "cpu"). */
-static int open_large(const char *backend, psfsim_set **s)
+ * on the GPU, with backend ("gpu" or "cpu") and the config text more
+ * (groups of its own: output, detector). PSFSIM_OK, PSFSIM_ERR_BACKEND
+ * (no GPU module), else the test fails. */
+static int open_large_with(const char *more, const char *backend, psfsim_set **s)
 {
-    static char text[8192];
-    defocus_text(text, sizeof text,
-                 "name = \"large\";\n"
-                 "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
-                 "obscuration = 0.33; }; };\n"
-                 "sampling: { pupil_samples = 128; padding = 2.0; };\n",
-                 320, -0.8);
+    static char head[2048], text[9000];
+    snprintf(head, sizeof head,
+             "name = \"large\";\n%s"
+             "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
+             "obscuration = 0.33; }; };\n"
+             "sampling: { pupil_samples = 128; padding = 2.0; };\n",
+             more);
+    defocus_text(text, sizeof text, head, 320, -0.8);
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = backend;
@@ -270,6 +273,11 @@ static int open_large(const char *backend, psfsim_set **s)
     int rc = psfsim_open_text(text, &o, s, err, sizeof err);
     if (rc != PSFSIM_OK && rc != PSFSIM_ERR_BACKEND) fail_msg("open: %s", err);
     return rc;
+}
+
+static int open_large(const char *backend, psfsim_set **s)
+{
+    return open_large_with("", backend, s);
 }
 
 /* A fresh buffer of a GPU set's first compute is pre-faulted while the GPU
@@ -339,30 +347,19 @@ static void test_gpu_fresh_buffer(void **state)
  * lane's two slots hold floats that the host stretches) on backend. */
 static uint16_t *u16_detector(const char *backend, long long *count, int *npix)
 {
-    static char text[9000];
-    defocus_text(text, sizeof text,
-                 "name = \"u16det\";\n"
-                 "output: { png: { bits = 16; stretch = \"linear\"; }; };\n"
-                 "detector: { jitter_lambda_d = 0.3; charge_diffusion_px = 0.4;\n"
-                 "  ipc = [0.0, 0.01, 0.0, 0.01, 0.96, 0.01, 0.0, 0.01, 0.0]; };\n"
-                 "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 2.4; "
-                 "obscuration = 0.33; }; };\n"
-                 "sampling: { pupil_samples = 128; padding = 2.0; };\n",
-                 320, -0.8);
-    psfsim_options o;
-    psfsim_options_init(&o);
-    o.backend = backend;
     psfsim_set *s = NULL;
+    if (open_large_with("output: { png: { bits = 16; stretch = \"linear\"; }; };\n"
+                        "detector: { jitter_lambda_d = 0.3; charge_diffusion_px = 0.4;\n"
+                        "  ipc = [0.0, 0.01, 0.0, 0.01, 0.96, 0.01, 0.0, 0.01, 0.0]; };\n",
+                        backend, &s) != PSFSIM_OK)
+        return NULL;
     char err[1024] = "";
-    int rc = psfsim_open_text(text, &o, &s, err, sizeof err);
-    if (rc == PSFSIM_ERR_BACKEND) return NULL;
-    if (rc != PSFSIM_OK) fail_msg("open: %s", err);
     psfsim_info info;
     assert_int_equal(psfsim_describe(s, &info, NULL, 0), PSFSIM_OK);
     size_t n = (size_t)info.count * info.npix * info.npix;
     uint16_t *lv = malloc(n * sizeof *lv);
     assert_non_null(lv);
-    rc = psfsim_compute_u16(s, 0, info.count, lv, n, NULL, err, sizeof err);
+    int rc = psfsim_compute_u16(s, 0, info.count, lv, n, NULL, err, sizeof err);
     psfsim_close(s);
     if (rc == PSFSIM_ERR_BACKEND) { /* the module, but no GPU */
         free(lv);
