@@ -98,6 +98,16 @@ void psf_detector_otf(const psf_detector *d, int npix, float *otf)
     }
 }
 
+void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float *ty)
+{
+    int s = scale_of(d);
+    for (int k = 0; k < npix; ++k) {
+        double u = (double)(k <= npix / 2 ? k : npix - k) * s / npix;
+        tx[k] = (float)(axis_tf(d, u, d->jitter_px[0]) / npix);
+        ty[k] = (float)(axis_tf(d, u, d->jitter_px[1]) / npix);
+    }
+}
+
 int psf_detector_sample_offset(int npix, int s)
 {
     return npix / 2 - s * ((npix / s) / 2);

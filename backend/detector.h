@@ -36,6 +36,31 @@ size_t psf_detector_otf_bytes(int npix);
  * cycles per detector pixel. Computed in double, stored as float. */
 void psf_detector_otf(const psf_detector *d, int npix, float *otf);
 
+/* The transfer function's separable part as two axes (the GPU's
+ * separable path, gpu/detector_sep.h): tx[k] = X(u_k) / npix and
+ * ty[k] = Y(v_k) / npix for full-length DFT index k < npix, u_k = v_k =
+ * min(k, npix - k) s / npix cycles per detector pixel, X and Y the pixel
+ * box, jitter (x: jitter_px[0], y: jitter_px[1]) and diffusion factors of
+ * psf_detector_otf, which is tx[c] ty[r] (times the IPC kernel's factor)
+ * at (r, c): without the IPC kernel the stage is a circular convolution
+ * along rows with the inverse DFT of tx and then along columns with that
+ * of ty (the DFT's separability). All are real and even in k. Computed in
+ * double, stored as float. */
+void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float *ty);
+
+/* img[0 .. n-1] below 0 set to 0, NaN kept (so that it is still found):
+ * the stage's last step on both backends. In exact arithmetic the stage's
+ * image is >= 0 (a non-negative image, band-limited on the grid, through
+ * non-negative kernels: the box, Gaussians, a non-negative IPC kernel);
+ * the transforms' float rounding, ~1e-7 of the peak, leaves small
+ * negatives where the image is dark (the Airy rings' zeros), which
+ * psfsim's check of every image (app/run_check.h) would refuse. */
+PSF_HD void psf_detector_clamp(float *img, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        img[i] = img[i] < 0.0f ? 0.0f : img[i];
+}
+
 /* The grid sample o of detector pixel 0's centre, so that detector pixel
  * M/2 is centred on the optical axis (grid sample npix/2): npix/2 - s (M/2),
  * M = npix / s; 0 for even M, below s. */

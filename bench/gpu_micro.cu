@@ -599,10 +599,11 @@ static void det_run_enqueue(const det_run *r, cudaStream_t s, gpu_check *chk, ch
 }
 
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
- * effect at oversample 1 (R2C, multiply, N x N C2R into the detector
- * images), (c) every effect at oversample 4 (R2C, the fold, M x M C2R),
- * through gpu_detector_apply as gpu/backend.cu runs it. CSV rows and the
- * ratios (b)/(a), (c)/(a). */
+ * effect at oversample 1, (c) every effect at oversample 4, through
+ * gpu_detector_apply as gpu/backend.cu runs it (its default path: the
+ * separable one, gpu/detector_sep.h, at npix a power of two). CSV rows and
+ * the ratios (b)/(a), (c)/(a); then both paths, and the cuFFT path's
+ * steps and variants (R2C or packed C2C, multiply or fold, C2R). */
 static void detector_figures(int npix, int batch, long long nimages)
 {
     char err[1024];
@@ -632,6 +633,27 @@ static void detector_figures(int npix, int batch, long long nimages)
     printf("# detector all effects / none, device compute: %.3f (oversample 1, %d -> %d), "
            "%.3f (oversample 4, %d -> %d); target <= 1.5\n",
            ms[1] / ms[0], npix, npix, ms[2] / ms[0], npix, npix / 4);
+    /* The separable path (the default where it applies) against the cuFFT
+     * one, same set, same run; the rows below time the cuFFT path's steps. */
+    printf("detector_path,mode,path,default,ms_total,us_per_image,ratio_to_none\n");
+    for (int v = 1; v < 3; ++v) {
+        int sep = det[v].separable;
+        for (int path = 0; path < 2; ++path) {
+            det[v].separable = path == 0 && sep;
+            if (path == 0 && !sep) continue;
+            float t = det_set_ms(&p, &det[v], 3, nimages, s, &chk, err);
+            printf("detector_path,%s,%s,%s,%.3f,%.4f,%.3f\n", name[v], path ? "cufft" : "separable",
+                   det[v].separable == sep ? "yes" : "no", t, t * 1e3 / nimages, t / ms[0]);
+            if (path == 0) { /* its pass A alone */
+                det[v].steps = 1;
+                float a = det_set_ms(&p, &det[v], 3, nimages, s, &chk, err);
+                det[v].steps = 0;
+                printf("detector_path,%s,separable_rows_only,no,%.3f,%.4f,%.3f\n", name[v], a,
+                       a * 1e3 / nimages, a / ms[0]);
+            }
+        }
+        det[v].separable = 0;
+    }
     det_breakdown(&p, det, name, nimages, s, &chk, err);
     det_variants(&p, det, ms[0], nimages, s, &chk, err);
     det_packed(&p, det, ms[0], nimages, s, &chk, err);

@@ -89,4 +89,6 @@ void cpu_detector_apply(const cpu_detector *d, cpu_detector_work *w, const float
         psf_detector_sample(w->real, d->npix, d->s, out);
     else
         memcpy(out, w->real, plane * sizeof *out);
+    size_t m = d->sample ? n / (size_t)d->s : n;
+    psf_detector_clamp(out, m * m);
 }

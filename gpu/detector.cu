@@ -118,6 +118,13 @@ static fold_pair_fn fold_pair_kernel_for(int s, int unroll)
     return fold_pair_kernel<0>;
 }
 
+/* psf_detector_clamp of `count` floats: the cuFFT paths' last pass. */
+__global__ static void clamp_kernel(float *__restrict__ x, size_t count)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) x[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
 /* The imaginary half of `plane` complex values zeroed: an odd count's
  * last pair has no second image. */
 __global__ static void zero_imag_kernel(cufftComplex *__restrict__ z, size_t plane)
@@ -146,7 +153,7 @@ long long gpu_detector_grid_images(const psf_problem *problem, long long capacit
 
 int gpu_detector_packs(const gpu_detector *d, int n)
 {
-    return d->convolve && d->packed && n >= 2;
+    return d->convolve && !d->separable && d->packed && n >= 2;
 }
 
 size_t gpu_detector_bytes(const psf_problem *problem, long long capacity)
@@ -211,7 +218,8 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<1>)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<2>)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, fold_pair_kernel<4>)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, zero_imag_kernel)))
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, zero_imag_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, clamp_kernel)))
         return -1;
     size_t m2 = (size_t)d->out_npix * d->out_npix;
     for (int q = 0; q < 2 && d->sample; ++q)
@@ -234,6 +242,12 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     if (rc) d->otf = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->otf, host, bytes, cudaMemcpyHostToDevice));
     free(host);
+    /* The cuFFT paths stay ready beside it (the table is small, the plans
+     * are made on first use): the bench and the tests compare them. */
+    if (rc == 0 && gpu_detector_sep_supports(problem)) {
+        rc = gpu_detector_sep_create(&d->sep, problem, chk);
+        d->separable = rc == 0 && GPU_DETECTOR_SEPARABLE;
+    }
     return rc;
 }
 
@@ -249,6 +263,7 @@ void gpu_detector_destroy(gpu_detector *d)
 {
     for (int i = 0; i < GPU_DETECTOR_PLANS; ++i)
         plan_free(&d->plans[i]);
+    gpu_detector_sep_destroy(&d->sep);
     cudaFree(d->otf);
     cudaFree(d->phase);
     cudaFree(d->out[0]);
@@ -340,39 +355,52 @@ static int packed_apply(gpu_detector *d, gpu_detector_plan *p, float *grid, int 
     return GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)) ? -1 : 0;
 }
 
+/* The cuFFT paths' convolution of n grid images into out (packed pairs,
+ * or the R2C of n then the fold or the multiply, then the C2R), enqueued;
+ * d->steps stops it early (the bench). Returns 0, or -1 with chk's
+ * message. */
+static int cufft_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, float *out,
+                       gpu_check *chk)
+{
+    int packed = gpu_detector_packs(d, n);
+    gpu_detector_plan *p = plan_for(d, n, packed, chk);
+    if (!p) return -1;
+    if (packed) return packed_apply(d, p, grid, n, spec, out, chk);
+    if (GPU_CUFFT(chk, cufftExecR2C(p->fwd, grid, spec))) return -1;
+    if (d->steps == 1) return 0;
+    if (d->fold) return fold_apply(d, p, grid, n, spec, out, chk);
+    size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
+    int per = d->multiply_per;
+    dim3 blocks((unsigned)((nspec + 255) / 256), image_groups(n, per)); /* n <= 65535 */
+    otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
+    /* Out of place, straight into the image run() returns: at s = 1 the
+     * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
+    if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
+    if (d->steps == 2) return 0;
+    return GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out)) ? -1 : 0;
+}
+
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk)
 {
     *result = grid;
     if (!d->active || n < 1) return 0;
     float *out = d->sample ? d->out[q] : grid;
-    if (d->convolve) {
-        int packed = gpu_detector_packs(d, n);
-        gpu_detector_plan *p = plan_for(d, n, packed, chk);
-        if (!p) return -1;
-        if (packed) {
-            if (packed_apply(d, p, grid, n, spec, out, chk)) return -1;
-            *result = out;
-            return 0;
-        }
-        if (GPU_CUFFT(chk, cufftExecR2C(p->fwd, grid, spec))) return -1;
-        if (d->steps == 1) return 0;
-        if (d->fold) {
-            if (fold_apply(d, p, grid, n, spec, out, chk)) return -1;
-            *result = out;
-            return 0;
-        }
-        size_t nspec = (size_t)d->npix * (size_t)(d->npix / 2 + 1);
-        int per = d->multiply_per;
-        dim3 blocks((unsigned)((nspec + 255) / 256), image_groups(n, per)); /* n <= 65535 */
-        otf_multiply_kernel<<<blocks, 256, 0, d->stream>>>(spec, d->otf, nspec, n, per);
-        /* Out of place, straight into the image run() returns: at s = 1 the
-         * detector image is the grid image (s^2 = 1, o = 0), no sampling pass. */
-        if (GPU_LAUNCH(chk, "otf_multiply_kernel")) return -1;
-        if (d->steps == 2) return 0;
-        if (GPU_CUFFT(chk, cufftExecC2R(p->c2r, spec, out))) return -1;
+    if (d->convolve && d->separable) {
+        /* Rows into spec (the scratch the other paths use too), columns
+         * into the images run() returns (grid, read by then, at s = 1). */
+        d->sep.steps = d->steps == 1;
+        if (gpu_detector_sep_apply(&d->sep, grid, n, (float *)spec, out, d->stream, chk)) return -1;
         *result = out;
         return 0;
+    }
+    if (d->convolve) {
+        if (cufft_apply(d, grid, n, spec, out, chk)) return -1;
+        *result = out;
+        if (d->steps) return 0;
+        size_t count = (size_t)n * (size_t)d->out_npix * (size_t)d->out_npix;
+        clamp_kernel<<<(unsigned)((count + 255) / 256), 256, 0, d->stream>>>(out, count);
+        return GPU_LAUNCH(chk, "clamp_kernel");
     }
     if (!d->sample) return 0;
     int m = d->out_npix, off = psf_detector_sample_offset(d->npix, d->s);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The detector stage on the GPU (psf_detector, backend/backend.h), the twin
  * of cpu/detector.h, with the CPU's transfer function (computed on the host
- * by backend/detector.h). Per sub-batch of n grid images one batched cuFFT
- * R2C, then:
+ * by backend/detector.h). Where the separable path applies (a power-of-two
+ * grid, the detector image written or s = 1: gpu/detector_sep.h, the
+ * default GPU_DETECTOR_SEPARABLE) it runs that: two kernels, no cuFFT.
+ * Else, per sub-batch of n grid images one batched cuFFT R2C, then:
  *  - sampled at s > 1: one fold kernel (psf_detector_fold_at: the multiply
  *    and the sum of the s^2 aliases into the M x (M/2+1) half spectrum of
  *    the detector image, s^2 and the offset's phase in it) and one batched
@@ -20,7 +22,9 @@
  * separates the two spectra on the fly (psf_detector_fold_pair_at) and
  * writes both images' M x (M/2+1) spectra (at s = 1 or unsampled it is the
  * multiply, M = N, writing the two half spectra), then the same C2R.
- * Sampling without a kernel is one sampling kernel. The same images as the
+ * Then one pass clamps the images at 0 (psf_detector_clamp; the separable
+ * path does it as it writes them). Sampling without a kernel is one
+ * sampling kernel. The same images as the
  * CPU's to float rounding (tests/cpu/test_detector_fold.c checks the fold
  * against cpu/detector.c's stage). Plans are made once per batch count and
  * kept (as gpu/plan_cache.h does). */
@@ -33,6 +37,7 @@
 #include <cufft.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/detector_sep.h"
 
 /* C linkage: the backend (C++) and tests/gpu (C) call it. */
 #ifdef __cplusplus
@@ -40,6 +45,11 @@ extern "C" {
 #endif
 
 #include "backend/backend.h"
+
+/* The default of gpu_detector.separable: 1, the separable path
+ * (gpu/detector_sep.h: no cuFFT transform of the images) wherever it
+ * applies; 0, the cuFFT paths below always. */
+#define GPU_DETECTOR_SEPARABLE 1
 
 /* Batch counts whose plans are kept (a run uses at most two, and one more
  * for the single-image path). */
@@ -82,11 +92,14 @@ typedef struct {
     int fold_unroll;            /* 1: the fold kernel unrolled for s = 2, 4; the bench sets 0 */
     int multiply_per, fold_per; /* images a thread of the multiply, the fold kernel
                                    takes: GPU_DETECTOR_MULTIPLY_PER, 1; the bench sets others */
-    int steps;  /* 0: the whole stage; else only its first steps (1: R2C or the pairs' C2C,
-                   2: and the multiply or the fold), for bench/gpu_micro.cu's breakdown:
-                   the images are then not the stage's */
-    int packed; /* 1: the packed-pair path for n >= 2 (GPU_DETECTOR_PACKED); the bench
-                   sets 0 to compare (set before gpu_detector_packs is asked) */
+    int steps;     /* 0: the whole stage; else only its first steps (1: R2C or the pairs' C2C,
+                      2: and the multiply or the fold), for bench/gpu_micro.cu's breakdown:
+                      the images are then not the stage's */
+    int packed;    /* 1: the packed-pair path for n >= 2 (GPU_DETECTOR_PACKED); the bench
+                      sets 0 to compare (set before gpu_detector_packs is asked) */
+    int separable; /* 1: gpu_detector_apply takes the separable path (sep made;
+                      GPU_DETECTOR_SEPARABLE); the bench and tests set 0 to compare */
+    gpu_detector_sep sep; /* its tables, when the problem allows it */
 } gpu_detector;
 
 /* Device bytes the stage takes at capacity C (images per sub-batch):
@@ -103,8 +116,8 @@ size_t gpu_detector_bytes(const psf_problem *problem, long long capacity);
 long long gpu_detector_grid_images(const psf_problem *problem, long long capacity);
 
 /* 1 when gpu_detector_apply of n images takes the grid as packed pairs
- * (convolving, d->packed, n >= 2): the caller writes the images with
- * gpu_psf_intensity_pairs; else as n images of N^2 floats. */
+ * (convolving, not separable, d->packed, n >= 2): the caller writes the
+ * images with gpu_psf_intensity_pairs; else as n images of N^2 floats. */
 int gpu_detector_packs(const gpu_detector *d, int n);
 
 /* Make the stage for problem at capacity C on stream (a zeroed d without
@@ -119,7 +132,8 @@ void gpu_detector_destroy(gpu_detector *d);
  * alignment; overwritten: by the convolved images when not sampled, else
  * scratch: the fold's spectra, or the pairs' C2C in place), with spec
  * (device, >= n N (N/2+1) complex) as the spectrum, or the packed path's
- * detector spectra, enqueued on the stream; *result: the images run()
+ * detector spectra, or the separable path's row-convolved images, enqueued
+ * on the stream; *result: the images run()
  * returns, out[q] (sampled) or grid. Returns 0, or -1 with chk's
  * message. */
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,

@@ -72,6 +72,7 @@ static float *folded(const psf_problem *p, const float *grid, int no_phase)
     float *res = malloc((size_t)m * m * sizeof *res);
     assert_non_null(res);
     memcpy(res, out, (size_t)m * m * sizeof *res);
+    psf_detector_clamp(res, (size_t)m * m); /* the stage's last step, as the GPU's */
     fftwf_destroy_plan(r2c);
     fftwf_destroy_plan(c2r);
     fftwf_free(real);
@@ -192,6 +193,7 @@ static void folded_pair(const psf_problem *p, const float *g1, const float *g2, 
     psf_detector_fold_pair((const float *)zs, otf, phase, n, s, (float *)z, (float *)(z + nz));
     for (int h = 0; h < 2; ++h) {
         fftwf_execute_dft_c2r(c2r, z + h * nz, out);
+        psf_detector_clamp(out, mm); /* as folded's */
         memcpy(h ? d2 : d1, out, mm * sizeof *out);
     }
     fftwf_destroy_plan(c2c);

@@ -36,7 +36,7 @@ static const psf_backend_ops *gpu;
 #define BASE                                                                                       \
     "name = \"g\"; optics: { wavelength_nm = 700; aperture: { diameter_m = 2.0;"                   \
     " obscuration = 0.3; spiders: { count = 4; width_m = 0.03; }; }; };"                           \
-    " sampling: { pupil_samples = 48; padding = 2.0; }; %s"                                        \
+    " sampling: { pupil_samples = %d; padding = 2.0; }; %s"                                        \
     " sweep: { defocus = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]; }; detector: { %s };"
 
 /* The worst relative L2 of cfg's GPU images against its CPU ones (label
@@ -64,11 +64,19 @@ static double compare_cfg(const char *cfg, const char *label, const char *detect
     return worst;
 }
 
+/* BASE with a grid of 2 samples (N = 96, the cuFFT paths) or of 64 (N =
+ * 128, a power of two: the separable path, gpu/detector_sep.h). */
+static double compare_on(int samples, const char *output, const char *detector)
+{
+    char cfg[2048], label[256];
+    snprintf(cfg, sizeof cfg, BASE, samples, output, detector);
+    snprintf(label, sizeof label, "%s%s", samples == 64 ? "N=128 " : "", output);
+    return compare_cfg(cfg, label, detector);
+}
+
 static double compare(const char *output, const char *detector)
 {
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg, BASE, output, detector);
-    return compare_cfg(cfg, output, detector);
+    return compare_on(48, output, detector);
 }
 
 static const char *const effects[] = {
@@ -104,6 +112,15 @@ static void test_mft_and_odd_sizes(void **state)
     compare("output: { npix = 37; pixel_scale_arcsec = 0.04; };", all);
 }
 
+/* Every effect with an asymmetric IPC kernel at oversample s, into all. */
+static void all_effects(char *all, size_t len, int s)
+{
+    snprintf(all, len,
+             "oversample = %d; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
+             "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];",
+             s);
+}
+
 /* Every effect, an asymmetric IPC kernel, s = 1, 2, 4: the GPU's two
  * paths (gpu/detector.h: the multiply, the fold; packed by default, in
  * sub-batches of 3: odd) against the CPU's stage; FFT (M = 96) and MFT
@@ -115,10 +132,7 @@ static void test_paths_all_effects(void **state)
     static const int s[] = {1, 2, 4};
     for (int i = 0; i < 3; ++i) {
         char all[512];
-        snprintf(all, sizeof all,
-                 "oversample = %d; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
-                 "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];",
-                 s[i]);
+        all_effects(all, sizeof all, s[i]);
         compare("", all);
         compare("output: { npix = 41; pixel_scale = 0.6; };", all);
     }
@@ -150,14 +164,14 @@ static void test_single_image(void **state)
 {
     (void)state;
     char cfg[2048];
-    snprintf(cfg, sizeof cfg, BASE, "", effects[6]);
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 6; ++k) {
+        snprintf(cfg, sizeof cfg, BASE, k < 3 ? 48 : 64, "", k < 3 ? effects[6] : effects[5]);
         psf_result c, g;
         assert_int_equal(harness_compute(cfg, k, NULL, &c), 0);
         assert_int_equal(harness_compute(cfg, k, gpu, &g), 0);
         assert_int_equal(c.npix, g.npix);
         double d = tu_rel_l2(g.img, c.img, (size_t)c.npix * c.npix);
-        printf("single image %d: rel L2 %.3g\n", k, d);
+        printf("single image %d (N = %d): rel L2 %.3g\n", k, k < 3 ? 96 : 128, d);
         assert_true(d <= TOL);
         harness_free(&c);
         harness_free(&g);
@@ -166,11 +180,10 @@ static void test_single_image(void **state)
 
 /* Every checked call fails in turn (PSFSIM_GPU_FAIL_AT = n) while a
  * detector set is computed: the failure is the injected one, reported. */
-static void test_fault_injection(void **state)
+static void fault_injection(int samples, const char *detector)
 {
-    (void)state;
     char cfg[2048];
-    snprintf(cfg, sizeof cfg, BASE, "", effects[6]);
+    snprintf(cfg, sizeof cfg, BASE, samples, "", detector);
     long long n = 1;
     for (; n < 2000; ++n) {
         char val[32];
@@ -185,9 +198,42 @@ static void test_fault_injection(void **state)
             break;
         }
     }
-    printf("a detector set makes %lld checked calls; each failed cleanly in turn\n", n - 1);
+    printf("a detector set (%d samples) makes %lld checked calls; each failed cleanly in turn\n",
+           samples, n - 1);
     assert_true(n > 10 && n < 2000);
-    compare("", effects[6]);
+    compare_on(samples, "", detector);
+}
+
+static void test_fault_injection(void **state)
+{
+    (void)state;
+    fault_injection(48, effects[6]);
+    fault_injection(64, "oversample = 2; jitter_mas = [2.0, 6.0]; charge_diffusion_px = 0.25; "
+                        "ipc = [0.001, 0.02, 0.003, 0.015, 0.92, 0.017, 0.002, 0.019, 0.003];");
+}
+
+/* N = 128 (64 samples, padding 2): the separable path through the
+ * backend, every effect alone and together at s = 1, 2, 4, the grid image
+ * written at s = 1 (separable) and 2, 4 (not: the cuFFT path), and MFT
+ * grids of 64 at s = 4 and 2 (M = 16, 32) and of 32 at s = 1. */
+static void test_separable(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 6; ++i) /* effects[6] is s = 3, which 128 does not divide */
+        compare_on(64, "", effects[i]);
+    static const int s[] = {1, 2, 4};
+    for (int i = 0; i < 3; ++i) {
+        char all[512];
+        all_effects(all, sizeof all, s[i]);
+        compare_on(64, "", all);
+        char over[600];
+        snprintf(over, sizeof over, "%s write = \"oversampled\";", all);
+        compare_on(64, "", over);
+    }
+    compare_on(64, "output: { npix = 64; pixel_scale = 0.6; };", effects[1]);
+    compare_on(64, "output: { npix = 64; pixel_scale = 0.6; };",
+               "oversample = 2; jitter_mas = 3.0; charge_diffusion_px = 0.2;");
+    compare_on(64, "output: { npix = 32; pixel_scale = 0.6; };", effects[5]);
 }
 
 int main(void)
@@ -202,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
         cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
         cmocka_unit_test(test_single_image),      cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_separable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
