@@ -391,11 +391,16 @@ static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, lo
         CK(gpu_plan_cache_get(&p->pc, chk, n, &plan));
         if (base_steps > 1)
             CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
+        float *result;
+        if (base_steps > 2 && det && gpu_detector_fuses(det)) { /* as gpu/backend.cu fuses */
+            CK(gpu_detector_rows_from_fields(det, p->spec, p->dscale, p->dim, n, 0, p->img, chk));
+            CK(gpu_detector_finish(det, p->img, n, (int)(k & 1), &result, chk));
+            continue;
+        }
         if (base_steps > 2 && det && gpu_detector_packs(det, n))
             CK(gpu_psf_intensity_pairs(p->spec, p->dscale, p->dim, n, p->npix, 0, p->img, s, chk));
         else if (base_steps > 2)
             CK(gpu_psf_intensity(p->spec, p->dscale, p->dim, n, p->npix, p->img, s, chk));
-        float *result;
         if (det) CK(gpu_detector_apply(det, p->img, n, p->spec, (int)(k & 1), &result, chk));
     }
 }
@@ -636,22 +641,21 @@ static void detector_figures(int npix, int batch, long long nimages)
     /* The separable path (the default where it applies) against the cuFFT
      * one, same set, same run; the rows below time the cuFFT path's steps. */
     printf("detector_path,mode,path,default,ms_total,us_per_image,ratio_to_none\n");
+    static const char *const path_name[4] = {"separable_fused", "separable", "cufft",
+                                             "separable_fused_rows_only"};
     for (int v = 1; v < 3; ++v) {
-        int sep = det[v].separable;
-        for (int path = 0; path < 2; ++path) {
-            det[v].separable = path == 0 && sep;
-            if (path == 0 && !sep) continue;
+        int sep = det[v].separable, fuse = det[v].fuse;
+        for (int path = 0; path < 4; ++path) {
+            det[v].separable = path != 2 && sep;
+            det[v].fuse = (path == 0 || path == 3) && fuse;
+            det[v].steps = path == 3;
+            if (path != 2 && !sep) continue;
             float t = det_set_ms(&p, &det[v], 3, nimages, s, &chk, err);
-            printf("detector_path,%s,%s,%s,%.3f,%.4f,%.3f\n", name[v], path ? "cufft" : "separable",
-                   det[v].separable == sep ? "yes" : "no", t, t * 1e3 / nimages, t / ms[0]);
-            if (path == 0) { /* its pass A alone */
-                det[v].steps = 1;
-                float a = det_set_ms(&p, &det[v], 3, nimages, s, &chk, err);
-                det[v].steps = 0;
-                printf("detector_path,%s,separable_rows_only,no,%.3f,%.4f,%.3f\n", name[v], a,
-                       a * 1e3 / nimages, a / ms[0]);
-            }
+            printf("detector_path,%s,%s,%s,%.3f,%.4f,%.3f\n", name[v], path_name[path],
+                   path == 0 && sep && fuse ? "yes" : "no", t, t * 1e3 / nimages, t / ms[0]);
         }
+        det[v].steps = 0;
+        det[v].fuse = fuse;
         det[v].separable = 0;
     }
     det_breakdown(&p, det, name, nimages, s, &chk, err);

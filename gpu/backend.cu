@@ -157,6 +157,9 @@ struct psf_backend {
     gpu_detector det; /* the detector stage (inactive without one) */
     int pack_pairs;   /* the sub-batch being computed is written as packed pairs
                          (gpu_detector_packs: its intensities by gpu_psf_intensity_pairs) */
+    int fuse_rows;    /* the sub-batch being computed is one pass whose intensities go
+                         straight into the detector stage's first pass
+                         (gpu_detector_rows_from_fields; subbatch_fuses) */
     gpu_levels lev;   /* the levels output (inactive without one) */
     size_t out_plane; /* floats of one image run() returns (the detector's M^2, or N^2) */
     host_buf *buffers;
@@ -820,6 +823,9 @@ static int pass_enqueue(psf_backend *b, int r, const gpu_pass_layout *l, int nfi
     }
     const float *scale = (const float *)(d + l->scale);
     const gpu_pass_image *img = (const gpu_pass_image *)(d + l->images);
+    if (b->fuse_rows)
+        return gpu_detector_rows_from_fields(&b->det, b->spec, scale, img, nimages, b->mft, out,
+                                             &b->chk);
     if (b->pack_pairs)
         return gpu_psf_intensity_pairs(b->spec, scale, img, nimages, b->npix, b->mft, out,
                                        b->compute, &b->chk);
@@ -878,6 +884,19 @@ static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int 
     return pass_flush(b, q);
 }
 
+/* 1 when jobs[0 .. njobs-1] (njobs <= C) may fuse their intensities into
+ * the detector stage (gpu_detector_fuses): FFT sets whose fields fit one
+ * pass of C, so subbatch_compute makes one pass and no image accumulates
+ * over two. */
+static int subbatch_fuses(const psf_backend *b, const psf_job *jobs, int njobs)
+{
+    if (b->mft || !gpu_detector_fuses(&b->det)) return 0;
+    long long fields = 0;
+    for (int j = 0; j < njobs; ++j)
+        fields += jobs[j].ncomp;
+    return fields <= b->capacity;
+}
+
 /* Sub-batch size for a run of njobs: at most C, and at least two sub-batches
  * when there are two images, so that copy and compute overlap; sizes evened
  * out so that a run needs at most two FFT plans. */
@@ -931,10 +950,13 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->compute, b->ev_copied[q], 0)))
             return -1;
         float *src;
-        b->pack_pairs = gpu_detector_packs(&b->det, n);
+        int fused = b->fuse_rows = subbatch_fuses(b, jobs + j0, n);
+        b->pack_pairs = !fused && gpu_detector_packs(&b->det, n);
         int rc = subbatch_compute(b, jobs + j0, n, q);
-        b->pack_pairs = 0;
-        if (rc || gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk) ||
+        b->pack_pairs = b->fuse_rows = 0;
+        if (rc ||
+            (fused ? gpu_detector_finish(&b->det, b->dimg[q], n, q, &src, &b->chk)
+                   : gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk)) ||
             (levels && gpu_levels_apply(&b->lev, src, n, q, b->compute, &b->chk)))
             return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||

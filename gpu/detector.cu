@@ -247,6 +247,7 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     if (rc == 0 && gpu_detector_sep_supports(problem)) {
         rc = gpu_detector_sep_create(&d->sep, problem, chk);
         d->separable = rc == 0 && GPU_DETECTOR_SEPARABLE;
+        d->fuse = 1;
     }
     return rc;
 }
@@ -409,4 +410,25 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
     if (GPU_LAUNCH(chk, "sample_kernel")) return -1;
     *result = d->out[q];
     return 0;
+}
+
+int gpu_detector_fuses(const gpu_detector *d)
+{
+    return d->active && d->convolve && d->separable && d->sample && d->fuse;
+}
+
+int gpu_detector_rows_from_fields(gpu_detector *d, const cufftComplex *field, const float *scale,
+                                  const gpu_pass_image *images, int nimages, int centred,
+                                  float *rows, gpu_check *chk)
+{
+    return gpu_detector_sep_rows_from_fields(&d->sep, field, scale, images, nimages, centred, rows,
+                                             d->stream, chk);
+}
+
+int gpu_detector_finish(gpu_detector *d, const float *rows, int n, int q, float **result,
+                        gpu_check *chk)
+{
+    *result = d->out[q];
+    if (d->steps == 1) return 0;
+    return gpu_detector_sep_columns(&d->sep, rows, n, d->out[q], d->stream, chk);
 }

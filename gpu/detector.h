@@ -99,6 +99,7 @@ typedef struct {
                       sets 0 to compare (set before gpu_detector_packs is asked) */
     int separable; /* 1: gpu_detector_apply takes the separable path (sep made;
                       GPU_DETECTOR_SEPARABLE); the bench and tests set 0 to compare */
+    int fuse;      /* 1 (the default): gpu_detector_fuses may say yes; the bench sets 0 */
     gpu_detector_sep sep; /* its tables, when the problem allows it */
 } gpu_detector;
 
@@ -138,6 +139,28 @@ void gpu_detector_destroy(gpu_detector *d);
  * message. */
 int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, int q,
                        float **result, gpu_check *chk);
+
+/* 1 when the caller may fuse the intensity with the stage's first pass
+ * (the separable path writing the detector image, d->fuse): instead of
+ * the intensity kernel and gpu_detector_apply, a sub-batch whose images
+ * are all in one pass (no record accumulates) takes
+ * gpu_detector_rows_from_fields and then gpu_detector_finish. */
+int gpu_detector_fuses(const gpu_detector *d);
+
+/* The intensities of a pass (gpu_psf_intensity's field, scale, images,
+ * nimages; centred: gpu_psf_intensity_centred's layout) through the
+ * stage's first pass into rows (device, a grid buffer: each record's
+ * image e.image there), on the stream. Returns 0, or -1 with chk's
+ * message. */
+int gpu_detector_rows_from_fields(gpu_detector *d, const cufftComplex *field, const float *scale,
+                                  const gpu_pass_image *images, int nimages, int centred,
+                                  float *rows, gpu_check *chk);
+
+/* The rest of the stage for n images whose rows gpu_detector_rows_from_fields
+ * wrote: *result the detector images (out[q]). Returns 0, or -1 with
+ * chk's message. */
+int gpu_detector_finish(gpu_detector *d, const float *rows, int n, int q, float **result,
+                        gpu_check *chk);
 
 #ifdef __cplusplus
 }

@@ -306,14 +306,57 @@ static int cols_pairs(int npix, int mcols, int ipc)
     return (per < want ? per : want) + (ipc ? 1 : 0);
 }
 
+/* Where pass A reads its rows: grid images (SEP_FROM_GRID), or a pass's
+ * field spectra as gpu/intensity.h's kernel reads them (the FFT's layout,
+ * shifted by N/2 on both axes, or centred: the MFT's), so that the
+ * intensities never go to device memory. */
+enum { SEP_FROM_GRID, SEP_FROM_FIELDS, SEP_FROM_FIELDS_CENTRED };
+
+/* A pass's fields and records (gpu_psf_intensity's arguments). */
+typedef struct {
+    const float2 *field;
+    const float *scale;
+    const gpu_pass_image *images;
+} sep_fields;
+
+/* This thread's values of rows ra and ra + 1 of record e's image, as
+ * sep_load gives them, each sum_f scale[f] |field_f[u][v]|^2 at source row
+ * u and column v of the element (shifted by N/2 unless CENTRED): the
+ * intensity kernel's arithmetic, in its order. */
+template <int N, bool CENTRED>
+__device__ __forceinline__ void sep_load_power(float2 *v, int t, const sep_fields &fs,
+                                               const gpu_pass_image &e, int ra)
+{
+    typedef sep_shape<N> sh;
+    constexpr int R0 = sh::R0, H = CENTRED ? 0 : N / 2;
+    const size_t plane = (size_t)N * N;
+    const float2 *a = fs.field + (size_t)((ra + H) & (N - 1)) * N,
+                 *b = fs.field + (size_t)((ra + 1 + H) & (N - 1)) * N;
+#pragma unroll
+    for (int i = 0; i < 16 / R0; ++i)
+#pragma unroll
+        for (int r = 0; r < R0; ++r) {
+            int c = (t + i * sh::T + r * (N / R0) + H) & (N - 1);
+            float pa = 0.0f, pb = 0.0f;
+            for (int f = e.first_field; f < e.first_field + e.nfields; ++f) {
+                float2 za = a[(size_t)f * plane + c], zb = b[(size_t)f * plane + c];
+                pa += fs.scale[f] * (za.x * za.x + za.y * za.y);
+                pb += fs.scale[f] * (zb.x * zb.x + zb.y * zb.y);
+            }
+            v[i * R0 + r] = make_float2(pa, pb);
+        }
+}
+
 /* Pass A: block b holds row pairs (2 q, 2 q + 1) of image b / (N / 2 P)
  * (P = rows_pairs, one transform of T threads each, thread-major within
- * a transform: a warp's loads run along rows); each row convolved with
- * tx's kernel, column c written to out's column (c - o) / s when c - o is
- * a multiple of s (out: N rows of mcols an image). */
-template <int N>
+ * a transform: a warp's loads run along rows), read from the grid or
+ * (SRC) made from record b / (N / 2 P)'s fields into its image e.image;
+ * each row convolved with tx's kernel, column c written to out's column
+ * (c - o) / s when c - o is a multiple of s (out: N rows of mcols an
+ * image). */
+template <int N, int SRC>
 __global__ static void __launch_bounds__(SEP_THREADS, SEP_ROWS_MIN_BLOCKS)
-    sep_rows_kernel(const float *__restrict__ grid, const float2 *__restrict__ tw_g,
+    sep_rows_kernel(const float *__restrict__ grid, sep_fields fs, const float2 *__restrict__ tw_g,
                     const float *__restrict__ tx_g, int s_shift, int off, int mcols,
                     float *__restrict__ out)
 {
@@ -325,10 +368,16 @@ __global__ static void __launch_bounds__(SEP_THREADS, SEP_ROWS_MIN_BLOCKS)
     int pairs = (int)blockDim.x / sh::T, p = (int)threadIdx.x / sh::T, t = (int)threadIdx.x % sh::T;
     int blocks = (N / 2) / pairs, q = ((int)blockIdx.x % blocks) * pairs + p;
     size_t k = blockIdx.x / blocks;
-    const float *ra = grid + (k * N + 2 * (size_t)q) * N;
     float2 v[16];
     constexpr int R0 = sh::R0;
-    sep_load<N>(v, t, ra, ra + N, 1);
+    if constexpr (SRC == SEP_FROM_GRID) {
+        const float *ra = grid + (k * N + 2 * (size_t)q) * N;
+        sep_load<N>(v, t, ra, ra + N, 1);
+    } else {
+        gpu_pass_image e = fs.images[k];
+        sep_load_power<N, SRC == SEP_FROM_FIELDS_CENTRED>(v, t, fs, e, 2 * q);
+        k = (size_t)e.image;
+    }
     __syncthreads(); /* the tables */
     sep_convolve<N>(v, t, buf + p * sh::S, tw, tx);
     float *oa = out + (k * N + 2 * (size_t)q) * (size_t)mcols, *ob = oa + mcols;
@@ -469,61 +518,93 @@ int gpu_detector_sep_supports(const psf_problem *problem)
 /* The kernels for N and their shared memory limits raised to what g takes. */
 template <int N> static int sep_prepare(const gpu_detector_sep *g, gpu_check *chk)
 {
-    return GPU_CUDA(chk, cudaFuncSetAttribute(sep_rows_kernel<N>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)g->smem_a)) ||
-                   GPU_CUDA(chk, cudaFuncSetAttribute(
-                                     g->ipc ? sep_cols_kernel<N, true> : sep_cols_kernel<N, false>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem_b))
+    const cudaFuncAttribute a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    return GPU_CUDA(chk,
+                    cudaFuncSetAttribute(sep_rows_kernel<N, SEP_FROM_GRID>, a, (int)g->smem_a)) ||
+                   GPU_CUDA(chk, cudaFuncSetAttribute(sep_rows_kernel<N, SEP_FROM_FIELDS>, a,
+                                                      (int)g->smem_a)) ||
+                   GPU_CUDA(chk, cudaFuncSetAttribute(sep_rows_kernel<N, SEP_FROM_FIELDS_CENTRED>,
+                                                      a, (int)g->smem_a)) ||
+                   GPU_CUDA(chk, cudaFuncSetAttribute(g->ipc ? sep_cols_kernel<N, true>
+                                                             : sep_cols_kernel<N, false>,
+                                                      a, (int)g->smem_b))
                ? -1
                : 0;
 }
 
-/* Pass A and pass B of n images, enqueued (g's shape). */
-template <int N>
-static int sep_launch(const gpu_detector_sep *g, const float *grid, int n, float *scratch,
-                      float *out, cudaStream_t stream, gpu_check *chk)
+/* What one call of sep_dispatch does. */
+typedef struct {
+    int what;        /* 0: prepare; 1: pass A; 2: pass B */
+    int src;         /* pass A: SEP_FROM_GRID, _FIELDS, _FIELDS_CENTRED */
+    const float *in; /* pass A from the grid, pass B: its input */
+    sep_fields fs;   /* pass A from fields */
+    int n;           /* images (records) */
+    float *out;
+    cudaStream_t stream;
+} sep_call;
+
+/* Pass A of c->n images or records, enqueued. */
+template <int N> static int sep_rows(const gpu_detector_sep *g, const sep_call *c, gpu_check *chk)
 {
-    const int T = N / 16;
-    unsigned blocks_a = (unsigned)n * (unsigned)((N / 2) / g->pairs_a);
-    sep_rows_kernel<N><<<blocks_a, (unsigned)(g->pairs_a * T), g->smem_a, stream>>>(
-        grid, g->tw, g->tx, g->s_shift, g->off, g->mcols, scratch);
-    if (GPU_LAUNCH(chk, "sep_rows_kernel")) return -1;
-    if (g->steps == 1) return 0;
+    unsigned blocks = (unsigned)c->n * (unsigned)((N / 2) / g->pairs_a),
+             threads = (unsigned)(g->pairs_a * (N / 16));
+#define SEP_ROWS(S)                                                                                \
+    sep_rows_kernel<N, S><<<blocks, threads, g->smem_a, c->stream>>>(                              \
+        c->in, c->fs, g->tw, g->tx, g->s_shift, g->off, g->mcols, c->out)
+    if (c->src == SEP_FROM_FIELDS)
+        SEP_ROWS(SEP_FROM_FIELDS);
+    else if (c->src == SEP_FROM_FIELDS_CENTRED)
+        SEP_ROWS(SEP_FROM_FIELDS_CENTRED);
+    else
+        SEP_ROWS(SEP_FROM_GRID);
+#undef SEP_ROWS
+    return GPU_LAUNCH(chk, "sep_rows_kernel");
+}
+
+/* Pass B of c->n images, enqueued. */
+template <int N> static int sep_cols(const gpu_detector_sep *g, const sep_call *c, gpu_check *chk)
+{
     int wide = g->ipc ? 2 * g->pairs_b - 2 : 2 * g->pairs_b;
     int tiles = (g->mcols + wide - 1) / wide;
     sep_ipc k;
     memcpy(k.k, g->ipc_kernel, sizeof k.k);
-    unsigned blocks_b = (unsigned)n * (unsigned)tiles, threads_b = (unsigned)(g->pairs_b * T);
+    unsigned blocks = (unsigned)c->n * (unsigned)tiles, threads = (unsigned)(g->pairs_b * (N / 16));
     if (g->ipc)
-        sep_cols_kernel<N, true><<<blocks_b, threads_b, g->smem_b, stream>>>(
-            scratch, g->tw, g->ty, k, g->s_shift, g->off, g->mcols, g->mrows, tiles, out);
+        sep_cols_kernel<N, true><<<blocks, threads, g->smem_b, c->stream>>>(
+            c->in, g->tw, g->ty, k, g->s_shift, g->off, g->mcols, g->mrows, tiles, c->out);
     else
-        sep_cols_kernel<N, false><<<blocks_b, threads_b, g->smem_b, stream>>>(
-            scratch, g->tw, g->ty, k, g->s_shift, g->off, g->mcols, g->mrows, tiles, out);
+        sep_cols_kernel<N, false><<<blocks, threads, g->smem_b, c->stream>>>(
+            c->in, g->tw, g->ty, k, g->s_shift, g->off, g->mcols, g->mrows, tiles, c->out);
     return GPU_LAUNCH(chk, "sep_cols_kernel");
 }
 
-/* sep_prepare or sep_launch for g's N (launch 0: prepare). */
-static int sep_dispatch(const gpu_detector_sep *g, int launch, const float *grid, int n,
-                        float *scratch, float *out, cudaStream_t stream, gpu_check *chk)
+template <int N> static int sep_run(const gpu_detector_sep *g, const sep_call *c, gpu_check *chk)
 {
-#define SEP_CASE(NN)                                                                               \
-    case NN:                                                                                       \
-        return launch ? sep_launch<NN>(g, grid, n, scratch, out, stream, chk)                      \
-                      : sep_prepare<NN>(g, chk);
+    if (c->what == 0) return sep_prepare<N>(g, chk);
+    return c->what == 1 ? sep_rows<N>(g, c, chk) : sep_cols<N>(g, c, chk);
+}
+
+/* c for g's N. */
+static int sep_dispatch(const gpu_detector_sep *g, const sep_call *c, gpu_check *chk)
+{
     switch (g->npix) {
-        SEP_CASE(16)
-        SEP_CASE(32)
-        SEP_CASE(64)
-        SEP_CASE(128)
-        SEP_CASE(256)
-        SEP_CASE(512)
-        SEP_CASE(1024)
+    case 16:
+        return sep_run<16>(g, c, chk);
+    case 32:
+        return sep_run<32>(g, c, chk);
+    case 64:
+        return sep_run<64>(g, c, chk);
+    case 128:
+        return sep_run<128>(g, c, chk);
+    case 256:
+        return sep_run<256>(g, c, chk);
+    case 512:
+        return sep_run<512>(g, c, chk);
+    case 1024:
+        return sep_run<1024>(g, c, chk);
     default:
         break;
     }
-#undef SEP_CASE
     snprintf(chk->err, chk->errlen, "gpu: the separable detector path has no %d x %d kernels",
              g->npix, g->npix);
     return -1;
@@ -584,7 +665,9 @@ int gpu_detector_sep_create(gpu_detector_sep *g, const psf_problem *problem, gpu
     size_t tables = (size_t)n * (sizeof(float2) + sizeof(float)), per = (size_t)(n + n / 16 + 1);
     g->smem_a = tables + (size_t)g->pairs_a * per * sizeof(float2);
     g->smem_b = tables + (size_t)g->pairs_b * per * sizeof(float2);
-    if (sep_upload(g, d, sampled, chk) || sep_dispatch(g, 0, NULL, 0, NULL, NULL, 0, chk)) {
+    sep_call prepare;
+    memset(&prepare, 0, sizeof prepare);
+    if (sep_upload(g, d, sampled, chk) || sep_dispatch(g, &prepare, chk)) {
         gpu_detector_sep_destroy(g);
         return -1;
     }
@@ -602,5 +685,46 @@ int gpu_detector_sep_apply(const gpu_detector_sep *g, const float *grid, int n, 
                            float *out, cudaStream_t stream, gpu_check *chk)
 {
     if (n < 1) return 0;
-    return sep_dispatch(g, 1, grid, n, scratch, out, stream, chk);
+    sep_call c;
+    memset(&c, 0, sizeof c);
+    c.what = 1;
+    c.src = SEP_FROM_GRID;
+    c.in = grid;
+    c.n = n;
+    c.out = scratch;
+    c.stream = stream;
+    if (sep_dispatch(g, &c, chk)) return -1;
+    return g->steps == 1 ? 0 : gpu_detector_sep_columns(g, scratch, n, out, stream, chk);
+}
+
+int gpu_detector_sep_rows_from_fields(const gpu_detector_sep *g, const cufftComplex *field,
+                                      const float *scale, const gpu_pass_image *images, int nimages,
+                                      int centred, float *rows, cudaStream_t stream, gpu_check *chk)
+{
+    if (nimages < 1) return 0;
+    sep_call c;
+    memset(&c, 0, sizeof c);
+    c.what = 1;
+    c.src = centred ? SEP_FROM_FIELDS_CENTRED : SEP_FROM_FIELDS;
+    c.fs.field = (const float2 *)field;
+    c.fs.scale = scale;
+    c.fs.images = images;
+    c.n = nimages;
+    c.out = rows;
+    c.stream = stream;
+    return sep_dispatch(g, &c, chk);
+}
+
+int gpu_detector_sep_columns(const gpu_detector_sep *g, const float *rows, int n, float *out,
+                             cudaStream_t stream, gpu_check *chk)
+{
+    if (n < 1) return 0;
+    sep_call c;
+    memset(&c, 0, sizeof c);
+    c.what = 2;
+    c.in = rows;
+    c.n = n;
+    c.out = out;
+    c.stream = stream;
+    return sep_dispatch(g, &c, chk);
 }

@@ -17,7 +17,9 @@
  * Govindaraju et al., "High performance discrete Fourier transforms on
  * graphics processors", SC 2008): four memory passes of the images in all
  * (read and write, twice) where the cuFFT path has a forward and an
- * inverse transform and a multiply. The same linear map as the CPU's
+ * inverse transform and a multiply; fused with the intensity
+ * (gpu_detector_sep_rows_from_fields), pass A reads the field spectra
+ * instead of the grid images, which are then never written. The same linear map as the CPU's
  * stage, to float rounding. For npix a power of two, 16 .. 1024, when the
  * stage convolves and writes the detector image (any s) or s = 1. */
 #ifndef PSFSIM_GPU_DETECTOR_SEP_H
@@ -26,8 +28,10 @@
 #include <stddef.h>
 
 #include <cuda_runtime.h>
+#include <cufft.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/intensity.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +68,25 @@ void gpu_detector_sep_destroy(gpu_detector_sep *g);
  * scratch. Returns 0, or -1 with chk's message. */
 int gpu_detector_sep_apply(const gpu_detector_sep *g, const float *grid, int n, float *scratch,
                            float *out, cudaStream_t stream, gpu_check *chk);
+
+/* Pass A alone, fused with the intensity (gpu/detector.h's
+ * gpu_detector_rows_from_fields): the rows of each record's image made
+ * from a pass's fields as gpu_psf_intensity (centred 0) or
+ * gpu_psf_intensity_centred (1) would make them (field, scale, images
+ * and nimages as theirs; no record may accumulate), convolved and
+ * written into rows (device, N x mcols floats at image e.image of each
+ * record e) without the intensities going to device memory. Returns 0,
+ * or -1 with chk's message. */
+int gpu_detector_sep_rows_from_fields(const gpu_detector_sep *g, const cufftComplex *field,
+                                      const float *scale, const gpu_pass_image *images, int nimages,
+                                      int centred, float *rows, cudaStream_t stream,
+                                      gpu_check *chk);
+
+/* Pass B alone: n images of pass A's rows (device, n N mcols floats) into
+ * out (device, n mrows mcols floats, not rows). Returns 0, or -1 with
+ * chk's message. */
+int gpu_detector_sep_columns(const gpu_detector_sep *g, const float *rows, int n, float *out,
+                             cudaStream_t stream, gpu_check *chk);
 
 #ifdef __cplusplus
 }

@@ -236,6 +236,37 @@ static void test_separable(void **state)
     compare_on(64, "output: { npix = 32; pixel_scale = 0.6; };", effects[5]);
 }
 
+/* Broadband at N = 128 through the backend (the separable path): 3
+ * wavelengths over a sweep of 6 (sub-batches of 3 images, 9 fields: one
+ * pass, the intensities fused into the stage's first pass), and 64 over a
+ * sweep of 20 (sub-batches of 10 images, 640 fields: several passes, the
+ * images accumulated, then the unfused stage), every effect, s = 1 and 2;
+ * against the CPU. */
+static void test_separable_broadband(void **state)
+{
+    (void)state;
+    static const int nwl[2] = {3, 64}, nimg[2] = {6, 20};
+    for (int c = 0; c < 2; ++c)
+        for (int s = 1; s <= 2; ++s) {
+            char wl[1024] = "", sweep[512] = "", all[512], cfg[4096];
+            for (int i = 0; i < nwl[c]; ++i)
+                snprintf(wl + strlen(wl), sizeof wl - strlen(wl), "%s%.1f", i ? ", " : "",
+                         600.0 + 200.0 * i / (nwl[c] - 1));
+            for (int i = 0; i < nimg[c]; ++i)
+                snprintf(sweep + strlen(sweep), sizeof sweep - strlen(sweep), "%s%.2f",
+                         i ? ", " : "", 0.05 * i);
+            all_effects(all, sizeof all, s);
+            snprintf(cfg, sizeof cfg,
+                     "name = \"g\"; optics: { wavelengths_nm = [%s]; aperture: { diameter_m = "
+                     "2.0; obscuration = 0.3; }; }; sampling: { pupil_samples = 64; padding = "
+                     "2.0; }; sweep: { defocus = [%s]; }; detector: { %s };",
+                     wl, sweep, all);
+            char label[64];
+            snprintf(label, sizeof label, "N=128 %d wavelengths x %d", nwl[c], nimg[c]);
+            compare_cfg(cfg, label, all);
+        }
+}
+
 int main(void)
 {
     unsetenv("PSFSIM_GPU_FAIL_AT");
@@ -248,7 +279,7 @@ int main(void)
         cmocka_unit_test(test_every_effect),      cmocka_unit_test(test_mft_and_odd_sizes),
         cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
         cmocka_unit_test(test_single_image),      cmocka_unit_test(test_fault_injection),
-        cmocka_unit_test(test_separable),
+        cmocka_unit_test(test_separable),         cmocka_unit_test(test_separable_broadband),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
