@@ -283,7 +283,8 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     if (r < 0) return -1;
     if (r == 1 && cfg_get(c, "output.pixel_scale"))
         return cfg_error(c, cfg_get(c, ukey), ukey,
-                         "give only one of output.pixel_scale and output.pixel_scale_um");
+                         "give only one of output.pixel_scale, output.pixel_scale_um and "
+                         "output.pixel_scale_arcsec");
     if (r == 1 && !(cfg->f_number > 0))
         return cfg_error(c, cfg_get(c, ukey), ukey,
                          "needs optics.f_number (a focal-plane pixel becomes an angle through "

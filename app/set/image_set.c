@@ -336,20 +336,33 @@ static double min_wavelength(const psf_image_params *p)
     return m;
 }
 
-/* The pixel of the image's grid at info->wavelength_nm (image_info). */
+/* The written image's pixels per detector pixel: s when it is the
+ * oversampled grid (detector.write = "oversampled", and the view
+ * set_detector_oversampled_view makes of "both"), whose pixel is the
+ * output keys' over s (set_detector_init divides s->pixel_*); else 1. */
+static int written_div(const image_set *s)
+{
+    const cfg_detector *d = &s->cfg->detector;
+    return d->enabled && d->write == DET_WRITE_OVERSAMPLED && d->oversample > 1 ? d->oversample : 1;
+}
+
+/* The pixel of the image's grid at info->wavelength_nm (image_info): from
+ * the set's own pixel (s->pixel_*, the written grid's), not the keys'. */
 static double pixel_lambda_d(const image_set *s, const image_info *info)
 {
     if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
     if (s->pixel_rad > 0)
         return rad_to_lambda_d(s->pixel_rad, s->samp.diameter_m, info->wavelength_nm);
-    return s->pixel_um > 0 ? um_to_lambda_d(s->cfg, info->wavelength_nm) : s->pixel_ld;
+    return s->pixel_um > 0 ? s->pixel_um * 1e3 / (s->cfg->f_number * info->wavelength_nm)
+                           : s->pixel_ld;
 }
 
 static double pixel_arcsec(const image_set *s, const image_info *info)
 {
     double wl_m = info->wavelength_nm * 1e-9;
     if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
-    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec;
+    /* The key's own value (exact in the headers), over s when oversampled. */
+    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec / written_div(s);
     return pixel_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
 }
 

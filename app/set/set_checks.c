@@ -284,6 +284,17 @@ static void check_sampling(const image_set *s, set_notes *notes)
                      "the MFT's pixel is %.4g lambda/D at %.6g nm, the shortest wavelength, "
                      "coarser than lambda/(2D) (Q = %.4g < 2): the intensity is undersampled",
                      ld, wl_lo, 1.0 / ld);
+        /* A pupil of n samples across D has a transform of period n lambda/D:
+         * a wider field holds its aliased copies (DFT periodicity). */
+        double field = ld * s->calc_npix;
+        if (field > n * (1.0 + 1e-9))
+            add_note(notes, cfg, "sampling.pupil_samples",
+                     "the MFT's field is %.4g lambda/D wide at %.6g nm, wider than the sampled "
+                     "pupil's period n lambda/D = %d lambda/D: the image holds the PSF's "
+                     "aliased copies, its wings wrap in, and it can hold more light than the "
+                     "pupil passes (the captured fraction above 1); pupil_samples >= %.0f makes "
+                     "the period cover the field",
+                     field, wl_lo, n, ceil(field));
     }
     int p = largest_prime_factor(big);
     if (!s->mft && p > 7) {

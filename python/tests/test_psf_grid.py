@@ -70,6 +70,29 @@ def test_grid_file(tmp_path):
             assert np.abs(cube[i] - cube[j]).max() > 1e-3 * cube[j].max()
 
 
+@pytest.mark.parametrize("write", ["detector", "oversampled"])
+def test_grid_oversampled(tmp_path, write):
+    """With the detector group the grid's OVERSAMP is the written image's
+    (WebbPSF's psf_grid: the oversampled PSFs with OVERSAMP = s; photutils
+    scales the model by it), once, and the planes' PIXELSCL its pixel:
+    a new user's grid of oversampled PSFs said OVERSAMP = 1 and the
+    detector pixel, so photutils read the PSFs 4x too wide."""
+    fits = pytest.importorskip("astropy.io.fits")
+    block = ('psf_grid = true; pixel_scale_arcsec = 0.05; fits: { enabled = true; cube = true; '
+             '}; }; detector: { oversample = 4; write = "%s";' % write)
+    cfg = write_set(tmp_path, "g" + write, block)
+    r = run(cfg, tmp_path / write)
+    assert r.returncode == 0, r.stderr
+    with fits.open(tmp_path / write / ("g%s_cube.fits" % write)) as h:
+        hdr, cube, planes = h[0].header, h[0].data, h["PLANES"].data
+    s = 4 if write == "oversampled" else 1
+    assert list(hdr.keys()).count("OVERSAMP") == 1
+    assert hdr["OVERSAMP"] == s and hdr["DET_SAMP"] == 4
+    assert hdr["EXTNAME"] == ("OVERSAMP" if s > 1 else "DET_SAMP")
+    assert cube.shape == (4, 25 * s, 25 * s)
+    assert np.allclose(planes["PIXELSCL"], 0.05 / s, rtol=1e-12)
+
+
 def test_photutils_reads_it(tmp_path):
     pytest.importorskip("astropy.io.fits")
     psf = pytest.importorskip("photutils.psf")

@@ -9,7 +9,9 @@
 # HDU's keywords are its run's; the PNG and the manifest's rows are the
 # "detector" run's; the files are the same bytes on -j 1, -j 3 and 2 lanes;
 # fitsverify finds them clean. FFT and MFT (odd M, "sum", POPPY's
-# orientation). Refused combinations (a cube, noise, neither FITS nor
+# orientation; pixels in lambda/D, arcsec and um: the oversampled image's
+# pixel, header, manifest and NAME.h5, is the detector's over s whichever
+# key gave it, which a fixed angle once did not). Refused combinations (a cube, noise, neither FITS nor
 # HDF5) exit 2 with FILE:LINE: KEY and write nothing; with HDF5 it runs. The HDF5 file and NAME.json record the detector's settings
 # (root attributes, "detector" object) and have none without the group.
 source "$(dirname "$0")/lib_e2e.sh"
@@ -77,6 +79,20 @@ for k in range(3):
                 print(k, h.name, key, x, y); bad += 1
     if b[0].header["OVERSAMP"] != 3 or b[1].header["OVERSAMP"] != 1 or b[1].header["DET_SAMP"] != 3:
         print("OVERSAMP/DET_SAMP values"); bad += 1
+    # The oversampled image's pixel is the detector pixel over s = 3, in
+    # every unit, whichever key gave it (a fixed angle once said the
+    # detector pixel there), and its field (FOV, 3 M of them) the same.
+    for key in ("PIXSCLLD", "PIXELSCL", "PIXSCLUM", "CDELT1", "FOV"):
+        x, y = o.header.get(key), d.header.get(key)
+        f = 1 if key == "FOV" else 3
+        if (x is None) != (y is None) or (x is not None and abs(f * x - y) > 1e-12 * abs(y)):
+            print(k, "oversampled", key, x, "detector", y); bad += 1
+import csv
+rows = {w: list(csv.DictReader(open(f"{c}_{w}/{c}_manifest.csv"))) for w in ("detector", "oversampled")}
+for rd, ro in zip(rows["detector"], rows["oversampled"]):
+    for key in ("pixel_scale_lambda_d", "pixel_scale_arcsec", "pixel_scale_um"):
+        if rd[key] and abs(3 * float(ro[key]) - float(rd[key])) > 1e-9 * float(rd[key]):
+            print("manifest", key, ro[key], rd[key]); bad += 1
 sys.exit(1 if bad else 0)
 PY
   # PNG levels and the manifest's printed metrics: bit for bit on the CPU only.
@@ -100,9 +116,13 @@ PY
 for w in detector oversampled both; do
   det_cfg fft "$w" >fft_$w.cfg
   det_cfg mft "$w" 'npix = 21; pixel_scale = 0.4; orientation = "poppy";' 'normalization = "sum";' >mft_$w.cfg
+  det_cfg mfta "$w" 'npix = 21; pixel_scale_arcsec = 0.04;' >mfta_$w.cfg
+  det_cfg mftu "$w" 'npix = 21; pixel_scale_um = 2.5;' >mftu_$w.cfg
 done
 compare fft
 compare mft
+compare mfta # a fixed angle: the oversampled pixel is the key's over s
+compare mftu
 expect_exit 0 "both, -j 3" -- "$PSFSIM" -q --backend cpu -j 3 -c fft_both.cfg -o fft_j3
 expect_exit 0 "both, 2 lanes" -- env PSFSIM_TEST_LANES=2 "$PSFSIM" -q --backend cpu -c fft_both.cfg -o fft_l2
 # the -j 1 run to compare with: compare's own on the CPU, else one here
@@ -172,6 +192,19 @@ refuse cube 's/fits: { enabled = true; }/fits: { enabled = true; cube = true; }/
 det_cfg hb both 'hdf5: { enabled = true; };' >hb.cfg
 expect_exit 0 "both with HDF5" -- "$PSFSIM" -q --backend cpu -c hb.cfg -o hb
 [ -f hb/hb.h5 ] && [ -f hb/hb_0.fits ] && pass "both with HDF5: hb.h5 and the FITS files" || fail "hb: $(ls hb)"
+det_cfg hba both 'npix = 21; pixel_scale_arcsec = 0.04; hdf5: { enabled = true; };' >hba.cfg
+expect_exit 0 "both with HDF5, arcsec pixels" -- "$PSFSIM" -q --backend cpu -c hba.cfg -o hba
+if "$PY" - <<'PY'; then pass "hba.h5: the oversampled dataset's pixel is the detector's over s"; else fail "hba.h5 pixel attributes"; fi
+import sys
+import h5py
+with h5py.File("hba/hba.h5", "r") as f:
+    i, o = f["images"].attrs, f["oversampled"].attrs
+    bad = [k for k in ("pixel_scale_arcsec", "pixel_scale_lambda_d", "pixel_scale_um")
+           if abs(3 * o[k] - i[k]) > 1e-12 * i[k]]
+    bad += [] if abs(i["pixel_scale_arcsec"] - 0.04) < 1e-15 else ["images arcsec"]
+print(bad)
+sys.exit(1 if bad else 0)
+PY
 refuse nofits 's/fits: { enabled = true; }/fits: { enabled = false; }/' 'needs output.fits.enabled = true \(its two images are FITS HDUs\)'
 refuse noise 's/^detector: {/detector: { noise: { seed = 1; };/' 'is not for detector.noise \(its NOISY extension is one image.s\): give "detector" or "oversampled"'
 finish

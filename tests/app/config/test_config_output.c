@@ -141,8 +141,8 @@ static void test_errors(void **state)
                  ":4: output.pixel_scale_um: needs optics.f_number (a focal-plane pixel becomes "
                  "an angle through the focal length f_number * D)");
     expect_error(WITH_F "output: { pixel_scale = 0.5;\n  pixel_scale_um = 2.5; };\n",
-                 ":5: output.pixel_scale_um: give only one of output.pixel_scale and "
-                 "output.pixel_scale_um");
+                 ":5: output.pixel_scale_um: give only one of output.pixel_scale, "
+                 "output.pixel_scale_um and output.pixel_scale_arcsec");
     expect_error(MINIMAL "output: { pixel_scale_arcsec = 0; };\n",
                  ":4: output.pixel_scale_arcsec: must be > 0 (got 0)");
     expect_error(MINIMAL "output: { pixel_scale_arcsec = \"fine\"; };\n",

@@ -319,7 +319,7 @@ static void test_undersampled_intensity(void **state)
                 &notes);
     expect_one(&notes, "c.cfg:4: sampling.padding: Q = N/n = 48/32 = 1.5 < 2",
                "the intensity is undersampled");
-    warnings_of(HEAD550 "output: { pixel_scale = 0.6; };\n", &notes);
+    warnings_of(HEAD550 "output: { npix = 40; pixel_scale = 0.6; };\n", &notes);
     expect_one(&notes, "c.cfg:4: output.pixel_scale: the MFT's pixel is 0.6 lambda/D at 550 nm",
                "(Q = 1.667 < 2)");
     warnings_of(HEAD550 "output: { pixel_scale = 0.5; };\n", &notes);
@@ -330,18 +330,45 @@ static void test_undersampled_intensity(void **state)
                 "detector: { oversample = 2; };\n",
                 &notes);
     expect_none(&notes);
-    warnings_of(HEAD550 "output: { pixel_scale = 0.6; };\ndetector: { oversample = 2; };\n",
+    warnings_of(HEAD550
+                "output: { npix = 40; pixel_scale = 0.6; };\ndetector: { oversample = 2; };\n",
                 &notes);
     expect_none(&notes);
     /* In um, coarsest at the shortest swept wavelength: 3 um at f/10 is 0.6
      * lambda/D at 500 nm, 0.3 at 1000 nm. */
     warnings_of("name = \"c\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
                 "sampling: { pupil_samples = 32; };\n"
-                "output: { pixel_scale_um = 3.0; };\n"
+                "output: { npix = 40; pixel_scale_um = 3.0; };\n"
                 "sweep: { wavelength_nm = [1000.0, 500.0]; };\n",
                 &notes);
     expect_one(&notes, "c.cfg:4: output.pixel_scale_um: the MFT's pixel is 0.6 lambda/D at 500 nm",
                "coarser than lambda/(2D)");
+}
+
+/* An MFT field wider than the sampled pupil's period, n lambda/D: said on
+ * sampling.pupil_samples with the n that covers it (a new user's 256
+ * pixels of 0.295 lambda/D from 64 samples held 1.0009 of the pupil's
+ * light); at the period itself, and below it, nothing. In lambda/D at
+ * the shortest wavelength, and of the computed grid with a detector. */
+static void test_mft_field_period(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of(HEAD550 "output: { npix = 80; pixel_scale = 0.45; };\n", &notes);
+    expect_one(&notes,
+               "c.cfg:3: sampling.pupil_samples: the MFT's field is 36 lambda/D wide at "
+               "550 nm, wider than the sampled pupil's period n lambda/D = 32",
+               "pupil_samples >= 36 makes the period cover the field");
+    warnings_of(HEAD550 "output: { npix = 64; pixel_scale = 0.5; };\n", &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "output: { npix = 70; pixel_scale = 0.45; };\n", &notes);
+    expect_none(&notes);
+    /* 20 detector pixels of 2 lambda/D at s = 4: 80 of 0.5, 40 lambda/D. */
+    warnings_of(HEAD550
+                "output: { npix = 20; pixel_scale = 2.0; };\ndetector: { oversample = 4; };\n",
+                &notes);
+    expect_one(&notes, "c.cfg:3: sampling.pupil_samples: the MFT's field is 40 lambda/D wide",
+               "pupil_samples >= 40");
 }
 
 /* N with a prime factor above 7 is slow: said, with the next fast size. */
@@ -461,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_phase_step),
         cmocka_unit_test(test_undersampled_intensity),
         cmocka_unit_test(test_slow_fft_size),
+        cmocka_unit_test(test_mft_field_period),
         cmocka_unit_test(test_closed_aperture),
         cmocka_unit_test(test_empty_maps),
     };
