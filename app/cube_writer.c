@@ -37,6 +37,32 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     return m;
 }
 
+/* What a PSF grid's planes are multiplied by: s^2 for oversampled planes
+ * (detector.write = "oversampled", s > 1) of a flux normalisation (sum,
+ * pupil), else 1. photutils' GriddedPSFModel takes an oversampled ePSF
+ * in surface brightness units, its array summing to s^2 times the
+ * detector pixels' (its docs, "Notes"), and WebbPSF's psf_grid (stpsf)
+ * multiplies by oversample^2 for it; "peak" is such a unit already (a
+ * pixel's mean intensity over the unaberrated peak, at any sampling). */
+static float cube_grid_gain(const image_set *s)
+{
+    const cfg_detector *d = &s->cfg->detector;
+    if (!s->cfg->psf_grid || !d->enabled || d->write != DET_WRITE_OVERSAMPLED ||
+        d->oversample < 2 || s->cfg->normalization == NORM_PEAK)
+        return 1.0f;
+    return (float)d->oversample * (float)d->oversample;
+}
+
+/* BUNIT of a grid whose planes cube_grid_gain scaled. */
+static void grid_bunit(const image_set *s, fits_kv *kvs, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(kvs[i].key, "BUNIT"))
+            kvs[i].s = s->cfg->normalization == NORM_SUM
+                           ? "relative: each PSF sums to OVERSAMP^2 (photutils' ePSF)"
+                           : "relative: OVERSAMP^2 x the pupil's power per pixel (ePSF)";
+}
+
 /* output.psf_grid: the keywords photutils' GriddedPSFModel reads (its
  * "webbpsf" format, WebbPSF's psf_grid): OVERSAMP (unless the detector
  * keys hold it), NUM_PSFS, FOVPIXEL and
@@ -101,6 +127,17 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
     }
     cube_grid_text grid;
     if (s->cfg->psf_grid) nkv = grid_keys(s, kvs, nkv, &grid);
+    w->plane_gain = cube_grid_gain(s);
+    if (w->plane_gain != 1.0f) {
+        grid_bunit(s, kvs, nkv);
+        w->scaled = malloc((size_t)s->samp.npix * s->samp.npix * sizeof *w->scaled);
+        if (!w->scaled) {
+            snprintf(err, errlen, "cannot allocate the cube's plane (%d x %d)", s->samp.npix,
+                     s->samp.npix);
+            cube_writer_abort(w);
+            return -1;
+        }
+    }
     for (int i = 0; i < w->ncols; ++i) {
         w->cols[i] = calloc((size_t)s->nimages, sizeof(double));
         if (!w->cols[i]) {
@@ -130,6 +167,12 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
                     const image_result *res, const float *img, char *err, size_t errlen)
 {
     long long k = info->params.index;
+    if (w->scaled) { /* cube_grid_gain: s^2, exact in float */
+        size_t n = (size_t)s->samp.npix * s->samp.npix;
+        for (size_t i = 0; i < n; ++i)
+            w->scaled[i] = img[i] * w->plane_gain;
+        img = w->scaled;
+    }
     if (psf_fits_cube_write_plane(w->cube, k, img, err, errlen) != 0) return -1;
     const psf_image_params *p = &info->params;
     double v[7] = {(double)k,           info->wavelength_nm * 1e-9,
@@ -156,6 +199,8 @@ static void free_cols(cube_writer *w)
     for (int i = 0; i < w->ncols; ++i)
         free(w->cols[i]);
     memset(w->cols, 0, sizeof w->cols);
+    free(w->scaled);
+    w->scaled = NULL;
 }
 
 int cube_writer_commit(cube_writer *w, char *err, size_t errlen)

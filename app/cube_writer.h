@@ -32,6 +32,8 @@ typedef struct {
     char names[CUBE_MAX_COLS][24];
     const char *units[CUBE_MAX_COLS];
     double *cols[CUBE_MAX_COLS]; /* [nimages] each */
+    float plane_gain;            /* each plane written times this: cube_grid_gain */
+    float *scaled;               /* [npix^2]: a plane times plane_gain; NULL when 1 */
 } cube_writer;
 
 /* Keywords common to every plane, for the cube's primary header, into kvs

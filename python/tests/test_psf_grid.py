@@ -91,6 +91,20 @@ def test_grid_oversampled(tmp_path, write):
     assert hdr["EXTNAME"] == ("OVERSAMP" if s > 1 else "DET_SAMP")
     assert cube.shape == (4, 25 * s, 25 * s)
     assert np.allclose(planes["PIXELSCL"], 0.05 / s, rtol=1e-12)
+    # photutils' ePSF convention (WebbPSF's psf_grid): an oversampled PSF
+    # sums to s^2 ("sum": 1 in detector pixels), and BUNIT says so.
+    assert np.allclose(cube.sum(axis=(1, 2)), s * s, rtol=1e-5)
+    assert ("OVERSAMP^2" in hdr["BUNIT"]) == (s > 1)
+    psf = pytest.importorskip("photutils.psf")
+    model = psf.GriddedPSFModel.read(str(tmp_path / write / ("g%s_cube.fits" % write)),
+                                     format="webbpsf")
+    assert tuple(np.atleast_1d(model.oversampling)) in ((s,), (s, s))
+    # The model on detector pixels: the source's flux, 1, but for the
+    # window's edge (the grid's 25 pixels hold ~0.99 of it).
+    x0, y0 = np.asarray(model.grid_xypos, float)[0]
+    y, x = np.mgrid[-20:21, -20:21]
+    img = model.evaluate(x + x0, y + y0, 1.0, x0, y0)
+    assert 0.95 < img.sum() < 1.01
 
 
 def test_photutils_reads_it(tmp_path):
