@@ -8,6 +8,7 @@
 #include "app/fits_header.h"
 #include "app/outputs.h"
 #include "app/set/field_grid.h"
+#include "app/set/set_detector.h"
 
 static void add_col(cube_writer *w, const char *name, const char *unit)
 {
@@ -46,11 +47,8 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
  * pixel's mean intensity over the unaberrated peak, at any sampling). */
 static float cube_grid_gain(const image_set *s)
 {
-    const cfg_detector *d = &s->cfg->detector;
-    if (!s->cfg->psf_grid || !d->enabled || d->write != DET_WRITE_OVERSAMPLED ||
-        d->oversample < 2 || s->cfg->normalization == NORM_PEAK)
-        return 1.0f;
-    return (float)d->oversample * (float)d->oversample;
+    float div = (float)set_detector_written_div(s->cfg);
+    return s->cfg->psf_grid && s->cfg->normalization != NORM_PEAK ? div * div : 1.0f;
 }
 
 /* BUNIT of a grid whose planes cube_grid_gain scaled. */

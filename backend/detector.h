@@ -55,10 +55,15 @@ void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float 
  * the transforms' float rounding, ~1e-7 of the peak, leaves small
  * negatives where the image is dark (the Airy rings' zeros), which
  * psfsim's check of every image (app/run_check.h) would refuse. */
+PSF_HD float psf_detector_clamp_value(float x)
+{
+    return x < 0.0f ? 0.0f : x;
+}
+
 PSF_HD void psf_detector_clamp(float *img, size_t n)
 {
     for (size_t i = 0; i < n; ++i)
-        img[i] = img[i] < 0.0f ? 0.0f : img[i];
+        img[i] = psf_detector_clamp_value(img[i]);
 }
 
 /* The grid sample o of detector pixel 0's centre, so that detector pixel

@@ -122,7 +122,7 @@ static fold_pair_fn fold_pair_kernel_for(int s, int unroll)
 __global__ static void clamp_kernel(float *__restrict__ x, size_t count)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) x[i] = x[i] < 0.0f ? 0.0f : x[i];
+    if (i < count) x[i] = psf_detector_clamp_value(x[i]);
 }
 
 /* The imaginary half of `plane` complex values zeroed: an odd count's

@@ -400,12 +400,6 @@ static __device__ __forceinline__ int sep_mod(int a, int m)
     return r < 0 ? r + m : r;
 }
 
-/* psf_detector_clamp's rule for one value: below 0 is 0, NaN kept. */
-__device__ __forceinline__ float sep_clamp(float x)
-{
-    return x < 0.0f ? 0.0f : x;
-}
-
 /* The IPC kernel, passed by value (the constant bank). */
 typedef struct {
     float k[9];
@@ -439,7 +433,7 @@ __device__ __forceinline__ void sep_stencil(const float *tile, int w, int wide, 
 #pragma unroll
             for (int b = 0; b < 3; ++b) /* column x - (b - 1): window index 2 - b */
                 acc += ipc.k[b] * dn[2 - b] + ipc.k[3 + b] * mid[2 - b] + ipc.k[6 + b] * up[2 - b];
-            o[(size_t)i * mcols + c0 + x] = sep_clamp(acc);
+            o[(size_t)i * mcols + c0 + x] = psf_detector_clamp_value(acc);
 #pragma unroll
             for (int b = 0; b < 3; ++b) {
                 up[b] = mid[b];
@@ -498,8 +492,10 @@ __global__ static void __launch_bounds__(SEP_THREADS + N / 16, SEP_COLS_MIN_BLOC
                 tilebuf[row * w + 2 * p + 1] = v[i * R0 + r].y;
             } else {
                 int c = c0 + 2 * p;
-                if (c < mcols) o[(size_t)row * mcols + c] = sep_clamp(v[i * R0 + r].x);
-                if (c + 1 < mcols) o[(size_t)row * mcols + c + 1] = sep_clamp(v[i * R0 + r].y);
+                if (c < mcols)
+                    o[(size_t)row * mcols + c] = psf_detector_clamp_value(v[i * R0 + r].x);
+                if (c + 1 < mcols)
+                    o[(size_t)row * mcols + c + 1] = psf_detector_clamp_value(v[i * R0 + r].y);
             }
         }
     if (!IPC) return;

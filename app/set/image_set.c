@@ -19,10 +19,11 @@
  * (grey edges reach half a pitch past D/2) stays inside, off the border. */
 #define MFT_PUPIL_MARGIN 4
 
-/* output.pixel_scale_um as lambda/D at wavelength wl_nm: pixel / (F lambda). */
-static double um_to_lambda_d(const psf_config *cfg, double wl_nm)
+/* A focal-plane pixel of um micrometres at F-number f as lambda/D at
+ * wavelength wl_nm: pixel / (F lambda). */
+static double um_to_lambda_d(double um, double f_number, double wl_nm)
 {
-    return cfg->out_pixel_scale_um * 1e3 / (cfg->f_number * wl_nm);
+    return um * 1e3 / (f_number * wl_nm);
 }
 
 /* output.pixel_scale_arcsec as an angle: arcsec pi / (180 * 3600) rad. */
@@ -43,7 +44,7 @@ static double fixed_to_lambda_d(const psf_config *cfg, double wl_nm)
     if (cfg->out_pixel_scale_arcsec > 0)
         return rad_to_lambda_d(arcsec_to_rad(cfg->out_pixel_scale_arcsec), cfg->aperture.diameter_m,
                                wl_nm);
-    return um_to_lambda_d(cfg, wl_nm);
+    return um_to_lambda_d(cfg->out_pixel_scale_um, cfg->f_number, wl_nm);
 }
 
 static int same_pixel(double a, double b)
@@ -336,16 +337,6 @@ static double min_wavelength(const psf_image_params *p)
     return m;
 }
 
-/* The written image's pixels per detector pixel: s when it is the
- * oversampled grid (detector.write = "oversampled", and the view
- * set_detector_oversampled_view makes of "both"), whose pixel is the
- * output keys' over s (set_detector_init divides s->pixel_*); else 1. */
-static int written_div(const image_set *s)
-{
-    const cfg_detector *d = &s->cfg->detector;
-    return d->enabled && d->write == DET_WRITE_OVERSAMPLED && d->oversample > 1 ? d->oversample : 1;
-}
-
 /* The pixel of the image's grid at info->wavelength_nm (image_info): from
  * the set's own pixel (s->pixel_*, the written grid's), not the keys'. */
 static double pixel_lambda_d(const image_set *s, const image_info *info)
@@ -353,7 +344,7 @@ static double pixel_lambda_d(const image_set *s, const image_info *info)
     if (!s->mft) return sampling_pixscale_lambda_d(&s->samp);
     if (s->pixel_rad > 0)
         return rad_to_lambda_d(s->pixel_rad, s->samp.diameter_m, info->wavelength_nm);
-    return s->pixel_um > 0 ? s->pixel_um * 1e3 / (s->cfg->f_number * info->wavelength_nm)
+    return s->pixel_um > 0 ? um_to_lambda_d(s->pixel_um, s->cfg->f_number, info->wavelength_nm)
                            : s->pixel_ld;
 }
 
@@ -362,7 +353,7 @@ static double pixel_arcsec(const image_set *s, const image_info *info)
     double wl_m = info->wavelength_nm * 1e-9;
     if (!s->mft) return sampling_pixscale_arcsec(&s->samp, wl_m);
     /* The key's own value (exact in the headers), over s when oversampled. */
-    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec / written_div(s);
+    if (s->pixel_rad > 0) return s->cfg->out_pixel_scale_arcsec / set_detector_written_div(s->cfg);
     return pixel_lambda_d(s, info) * wl_m / s->samp.diameter_m * ARCSEC_PER_RAD;
 }
 

@@ -49,11 +49,17 @@ static int jitter_pixels(image_set *s, char *err, size_t errlen)
                           "wavelengths: give detector.jitter_mas");
     image_info info;
     image_set_common_info(s, &info);
-    double up = d->write == DET_WRITE_OVERSAMPLED ? d->oversample : 1.0; /* written -> detector */
+    double up = set_detector_written_div(s->cfg); /* written -> detector */
     for (int a = 0; a < 2; ++a)
         s->detector.jitter_px[a] = mas ? d->jitter_mas[a] * 1e-3 / (info.pixel_arcsec * up)
                                        : d->jitter_ld[a] / (info.pixel_lambda_d * up);
     return 0;
+}
+
+int set_detector_written_div(const psf_config *cfg)
+{
+    const cfg_detector *d = &cfg->detector;
+    return d->enabled && d->write == DET_WRITE_OVERSAMPLED && d->oversample > 1 ? d->oversample : 1;
 }
 
 int set_detector_init(image_set *s, char *err, size_t errlen)

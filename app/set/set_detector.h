@@ -28,6 +28,13 @@
  * "FILE:LINE: key: ..." in err. */
 int set_detector_init(image_set *s, char *err, size_t errlen);
 
+/* The written image's pixels per detector pixel: s when it is the
+ * oversampled grid (detector.write = "oversampled", and the view
+ * set_detector_oversampled_view makes of "both"), whose pixel is the
+ * output keys' over s (set_detector_init divides the set's pixel by it);
+ * else 1. */
+int set_detector_written_div(const psf_config *cfg);
+
 /* detector.write = "both" (docs/config.md, "detector"): the set is the
  * detector set (samp.npix = M, calc_div = s) but the backends return the
  * convolved grid, unsampled (s->detector.sample = 0): run()'s images are

@@ -99,7 +99,7 @@ static void separable(const psf_problem *p, const float *grid, int spoil, float 
                              c[(size_t)wrap(i - (ka - 1), m) * m + wrap(j - (kb - 1), m)];
                     }
             }
-            out[(size_t)i * m + j] = v < 0.0 ? 0.0f : (float)v; /* psf_detector_clamp */
+            out[(size_t)i * m + j] = psf_detector_clamp_value((float)v);
         }
     free(tx);
     free(ty);
