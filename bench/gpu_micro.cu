@@ -352,8 +352,8 @@ static void plan_figures(int npix, int batch)
     cudaStreamDestroy(s);
 }
 
-/* Part 4: the detector stage's device cost (issue 14). gpu/backend.cu makes
- * sub-batches of GPU_SUBBATCH_BYTES (16 MiB) of images, so 64 at 256^2. */
+/* Part 4: the detector stage's device cost (issue 14). gpu/memory_plan.cu sizes
+ * sub-batches by GPU_SUBBATCH_BYTES (16 MiB) of images, so 64 at 256^2. */
 #define DET_BATCH_256 64
 
 static const double DET_IPC[9] = {0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0};
@@ -372,7 +372,7 @@ static void det_all_effects(psf_detector *d, int s)
 }
 
 /* Enqueue the set of nimages in sub-batches of at most p->batch, sized as
- * gpu/backend.cu's subbatch_size does (evened out, at most two sizes):
+ * gpu/run.cu's subbatch_size does (evened out, at most two sizes):
  * pupil field, out-of-place C2C, intensity (the first base_steps of these
  * three; as packed pairs when det takes them, gpu_detector_packs), then
  * det's stage when det. */
@@ -392,7 +392,7 @@ static void det_set_enqueue(micro_pass *p, gpu_detector *det, int base_steps, lo
         if (base_steps > 1)
             CK(GPU_CUFFT(chk, cufftExecC2C(plan, p->field, p->spec, CUFFT_FORWARD)));
         float *result;
-        if (base_steps > 2 && det && gpu_detector_fuses(det)) { /* as gpu/backend.cu fuses */
+        if (base_steps > 2 && det && gpu_detector_fuses(det)) { /* as gpu/run.cu fuses */
             CK(gpu_detector_rows_from_fields(det, p->spec, p->dscale, p->dim, n, 0, p->img, chk));
             CK(gpu_detector_finish(det, p->img, n, (int)(k & 1), &result, chk));
             continue;
@@ -605,7 +605,7 @@ static void det_run_enqueue(const det_run *r, cudaStream_t s, gpu_check *chk, ch
 
 /* Device compute of nimages npix^2 images: (a) no detector stage, (b) every
  * effect at oversample 1, (c) every effect at oversample 4, through
- * gpu_detector_apply as gpu/backend.cu runs it (its default path: the
+ * gpu_detector_apply as gpu/run.cu runs it (its default path: the
  * separable one, gpu/detector_sep.h, at npix a power of two). CSV rows and
  * the ratios (b)/(a), (c)/(a); then both paths, and the cuFFT path's
  * steps and variants (R2C or packed C2C, multiply or fold, C2R). */

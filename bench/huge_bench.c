@@ -7,7 +7,7 @@
  * (FFTW_ESTIMATE for a one-image set, cpu/plan_cache.c), and compared on
  * that window: the largest difference over the CPU's peak there and the
  * relative L2 difference. Prints the GPU backend's memory_need for the set
- * (gpu/backend.cu: the single-image plan, less cuFFT's work area) and the
+ * (gpu/memory_plan.cu: the single-image plan, less cuFFT's work area) and the
  * device memory the GPU's set took (cudaMemGetInfo before it opened and
  * after its compute, the backend still held: its buffers, work area, plans
  * and pupils).

@@ -212,7 +212,7 @@ static int bench_cpu(const psf_problem *d, const double *coeff, int reps)
 }
 
 #ifdef PSFSIM_HAVE_CUDA
-/* The GPU pupil's set, as gpu/backend.cu's upload_set makes it for an FFT
+/* The GPU pupil's set, as gpu/set_data.cu's upload_set makes it for an FFT
  * set without maps; modes on the device. */
 static int gpu_set(const psf_problem *d, gpu_pupil_set *ps, int **dmodes, gpu_check *chk)
 {

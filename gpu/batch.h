@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A batch's jobs packed for the device. Each pass of a sub-batch
- * (gpu/backend.cu) is described to its kernels by small tables: per field
+ * (gpu/pass.cu) is described to its kernels by small tables: per field
  * (a job's component) its pupil and OPD scale (gpu_field_desc, gpu/pupil.h),
  * its scale and Zernike coefficients; per image the fields it sums
  * (gpu_pass_image, gpu/intensity.h); for an MFT set the four pointer arrays

@@ -107,7 +107,7 @@ int gpu_pupil_build(gpu_pupil *pp, const gpu_pupil_set *set, double dx_m, cudaSt
                     gpu_check *chk);
 
 /* Device memory a pupil is built in instead of its own temporaries (the
- * single-image plan, gpu/backend.cu: its field and image buffers, free
+ * single-image plan, gpu/set_data.cu: its field and image buffers, free
  * while no pass runs). */
 typedef struct {
     float *amp;    /* [N*N]: the aperture grid */

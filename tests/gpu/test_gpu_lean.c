@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The GPU backend's single-image plan (gpu/backend.cu: one grid
+/* The GPU backend's single-image plan (gpu/memory_plan.cu: one grid
  * transformed in place, one image buffer, pupils built in them and kept
  * without an index) against the CPU backend: at N = 4096, the prime
  * N = 4099 (cuFFT's Bluestein path) and the odd N = 4107, one and two

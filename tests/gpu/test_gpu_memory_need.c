@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU backend's memory need (psf_backend_ops.memory_need,
- * gpu/backend.cu): known with the module loaded but no CUDA device (no
+ * gpu/memory_plan.cu): known with the module loaded but no CUDA device (no
  * CUDA call), growing as it should with the batch, the pitches and the MFT
  * matrices; the single-image plan (from N = 4096 at a batch of one, any
  * batch from N = 32768) counted as its two grid-sized buffers, 12 N^2
