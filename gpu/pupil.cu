@@ -234,6 +234,32 @@ __device__ __noinline__ static double segment_sum(const gpu_pupil *pp, int nterm
     return w;
 }
 
+/* The wavefront (waves) of one field at open sample k of pupil pp: the OPD
+ * map's times ow (the field's opd_to_waves), then its Zernike terms, from
+ * the stored basis or (a pupil kept without one) evaluated at rho, theta,
+ * then its segment terms; c: the field's coefficients. Written once for
+ * field_kernel and field_open_kernel, whose values must agree bit for bit;
+ * inlined, and k of each kernel's own type (K: unsigned, size_t), so each
+ * kernel compiles to the code it had when it held the sum itself (the same
+ * PTX and sm_90 code; with k as size_t, field_kernel's branches differed). */
+template <bool ALL_BASIS, typename K>
+__device__ __forceinline__ static double field_wavefront(const gpu_pupil_set &set,
+                                                         const gpu_pupil *pp, K k, const double *c,
+                                                         double ow, double rho, double theta)
+{
+    double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
+    if (ALL_BASIS || pp->basis) {
+        const float *b = pp->basis + k;
+        size_t nopen = pp->nopen;
+        for (int t = 0; t < set.nterms; ++t)
+            w += c[t] * b[(size_t)t * nopen];
+    } else {
+        w += zernike_sum(&set, c, rho, theta);
+    }
+    if (pp->seg) w += segment_sum(pp, set.seg_nterms, k, c + set.nterms);
+    return w;
+}
+
 /* One thread per sample for GPU_FIELDS_PER_THREAD consecutive fields
  * (blockIdx.z picks the group). Most samples are closed and only write a
  * zero, so the kernel is bound by how many stores each thread has in flight
@@ -286,17 +312,7 @@ __global__ static void field_kernel(gpu_pupil_set set, const gpu_pupil *__restri
         cufftComplex v = make_float2(0.0f, 0.0f);
         if (k != GPU_PUPIL_CLOSED) {
             const double *c = coeff + (size_t)s * set.ncoeff;
-            double ow = sd[i].opd_to_waves;
-            double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
-            if (ALL_BASIS || pp->basis) {
-                const float *b = pp->basis + k;
-                size_t nopen = pp->nopen;
-                for (int t = 0; t < set.nterms; ++t)
-                    w += c[t] * b[(size_t)t * nopen];
-            } else {
-                w += zernike_sum(&set, c, rho, theta);
-            }
-            if (pp->seg) w += segment_sum(pp, set.seg_nterms, k, c + set.nterms);
+            double w = field_wavefront<ALL_BASIS>(set, pp, k, c, sd[i].opd_to_waves, rho, theta);
             v = phasor(a, w);
         }
         field[(size_t)s * plane + p] = v;
@@ -366,17 +382,7 @@ __global__ static void field_open_kernel(gpu_pupil_set set, const gpu_pupil *__r
         if (!open) continue;
         int s = s0 + i;
         const double *c = coeff + (size_t)s * set.ncoeff;
-        double ow = sd[i].opd_to_waves;
-        double w = (pp->opd && ow != 0.0) ? pp->opd[k] * ow : 0.0;
-        if (ALL_BASIS || pp->basis) {
-            const float *b = pp->basis + k;
-            size_t nopen = pp->nopen;
-            for (int t = 0; t < set.nterms; ++t)
-                w += c[t] * b[(size_t)t * nopen];
-        } else {
-            w += zernike_sum(&set, c, rho, theta);
-        }
-        if (pp->seg) w += segment_sum(pp, set.seg_nterms, k, c + set.nterms);
+        double w = field_wavefront<ALL_BASIS>(set, pp, k, c, sd[i].opd_to_waves, rho, theta);
         field[(size_t)s * plane + p] = phasor(a, w);
     }
 }
