@@ -106,7 +106,9 @@ static int detector_keys(const image_set *s, fits_kv *kvs, int n)
                     over ? "the oversampled image" : "the detector-sampled image");
     kvs[n++] = kv_i("OVERSAMP", over ? d->oversample : 1, "this image's pixels per detector pixel");
     kvs[n++] = kv_i("DET_SAMP", d->oversample, "oversampling of the computation");
-    kvs[n++] = kv_i("DETPIXR", d->pixel_response, "1: detector pixel response applied");
+    /* POPPY's frame: the pixel response is the binning, not in the oversampled image. */
+    int pixr = d->pixel_response && !(over && s->cfg->orientation == ORIENT_POPPY);
+    kvs[n++] = kv_i("DETPIXR", pixr, "1: detector pixel response applied");
     kvs[n++] = kv_d("DETJITX", s->detector.jitter_px[0], "jitter sigma along x [detector px]");
     kvs[n++] = kv_d("DETJITY", s->detector.jitter_px[1], "jitter sigma along y [detector px]");
     kvs[n++] = kv_d("DETDIFF", d->diffusion_px, "charge diffusion sigma [detector px]");
