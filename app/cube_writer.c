@@ -62,19 +62,12 @@ static void grid_bunit(const image_set *s, fits_kv *kvs, int n)
 }
 
 /* output.psf_grid: the keywords photutils' GriddedPSFModel reads (its
- * "webbpsf" format, WebbPSF's psf_grid): OVERSAMP (unless the detector
- * keys hold it), NUM_PSFS, FOVPIXEL and
+ * "webbpsf" format, WebbPSF's psf_grid) beside OVERSAMP, which
+ * fits_header_build writes (the written image's), NUM_PSFS, FOVPIXEL and
  * DET_YX<i> = '(y, x)', plane i's detector position, appended to kvs[n..]
  * (keys and texts kept in grid). Returns the new count. */
 static int grid_keys(const image_set *s, fits_kv *kvs, int n, cube_grid_text *grid)
 {
-    /* With the detector group fits_header_build wrote OVERSAMP already, the
-     * written image's (s for "oversampled"), which photutils reads. */
-    if (!s->cfg->detector.enabled)
-        kvs[n++] = (fits_kv){.key = "OVERSAMP",
-                             .type = FITS_KV_INT,
-                             .i = 1,
-                             .comment = "oversampling of the PSFs (1: detector pixels)"};
     kvs[n++] = (fits_kv){.key = "NUM_PSFS",
                          .type = FITS_KV_INT,
                          .i = s->nimages,

@@ -95,18 +95,26 @@ static fits_kv bunit(psf_normalization v)
                                 : "relative: 1 = the unaberrated peak intensity");
 }
 
-/* With the detector group: OVERSAMP and DET_SAMP as WebbPSF writes them
- * (POPPY docs, fitsheaders.rst) and EXTNAME naming the image. */
+/* OVERSAMP and DET_SAMP as POPPY and WebbPSF write them (POPPY docs,
+ * fitsheaders.rst): on every image, as POPPY's every PSF has them (1 and 1
+ * for an image of detector pixels without the group); with the group
+ * EXTNAME naming the image and the stage's settings. */
 static int detector_keys(const image_set *s, fits_kv *kvs, int n)
 {
     const cfg_detector *d = &s->cfg->detector;
-    if (!d->enabled) return n;
+    if (!d->enabled) {
+        kvs[n++] = kv_i("OVERSAMP", 1, "this image's pixels per detector pixel");
+        kvs[n++] = kv_i("DET_SAMP", 1, "oversampling of the computation");
+        return n;
+    }
     int over = d->write == DET_WRITE_OVERSAMPLED;
     kvs[n++] = kv_s("EXTNAME", over ? "OVERSAMP" : "DET_SAMP",
                     over ? "the oversampled image" : "the detector-sampled image");
     kvs[n++] = kv_i("OVERSAMP", over ? d->oversample : 1, "this image's pixels per detector pixel");
     kvs[n++] = kv_i("DET_SAMP", d->oversample, "oversampling of the computation");
-    kvs[n++] = kv_i("DETPIXR", d->pixel_response, "1: detector pixel response applied");
+    /* POPPY's frame: the pixel response is the binning, not in the oversampled image. */
+    int pixr = d->pixel_response && !(over && s->cfg->orientation == ORIENT_POPPY);
+    kvs[n++] = kv_i("DETPIXR", pixr, "1: detector pixel response applied");
     kvs[n++] = kv_d("DETJITX", s->detector.jitter_px[0], "jitter sigma along x [detector px]");
     kvs[n++] = kv_d("DETJITY", s->detector.jitter_px[1], "jitter sigma along y [detector px]");
     kvs[n++] = kv_d("DETDIFF", d->diffusion_px, "charge diffusion sigma [detector px]");

@@ -23,8 +23,9 @@
  * PIXELSCL, CRVAL1/2 = 0), DIFFLMT (lambda/D at REFWAVE, arcsec), FOV (NPIX *
  * PIXELSCL, arcsec), ORIGIN, CREATOR (psfsim and its version), DATE (s's
  * date_utc), CFGHASH (s's config_hash, when filled), BUNIT (blank: relative
- * intensity), with the detector group EXTNAME (DET_SAMP | OVERSAMP),
- * OVERSAMP, DET_SAMP, DETPIXR, DETJITX/Y, DETDIFF, DETIPC, HISTORY cards
+ * intensity), OVERSAMP and DET_SAMP (1 and 1 without the detector group),
+ * with the group EXTNAME (DET_SAMP | OVERSAMP), DETPIXR, DETJITX/Y,
+ * DETDIFF, DETIPC, HISTORY cards
  * of the config and of s's command (when filled: not in the library), NWAVES, WAVE<i> (m), WGHT<i>
  * (the image's components, 0-based: not for the cube's common info), REFWAVE (info's wavelength_nm,
  * m: the pixel's reference) with WAVELEN the weighted mean wavelength, and Z<j> (j in the config's

@@ -78,7 +78,7 @@ typedef struct {
  * pixels: D[i][j] = s^2 G[i s + o][j s + o], G the convolved grid image,
  * o = npix/2 - s (M/2) (0 for even M: backend/detector.h), so that
  * detector pixel (M/2, M/2) is centred on the optical axis; s^2 keeps the
- * flux. The kernels, with u, v the
+ * flux (blocks: WebbPSF's binning instead, below). The kernels, with u, v the
  * frequencies in cycles per detector pixel (u = k / M for grid frequency
  * index k): the pixel box sinc(u) sinc(v), sinc(x) = sin(pi x)/(pi x)
  * (pixel_response: then D is the exact integral of the grid image's
@@ -97,6 +97,13 @@ typedef struct {
     int ipc;             /* 1: the inter-pixel capacitance kernel */
     double ipc_kernel[9]; /* row-major 3x3: a unit charge in pixel (i, j) reads k[a][b] in pixel
                              (i + a - 1, j + b - 1) */
+    int blocks; /* 1: WebbPSF's detector (output.orientation "poppy", docs/conventions.md):
+                   detector pixel (i, j) is the grid's s x s block from (i s, j s), and
+                   pixel_response is the block's sum (poppy.utils.rebin_array), not the
+                   box's convolution: the grid image (sample 0) has no pixel box, and
+                   D[i][j] = sum_{a,b < s} G[i s + a][j s + b]. Without pixel_response
+                   D = s^2 G[i s + (s-1)/2][...] (odd s only: an even block's centre is
+                   between grid pixels; psf_detector_check). 0: psfsim's, above. */
 } psf_detector;
 
 /* What run_levels makes of each image (issue 17): its grey levels, the

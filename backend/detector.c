@@ -13,7 +13,7 @@ static int scale_of(const psf_detector *d)
 int psf_detector_convolves(const psf_detector *d)
 {
     /* != 0: a negative or NaN sigma is a stage, which the check refuses. */
-    return d->pixel_response || d->jitter_px[0] != 0.0 || d->jitter_px[1] != 0.0 ||
+    return (d->pixel_response && !d->blocks) || d->jitter_px[0] != 0.0 || d->jitter_px[1] != 0.0 ||
            d->diffusion_px != 0.0 || d->ipc;
 }
 
@@ -34,6 +34,13 @@ int psf_detector_check(const psf_detector *d, int npix, char *err, size_t errlen
     if (d->oversample < 0 || (d->sample && npix % s != 0)) {
         snprintf(err, errlen, "detector: oversample %d does not divide the %d x %d grid",
                  d->oversample, npix, npix);
+        return -1;
+    }
+    if (d->blocks && !d->pixel_response && s % 2 == 0) {
+        snprintf(err, errlen,
+                 "detector: WebbPSF's pixel of %d x %d grid pixels has its centre between "
+                 "grid pixels: no point sample there (give the pixel response)",
+                 s, s);
         return -1;
     }
     double sig[3] = {d->jitter_px[0], d->jitter_px[1], d->diffusion_px};
@@ -66,9 +73,24 @@ static double sinc(double x)
  * pixel box and the Gaussians of sigma sig (jitter) and diff (diffusion). */
 static double axis_tf(const psf_detector *d, double u, double sig)
 {
-    double t = d->pixel_response ? sinc(u) : 1.0;
+    double t = d->pixel_response && !d->blocks ? sinc(u) : 1.0;
     double var = sig * sig + d->diffusion_px * d->diffusion_px;
     return t * exp(-2.0 * M_PI * M_PI * var * u * u);
+}
+
+/* (*re, 0) times the IPC kernel's factor sum k[a][b] exp(-2 pi i ((b - 1) u
+ * + (a - 1) v)) at (u, v). */
+static void ipc_tf(const psf_detector *d, double u, double v, double *re, double *im)
+{
+    double hr = 0.0, hi = 0.0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double ph = -2.0 * M_PI * ((b - 1) * u + (a - 1) * v);
+            hr += d->ipc_kernel[3 * a + b] * cos(ph);
+            hi += d->ipc_kernel[3 * a + b] * sin(ph);
+        }
+    *im = *re * hi;
+    *re *= hr;
 }
 
 void psf_detector_otf(const psf_detector *d, int npix, float *otf)
@@ -81,17 +103,7 @@ void psf_detector_otf(const psf_detector *d, int npix, float *otf)
         for (int c = 0; c < nc; ++c) {
             double u = (double)c * s / npix;
             double re = norm * ty * axis_tf(d, u, d->jitter_px[0]), im = 0.0;
-            if (d->ipc) { /* sum k[a][b] exp(-2 pi i ((b - 1) u + (a - 1) v)) */
-                double hr = 0.0, hi = 0.0;
-                for (int a = 0; a < 3; ++a)
-                    for (int b = 0; b < 3; ++b) {
-                        double ph = -2.0 * M_PI * ((b - 1) * u + (a - 1) * v);
-                        hr += d->ipc_kernel[3 * a + b] * cos(ph);
-                        hi += d->ipc_kernel[3 * a + b] * sin(ph);
-                    }
-                im = re * hi;
-                re *= hr;
-            }
+            if (d->ipc) ipc_tf(d, u, v, &re, &im);
             otf[2 * ((size_t)r * nc + c)] = (float)re;
             otf[2 * ((size_t)r * nc + c) + 1] = (float)im;
         }
@@ -108,24 +120,67 @@ void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float 
     }
 }
 
-int psf_detector_sample_offset(int npix, int s)
+int psf_detector_bins(const psf_detector *d)
 {
+    return d->blocks && d->pixel_response && scale_of(d) > 1;
+}
+
+int psf_detector_sample_offset(const psf_detector *d, int npix)
+{
+    int s = scale_of(d);
+    if (d->blocks) return psf_detector_bins(d) ? 0 : (s - 1) / 2;
     return npix / 2 - s * ((npix / s) / 2);
 }
 
-void psf_detector_sample(const float *grid, int npix, int s, float *out)
+void psf_detector_sample(const psf_detector *d, const float *grid, int npix, float *out)
 {
-    int m = npix / s, off = psf_detector_sample_offset(npix, s);
-    float s2 = (float)s * (float)s;
+    int s = scale_of(d), m = npix / s, off = psf_detector_sample_offset(d, npix);
+    int block = psf_detector_bins(d);
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < m; ++j)
-            out[(size_t)i * m + j] =
-                s2 * grid[(size_t)(i * s + off) * npix + (size_t)(j * s + off)];
+            out[(size_t)i * m + j] = psf_detector_sample_at(grid, npix, s, off, block, i, j);
 }
 
-void psf_detector_fold_phase(int npix, int s, float *phase)
+/* B(k) of one axis (backend/detector.h, psf_detector_fold_otf):
+ * (1/s) sum_{m < s} e^{+2 pi i k m / npix}, k m reduced mod npix. */
+static void block_tf(int npix, int s, int k, double *re, double *im)
 {
-    long long o = psf_detector_sample_offset(npix, s);
+    double r = 0.0, i = 0.0;
+    for (int m = 0; m < s; ++m) {
+        double t = 2.0 * M_PI * (double)(((long long)k * m) % npix) / npix;
+        r += cos(t);
+        i += sin(t);
+    }
+    *re = r / s;
+    *im = i / s;
+}
+
+void psf_detector_fold_otf(const psf_detector *d, int npix, float *otf)
+{
+    psf_detector_otf(d, npix, otf);
+    if (!psf_detector_bins(d)) return;
+    int s = scale_of(d), nc = npix / 2 + 1;
+    /* T again in double (not its float copy; no box: blocks) times B(k_y) B(k_x). */
+    double norm = 1.0 / ((double)npix * (double)npix);
+    for (int r = 0; r < npix; ++r) {
+        double v = (double)(r <= npix / 2 ? r : r - npix) * s / npix, byr, byi;
+        double ty = axis_tf(d, v, d->jitter_px[1]);
+        block_tf(npix, s, r, &byr, &byi);
+        for (int c = 0; c < nc; ++c) {
+            double u = (double)c * s / npix, bxr, bxi;
+            double tr = norm * ty * axis_tf(d, u, d->jitter_px[0]), ti = 0.0;
+            if (d->ipc) ipc_tf(d, u, v, &tr, &ti);
+            block_tf(npix, s, c, &bxr, &bxi);
+            double br = byr * bxr - byi * bxi, bi = byr * bxi + byi * bxr;
+            otf[2 * ((size_t)r * nc + c)] = (float)(tr * br - ti * bi);
+            otf[2 * ((size_t)r * nc + c) + 1] = (float)(tr * bi + ti * br);
+        }
+    }
+}
+
+void psf_detector_fold_phase(const psf_detector *d, int npix, float *phase)
+{
+    long long o = psf_detector_sample_offset(d, npix);
     for (int k = 0; k < npix; ++k) {
         double t = 2.0 * M_PI * (double)((k * o) % npix) / npix;
         phase[2 * k] = (float)cos(t);

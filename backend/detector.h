@@ -12,7 +12,8 @@
 #include "backend/backend.h"
 #include "optics/psf_hd.h"
 
-/* 1 when the detector stage convolves (some kernel is enabled). */
+/* 1 when the detector stage convolves (some kernel is enabled; WebbPSF's
+ * blocks' pixel response is the sampling's sum, not a convolution). */
 int psf_detector_convolves(const psf_detector *d);
 
 /* 1 when run() does anything after the image: convolves or samples at s > 1. */
@@ -22,7 +23,8 @@ int psf_detector_active(const psf_detector *d);
 int psf_detector_out_npix(const psf_problem *problem);
 
 /* Check d for a grid of npix: s >= 1, npix % s == 0 when sampled, sigmas
- * finite and >= 0, the IPC kernel finite. Returns 0, or -1 with err. */
+ * finite and >= 0, the IPC kernel finite, blocks without pixel_response
+ * only at odd s (or 1). Returns 0, or -1 with err. */
 int psf_detector_check(const psf_detector *d, int npix, char *err, size_t errlen);
 
 /* Bytes of psf_detector_otf's table for npix: 8 npix (npix / 2 + 1). */
@@ -33,7 +35,9 @@ size_t psf_detector_otf_bytes(int npix);
  * npix x npix image (FFTW's and cuFFT's): complex otf[2 (r (npix / 2 + 1)
  * + c)] (re, im) for row frequency index r (k_y = r, or r - npix above
  * npix / 2) and column c (k_x = c); u = k_x s / npix, v = k_y s / npix
- * cycles per detector pixel. Computed in double, stored as float. */
+ * cycles per detector pixel; the pixel box only for psfsim's detector
+ * (blocks 0: WebbPSF's is the sampling's block sum, psf_detector_fold_otf).
+ * Computed in double, stored as float. */
 void psf_detector_otf(const psf_detector *d, int npix, float *otf);
 
 /* The transfer function's separable part as two axes (the GPU's
@@ -66,15 +70,41 @@ PSF_HD void psf_detector_clamp(float *img, size_t n)
         img[i] = psf_detector_clamp_value(img[i]);
 }
 
-/* The grid sample o of detector pixel 0's centre, so that detector pixel
- * M/2 is centred on the optical axis (grid sample npix/2): npix/2 - s (M/2),
- * M = npix / s; 0 for even M, below s. */
-int psf_detector_sample_offset(int npix, int s);
+/* The grid sample o where detector pixel 0's sample is taken: psfsim's
+ * (blocks 0), its centre, so that detector pixel M/2 is centred on the
+ * optical axis (grid sample npix/2): npix/2 - s (M/2), M = npix / s; 0 for
+ * even M, below s. WebbPSF's (blocks 1): 0, the block's first sample, with
+ * pixel_response (the sum of the block from there); (s - 1)/2, the block's
+ * centre, without (odd s). s = max(oversample, 1). */
+int psf_detector_sample_offset(const psf_detector *d, int npix);
+
+/* Detector pixel (i, j) from the convolved grid image (row-major npix x
+ * npix) for s > 0, offset off (psf_detector_sample_offset) and block
+ * (1: d->blocks with pixel_response and s > 1): the sum of the s x s block
+ * from (i s + off, j s + off), rows outer, in float (WebbPSF's binning);
+ * else s^2 grid[(i s + off) npix + j s + off]. The CPU stage, the host's
+ * "both" and the GPU's sampling kernel run this code: the same bits. */
+PSF_HD float psf_detector_sample_at(const float *grid, int npix, int s, int off, int block, int i,
+                                    int j)
+{
+    const float *p = grid + (size_t)(i * s + off) * npix + (size_t)(j * s + off);
+    if (!block) return (float)s * (float)s * p[0];
+    float sum = 0.0f;
+    for (int a = 0; a < s; ++a)
+        for (int b = 0; b < s; ++b)
+            sum += p[(size_t)a * npix + b];
+    return sum;
+}
+
+/* 1 when detector pixels are WebbPSF's block sums (psf_detector_sample_at's
+ * block): d->blocks with pixel_response at s > 1. */
+int psf_detector_bins(const psf_detector *d);
 
 /* The detector image from the convolved grid image (row-major npix x
- * npix): out[i M + j] = s^2 grid[(i s + o) npix + j s + o], M = npix / s,
- * o = psf_detector_sample_offset. */
-void psf_detector_sample(const float *grid, int npix, int s, float *out);
+ * npix): out[i M + j] = psf_detector_sample_at(grid, npix, s, o, bins,
+ * i, j), M = npix / s, o = psf_detector_sample_offset, bins =
+ * psf_detector_bins. */
+void psf_detector_sample(const psf_detector *d, const float *grid, int npix, float *out);
 
 /* The fold (the GPU's path when it samples at s > 1): the detector image's
  * M x (M/2+1) half spectrum Z straight from the grid image's N x (N/2+1)
@@ -97,11 +127,23 @@ void psf_detector_sample(const float *grid, int npix, int s, float *out);
  * so p2 <= M/2 is all the C2R takes (its Nyquist column p2 = M/2, even M,
  * included). The multiply is the stage's own, in float. */
 
-/* The fold's phase table for npix and s: phase[2 k], phase[2 k + 1] = cos,
+/* WebbPSF's blocks (psf_detector_bins) are the same fold of a table with
+ * the block's sum in it: G = IFFT(FFT(I) T B) with, per axis, B(k) =
+ * (1/s) sum_{m < s} e^{+2 pi i k m/N} (the DFT of the block's mean, taken
+ * forwards from each sample: G[n] = mean of I's samples n .. n + s - 1,
+ * exactly, a real sequence's DFT, so B is Hermitian) and D = s^2 G[i s][j s],
+ * o = 0: the block's sum. psf_detector_fold_otf is that table. */
+
+/* The table the fold multiplies by: psf_detector_otf's T, times B(k_y)
+ * B(k_x) when psf_detector_bins (computed in double, stored as float; the
+ * same layout). */
+void psf_detector_fold_otf(const psf_detector *d, int npix, float *otf);
+
+/* The fold's phase table for npix: phase[2 k], phase[2 k + 1] = cos,
  * sin of 2 pi k o / npix for k < npix, o = psf_detector_sample_offset
  * (computed in double, k o reduced mod npix first; stored as float). Not
- * needed (all 1) when o = 0, even M. */
-void psf_detector_fold_phase(int npix, int s, float *phase);
+ * needed (all 1) when o = 0 (even M, or WebbPSF's blocks). */
+void psf_detector_fold_phase(const psf_detector *d, int npix, float *phase);
 
 /* (re, im) times the unit complex ph[0] + i ph[1], in float. */
 PSF_HD void psf_detector_rotate(float *re, float *im, const float *ph)

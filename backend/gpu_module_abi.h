@@ -22,8 +22,8 @@ extern "C" {
 /* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
  * (with the problem and options it takes) changes, so a stale module is refused. */
 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
- * psf_job.stream */
-#define GPU_MODULE_ABI 6
+ * psf_job.stream; 7: psf_detector.blocks (issue 26) */
+#define GPU_MODULE_ABI 7
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */

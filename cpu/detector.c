@@ -17,6 +17,7 @@ int cpu_detector_create(cpu_detector *d, const psf_problem *problem, char *err, 
     d->npix = n;
     d->s = det->oversample > 1 ? det->oversample : 1;
     d->sample = det->sample;
+    d->det = *det;
     d->convolve = psf_detector_convolves(det);
     if (!d->convolve) return 0;
     cpu_detector_work w;
@@ -69,7 +70,7 @@ void cpu_detector_apply(const cpu_detector *d, cpu_detector_work *w, const float
     size_t n = (size_t)d->npix, plane = n * n;
     if (!d->convolve) { /* sampling alone */
         if (d->sample)
-            psf_detector_sample(grid, d->npix, d->s, out);
+            psf_detector_sample(&d->det, grid, d->npix, out);
         else
             memcpy(out, grid, plane * sizeof *out);
         return;
@@ -86,7 +87,7 @@ void cpu_detector_apply(const cpu_detector *d, cpu_detector_work *w, const float
     /* Into the planned buffer: out need not have FFTW's alignment. */
     fftwf_execute_dft_c2r(d->c2r, w->spec, w->real);
     if (d->sample)
-        psf_detector_sample(w->real, d->npix, d->s, out);
+        psf_detector_sample(&d->det, w->real, d->npix, out);
     else
         memcpy(out, w->real, plane * sizeof *out);
     size_t m = d->sample ? n / (size_t)d->s : n;

@@ -15,13 +15,14 @@
 #include "backend/backend.h"
 
 typedef struct {
-    int npix;       /* N: the grid */
-    int s;          /* oversample (>= 1) */
-    int sample;     /* write the detector image (N/s)^2, else the grid image N^2 */
-    int convolve;   /* some kernel enabled: the FFT pass runs */
-    float *otf;     /* [N (N/2+1)] complex: backend/detector.h's table */
-    fftwf_plan r2c; /* real N x N -> complex N x (N/2+1) */
-    fftwf_plan c2r; /* its inverse (unnormalised: the 1/N^2 is in otf) */
+    int npix;         /* N: the grid */
+    int s;            /* oversample (>= 1) */
+    int sample;       /* write the detector image (N/s)^2, else the grid image N^2 */
+    int convolve;     /* some kernel enabled: the FFT pass runs */
+    psf_detector det; /* the problem's stage (the sampling: psf_detector_sample) */
+    float *otf;       /* [N (N/2+1)] complex: backend/detector.h's table */
+    fftwf_plan r2c;   /* real N x N -> complex N x (N/2+1) */
+    fftwf_plan c2r;   /* its inverse (unnormalised: the 1/N^2 is in otf) */
 } cpu_detector;
 
 /* One lane's buffers for the stage: the real grid and its spectrum. */

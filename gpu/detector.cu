@@ -35,16 +35,16 @@ __global__ static void otf_multiply_kernel(cufftComplex *__restrict__ spec,
     }
 }
 
-/* out[k][i][j] = s^2 grid[k][(i s + o) N + j s + o] (psf_detector_sample). */
+/* out[k][i][j] = psf_detector_sample_at (s^2 grid[k][(i s + o) N + j s + o],
+ * or WebbPSF's block sum: block), psf_detector_sample's code. */
 __global__ static void sample_kernel(const float *__restrict__ grid, int npix, int s, int off,
-                                     int m, float *__restrict__ out)
+                                     int block, int m, float *__restrict__ out)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= m || j >= m) return;
     size_t k = blockIdx.z;
-    float s2 = (float)s * (float)s;
     out[k * m * m + (size_t)i * m + j] =
-        s2 * grid[k * npix * npix + (size_t)(i * s + off) * npix + (size_t)(j * s + off)];
+        psf_detector_sample_at(grid + k * npix * npix, npix, s, off, block, i, j);
 }
 
 /* Z[k][p1][p2] of `per` images (image_range): psf_detector_fold_at
@@ -182,7 +182,7 @@ static int phase_upload(gpu_detector *d, gpu_check *chk)
         snprintf(chk->err, chk->errlen, "gpu: out of host memory");
         return -1;
     }
-    psf_detector_fold_phase(d->npix, d->s, host);
+    psf_detector_fold_phase(&d->det, d->npix, host);
     int rc = GPU_CUDA(chk, cudaMalloc(&d->phase, bytes));
     if (rc) d->phase = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->phase, host, bytes, cudaMemcpyHostToDevice));
@@ -198,6 +198,7 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
     if (!psf_detector_active(det)) return 0;
     if (psf_detector_check(det, problem->npix, chk->err, chk->errlen) != 0) return -1;
     d->active = 1;
+    d->det = *det;
     d->convolve = psf_detector_convolves(det);
     d->sample = det->sample;
     d->npix = problem->npix;
@@ -229,15 +230,15 @@ int gpu_detector_create(gpu_detector *d, const psf_problem *problem, int capacit
         }
     if (!d->convolve) return 0;
     d->fold = d->sample && d->s > 1;
-    if (d->fold && psf_detector_sample_offset(d->npix, d->s) != 0 && phase_upload(d, chk))
-        return -1;
+    if (d->fold && psf_detector_sample_offset(det, d->npix) != 0 && phase_upload(d, chk)) return -1;
     size_t bytes = psf_detector_otf_bytes(d->npix);
     float *host = (float *)malloc(bytes);
     if (!host) {
         snprintf(chk->err, chk->errlen, "gpu: out of host memory");
         return -1;
     }
-    psf_detector_otf(det, d->npix, host);
+    /* The fold's table has WebbPSF's block sum in it (psf_detector_fold_otf). */
+    (d->fold ? psf_detector_fold_otf : psf_detector_otf)(det, d->npix, host);
     int rc = GPU_CUDA(chk, cudaMalloc(&d->otf, bytes));
     if (rc) d->otf = NULL;
     if (rc == 0) rc = GPU_CUDA(chk, cudaMemcpy(d->otf, host, bytes, cudaMemcpyHostToDevice));
@@ -404,9 +405,10 @@ int gpu_detector_apply(gpu_detector *d, float *grid, int n, cufftComplex *spec, 
         return GPU_LAUNCH(chk, "clamp_kernel");
     }
     if (!d->sample) return 0;
-    int m = d->out_npix, off = psf_detector_sample_offset(d->npix, d->s);
+    int m = d->out_npix, off = psf_detector_sample_offset(&d->det, d->npix);
     dim3 block(32, 8), g((unsigned)((m + 31) / 32), (unsigned)((m + 7) / 8), (unsigned)n);
-    sample_kernel<<<g, block, 0, d->stream>>>(grid, d->npix, d->s, off, m, d->out[q]);
+    sample_kernel<<<g, block, 0, d->stream>>>(grid, d->npix, d->s, off, psf_detector_bins(&d->det),
+                                              m, d->out[q]);
     if (GPU_LAUNCH(chk, "sample_kernel")) return -1;
     *result = d->out[q];
     return 0;

@@ -82,7 +82,8 @@ typedef struct {
     int sample;   /* the detector image is written (else the grid image) */
     int fold;     /* convolve, sample and s > 1: the fold (c2r is M x M) */
     int npix, s, out_npix;
-    cufftComplex *otf; /* device [N (N/2+1)] */
+    psf_detector det;  /* the problem's stage (its sampling: psf_detector_sample_at) */
+    cufftComplex *otf; /* device [N (N/2+1)]: psf_detector_fold_otf when fold, else _otf */
     float *phase;      /* device [2 N]: the fold's offset phase (psf_detector_fold_phase);
                           NULL without a fold or for even M (o = 0) */
     float *out[2];     /* device [C M^2] each when sampled: the detector images */

@@ -508,7 +508,8 @@ int gpu_detector_sep_supports(const psf_problem *problem)
     const psf_detector *d = &problem->detector;
     int n = problem->npix, s = d->oversample > 1 ? d->oversample : 1;
     return psf_detector_active(d) && psf_detector_convolves(d) && n >= SEP_MIN_NPIX &&
-           n <= SEP_MAX_NPIX && (n & (n - 1)) == 0 && n % s == 0 && (d->sample || s == 1);
+           n <= SEP_MAX_NPIX && (n & (n - 1)) == 0 && n % s == 0 && (d->sample || s == 1) &&
+           !(d->sample && psf_detector_bins(d)); /* the kernels keep a column, not a block's sum */
 }
 
 /* The kernels for N and their shared memory limits raised to what g takes. */
@@ -651,7 +652,7 @@ int gpu_detector_sep_create(gpu_detector_sep *g, const psf_problem *problem, gpu
     int n = problem->npix, s = d->oversample > 1 ? d->oversample : 1, sampled = d->sample;
     g->npix = n;
     g->s_shift = sep_log2(s);
-    g->off = sampled ? psf_detector_sample_offset(n, s) : 0;
+    g->off = sampled ? psf_detector_sample_offset(d, n) : 0;
     g->mcols = g->mrows = sampled ? n / s : n;
     g->ipc = d->ipc;
     for (int i = 0; i < 9; ++i)

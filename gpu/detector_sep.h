@@ -21,7 +21,10 @@
  * (gpu_detector_sep_rows_from_fields), pass A reads the field spectra
  * instead of the grid images, which are then never written. The same linear map as the CPU's
  * stage, to float rounding. For npix a power of two, 16 .. 1024, when the
- * stage convolves and writes the detector image (any s) or s = 1. */
+ * stage convolves and writes the detector image (any s) or s = 1; not
+ * for WebbPSF's block sums (psf_detector_bins: output.orientation "poppy"
+ * at s > 1, which the fold takes), whose even blocks are centred between
+ * the columns these passes keep. */
 #ifndef PSFSIM_GPU_DETECTOR_SEP_H
 #define PSFSIM_GPU_DETECTOR_SEP_H
 

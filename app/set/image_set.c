@@ -78,8 +78,12 @@ static void choose_propagation(image_set *s, const psf_config *cfg)
     s->fft_npix = big;
     s->pupil_npix = big;
     /* POPPY's even frames are centred between pixels: an offset grid, which
-     * only the MFT samples (docs/conventions.md). */
-    s->half_pixel = cfg->orientation == ORIENT_POPPY && npix % 2 == 0;
+     * only the MFT samples (docs/conventions.md). The computed grid's
+     * parity decides (s M with the detector group): for odd M and even s
+     * WebbPSF's oversampled frame is even, its axis between pixels, and the
+     * detector's, on a pixel, is the centre of an s x s block there. */
+    int ov = cfg->detector.enabled && cfg->detector.oversample > 1 ? cfg->detector.oversample : 1;
+    s->half_pixel = cfg->orientation == ORIENT_POPPY && (long long)npix * ov % 2 == 0;
     if (same && !cfg->mft_force && !s->half_pixel) return;
     s->mft = 1;
     s->samp.npix = npix;

@@ -32,11 +32,11 @@ typedef struct {
      * pixel scale is in image_info (image_set_job): sampling_pixscale_*(&samp)
      * hold only for the FFT. */
     psf_sampling samp;
-    int fft_npix;    /* N = floor(padding n + 0.5), the FFT size */
-    int mft;         /* 1: every image by MFT (the output grid differs from the FFT's) */
-    int pupil_npix;  /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
-    int half_pixel;  /* output.orientation = "poppy" with even npix: the MFT's grid has
-                        its axis between pixels (psf_problem.half_pixel) */
+    int fft_npix;   /* N = floor(padding n + 0.5), the FFT size */
+    int mft;        /* 1: every image by MFT (the output grid differs from the FFT's) */
+    int pupil_npix; /* the grid the pupil is sampled on: N, or n + 4 with the MFT */
+    int half_pixel; /* output.orientation = "poppy" with an even computed grid (s M): the MFT's grid
+                       has its axis between pixels (psf_problem.half_pixel) */
     double pixel_ld; /* MFT: output pixel in lambda_ref/D (output.pixel_scale, default
                         n/N); 0 when pixel_um or pixel_rad gives it */
     double pixel_um; /* MFT: output.pixel_scale_um, focal-plane um; 0 = not used */

@@ -97,6 +97,15 @@ int set_detector_init(image_set *s, char *err, size_t errlen)
     pd->diffusion_px = d->diffusion_px;
     pd->ipc = d->ipc;
     memcpy(pd->ipc_kernel, d->ipc_kernel, sizeof pd->ipc_kernel);
+    /* POPPY's frame: WebbPSF's detector, the oversampled image binned s x s
+     * (docs/conventions.md); its block's centre is a grid pixel for odd s only. */
+    pd->blocks = s->cfg->orientation == ORIENT_POPPY;
+    if (pd->blocks && !d->pixel_response && ov % 2 == 0)
+        return fail(s, "detector.pixel_response", err, errlen,
+                    "false is not for output.orientation = \"poppy\" with an even "
+                    "detector.oversample: POPPY's frame samples the detector as WebbPSF does, "
+                    "the s x s block's sum, and a point sample at a block's centre falls "
+                    "between grid pixels for even s (give true, or an odd oversample)");
     return jitter_pixels(s, err, errlen);
 }
 
@@ -124,7 +133,9 @@ void set_detector_oversampled_view(const image_set *s, psf_config *cfg, image_se
 void set_detector_split(const image_set *s, float *grid, float *det)
 {
     int ov = s->calc_div > 1 ? s->calc_div : 1;
-    psf_detector_sample(grid, s->calc_npix, ov, det);
+    psf_detector pd = s->detector; /* the problem's (sample 0): its sampling */
+    pd.sample = 1;
+    psf_detector_sample(&pd, grid, s->calc_npix, det);
     if (s->cfg->normalization != NORM_PEAK) return;
     float s2 = (float)ov * (float)ov; /* "peak": 1 = the unaberrated peak of the grid */
     size_t n = (size_t)s->calc_npix * s->calc_npix;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The FITS header of a PSF image: the keywords docs/config.md lists, with
- * Z<j> in the config's convention and the swept defocus included in Z4. */
+ * Z<j> in the config's convention and the swept defocus included in Z4,
+ * OVERSAMP and DET_SAMP without the detector group (POPPY's parity). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,12 @@ static void test_header_keywords(void **state)
     assert_float_equal(v, 49, 0);
     assert_int_equal(psf_fits_read_key_double(path, "STREHL", &v), 0);
     assert_true(v > 0.3 && v < 1.0);
+    /* POPPY writes OVERSAMP and DET_SAMP on every PSF: 1 and 1 for detector
+     * pixels without the detector group (issue 26). */
+    assert_int_equal(psf_fits_read_key_double(path, "OVERSAMP", &v), 0);
+    assert_float_equal(v, 1, 0);
+    assert_int_equal(psf_fits_read_key_double(path, "DET_SAMP", &v), 0);
+    assert_float_equal(v, 1, 0);
     assert_int_equal(psf_fits_read_key_string(path, "ZCONV", s, sizeof s), 0);
     assert_string_equal(s, "ansi");
     assert_int_equal(psf_fits_read_key_string(path, "BACKEND", s, sizeof s), 0);

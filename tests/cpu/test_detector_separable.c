@@ -68,7 +68,7 @@ static void separable(const psf_problem *p, const float *grid, int spoil, float 
 {
     const psf_detector *d = &p->detector;
     int n = p->npix, s = d->oversample > 1 ? d->oversample : 1;
-    int m = d->sample ? n / s : n, o = d->sample ? psf_detector_sample_offset(n, s) : 0;
+    int m = d->sample ? n / s : n, o = d->sample ? psf_detector_sample_offset(d, n) : 0;
     float *tx = malloc((size_t)n * sizeof *tx), *ty = malloc((size_t)n * sizeof *ty);
     double *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * m * sizeof *b);
     double *c = malloc((size_t)m * m * sizeof *c);

@@ -7,7 +7,9 @@
 # backends' arithmetic), OVERSAMP the "oversampled" run's to float32
 # rounding (the "peak" scale s^2 is applied in another order), and each
 # HDU's keywords are its run's; the PNG and the manifest's rows are the
-# "detector" run's; the files are the same bytes on -j 1, -j 3 and 2 lanes;
+# "detector" run's; DET_SAMP is OVERSAMP as docs/conventions.md says (the
+# sample at each pixel's centre in psfsim's frame, WebbPSF's s x s binning
+# in POPPY's); the files are the same bytes on -j 1, -j 3 and 2 lanes;
 # fitsverify finds them clean. FFT and MFT (odd M, "sum", POPPY's
 # orientation; pixels in lambda/D, arcsec and um: the oversampled image's
 # pixel, header, manifest and NAME.h5, is the detector's over s whichever
@@ -63,6 +65,21 @@ for k in range(3):
     if exact and not np.array_equal(b["DET_SAMP"].data, d.data) or \
             np.abs(b["DET_SAMP"].data - d.data).max() > 1e-5 * d.data.max():
         print(k, "DET_SAMP differs from the detector run's"); bad += 1
+    # The documented relation (docs/conventions.md, "The detector"): in
+    # psfsim's frame DET_SAMP = f OVERSAMP[i s + o][j s + o] (f = 1 for
+    # "peak", s^2 for "sum"), in POPPY's the s x s blocks' sum from (0, 0),
+    # WebbPSF's binning (times 1/s^2 for "peak"), in the written frames.
+    s = b[0].header["OVERSAMP"]
+    ov, de = b["OVERSAMP"].data.astype(np.float64), b["DET_SAMP"].data.astype(np.float64)
+    m = de.shape[0]
+    peak = b[0].header["NORMALIZ"] == "peak"
+    if b[0].header.get("IMORIENT") == "poppy":
+        want = ov.reshape(m, s, m, s).sum(axis=(1, 3)) / (s * s if peak else 1)
+    else:
+        o0 = (s * m) // 2 - s * (m // 2)
+        want = ov[o0::s, o0::s] * (1 if peak else s * s)
+    if np.abs(de - want).max() > 1e-6 * want.max():
+        print(k, "DET_SAMP is not OVERSAMP as documented", np.abs(de - want).max() / want.max()); bad += 1
     if b[0].data.shape != o.data.shape or \
             np.abs(b["OVERSAMP"].data - o.data).max() > 1e-6 * o.data.max():
         print(k, "OVERSAMP differs from the oversampled run's"); bad += 1

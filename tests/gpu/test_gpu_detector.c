@@ -12,7 +12,8 @@
  * (GPU_DETECTOR_PACKED: packed pairs): a sweep of 6 runs as two
  * sub-batches of 3, an odd count (the last pair with zeros), the sweep of
  * 20 as two of 10, the single image the R2C path; test_gpu_detector_pack
- * checks both paths directly. Skipped (exit 77) when psfsim has no GPU
+ * checks both paths directly; POPPY's frame (WebbPSF's s x s binning) on
+ * every path that takes it. Skipped (exit 77) when psfsim has no GPU
  * backend or no CUDA device. */
 #include <math.h>
 #include <setjmp.h>
@@ -236,6 +237,34 @@ static void test_separable(void **state)
     compare_on(64, "output: { npix = 32; pixel_scale = 0.6; };", effects[5]);
 }
 
+/* output.orientation = "poppy" (issue 26): WebbPSF's detector, the grid
+ * binned s x s. Every effect (the fold with the block's sum in its table,
+ * psf_detector_fold_otf; packed and not), the pixel response alone (the
+ * sampling kernel's block sums), the grid written (no box), odd M at even
+ * s, a power-of-two grid (not the separable path, which keeps columns,
+ * not block sums), odd s point samples at the block's centre. */
+static void test_poppy_blocks(void **state)
+{
+    (void)state;
+    const char *even = "output: { npix = 32; pixel_scale = 0.5; orientation = \"poppy\"; };";
+    const char *odd = "output: { npix = 21; pixel_scale = 0.5; orientation = \"poppy\"; };";
+    static const int s[] = {2, 3, 4};
+    for (int i = 0; i < 3; ++i) {
+        char all[512], over[600];
+        all_effects(all, sizeof all, s[i]);
+        snprintf(over, sizeof over, "%s write = \"oversampled\";", all);
+        compare(even, all);
+        compare(odd, all);
+        compare(odd, over);
+    }
+    compare(even, "oversample = 4;");
+    compare(odd, "oversample = 4;");
+    compare(odd, "oversample = 3; pixel_response = false; jitter_mas = 3.0;");
+    compare(odd, "oversample = 3; pixel_response = false;");
+    compare_on(64, "output: { npix = 32; pixel_scale = 0.5; orientation = \"poppy\"; };",
+               "oversample = 4; jitter_mas = 3.0; charge_diffusion_px = 0.2;");
+}
+
 /* Broadband at N = 128 through the backend (the separable path): 3
  * wavelengths over a sweep of 6 (sub-batches of 3 images, 9 fields: one
  * pass, the intensities fused into the stage's first pass), and 64 over a
@@ -280,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_paths_all_effects), cmocka_unit_test(test_thread_groups),
         cmocka_unit_test(test_single_image),      cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_separable),         cmocka_unit_test(test_separable_broadband),
+        cmocka_unit_test(test_poppy_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
