@@ -484,6 +484,52 @@ static void test_fits_header(void **state)
     psfsim_close(s);
 }
 
+/* normalization "pupil": EEFIELD, the image's sum in double as the command
+ * sums it (before the 180-degree turn of "poppy"), with the image only. */
+static double eefield(const psfsim_card *cards, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(cards[i].key, "EEFIELD")) return cards[i].d;
+    return NAN;
+}
+
+static void test_fits_header_eefield(void **state)
+{
+    (void)state;
+    for (int poppy = 0; poppy < 2; ++poppy) {
+        char *text = tu_format("%s"
+                               "normalization = \"pupil\";\n"
+                               "output: { npix = 24; pixel_scale = 0.5; orientation = \"%s\"; };\n",
+                               SMALL, poppy ? "poppy" : "psfsim");
+        psfsim_set *s = open_text(text, "cpu");
+
+        float img[24 * 24];
+        psfsim_metrics m;
+        char err[512];
+        assert_int_equal(psfsim_compute(s, 2, 1, img, 24 * 24, &m, err, sizeof err), PSFSIM_OK);
+        double sum = 0.0;
+        for (int i = poppy ? 24 * 24 - 1 : 0; poppy ? i >= 0 : i < 24 * 24; i += poppy ? -1 : 1)
+            sum += img[i];
+        psfsim_card cards[300];
+        int n = 0;
+        assert_int_equal(
+            psfsim_fits_header_image(s, 2, &m, img, 24 * 24, cards, 300, &n, err, sizeof err),
+            PSFSIM_OK);
+        assert_true(eefield(cards, n) == sum);
+        assert_true(sum > 0.5 && sum < 1.0); /* a 12 lambda/D window */
+        int without = 0;
+        assert_int_equal(psfsim_fits_header(s, 2, &m, cards, 300, &without, err, sizeof err),
+                         PSFSIM_OK);
+        assert_int_equal(without, n - 1);
+        assert_true(isnan(eefield(cards, without)));
+        assert_int_equal(
+            psfsim_fits_header_image(s, 2, &m, img, 24 * 24 - 1, cards, 300, &n, err, sizeof err),
+            PSFSIM_ERR_BUFFER);
+        assert_string_equal(err, "the image holds 575 values, fewer than its 24 x 24");
+        psfsim_close(s);
+    }
+}
+
 /* Messages go to the handler, never to stderr. */
 static int g_messages;
 static void on_message(int level, const char *message, void *user)
@@ -647,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_field_positions),
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_busy_race),
+        cmocka_unit_test(test_fits_header_eefield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
