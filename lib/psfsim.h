@@ -150,12 +150,14 @@ PSFSIM_API int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *e
 /* One image's parameters: the manifest's columns known before computing. */
 typedef struct {
     long long index;             /* k */
-    double wavelength_nm;        /* the image's wavelength; broadband: the shortest, which
-                                    the pixel scale in lambda/D refers to */
+    double wavelength_nm;        /* the image's wavelength; broadband: the weighted mean
+                                    sum w_c lambda_c (FITS WAVELEN, the manifest's) */
     double defocus;              /* sweep.defocus value (aberrations.units RMS); NaN when
                                     not swept */
     double focus_shift_um;       /* sweep.focus_shift_um value; NaN when not swept */
-    double pixel_scale_lambda_d; /* the image's pixel, lambda/D at wavelength_nm */
+    double pixel_scale_lambda_d; /* the image's pixel, lambda/D at the reference
+                                    wavelength: wavelength_nm, broadband the shortest
+                                    (FITS REFWAVE) */
     double pixel_scale_arcsec;   /* arcseconds on the sky */
     double pixel_scale_um;       /* focal-plane micrometres; NaN without f_number */
     double sampling_q;           /* Q = (lambda/D) / pixel (FITS PADDING) */

@@ -58,7 +58,7 @@ int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_
         rc = image(set, first + i, &info, err, errlen);
         if (rc != PSFSIM_OK) break;
         params[i] = (psfsim_params){.index = first + i,
-                                    .wavelength_nm = info.wavelength_nm,
+                                    .wavelength_nm = image_info_wavelength_nm(&info),
                                     .defocus = info.params.sweep_defocus,
                                     .focus_shift_um = info.params.sweep_focus_shift_um,
                                     .pixel_scale_lambda_d = info.pixel_lambda_d,
