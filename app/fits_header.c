@@ -35,18 +35,6 @@ static fits_kv kv_s(const char *key, const char *s, const char *comment)
 /* A linear WCS in arcsec offsets from the optical axis (FITS WCS paper I,
  * Greisen & Calabretta 2002: an unrecognised CTYPE without a projection code
  * is linear), the diffraction limit, the field and the writer. */
-/* The weighted mean wavelength (m) of the image (POPPY's WAVELEN): sum w_c
- * lambda_c over its components; info's wavelength without components. */
-static double mean_wavelength_m(const image_info *info)
-{
-    const psf_image_params *p = &info->params;
-    if (p->nwl < 1) return info->wavelength_nm * 1e-9;
-    double m = 0.0;
-    for (int c = 0; c < p->nwl; ++c)
-        m += p->weights[c] * p->wl_nm[c];
-    return m * 1e-9;
-}
-
 /* NWAVES, WAVE<i> (m) and WGHT<i> (0-based, as POPPY writes them) of the
  * image's components, their key strings in keys[2 * nwl]. */
 static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[12])
@@ -158,8 +146,8 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
     const psf_sampling *sp = &s->samp;
     double wl_m = info->wavelength_nm * 1e-9;
     int n = 0;
-    kvs[n++] =
-        kv_d("WAVELEN", mean_wavelength_m(info), "wavelength [m] (broadband: weighted mean)");
+    kvs[n++] = kv_d("WAVELEN", image_info_wavelength_nm(info) * 1e-9,
+                    "wavelength [m] (broadband: weighted mean)");
     kvs[n++] = kv_d("REFWAVE", wl_m, "wavelength of PIXSCLLD and DIFFLMT [m]");
     kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");
     kvs[n++] = kv_i("NPUPIL", sp->pupil_samples, "pupil samples across DIAM");

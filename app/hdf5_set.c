@@ -143,11 +143,13 @@ static int columns(const image_set *s, hdf5_set_desc *d)
     static const h5set_column base[HDF5_NCOLS] = {
         {"index", H5SET_INT64, 0, NULL, "image index k, the manifest's index"},
         {"wavelength_nm", H5SET_DOUBLE, 0, "nm",
-         "the image's wavelength (broadband: the shortest, the pixel scale's reference)"},
+         "the image's wavelength (broadband: the weighted mean, as FITS WAVELEN)"},
         {"defocus", H5SET_DOUBLE, 0, NULL, "the swept sweep.defocus value; NaN when not swept"},
         {"focus_shift_um", H5SET_DOUBLE, 0, "um",
          "the swept sweep.focus_shift_um value; NaN when not swept"},
-        {"pixel_scale_lambda_d", H5SET_DOUBLE, 0, "lambda/D", "image pixel at wavelength_nm"},
+        {"pixel_scale_lambda_d", H5SET_DOUBLE, 0, "lambda/D",
+         "image pixel in lambda/D at the reference wavelength (broadband: the shortest, as "
+         "FITS REFWAVE)"},
         {"pixel_scale_arcsec", H5SET_DOUBLE, 0, "arcsec", "image pixel on the sky"},
         {"pixel_scale_um", H5SET_DOUBLE, 0, "um",
          "image pixel in the focal plane; NaN without optics.f_number"},

@@ -187,10 +187,14 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
     for (int t = 0; t < w->desc.nterms; ++t)
         b->zernike[(size_t)i * w->desc.nterms + t] = info->coeff_units[w->desc.term[t]];
     b->index[i] = j->k;
-    double v[HDF5_NDOUBLES] = {
-        info->wavelength_nm,  info->params.sweep_defocus, info->params.sweep_focus_shift_um,
-        info->pixel_lambda_d, info->pixel_arcsec,         info->pixel_um,
-        j->res->strehl,       j->res->axial_intensity};
+    double v[HDF5_NDOUBLES] = {image_info_wavelength_nm(info),
+                               info->params.sweep_defocus,
+                               info->params.sweep_focus_shift_um,
+                               info->pixel_lambda_d,
+                               info->pixel_arcsec,
+                               info->pixel_um,
+                               j->res->strehl,
+                               j->res->axial_intensity};
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         b->d[c][i] = v[c];
     size_t bl = strnlen(j->res->backend, HDF5_BACKEND_WIDTH); /* printf per row was its cost */

@@ -147,7 +147,7 @@ int manifest_add(manifest_writer *w, const image_set *s, long long k, const imag
     csv_number(axial, sizeof axial, res->axial_intensity);
     FILE *fp = journal_fp(&w->j);
     fprintf(fp, "%lld,%s,%s,%s,%s,%s,", k, res->png, res->fits,
-            csv_cell_text(&w->cells[0], info->wavelength_nm, 0),
+            csv_cell_text(&w->cells[0], image_info_wavelength_nm(info), 0),
             csv_cell_text(&w->cells[1], p->sweep_defocus, 0),
             csv_cell_text(&w->cells[2], p->sweep_focus_shift_um, 0));
     swept_terms(fp, cfg, p); /* any number of terms: no cell is cut */

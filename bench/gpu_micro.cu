@@ -20,9 +20,9 @@
  *        psfsim_gpu_micro detector [IMAGES [BATCH]]   part 4 only
  * Exits 77 (skipped) without a CUDA device.
  * Built by bench/CMakeLists.txt as psfsim_gpu_micro; by hand, after the
- * project's build in /tmp/b:
- *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/gpu_micro.cu /tmp/b/libpsfsim_gpu.a \
- *        /tmp/b/libpsfsim_optics.a -lcufft -o /tmp/gpu_micro && /tmp/gpu_micro */
+ * project's build in build:
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -I. bench/gpu_micro.cu build/libpsfsim_gpu.a \
+ *        build/libpsfsim_optics.a -lcufft -o gpu_micro && ./gpu_micro */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  *    cuBLAS products + the centred intensity kernel, and the products alone.
  * bench/gpu_micro.cu measures the host-side figures (latency, batches).
  * Built by bench/CMakeLists.txt as psfsim_pass_micro (with CUDA); run
- * /tmp/b/bench/psfsim_pass_micro on the GPU machine. */
+ * build/bench/psfsim_pass_micro on the GPU machine. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

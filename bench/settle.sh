@@ -9,7 +9,7 @@
 #   13  1,000,000 x 64^2 and 100,000 x 256^2 into NAME.h5 on tmpfs
 # Needs a Release build in BUILD and the peers' wheels installed into SITE
 # (their PYTHONPATH). Writes CSV and text into OUTDIR; prints the ratios.
-#   BUILD=/tmp/b SITE=/tmp/site bash bench/settle.sh OUTDIR
+#   BUILD=build SITE=site bash bench/settle.sh OUTDIR
 set -uo pipefail
 out=${1:?OUTDIR}
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -532,16 +532,31 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
     return PSFSIM_OK;
 }
 
+/* compute, with the set taken for the call (lib_enter). */
+static int compute_entered(const char *what, psfsim_set *s, long long first, long long count,
+                           float *images, uint16_t *levels, size_t capacity,
+                           psfsim_metrics *metrics, char *err, size_t errlen)
+{
+    if (!s) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
+    int rc = lib_enter(s, what, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = compute(s, first, count, images, levels, capacity, metrics, err, errlen);
+    lib_leave(s);
+    return rc;
+}
+
 int psfsim_compute(psfsim_set *set, long long first, long long count, float *images,
                    size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
 {
-    return compute(set, first, count, images, NULL, capacity, metrics, err, errlen);
+    return compute_entered("psfsim_compute", set, first, count, images, NULL, capacity, metrics,
+                           err, errlen);
 }
 
 int psfsim_compute_u16(psfsim_set *set, long long first, long long count, uint16_t *levels,
                        size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
 {
-    return compute(set, first, count, NULL, levels, capacity, metrics, err, errlen);
+    return compute_entered("psfsim_compute_u16", set, first, count, NULL, levels, capacity, metrics,
+                           err, errlen);
 }
 
 void psfsim_set_progress(psfsim_set *set, psfsim_progress_fn fn, void *user)

@@ -9,19 +9,43 @@
 #include "app/fits_header.h"
 #include "lib/set_priv.h"
 
-int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metrics,
-                       psfsim_card *cards, int max, int *ncards, char *err, size_t errlen)
+/* The captured fraction of image img as the command measures it (EEFIELD,
+ * image_set_finish_image): the sum of its pixels in double, in the order
+ * the backend wrote them, i.e. from the last pixel for "poppy" (which
+ * turned the image by 180 degrees after the sum). */
+static double image_sum(const psfsim_set *set, const float *img)
 {
-    if (!set || !metrics || !cards || !ncards)
-        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, metrics, cards or count given");
-    *ncards = 0;
+    size_t n = (size_t)set->set.samp.npix * set->set.samp.npix;
+    double total = 0.0;
+    if (set->cfg.orientation == ORIENT_POPPY)
+        for (size_t i = n; i-- > 0;)
+            total += img[i];
+    else
+        for (size_t i = 0; i < n; ++i)
+            total += img[i];
+    return total;
+}
+
+/* The header of image k into cards (psfsim_fits_header_image), the set
+ * taken. */
+static int header(psfsim_set *set, long long k, const psfsim_metrics *metrics, const float *image,
+                  size_t capacity, psfsim_card *cards, int max, int *ncards, char *err,
+                  size_t errlen)
+{
     int rc = lib_check_range(set, k, 1, err, errlen);
     if (rc != PSFSIM_OK) return rc;
+    size_t plane = (size_t)set->set.samp.npix * set->set.samp.npix;
+    if (image && capacity < plane)
+        return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
+                        "the image holds %zu values, fewer than its %d x %d", capacity,
+                        set->set.samp.npix, set->set.samp.npix);
     psf_job job;
     image_info info;
     char why[LIB_ERRLEN];
     if (image_set_job(&set->set, k, set->query_storage, &job, &info, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
+    if (image && set->cfg.normalization == NORM_PUPIL)
+        info.captured_fraction = image_sum(set, image);
     image_result res = {.strehl = metrics->strehl,
                         .axial_intensity = metrics->axial_intensity,
                         .backend = metrics->backend ? metrics->backend : ""};
@@ -43,4 +67,24 @@ int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metri
     }
     *ncards = n;
     return PSFSIM_OK;
+}
+
+int psfsim_fits_header_image(psfsim_set *set, long long k, const psfsim_metrics *metrics,
+                             const float *image, size_t capacity, psfsim_card *cards, int max,
+                             int *ncards, char *err, size_t errlen)
+{
+    if (!set || !metrics || !cards || !ncards)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, metrics, cards or count given");
+    *ncards = 0;
+    int rc = lib_enter(set, "psfsim_fits_header", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = header(set, k, metrics, image, capacity, cards, max, ncards, err, errlen);
+    lib_leave(set);
+    return rc;
+}
+
+int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metrics,
+                       psfsim_card *cards, int max, int *ncards, char *err, size_t errlen)
+{
+    return psfsim_fits_header_image(set, k, metrics, NULL, 0, cards, max, ncards, err, errlen);
 }

@@ -67,11 +67,16 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
     if (o && o->backend) rc = parse_backend(o->backend, &choice, err, errlen);
     if (rc == PSFSIM_OK && o && o->gpus && gpu_list_parse(o->gpus, &gpus, err, errlen) != 0)
         rc = PSFSIM_ERR_ARGUMENT;
+    if (rc == PSFSIM_OK && o && (o->threads < 0 || o->threads > LIB_MAX_THREADS))
+        rc = lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                      "threads: expected 0 (one per CPU) or 1..%d (got %d)", LIB_MAX_THREADS,
+                      o->threads);
     if (rc != PSFSIM_OK) return rc;
     psfsim_set *s = calloc(1, sizeof *s);
     if (!s) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     atomic_init(&s->cancel, 0);
-    s->threads = o && o->threads > 0 ? o->threads : 0;
+    atomic_flag_clear(&s->busy);
+    s->threads = o ? o->threads : 0;
     int bad = path ? config_load(path, &s->cfg, err, errlen)
                    : config_load_text(text, o ? o->name : NULL, o ? o->base_dir : NULL, &s->cfg,
                                       err, errlen);

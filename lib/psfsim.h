@@ -24,10 +24,20 @@
  *
  * Thread safety: distinct sets may be opened, queried, computed and closed
  * at the same time from different threads (the library serialises what
- * must be: the FFT planner, the GPU module's loading, the latency probe);
- * one set must not be used from two threads at once, except
- * psfsim_cancel, which any thread may call while the set is open.
- * psfsim_set_message_handler is process-wide: set it before opening sets.
+ * must be: the FFT planner, the GPU module's loading, the latency probe).
+ * One set takes one call at a time: psfsim_compute, psfsim_compute_u16,
+ * psfsim_params_get, psfsim_zernike, psfsim_segment_zernike,
+ * psfsim_fits_header(_image) and psfsim_decision_get called while another
+ * of them runs on the same set (from another thread, or from the progress
+ * callback) return PSFSIM_ERR_BUSY at once, doing nothing (the set's busy
+ * flag, atomic: a second call is refused, never queued). To compute in
+ * parallel, open one set per thread (each computes with several threads
+ * already). psfsim_describe, psfsim_zernike_terms, psfsim_label_terms,
+ * psfsim_segment_terms and psfsim_field_positions read only what open
+ * fixed and may be called at any time; psfsim_cancel from any thread while
+ * the set is open. psfsim_set_progress and psfsim_close must not be called
+ * while a call runs on the set. psfsim_set_message_handler is
+ * process-wide: set it before opening sets.
  *
  * ABI: the structs are fixed for soname 0 (new quantities come as new
  * functions), except psfsim_options, which carries its size. */
@@ -47,8 +57,9 @@ extern "C" {
 #define PSFSIM_API
 #endif
 
-/* Functions of this header: 1 for libpsfsim.so.0's first release. */
-#define PSFSIM_API_VERSION 1
+/* Functions of this header: 1 for libpsfsim.so.0's first release; 2 adds
+ * psfsim_fits_header_image and PSFSIM_ERR_BUSY. */
+#define PSFSIM_API_VERSION 2
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -63,10 +74,13 @@ typedef enum {
     PSFSIM_ERR_COMPUTE = 6,   /* a run-time failure while computing */
     PSFSIM_ERR_MEMORY = 7,    /* out of memory */
     PSFSIM_ERR_CANCELLED = 8, /* psfsim_cancel (or the progress callback) stopped it */
+    PSFSIM_ERR_BUSY = 9,      /* another call is using the set (another thread's, or a
+                                 progress callback's own): one call at a time on a set
+                                 ("Thread safety" above); nothing was done */
 } psfsim_status;
 
 /* "ok", "argument", "config", "range", "buffer", "backend", "compute",
- * "memory", "cancelled"; "unknown" for any other value. */
+ * "memory", "cancelled", "busy"; "unknown" for any other value. */
 PSFSIM_API const char *psfsim_status_name(int status);
 
 /* The library's version, "0.1.0" (the psfsim command's). */
@@ -79,7 +93,8 @@ typedef struct {
                              "gpu", as the command's --backend */
     const char *gpus;     /* NULL or "all": every visible GPU; else CUDA device indices,
                              "0,2", as --gpus (used when the GPU computes) */
-    int threads;          /* CPU threads of the CPU backend; 0 = one per CPU */
+    int threads;          /* CPU threads of the CPU backend: 1 .. 1024, or 0 = one per
+                             CPU (the default); else PSFSIM_ERR_ARGUMENT at open */
     const char *name;     /* config text only: how messages name it; NULL = "<config>" */
     const char *base_dir; /* config text only: the directory @include and relative map
                              files are resolved against; NULL = the current one */
@@ -98,7 +113,7 @@ typedef struct psfsim_set psfsim_set;
  * once otherwise). The backend itself starts at the first compute.
  * Returns PSFSIM_OK with *set (close it with psfsim_close), or
  * PSFSIM_ERR_CONFIG (the config, its maps), PSFSIM_ERR_ARGUMENT (NULL
- * path/text/set, bad backend or gpus option), PSFSIM_ERR_BACKEND ("gpu"
+ * path/text/set, bad backend, gpus or threads option), PSFSIM_ERR_BACKEND ("gpu"
  * without a GPU backend, a GPU asked for that is not there) or
  * PSFSIM_ERR_MEMORY, with *set NULL and the message in err. */
 PSFSIM_API int psfsim_open_file(const char *path, const psfsim_options *options, psfsim_set **set,
@@ -135,12 +150,14 @@ PSFSIM_API int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *e
 /* One image's parameters: the manifest's columns known before computing. */
 typedef struct {
     long long index;             /* k */
-    double wavelength_nm;        /* the image's wavelength; broadband: the shortest, which
-                                    the pixel scale in lambda/D refers to */
+    double wavelength_nm;        /* the image's wavelength; broadband: the weighted mean
+                                    sum w_c lambda_c (FITS WAVELEN, the manifest's) */
     double defocus;              /* sweep.defocus value (aberrations.units RMS); NaN when
                                     not swept */
     double focus_shift_um;       /* sweep.focus_shift_um value; NaN when not swept */
-    double pixel_scale_lambda_d; /* the image's pixel, lambda/D at wavelength_nm */
+    double pixel_scale_lambda_d; /* the image's pixel, lambda/D at the reference
+                                    wavelength: wavelength_nm, broadband the shortest
+                                    (FITS REFWAVE) */
     double pixel_scale_arcsec;   /* arcseconds on the sky */
     double pixel_scale_um;       /* focal-plane micrometres; NaN without f_number */
     double sampling_q;           /* Q = (lambda/D) / pixel (FITS PADDING) */
@@ -151,7 +168,7 @@ typedef struct {
 
 /* Parameters of images [first, first + count) into params[count].
  * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL), PSFSIM_ERR_CONFIG (a map
- * grid that cannot be built). */
+ * grid that cannot be built), PSFSIM_ERR_BUSY (another call on the set). */
 PSFSIM_API int psfsim_params_get(psfsim_set *set, long long first, long long count,
                                  psfsim_params *params, char *err, size_t errlen);
 
@@ -259,8 +276,10 @@ PSFSIM_API void psfsim_cancel(psfsim_set *set);
  * A GPU that fails is said once (message handler) and the CPU computes the
  * rest, as the command does. Returns PSFSIM_OK, PSFSIM_ERR_RANGE,
  * PSFSIM_ERR_BUFFER, PSFSIM_ERR_ARGUMENT, PSFSIM_ERR_BACKEND (a GPU asked
- * for with "gpu" cannot start), PSFSIM_ERR_COMPUTE, PSFSIM_ERR_MEMORY or
- * PSFSIM_ERR_CANCELLED. count 0 does nothing. */
+ * for with "gpu" cannot start), PSFSIM_ERR_COMPUTE, PSFSIM_ERR_MEMORY,
+ * PSFSIM_ERR_CANCELLED or PSFSIM_ERR_BUSY (another call on the set: the
+ * progress callback may not compute on its own set). count 0 does
+ * nothing. */
 PSFSIM_API int psfsim_compute(psfsim_set *set, long long first, long long count, float *images,
                               size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen);
 
@@ -283,12 +302,26 @@ typedef struct {
 } psfsim_card;
 
 /* The header keywords of image k's FITS file (README, "Outputs": WAVELEN,
- * DIAM, ..., Z<j>), in the command's order, with metrics the image's (from
- * psfsim_compute) for STREHL, AXIALINT and BACKEND, into cards (max
- * entries; 300 are always enough); *ncards gets their number. */
+ * DIAM, ..., Z<j>), in the command's order, by the command's own header
+ * code, with metrics the image's (from psfsim_compute) for STREHL,
+ * AXIALINT and BACKEND, into cards (max entries; 300 are always enough);
+ * *ncards gets their number. The command's cards but its HISTORY, and,
+ * without the image, EEFIELD (normalization "pupil": the image's sum):
+ * psfsim_fits_header_image gives it.
+ * PSFSIM_ERR_ARGUMENT (NULL), PSFSIM_ERR_RANGE, PSFSIM_ERR_BUFFER (cards
+ * too few), PSFSIM_ERR_BUSY. */
 PSFSIM_API int psfsim_fits_header(psfsim_set *set, long long k, const psfsim_metrics *metrics,
                                   psfsim_card *cards, int max, int *ncards, char *err,
                                   size_t errlen);
+
+/* The same with image k as psfsim_compute wrote it (M x M floats; capacity
+ * floats at image, at least M * M, else PSFSIM_ERR_BUFFER), NULL for
+ * none: with normalization "pupil" its EEFIELD (the captured fraction, the
+ * image's sum in double, as the command's), so the cards are the
+ * command's file's (HISTORY aside). API version 2. */
+PSFSIM_API int psfsim_fits_header_image(psfsim_set *set, long long k, const psfsim_metrics *metrics,
+                                        const float *image, size_t capacity, psfsim_card *cards,
+                                        int max, int *ncards, char *err, size_t errlen);
 
 /* Where the library's messages go (the command's warnings and -v lines,
  * without "psfsim: "): fn(level, message, user) for levels 1 error, 2

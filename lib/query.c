@@ -50,13 +50,15 @@ int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_
 {
     if (!set || (!params && count > 0))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no params given");
-    int rc = lib_check_range(set, first, count, err, errlen);
+    int rc = lib_enter(set, "psfsim_params_get", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = lib_check_range(set, first, count, err, errlen);
     for (long long i = 0; rc == PSFSIM_OK && i < count; ++i) {
         image_info info;
         rc = image(set, first + i, &info, err, errlen);
         if (rc != PSFSIM_OK) break;
         params[i] = (psfsim_params){.index = first + i,
-                                    .wavelength_nm = info.wavelength_nm,
+                                    .wavelength_nm = image_info_wavelength_nm(&info),
                                     .defocus = info.params.sweep_defocus,
                                     .focus_shift_um = info.params.sweep_focus_shift_um,
                                     .pixel_scale_lambda_d = info.pixel_lambda_d,
@@ -66,6 +68,7 @@ int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_
                                     .table_row = info.params.table_row,
                                     .draw = info.params.draw};
     }
+    lib_leave(set);
     return rc;
 }
 
@@ -85,7 +88,9 @@ int psfsim_zernike(psfsim_set *set, long long first, long long count, double *sw
                    char *err, size_t errlen)
 {
     if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
-    int rc = lib_check_range(set, first, count, err, errlen);
+    int rc = lib_enter(set, "psfsim_zernike", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = lib_check_range(set, first, count, err, errlen);
     int ns = set->cfg.n_sweep_zernike, nt = set->set.modes.nterms;
     for (long long i = 0; rc == PSFSIM_OK && i < count; ++i) {
         image_info info;
@@ -96,6 +101,7 @@ int psfsim_zernike(psfsim_set *set, long long first, long long count, double *sw
         for (int t = 0; total && t < nt; ++t)
             total[i * nt + t] = info.coeff_units[t];
     }
+    lib_leave(set);
     return rc;
 }
 
@@ -135,7 +141,9 @@ int psfsim_segment_zernike(psfsim_set *set, long long first, long long count, do
     int nl = st->nlabels;
     if (!total && nl > 0 && count > 0)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no total given");
-    int rc = lib_check_range(set, first, count, err, errlen);
+    int rc = lib_enter(set, "psfsim_segment_zernike", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = lib_check_range(set, first, count, err, errlen);
     for (long long i = 0; rc == PSFSIM_OK && nl > 0 && i < count; ++i) {
         image_info info;
         rc = image(set, first + i, &info, err, errlen);
@@ -145,6 +153,7 @@ int psfsim_segment_zernike(psfsim_set *set, long long first, long long count, do
         for (int t = 0; t < nl; ++t)
             total[i * nl + t] = info.seg_units[st->label_index[t]];
     }
+    lib_leave(set);
     return rc;
 }
 
@@ -169,6 +178,11 @@ int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *
 {
     if (!set || !decision)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no decision given");
+    /* the lanes change under a compute (a GPU's fall-back): not meanwhile;
+     * the set is the caller's, never const itself (psfsim_open_*) */
+    psfsim_set *own = (psfsim_set *)set;
+    int rc = lib_enter(own, "psfsim_decision_get", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
     const backend_decision *d = &set->decision;
     memset(decision, 0, sizeof *decision);
     /* After a fall-back the lanes compute on the CPU: say what computes. */
@@ -182,5 +196,6 @@ int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *
     decision->ndevices = gpu ? d->ndevices : 0;
     for (int i = 0; gpu && i < d->ndevices && i < 16; ++i)
         decision->devices[i] = d->devices[i];
+    lib_leave(own);
     return PSFSIM_OK;
 }

@@ -16,6 +16,8 @@
 
 #define LIB_ERRLEN 1024
 #define LIB_MAX_LANES GPU_LIST_MAX
+/* psfsim_options.threads at most (the command's --jobs bound) */
+#define LIB_MAX_THREADS 1024
 
 /* One computing device: its backend, made at the first compute, and its
  * batch's jobs. */
@@ -48,6 +50,8 @@ struct psfsim_set {
     psfsim_progress_fn progress;
     void *progress_user;
     atomic_int cancel; /* psfsim_cancel: the next batch boundary stops */
+    atomic_flag busy;  /* a call is using the set (lib_enter): the lanes, the backends'
+                          FFT plans and buffers, query_storage are one call's at a time */
 };
 
 /* The library's lock: held for what is process-wide (the FFT planner,
@@ -62,6 +66,13 @@ void lib_messages_init(void);
 /* snprintf into err (NULL or errlen 0: nothing); returns status. */
 int lib_fail(char *err, size_t errlen, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Take set s for the call named what ("psfsim_compute"): PSFSIM_OK (then
+ * lib_leave(s) when it returns), or PSFSIM_ERR_BUSY with err when another
+ * call holds it; a second call is refused, not queued, so that a progress
+ * callback computing on its own set fails rather than deadlocks. */
+int lib_enter(psfsim_set *s, const char *what, char *err, size_t errlen);
+void lib_leave(psfsim_set *s);
 
 /* [first, first + count) inside [0, K): PSFSIM_OK or PSFSIM_ERR_RANGE. */
 int lib_check_range(const psfsim_set *s, long long first, long long count, char *err,

@@ -8,8 +8,8 @@
 
 const char *psfsim_status_name(int status)
 {
-    static const char *const names[] = {"ok",      "argument", "config", "range",    "buffer",
-                                        "backend", "compute",  "memory", "cancelled"};
+    static const char *const names[] = {"ok",      "argument", "config", "range",     "buffer",
+                                        "backend", "compute",  "memory", "cancelled", "busy"};
     return status >= 0 && status < (int)(sizeof names / sizeof *names) ? names[status] : "unknown";
 }
 
@@ -28,15 +28,36 @@ int lib_fail(char *err, size_t errlen, int status, const char *fmt, ...)
     return status;
 }
 
+int lib_enter(psfsim_set *s, const char *what, char *err, size_t errlen)
+{
+    if (!atomic_flag_test_and_set(&s->busy)) return PSFSIM_OK;
+    return lib_fail(err, errlen, PSFSIM_ERR_BUSY,
+                    "%s: the set is busy with another call (from another thread, or from its "
+                    "progress callback): a set takes one call at a time; open one set per thread",
+                    what);
+}
+
+void lib_leave(psfsim_set *s)
+{
+    atomic_flag_clear(&s->busy);
+}
+
 int lib_check_range(const psfsim_set *s, long long first, long long count, char *err, size_t errlen)
 {
     long long k = s->set.nimages;
-    if (first < 0 || count < 0 || first > k || count > k - first)
+    if (first >= 0 && count >= 0 && first <= k && count <= k - first) return PSFSIM_OK;
+    /* the last image first + count - 1, where it is a long long (count =
+     * LLONG_MAX would overflow it: undefined behaviour) */
+    long long c1, last;
+    if (!__builtin_sub_overflow(count, 1, &c1) && !__builtin_add_overflow(first, c1, &last))
         return lib_fail(err, errlen, PSFSIM_ERR_RANGE,
                         "images %lld..%lld (first %lld, count %lld) are not in the set of %lld "
                         "(0..%lld)",
-                        first, first + count - 1, first, count, k, k - 1);
-    return PSFSIM_OK;
+                        first, last, first, count, k, k - 1);
+    return lib_fail(err, errlen, PSFSIM_ERR_RANGE,
+                    "images from %lld, count %lld (the last index is outside the 64-bit range) are "
+                    "not in the set of %lld (0..%lld)",
+                    first, count, k, k - 1);
 }
 
 /* The handler the user set, read by the logger's sink on any thread. */

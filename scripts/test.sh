@@ -4,7 +4,8 @@
 # stages (each stops the script at its first failure):
 #  1. a format check (clang-format --dry-run --Werror over the sources), the
 #     layering check (scripts/include_graph.py --check: no include from a
-#     folder to one above it, no include cycle), then
+#     folder to one above it, no include cycle), the paths check
+#     (scripts/check_paths.sh: no tracked file names a machine's path), then
 #     the default build (with the CUDA backend when nvcc is present; GPU
 #     tests skip without a GPU), warnings as errors; its ctest includes
 #     libpsfsim's tests (tests/lib: the C API, the installed tree with the
@@ -41,6 +42,7 @@ if want 1; then
   stage 1 "format and layering checks, default build"
   clang-format --dry-run --Werror $(git ls-files '*.c' '*.h' '*.cu')
   python3 scripts/include_graph.py --check
+  bash scripts/check_paths.sh
   run_suite build-test -DCMAKE_BUILD_TYPE=Release
   # The README's `pip install ./python`, reusing build-test's libpsfsim
   # (PSFSIM_CMAKE_BUILD_DIR), Debian's numpy and setuptools (no download).

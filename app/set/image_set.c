@@ -462,6 +462,16 @@ void image_set_finish_image(const image_set *s, image_info *info, float *img)
     info->ref_peak *= inv;
 }
 
+double image_info_wavelength_nm(const image_info *info)
+{
+    const psf_image_params *p = &info->params;
+    if (p->nwl < 1) return info->wavelength_nm;
+    double m = 0.0;
+    for (int c = 0; c < p->nwl; ++c)
+        m += p->weights[c] * p->wl_nm[c];
+    return m;
+}
+
 int image_set_wavelength_per_image(const image_set *s)
 {
     long long n;

@@ -86,8 +86,9 @@ typedef struct {
 /* What the writers and the manifest need to know of image k. */
 typedef struct {
     psf_image_params params;
-    double wavelength_nm; /* the image's wavelength; broadband: the shortest,
-                             the one the pixel scale in lambda/D refers to */
+    double wavelength_nm; /* the image's reference wavelength; broadband: the
+                             shortest, the one the pixel scale in lambda/D refers
+                             to (FITS REFWAVE); its label is image_info_wavelength_nm */
     double ref_peak;      /* peak of the unaberrated image in the image's units */
     double *coeff_units;  /* [modes.nterms] total coefficients in the config's units */
     double *seg_units;    /* [segterms_count] each segment's totals in the config's units
@@ -165,6 +166,13 @@ int image_set_check_open(image_set *s, char *err, size_t errlen);
  * window of M x M pixels to the fraction it captures) and its sum, in
  * double, goes to info->captured_fraction. */
 void image_set_finish_image(const image_set *s, image_info *info, float *img);
+
+/* The image's wavelength as every output labels it (FITS WAVELEN, the
+ * manifest's, NAME.h5's, the cube's and the library's wavelength_nm), nm:
+ * one wavelength's own; broadband the weighted mean sum w_c lambda_c over
+ * its components (POPPY's WAVELEN), not the shortest (info->wavelength_nm,
+ * the pixel scale's reference, FITS REFWAVE). */
+double image_info_wavelength_nm(const image_info *info);
 
 /* 1 when the images take their wavelengths one each (sweep.wavelength_nm,
  * sweep.random.wavelength_nm, a table's wavelength_nm column: they replace

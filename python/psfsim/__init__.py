@@ -16,7 +16,13 @@ syntax, psfsim._config). The images are the psfsim command's FITS pixels
 (float32) or, with dtype=numpy.uint16, its PNG grey levels. backend= and
 gpus= are the command's --backend and --gpus. Errors raise psfsim.Error
 (ConfigError, ...) carrying the library's message, config errors as
-"FILE:LINE: key: why".
+"FILE:LINE: key: why" ("<dict>: key.path: why" for a dict).
+
+One Set takes one call at a time: a call while another runs on the same
+Set (from another thread, or from a progress callback) raises
+psfsim.BusyError at once, never waits; cancel() is for any thread. To
+compute in parallel, open one Set per thread (each computes on several
+CPU threads, or the GPU, already).
 
 The library's warnings (a GPU that failed, the CPU taking over) go to the
 logging logger "psfsim".
@@ -27,15 +33,17 @@ NumPy arrays' memory.
 """
 import ctypes
 import logging
+import numbers
 import os
+import threading
 
 import numpy as np
 
 from . import _lib
-from ._config import config_text
+from ._config import config_text, config_text_paths, dict_message
 
-__all__ = ["compute", "Set", "Batch", "config_text", "Error", "ConfigError", "RangeError",
-           "BackendError", "ComputeError", "Cancelled", "version"]
+__all__ = ["compute", "Set", "Batch", "config_text", "config_text_paths", "Error", "ConfigError",
+           "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
 
 _ERRLEN = 2048
@@ -71,8 +79,8 @@ class ArgumentError(Error, ValueError):
     """A bad argument (backend=, gpus=, a buffer)."""
 
 
-class RangeError(Error, IndexError):
-    """Images outside the set."""
+class RangeError(Error, IndexError, ValueError):
+    """Images outside the set (first or count out of range)."""
 
 
 class BackendError(Error):
@@ -87,14 +95,20 @@ class Cancelled(Error):
     """Set.cancel() (or a progress callback returning True) stopped it."""
 
 
+class BusyError(Error, RuntimeError):
+    """Another call is using the Set (one call at a time: a Set per thread)."""
+
+
 _ERRORS = {1: ArgumentError, 2: ConfigError, 3: RangeError, 4: ArgumentError, 5: BackendError,
-           6: ComputeError, 7: MemoryError, 8: Cancelled}
+           6: ComputeError, 7: MemoryError, 8: Cancelled, 9: BusyError}
 
 
-def _check(rc, err):
+def _check(rc, err, rewrite=None):
     if rc == 0:
         return
     msg = err.value.decode("utf-8", "replace")
+    if rewrite:
+        msg = rewrite(msg)
     cls = _ERRORS.get(rc, Error)
     if cls is MemoryError:
         raise MemoryError(msg)
@@ -106,12 +120,25 @@ def version():
     return _lib.lib.psfsim_version().decode()
 
 
-def _b(s):
-    return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+def _b(s, what):
+    """An option's bytes for the library, which reads up to a NUL."""
+    b = None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+    if b is not None and b"\0" in b:
+        raise ValueError("%s: contains a NUL character" % what)
+    return b
+
+
+def _int(v, what):
+    """v as a Python int, for an argument that must be an integer (not a
+    bool, not a float): a TypeError naming it otherwise."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError("%s: expected an integer, got %s" % (what, type(v).__name__))
+    return int(v)
 
 
 class Batch(tuple):
-    """One batch of Set.batches(): first, images [n, M, M], params (n rows)."""
+    """One batch of Set.batches(): first, images [n, M, M], params (n rows:
+    a pandas DataFrame as compute()'s when pandas is installed, or as frame= says)."""
     __slots__ = ()
 
     def __new__(cls, first, images, params):
@@ -129,21 +156,42 @@ class Set:
     base_dir and name are for config text and dicts: where @include and
     relative map files are found (default: the current directory) and how
     messages name the config (default "<config>", "<dict>" for a dict).
-    One Set is for one thread at a time; cancel() from any thread."""
+    A dict's errors name its key paths ("<dict>: optics.aperture.diameter_m:
+    why"), not lines of the text made from it. threads: 0 (one per CPU) or
+    1..1024 CPU threads.
+    One call at a time: a call while another runs on this Set raises
+    BusyError (the module's docstring); cancel() from any thread."""
 
     def __init__(self, config, backend=None, gpus=None, threads=0, base_dir=None, name=None):
         self._h = None
+        # One call at a time (BusyError): taken without waiting, so that a
+        # progress callback calling its own Set fails rather than deadlocks.
+        self._lock = threading.Lock()
         opt = _lib.Options()
         _lib.lib.psfsim_options_init(ctypes.byref(opt))
-        keep = [_b(backend), _b(gpus), _b(name), _b(base_dir)]
+        keep = [_b(backend, "backend"), _b(gpus, "gpus"), _b(name, "name"),
+                _b(base_dir, "base_dir")]
         opt.backend, opt.gpus = keep[0], keep[1]
-        opt.threads = int(threads or 0)
+        threads = _int(threads or 0, "threads")
+        if not 0 <= threads <= 1024:  # the library's bound, before ctypes' int wraps it
+            raise ArgumentError("argument", "threads: expected 0 (one per CPU) or 1..1024 (got %d)"
+                                % threads)
+        opt.threads = threads
         err = ctypes.create_string_buffer(_ERRLEN)
         h = ctypes.c_void_p()
+        rewrite = None
+        if isinstance(config, (str, bytes, os.PathLike)) and not isinstance(config, dict):
+            raw = os.fsencode(config) if isinstance(config, os.PathLike) else config
+            if ("\0" if isinstance(raw, str) else b"\0") in raw:
+                raise ValueError("config: contains a NUL character (neither a path nor config "
+                                 "text can)")
         if isinstance(config, dict):
             opt.name = keep[2] or b"<dict>"
             opt.base_dir = keep[3]
-            rc = _lib.lib.psfsim_open_text(config_text(config).encode(), ctypes.byref(opt),
+            text, paths = config_text_paths(config)
+            shown = opt.name.decode("utf-8", "replace")
+            rewrite = lambda msg: dict_message(msg, shown, paths)  # noqa: E731
+            rc = _lib.lib.psfsim_open_text(text.encode(), ctypes.byref(opt),
                                            ctypes.byref(h), err, _ERRLEN)
         elif isinstance(config, os.PathLike) or (isinstance(config, str) and
                                                  "\n" not in config and "{" not in config):
@@ -157,7 +205,7 @@ class Set:
         else:
             raise TypeError("config: a path, config text or a dict, not %s" %
                             type(config).__name__)
-        _check(rc, err)
+        _check(rc, err, rewrite)
         self._h = h
         info = _lib.Info()
         _check(_lib.lib.psfsim_describe(h, ctypes.byref(info), err, _ERRLEN), err)
@@ -192,10 +240,19 @@ class Set:
         self.has_field = bool(present.value)  # field_x_px, field_y_px columns
 
     # -- life --
+    def _busy(self, what):
+        """The Set taken for one call (a context manager), or BusyError."""
+        if not self._lock.acquire(blocking=False):
+            raise BusyError("busy", "psfsim.Set.%s: the Set is busy with another call (from "
+                            "another thread, or from a progress callback): a Set takes one call "
+                            "at a time; open one Set per thread" % what)
+        return _Held(self._lock)
+
     def close(self):
         if self._h:
-            _lib.lib.psfsim_close(self._h)
-            self._h = None
+            with self._busy("close"):
+                _lib.lib.psfsim_close(self._h)
+                self._h = None
 
     def __enter__(self):
         return self
@@ -228,7 +285,9 @@ class Set:
         predicted_gpu_us (NaN unless auto), probe, devices."""
         d = _lib.Decision()
         err = ctypes.create_string_buffer(_ERRLEN)
-        _check(_lib.lib.psfsim_decision_get(self._handle(), ctypes.byref(d), err, _ERRLEN), err)
+        with self._busy("decision"):
+            _check(_lib.lib.psfsim_decision_get(self._handle(), ctypes.byref(d), err, _ERRLEN),
+                   err)
         return {"backend": d.backend.decode(), "reason": d.reason.decode(),
                 "predicted_cpu_us": d.predicted_cpu_us, "predicted_gpu_us": d.predicted_gpu_us,
                 "probe": d.probe.decode(), "devices": list(d.devices)[:d.ndevices]}
@@ -239,8 +298,21 @@ class Set:
             _lib.lib.psfsim_cancel(self._h)
 
     def _range(self, first, count):
-        first = int(first)
-        count = self.count - first if count is None else int(count)
+        """first and count checked here, since ctypes would wrap a Python int
+        beyond 64 bits into the set (2**64 + k: image k): integers (else
+        TypeError), [first, first + count) inside [0, K) (else RangeError, a
+        ValueError and an IndexError, naming the argument)."""
+        first = _int(first, "first")
+        if not 0 <= first <= self.count:
+            raise RangeError("range", "first: %d is not an image index of the set of %d (0..%d)"
+                             % (first, self.count, self.count - 1))
+        if count is None:
+            return first, self.count - first
+        count = _int(count, "count")
+        if not 0 <= count <= self.count - first:
+            raise RangeError("range", "count: images %d..%d (first %d, count %d) are not in the "
+                             "set of %d (0..%d)" % (first, first + count - 1, first, count,
+                                                     self.count, self.count - 1))
         return first, count
 
     # -- parameters --
@@ -270,10 +342,15 @@ class Set:
         ""), or a pandas DataFrame (frame=True, or None when pandas is
         installed)."""
         first, count = self._range(first, count)
+        with self._busy("params"):
+            out = self._params(first, count, metrics)
+        return _frame(out, frame)
+
+    def _params(self, first, count, metrics):
         err = ctypes.create_string_buffer(_ERRLEN)
         raw = (_lib.Params * max(count, 1))()
         _check(_lib.lib.psfsim_params_get(self._handle(), first, count, raw, err, _ERRLEN), err)
-        total = self.zernike(first, count) if self.label_j else None
+        total = self._zernike(first, count) if self.label_j else None
         out = np.zeros(count, dtype=self.params_dtype())
         view = np.ctypeslib.as_array(raw)[:count] if count else None
         for f in ("index", "wavelength_nm", "defocus", "focus_shift_um", "pixel_scale_lambda_d",
@@ -295,7 +372,7 @@ class Set:
             out["strehl"] = metrics["strehl"]
             out["axial_intensity"] = metrics["axial_intensity"]
             out["backend"] = metrics["backend"]
-        return _frame(out, frame)
+        return out
 
     def _segment_columns(self, out, first, count, err):
         """params()' s<segment>_z<j> and field_x_px, field_y_px columns."""
@@ -322,15 +399,20 @@ class Set:
         nl = len(self.segment_terms)
         total = np.zeros((max(count, 1), max(nl, 1)), dtype=np.float64)
         err = ctypes.create_string_buffer(_ERRLEN)
-        _check(_lib.lib.psfsim_segment_zernike(
-            self._handle(), first, count,
-            total.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), err, _ERRLEN), err)
+        with self._busy("segment_zernike"):
+            _check(_lib.lib.psfsim_segment_zernike(
+                self._handle(), first, count,
+                total.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), err, _ERRLEN), err)
         return total[:count, :nl]
 
     def zernike(self, first=0, count=None):
         """Each mode's total coefficient (config units; FITS Z<j>, j in
         self.term_j) for images [first, first + count): [count, nterms]."""
         first, count = self._range(first, count)
+        with self._busy("zernike"):
+            return self._zernike(first, count)
+
+    def _zernike(self, first, count):
         nt = len(self.term_j)
         total = np.zeros((count, max(nt, 1)), dtype=np.float64)
         err = ctypes.create_string_buffer(_ERRLEN)
@@ -346,7 +428,9 @@ class Set:
         straight into out when given (C-contiguous, that dtype, at least
         count * M * M values). progress(done, total) is called after each
         batch; returning True cancels. Returns (images, metrics): metrics a
-        structured array of strehl, axial_intensity, backend."""
+        structured array of strehl, axial_intensity, backend. BusyError
+        while another call runs on the Set (a progress callback may not
+        call its own Set)."""
         first, count = self._range(first, count)
         dtype = np.dtype(dtype)
         if dtype not in (np.dtype(np.float32), np.dtype(np.uint16)):
@@ -360,28 +444,39 @@ class Set:
         err = ctypes.create_string_buffer(_ERRLEN)
         cb = _lib.PROGRESS(lambda d, t, u: 1 if progress(d, t) else 0) if progress else \
             ctypes.cast(None, _lib.PROGRESS)
-        h = self._handle()
-        _lib.lib.psfsim_set_progress(h, cb, None)
-        try:
-            if dtype == np.float32:
-                ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-                rc = _lib.lib.psfsim_compute(h, first, count, ptr, out.size, met, err, _ERRLEN)
-            else:
-                ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16))
-                rc = _lib.lib.psfsim_compute_u16(h, first, count, ptr, out.size, met, err,
+        with self._busy("compute"):  # the progress callback too is this call's
+            h = self._handle()
+            _lib.lib.psfsim_set_progress(h, cb, None)
+            try:
+                if dtype == np.float32:
+                    ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+                    rc = _lib.lib.psfsim_compute(h, first, count, ptr, out.size, met, err,
                                                  _ERRLEN)
-        finally:
-            _lib.lib.psfsim_set_progress(h, ctypes.cast(None, _lib.PROGRESS), None)
+                else:
+                    ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16))
+                    rc = _lib.lib.psfsim_compute_u16(h, first, count, ptr, out.size, met, err,
+                                                     _ERRLEN)
+            finally:
+                _lib.lib.psfsim_set_progress(h, ctypes.cast(None, _lib.PROGRESS), None)
         _check(rc, err)
         return out[:count] if out.shape[0] != count else out, _metrics(met, count)
 
-    def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=False):
-        """Iterate images [first, first + count) in batches of size (default:
-        64 MiB of images): Batch(first, images, params) each, a new array
-        per batch, so memory stays one batch whatever the set's size."""
+    def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=None):
+        """Iterate images [first, first + count) in batches of size images
+        (a positive integer; default: 64 MiB of images): Batch(first,
+        images, params) each, a new array per batch, so memory stays one
+        batch whatever the set's size. params as compute()'s: a pandas
+        DataFrame (frame=None when pandas is installed, or frame=True), else
+        the structured array (frame=False)."""
         first, count = self._range(first, count)
         if size is None:
             size = max(1, (64 << 20) // (4 * self.npix * self.npix))
+        size = _int(size, "size")
+        if size < 1:
+            raise ValueError("size: images per batch must be 1 or more (got %d)" % size)
+        return self._batches(size, first, count, dtype, frame)
+
+    def _batches(self, size, first, count, dtype, frame):
         end = first + count
         while first < end:
             n = min(int(size), end - first)
@@ -393,16 +488,28 @@ class Set:
         return iter(self.batches())
 
     # -- FITS --
-    def header_cards(self, k, metrics):
-        """Image k's FITS header keywords as the command writes them:
-        [(key, value, comment)], metrics one row of compute()'s metrics."""
+    def header_cards(self, k, metrics, image=None):
+        """Image k's FITS header keywords as the command writes them (its
+        HISTORY aside): [(key, value, comment)], metrics one row of
+        compute()'s metrics; image, the [M, M] float32 image compute() gave,
+        for EEFIELD (normalization "pupil": its sum)."""
+        k, _ = self._range(k, 1)
         cards = (_lib.Card * 300)()
         n = ctypes.c_int()
         m = _lib.Metrics(float(metrics["strehl"]), float(metrics["axial_intensity"]),
                          str(metrics["backend"]).encode())
         err = ctypes.create_string_buffer(_ERRLEN)
-        _check(_lib.lib.psfsim_fits_header(self._handle(), int(k), ctypes.byref(m), cards, 300,
-                                           ctypes.byref(n), err, _ERRLEN), err)
+        ptr, size = None, 0
+        if image is not None:
+            image = np.ascontiguousarray(image, dtype=np.float32)
+            if image.shape != (self.npix, self.npix):
+                raise ValueError("image: expected [%d, %d], got %s" % (self.npix, self.npix,
+                                                                       list(image.shape)))
+            ptr, size = image.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), image.size
+        with self._busy("header_cards"):
+            _check(_lib.lib.psfsim_fits_header_image(self._handle(), k, ctypes.byref(m), ptr,
+                                                     size, cards, 300, ctypes.byref(n), err,
+                                                     _ERRLEN), err)
         out = []
         for c in cards[:n.value]:
             t = c.type.decode()
@@ -416,9 +523,23 @@ class Set:
         astropy."""
         from astropy.io import fits
         hdu = fits.PrimaryHDU(np.asarray(image, dtype=np.float32))
-        for key, value, comment in self.header_cards(k, metrics):
+        for key, value, comment in self.header_cards(k, metrics, image):
             hdu.header[key] = (value, comment)
         return fits.HDUList([hdu])
+
+
+class _Held:
+    """Set._busy's lock, released at the end of a with block."""
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock):
+        self._lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
 
 
 def _metrics(met, count):

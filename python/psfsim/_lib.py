@@ -117,6 +117,8 @@ _SIGS = {
                                    P(Metrics), c_char_p, c_size_t]),
     "psfsim_fits_header": (c_int, [c_void_p, c_ll, P(Metrics), P(Card), c_int, P(c_int),
                                    c_char_p, c_size_t]),
+    "psfsim_fits_header_image": (c_int, [c_void_p, c_ll, P(Metrics), P(ctypes.c_float), c_size_t,
+                                         P(Card), c_int, P(c_int), c_char_p, c_size_t]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

@@ -155,3 +155,45 @@ def test_zernike_labels_equal_manifest(tmp_path):
                 assert float(row[c]) == p[c][k], (k, c)
         assert np.unique(p["z7"]).tolist() == [0.0, 0.05]
         assert np.all(p["z11"] == 0.02)
+
+
+BROADBAND = ('name = "bb";\n'
+             'optics: { wavelengths_nm = [500.0, 600.0]; weights = [0.25, 0.75]; f_number = 10.0;\n'
+             '  aperture: { diameter_m = 1.0; }; };\n'
+             'sampling: { pupil_samples = 32; };\n'
+             'sweep: { defocus = [0.0, 0.2]; };\n'
+             'output: { png: { enabled = false; }; fits: { enabled = true; cube = %s; };\n'
+             '  hdf5: { enabled = %s; }; };\n')
+
+
+@pytest.mark.skipif(not BIN, reason="PSFSIM_BIN (the psfsim command) not given")
+@pytest.mark.parametrize("cube", [False, True], ids=["files", "cube"])
+def test_broadband_wavelength_label(tmp_path, cube):
+    """A broadband image's wavelength_nm is the band's weighted mean, as
+    FITS WAVELEN, everywhere: the manifest, the library's params, NAME.h5's
+    labels, the cube's PLANES; the pixel's reference (REFWAVE) stays the
+    shortest, which pixel_scale_lambda_d refers to."""
+    fits = pytest.importorskip("astropy.io.fits")
+    cfg = tmp_path / "bb.cfg"
+    cfg.write_text(BROADBAND % (str(cube).lower(), "false" if cube else "true"))
+    out = tmp_path / "out"
+    head, rows = manifest(cfg, out, "bb")
+    mean = 0.25 * 500.0 + 0.75 * 600.0  # 575, exact
+    assert [float(r["wavelength_nm"]) for r in rows] == [mean, mean]
+    with psfsim.Set(str(cfg), backend="cpu") as s:
+        p = s.params(frame=False)
+        assert list(p["wavelength_nm"]) == [mean, mean]
+        ld = p["pixel_scale_lambda_d"][0]
+    assert ld == 0.5  # padding 2 at the shortest: lambda/D at 500 nm
+    if cube:
+        with fits.open(str(out / "bb_cube.fits")) as f:
+            assert list(f["PLANES"].data["WAVELEN"]) == [mean * 1e-9] * 2
+        return
+    for k in range(2):
+        with fits.open(str(out / ("bb_%d.fits" % k))) as f:
+            h = f[0].header
+            assert h["WAVELEN"] == mean * 1e-9 and h["REFWAVE"] == 500.0 * 1e-9
+            assert h["PIXSCLLD"] == ld
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(str(out / "bb.h5"), "r") as f:
+        assert list(f["labels/wavelength_nm"][:]) == [mean, mean]

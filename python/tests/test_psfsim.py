@@ -52,6 +52,12 @@ def read_fits(path):
     return header, img.astype(np.float32)
 
 
+# The file's own keywords (read_fits keeps the last of repeated ones), not
+# psfsim_fits_header's: its structure, and HISTORY, which only the command writes.
+FITS_OWN = {"SIMPLE", "BITPIX", "NAXIS", "NAXIS1", "NAXIS2", "EXTEND", "HISTORY", "COMMENT",
+            "END"}
+
+
 def with_fits(text):
     """The config text with FITS output on (one file per image)."""
     if "fits:" in text:
@@ -77,8 +83,11 @@ def test_images_equal_command_fits(config, tmp_path):
             header, ref = read_fits(str(path))
             scale = float(np.abs(ref).max())
             np.testing.assert_allclose(images[k], ref, rtol=0, atol=scale * 2.0**-24)
-            # the header, as psfsim_fits_header gives it, is the file's
-            for key, value, _ in s.header_cards(k, metrics[k]):
+            # the header, as psfsim_fits_header_image gives it, is the file's:
+            # the same keywords (but the file's structure and HISTORY), the same values
+            cards = s.header_cards(k, metrics[k], images[k])
+            assert {c[0] for c in cards} == set(header) - FITS_OWN, config
+            for key, value, _ in cards:
                 if key == "CFGHASH":  # the command ran a copy with FITS on: another config
                     assert re.fullmatch("[0-9a-f]{16}", value) and key in header, key
                 elif isinstance(value, float):
@@ -176,7 +185,7 @@ def test_errors_carry_messages(tmp_path):
         with pytest.raises(psfsim.ConfigError, match=r"bad.cfg:\d+: sampling.padding: must be >= 1"):
             psfsim.Set(bad)
     d = dict(HST, sampling={"pupil_samples": 4})
-    with pytest.raises(psfsim.ConfigError, match=r"^<dict>:\d+: sampling.pupil_samples: "):
+    with pytest.raises(psfsim.ConfigError, match=r"^<dict>: sampling.pupil_samples: "):
         psfsim.compute(d)
     with pytest.raises(psfsim.ArgumentError, match="backend: expected auto, cpu or gpu"):
         psfsim.Set(HST, backend="fast")

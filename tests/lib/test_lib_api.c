@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,7 @@ static void test_status_and_version(void **state)
     assert_string_equal(psfsim_status_name(PSFSIM_OK), "ok");
     assert_string_equal(psfsim_status_name(PSFSIM_ERR_CONFIG), "config");
     assert_string_equal(psfsim_status_name(PSFSIM_ERR_CANCELLED), "cancelled");
+    assert_string_equal(psfsim_status_name(PSFSIM_ERR_BUSY), "busy");
     assert_string_equal(psfsim_status_name(99), "unknown");
     assert_string_equal(psfsim_status_name(-1), "unknown");
     assert_string_equal(psfsim_version(), PSFSIM_VERSION);
@@ -156,6 +159,17 @@ static void test_open_bad_arguments(void **state)
     psfsim_options_init(&o);
     o.size = 8;
     open_fails(SMALL, &o, PSFSIM_ERR_ARGUMENT, "options: size 8 (not from psfsim_options_init)");
+    /* threads: 0 (one per CPU) or 1..1024; a negative count is refused */
+    psfsim_options_init(&o);
+    o.threads = -5;
+    open_fails(SMALL, &o, PSFSIM_ERR_ARGUMENT,
+               "threads: expected 0 (one per CPU) or 1..1024 (got -5)");
+    o.threads = 1025;
+    open_fails(SMALL, &o, PSFSIM_ERR_ARGUMENT,
+               "threads: expected 0 (one per CPU) or 1..1024 (got 1025)");
+    o.threads = 1;
+    assert_int_equal(psfsim_open_text(SMALL, &o, &s, err, sizeof err), PSFSIM_OK);
+    psfsim_close(s);
     assert_int_equal(psfsim_open_text(NULL, NULL, &s, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     assert_int_equal(psfsim_open_text(SMALL, NULL, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     assert_int_equal(psfsim_open_file(NULL, NULL, &s, NULL, 0), PSFSIM_ERR_ARGUMENT);
@@ -228,6 +242,16 @@ static void test_describe_and_params(void **state)
     assert_int_equal(psfsim_zernike(s, 6, 1, swept, NULL, err, sizeof err), PSFSIM_ERR_RANGE);
     assert_int_equal(psfsim_params_get(s, 0, 1, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     assert_int_equal(psfsim_params_get(s, 6, 0, p, err, sizeof err), PSFSIM_OK);
+    /* a count whose last index is no long long: no overflow (UB) in the message */
+    assert_int_equal(psfsim_params_get(s, 2, LLONG_MAX, p, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images from 2, count 9223372036854775807 (the last index is outside "
+                             "the 64-bit range) are not in the set of 6 (0..5)");
+    assert_int_equal(psfsim_params_get(s, LLONG_MIN, 0, p, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images from -9223372036854775808, count 0 (the last index is outside "
+                             "the 64-bit range) are not in the set of 6 (0..5)");
+    assert_int_equal(psfsim_params_get(s, 0, LLONG_MAX, p, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 0..9223372036854775806 (first 0, count 9223372036854775807) "
+                             "are not in the set of 6 (0..5)");
     psfsim_close(s);
 }
 
@@ -460,6 +484,52 @@ static void test_fits_header(void **state)
     psfsim_close(s);
 }
 
+/* normalization "pupil": EEFIELD, the image's sum in double as the command
+ * sums it (before the 180-degree turn of "poppy"), with the image only. */
+static double eefield(const psfsim_card *cards, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(cards[i].key, "EEFIELD")) return cards[i].d;
+    return NAN;
+}
+
+static void test_fits_header_eefield(void **state)
+{
+    (void)state;
+    for (int poppy = 0; poppy < 2; ++poppy) {
+        char *text = tu_format("%s"
+                               "normalization = \"pupil\";\n"
+                               "output: { npix = 24; pixel_scale = 0.5; orientation = \"%s\"; };\n",
+                               SMALL, poppy ? "poppy" : "psfsim");
+        psfsim_set *s = open_text(text, "cpu");
+
+        float img[24 * 24];
+        psfsim_metrics m;
+        char err[512];
+        assert_int_equal(psfsim_compute(s, 2, 1, img, 24 * 24, &m, err, sizeof err), PSFSIM_OK);
+        double sum = 0.0;
+        for (int i = poppy ? 24 * 24 - 1 : 0; poppy ? i >= 0 : i < 24 * 24; i += poppy ? -1 : 1)
+            sum += img[i];
+        psfsim_card cards[300];
+        int n = 0;
+        assert_int_equal(
+            psfsim_fits_header_image(s, 2, &m, img, 24 * 24, cards, 300, &n, err, sizeof err),
+            PSFSIM_OK);
+        assert_true(eefield(cards, n) == sum);
+        assert_true(sum > 0.5 && sum < 1.0); /* a 12 lambda/D window */
+        int without = 0;
+        assert_int_equal(psfsim_fits_header(s, 2, &m, cards, 300, &without, err, sizeof err),
+                         PSFSIM_OK);
+        assert_int_equal(without, n - 1);
+        assert_true(isnan(eefield(cards, without)));
+        assert_int_equal(
+            psfsim_fits_header_image(s, 2, &m, img, 24 * 24 - 1, cards, 300, &n, err, sizeof err),
+            PSFSIM_ERR_BUFFER);
+        assert_string_equal(err, "the image holds 575 values, fewer than its 24 x 24");
+        psfsim_close(s);
+    }
+}
+
 /* Messages go to the handler, never to stderr. */
 static int g_messages;
 static void on_message(int level, const char *message, void *user)
@@ -482,15 +552,148 @@ static void test_message_handler(void **state)
     assert_true(g_messages >= 0); /* whatever auto said went to the handler */
 }
 
+/* One call at a time on a set: a second one, from another thread or from
+ * the progress callback, gets PSFSIM_ERR_BUSY and does nothing (two
+ * computes at once crashed in an FFTW thread). Deterministic: the second
+ * calls are made while the first is inside its progress callback. */
+typedef struct {
+    psfsim_set *s;
+    int rc[5];
+    char err[512];
+} busy_probe;
+
+static void *busy_calls(void *arg)
+{
+    busy_probe *b = arg;
+    float img[64 * 64];
+    psfsim_params p;
+    double total[3];
+    psfsim_card cards[300];
+    psfsim_metrics m = {1.0, 1.0, "cpu"};
+    psfsim_decision d;
+    int n = 0;
+    b->rc[0] = psfsim_compute(b->s, 0, 1, img, 64 * 64, NULL, b->err, sizeof b->err);
+    b->rc[1] = psfsim_params_get(b->s, 0, 1, &p, NULL, 0);
+    b->rc[2] = psfsim_zernike(b->s, 0, 1, NULL, total, NULL, 0);
+    b->rc[3] = psfsim_fits_header(b->s, 0, &m, cards, 300, &n, NULL, 0);
+    b->rc[4] = psfsim_decision_get(b->s, &d, NULL, 0);
+    return NULL;
+}
+
+typedef struct {
+    psfsim_set *s;
+    int calls;
+    busy_probe other, same; /* from another thread; from the callback itself */
+} busy_state;
+
+static int busy_progress(long long done, long long total, void *user)
+{
+    (void)done;
+    (void)total;
+    busy_state *st = user;
+    if (st->calls++ > 0) return 0;
+    st->other.s = st->same.s = st->s;
+    pthread_t t;
+    if (pthread_create(&t, NULL, busy_calls, &st->other) == 0) pthread_join(t, NULL);
+    busy_calls(&st->same);
+    return 0;
+}
+
+static void test_busy(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(SMALL, "cpu");
+    busy_state st = {.s = s};
+    psfsim_set_progress(s, busy_progress, &st);
+    size_t plane = 64 * 64;
+    float *img = calloc(6 * plane, sizeof *img);
+    char err[512] = "";
+    assert_int_equal(psfsim_compute(s, 0, 6, img, 6 * plane, NULL, err, sizeof err), PSFSIM_OK);
+    assert_true(st.calls >= 1);
+    for (int i = 0; i < 5; ++i) {
+        assert_int_equal(st.other.rc[i], PSFSIM_ERR_BUSY);
+        assert_int_equal(st.same.rc[i], PSFSIM_ERR_BUSY);
+    }
+    assert_string_equal(
+        st.other.err, "psfsim_compute: the set is busy with another call (from another thread, or "
+                      "from its progress callback): a set takes one call at a time; open one set "
+                      "per thread");
+    /* the first call's images are right: the refused ones did nothing */
+    float *ref = calloc(6 * plane, sizeof *ref);
+    psfsim_set_progress(s, NULL, NULL);
+    assert_int_equal(psfsim_compute(s, 0, 6, ref, 6 * plane, NULL, err, sizeof err), PSFSIM_OK);
+    assert_memory_equal(img, ref, 6 * plane * sizeof *img);
+    /* and the set is free again for every call */
+    busy_probe after = {.s = s};
+    busy_calls(&after);
+    for (int i = 0; i < 5; ++i)
+        assert_int_equal(after.rc[i], PSFSIM_OK);
+    free(img);
+    free(ref);
+    psfsim_close(s);
+}
+
+/* Two threads computing one set, unsynchronised: each call succeeds or is
+ * refused as busy, never crashes, and what succeeded is right. */
+typedef struct {
+    psfsim_set *s;
+    float *img;
+    int ok, busy;
+} race_arg;
+
+static void *race(void *arg)
+{
+    race_arg *r = arg;
+    for (int i = 0; i < 20; ++i) {
+        int rc = psfsim_compute(r->s, 0, 6, r->img, 6 * 64 * 64, NULL, NULL, 0);
+        r->ok += rc == PSFSIM_OK;
+        r->busy += rc == PSFSIM_ERR_BUSY;
+    }
+    return NULL;
+}
+
+static void test_busy_race(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text(SMALL, "cpu");
+    size_t plane = 64 * 64;
+    race_arg r[2] = {{s, calloc(6 * plane, sizeof(float)), 0, 0},
+                     {s, calloc(6 * plane, sizeof(float)), 0, 0}};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, race, &r[1]), 0);
+    race(&r[0]);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 2; ++i)
+        assert_int_equal(r[i].ok + r[i].busy, 20);
+    assert_true(r[0].ok > 0 || r[1].ok > 0);
+    float *ref = calloc(6 * plane, sizeof *ref);
+    assert_int_equal(psfsim_compute(s, 0, 6, ref, 6 * plane, NULL, NULL, 0), PSFSIM_OK);
+    for (int i = 0; i < 2; ++i)
+        if (r[i].ok) assert_memory_equal(r[i].img, ref, 6 * plane * sizeof *ref);
+    free(r[0].img);
+    free(r[1].img);
+    free(ref);
+    psfsim_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_and_version), cmocka_unit_test(test_open_file),
-        cmocka_unit_test(test_open_text_errors),   cmocka_unit_test(test_open_bad_arguments),
-        cmocka_unit_test(test_forced_gpu),         cmocka_unit_test(test_describe_and_params),
-        cmocka_unit_test(test_compute_errors),     cmocka_unit_test(test_fits_header),
-        cmocka_unit_test(test_message_handler),    cmocka_unit_test(test_random_params),
-        cmocka_unit_test(test_segment_terms),      cmocka_unit_test(test_field_positions),
+        cmocka_unit_test(test_status_and_version),
+        cmocka_unit_test(test_open_file),
+        cmocka_unit_test(test_open_text_errors),
+        cmocka_unit_test(test_open_bad_arguments),
+        cmocka_unit_test(test_forced_gpu),
+        cmocka_unit_test(test_describe_and_params),
+        cmocka_unit_test(test_compute_errors),
+        cmocka_unit_test(test_fits_header),
+        cmocka_unit_test(test_message_handler),
+        cmocka_unit_test(test_random_params),
+        cmocka_unit_test(test_segment_terms),
+        cmocka_unit_test(test_field_positions),
+        cmocka_unit_test(test_busy),
+        cmocka_unit_test(test_busy_race),
+        cmocka_unit_test(test_fits_header_eefield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
