@@ -171,7 +171,12 @@ expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prim
 # directory made): a closed aperture, a map that is 0 or NaN everywhere.
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
 expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
-expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+expect_stderr 'closed.cfg:2: optics.aperture: the 64x64 pupil grid \(pitch .* m\) has 0 sample\(s\) of open area, less than one: the aperture \(circle, .*1000 spider\(s\) 0.9 m wide.*\) is closed at this sampling' "closed aperture: message"
+# Less than a sample's worth of open area is closed too, whatever the shape
+# (a segmented aperture's outer stop gave a flat image, exit 0).
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 4.7; shape = "segmented"; segments: { flat_to_flat_m = 1.5588; gap_m = 0.003; rings = 1; outer_diameter_m = 1e-9; };/' >stop.cfg
+expect_exit 2 "a segmented aperture closed by its outer stop" -- "$PSFSIM" -c stop.cfg -o out5
+expect_stderr 'stop.cfg:2: optics.aperture: the 64x64 pupil grid .* has [0-9.e+-]* sample\(s\) of open area, less than one: the aperture \(segmented, .*outer stop 1e-09 m.*\) is closed' "closed segmented aperture: message"
 # fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
 fits4() {
   { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
@@ -182,9 +187,13 @@ fits4() {
 }
 fits4 zero.fits '\0\0\0\0'
 fits4 nan.fits '\177\300\0\0'
+fits4 faint.fits '\060\211\160\137' # 1e-9 everywhere: 3e-6 samples' worth open
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
 expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
 expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "faint.fits";/' >faint.cfg
+expect_exit 2 "a transmission map of 1e-9" -- "$PSFSIM" -c faint.cfg -o out5
+expect_stderr 'faint.cfg:2: optics.aperture: .* sample\(s\) of open area, less than one: the aperture \(transmission map, .*\) is closed' "faint transmission map: message"
 { good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
 expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
 expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"

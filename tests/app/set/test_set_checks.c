@@ -414,9 +414,26 @@ static void test_closed_aperture(void **state)
     if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
     if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(image_set_check_open(&s, err, sizeof err), -1);
-    expect_error(err, ":3: optics.aperture: no sample of the 64x64 pupil grid (pitch 0.03125 m) "
-                      "is open: the aperture (obscuration 0, 1000 spider(s) 0.9 m wide) is fully "
-                      "closed at this sampling");
+    expect_error(err, ":3: optics.aperture: the 64x64 pupil grid (pitch 0.03125 m) has 0 "
+                      "sample(s) of open area, less than one: the aperture (circle, diameter 1 m, "
+                      "obscuration 0, 1000 spider(s) 0.9 m wide, 0 vane(s)) is closed at this "
+                      "sampling");
+    image_set_free(&s);
+    config_free(&cfg);
+    /* Less than a sample's worth open: a segmented aperture's outer stop
+     * (it left 5e-17 of a sample, a flat image of Strehl 1, exit 0). */
+    assert_int_equal(tu_write_file(path, "name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
+                                         "aperture: { shape = \"segmented\"; diameter_m = 4.7; "
+                                         "segments: { flat_to_flat_m = 1.5588; gap_m = 0.003; "
+                                         "rings = 1; outer_diameter_m = 1e-9; }; }; };\n"
+                                         "sampling: { pupil_samples = 32; };\n"),
+                     0);
+    if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
+    if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(image_set_check_open(&s, err, sizeof err), -1);
+    if (!strstr(err, "of open area, less than one: the aperture (segmented, diameter 4.7 m, "
+                     "obscuration 0, outer stop 1e-09 m (0: none)) is closed at this sampling"))
+        fail_msg("%s", err);
     image_set_free(&s);
     config_free(&cfg);
     /* A broadband set: every pitch is checked (image 0 has them all). */
