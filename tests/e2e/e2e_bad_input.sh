@@ -146,7 +146,7 @@ grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves
 # all-NaN images with exit 0): refused before any work.
 { good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
 expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
-expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000000, 1000000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
 expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
 expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
@@ -346,6 +346,12 @@ dataset wlbroad "random: { $R wavelength_nm = [600.0]; };" "wavelengths_nm = [50
   'ds_wlbroad.cfg:4: sweep.random.wavelength_nm: cannot be used with optics.wavelengths_nm'
 dataset wlneg "random: { $R wavelength_nm = [600.0, 0.0]; };" "" \
   'ds_wlneg.cfg:4: sweep.random.wavelength_nm\[1\]: must be > 0'
+dataset wltiny "random: { $R wavelength_nm = [600.0, 1e-300]; };" "" \
+  'ds_wltiny.cfg:4: sweep.random.wavelength_nm\[1\]: must be >= 1 \(got 1e-300\)'
+dataset wlhuge "random: { $R wavelength_nm = [1e300]; };" "" \
+  'ds_wlhuge.cfg:4: sweep.random.wavelength_nm\[0\]: must be <= 1000000 \(got 1e\+300\)'
+dataset fsbig "random: { $R focus_shift_um = [1e300]; };" "$W f_number = 10.0;" \
+  'ds_fsbig.cfg:4: sweep.random.focus_shift_um\[0\]: must be in \[-1524200000, 1524200000\] \(a defocus of 1e\+06 waves RMS at 550 nm, the shortest wavelength, through f_number 10\) \(got 1e\+300\)'
 dataset rkey "random: { $R zernike = ((4, \"normal\", 0.1)); sigma = 1.0; };" "$W" \
   'ds_rkey.cfg:4: sweep.random.sigma: unknown key'
 # More terms than a FITS header holds: refused with FITS output only.
@@ -370,8 +376,19 @@ dataset textra "$T" "$W" 'ds_textra.cfg:4: sweep.table: ds_textra.csv:3:2: extra
 dataset tshort "$T" "$W" 'ds_tshort.cfg:4: sweep.table: ds_tshort.csv:2:2 \(z5\): missing cell' 'z4,z5\n0.1\n'
 dataset tnan "$T" "$W" 'ds_tnan.cfg:4: sweep.table: ds_tnan.csv:3:1 \(z4\): "abc" is not a number' 'z4\n0.1\nabc\n'
 dataset tnowl "$T" "" 'ds_tnowl.cfg: optics.wavelength_nm: required key missing .*a wavelength_nm column' 'z4\n0.1\n'
-dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be > 0' \
+dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be >= 1 \(nm\) \(got -5\)' \
   'wavelength_nm\n500\n-5\n'
+# Every cell within the bounds of the config's keys (1e300 gave Strehl 1, exit 0).
+dataset twltiny "$T" "" 'ds_twltiny.cfg:4: sweep.table: ds_twltiny.csv:3:1 \(wavelength_nm\): must be >= 1 \(nm\) \(got 1e-300\)' \
+  'wavelength_nm\n500\n1e-300\n'
+dataset twlhuge "$T" "" 'ds_twlhuge.cfg:4: sweep.table: ds_twlhuge.csv:2:1 \(wavelength_nm\): must be <= 1e\+06 \(nm\) \(got 1e\+300\)' \
+  'wavelength_nm\n1e300\n'
+dataset tdefbig "$T" "$W" 'ds_tdefbig.cfg:4: sweep.table: ds_tdefbig.csv:3:1 \(defocus\): must be in \[-1e\+06, 1e\+06\] \(waves RMS\) \(got 1e\+300\)' \
+  'defocus,z11\n0.1,0\n1e300,0\n'
+dataset tz11big "$T" "$W" 'ds_tz11big.cfg:4: sweep.table: ds_tz11big.csv:2:2 \(z11\): must be in \[-1e\+06, 1e\+06\] \(waves RMS\) \(got -1e\+300\)' \
+  'defocus,z11\n0,-1e300\n'
+dataset tfsbig "$T" "$W f_number = 10.0;" 'ds_tfsbig.cfg:4: sweep.table: ds_tfsbig.csv:2:1 \(focus_shift_um\): must be in \[-1.524.*e\+09, 1.524.*e\+09\] \(a defocus of 1e\+06 waves RMS at 550 nm' \
+  'focus_shift_um\n1e300\n'
 dataset twlswept "wavelength_nm = [500.0]; $T" "" \
   'ds_twlswept.cfg:4: sweep.table: ds_twlswept.csv:1:1 \(wavelength_nm\): the column is also given by sweep.wavelength_nm' \
   'wavelength_nm\n500\n'

@@ -186,8 +186,8 @@ static void expect_error(const char *err, const char *tail)
         fail_msg("\"%s\" is not DIR/c.cfg followed by \"%s\"", err, tail);
 }
 
-/* An OPD map beyond 1000 waves at the shortest wavelength is refused, as
- * the Zernike terms are, naming the scale (or the file). */
+/* An OPD map beyond CFG_MAX_WAVES (1e6) waves at the shortest wavelength
+ * is refused, as the Zernike terms are, naming the scale. */
 static void test_opd_map_bound(void **state)
 {
     (void)state;
@@ -199,17 +199,17 @@ static void test_opd_map_bound(void **state)
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
                 "sampling: { pupil_samples = 32; };\n"
-                "aberrations: { opd_map: { file = \"opd.png\";\n scale = 2000.0; }; };\n",
+                "aberrations: { opd_map: { file = \"opd.png\";\n scale = 2e6; }; };\n",
                 err, sizeof err),
         -1);
     char tail[4400];
     snprintf(tail, sizeof tail,
-             ":5: aberrations.opd_map.scale: %s: the OPD reaches 510000 nm at row 1, column 0 (the "
-             "map's value times scale 2000), more than 1000 waves at 500 nm, the shortest "
+             ":5: aberrations.opd_map.scale: %s: the OPD reaches 5.1e+08 nm at row 1, column 0 "
+             "(the map's value times scale 2e+06), more than 1e+06 waves at 500 nm, the shortest "
              "wavelength",
              map);
     expect_error(err, tail);
-    /* In waves, without a scale key: the file is named. */
+    /* In waves: 1000 waves, once past the bound, is accepted now. */
     assert_int_equal(
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
@@ -224,13 +224,13 @@ static void test_opd_map_bound(void **state)
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
                 "sampling: { pupil_samples = 32; };\n"
-                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\"; }; "
-                "};\n",
+                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\";\n"
+                "scale = 1000.0; }; };\n",
                 err, sizeof err),
         -1);
     snprintf(tail, sizeof tail,
-             ":4: aberrations.opd_map.file: %s: the OPD reaches 1001 waves at row 1, column 0 (the "
-             "map's value times scale 1), more than 1000 waves at 500 nm, the shortest "
+             ":5: aberrations.opd_map.scale: %s: the OPD reaches 1.001e+06 waves at row 1, column "
+             "0 (the map's value times scale 1000), more than 1e+06 waves at 500 nm, the shortest "
              "wavelength",
              map);
     expect_error(err, tail);
