@@ -431,6 +431,11 @@ detector jy 'jitter_lambda_d = [0.1, -0.2];' 'detector.jitter_lambda_d\[1\]: mus
 detector jstr 'jitter_mas = "5";' 'detector.jitter_mas: expected a number or a list of numbers'
 detector jboth 'jitter_mas = 1.0; jitter_lambda_d = 0.1;' 'detector.jitter_lambda_d: give only one of detector.jitter_mas and detector.jitter_lambda_d'
 detector cd 'charge_diffusion_px = -0.1;' 'detector.charge_diffusion_px: must be >= 0 \(got -0.1\)'
+# Sanity bounds (1e300 and +-1e308 passed, then exit 3 with NaN images).
+detector cdbig 'charge_diffusion_px = 1e300;' 'detector.charge_diffusion_px: must be <= 65536 \(the widest image, 65536 pixels: .*\) \(got 1e\+300\)'
+detector ipcbig 'ipc = [1e308, -1e308, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];' 'detector.ipc\[0\]: must be in \[-2, 2\] \(a kernel that moves charge; .*\) \(got 1e\+308\)'
+detector jldbig 'jitter_lambda_d = 1e300;' 'detector.jitter_lambda_d: must be <= 1000000000 \(.*\) \(got 1e\+300\)'
+detector jmasbig 'jitter_mas = [0.0, 1e300];' 'detector.jitter_mas\[1\]: must be <= 1296000000 \(a turn of the sky\) \(got 1e\+300\)'
 detector ipc8 'ipc = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];' 'detector.ipc: must be the 3x3 kernel, 9 values row-major \(got 8\)'
 detector ipcsum 'ipc = [0.0, 0.1, 0.0, 0.1, 1.0, 0.1, 0.0, 0.1, 0.0];' 'detector.ipc: must sum to 1 within 1e-6: it moves charge, it makes none \(got 1.4'
 detector ipcstr 'ipc = (0.0, "a", 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0);' 'detector.ipc\[1\]: expected a number'
