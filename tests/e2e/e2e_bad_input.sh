@@ -90,6 +90,14 @@ good '' | sed "s/name = \"bad\"/name = \"$long\"/" >long.cfg
 expect_exit 2 "a name too long for its files" -- "$PSFSIM" -c long.cfg -o out
 expect_stderr '^psfsim: long.cfg:1: name: must be at most 230 characters: .*\(got 231\)' "long name: message"
 nothing_written "long name"
+# The longest name accepted makes every file, NAME.h5 and the cube too (a
+# name past 197 passed validation, then the HDF5 writer refused it: exit 3).
+long=$(printf 'n%.0s' $(seq 230))
+{ good ''; echo 'output: { png: { enabled = false; }; fits: { enabled = true; cube = true; }; hdf5: { enabled = true; }; };'; } |
+  sed "s/name = \"bad\"/name = \"$long\"/" >long230.cfg
+expect_exit 0 "a name of 230 characters, HDF5 and the cube" -- "$PSFSIM" -c long230.cfg -o long230
+[ -s "long230/$long.h5" ] && [ -s "long230/${long}_cube.fits" ] && [ -s "long230/${long}_manifest.csv" ] &&
+  pass "230 characters: NAME.h5, NAME_cube.fits and the manifest written" || fail "230 characters: $(ls long230 | cut -c 225-)"
 
 expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
 cp out/bad_0.png first.png
@@ -368,6 +376,17 @@ expect_stderr 'ds_fitsterms.cfg:5: sweep.random.spectrum: the set has 299 Zernik
 # The table: its file, its cells and columns, and what it may not repeat.
 T='table = "@T";'
 dataset tmissing 'table = "nope.csv";' "$W" 'ds_tmissing.cfg:4: sweep.table: cannot read nope.csv'
+# A FIFO as the table: refused, not waited on (open blocked for a writer).
+mkfifo ds_tfifo.csv
+cat >ds_tfifo.cfg <<CFG
+name = "ds";
+optics: { $W aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+sweep: { table = "ds_tfifo.csv"; };
+CFG
+expect_exit 2 "dataset tfifo" -- timeout 20 "$PSFSIM" -c ds_tfifo.cfg -o out4
+expect_stderr 'ds_tfifo.cfg:4: sweep.table: cannot read ds_tfifo.csv: not a regular file \(a FIFO, a device or a socket\)' "dataset tfifo: message"
+[ ! -e out4 ] && pass "dataset tfifo: nothing written" || fail "dataset tfifo: out4 was created"
 dataset tempty "$T" "$W" 'ds_tempty.cfg:4: sweep.table: ds_tempty.csv: empty file' ''
 dataset theader "$T" "$W" 'ds_theader.cfg:4: sweep.table: ds_theader.csv: no data rows' 'z4,z7\n'
 dataset tunknown "$T" "$W" 'ds_tunknown.cfg:4: sweep.table: ds_tunknown.csv:1:2 \(zz\): unknown column' 'z4,zz\n0.1,0.2\n'
