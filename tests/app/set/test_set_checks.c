@@ -308,6 +308,40 @@ static void test_phase_step(void **state)
     harness_free(&r);
 }
 
+/* A random set's step is bounded from the draws made (counter-based, each
+ * recomputed): the bound took 5 sigma of every term (4x pessimistic). A
+ * tilt of sigma 1 wave at n = 32, seed 1, 4 draws (z = 0.011, -0.086,
+ * -0.719, -0.525: tests/app/set/draws_reference.py): the old bound, 2/32
+ * x 2 x 5 = 0.625 waves, warned; the draws step by at most 2/32 x 2 x
+ * 0.719 = 0.09. At sigma 8 both warn: 8 x 0.719 x 0.125 = 0.719 waves. */
+static void test_phase_step_drawn(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of(HEAD550 "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "8.0)); }; };\n",
+                &notes);
+    expect_one(&notes,
+               "the wavefront may step by up to 0.719 waves between neighbouring pupil samples "
+               "(a bound from the set's largest coefficients and the values drawn)",
+               "pupil_samples >= 47 keeps");
+    /* A fixed term adds to the draws: 2 waves of tilt, 0.25 more. */
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 2.0)); };\n"
+                        "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 3.5)); };\n"
+                        "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_one(&notes, "step by up to 0.527 waves", "and the values drawn");
+}
+
 /* Q = N/n < 2 undersamples the intensity; with the MFT a pixel coarser
  * than lambda/(2D) at the shortest wavelength. */
 static void test_undersampled_intensity(void **state)
@@ -503,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_opd_map_bound),
         cmocka_unit_test(test_zernike_max_gradient),
         cmocka_unit_test(test_phase_step),
+        cmocka_unit_test(test_phase_step_drawn),
         cmocka_unit_test(test_undersampled_intensity),
         cmocka_unit_test(test_slow_fft_size),
         cmocka_unit_test(test_mft_field_period),
