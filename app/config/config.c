@@ -38,10 +38,13 @@ void cfg_set_defaults(psf_config *cfg)
     cfg->backend = BACKEND_AUTO;
 }
 
-/* The longest file name a set writes: NAME_manifest.csv (NAME_k.fits is
- * as long at most: k has at most 7 digits, CFG_MAX_IMAGES), while it is
- * written .NAME_manifest.csv.tmp.XXXXXX (app/formats/atomic_file.c): 25
- * bytes more than NAME, within a file name's limit, NAME_MAX (255). */
+/* The longest file name a set writes, whatever its outputs: NAME + 25
+ * bytes, .NAME_manifest.csv.tmp.XXXXXX while the manifest is written
+ * (app/formats/atomic_file.c: ".F.tmp.XXXXXX"), as long as an image's
+ * .NAME_1234567.fits.tmp.XXXXXX (k has at most 7 digits, CFG_MAX_IMAGES);
+ * the others are shorter: .NAME_cube.fits.tmp.XXXXXX (+22), .NAME.json.tmp.
+ * XXXXXX (+17), .NAME.h5.part (+9, app/formats/hdf5_module.h), .NAME.lock
+ * (+6). Each within a file name's limit, NAME_MAX (255). */
 #define CFG_NAME_MAX (NAME_MAX - 25)
 
 static int read_name(cfg_ctx *c, psf_config *cfg)

@@ -15,11 +15,23 @@
 /* Most wavelengths in one broadband image; the set model holds the backend
  * interface's PSF_MAX_COMPONENTS to at least this (app/set/image_set.c). */
 #define CFG_MAX_WAVELENGTHS 64
-/* Largest |RMS coefficient| of a Zernike term, a swept value or a focus
- * shift's defocus, and largest |OPD| of a map, in waves at the set's
- * shortest wavelength (nm: this many wavelengths): beyond it the pupil's
- * phase is noise at any sampling psfsim takes (docs/config.md). */
-#define CFG_MAX_WAVES 1000.0
+/* Largest |RMS coefficient| of a Zernike term, a swept, listed (sweep.table)
+ * or drawn value, a focus shift's defocus, and largest |OPD| of a map, in
+ * waves at the set's shortest wavelength (nm: this many wavelengths). Not a
+ * physical limit: whether a wavefront is resolved is the sampling's to say
+ * (app/set/set_checks.h warns when a step between pupil samples may pass
+ * half a wave; its largest resolved coefficient is a tilt of n/8 waves,
+ * 8,192 at n = 65,536). This is a sanity bound far past that, so that the
+ * sums of terms, draws and gradient bounds stay finite and the phase,
+ * reduced to one wave in double (cpu/pupil_field.c, gpu/pupil.cu), keeps
+ * its fraction of a wave to 1e-10: 1e300 has no fraction left and read as
+ * a flat wavefront (docs/config.md). */
+#define CFG_MAX_WAVES 1.0e6
+/* The wavelengths psfsim takes, nm, wherever they are given (optics,
+ * sweep.wavelength_nm, sweep.random.wavelength_nm, a table's column): the
+ * far UV to the far IR. */
+#define CFG_MIN_WAVELENGTH_NM 1.0
+#define CFG_MAX_WAVELENGTH_NM 1e6
 
 /* pupil: unit power through the entrance pupil, so a finite field sums to the
  * fraction of it captured (POPPY's and WebbPSF's convention). */
@@ -304,6 +316,19 @@ int config_for_each_include(const psf_config *cfg,
  * sweep.wavelength_nm when it is given (they replace optics.wavelength_nm),
  * else optics.wavelength_nm or optics.wavelengths_nm. */
 void config_wavelength_span(const psf_config *cfg, double *lo, double *hi);
+
+/* The bound on |v| of a coefficient-like value in aberrations.units given
+ * anywhere (a term, a swept, listed or drawn value): CFG_MAX_WAVES waves,
+ * or in nm CFG_MAX_WAVES x wl_lo_nm, the set's shortest wavelength (not
+ * finite: the set's wavelengths are not known yet, as when only a table
+ * gives them; CFG_MIN_WAVELENGTH_NM stands in). why[whylen] says what the
+ * bound is ("waves RMS", "1e+06 waves RMS at 500 nm, the shortest
+ * wavelength"). The bound is rounded to 6 digits, as messages show it. */
+double config_coeff_limit(const psf_config *cfg, double wl_lo_nm, char *why, size_t whylen);
+/* The bound on |dz| of a focus shift, um: the dz whose defocus is
+ * CFG_MAX_WAVES waves RMS at wl_lo_nm (as above) through cfg->f_number
+ * (> 0), and its why. */
+double config_focus_shift_limit(const psf_config *cfg, double wl_lo_nm, char *why, size_t whylen);
 
 /* Number of images the config's sweep makes (product of the swept list
  * lengths and sweep.random.count; 1 without a sweep). Computed in 64 bits.

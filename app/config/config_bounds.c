@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "optics/wavefront.h"
+
 int cfg_check_bounds(cfg_ctx *c, const config_setting_t *s, const char *key, const char *what,
                      double v, double lo, double hi, const char *why)
 {
@@ -93,4 +95,37 @@ int cfg_bound_pixel_arcsec(cfg_ctx *c, const psf_config *cfg)
     snprintf(via, sizeof via, "with D = %s m", ds);
     cfg_pixel_bound_why(why, sizeof why, p > hi, half, p > hi ? wl_lo : wl_hi, via);
     return cfg_bound_key(c, "output.pixel_scale_arcsec", p, lo, hi, why);
+}
+
+/* wl_lo_nm, or CFG_MIN_WAVELENGTH_NM when the set's are not known yet. */
+static double shortest(double wl_lo_nm)
+{
+    return isfinite(wl_lo_nm) && wl_lo_nm > 0 ? wl_lo_nm : CFG_MIN_WAVELENGTH_NM;
+}
+
+double config_coeff_limit(const psf_config *cfg, double wl_lo_nm, char *why, size_t whylen)
+{
+    if (cfg->zunits != ZUNITS_NM) {
+        snprintf(why, whylen, "waves RMS");
+        return CFG_MAX_WAVES;
+    }
+    char wl[64];
+    double lo = shortest(wl_lo_nm);
+    cfg_fmt_double(lo, wl, sizeof wl);
+    snprintf(why, whylen, "%g waves RMS at %s nm, the shortest wavelength", CFG_MAX_WAVES, wl);
+    return cfg_round_bound(CFG_MAX_WAVES * lo);
+}
+
+double config_focus_shift_limit(const psf_config *cfg, double wl_lo_nm, char *why, size_t whylen)
+{
+    /* The defocus is linear in dz: the dz of CFG_MAX_WAVES at wl_lo. */
+    double lo = shortest(wl_lo_nm);
+    char wl[64], fs[64];
+    cfg_fmt_double(lo, wl, sizeof wl);
+    cfg_fmt_double(cfg->f_number, fs, sizeof fs);
+    snprintf(why, whylen,
+             "a defocus of %g waves RMS at %s nm, the shortest wavelength, through f_number %s",
+             CFG_MAX_WAVES, wl, fs);
+    return cfg_round_bound(CFG_MAX_WAVES * lo * 1e-3 /
+                           wavefront_focus_shift_to_z4_um(1.0, cfg->f_number));
 }

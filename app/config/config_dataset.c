@@ -202,8 +202,11 @@ static int read_random_lists(cfg_ctx *c, psf_config *cfg)
     cfg_random *r = &cfg->random;
     const char *fkey = "sweep.random.focus_shift_um", *wkey = "sweep.random.wavelength_nm";
     if (cfg_read_numbers(c, fkey, 0, &r->focus_shift_um, &r->n_focus_shift) < 0 ||
-        cfg_read_numbers(c, wkey, 1, &r->wavelength_nm, &r->n_wavelength) < 0)
+        cfg_read_numbers(c, wkey, 1, &r->wavelength_nm, &r->n_wavelength) < 0 ||
+        cfg_bound_list(c, wkey, r->wavelength_nm, r->n_wavelength, CFG_MIN_WAVELENGTH_NM,
+                       CFG_MAX_WAVELENGTH_NM, NULL))
         return -1;
+    /* The focus shifts' bound needs the wavelengths: cfg_read_sweep, after. */
     if (r->n_focus_shift > 0) {
         if (refuse_both(c, fkey, "sweep.focus_shift_um",
                         "give the focus shifts in one place (a list swept, or one drawn)"))

@@ -13,15 +13,29 @@
 #include <string.h>
 
 #define DET "detector"
+/* Sanity bounds (docs/config.md, "Detector"): a diffusion sigma of at most
+ * the widest image (1e300 made the transfer function's variance infinite:
+ * exit 3 at run time), IPC kernel entries of at most 2 in magnitude (a real
+ * kernel's are within about [-0.05, 1]; 1e308 and -1e308 summed to 1). */
+#define CFG_MAX_DIFFUSION_PX ((double)CFG_MAX_FFT_SIZE)
+#define CFG_MAX_IPC 2.0
+/* Jitter sigmas: a turn of the sky (1.296e9 mas) and 1e9 lambda/D, so that
+ * the sigma in pixels of the finest pixel psfsim takes (1e-6 lambda/D) has
+ * a finite square (1e300 gave NaN images, exit 3). */
+#define CFG_MAX_JITTER_MAS 1.296e9
+#define CFG_MAX_JITTER_LD 1e9
 
-/* key = sigma (both axes) or [sx, sy]: each finite and >= 0. Returns 1
- * when given, 0 when absent, -1 with a message. */
-static int read_sigma_pair(cfg_ctx *c, const char *key, double out[2])
+/* key = sigma (both axes) or [sx, sy]: each finite and in [0, hi] (why:
+ * the bound's reason). Returns 1 when given, 0 when absent, -1 with a
+ * message. */
+static int read_sigma_pair(cfg_ctx *c, const char *key, double hi, const char *why, double out[2])
 {
     const config_setting_t *s = cfg_get(c, key);
     if (!s) return 0;
     if (cfg_is_number(s)) {
-        if (cfg_read_float(c, key, 0.0, 0, &out[0]) < 0) return -1;
+        if (cfg_read_float(c, key, 0.0, 0, &out[0]) < 0 ||
+            cfg_check_bounds(c, s, key, NULL, out[0], 0.0, hi, why))
+            return -1;
         out[1] = out[0];
         return 1;
     }
@@ -36,6 +50,7 @@ static int read_sigma_pair(cfg_ctx *c, const char *key, double out[2])
         cfg_fmt_double(v, got, sizeof got);
         if (!isfinite(v) || v < 0.0)
             return cfg_error(c, e, k, "must be finite and >= 0 (got %s)", got);
+        if (cfg_check_bounds(c, e, k, NULL, v, 0.0, hi, why)) return -1;
         out[i] = v;
     }
     return 1;
@@ -44,9 +59,11 @@ static int read_sigma_pair(cfg_ctx *c, const char *key, double out[2])
 /* jitter_mas or jitter_lambda_d, not both. */
 static int read_jitter(cfg_ctx *c, cfg_detector *d)
 {
-    int a = read_sigma_pair(c, DET ".jitter_mas", d->jitter_mas);
+    int a = read_sigma_pair(c, DET ".jitter_mas", CFG_MAX_JITTER_MAS, "a turn of the sky",
+                            d->jitter_mas);
     if (a < 0) return -1;
-    int b = read_sigma_pair(c, DET ".jitter_lambda_d", d->jitter_ld);
+    int b = read_sigma_pair(c, DET ".jitter_lambda_d", CFG_MAX_JITTER_LD,
+                            "a sanity bound: the variance in pixels stays finite", d->jitter_ld);
     if (b < 0) return -1;
     if (a == 1 && b == 1)
         return cfg_error(c, cfg_get(c, DET ".jitter_lambda_d"), DET ".jitter_lambda_d",
@@ -54,8 +71,8 @@ static int read_jitter(cfg_ctx *c, cfg_detector *d)
     return 0;
 }
 
-/* ipc = [9 values]: the 3x3 kernel row-major, finite, summing to 1 (the
- * charge is moved, not made: within 1e-6). */
+/* ipc = [9 values]: the 3x3 kernel row-major, each within +-CFG_MAX_IPC,
+ * summing to 1 (the charge is moved, not made: within 1e-6). */
 static int read_ipc(cfg_ctx *c, cfg_detector *d)
 {
     const char *key = DET ".ipc";
@@ -66,7 +83,14 @@ static int read_ipc(cfg_ctx *c, cfg_detector *d)
         return cfg_error(c, s, key, "must be the 3x3 kernel, 9 values row-major (got %d)", n);
     double sum = 0.0;
     for (int i = 0; i < 9; ++i) {
-        d->ipc_kernel[i] = cfg_number(config_setting_get_elem(s, (unsigned)i));
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char k[64];
+        snprintf(k, sizeof k, "%s[%d]", key, i);
+        d->ipc_kernel[i] = cfg_number(e);
+        if (cfg_check_bounds(c, e, k, NULL, d->ipc_kernel[i], -CFG_MAX_IPC, CFG_MAX_IPC,
+                             "a kernel that moves charge; beyond it the sum's rounding hides "
+                             "the charge made and the transfer function overflows"))
+            return -1;
         sum += d->ipc_kernel[i];
     }
     if (!isfinite(sum) || fabs(sum - 1.0) > 1e-6) {
@@ -115,7 +139,11 @@ int cfg_read_detector(cfg_ctx *c, psf_config *cfg)
     d->pixel_response = s > 1;
     if (cfg_read_bool(c, DET ".pixel_response", &d->pixel_response) < 0) return -1;
     if (read_jitter(c, d)) return -1;
-    if (cfg_read_float(c, DET ".charge_diffusion_px", 0.0, 0, &d->diffusion_px) < 0) return -1;
+    if (cfg_read_float(c, DET ".charge_diffusion_px", 0.0, 0, &d->diffusion_px) < 0 ||
+        cfg_bound_key(c, DET ".charge_diffusion_px", d->diffusion_px, 0.0, CFG_MAX_DIFFUSION_PX,
+                      "the widest image, 65536 pixels: a wider Gaussian only flattens it, and "
+                      "its variance stays finite"))
+        return -1;
     if (read_ipc(c, d)) return -1;
     int w = 0;
     if (cfg_read_enum(c, DET ".write", writes, 3, 0, &w) < 0) return -1;

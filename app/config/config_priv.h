@@ -29,14 +29,13 @@
 #define CFG_MAX_INCLUSIONS 1024
 #define CFG_MAX_INCLUDED_FILES 64
 /* Where the computation means something (docs/config.md, the key tables):
- * wavelengths from the far UV to the far IR, apertures from a micrometre
+ * apertures from a micrometre
  * pinhole to 10 km, focal ratios from NA = 1 up, vanes of a nanometre and
  * more, angles within a turn (fmod keeps them exact; 1e300 degrees has no
  * digit left of the turn), output pixels from 1e-6 lambda/D to half a
  * period of the sampled pupil's transform (n/2 lambda/D), log stretches
- * within float32's normal range. Aberrations: CFG_MAX_WAVES (config.h). */
-#define CFG_MIN_WAVELENGTH_NM 1.0
-#define CFG_MAX_WAVELENGTH_NM 1e6
+ * within float32's normal range. Wavelengths and aberrations:
+ * CFG_MIN_WAVELENGTH_NM, CFG_MAX_WAVES (config.h). */
 #define CFG_MIN_DIAMETER_M 1e-6
 #define CFG_MAX_DIAMETER_M 1e4
 #define CFG_MIN_F_NUMBER 0.5
@@ -279,8 +278,8 @@ int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernik
  * aperture, aberrations.convention and the sweep's wavelengths, for the
  * bounds). Returns 0 or -1 with a message; what it allocates is in cfg. */
 int cfg_read_segment_terms(cfg_ctx *c, psf_config *cfg);
-/* The bound on a coefficient-like value in aberrations.units (CFG_MAX_WAVES
- * waves RMS at the set's shortest wavelength) and its why for messages. */
+/* config_coeff_limit at the config's shortest wavelength
+ * (config_wavelength_span). */
 double cfg_coeff_bound(const psf_config *cfg, char *why, size_t whylen);
 /* A segment term's index j at s: an integer j of the convention conv of
  * radial order <= CFG_SEG_MAX_ORDER, into *j, *n, *m. Returns 0 or -1. */

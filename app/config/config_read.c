@@ -4,12 +4,14 @@
 #include "app/config/config_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The file setting s comes from, as messages name it: the config as given,
  * or an @include'd file (libconfig keeps its name relative to the include
@@ -247,15 +249,20 @@ int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, con
         w = snprintf(resolved, len, "%s/%s", c->dir, given);
     if (w < 0 || (size_t)w >= len)
         return cfg_error(c, s, key, "path too long (more than %zu characters)", len - 1);
-    FILE *f = fopen(resolved, "rb");
-    if (!f) return cfg_error(c, s, key, "cannot read %s: %s", resolved, strerror(errno));
+    /* O_NONBLOCK: a FIFO without a writer must not stop the open (it is
+     * refused below, as not a regular file). */
+    int fd = open(resolved, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return cfg_error(c, s, key, "cannot read %s: %s", resolved, strerror(errno));
     struct stat st;
-    int rc = fstat(fileno(f), &st), e = errno;
-    fclose(f);
+    int rc = fstat(fd, &st), e = errno;
+    close(fd);
     if (rc != 0) return cfg_error(c, s, key, "cannot read %s: %s", resolved, strerror(e));
     if (S_ISDIR(st.st_mode))
         return cfg_error(c, s, key, "cannot read %s: %s", resolved, strerror(EISDIR));
     if (!S_ISREG(st.st_mode))
-        return cfg_error(c, s, key, "cannot read %s: not a regular file", resolved);
+        return cfg_error(c, s, key,
+                         "cannot read %s: not a regular file (a FIFO, a device or a "
+                         "socket)",
+                         resolved);
     return 0;
 }

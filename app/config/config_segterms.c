@@ -16,14 +16,7 @@ double cfg_coeff_bound(const psf_config *cfg, char *why, size_t whylen)
 {
     double wl_lo, wl_hi;
     config_wavelength_span(cfg, &wl_lo, &wl_hi);
-    if (cfg->zunits != ZUNITS_NM) {
-        snprintf(why, whylen, "waves RMS");
-        return CFG_MAX_WAVES;
-    }
-    char wl[64];
-    cfg_fmt_double(wl_lo, wl, sizeof wl);
-    snprintf(why, whylen, "%g waves RMS at %s nm, the shortest wavelength", CFG_MAX_WAVES, wl);
-    return cfg_round_bound(CFG_MAX_WAVES * wl_lo);
+    return config_coeff_limit(cfg, wl_lo, why, whylen);
 }
 
 /* Element i of the triples list l at path (or l itself, written alone). */

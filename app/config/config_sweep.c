@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "optics/wavefront.h"
-
 static const char *const conv_names[] = {"noll", "ansi", "fringe"};
 
 /* A pairs key written as one pair, e.g. zernike = (4, 0.25): a list of two
@@ -185,29 +183,25 @@ static int read_swept_terms(cfg_ctx *c, psf_config *cfg)
 }
 
 /* |v| of the coefficient-like values within CFG_MAX_WAVES waves RMS at the
- * set's shortest wavelength: every term, swept defocus and swept value in
- * aberrations.units, and the defocus of every focus shift (docs/design.md,
- * "Aberrations"). Read after the sweep: its wavelengths count. */
+ * set's shortest wavelength (config_coeff_limit): every term, swept defocus
+ * and swept value in aberrations.units, and the defocus of every focus
+ * shift, swept or drawn (config_focus_shift_limit; docs/design.md,
+ * "Aberrations"). Read after the random block: its wavelengths count. */
 static int bound_aberrations(cfg_ctx *c, const psf_config *cfg)
 {
-    double wl_lo, wl_hi;
-    config_wavelength_span(cfg, &wl_lo, &wl_hi);
-    int nm = cfg->zunits == ZUNITS_NM;
-    double lim = nm ? cfg_round_bound(CFG_MAX_WAVES * wl_lo) : CFG_MAX_WAVES;
-    char why[256], wl[64];
-    cfg_fmt_double(wl_lo, wl, sizeof wl);
-    snprintf(why, sizeof why, "%g waves RMS at %s nm, the shortest wavelength", CFG_MAX_WAVES, wl);
-    const char *w = nm ? why : "waves RMS";
+    char why[256];
+    double lim = cfg_coeff_bound(cfg, why, sizeof why);
     const config_setting_t *zl = cfg_get(c, "aberrations.zernike");
     int single = zl && is_single_pair(zl);
     for (int i = 0; i < cfg->nzernike; ++i) {
         char key[64];
         snprintf(key, sizeof key, single ? "aberrations.zernike" : "aberrations.zernike[%d]", i);
         const config_setting_t *p = single ? zl : config_setting_get_elem(zl, (unsigned)i);
-        if (cfg_check_bounds(c, p, key, "the coefficient", cfg->zernike[i].coeff, -lim, lim, w))
+        if (cfg_check_bounds(c, p, key, "the coefficient", cfg->zernike[i].coeff, -lim, lim, why))
             return -1;
     }
-    if (cfg_bound_list(c, "sweep.defocus", cfg->sweep_defocus, cfg->n_sweep_defocus, -lim, lim, w))
+    if (cfg_bound_list(c, "sweep.defocus", cfg->sweep_defocus, cfg->n_sweep_defocus, -lim, lim,
+                       why))
         return -1;
     zl = cfg_get(c, "sweep.zernike");
     single = zl && is_single_pair(zl);
@@ -219,21 +213,20 @@ static int bound_aberrations(cfg_ctx *c, const psf_config *cfg)
         for (int e = 0; e < cfg->sweep_zernike[i].nvalues; ++e) {
             snprintf(what, sizeof what, "the value %d", e);
             if (cfg_check_bounds(c, config_setting_get_elem(vs, (unsigned)e), key, what,
-                                 cfg->sweep_zernike[i].values[e], -lim, lim, w))
+                                 cfg->sweep_zernike[i].values[e], -lim, lim, why))
                 return -1;
         }
     }
-    if (cfg->n_sweep_focus_shift == 0) return 0;
-    /* The defocus is linear in dz: the dz of CFG_MAX_WAVES at wl_lo. */
-    double dz = cfg_round_bound(CFG_MAX_WAVES * wl_lo * 1e-3 /
-                                wavefront_focus_shift_to_z4_um(1.0, cfg->f_number));
-    char fs[64];
-    cfg_fmt_double(cfg->f_number, fs, sizeof fs);
-    snprintf(why, sizeof why,
-             "a defocus of %g waves RMS at %s nm, the shortest wavelength, through f_number %s",
-             CFG_MAX_WAVES, wl, fs);
+    if (cfg->n_sweep_focus_shift == 0 && cfg->random.n_focus_shift == 0) return 0;
+    double wl_lo, wl_hi;
+    config_wavelength_span(cfg, &wl_lo, &wl_hi);
+    double dz = config_focus_shift_limit(cfg, wl_lo, why, sizeof why);
     return cfg_bound_list(c, "sweep.focus_shift_um", cfg->sweep_focus_shift_um,
-                          cfg->n_sweep_focus_shift, -dz, dz, why);
+                          cfg->n_sweep_focus_shift, -dz, dz, why) ||
+                   cfg_bound_list(c, "sweep.random.focus_shift_um", cfg->random.focus_shift_um,
+                                  cfg->random.n_focus_shift, -dz, dz, why)
+               ? -1
+               : 0;
 }
 
 int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
@@ -278,6 +271,6 @@ int cfg_read_sweep(cfg_ctx *c, psf_config *cfg)
                          "makes %.0f images (the product of the swept list lengths), more than "
                          "the limit of %lld",
                          count, CFG_MAX_IMAGES);
-    if (bound_aberrations(c, cfg)) return -1;
-    return cfg_read_dataset(c, cfg);
+    if (cfg_read_dataset(c, cfg)) return -1;
+    return bound_aberrations(c, cfg);
 }

@@ -10,6 +10,7 @@
 #include "app/formats/hdf5_io.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,12 @@ static int open_dir(h5set *s, int dir_fd, const char *name, char *err, size_t er
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
     size_t len = strlen(base);
-    if (!len || !strcmp(base, ".") || !strcmp(base, "..") || len > 200) {
+    /* Its temp name, H5SET_TEMP_FORMAT (".NAME.h5.part"), must fit a file
+     * name too: the config's name bound (app/config/config.c) keeps it so. */
+    int too_long = len + sizeof H5SET_TEMP_FORMAT - 3 > NAME_MAX;
+    if (!len || !strcmp(base, ".") || !strcmp(base, "..") || too_long) {
         snprintf(err, errlen, "cannot write %s: %s", s->shown,
-                 len > 200 ? strerror(ENAMETOOLONG) : "the name is not a file name");
+                 too_long ? strerror(ENAMETOOLONG) : "the name is not a file name");
         return -1;
     }
     char dir[4096];

@@ -5,6 +5,7 @@
 
 #include "app/set/field_grid.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +77,27 @@ static int refuse_column(set_axes *ax, int col, const char *other, const char *w
         what);
 }
 
+int axes_cell_bound(const set_axes *ax, int col, size_t r, double lo, double hi, const char *why,
+                    char *err, size_t errlen)
+{
+    const psf_table *t = ax->table;
+    double v = t->cols[col][r];
+    if (v >= lo && v <= hi) return 0;
+    char bound[96];
+    if (lo == -hi)
+        snprintf(bound, sizeof bound, "in [%.6g, %.6g]", lo, hi);
+    else
+        snprintf(bound, sizeof bound, "%s %.6g", v < lo ? ">=" : "<=", v < lo ? lo : hi);
+    char got[32];
+    snprintf(got, sizeof got, "%.15g", v);
+    if (strtod(got, NULL) != v) snprintf(got, sizeof got, "%.17g", v); /* reads back as v */
+    return axes_fail(ax->cfg, "sweep.table", err, errlen,
+                     "%s:%zu:%d (%.200s): must be %s (%s) (got %s)", t->path, t->line[r], col + 1,
+                     t->names[col], bound, why, got);
+}
+
 /* The wavelength column: one place for the wavelengths, monochromatic,
- * every cell > 0. */
+ * every cell within the config's wavelengths (CFG_MIN_WAVELENGTH_NM ..). */
 static int check_wavelength_column(set_axes *ax, char *err, size_t errlen)
 {
     const psf_config *cfg = ax->cfg;
@@ -106,10 +126,42 @@ static int check_wavelength_column(set_axes *ax, char *err, size_t errlen)
             t->path, t->header_line, col + 1, where);
     }
     for (size_t r = 0; r < t->nrows; ++r)
-        if (!(t->cols[col][r] > 0))
-            return axes_fail(cfg, "sweep.table", err, errlen,
-                             "%s:%zu:%d (wavelength_nm): must be > 0 (got %.17g)", t->path,
-                             t->line[r], col + 1, t->cols[col][r]);
+        if (axes_cell_bound(ax, col, r, CFG_MIN_WAVELENGTH_NM, CFG_MAX_WAVELENGTH_NM, "nm", err,
+                            errlen))
+            return -1;
+    return 0;
+}
+
+double axes_shortest_wavelength(const set_axes *ax)
+{
+    double lo, hi;
+    config_wavelength_span(ax->cfg, &lo, &hi);
+    if (ax->table && ax->col_wavelength >= 0)
+        for (long long r = 0; r < ax->nrows; ++r)
+            lo = fmin(lo, ax->table->cols[ax->col_wavelength][r]);
+    return lo;
+}
+
+/* Every cell of the defocus, focus_shift_um and z<j> columns within the
+ * bounds of the config's keys (config_coeff_limit, config_focus_shift_limit
+ * at the set's shortest wavelength, the table's own included). */
+static int check_value_columns(set_axes *ax, char *err, size_t errlen)
+{
+    const psf_table *t = ax->table;
+    char why[256];
+    double wl_lo = axes_shortest_wavelength(ax);
+    double lim = config_coeff_limit(ax->cfg, wl_lo, why, sizeof why);
+    for (size_t r = 0; r < t->nrows; ++r) {
+        if (ax->col_defocus >= 0 &&
+            axes_cell_bound(ax, ax->col_defocus, r, -lim, lim, why, err, errlen))
+            return -1;
+        for (int i = 0; i < ax->nzcols; ++i)
+            if (axes_cell_bound(ax, ax->zcols[i].col, r, -lim, lim, why, err, errlen)) return -1;
+    }
+    if (ax->col_focus_shift < 0) return 0;
+    double dz = config_focus_shift_limit(ax->cfg, wl_lo, why, sizeof why);
+    for (size_t r = 0; r < t->nrows; ++r)
+        if (axes_cell_bound(ax, ax->col_focus_shift, r, -dz, dz, why, err, errlen)) return -1;
     return 0;
 }
 
@@ -169,7 +221,7 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
     ax->col_field_x = table_column(ax->table, "field_x_px");
     ax->col_field_y = table_column(ax->table, "field_y_px");
     if (check_wavelength_column(ax, err, errlen) || check_focus_columns(ax, err, errlen) ||
-        find_zernike_columns(ax, err, errlen))
+        find_zernike_columns(ax, err, errlen) || check_value_columns(ax, err, errlen))
         return -1;
     double total = (double)ax->ncart * (double)ax->nrows * (double)ax->ndraws;
     if (total > (double)AXES_MAX_IMAGES)

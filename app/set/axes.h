@@ -55,7 +55,11 @@ typedef struct {
  *     sweep.random.focus_shift_um, z<j> with sweep.zernike's j)
  *   sweep.table: PATH:H:C (wavelength_nm): cannot be used with optics.wavelengths_nm ...
  *   sweep.table: PATH:H:C (focus_shift_um): needs optics.f_number ...
- *   sweep.table: PATH:L:C (wavelength_nm): must be > 0 (got X)
+ *   sweep.table: PATH:L:C (NAME): must be in [LO, HI] (WHY) (got X)
+ *     (every cell of wavelength_nm, defocus, focus_shift_um and z<j> within
+ *     the bounds of the config's keys: CFG_MIN_WAVELENGTH_NM ..
+ *     CFG_MAX_WAVELENGTH_NM, config_coeff_limit, config_focus_shift_limit
+ *     at axes_shortest_wavelength; "must be >= LO" for a wavelength)
  *   sweep.table: PATH: N rows make M images with the other axes, more than the limit ...
  *   optics.wavelength_nm: required key missing (... or a wavelength_nm column in sweep.table)
  * ax holds nothing after an error (axes_free is harmless). */
@@ -74,6 +78,18 @@ int axes_is_dataset(const set_axes *ax);
 /* k -> (Cartesian index, table row or -1, draw or -1); k in 0..nimages-1
  * (a negative k reads as 0). */
 void axes_split(const set_axes *ax, long long k, long long *cart, long long *row, long long *draw);
+
+/* Row r's cell of the table's column col within [lo, hi], as the config's
+ * keys are held (cfg_check_bounds' wording): 0, or -1 with "CFG:LINE:
+ * sweep.table: PATH:L:C (NAME): must be in [LO, HI] (WHY) (got V)" (">= LO"
+ * or "<= HI" when lo != -hi). */
+int axes_cell_bound(const set_axes *ax, int col, size_t r, double lo, double hi, const char *why,
+                    char *err, size_t errlen);
+
+/* The shortest wavelength of the set, nm: config_wavelength_span's, or
+ * the table's wavelength_nm column's when shorter (HUGE_VAL when neither
+ * gives one). ax built by axes_init (or its table loaded). */
+double axes_shortest_wavelength(const set_axes *ax);
 
 /* The wavelengths the images take one each, nm: sweep.wavelength_nm,
  * sweep.random.wavelength_nm or the table's column, *n values (a table's

@@ -274,6 +274,22 @@ size_t image_set_storage(const image_set *s)
     return nc * (components_max(s) + 1) + jobs_scratch_size(&s->axes) + ndraw + 1;
 }
 
+/* The aperture's shape and what may close it, for the message of a
+ * closed aperture: "circle, obscuration 0.3, 4 spider(s) 0.01 m wide". */
+static void describe_aperture(const psf_aperture *a, char *out, size_t outlen)
+{
+    static const char *const shape[] = {"circle", "hexagon", "transmission map", "segmented"};
+    int k = a->shape >= APERTURE_CIRCULAR && a->shape <= APERTURE_SEGMENTED ? (int)a->shape : 0;
+    int w = snprintf(out, outlen, "%s, diameter %g m, obscuration %g", shape[k], a->diameter_m,
+                     a->obscuration);
+    if (w > 0 && (size_t)w < outlen && a->shape == APERTURE_SEGMENTED)
+        w += snprintf(out + w, outlen - (size_t)w, ", outer stop %g m (0: none)",
+                      a->seg.stop_diameter_m);
+    if (w > 0 && (size_t)w < outlen && (a->spider_count > 0 || a->nvanes > 0))
+        snprintf(out + w, outlen - (size_t)w, ", %d spider(s) %g m wide, %d vane(s)",
+                 a->spider_count, a->spider_count > 0 ? a->spider_width_m : 0.0, a->nvanes);
+}
+
 /* S1 and S2 of the aperture at pitch dx_m on the pupil grid (the backend's),
  * computed once per pitch; the grid stays in s->grids for the CPU backend. */
 static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_t errlen)
@@ -303,15 +319,18 @@ static const aperture_sums *sums_for(image_set *s, double dx_m, char *err, size_
         a->sum_a2 += (double)amp[i] * amp[i];
     }
     free(amp);
-    if (a->sum_a2 <= 0.0) {
-        char where[CFG_PATH_MAX + 32];
+    /* Less than a sample's worth of open area (the samples' transmissions
+     * summed) is no aperture at this sampling, whatever closed it: an
+     * obscuration, spiders, a segmented aperture's outer stop, a map. */
+    if (!(a->sum_a >= 1.0)) {
+        char where[CFG_PATH_MAX + 32], what[256];
         config_key_where(s->cfg, "optics.aperture", where, sizeof where);
+        describe_aperture(&s->aperture, what, sizeof what);
         snprintf(err, errlen,
-                 "%.1000s: optics.aperture: no sample of the %dx%d pupil grid (pitch %.6g m) is "
-                 "open: the aperture (obscuration %g, %d spider(s) %g m wide) is fully closed at "
-                 "this sampling",
-                 where, npix, npix, dx_m, s->aperture.obscuration, s->aperture.spider_count,
-                 s->aperture.spider_count > 0 ? s->aperture.spider_width_m : 0.0);
+                 "%.1000s: optics.aperture: the %dx%d pupil grid (pitch %.6g m) has %.3g "
+                 "sample(s) of open area, less than one: the aperture (%s) is closed at this "
+                 "sampling",
+                 where, npix, npix, dx_m, a->sum_a, what);
         return NULL;
     }
     s->nsums++;

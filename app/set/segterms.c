@@ -183,15 +183,10 @@ static int check_table_column(const set_axes *ax, int c, int k, int j, int n, ch
             return table_fail(ax, c, err, errlen,
                               "the column is also given by sweep.segment_zernike; give the values "
                               "of a term in one place");
-    double lo, hi, lim = CFG_MAX_WAVES;
-    config_wavelength_span(cfg, &lo, &hi);
-    if (cfg->zunits == ZUNITS_NM) lim *= lo;
-    for (long long r = 0; r < ax->nrows; ++r)
-        if (!(fabs(ax->table->cols[c][r]) <= lim))
-            return table_fail(ax, c, err, errlen, "row %lld: %.17g is past +-%g (%s)", r + 1,
-                              ax->table->cols[c][r], lim,
-                              cfg->zunits == ZUNITS_NM ? "nm: 1000 waves at the shortest wavelength"
-                                                       : "waves RMS");
+    char why[256];
+    double lim = config_coeff_limit(cfg, axes_shortest_wavelength(ax), why, sizeof why);
+    for (size_t r = 0; r < ax->table->nrows; ++r)
+        if (axes_cell_bound(ax, c, r, -lim, lim, why, err, errlen)) return -1;
     return 0;
 }
 

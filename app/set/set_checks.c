@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "optics/wavefront.h"
@@ -136,9 +137,8 @@ static double largest_abs(const double *v, int n)
     return big;
 }
 
-/* The largest |value| of the table's and the draws' part of mode (n, m):
- * a column's largest cell, a uniform draw's half-width, 5 sigma of a
- * normal draw (unbounded: a bound for all but about 6e-7 of the draws). */
+/* The largest |value| of the table's part of mode (n, m): a column's
+ * largest cell (the draws are bounded per draw: largest_drawn). */
 static double largest_listed(const set_axes *ax, int n, int m)
 {
     double a = 0.0;
@@ -147,10 +147,51 @@ static double largest_listed(const set_axes *ax, int n, int m)
             a += largest_abs(ax->table->cols[ax->zcols[i].col], (int)ax->nrows);
     if (n == 2 && m == 0 && ax->col_defocus >= 0)
         a += largest_abs(ax->table->cols[ax->col_defocus], (int)ax->nrows);
-    for (int i = 0; i < ax->nrandom; ++i)
-        if (ax->random[i].n == n && ax->random[i].m == m)
-            a += (ax->random[i].dist == DRAW_NORMAL ? 5.0 : 1.0) * ax->random[i].width;
     return a;
+}
+
+/* Draws a set's worth of draws may take to bound the step from the draws
+ * made (about 50 ns each, a second at most); past it the bound per term of largest_drawn's
+ * fallback. */
+#define SET_CHECKS_MAX_DRAWS 20000000LL
+
+/* max over the draws d of sum_t G_t |x_t(d)|, x_t(d) the value drawn for
+ * random term t in draw d (app/set/draws.h: counter-based, so each is
+ * recomputed, not stored), in the config's units: the draws' part of the
+ * step bound, from the values the set will use. The triangle inequality
+ * over the modes within one draw is the only slack left; the earlier bound
+ * took 5 sigma of every term at once (4x pessimistic for a spectrum). A
+ * set of more than SET_CHECKS_MAX_DRAWS values falls back to that, which
+ * *fallback says. */
+static double largest_drawn(const set_axes *ax, int *fallback)
+{
+    const cfg_random *r = &ax->cfg->random;
+    *fallback = 0;
+    if (ax->nrandom == 0 || r->count <= 0) return 0.0;
+    double *g = malloc((size_t)ax->nrandom * sizeof *g);
+    if (!g || r->count > SET_CHECKS_MAX_DRAWS / ax->nrandom) {
+        *fallback = 1;
+        double a = 0.0;
+        for (int i = 0; i < ax->nrandom; ++i)
+            a += set_checks_zernike_max_gradient(ax->random[i].n, ax->random[i].m) *
+                 (ax->random[i].dist == DRAW_NORMAL ? 5.0 : 1.0) * ax->random[i].width;
+        free(g);
+        return a;
+    }
+    for (int i = 0; i < ax->nrandom; ++i)
+        g[i] = set_checks_zernike_max_gradient(ax->random[i].n, ax->random[i].m);
+    double worst = 0.0;
+    for (long long d = 0; d < r->count; ++d) {
+        double sum = 0.0;
+        for (int i = 0; i < ax->nrandom; ++i) {
+            const axes_random_term *t = &ax->random[i];
+            if (t->width == 0.0) continue;
+            sum += g[i] * fabs(draw_zernike(r->seed, (uint64_t)d, t->j, t->dist, t->width));
+        }
+        worst = fmax(worst, sum);
+    }
+    free(g);
+    return worst;
 }
 
 /* The largest |focus shift| of the set, um. */
@@ -202,11 +243,16 @@ static double opd_slope(const image_set *s)
  * samples over every image and wavelength of the set (set_checks.h):
  * step <= (2 dx_c / D) sum_t G_t A_t + slope_opd dx_c, each term in waves
  * at the component's wavelength lambda (nm / lambda), dx_c its pitch. */
-static double largest_step(const image_set *s)
+static double largest_step(const image_set *s, int *fallback)
 {
     const psf_config *cfg = s->cfg;
     const psf_modeset *ms = &s->modes;
     double zw = 0.0, znm = 0.0; /* sum_t G_t A_t: in waves, in nm */
+    double drawn = largest_drawn(&s->axes, fallback);
+    if (cfg->zunits == ZUNITS_NM)
+        znm += drawn;
+    else
+        zw += drawn;
     for (int t = 0; t < ms->nterms; ++t) {
         double g = set_checks_zernike_max_gradient(ms->n[t], ms->m[t]);
         double a = largest_coefficient(s, ms->n[t], ms->m[t]);
@@ -248,14 +294,16 @@ static void check_sampling(const image_set *s, set_notes *notes)
 {
     const psf_config *cfg = s->cfg;
     int n = s->samp.pupil_samples, big = s->fft_npix;
-    double step = largest_step(s);
+    int fallback = 0;
+    double step = largest_step(s, &fallback);
     if (step > 0.5)
         add_note(notes, cfg, "sampling.pupil_samples",
                  "the wavefront may step by up to %.3g waves between neighbouring pupil samples "
-                 "(a bound from the set's largest coefficients%s), more than half a wave: the "
+                 "(a bound from the set's largest coefficients%s%s), more than half a wave: the "
                  "pupil phase is undersampled and the PSF wraps around the field; pupil_samples "
                  ">= %.0f keeps the steps within half a wave",
-                 step, s->opd_map ? " and its OPD map" : "", ceil(n * step / 0.5));
+                 step, s->cfg->random.count > 0 && !fallback ? " and the values drawn" : "",
+                 s->opd_map ? " and its OPD map" : "", ceil(n * step / 0.5));
     const char *qkey =
         written(cfg, "sampling.padding") ? "sampling.padding" : "sampling.pupil_samples";
     double q = (double)big / n; /* the FFT's Q (samp.padding, or s times it: set_detector.h) */

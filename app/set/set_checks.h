@@ -28,7 +28,10 @@ typedef struct {
  *    the PSF around). The step is bounded once per set, not measured per
  *    image: sum over the modes of G_t A_t 2 dx/D, A_t the largest |total
  *    coefficient| of mode t over the set (its term plus the largest |value|
- *    of each swept list adding to it, focus shifts as their defocus), G_t
+ *    of each swept list and table column adding to it, focus shifts as
+ *    their defocus), plus, for a random set, the largest over the draws
+ *    made of sum_t G_t |x_t(d)| (the values drawn, recomputed from the
+ *    seed; past 20,000,000 values 5 sigma or the half-width per term), G_t
  *    the largest |grad Z_t| over the unit disk
  *    (set_checks_zernike_max_gradient), plus the OPD map's largest step
  *    between map pixels scaled to the pupil pitch; each in waves at every

@@ -333,6 +333,12 @@ static int parse_text(psf_table *t, const char *text, size_t len, char *err, siz
         return -1;
     }
     table_parse p = {.t = t, .err = err, .errlen = errlen};
+    /* A UTF-8 byte order mark (spreadsheets write one) is not part of the
+     * first column's name: it showed as '???' in "unknown column". */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     feed(&p, &csv, text, len);
     csv_free(&csv);
     return p.failed ? -1 : 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A listed set's table (sweep.table): a CSV file, one image per row, read
  * with libcsv (RFC 4180 quoting; cells trimmed of spaces and tabs; LF,
- * CRLF or CR line ends; blank lines skipped). The first row is the header
+ * CRLF or CR line ends; blank lines skipped; a leading UTF-8 byte order
+ * mark skipped). The first row is the header
  * of column names; every other cell is a number (strtod over the whole
  * trimmed cell: decimal or hexadecimal, finite). Columns of a psfsim table
  * (table_check_columns): wavelength_nm, defocus, focus_shift_um,

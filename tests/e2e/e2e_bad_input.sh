@@ -90,6 +90,14 @@ good '' | sed "s/name = \"bad\"/name = \"$long\"/" >long.cfg
 expect_exit 2 "a name too long for its files" -- "$PSFSIM" -c long.cfg -o out
 expect_stderr '^psfsim: long.cfg:1: name: must be at most 230 characters: .*\(got 231\)' "long name: message"
 nothing_written "long name"
+# The longest name accepted makes every file, NAME.h5 and the cube too (a
+# name past 197 passed validation, then the HDF5 writer refused it: exit 3).
+long=$(printf 'n%.0s' $(seq 230))
+{ good ''; echo 'output: { png: { enabled = false; }; fits: { enabled = true; cube = true; }; hdf5: { enabled = true; }; };'; } |
+  sed "s/name = \"bad\"/name = \"$long\"/" >long230.cfg
+expect_exit 0 "a name of 230 characters, HDF5 and the cube" -- "$PSFSIM" -c long230.cfg -o long230
+[ -s "long230/$long.h5" ] && [ -s "long230/${long}_cube.fits" ] && [ -s "long230/${long}_manifest.csv" ] &&
+  pass "230 characters: NAME.h5, NAME_cube.fits and the manifest written" || fail "230 characters: $(ls long230 | cut -c 225-)"
 
 expect_exit 0 "first run" -- "$PSFSIM" -c ok.cfg -o out
 cp out/bad_0.png first.png
@@ -146,7 +154,7 @@ grep -q '^warning,,,,,,,"waves.cfg:4: aberrations.zernike: coefficients in waves
 # all-NaN images with exit 0): refused before any work.
 { good ''; echo 'aberrations: { zernike = ((4, 1e300)); };'; } >huge.cfg
 expect_exit 2 "a coefficient of 1e300 waves" -- "$PSFSIM" -c huge.cfg -o out4
-expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000, 1000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
+expect_stderr 'huge.cfg:4: aberrations.zernike\[0\]: the coefficient must be in \[-1000000, 1000000\] \(waves RMS\) \(got 1e\+300\)' "1e300 waves: message"
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1e200;/' >wide.cfg
 expect_exit 2 "a diameter of 1e200 m" -- "$PSFSIM" -c wide.cfg -o out4
 expect_stderr 'wide.cfg:2: optics.aperture.diameter_m: must be <= 10000 \(got 1e\+200\)' "1e200 m: message"
@@ -171,7 +179,12 @@ expect_stderr 'prime.cfg:3: sampling.padding: the FFT size N = 1031 has the prim
 # directory made): a closed aperture, a map that is 0 or NaN everywhere.
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; spiders: { count = 1000; width_m = 0.9; };/' >closed.cfg
 expect_exit 2 "an aperture closed by its spiders" -- "$PSFSIM" -c closed.cfg -o out5
-expect_stderr 'closed.cfg:2: optics.aperture: no sample of the 64x64 pupil grid .* is fully closed at this sampling' "closed aperture: message"
+expect_stderr 'closed.cfg:2: optics.aperture: the 64x64 pupil grid \(pitch .* m\) has 0 sample\(s\) of open area, less than one: the aperture \(circle, .*1000 spider\(s\) 0.9 m wide.*\) is closed at this sampling' "closed aperture: message"
+# Less than a sample's worth of open area is closed too, whatever the shape
+# (a segmented aperture's outer stop gave a flat image, exit 0).
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 4.7; shape = "segmented"; segments: { flat_to_flat_m = 1.5588; gap_m = 0.003; rings = 1; outer_diameter_m = 1e-9; };/' >stop.cfg
+expect_exit 2 "a segmented aperture closed by its outer stop" -- "$PSFSIM" -c stop.cfg -o out5
+expect_stderr 'stop.cfg:2: optics.aperture: the 64x64 pupil grid .* has [0-9.e+-]* sample\(s\) of open area, less than one: the aperture \(segmented, .*outer stop 1e-09 m.*\) is closed' "closed segmented aperture: message"
 # fits4 FILE WORD: a 4 x 4 float32 FITS image, every pixel the 4 bytes WORD.
 fits4() {
   { printf '%-80s' 'SIMPLE  =                    T' 'BITPIX  =                  -32' 'NAXIS   =                    2' \
@@ -182,9 +195,13 @@ fits4() {
 }
 fits4 zero.fits '\0\0\0\0'
 fits4 nan.fits '\177\300\0\0'
+fits4 faint.fits '\060\211\160\137' # 1e-9 everywhere: 3e-6 samples' worth open
 good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "zero.fits";/' >zeromap.cfg
 expect_exit 2 "a transmission map of zeros" -- "$PSFSIM" -c zeromap.cfg -o out5
 expect_stderr 'zeromap.cfg:2: optics.aperture.file: .*zero.fits: every transmission of the map is 0' "zero transmission map: message"
+good '' | sed 's/diameter_m = 1.0;/diameter_m = 1.0; shape = "file"; file = "faint.fits";/' >faint.cfg
+expect_exit 2 "a transmission map of 1e-9" -- "$PSFSIM" -c faint.cfg -o out5
+expect_stderr 'faint.cfg:2: optics.aperture: .* sample\(s\) of open area, less than one: the aperture \(transmission map, .*\) is closed' "faint transmission map: message"
 { good ''; echo 'aberrations: { opd_map: { file = "nan.fits"; }; };'; } >nanopd.cfg
 expect_exit 2 "an OPD map of NaN" -- "$PSFSIM" -c nanopd.cfg -o out5
 expect_stderr 'nanopd.cfg:4: aberrations.opd_map.file: .*nan.fits: every OPD value of the map is 0 \(NaN and BLANK pixels read as 0' "NaN OPD map: message"
@@ -337,6 +354,12 @@ dataset wlbroad "random: { $R wavelength_nm = [600.0]; };" "wavelengths_nm = [50
   'ds_wlbroad.cfg:4: sweep.random.wavelength_nm: cannot be used with optics.wavelengths_nm'
 dataset wlneg "random: { $R wavelength_nm = [600.0, 0.0]; };" "" \
   'ds_wlneg.cfg:4: sweep.random.wavelength_nm\[1\]: must be > 0'
+dataset wltiny "random: { $R wavelength_nm = [600.0, 1e-300]; };" "" \
+  'ds_wltiny.cfg:4: sweep.random.wavelength_nm\[1\]: must be >= 1 \(got 1e-300\)'
+dataset wlhuge "random: { $R wavelength_nm = [1e300]; };" "" \
+  'ds_wlhuge.cfg:4: sweep.random.wavelength_nm\[0\]: must be <= 1000000 \(got 1e\+300\)'
+dataset fsbig "random: { $R focus_shift_um = [1e300]; };" "$W f_number = 10.0;" \
+  'ds_fsbig.cfg:4: sweep.random.focus_shift_um\[0\]: must be in \[-1524200000, 1524200000\] \(a defocus of 1e\+06 waves RMS at 550 nm, the shortest wavelength, through f_number 10\) \(got 1e\+300\)'
 dataset rkey "random: { $R zernike = ((4, \"normal\", 0.1)); sigma = 1.0; };" "$W" \
   'ds_rkey.cfg:4: sweep.random.sigma: unknown key'
 # More terms than a FITS header holds: refused with FITS output only.
@@ -353,6 +376,17 @@ expect_stderr 'ds_fitsterms.cfg:5: sweep.random.spectrum: the set has 299 Zernik
 # The table: its file, its cells and columns, and what it may not repeat.
 T='table = "@T";'
 dataset tmissing 'table = "nope.csv";' "$W" 'ds_tmissing.cfg:4: sweep.table: cannot read nope.csv'
+# A FIFO as the table: refused, not waited on (open blocked for a writer).
+mkfifo ds_tfifo.csv
+cat >ds_tfifo.cfg <<CFG
+name = "ds";
+optics: { $W aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; };
+sweep: { table = "ds_tfifo.csv"; };
+CFG
+expect_exit 2 "dataset tfifo" -- timeout 20 "$PSFSIM" -c ds_tfifo.cfg -o out4
+expect_stderr 'ds_tfifo.cfg:4: sweep.table: cannot read ds_tfifo.csv: not a regular file \(a FIFO, a device or a socket\)' "dataset tfifo: message"
+[ ! -e out4 ] && pass "dataset tfifo: nothing written" || fail "dataset tfifo: out4 was created"
 dataset tempty "$T" "$W" 'ds_tempty.cfg:4: sweep.table: ds_tempty.csv: empty file' ''
 dataset theader "$T" "$W" 'ds_theader.cfg:4: sweep.table: ds_theader.csv: no data rows' 'z4,z7\n'
 dataset tunknown "$T" "$W" 'ds_tunknown.cfg:4: sweep.table: ds_tunknown.csv:1:2 \(zz\): unknown column' 'z4,zz\n0.1,0.2\n'
@@ -361,8 +395,19 @@ dataset textra "$T" "$W" 'ds_textra.cfg:4: sweep.table: ds_textra.csv:3:2: extra
 dataset tshort "$T" "$W" 'ds_tshort.cfg:4: sweep.table: ds_tshort.csv:2:2 \(z5\): missing cell' 'z4,z5\n0.1\n'
 dataset tnan "$T" "$W" 'ds_tnan.cfg:4: sweep.table: ds_tnan.csv:3:1 \(z4\): "abc" is not a number' 'z4\n0.1\nabc\n'
 dataset tnowl "$T" "" 'ds_tnowl.cfg: optics.wavelength_nm: required key missing .*a wavelength_nm column' 'z4\n0.1\n'
-dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be > 0' \
+dataset twlneg "$T" "" 'ds_twlneg.cfg:4: sweep.table: ds_twlneg.csv:3:1 \(wavelength_nm\): must be >= 1 \(nm\) \(got -5\)' \
   'wavelength_nm\n500\n-5\n'
+# Every cell within the bounds of the config's keys (1e300 gave Strehl 1, exit 0).
+dataset twltiny "$T" "" 'ds_twltiny.cfg:4: sweep.table: ds_twltiny.csv:3:1 \(wavelength_nm\): must be >= 1 \(nm\) \(got 1e-300\)' \
+  'wavelength_nm\n500\n1e-300\n'
+dataset twlhuge "$T" "" 'ds_twlhuge.cfg:4: sweep.table: ds_twlhuge.csv:2:1 \(wavelength_nm\): must be <= 1e\+06 \(nm\) \(got 1e\+300\)' \
+  'wavelength_nm\n1e300\n'
+dataset tdefbig "$T" "$W" 'ds_tdefbig.cfg:4: sweep.table: ds_tdefbig.csv:3:1 \(defocus\): must be in \[-1e\+06, 1e\+06\] \(waves RMS\) \(got 1e\+300\)' \
+  'defocus,z11\n0.1,0\n1e300,0\n'
+dataset tz11big "$T" "$W" 'ds_tz11big.cfg:4: sweep.table: ds_tz11big.csv:2:2 \(z11\): must be in \[-1e\+06, 1e\+06\] \(waves RMS\) \(got -1e\+300\)' \
+  'defocus,z11\n0,-1e300\n'
+dataset tfsbig "$T" "$W f_number = 10.0;" 'ds_tfsbig.cfg:4: sweep.table: ds_tfsbig.csv:2:1 \(focus_shift_um\): must be in \[-1.524.*e\+09, 1.524.*e\+09\] \(a defocus of 1e\+06 waves RMS at 550 nm' \
+  'focus_shift_um\n1e300\n'
 dataset twlswept "wavelength_nm = [500.0]; $T" "" \
   'ds_twlswept.cfg:4: sweep.table: ds_twlswept.csv:1:1 \(wavelength_nm\): the column is also given by sweep.wavelength_nm' \
   'wavelength_nm\n500\n'
@@ -405,6 +450,11 @@ detector jy 'jitter_lambda_d = [0.1, -0.2];' 'detector.jitter_lambda_d\[1\]: mus
 detector jstr 'jitter_mas = "5";' 'detector.jitter_mas: expected a number or a list of numbers'
 detector jboth 'jitter_mas = 1.0; jitter_lambda_d = 0.1;' 'detector.jitter_lambda_d: give only one of detector.jitter_mas and detector.jitter_lambda_d'
 detector cd 'charge_diffusion_px = -0.1;' 'detector.charge_diffusion_px: must be >= 0 \(got -0.1\)'
+# Sanity bounds (1e300 and +-1e308 passed, then exit 3 with NaN images).
+detector cdbig 'charge_diffusion_px = 1e300;' 'detector.charge_diffusion_px: must be <= 65536 \(the widest image, 65536 pixels: .*\) \(got 1e\+300\)'
+detector ipcbig 'ipc = [1e308, -1e308, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];' 'detector.ipc\[0\]: must be in \[-2, 2\] \(a kernel that moves charge; .*\) \(got 1e\+308\)'
+detector jldbig 'jitter_lambda_d = 1e300;' 'detector.jitter_lambda_d: must be <= 1000000000 \(.*\) \(got 1e\+300\)'
+detector jmasbig 'jitter_mas = [0.0, 1e300];' 'detector.jitter_mas\[1\]: must be <= 1296000000 \(a turn of the sky\) \(got 1e\+300\)'
 detector ipc8 'ipc = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];' 'detector.ipc: must be the 3x3 kernel, 9 values row-major \(got 8\)'
 detector ipcsum 'ipc = [0.0, 0.1, 0.0, 0.1, 1.0, 0.1, 0.0, 0.1, 0.0];' 'detector.ipc: must sum to 1 within 1e-6: it moves charge, it makes none \(got 1.4'
 detector ipcstr 'ipc = (0.0, "a", 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0);' 'detector.ipc\[1\]: expected a number'

@@ -32,7 +32,7 @@ bad seg_j0 "$(seg 'zernike = ( (2, 0, 0.1) );')" "seg_j0.cfg:3: $FZ\[0\]: j must
 bad seg_dup "$(seg 'zernike = ( (2, 1, 0.1),
   (2, 1, 0.2) );')" "seg_dup.cfg:4: $FZ\[1\]: duplicate term \(segment 2, j = 1\) \(first on line 3\)"
 bad seg_pair "$(seg 'zernike = ( (2, 0.1) );')" "seg_pair.cfg:3: $FZ\[0\]: expected a triple \(segment, j, coefficient\) \(got 2 elements\)"
-bad seg_big "$(seg 'zernike = ( (2, 1, 2000.0) );')" "seg_big.cfg:3: $FZ\[0\]: the coefficient must be in \[-1000, 1000\]"
+bad seg_big "$(seg 'zernike = ( (2, 1, 2e6) );')" "seg_big.cfg:3: $FZ\[0\]: the coefficient must be in \[-1000000, 1000000\]"
 bad seg_type "$(seg 'zernike = 0.5;')" "seg_type.cfg:3: $FZ: "
 bad sweep_range "$(seg '' 'segment_zernike = ( (3, 2, [0.0, 0.1]), (-1, 2, [0.1]) );')" \
   "sweep_range.cfg:5: sweep.segment_zernike\[1\]: the segment must be an index, an integer in \[0, 6\] for 1 ring \(got -1\)"
@@ -141,6 +141,11 @@ tbad tab_missing s0_z1 "tab_missing.cfg:5: sweep.table: tab_missing.csv:1:1 \(s0
 tbad tab_range s7_z1 "tab_range.cfg:5: sweep.table: tab_range.csv:1:1 \(s7_z1\): segment 7 is outside the 1 ring \(0 .. 6\)"
 tbad tab_j s1_z16 "tab_j.cfg:5: sweep.table: tab_j.csv:1:1 \(s1_z16\): j = 16 is of radial order 5"
 tbad tab_zero s01_z1 "tab_zero.cfg:5: sweep.table: tab_zero.csv:1:1 \(s01_z1\): unknown column \(allowed: wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> and s<segment>_z<j> with j an index in the Noll convention\)"
+# A cell past the coefficient bound is named by its line and column.
+printf 's1_z1\n0.5\n-1e300\n' >tab_big.csv
+seg '' 'table = "tab_big.csv";' >tab_big.cfg
+expect_exit 2 "tab_big" -- "$PSFSIM" -c tab_big.cfg -o out_tab_big
+expect_stderr "tab_big.cfg:5: sweep.table: tab_big.csv:3:1 \(s1_z1\): must be in \[-1e\+06, 1e\+06\] \(waves RMS\) \(got -1e\+300\)" "tab_big: message"
 printf 's1_z1\n0.5\n' >tab_circ.csv
 echo "$CIRC
 sweep: { table = \"tab_circ.csv\"; };" >tab_circ.cfg

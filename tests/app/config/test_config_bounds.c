@@ -116,36 +116,84 @@ static void test_aperture(void **state)
            ":2: optics.f_number: must be <= 100000 (got 1000000)");
 }
 
-/* The case: 1e300 waves gave Strehl 1 (or an all-NaN image). */
+/* The issue's case: 1e300 waves gave Strehl 1 (or an all-NaN image). The
+ * bound is a sanity bound, 1e6 waves (config.h, CFG_MAX_WAVES): the
+ * sampling decides what is resolved (app/set/set_checks.h). */
 static void test_coefficients(void **state)
 {
     (void)state;
     expect(text(OPTICS, "aberrations: { zernike = (4, 1e300); };"),
-           ":4: aberrations.zernike: the coefficient must be in [-1000, 1000] (waves RMS) (got "
-           "1e+300)");
-    expect(text(OPTICS, "aberrations: { zernike = ((2, 0.1), (4, -1000.5)); };"),
-           ":4: aberrations.zernike[1]: the coefficient must be in [-1000, 1000] (waves RMS) "
-           "(got -1000.5)");
-    expect(text(OPTICS, "aberrations: { zernike = ((4, -1000.0)); };"), NULL);
-    /* nm: 1000 waves at the shortest wavelength of the set, here swept. */
-    expect(text(OPTICS, "aberrations: { units = \"nm\"; zernike = (4, 400001.0); };\n"
+           ":4: aberrations.zernike: the coefficient must be in [-1000000, 1000000] (waves RMS) "
+           "(got 1e+300)");
+    expect(text(OPTICS, "aberrations: { zernike = ((2, 0.1), (4, -1000000.5)); };"),
+           ":4: aberrations.zernike[1]: the coefficient must be in [-1000000, 1000000] (waves "
+           "RMS) (got -1000000.5)");
+    expect(text(OPTICS, "aberrations: { zernike = ((4, -1000000.0)); };"), NULL);
+    /* The 1000-wave bound refused a 1,448-wave tilt that 11,585 pupil
+     * samples resolve (4 x 1448 / 11585 < 0.5 waves a sample). */
+    expect("name = \"b\";\noptics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; };\n"
+           "sampling: { pupil_samples = 11585; padding = 4.0; };\n"
+           "aberrations: { zernike = (2, 1448.0); };\n",
+           NULL);
+    /* nm: 1e6 waves at the shortest wavelength of the set, here swept. */
+    expect(text(OPTICS, "aberrations: { units = \"nm\"; zernike = (4, 400000001.0); };\n"
                         "sweep: { wavelength_nm = [700.0, 400.0]; };"),
-           ":4: aberrations.zernike: the coefficient must be in [-400000, 400000] (1000 waves "
-           "RMS at 400 nm, the shortest wavelength) (got 400001)");
-    expect(text(OPTICS, "aberrations: { units = \"nm\"; zernike = ((4, 400000.0)); };\n"
+           ":4: aberrations.zernike: the coefficient must be in [-400000000, 400000000] (1e+06 "
+           "waves RMS at 400 nm, the shortest wavelength) (got 400000001)");
+    expect(text(OPTICS, "aberrations: { units = \"nm\"; zernike = ((4, 400000000.0)); };\n"
                         "sweep: { wavelength_nm = [700.0, 400.0]; };"),
            NULL);
-    expect(text(OPTICS, "sweep: { defocus = [0.0, 2000.0]; };"),
-           ":4: sweep.defocus[1]: must be in [-1000, 1000] (waves RMS) (got 2000)");
-    expect(
-        text(OPTICS, "sweep: { zernike = ((5, [0.0, 1e9])); };"),
-        ":4: sweep.zernike[0]: the value 1 must be in [-1000, 1000] (waves RMS) (got 1000000000)");
-    /* A focus shift: dz / (16 sqrt 3 F^2) um RMS of defocus, at most 1000
-     * waves of 550 nm: 550 * 16 sqrt(3) * 100 um = 1524205 (6 digits). */
-    expect(text(OPTICS, "sweep: { focus_shift_um = [0.0, -1.6e6]; };"),
-           ":4: sweep.focus_shift_um[1]: must be in [-1524200, 1524200] (a defocus of 1000 waves "
-           "RMS at 550 nm, the shortest wavelength, through f_number 10) (got -1600000)");
-    expect(text(OPTICS, "sweep: { focus_shift_um = [0.0, -1.5e6]; };"), NULL);
+    /* ... or drawn (it was not counted: the bound was read before them). */
+    expect("name = \"b\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
+           "sampling: { pupil_samples = 32; };\n"
+           "aberrations: { units = \"nm\"; zernike = (4, 400000001.0); };\n"
+           "sweep: { random: { count = 2; seed = 1; wavelength_nm = [700.0, 400.0]; }; };\n",
+           ":4: aberrations.zernike: the coefficient must be in [-400000000, 400000000] (1e+06 "
+           "waves RMS at 400 nm, the shortest wavelength) (got 400000001)");
+    expect(text(OPTICS, "sweep: { defocus = [0.0, 2e6]; };"),
+           ":4: sweep.defocus[1]: must be in [-1000000, 1000000] (waves RMS) (got 2000000)");
+    expect(text(OPTICS, "sweep: { zernike = ((5, [0.0, 1e9])); };"),
+           ":4: sweep.zernike[0]: the value 1 must be in [-1000000, 1000000] (waves RMS) (got "
+           "1000000000)");
+    /* A focus shift: dz / (16 sqrt 3 F^2) um RMS of defocus, at most 1e6
+     * waves of 550 nm: 550 * 16 sqrt(3) * 100 um * 1000 = 1524205000 (6
+     * digits). */
+    expect(text(OPTICS, "sweep: { focus_shift_um = [0.0, -1.6e9]; };"),
+           ":4: sweep.focus_shift_um[1]: must be in [-1524200000, 1524200000] (a defocus of "
+           "1e+06 waves RMS at 550 nm, the shortest wavelength, through f_number 10) (got "
+           "-1600000000)");
+    expect(text(OPTICS, "sweep: { focus_shift_um = [0.0, -1.5e9]; };"), NULL);
+}
+
+/* sweep.random's lists take the bounds of the config's own keys, per entry
+ * (a focus shift of 1e300 um gave a flat image, Strehl 1, exit 0). */
+static void test_random_lists(void **state)
+{
+    (void)state;
+    expect(text(OPTICS, "sweep: { random: { count = 2; seed = 1; focus_shift_um = [0.0, 1e300]; "
+                        "}; };"),
+           ":4: sweep.random.focus_shift_um[1]: must be in [-1524200000, 1524200000] (a defocus "
+           "of 1e+06 waves RMS at 550 nm, the shortest wavelength, through f_number 10) (got "
+           "1e+300)");
+    expect(text(OPTICS, "sweep: { random: { count = 2; seed = 1; focus_shift_um = [-1.5e9]; }; };"),
+           NULL);
+#define WL_CFG(list)                                                                               \
+    "name = \"b\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"              \
+    "sampling: { pupil_samples = 32; };\n"                                                         \
+    "sweep: { random: { count = 2; seed = 1; wavelength_nm = " list "; }; };\n"
+    expect(WL_CFG("[500.0, 1e-300]"),
+           ":4: sweep.random.wavelength_nm[1]: must be >= 1 (got 1e-300)");
+    expect(WL_CFG("[1e300]"), ":4: sweep.random.wavelength_nm[0]: must be <= 1000000 (got 1e+300)");
+    expect(WL_CFG("[1.0, 1e6]"), NULL);
+#undef WL_CFG
+    /* The focus shifts' bound takes the drawn wavelengths' shortest. */
+    expect("name = \"b\";\noptics: { f_number = 10.0; aperture: { diameter_m = 1.0; }; };\n"
+           "sampling: { pupil_samples = 32; };\n"
+           "sweep: { random: { count = 2; seed = 1; wavelength_nm = [400.0];\n"
+           "focus_shift_um = [1.2e9]; }; };\n",
+           ":5: sweep.random.focus_shift_um[0]: must be in [-1108510000, 1108510000] (a defocus "
+           "of 1e+06 waves RMS at 400 nm, the shortest wavelength, through f_number 10) (got "
+           "1200000000)");
 }
 
 static void test_output(void **state)
@@ -173,9 +221,8 @@ static void test_output(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wavelengths),
-        cmocka_unit_test(test_aperture),
-        cmocka_unit_test(test_coefficients),
+        cmocka_unit_test(test_wavelengths),  cmocka_unit_test(test_aperture),
+        cmocka_unit_test(test_coefficients), cmocka_unit_test(test_random_lists),
         cmocka_unit_test(test_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

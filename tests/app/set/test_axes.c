@@ -239,6 +239,64 @@ static void test_refusals(void **state)
     config_free(&c);
 }
 
+/* axes_init's message for table csv under a config of the given optics
+ * keys and units ("waves" or "nm"); the table is refused. */
+static void refused(const char *csv, const char *optics, const char *units, const char *want)
+{
+    char path[4096], err[2048] = "";
+    psf_config c;
+    set_axes ax;
+    snprintf(path, sizeof path, "%s/t.csv", g_dir);
+    assert_int_equal(tu_write_file(path, csv), 0);
+    snprintf(path, sizeof path, "%s/b.cfg", g_dir);
+    char *text = tu_format("name = \"b\";\noptics: { %s aperture: { diameter_m = 1.0; }; };\n"
+                           "sampling: { pupil_samples = 32; };\naberrations: { units = \"%s\"; };\n"
+                           "sweep: { table = \"t.csv\"; };\n",
+                           optics, units);
+    assert_int_equal(tu_write_file(path, text), 0);
+    if (config_load(path, &c, err, sizeof err)) fail_msg("%s", err);
+    if (axes_init(&ax, &c, err, sizeof err) == 0) fail_msg("accepted %s", csv);
+    char *full = tu_format("%s/b.cfg:5: sweep.table: %s/t.csv%s", g_dir, g_dir, want);
+    assert_string_equal(err, full);
+    axes_free(&ax);
+    config_free(&c);
+}
+
+/* Every cell within the bounds of the config's keys, named PATH:L:C
+ * (column): 1e300 waves of defocus gave a flat image (Strehl 1, exit 0),
+ * 1e-300 nm of wavelength was accepted. */
+static void test_cell_bounds(void **state)
+{
+    (void)state;
+    const char *mono = "wavelength_nm = 500.0; f_number = 10.0;";
+    refused("defocus,z11\n0.1,0\n1e300,0\n", mono, "waves",
+            ":3:1 (defocus): must be in [-1e+06, 1e+06] (waves RMS) (got 1e+300)");
+    refused("defocus,z11\n0.1,0\n\n0,-1e300\n", mono, "waves",
+            ":4:2 (z11): must be in [-1e+06, 1e+06] (waves RMS) (got -1e+300)");
+    refused("z4\n500000001\n", mono, "nm",
+            ":2:1 (z4): must be in [-5e+08, 5e+08] (1e+06 waves RMS at 500 nm, the shortest "
+            "wavelength) (got 500000001)");
+    refused("focus_shift_um\n1e300\n", mono, "waves",
+            ":2:1 (focus_shift_um): must be in [-1.38564e+09, 1.38564e+09] (a defocus of 1e+06 "
+            "waves RMS at 500 nm, the shortest wavelength, through f_number 10) (got 1e+300)");
+    refused("wavelength_nm\n500\n1e-300\n", "f_number = 10.0;", "waves",
+            ":3:1 (wavelength_nm): must be >= 1 (nm) (got 1e-300)");
+    refused("wavelength_nm\n1e300\n", "f_number = 10.0;", "waves",
+            ":2:1 (wavelength_nm): must be <= 1e+06 (nm) (got 1e+300)");
+    /* nm: the table's own wavelengths count (its shortest, 100 nm). */
+    refused("wavelength_nm,z5\n700,0\n100,100000001\n", "f_number = 10.0;", "nm",
+            ":3:2 (z5): must be in [-1e+08, 1e+08] (1e+06 waves RMS at 100 nm, the shortest "
+            "wavelength) (got 100000001)");
+    /* At the bounds: accepted. */
+    psf_config c;
+    set_axes ax;
+    load("wavelength_nm,defocus,z11,focus_shift_um\n1,1e6,-1e6,0\n1e6,0,0,2771\n",
+         "f_number = 10.0;", "sweep: { table = \"t.csv\"; };\n", &c, &ax);
+    assert_int_equal(ax.nrows, 2);
+    axes_free(&ax);
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_modes_and_totals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels_nonzero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cell_bounds, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,8 +186,8 @@ static void expect_error(const char *err, const char *tail)
         fail_msg("\"%s\" is not DIR/c.cfg followed by \"%s\"", err, tail);
 }
 
-/* An OPD map beyond 1000 waves at the shortest wavelength is refused, as
- * the Zernike terms are, naming the scale (or the file). */
+/* An OPD map beyond CFG_MAX_WAVES (1e6) waves at the shortest wavelength
+ * is refused, as the Zernike terms are, naming the scale. */
 static void test_opd_map_bound(void **state)
 {
     (void)state;
@@ -199,17 +199,17 @@ static void test_opd_map_bound(void **state)
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
                 "sampling: { pupil_samples = 32; };\n"
-                "aberrations: { opd_map: { file = \"opd.png\";\n scale = 2000.0; }; };\n",
+                "aberrations: { opd_map: { file = \"opd.png\";\n scale = 2e6; }; };\n",
                 err, sizeof err),
         -1);
     char tail[4400];
     snprintf(tail, sizeof tail,
-             ":5: aberrations.opd_map.scale: %s: the OPD reaches 510000 nm at row 1, column 0 (the "
-             "map's value times scale 2000), more than 1000 waves at 500 nm, the shortest "
+             ":5: aberrations.opd_map.scale: %s: the OPD reaches 5.1e+08 nm at row 1, column 0 "
+             "(the map's value times scale 2e+06), more than 1e+06 waves at 500 nm, the shortest "
              "wavelength",
              map);
     expect_error(err, tail);
-    /* In waves, without a scale key: the file is named. */
+    /* In waves: 1000 waves, once past the bound, is accepted now. */
     assert_int_equal(
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
@@ -224,13 +224,13 @@ static void test_opd_map_bound(void **state)
         init_of("name = \"c\";\n"
                 "optics: { wavelength_nm = 500.0; aperture: { diameter_m = 1.0; }; };\n"
                 "sampling: { pupil_samples = 32; };\n"
-                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\"; }; "
-                "};\n",
+                "aberrations: { opd_map: { file = \"opd.png\"; units = \"waves\";\n"
+                "scale = 1000.0; }; };\n",
                 err, sizeof err),
         -1);
     snprintf(tail, sizeof tail,
-             ":4: aberrations.opd_map.file: %s: the OPD reaches 1001 waves at row 1, column 0 (the "
-             "map's value times scale 1), more than 1000 waves at 500 nm, the shortest "
+             ":5: aberrations.opd_map.scale: %s: the OPD reaches 1.001e+06 waves at row 1, column "
+             "0 (the map's value times scale 1000), more than 1e+06 waves at 500 nm, the shortest "
              "wavelength",
              map);
     expect_error(err, tail);
@@ -306,6 +306,40 @@ static void test_phase_step(void **state)
     assert_int_equal(pk.col, 48);
     assert_true(r.strehl > 0.99);
     harness_free(&r);
+}
+
+/* A random set's step is bounded from the draws made (counter-based, each
+ * recomputed): the bound took 5 sigma of every term (4x pessimistic). A
+ * tilt of sigma 1 wave at n = 32, seed 1, 4 draws (z = 0.011, -0.086,
+ * -0.719, -0.525: tests/app/set/draws_reference.py): the old bound, 2/32
+ * x 2 x 5 = 0.625 waves, warned; the draws step by at most 2/32 x 2 x
+ * 0.719 = 0.09. At sigma 8 both warn: 8 x 0.719 x 0.125 = 0.719 waves. */
+static void test_phase_step_drawn(void **state)
+{
+    (void)state;
+    set_notes notes;
+    warnings_of(HEAD550 "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "8.0)); }; };\n",
+                &notes);
+    expect_one(&notes,
+               "the wavefront may step by up to 0.719 waves between neighbouring pupil samples "
+               "(a bound from the set's largest coefficients and the values drawn)",
+               "pupil_samples >= 47 keeps");
+    /* A fixed term adds to the draws: 2 waves of tilt, 0.25 more. */
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 2.0)); };\n"
+                        "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_none(&notes);
+    warnings_of(HEAD550 "aberrations: { zernike = ((2, 3.5)); };\n"
+                        "sweep: { random: { count = 4; seed = 1; zernike = ((2, \"normal\", "
+                        "1.0)); }; };\n",
+                &notes);
+    expect_one(&notes, "step by up to 0.527 waves", "and the values drawn");
 }
 
 /* Q = N/n < 2 undersamples the intensity; with the MFT a pixel coarser
@@ -414,9 +448,26 @@ static void test_closed_aperture(void **state)
     if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
     if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(image_set_check_open(&s, err, sizeof err), -1);
-    expect_error(err, ":3: optics.aperture: no sample of the 64x64 pupil grid (pitch 0.03125 m) "
-                      "is open: the aperture (obscuration 0, 1000 spider(s) 0.9 m wide) is fully "
-                      "closed at this sampling");
+    expect_error(err, ":3: optics.aperture: the 64x64 pupil grid (pitch 0.03125 m) has 0 "
+                      "sample(s) of open area, less than one: the aperture (circle, diameter 1 m, "
+                      "obscuration 0, 1000 spider(s) 0.9 m wide, 0 vane(s)) is closed at this "
+                      "sampling");
+    image_set_free(&s);
+    config_free(&cfg);
+    /* Less than a sample's worth open: a segmented aperture's outer stop
+     * (it left 5e-17 of a sample, a flat image of Strehl 1, exit 0). */
+    assert_int_equal(tu_write_file(path, "name = \"c\";\noptics: { wavelength_nm = 550.0;\n"
+                                         "aperture: { shape = \"segmented\"; diameter_m = 4.7; "
+                                         "segments: { flat_to_flat_m = 1.5588; gap_m = 0.003; "
+                                         "rings = 1; outer_diameter_m = 1e-9; }; }; };\n"
+                                         "sampling: { pupil_samples = 32; };\n"),
+                     0);
+    if (config_load(path, &cfg, err, sizeof err)) fail_msg("%s", err);
+    if (image_set_init(&s, &cfg, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(image_set_check_open(&s, err, sizeof err), -1);
+    if (!strstr(err, "of open area, less than one: the aperture (segmented, diameter 4.7 m, "
+                     "obscuration 0, outer stop 1e-09 m (0: none)) is closed at this sampling"))
+        fail_msg("%s", err);
     image_set_free(&s);
     config_free(&cfg);
     /* A broadband set: every pitch is checked (image 0 has them all). */
@@ -486,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_opd_map_bound),
         cmocka_unit_test(test_zernike_max_gradient),
         cmocka_unit_test(test_phase_step),
+        cmocka_unit_test(test_phase_step_drawn),
         cmocka_unit_test(test_undersampled_intensity),
         cmocka_unit_test(test_slow_fft_size),
         cmocka_unit_test(test_mft_field_period),

@@ -146,6 +146,26 @@ static void test_line_ends_and_blank_lines(void **state)
     load_fails("z4\n\"1\n\"\n", ":3:1 (z4): \"1?\" is not a number");
 }
 
+/* A UTF-8 byte order mark (a spreadsheet's "CSV UTF-8") is skipped: it
+ * made the first column "\xEF\xBB\xBFdefocus", refused as unknown. Only a
+ * leading one: elsewhere it stays text. */
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    psf_table *t = load_ok("\xEF\xBB\xBF"
+                           "defocus,z4\n0.5,1\n");
+    assert_string_equal(t->names[0], "defocus");
+    assert_int_equal(t->header_line, 1);
+    assert_int_equal(t->line[0], 2);
+    char err[256] = "";
+    assert_int_equal(table_check_columns(t, ZCONV_NOLL, err, sizeof err), 0);
+    table_free(t);
+    load_fails("z4\n\xEF\xBB\xBF"
+               "1\n",
+               ":2:1 (z4): \"\xEF\xBB\xBF"
+               "1\" is not a number");
+}
+
 static void test_symlink_followed(void **state)
 {
     (void)state;
@@ -302,6 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_good_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spaces_quotes_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_ends_and_blank_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_byte_order_mark, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_table_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
