@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "app/base/module_loader.h"
+#include "app/base/same_file.h"
 #include "app/formats/hdf5_layout.h"
 #include "app/formats/hdf5_module.h"
 
@@ -64,9 +65,7 @@ static int same_inode(const struct stat *a, const struct stat *b)
 /* The temp name in the directory still names our file (nobody replaced it). */
 static int still_ours(const h5set *s)
 {
-    struct stat mine, now;
-    return fstat(s->fd, &mine) == 0 && fstatat(s->dir_fd, s->tmp, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-           same_inode(&mine, &now);
+    return same_file_fd(s->dir_fd, s->tmp, s->fd);
 }
 
 /* "/proc/self/fd/N" for s->fd into path: HDF5 opens by name, and this
