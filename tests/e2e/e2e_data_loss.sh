@@ -61,6 +61,20 @@ cp force/l_1.png force/l_7.png # a user's file beyond the set's 2 images
 expect_exit 0 "force: no manifest, a user's l_7.png" -- "$PSFSIM" -q --force -c l.cfg -o force
 [ -f force/l_7.png ] && pass "force: l_7.png (beyond the set) kept" || fail "force: l_7.png removed"
 
+# ---- a sweep.table replaced before --resume: another config ----
+printf 'defocus, z5\n0.1, 0.02\n-0.1, 0\n' >rows.csv
+cat >t.cfg <<'CFG'
+name = "t";
+optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
+sampling: { pupil_samples = 16; };
+sweep: { table = "rows.csv"; };
+output: { png: { enabled = true; }; };
+CFG
+expect_exit 0 "table: the set" -- "$PSFSIM" -q -c t.cfg -o tbl
+printf 'defocus, z5\n0.3, 0.02\n-0.1, 0.05\n' >rows.csv
+expect_exit 2 "table: replaced, then --resume" -- "$PSFSIM" -q --resume -c t.cfg -o tbl
+expect_stderr 't_manifest.csv was written for another config' "table replaced: message"
+
 if [ -n "$SHIM" ]; then
   # ---- files of the set removed under the run (a failed rm -rf) ----
   # Renames: the manifest 1, the timing log 2, then PNG k 3 + k. After
