@@ -400,6 +400,17 @@ static void writer_free(hdf5_writer *w)
     free(w);
 }
 
+int hdf5_writer_check_complete(const image_set *s, int dirfd, const char *dir,
+                               const hdf5_provenance *pv, char *why, size_t whylen)
+{
+    hdf5_set_desc d;
+    int ok = 0;
+    if (hdf5_set_describe(s, dirfd, dir, pv, &d, why, whylen) == 0)
+        ok = h5set_check_complete(&d.p, why, whylen);
+    hdf5_set_desc_free(&d);
+    return ok;
+}
+
 hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
                               const hdf5_provenance *pv, int resume, int batch, h5set_info *info,
                               char *err, size_t errlen)

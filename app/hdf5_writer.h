@@ -26,6 +26,13 @@
 
 typedef struct hdf5_writer hdf5_writer;
 
+/* 1 when NAME.h5 in the directory dirfd (dir: for messages) is a finished
+ * set of s under provenance pv's config hash: its layout, attributes and
+ * flags as h5set_check_complete checks them (the file is opened, not
+ * trusted on its sidecar's word). Else 0 with the reason in why. */
+int hdf5_writer_check_complete(const image_set *s, int dirfd, const char *dir,
+                               const hdf5_provenance *pv, char *why, size_t whylen);
+
 /* Open NAME.h5's temp file in the directory dirfd (dir: its name for
  * messages; the file is made through that descriptor) for set s (resume: continue the temp file
  * an interrupted run of the same config fingerprint left, else start
