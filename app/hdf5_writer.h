@@ -78,8 +78,10 @@ void hdf5_writer_wait_slot(hdf5_writer *w, int slot);
 
 /* Write what is queued, stop the thread and close: complete (every image
  * given) renames NAME.h5 into place with its attributes, else the temp
- * file is kept for --resume. Frees w (NULL is fine). 0, or -1 with err
- * (the thread's failure, or the close's). */
+ * file is kept for --resume, unless it was an earlier run's, resumed, and
+ * this run failed to write it: then it is removed (a damaged file would
+ * fail every later --resume) and err says so. Frees w (NULL is fine). 0,
+ * or -1 with err (the thread's failure, or the close's). */
 int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen);
 
 /* The batch (images per backend run) for set s, which the backend would
