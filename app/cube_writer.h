@@ -4,7 +4,8 @@
  * swept values, pixel scale, Strehl, axial intensity, each mode's total
  * coefficient). The main thread writes planes as batches complete; the file
  * appears (renamed from a temp name) only when every plane is in. An
- * interrupted cube is discarded: --resume recomputes it. */
+ * interrupted cube is discarded: --resume recomputes it; a complete one
+ * --resume keeps (app/resume.h, resume_whole_cube). */
 #ifndef PSFSIM_CUBE_WRITER_H
 #define PSFSIM_CUBE_WRITER_H
 

@@ -5,13 +5,16 @@
  * the writer needs (its sizes, at the end) are one account of its bytes. */
 #include "app/hdf5_writer.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app/formats/png_io.h"
 #include "app/set/noise.h"
@@ -68,6 +71,7 @@ struct hdf5_writer {
     int group_goal;     /* rows that make it written: doubles from 1 to group_rows */
     size_t queued, cap; /* bytes queued, and the bound */
     int closing, failed, started;
+    int resumed; /* the temp file was an earlier run's (h5set_info.resumed) */
     pthread_t thread;
     const void **cols; /* [desc.p.ncolumns] write_part's column pointers */
     char err[HDF5_ERRLEN];
@@ -404,6 +408,17 @@ static void writer_free(hdf5_writer *w)
     free(w);
 }
 
+int hdf5_writer_check_complete(const image_set *s, int dirfd, const char *dir,
+                               const hdf5_provenance *pv, char *why, size_t whylen)
+{
+    hdf5_set_desc d;
+    int ok = 0;
+    if (hdf5_set_describe(s, dirfd, dir, pv, &d, why, whylen) == 0)
+        ok = h5set_check_complete(&d.p, why, whylen);
+    hdf5_set_desc_free(&d);
+    return ok;
+}
+
 hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
                               const hdf5_provenance *pv, int resume, int batch, h5set_info *info,
                               char *err, size_t errlen)
@@ -452,6 +467,7 @@ hdf5_writer *hdf5_writer_open(const image_set *s, int dirfd, const char *dir,
         writer_free(w);
         return NULL;
     }
+    w->resumed = info && info->resumed;
     memcpy(w->had, h5set_written(w->h5), (size_t)s->nimages);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
         snprintf(err, errlen, "cannot write %s: cannot start its thread", w->desc.shown);
@@ -632,6 +648,27 @@ void hdf5_writer_wait_slot(hdf5_writer *w, int slot)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* A temp file an earlier run left, resumed, that this run could not write
+ * (metadata damaged yet opening, or the disk failing): kept, every later
+ * --resume would resume it and fail again. It is removed (the run holds the
+ * set's lock: no other run writes it), so the next --resume starts NAME.h5
+ * afresh, and err says so. */
+static void discard_resumed(const hdf5_writer *w, char *err, size_t errlen)
+{
+    char tmp[sizeof w->desc.name + 16];
+    struct stat st;
+    int fd = w->desc.p.dir_fd;
+    if (h5set_temp_name(w->desc.name, tmp, sizeof tmp) != 0 ||
+        fstatat(fd, tmp, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        unlinkat(fd, tmp, 0) != 0)
+        return;
+    size_t n = strlen(err);
+    snprintf(err + n, errlen - n,
+             "; its temp file %s, resumed from an earlier run, was removed (damaged, or the "
+             "disk failed): the next --resume writes %s afresh",
+             tmp, w->desc.name);
+}
+
 int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)
 {
     if (!w) return 0;
@@ -651,6 +688,7 @@ int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen)
         snprintf(err, errlen, "%s", e);
         rc = -1;
     }
+    if (rc != 0 && w->resumed) discard_resumed(w, err, errlen);
     writer_free(w);
     return rc;
 }

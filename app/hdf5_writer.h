@@ -26,6 +26,13 @@
 
 typedef struct hdf5_writer hdf5_writer;
 
+/* 1 when NAME.h5 in the directory dirfd (dir: for messages) is a finished
+ * set of s under provenance pv's config hash: its layout, attributes and
+ * flags as h5set_check_complete checks them (the file is opened, not
+ * trusted on its sidecar's word). Else 0 with the reason in why. */
+int hdf5_writer_check_complete(const image_set *s, int dirfd, const char *dir,
+                               const hdf5_provenance *pv, char *why, size_t whylen);
+
 /* Open NAME.h5's temp file in the directory dirfd (dir: its name for
  * messages; the file is made through that descriptor) for set s (resume: continue the temp file
  * an interrupted run of the same config fingerprint left, else start
@@ -71,8 +78,10 @@ void hdf5_writer_wait_slot(hdf5_writer *w, int slot);
 
 /* Write what is queued, stop the thread and close: complete (every image
  * given) renames NAME.h5 into place with its attributes, else the temp
- * file is kept for --resume. Frees w (NULL is fine). 0, or -1 with err
- * (the thread's failure, or the close's). */
+ * file is kept for --resume, unless it was an earlier run's, resumed, and
+ * this run failed to write it: then it is removed (a damaged file would
+ * fail every later --resume) and err says so. Frees w (NULL is fine). 0,
+ * or -1 with err (the thread's failure, or the close's). */
 int hdf5_writer_close(hdf5_writer *w, int complete, char *err, size_t errlen);
 
 /* The batch (images per backend run) for set s, which the backend would

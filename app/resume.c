@@ -226,6 +226,18 @@ void resume_require(resume_state *rs, const unsigned char *also)
     filter_rows(rs, rs->timing_rows, &rs->ntiming);
 }
 
+int resume_whole_cube(resume_state *rs, const psf_config *cfg)
+{
+    if (!cfg->fits_enabled || !cfg->fits_cube || !rs->done || rs->ndone == 0 ||
+        rs->ndone == rs->nimages)
+        return 0;
+    memset(rs->done, 0, (size_t)rs->nimages);
+    rs->ndone = 0;
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+    return 1;
+}
+
 void resume_clean_temps(int dirfd, const psf_config *cfg, long long nimages)
 {
     DIR *d = set_dir_entries(dirfd);

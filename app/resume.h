@@ -41,6 +41,14 @@ void resume_free(resume_state *rs);
  * dropped. */
 void resume_require(resume_state *rs, const unsigned char *also);
 
+/* output.fits.cube: the cube NAME_cube.fits is written whole or not at
+ * all (app/cube_writer.h), so its planes cannot be added to: a set done in
+ * full keeps its cube as it is (the run computes and writes nothing into
+ * it); a set done only in part (a manifest cut by hand, NAME.h5 lacking
+ * images) is done again whole, its kept rows dropped, so that the new cube
+ * has every plane. Nothing without a cube. Returns 1 when it dropped rows. */
+int resume_whole_cube(resume_state *rs, const psf_config *cfg);
+
 /* Remove from the directory dirfd the temp files a killed run of this set
  * (cfg, nimages) left: exactly ".F.tmp.XXXXXX" for F one of its own files
  * (set_members_own_temp), regular files only. Another set's temp files and

@@ -102,6 +102,9 @@ static int prepare(run_state *r, char *err, size_t errlen)
         if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,
                         errlen) != 0)
             return -1;
+        if (resume_whole_cube(&r->resume, &r->cfg))
+            log_warn("resuming: %s_cube.fits is written whole: every image is computed again",
+                     r->cfg.name);
     } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
         return -1;
     } else if (o->force && r->out.fd >= 0 &&

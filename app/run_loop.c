@@ -63,6 +63,10 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
         added++;
     }
     char ferr[RUN_ERRLEN];
+    if (set_dir_gone(&r->out)) { /* the directory went, the journals with it: retire_writes */
+        progress_update(&r->bar, r->written);
+        return rc;
+    }
     if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0) {
         /* The rows did not reach the manifest (a full disk): their images
          * go too, so the manifest still lists exactly the images present. */

@@ -165,6 +165,11 @@ void run_report(const run_state *r, int status, long long written)
     else if (status == 0)
         log_info("%lld image(s) written to %s in %.3f s", written, r->dir,
                  (clock_us() - r->t_start) * 1e-6);
+    else if (status == 3 && (r->manifest.j.lost || r->timing.j.lost))
+        log_error("files of the set were removed from %s during the run (its manifest or timing "
+                  "log among them): the set is incomplete and nothing lists its images; rerun "
+                  "with --force to make it again",
+                  r->dir);
     else if (status == 3 && r->manifest_open + written > 0)
         log_error("%lld of %lld image(s) written; %s lists them", written + r->resume.ndone,
                   r->set.nimages,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "app/base/make_dir.h"
+#include "app/base/same_file.h"
 
 void set_dir_init(set_dir *d, const char *path)
 {
@@ -30,17 +31,29 @@ int set_dir_open(set_dir *d, int create, char *err, size_t errlen)
     return -1;
 }
 
-/* A write lock on all of fd: 0, or errno (EAGAIN or EACCES: held). An
- * open file description's lock (OFD: Linux 3.15) is held by this run's
- * descriptor alone, not by the process, so no other descriptor of the same
- * file in this process (none is opened) could drop it; flock where the
- * kernel lacks it. */
+/* A write lock on all of fd, both kinds: 0, or errno (EAGAIN or EACCES:
+ * held). An open file description's lock (fcntl F_OFD_SETLK, Linux 3.15)
+ * is held by this run's descriptor alone, not by the process, so no other
+ * descriptor of the same file in this process (none is opened) could drop
+ * it; it conflicts with POSIX record locks (lockf, fcntl F_SETLK) too. BSD
+ * locks (flock(2), the flock(1) command) are another kind, which Linux
+ * keeps apart from those: taking one as well makes a flock holder of the
+ * file (a user's script serialising its runs) hold psfsim off too. */
 static int lock_fd(int fd)
 {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
-    if (errno != EINVAL) return errno;
+    if (fcntl(fd, F_OFD_SETLK, &fl) != 0 && errno != EINVAL) return errno; /* EINVAL: no OFD */
     return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno == EWOULDBLOCK ? EAGAIN : errno;
+}
+
+/* What is at the lock's name instead of a regular file, for the message:
+ * NULL when fd (or, fd < 0, the open's errno e) says nothing of the kind. */
+static const char *not_a_lock_file(int fd, int e)
+{
+    struct stat st;
+    if (fd < 0) return e == ELOOP ? "a symbolic link" : e == EISDIR ? "a directory" : NULL;
+    if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    return S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
 }
 
 /* "psfsim pid P on host H" from the holder's lock file, or a plain word. */
@@ -67,15 +80,6 @@ static void write_holder(int fd)
     if (ftruncate(fd, 0) == 0 && n > 0) (void)!pwrite(fd, line, (size_t)n, 0);
 }
 
-/* 1 when file in dirfd is still the file fd refers to (not removed, not
- * replaced by another since fd was opened). */
-static int still_named(int dirfd, const char *file, int fd)
-{
-    struct stat a, b;
-    return fstat(fd, &a) == 0 && fstatat(dirfd, file, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 /* Tries before giving up: each retry means a run ended (removing its lock
  * file) between this run's open and lock. */
 #define LOCK_TRIES 20
@@ -86,9 +90,20 @@ int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t err
     snprintf(d->lock_name, sizeof d->lock_name, ".%s.lock", name);
     const char *file = d->lock_name;
     for (int i = 0; i < LOCK_TRIES; ++i) {
+        /* O_NONBLOCK: a FIFO planted there must not hang the open. */
         int fd =
-            openat(d->fd, file, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+            openat(d->fd, file,
+                   O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
         if (fd < 0 && !create && errno == ENOENT) return SET_DIR_NO_LOCK;
+        const char *what = not_a_lock_file(fd, errno);
+        if (what) { /* not psfsim's: refused as a set in use is, nothing touched */
+            if (fd >= 0) close(fd);
+            snprintf(err, errlen,
+                     "set %s in %s cannot be locked: its lock file %s is %s, not psfsim's; "
+                     "remove it if no run uses the set",
+                     name, d->path, file, what);
+            return SET_DIR_BUSY;
+        }
         int e = fd < 0 ? errno : lock_fd(fd);
         if (fd >= 0 && (e == EAGAIN || e == EACCES)) {
             char who[320];
@@ -104,7 +119,7 @@ int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t err
                      strerror(e));
             return -1;
         }
-        if (still_named(d->fd, file, fd)) {
+        if (same_file_fd(d->fd, file, fd)) { /* not removed or replaced since opened */
             write_holder(fd);
             d->lock_fd = fd;
             return 0;

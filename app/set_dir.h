@@ -6,9 +6,11 @@
  * elsewhere mid-run, cannot send a write outside it. The directory itself
  * may be a symbolic link: it is resolved once, when opened.
  *
- * The set's lock: one run at a time writes a set. The run holds an
- * advisory lock (fcntl F_OFD_SETLK, a write lock on the whole file; flock
- * where the kernel has no OFD locks) on .NAME.lock in the directory from
+ * The set's lock: one run at a time writes a set. The run holds advisory
+ * locks of both kinds Linux keeps apart (fcntl F_OFD_SETLK, a write lock on
+ * the whole file, and flock LOCK_EX), so a holder of either kind (another
+ * psfsim, lockf, the flock command) keeps it off, on .NAME.lock in the
+ * directory from
  * before it reads or touches anything of the set until it ends (with MPI,
  * rank 0 holds it for all ranks). The file names its holder ("psfsim pid
  * P on host H") for the message another run gives, and is removed when the
@@ -32,7 +34,10 @@ typedef struct {
 
 /* set_dir_lock's results besides 0 (held) and -1 (an error, in err). */
 #define SET_DIR_NO_LOCK 1 /* create = 0 and there is no lock file yet */
-#define SET_DIR_BUSY 2    /* another run holds it: err names the holder */
+#define SET_DIR_BUSY                                                                               \
+    2 /* another run holds it (err names the holder), or the lock's                                \
+         name is not a regular file (a link, a directory: not                                      \
+         psfsim's, refused untouched as a set in use is) */
 
 /* d closed (fd = -1) for path. */
 void set_dir_init(set_dir *d, const char *path);
@@ -52,7 +57,8 @@ DIR *set_dir_entries(int dirfd);
  * create: make .NAME.lock when missing (else SET_DIR_NO_LOCK). Returns 0,
  * SET_DIR_NO_LOCK, SET_DIR_BUSY with "set NAME in DIR is in use by psfsim
  * pid P on host H" in err, or -1 with err. A symbolic link at the lock's
- * name is refused (O_NOFOLLOW). */
+ * name, a directory or anything but a regular file there is SET_DIR_BUSY
+ * (its message says what it is). */
 int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t errlen);
 
 /* 1 when d's directory was removed since it was opened (rm -rf: its link

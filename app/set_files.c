@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app/base/log.h"
 #include "app/formats/mpi_journal.h"
 #include "app/outputs.h"
 #include "app/run_state.h"
@@ -38,6 +39,11 @@ int set_files_create(run_state *r, char *err, size_t errlen)
     resume_clean_temps(fd, &r->cfg, r->set.nimages);
     /* NAME.h5 first: with --resume it narrows the rows the journals keep. */
     if (set_hdf5_open(r, err, errlen) != 0) return -1;
+    if (resume_whole_cube(&r->resume, &r->cfg)) { /* NAME.h5 lacked some: the cube needs all */
+        log_warn("resuming: %s_cube.fits is written whole: every image is computed again",
+                 r->cfg.name);
+        r->todo = r->set.nimages;
+    }
     char name[SET_PATH_MAX];
     name_of(r, SET_MANIFEST, name, sizeof name);
     if (manifest_open(&r->manifest, &r->set, fd, r->dir, name, r->hash, r->resume.manifest_rows,
@@ -74,6 +80,11 @@ int set_files_attach(run_state *r, char *err, size_t errlen)
 int set_files_open_cube(run_state *r, char *err, size_t errlen)
 {
     if (!r->cfg.fits_enabled || !r->cfg.fits_cube) return 0;
+    if (r->resume.ndone == r->set.nimages) { /* resume_whole_cube: the cube is there, whole */
+        char name[SET_PATH_MAX];
+        log_info("resuming: %s is complete, kept", name_of(r, SET_CUBE, name, sizeof name));
+        return 0;
+    }
     if (cube_writer_open(&r->cube, &r->set, r->out.fd, r->dir, err, errlen) != 0) return -1;
     r->cube_open = 1;
     return 0;

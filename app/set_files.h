@@ -29,7 +29,9 @@ int set_files_create(run_state *r, char *err, size_t errlen);
 int set_files_attach(run_state *r, char *err, size_t errlen);
 
 /* With output.fits.cube: open the cube's temp file (it appears only
- * complete, set_files_close). 0, or -1 with err. */
+ * complete, set_files_close); with --resume of a set whose every image is
+ * done (resume_whole_cube) the cube there is kept, none opened. 0, or -1
+ * with err. */
 int set_files_open_cube(run_state *r, char *err, size_t errlen);
 
 /* Flush both journals (rank 0 of an MPI run, before the ranks' summary).

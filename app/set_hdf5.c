@@ -26,17 +26,25 @@ static int is_file(int dirfd, const char *name)
     return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
-/* --resume without a temp file: 1 when NAME.h5 is complete (it appears
- * only so) and its sidecar, written after it, names this config. */
+/* --resume without a temp file: 1 when NAME.h5 is complete and this
+ * config's: its sidecar, written after it, names this config, and the file
+ * itself, opened, has this set's layout, complete = 1 and this config_hash
+ * (a file cut short, or another config's put in its place, is made again,
+ * with a warning saying why). */
 static int kept_complete(const run_state *r)
 {
-    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX], hash[64];
+    char h5[SET_PATH_MAX], tmp[SET_PATH_MAX], hash[64], why[600];
     outputs_set_file(NULL, r->cfg.name, SET_HDF5, h5, sizeof h5);
     if (h5set_temp_name(h5, tmp, sizeof tmp) != 0 || is_file(r->out.fd, tmp) ||
         !is_file(r->out.fd, h5))
         return 0;
-    return sidecar_config_hash(r->out.fd, r->cfg.name, hash, sizeof hash) == 0 &&
-           !strcmp(hash, r->hash);
+    if (sidecar_config_hash(r->out.fd, r->cfg.name, hash, sizeof hash) != 0 ||
+        strcmp(hash, r->hash) != 0)
+        return 0;
+    hdf5_provenance pv = provenance(r);
+    if (hdf5_writer_check_complete(&r->set, r->out.fd, r->dir, &pv, why, sizeof why)) return 1;
+    log_warn("resuming: %s/%s is not kept (%.500s): it is made again", r->dir, h5, why);
+    return 0;
 }
 
 int set_hdf5_open(run_state *r, char *err, size_t errlen)

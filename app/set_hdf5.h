@@ -9,8 +9,10 @@
  * every other image is computed again (an image the temp file has but the
  * manifest lacks is computed for its PNG/FITS files and row, and not
  * written again: the file keeps its own). With no temp file, a complete
- * NAME.h5 whose sidecar names this config's fingerprint holds every image:
- * it is kept as it is. */
+ * NAME.h5 whose sidecar names this config's fingerprint, and which, opened,
+ * has this set's layout, complete = 1 and this config_hash
+ * (hdf5_writer_check_complete), holds every image: it is kept as it is;
+ * else it is made again, with a warning. */
 #ifndef PSFSIM_SET_HDF5_H
 #define PSFSIM_SET_HDF5_H
 

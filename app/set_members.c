@@ -138,6 +138,7 @@ int set_members_load(set_members *m, int dirfd, const psf_config *cfg, long long
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", cfg->name);
     m->width = digits_of(cfg, nimages);
+    m->nimages = nimages;
     char file[SET_PATH_MAX];
     FILE *f = journal_read_open(dirfd,
                                 outputs_set_file(NULL, cfg->name, SET_MANIFEST, file, sizeof file));
@@ -168,7 +169,7 @@ int set_members_has(const set_members *m, const char *file)
     long long k;
     int width, bit;
     if (!image_name(m->name, file, &k, &width, &bit)) return 0;
-    if (!m->manifest) return width == m->width;
+    if (!m->manifest) return width == m->width && k < m->nimages; /* what the set writes */
     return k < m->nrows && (m->rows[k] & bit) && (m->rows[k] >> 2) == width;
 }
 

@@ -12,8 +12,9 @@
  * those its rows name (a png or fits cell that is NAME_<k>.png or
  * NAME_<k>.fits for the row's own index k, k in decimal, zero-padded to any
  * width; anything else a row holds, "../x" say, names nothing); without a
- * manifest, NAME_<k>.png and NAME_<k>.fits with k written in this set's
- * digit count (outputs_image_name). The names' functions keep their
+ * manifest, NAME_<k>.png and NAME_<k>.fits with k < K, the set's image
+ * count, written in this set's digit count (outputs_image_name): a user's
+ * NAME_<k>.png beyond the set is not the set's (--force leaves it). The names' functions keep their
  * outputs_ prefix: they are the outputs' names (app/outputs.h includes
  * this header); they are here so that this file needs nothing above it. */
 #ifndef PSFSIM_SET_MEMBERS_H
@@ -46,6 +47,7 @@ const char *outputs_set_file(const char *dir, const char *name, set_file f, char
 typedef struct {
     char name[256];      /* the set's name */
     int width;           /* this set's digit count: of its nimages - 1 */
+    long long nimages;   /* K: without a manifest, NAME_<k> for k < K only */
     int manifest;        /* the directory holds NAME_manifest.csv */
     long long nrows;     /* rows[k] for k < nrows */
     unsigned char *rows; /* per index k the manifest names: bit 0 its PNG, bit 1 its FITS;

@@ -339,11 +339,12 @@ long long config_image_count(const psf_config *cfg);
  * config cfg: FNV-1a 64 (Fowler, Noll, Vo), as 16 hex digits, of the
  * config's bytes as parsed (cfg->text: read once, so -c - and a FIFO
  * work), then of each file its @include lines name, nested ones too
- * (config_for_each_include), of the aperture map (shape "file")
- * and of the OPD map, each of those as its length (8 bytes, little-endian)
- * and its bytes, then psfsim's version. A config with no include and no
- * map has the fingerprint it had when only its own bytes counted. 0 or -1
- * with err (a file that cannot be read). */
+ * (config_for_each_include), of the aperture map (shape "file"), of the
+ * OPD map and of the sweep.table CSV, each of those as its length (8
+ * bytes, little-endian) and its bytes, then psfsim's version. A config
+ * with no include, map or table has the fingerprint it had when only its
+ * own bytes counted. 0 or -1 with err (a file that cannot be read, or a
+ * map or table that is not a regular file: "PATH: not a regular file"). */
 int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
 
 #endif

@@ -2,10 +2,12 @@
 /* The config's fingerprint (config.h, config_fingerprint): the manifest's
  * config_hash and the FITS CFGHASH, in the command and the library alike. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "app/config/config.h"
 
@@ -41,15 +43,26 @@ static void add_counted(fingerprint *fp, const void *p, size_t n)
     fp->h = fnv(fp->h, p, n);
 }
 
-/* Add the bytes of the map at path to fp (add_counted). 0 or -1 with
- * fp->err. */
+/* Add the bytes of the file at path (a map, the sweep table) to fp
+ * (add_counted). A file that is not regular (a FIFO: reading it here would
+ * leave nothing for its loader; opened O_NONBLOCK, so it cannot hang the
+ * open) is refused. 0 or -1 with fp->err. */
 static int add_file(fingerprint *fp, const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     struct stat st;
     if (!f || fstat(fileno(f), &st) != 0) {
         snprintf(fp->err, fp->errlen, "%s: %s", path, strerror(errno));
-        if (f) fclose(f);
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(fp->err, fp->errlen, "%s: not a regular file", path);
+        fclose(f);
         return -1;
     }
     add_length(fp, (uint64_t)st.st_size);
@@ -79,6 +92,9 @@ int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t er
         add_file(&fp, cfg->aperture_file) != 0)
         return -1;
     if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file) != 0) return -1;
+    /* The table's rows are images: one replaced before --resume must not
+     * pass for the same set. */
+    if (cfg->table_file[0] && add_file(&fp, cfg->table_file) != 0) return -1;
     fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
     snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
     return 0;

@@ -8,6 +8,8 @@
  * data the disk lost before it (the filesystem's own ordering applies). */
 #include "app/formats/atomic_file.h"
 
+#include "app/base/same_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -101,7 +103,7 @@ int atomic_open_at(atomic_file *af, int dirfd, const char *dir, const char *name
                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         e = fd < 0 ? errno : 0;
     }
-    if (fd >= 0 && !(af->fp = fdopen(fd, "wb"))) {
+    if (fd >= 0 && (fstat(fd, &af->made) != 0 || !(af->fp = fdopen(fd, "wb")))) {
         e = errno;
         close(fd);
         unlinkat(dirfd, af->tmp_path + af->tmp_at, 0);
@@ -150,13 +152,32 @@ int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errle
     return 0;
 }
 
-/* Rename the temp file over the final name in the directory: 0 or errno. */
+/* Our temp name was replaced (removed, or another file or a link put
+ * there): the errno rename_into_place gives for it. */
+#define NOT_OURS (-1)
+
+/* Rename the temp file over the final name in the directory: 0, errno, or
+ * NOT_OURS when the temp name is no longer the file made (nothing renamed:
+ * a link there would become the final name, a dangling one say). */
 static int rename_into_place(const atomic_file *af)
 {
+    if (!same_file_named(af->dirfd, af->tmp_path + af->tmp_at, &af->made)) return NOT_OURS;
     if (renameat(af->dirfd, af->tmp_path + af->tmp_at, af->dirfd, af->final_path + af->name_at) !=
         0)
         return errno ? errno : EIO;
     return 0;
+}
+
+/* "cannot write FINAL: REASON" for e (an errno or NOT_OURS). */
+static void fail_message(const atomic_file *af, int e, char *err, size_t errlen)
+{
+    if (e == NOT_OURS)
+        snprintf(err, errlen,
+                 "cannot write %s: its temp file %s was replaced or removed by another process "
+                 "(is someone else writing in the directory?)",
+                 af->final_path, af->tmp_path);
+    else
+        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
 }
 
 int atomic_commit(atomic_file *af, char *err, size_t errlen)
@@ -176,8 +197,8 @@ int atomic_commit(atomic_file *af, char *err, size_t errlen)
     if (fclose(fp) != 0 && !e) e = errno ? errno : EIO;
     if (!e) e = rename_into_place(af);
     if (e) {
-        unlinkat(af->dirfd, af->tmp_path + af->tmp_at, 0);
-        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
+        if (e != NOT_OURS) unlinkat(af->dirfd, af->tmp_path + af->tmp_at, 0);
+        fail_message(af, e, err, errlen);
         release(af);
         return -1;
     }
@@ -195,7 +216,8 @@ int atomic_publish(atomic_file *af, char *err, size_t errlen)
         e = errno ? errno : EIO;
     if (!e) e = rename_into_place(af);
     if (e) {
-        snprintf(err, errlen, "cannot write %s: %s", af->final_path, strerror(e));
+        fail_message(af, e, err, errlen);
+        if (e == NOT_OURS) af->tmp_path[0] = '\0'; /* not ours to remove */
         atomic_abort(af);
         return -1;
     }

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 typedef struct {
     char final_path[4096]; /* the file as messages name it: DIR/NAME (NAME without a DIR) */
@@ -25,6 +26,8 @@ typedef struct {
     int dirfd;             /* the directory's descriptor (-1: none) */
     int own_dirfd;         /* 1: atomic_open opened dirfd and closes it */
     FILE *fp;              /* write here between open and commit */
+    struct stat made;      /* the temp file as made (fstat): the rename checks that
+                              its name still is this file (app/base/same_file.h) */
 } atomic_file;
 
 /* Open a temp file ".NAME.tmp.XXXXXX" (XXXXXX: 6 random letters and
@@ -41,10 +44,16 @@ int atomic_open_at(atomic_file *af, int dirfd, const char *dir, const char *name
 int atomic_open(atomic_file *af, const char *final_path, char *err, size_t errlen);
 
 /* Close, check every write succeeded (ferror, fclose), and rename into
- * place. Returns 0, or -1 with err; the temp file is gone either way. */
+ * place. Before the rename the temp name must still be the file made (a
+ * regular file of the same device and inode, not a symbolic link someone
+ * who may write the directory put in its place): else nothing is renamed
+ * and -1 says "its temp file ... was replaced". Returns 0, or -1 with err;
+ * the temp file is gone either way (a name that is no longer ours is left
+ * to its maker). */
 int atomic_commit(atomic_file *af, char *err, size_t errlen);
 
-/* Flush what was written, rename the temp file into place, and
+/* Flush what was written, rename the temp file into place (checked as
+ * atomic_commit checks it), and
  * keep af->fp open for appending to the now-final file (a journal: its
  * first state is published atomically, later appends are whole lines).
  * Returns 0, or -1 with err (the temp file is removed, fp closed). */

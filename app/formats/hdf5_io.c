@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "app/base/module_loader.h"
+#include "app/base/same_file.h"
 #include "app/formats/hdf5_layout.h"
 #include "app/formats/hdf5_module.h"
 
@@ -68,9 +69,7 @@ static int same_inode(const struct stat *a, const struct stat *b)
 /* The temp name in the directory still names our file (nobody replaced it). */
 static int still_ours(const h5set *s)
 {
-    struct stat mine, now;
-    return fstat(s->fd, &mine) == 0 && fstatat(s->dir_fd, s->tmp, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-           same_inode(&mine, &now);
+    return same_file_fd(s->dir_fd, s->tmp, s->fd);
 }
 
 /* "/proc/self/fd/N" for s->fd into path: HDF5 opens by name, and this
@@ -268,6 +267,59 @@ unusable:
     return 0;
 }
 
+/* h5set_check_complete: NAME.h5 opened read-only through our own
+ * descriptor (no link followed), its layout, key, attributes and flags. */
+static int check_complete(const h5set_params *p, char *why, size_t whylen)
+{
+    h5l_quiet();
+    char err[1024], path[64];
+    why[0] = '\0';
+    h5set *s = h5p_new(p, err, sizeof err);
+    if (!s) {
+        snprintf(why, whylen, "%s", err);
+        return 0;
+    }
+    struct stat st;
+    unsigned char flushing = 1;
+    if (open_dir(s, p->dir_fd, p->name, err, sizeof err)) {
+        snprintf(why, whylen, "%s", err);
+        goto done;
+    }
+    s->fd = openat(s->dir_fd, s->base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (s->fd < 0 || fstat(s->fd, &st) != 0) {
+        snprintf(why, whylen, "it cannot be opened (%s)", strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "it is not a regular file");
+        goto done;
+    }
+    if (fd_path(s, path, sizeof path, err, sizeof err)) {
+        snprintf(why, whylen, "%s", err);
+        goto done;
+    }
+    hid_t fapl = h5l_fapl();
+    s->file = fapl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (s->file < 0) {
+        char text[200];
+        h5l_error_text(text, sizeof text);
+        snprintf(why, whylen, "HDF5 cannot open it (%s)", text);
+    } else if (!h5l_check_complete(s, why, whylen)) {
+        if (read_u8(s->flushing, 1, &flushing) || read_u8(s->written, s->nimages, s->flags))
+            snprintf(why, whylen, "its flags cannot be read");
+        else if (flushing)
+            snprintf(why, whylen, "it was interrupted while HDF5 wrote its metadata");
+        for (long long k = 0; !why[0] && k < s->nimages; ++k)
+            if (s->flags[k] != 1) snprintf(why, whylen, "image %lld is not in it", k);
+    }
+done:
+    H5Eclear2(H5E_DEFAULT);
+    close_file(s);
+    h5p_free(s);
+    return !why[0];
+}
+
 static h5set *set_open(const h5set_params *p, h5set_mode mode, h5set_info *info, char *err,
                        size_t errlen)
 {
@@ -392,4 +444,5 @@ PSFSIM_MODULE_EXPORT const hdf5_module_ops psf_hdf5_module_entry = {
     .close = set_close,
     .thread_safe = thread_safe,
     .library_version = library_version,
+    .check_complete = check_complete,
 };

@@ -183,6 +183,16 @@ typedef enum {
  * for a resume). */
 int h5set_close(h5set *s, h5set_close_mode mode, char *err, size_t errlen);
 
+/* 1 when p->name (NAME.h5 itself, in p->dir_fd; a symbolic link is not
+ * followed) is a finished set of p: HDF5 opens it read-only, it has p's
+ * layout (K, M, dtype, gzip, c, Zernike j list, columns, extra datasets)
+ * and resume_key, its complete attribute is 1, its config_hash attribute
+ * is p->resume_key, flushing is 0 and every image's written flag is 1.
+ * Else 0 with why (a file cut short, another config's, a missing module)
+ * in why. For --resume, which keeps such a file instead of making it
+ * again. Loads the module. */
+int h5set_check_complete(const h5set_params *p, char *why, size_t whylen);
+
 /* The temp file's name for name: "sub/.psf.h5.part" for "sub/psf.h5".
  * 0, or -1 when it does not fit in outlen. Needs no module. */
 int h5set_temp_name(const char *name, char *out, size_t outlen);

@@ -150,6 +150,21 @@ static char *attr_get_str(hid_t obj, const char *key)
     return out;
 }
 
+/* Integer attribute key of obj into *v: 0, or -1 when absent or not an integer. */
+static int attr_get_i64(hid_t obj, const char *key, long long *v)
+{
+    if (H5Aexists(obj, key) <= 0) return -1;
+    hid_t a = H5Aopen(obj, key, H5P_DEFAULT), ft = a < 0 ? -1 : H5Aget_type(a);
+    int64_t x = 0;
+    int rc = ft >= 0 && H5Tget_class(ft) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, &x) >= 0
+                 ? 0
+                 : -1;
+    if (ft >= 0) H5Tclose(ft);
+    if (a >= 0) H5Aclose(a);
+    *v = x;
+    return rc;
+}
+
 /* "K=.. M=.. dtype=.. gzip=.. c=.. j=1,2,.. columns=name:d,name:i,name:s8":
  * everything a resumed file must share with the run. malloc'd or NULL. */
 static char *signature(const h5set *s)
@@ -361,6 +376,18 @@ int h5l_check(h5set *s, char *why, size_t whylen)
     H5Eclear2(H5E_DEFAULT);
     free(sig);
     return rc;
+}
+
+int h5l_check_complete(h5set *s, char *why, size_t whylen)
+{
+    long long complete = 0;
+    if (h5l_check(s, why, whylen)) return -1;
+    if (attr_get_i64(s->file, "complete", &complete) || complete != 1)
+        snprintf(why, whylen, "it is not marked complete");
+    else if (!attr_is(s->file, "config_hash", s->resume_key))
+        snprintf(why, whylen, "its config_hash is not this config's");
+    H5Eclear2(H5E_DEFAULT);
+    return why[0] ? -1 : 0;
 }
 
 /* Write rows first .. first + n - 1 of d (rank 1, or rank 2 with ncols

@@ -81,6 +81,11 @@ int h5l_create(h5set *s, char *err, size_t errlen);
  * key, and open s's dataset ids. 0, or -1 with the reason in why. */
 int h5l_check(h5set *s, char *why, size_t whylen);
 
+/* h5l_check, then that s->file is a finished set of this run's config:
+ * its complete attribute 1 and its config_hash attribute the resume key
+ * (NAME.h5 kept by --resume: h5set_check_complete). 0, or -1 with why. */
+int h5l_check_complete(h5set *s, char *why, size_t whylen);
+
 /* Write labels of images first .. first + count - 1 (checked). 0 or -1. */
 int h5l_write_labels(h5set *s, long long first, int count, const h5set_rows *rows, char *err,
                      size_t errlen);

@@ -105,3 +105,9 @@ int h5set_temp_name(const char *name, char *out, size_t outlen)
     int n = snprintf(out, outlen, "%.*s" H5SET_TEMP_FORMAT, dirlen, name, name + dirlen);
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
+
+int h5set_check_complete(const h5set_params *p, char *why, size_t whylen)
+{
+    const hdf5_module_ops *m = ops(why, whylen);
+    return m ? m->check_complete(p, why, whylen) : 0;
+}

@@ -18,7 +18,7 @@
 #define HDF5_MODULE_ENTRY "psf_hdf5_module_entry"
 /* Raised whenever the table or a struct of hdf5_io.h changes, so a stale
  * module is refused. */
-#define HDF5_MODULE_ABI 3
+#define HDF5_MODULE_ABI 4
 /* The temp file beside NAME.h5 (printf format of the base name). */
 #define H5SET_TEMP_FORMAT ".%s.part"
 
@@ -34,6 +34,7 @@ typedef struct {
     int (*close)(h5set *s, h5set_close_mode mode, char *err, size_t errlen);
     int (*thread_safe)(void);
     void (*library_version)(char *out, size_t outlen);
+    int (*check_complete)(const h5set_params *p, char *why, size_t whylen);
 } hdf5_module_ops;
 
 /* Defined by the module only (app/formats/hdf5_io.c). */

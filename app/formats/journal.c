@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/formats/journal.h"
 
+#include "app/base/same_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int journal_create(journal *j, int dirfd, const char *dir, const char *name, const char *header,
                    char *const *keep, long long nkeep, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
+    j->dirfd = -1;
     if (atomic_open_at(&j->af, dirfd, dir, name, err, errlen) != 0) return -1;
     j->buf = malloc(JOURNAL_BUF_BYTES);
     if (j->buf) setvbuf(j->af.fp, j->buf, _IOFBF, JOURNAL_BUF_BYTES);
@@ -25,7 +29,18 @@ int journal_create(journal *j, int dirfd, const char *dir, const char *name, con
     }
     off_t pos = ftello(j->af.fp);
     j->good = pos > 0 ? (long long)pos : 0;
+    j->dirfd = dirfd;
     return 0;
+}
+
+/* The file j appends to is still the one its name gives in the directory:
+ * not unlinked (st_nlink 0) nor replaced. 1, or 0 (also when fstat fails). */
+static int still_there(const journal *j)
+{
+    struct stat st;
+    int fd = fileno(j->af.fp);
+    if (fstat(fd, &st) != 0 || st.st_nlink == 0) return 0;
+    return j->dirfd < 0 || same_file_named(j->dirfd, j->af.final_path + j->af.name_at, &st);
 }
 
 /* Lines reach the file (fflush): safe against the process being killed. */
@@ -53,6 +68,14 @@ int journal_flush(journal *j, char *err, size_t errlen)
     }
     off_t pos = ftello(j->af.fp);
     if (pos > 0) j->good = (long long)pos;
+    if (j->af.fp && !still_there(j)) {
+        j->failed = j->lost = 1;
+        snprintf(err, errlen,
+                 "cannot write %s: it was removed or replaced during the run (by another "
+                 "process: rm?); the lines written since are lost",
+                 j->af.final_path);
+        return -1;
+    }
     return 0;
 }
 

@@ -19,6 +19,8 @@ typedef struct {
     int failed;     /* a flush failed: the file was cut back to good; no more writes */
     int shared;     /* other processes append to the file too (MPI ranks,
                        app/formats/mpi_journal.h): a failed flush never cuts it back */
+    int dirfd;      /* the directory it is in (the caller's descriptor), -1: unknown */
+    int lost;       /* the file was removed or replaced under the run (journal_flush) */
 } journal;
 
 /* The stdio buffer of a journal's stream: a batch's lines (at most ~1024
@@ -27,7 +29,9 @@ typedef struct {
 
 /* Create the file name in the directory dirfd (dir: its name for
  * messages; atomic_file.h) with header and keep[0..nkeep) lines (each
- * ending in '\n'). Returns 0, or -1 with err; nothing is left on failure. */
+ * ending in '\n'). dirfd must stay open while the journal is (each flush
+ * checks the name through it). Returns 0, or -1 with err; nothing is left
+ * on failure. */
 int journal_create(journal *j, int dirfd, const char *dir, const char *name, const char *header,
                    char *const *keep, long long nkeep, char *err, size_t errlen);
 
@@ -38,7 +42,12 @@ static inline FILE *journal_fp(journal *j)
 }
 
 /* Push appended lines to the file (fflush: safe against the process being
- * killed; no fsync, see atomic_file.c). 0, or -1 with err. When the write
+ * killed; no fsync, see atomic_file.c). 0, or -1 with err. Then the file
+ * must still be there: its descriptor's link count above 0 and its name in
+ * the directory still this file (a failed rm -rf of the directory unlinks
+ * it while images keep arriving; appends would go to a file nobody can
+ * open): else j->lost is set, -1 says "... was removed or replaced during
+ * the run", and the journal takes no more lines. When the write
  * fails (a full disk: ENOSPC; EFBIG), the lines since the last good flush
  * are dropped and the file is cut back to the end of the last whole line
  * written before them, so it never ends in part of a line; the journal

@@ -13,7 +13,10 @@ int mpi_journal_append(journal *j, int dirfd, const char *dir, const char *name,
     if (j->af.fp && journal_close(j, err, errlen) != 0) return -1;
     memset(j, 0, sizeof *j);
     j->af.dirfd = -1;
-    snprintf(j->af.final_path, sizeof j->af.final_path, "%s/%s", dir, name);
+    j->dirfd = dirfd; /* journal_flush checks the name through it */
+    int n = snprintf(j->af.final_path, sizeof j->af.final_path, "%s/", dir);
+    j->af.name_at = n > 0 && (size_t)n < sizeof j->af.final_path ? (size_t)n : 0;
+    snprintf(j->af.final_path + j->af.name_at, sizeof j->af.final_path - j->af.name_at, "%s", name);
     int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     FILE *fp = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!fp) {

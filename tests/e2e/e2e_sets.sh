@@ -82,15 +82,16 @@ others_kept "--force 3 over 12"
 [ -z "$(ls own | grep -E '^hst_[0-9]{2}\.png$')" ] && [ -f own/hst_2.png ] &&
   pass "--force 3 over 12: hst_00..11 removed" ||
   fail "--force 3 over 12: files: $(ls own | grep '^hst_[0-9]' | tr '\n' ' ')"
-# Without a manifest: NAME_<k> of this set's digit count only.
+# Without a manifest: NAME_<k> of this set's digit count and k < K only
+# (the files the set writes; issue 26: --force removed a user's hst_7.png).
 rm own/hst_manifest.csv
 echo seven >own/hst_7.png
 echo padded >own/hst_07.png
-expect_exit 2 "no manifest: hst_7.png is of the set" -- "$PSFSIM" -q -c hst.cfg -o own
+expect_exit 2 "no manifest: hst_0..2.png are of the set" -- "$PSFSIM" -q -c hst.cfg -o own
 expect_exit 0 "no manifest: --force" -- "$PSFSIM" -q --force -c hst.cfg -o own
 others_kept "no manifest, --force"
-[ ! -e own/hst_7.png ] && [ "$(cat own/hst_07.png)" = padded ] &&
-  pass "no manifest: hst_7.png removed, hst_07.png (another digit count) kept" ||
+[ "$(cat own/hst_7.png)" = seven ] && [ "$(cat own/hst_07.png)" = padded ] &&
+  pass "no manifest: hst_7.png (beyond the set) and hst_07.png (another digit count) kept" ||
   fail "no manifest: hst_7.png / hst_07.png wrong"
 # A manifest row naming another file gives it no claim: it is not removed.
 sed -i '2s/^0,hst_0\.png,/0,hst_notes.png,/' own/hst_manifest.csv

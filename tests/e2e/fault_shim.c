@@ -33,6 +33,15 @@
  *   PSFSIM_FAULT_RMDIR_RENAME_AT=N just after the N-th rename into DIR, DIR
  *                            and all in it is removed (after the last image
  *                            is in place: nothing fails later by itself).
+ *   PSFSIM_FAULT_SWAP_AT=N   just after the N-th creation, the file just
+ *                            made is unlinked and a symbolic link to
+ *                            PSFSIM_FAULT_LINK_TO/N put at its name: a
+ *                            co-writer of the directory swapping a temp file
+ *                            for a link before it is renamed into place.
+ *   PSFSIM_FAULT_UNLINK_RENAME_AT=N just after the N-th rename into DIR,
+ *                            every file in DIR is removed but DIR itself and
+ *                            its subdirectories stay (an rm -rf that failed:
+ *                            "Directory not empty", new files arriving).
  *   PSFSIM_FAULT_NAN_AT=N    the N-th FFT the CPU backend runs
  *                            (fftwf_execute_dft, counted over all threads)
  *                            leaves a NaN in its output: a garbage image,
@@ -153,7 +162,7 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-typedef enum { FAULT_NONE, FAULT_FULL, FAULT_EACCES } fault;
+typedef enum { FAULT_NONE, FAULT_FULL, FAULT_EACCES, FAULT_SWAP } fault;
 
 static long g_creations, g_fsyncs, g_renames;
 
@@ -189,6 +198,7 @@ static fault on_create_at(int dirfd, const char *path)
         nftw(getenv("PSFSIM_FAULT_DIR"), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
     if (env_long("PSFSIM_FAULT_LINK_AT") == k) plant_link(dirfd, path, k, 0);
+    if (env_long("PSFSIM_FAULT_SWAP_AT") == k) return FAULT_SWAP;
     long eacces_at = env_long("PSFSIM_FAULT_EACCES_AT");
     if (eacces_at > 0 && k >= eacces_at) {
         note("eacces", path);
@@ -293,6 +303,10 @@ static int wrap_open(const char *name, int dirfd, const char *path, int flags, m
         fd = r(dirfd, path, flags, mode);
     }
     if (fd >= 0 && f == FAULT_FULL) make_full(fd);
+    if (fd >= 0 && f == FAULT_SWAP) { /* the name becomes a link; fd keeps the file */
+        note("swap", path);
+        plant_link(dirfd == -1000 ? AT_FDCWD : dirfd, path, env_long("PSFSIM_FAULT_SWAP_AT"), 1);
+    }
     return fd;
 }
 
@@ -363,7 +377,8 @@ int fdatasync(int fd)
 /* A rename to to (relative to tofd) into DIR: count it; fail it
  * (PSFSIM_FAULT_RENAME_AT: -1), plant a link at to first
  * (PSFSIM_FAULT_LINK_RENAME_AT) or, after it, remove DIR
- * (PSFSIM_FAULT_RMDIR_RENAME_AT: 1). 0: rename as usual. */
+ * (PSFSIM_FAULT_RMDIR_RENAME_AT: 1) or the files in it
+ * (PSFSIM_FAULT_UNLINK_RENAME_AT: 2). 0: rename as usual. */
 static int on_rename(int tofd, const char *to)
 {
     if (!in_scope_at(tofd, to)) return 0;
@@ -375,15 +390,26 @@ static int on_rename(int tofd, const char *to)
         return -1;
     }
     if (env_long("PSFSIM_FAULT_LINK_RENAME_AT") == k) plant_link(tofd, to, k, 1);
+    if (env_long("PSFSIM_FAULT_UNLINK_RENAME_AT") == k) return 2;
     return env_long("PSFSIM_FAULT_RMDIR_RENAME_AT") == k;
 }
 
-/* After the rename: remove DIR when on_rename said so. */
-static int after_rename(int rc, int rmdir_after)
+static int rm_file(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    if (rmdir_after) {
+    (void)sb, (void)ftw;
+    return flag == FTW_DP || flag == FTW_D ? 0 : unlink(p);
+}
+
+/* After the rename: remove DIR (what 1), or every file in it (what 2),
+ * when on_rename said so. */
+static int after_rename(int rc, int what)
+{
+    if (what == 1) {
         note("rmdir", getenv("PSFSIM_FAULT_DIR"));
         nftw(getenv("PSFSIM_FAULT_DIR"), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    } else if (what == 2) {
+        note("unlink", getenv("PSFSIM_FAULT_DIR"));
+        nftw(getenv("PSFSIM_FAULT_DIR"), rm_file, 16, FTW_DEPTH | FTW_PHYS);
     }
     return rc;
 }
