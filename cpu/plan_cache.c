@@ -78,11 +78,6 @@ static fftwf_plan make_plan(const cpu_fft_plan *p, plan_kind kind)
     return plan;
 }
 
-int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, char *err, size_t errlen)
-{
-    return cpu_fft_plan_create_band(p, npix, 0, threads, err, errlen);
-}
-
 /* Bytes of one block buffer (CPU_FFT_BLOCK_ROWS rows). */
 static size_t block_bytes(const cpu_fft_plan *p)
 {
@@ -116,14 +111,19 @@ static int plan_pruned(cpu_fft_plan *p, char *err, size_t errlen)
     return 0;
 }
 
-/* Pruning pays when it saves at least a fifth of the row transforms. */
-static int band_pays(int npix, int band)
+/* The band planned: band when pruning pays (it saves at least a fifth of
+ * the row transforms); else from CPU_ROW_COLUMN_MIN_NPIX up N/2, the same
+ * rows, transpose and rows over the whole grid (for an odd N all but the
+ * middle row and column, which a pupil rarely reaches: it then gets the
+ * 2D plan, cpu_fft_plan_add_full); else 0, FFTW's own 2D plan. */
+static int plan_band(int npix, int band)
 {
-    return band > 0 && 10 * band <= 4 * npix;
+    if (band > 0 && 10 * band <= 4 * npix) return band;
+    return npix >= CPU_ROW_COLUMN_MIN_NPIX ? npix / 2 : 0;
 }
 
-int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, char *err,
-                             size_t errlen)
+/* cpu_fft_plan_create_band with the band given as planned (0: 2D). */
+static int plan_create(cpu_fft_plan *p, int npix, int band, int threads, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->npix = npix;
@@ -141,7 +141,7 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, c
         if (!threads_ok) threads = 1;
     }
     p->threads = threads > 1 ? threads : 1;
-    p->band = band_pays(npix, band) ? band : 0;
+    p->band = band;
     int rc = p->band ? plan_pruned(p, err, errlen) : (p->plan = make_plan(p, PLAN_FULL)) ? 0 : -1;
     if (rc != 0) {
         if (!p->band) no_plan(p, err, errlen);
@@ -152,6 +152,17 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, c
     memset(p->out, 0, n * sizeof(fftwf_complex));
     if (p->block_in) memset(p->block_in, 0, block_bytes(p));
     return 0;
+}
+
+int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, char *err, size_t errlen)
+{
+    return plan_create(p, npix, 0, threads, err, errlen);
+}
+
+int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, char *err,
+                             size_t errlen)
+{
+    return plan_create(p, npix, plan_band(npix, band), threads, err, errlen);
 }
 
 int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_complex **block_out)

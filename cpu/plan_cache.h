@@ -32,6 +32,11 @@ typedef struct {
     fftwf_complex *out;       /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
 
+/* Grids from this size up whose band does not pay get the row-column
+ * transform (cpu_fft_plan_create_band) rather than FFTW's estimated 2D
+ * plan, which is 4-5x slower than a measured one there. */
+#define CPU_ROW_COLUMN_MIN_NPIX 256
+
 /* Rows of the pruned transform's second pass done at a time by
  * cpu_band_image (cpu/band_image.h): their input and output, 2 x 8 rows of
  * N = 256 complex floats (32 KiB), stay in L1 (48 KiB here). */

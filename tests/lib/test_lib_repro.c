@@ -23,9 +23,10 @@
 
 #define IMAGES 40
 
-/* The grid: 128 (pupil_samples 64, padding 2: the whole 2D plan) or 256
- * (padding 4: the pruned transform's row plans, cpu/plan_cache.h). */
-static int NPIX;
+/* The grid N and the pupil's samples n (padding N / n): 128 and 64, the
+ * pruned transform's row plans (cpu/plan_cache.h); 128 and 128, FFTW's 2D
+ * plan; 256 and 256, the row-column transform over the whole grid. */
+static int NPIX, SAMPLES;
 
 /* A random set of count draws of one seed: the same draws k < count. */
 static psfsim_set *open_random(long long count, int threads)
@@ -35,10 +36,10 @@ static psfsim_set *open_random(long long count, int threads)
              "name = \"repro\";\n"
              "optics: { wavelength_nm = 600.0; f_number = 12.0; aperture: { diameter_m = 1.0; "
              "obscuration = 0.2; }; };\n"
-             "sampling: { pupil_samples = 64; padding = %d.0; };\n"
+             "sampling: { pupil_samples = %d; padding = %g; };\n"
              "sweep: { random: { count = %lld; seed = 7; zernike = ((4, \"normal\", 0.05), "
              "(7, \"uniform\", 0.02)); wavelength_nm = [550.0, 650.0]; }; };\n",
-             NPIX / 64, count);
+             SAMPLES, (double)NPIX / SAMPLES, count);
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = "cpu";
@@ -107,9 +108,10 @@ static void measure_in_process(void)
     fftwf_free(b);
 }
 
-static void image_is_its_jobs_alone(int npix)
+static void image_is_its_jobs_alone(int npix, int samples)
 {
     NPIX = npix;
+    SAMPLES = samples;
     char *cache = tu_mkdtemp("repro_cache");
     assert_non_null(cache);
     setenv("PSFSIM_CACHE_DIR", cache, 1);
@@ -133,21 +135,28 @@ static void image_is_its_jobs_alone(int npix)
     free(cache);
 }
 
-static void test_whole_plan(void **state)
-{
-    (void)state;
-    image_is_its_jobs_alone(128);
-}
-
 static void test_pruned_plans(void **state)
 {
     (void)state;
-    image_is_its_jobs_alone(256);
+    image_is_its_jobs_alone(128, 64);
+}
+
+static void test_whole_2d_plan(void **state)
+{
+    (void)state;
+    image_is_its_jobs_alone(128, 128);
+}
+
+static void test_row_column(void **state)
+{
+    (void)state;
+    image_is_its_jobs_alone(256, 256);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_whole_plan),
-                                       cmocka_unit_test(test_pruned_plans)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_pruned_plans),
+                                       cmocka_unit_test(test_whole_2d_plan),
+                                       cmocka_unit_test(test_row_column)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
