@@ -173,13 +173,14 @@ typedef struct {
     int threads;           /* CPU threads to use; 0 = choose */
     int device;            /* the CUDA device index, 0 = the first visible
                               (CUDA_VISIBLE_DEVICES); ignored by the CPU */
-    int measure_plans;     /* 1 = plan the transforms at the highest effort even for a
-                              small set (psfsim --probe, to leave the plans in cache_dir);
-                              0 = only when the set repays it */
+    int measure_plans;     /* read by no backend: the CPU's plans are estimated, so that
+                              an image never depends on timing (cpu/plan_cache.h); kept
+                              so that the GPU module's ABI is unchanged */
     const char *cache_dir; /* an existing directory where a backend may keep what it
-                              learns about this machine across runs (the CPU: its FFTW
-                              wisdom, so plans are measured once per machine); NULL =
-                              none. Read by create only (backend/cache_file.h says how). */
+                              learns about this machine across runs; NULL = none. Read
+                              by create only (backend/cache_file.h says how); neither
+                              backend keeps anything there now (the CPU kept FFTW
+                              wisdom before its plans were estimated) */
     /* Where create says what the user should know that is no error (a
      * cache file it cannot use, named); NULL = unsaid. Called on create's thread. */
     void (*warn)(const char *message);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Cache files read without blocking or following links, and replaced
- * through a temp file of an unguessable name (backend/cache_file.h). */
+/* Cache files read without blocking or following links
+ * (backend/cache_file.h). */
 #include "backend/cache_file.h"
 
 #include <errno.h>
@@ -9,9 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* "a FIFO", "a directory", ...: what stands at a cache file's name. */
@@ -95,67 +93,5 @@ int cache_file_read(const char *dir, const char *name, size_t cap, char **text, 
         snprintf(why, whylen, "%s: larger than %zu bytes", path, cap);
     else if (e)
         snprintf(why, whylen, "%s: cannot read: %s", path, strerror(e));
-    return e ? -1 : 0;
-}
-
-/* ".NAME.tmp.XXXXXX" with six random letters or digits (getrandom; the
- * clock, the pid and a count when it fails). */
-static void temp_name(const char *name, char *out, size_t len)
-{
-    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    static _Atomic unsigned count;
-    unsigned char r[6];
-    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                     ((uint64_t)getpid() << 40) ^ (uint64_t)++count * 0x9E3779B97F4A7C15ULL;
-        for (size_t i = 0; i < sizeof r; ++i, x >>= 8)
-            r[i] = (unsigned char)x;
-    }
-    char s[sizeof r + 1];
-    for (size_t i = 0; i < sizeof r; ++i)
-        s[i] = digits[r[i] % (sizeof digits - 1)];
-    s[sizeof r] = '\0';
-    snprintf(out, len, ".%s.tmp.%s", name, s);
-}
-
-/* Write len bytes to fd: 0 or an errno value. */
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, data, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return errno;
-        data += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-int cache_file_replace(const char *dir, const char *name, const void *data, size_t len, char *err,
-                       size_t errlen)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        snprintf(err, errlen, "cannot write %s/%s: %s", dir, name, strerror(errno));
-        return -1;
-    }
-    char tmp[300];
-    int fd = -1, e = 0;
-    for (int tries = 0; fd < 0 && tries < 64; ++tries) { /* a name taken: another one */
-        temp_name(name, tmp, sizeof tmp);
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        e = fd < 0 ? errno : 0;
-        if (fd < 0 && e != EEXIST) break;
-    }
-    if (fd >= 0) {
-        e = write_all(fd, data, len);
-        if (close(fd) != 0 && !e) e = errno;
-        if (!e && renameat(dfd, tmp, dfd, name) != 0) e = errno;
-        if (e) unlinkat(dfd, tmp, 0);
-    }
-    close(dfd);
-    if (e) snprintf(err, errlen, "cannot write %s/%s: %s", dir, name, strerror(e));
     return e ? -1 : 0;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Files kept in the cache directory (psf_backend_options.cache_dir: the
- * CPU's FFTW wisdom, the latency probe's figures). A cache file is only a
- * hint, and its directory may be shared or another user's: whatever sits
- * at its name (a FIFO, a device, a symbolic link, a file of gigabytes) must
- * neither block psfsim, nor be followed, nor be read whole; it is then "no
- * cache". Below backend/ users (cpu/, app/) so that both share one reader. */
+ * latency probe's figures, written by app/formats/atomic_file.c; the CPU
+ * kept FFTW wisdom there before its plans were estimated, issue 26). A
+ * cache file is only a hint, and its directory may be shared or another
+ * user's: whatever sits at its name (a FIFO, a device, a symbolic link, a
+ * file of gigabytes) must neither block psfsim, nor be followed, nor be
+ * read whole; it is then "no cache". In backend/ so that a backend may
+ * keep a file there too. */
 #ifndef PSFSIM_CACHE_FILE_H
 #define PSFSIM_CACHE_FILE_H
 
@@ -19,14 +21,5 @@
  * link (not followed)", "DIR/NAME: larger than 16 MiB", an I/O error). */
 int cache_file_read(const char *dir, const char *name, size_t cap, char **text, size_t *len,
                     char *why, size_t whylen);
-
-/* Replace dir/name by len bytes of data: written to a new file of a unique
- * name ".NAME.tmp.XXXXXX" in dir (openat O_CREAT | O_EXCL | O_NOFOLLOW, so
- * neither an existing file nor a symbolic link planted at a guessed name is
- * written through), closed, then renamed over NAME (renameat within dir:
- * readers see the old file or the new one, never half). Mode 0666 less the
- * umask. Returns 0, or -1 with err naming the file (the temp file is gone). */
-int cache_file_replace(const char *dir, const char *name, const void *data, size_t len, char *err,
-                       size_t errlen);
 
 #endif

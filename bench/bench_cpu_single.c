@@ -2,10 +2,10 @@
 /* One image on the CPU against FFTW's own transform of the same size, in
  * the same run (issue 17): psfsim's CPU backend computing one image per
  * run() call (a circular pupil of N/2 samples with defocus and coma, the
- * set's pupil_samples known, plans measured) on 1 thread and on all, and
- * fftwf_plan_dft_2d's out-of-place N x N c2c transform (FFTW_MEASURE) on
- * the same thread counts; and psfsim's one image with estimated plans (a
- * one-image set without wisdom). Median of repeats, microseconds.
+ * set's pupil_samples known; its plans are estimated, cpu/plan_cache.h) on
+ * 1 thread and on all, and fftwf_plan_dft_2d's out-of-place N x N c2c
+ * transform (FFTW_MEASURE) on the same thread counts. Median of repeats,
+ * microseconds.
  * Prints CSV rows: pipeline,npix,images,seconds_total,us_per_psf with
  * pipeline psfsim_cpu_one_<T>t or fftw_c2c_2d_<T>t, then per N the ratio
  * psfsim / FFTW on 1 thread as a comment line.
@@ -50,16 +50,15 @@ static double fftw_2d(int npix, int threads)
     return t[reps / 2];
 }
 
-/* Median seconds of psfsim's CPU backend on one image, or -1; measure = 0:
- * the plans a one-image set gets without wisdom (estimated). */
-static double psfsim_one(int npix, int threads, int measure)
+/* Median seconds of psfsim's CPU backend on one image, or -1. */
+static double psfsim_one(int npix, int threads)
 {
     static const int zn[2] = {2, 3}, zm[2] = {0, 1};
     static const double coeff[2] = {0.3, 0.1};
     psf_problem d = {.npix = npix, .max_batch = 1, .nimages = 1, .pupil_samples = npix / 2};
     d.aperture = (psf_aperture){.shape = APERTURE_CIRCULAR, .diameter_m = 1.0};
     d.modes = (psf_modes){.nterms = 2, .n = zn, .m = zm};
-    psf_backend_options opt = {.threads = threads, .measure_plans = measure};
+    psf_backend_options opt = {.threads = threads};
     char err[1024];
     psf_backend *b;
     if (psf_backend_cpu.create(&d, &opt, &b, err, sizeof err) != 0) {
@@ -101,15 +100,12 @@ int main(int argc, char **argv)
         int tc[2] = {1, all};
         double one_thread[2] = {0, 0};
         for (int k = 0; k < (all > 1 ? 2 : 1); ++k) {
-            double tf = fftw_2d(npix, tc[k]), tp = psfsim_one(npix, tc[k], 1);
+            double tf = fftw_2d(npix, tc[k]), tp = psfsim_one(npix, tc[k]);
             if (tp < 0) rc = 1;
             printf("fftw_c2c_2d_%dt,%d,1,%.6f,%.2f\n", tc[k], npix, tf, tf * 1e6);
             printf("psfsim_cpu_one_%dt,%d,1,%.6f,%.2f\n", tc[k], npix, tp, tp * 1e6);
             if (k == 0) one_thread[0] = tp, one_thread[1] = tf;
         }
-        double te = psfsim_one(npix, 1, 0);
-        if (te < 0) rc = 1;
-        printf("psfsim_cpu_one_estimated_1t,%d,1,%.6f,%.2f\n", npix, te, te * 1e6);
         printf("# N = %d: psfsim one image / FFTW 2D c2c, 1 thread: %.2f\n", npix,
                one_thread[0] / one_thread[1]);
         fflush(stdout);

@@ -2,7 +2,9 @@
 /* The library's own time for a whole set (bench/python_bench.py compares
  * psfsim.compute with it), through lib/psfsim.h as a C caller would:
  *
- *   psfsim_lib_bench CONFIG [BACKEND]
+ *   psfsim_lib_bench CONFIG [BACKEND [THREADS]]
+ *
+ * THREADS: psfsim_options.threads (default 0: one per CPU).
  *
  * lib_cold    in one fresh process: open, a fresh buffer, compute every
  *             image with metrics, the parameters table, close: what
@@ -62,11 +64,14 @@ typedef struct {
     char err[1024];
 } bench;
 
+static int threads; /* psfsim_options.threads */
+
 static int open_set(bench *b, const char *path, const char *backend)
 {
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = backend;
+    o.threads = threads;
     int rc = psfsim_open_file(path, &o, &b->set, b->err, sizeof b->err);
     if (rc == PSFSIM_OK) rc = psfsim_describe(b->set, &b->info, b->err, sizeof b->err);
     if (rc != PSFSIM_OK) return rc;
@@ -133,10 +138,11 @@ static int warm(bench *b, const char *path, const char *backend)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s CONFIG [auto|cpu|gpu]\n", argv[0]);
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s CONFIG [auto|cpu|gpu [THREADS]]\n", argv[0]);
         return 2;
     }
+    threads = argc > 3 ? atoi(argv[3]) : 0;
     bench b = {0};
     const char *backend = argc > 2 ? argv[2] : NULL;
     int rc = cold(&b, argv[1], backend);

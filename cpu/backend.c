@@ -35,17 +35,6 @@
 /* Grids from this size up use FFTW's threads inside one transform; below it
  * the threads' start-up costs more than they save. */
 #define CPU_THREADED_MIN_NPIX 512
-/* Measuring a plan takes 0.1-1 s on 2 cores (0.17 s at N = 256, 0.5 s at
- * 1024) and up to ~10 s at N = 4096 with 16 threads (H200 machine, one
- * run), and saves 2-4x per transform from N = 256 up: worth it for sets of
- * at least max(64, 2^26 / N^2) images. With wisdom it is free. */
-static int worth_measuring(const psf_problem *set, const psf_backend_options *opt)
-{
-    if (opt->measure_plans) return 1;
-    double n2 = (double)set->npix * set->npix;
-    double need = fmax(64.0, 67108864.0 / n2);
-    return (double)set->nimages >= need;
-}
 /* MFT matrices kept at once: one per component of a broadband image (a
  * monochromatic sweep with output.pixel_scale needs one for all images),
  * and at most PSF_MFT_TABLE_BYTES of them; past it the oldest is rebuilt
@@ -260,10 +249,10 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         *out = b;
         return 0;
     }
-    /* Below 128 an estimated plan is as fast, and reading wisdom costs more. */
-    const char *wisdom_dir = set->npix >= 128 ? opt->cache_dir : NULL;
-    if (cpu_fft_plan_create_band(&b->fft, set->npix, pupil_band(set), cpu_threads(set, opt),
-                                 worth_measuring(set, opt), wisdom_dir, opt->warn, err,
+    /* The plans are estimated whatever the set's size (cpu/plan_cache.h):
+     * measured ones made the images depend on the machine's load and the
+     * set's size. opt->measure_plans and cache_dir are not read. */
+    if (cpu_fft_plan_create_band(&b->fft, set->npix, pupil_band(set), cpu_threads(set, opt), err,
                                  errlen) != 0) {
         free(b);
         return -1;

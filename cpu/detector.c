@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/detector.h"
+#include "cpu/plan_cache.h"
 
 int cpu_detector_create(cpu_detector *d, const psf_problem *problem, char *err, size_t errlen)
 {
@@ -28,8 +29,10 @@ int cpu_detector_create(cpu_detector *d, const psf_problem *problem, char *err, 
         return -1;
     }
     psf_detector_otf(det, n, d->otf);
+    cpu_fft_planner_enter(); /* the plans must not come from wisdom (cpu/plan_cache.h) */
     d->r2c = fftwf_plan_dft_r2c_2d(n, n, w.real, w.spec, FFTW_ESTIMATE);
     d->c2r = fftwf_plan_dft_c2r_2d(n, n, w.spec, w.real, FFTW_ESTIMATE);
+    cpu_fft_planner_leave();
     cpu_detector_work_free(&w);
     if (!d->r2c || !d->c2r) {
         snprintf(err, errlen, "cpu: FFTW could not plan the %dx%d detector transforms", n, n);

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cache_file.h"
-
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 static int threads_ok;
 
@@ -18,38 +16,26 @@ static void init_threads(void)
     threads_ok = fftwf_init_threads();
 }
 
-/* FFTW's wisdom takes a few kB per transform size; a file past this is no
- * wisdom file. */
-#define CPU_WISDOM_MAX_BYTES ((size_t)16 << 20)
+/* The process's wisdom set aside while psfsim plans (cpu_fft_planner_enter,
+ * _leave): FFTW_ESTIMATE takes a measured plan from the wisdom in memory
+ * when it has one for the problem (its planner uses wisdom of any more
+ * patient mode), so wisdom that a caller of the library measured, or
+ * imported, would change psfsim's images. Planning is serialised by
+ * psfsim's callers (FFTW's planner is not thread-safe). */
+static char *aside;
 
-/* Import dir/CPU_WISDOM_FILE's wisdom, read here and handed to FFTW from
- * memory: FFTW's own reader would wait forever on a FIFO or read /dev/zero
- * to no end. A file that is missing or not wisdom is no wisdom; one that
- * cannot be read safely is said through warn. */
-static void import_wisdom(const char *dir, void (*warn)(const char *))
+void cpu_fft_planner_enter(void)
 {
-    char *text, why[4400];
-    size_t len;
-    int rc =
-        cache_file_read(dir, CPU_WISDOM_FILE, CPU_WISDOM_MAX_BYTES, &text, &len, why, sizeof why);
-    if (rc == 0) fftwf_import_wisdom_from_string(text);
-    free(text);
-    if (rc < 0 && warn) {
-        char msg[4500];
-        snprintf(msg, sizeof msg, "%s; not used as FFTW wisdom", why);
-        warn(msg);
-    }
+    aside = fftwf_export_wisdom_to_string();
+    fftwf_forget_wisdom();
 }
 
-/* Replace dir/CPU_WISDOM_FILE by FFTW's wisdom (cache_file_replace: a
- * temp file of a unique name, renamed into place, so a concurrent psfsim
- * never reads half a file and no planted link is written through).
- * Failures are ignored: the wisdom is only a cache. */
-static void export_wisdom(const char *dir)
+void cpu_fft_planner_leave(void)
 {
-    char *text = fftwf_export_wisdom_to_string(), err[4400];
-    if (text) cache_file_replace(dir, CPU_WISDOM_FILE, text, strlen(text), err, sizeof err);
-    free(text);
+    fftwf_forget_wisdom();
+    if (aside) fftwf_import_wisdom_from_string(aside);
+    free(aside);
+    aside = NULL;
 }
 
 /* The N x N plan, or the pruned transform's three (cpu_fft_plan). */
@@ -79,27 +65,17 @@ static fftwf_plan plan_one(const cpu_fft_plan *p, plan_kind kind, unsigned flags
                                flags);
 }
 
-static fftwf_plan make_plan(cpu_fft_plan *p, plan_kind kind)
+/* Estimated (FFTW_ESTIMATE: chosen by FFTW's operation count, never by
+ * timing) in a planner without wisdom, so that the plan, and so every
+ * image's bits, depend on the transform's shape alone, not on the machine's
+ * load, the set's size or what planned before. */
+static fftwf_plan make_plan(const cpu_fft_plan *p, plan_kind kind)
 {
-    fftwf_plan plan = NULL;
-    if (p->wisdom_dir) {
-        import_wisdom(p->wisdom_dir, p->warn);
-        plan = plan_one(p, kind, FFTW_MEASURE | FFTW_WISDOM_ONLY);
-    }
-    if (plan) {
-        p->measured = 1;
-        return plan;
-    }
-    plan = plan_one(p, kind, p->measure ? FFTW_MEASURE : FFTW_ESTIMATE);
-    p->measured = p->measure && plan;
-    if (p->measured && p->wisdom_dir) export_wisdom(p->wisdom_dir);
+    if (threads_ok) fftwf_plan_with_nthreads(p->threads);
+    cpu_fft_planner_enter();
+    fftwf_plan plan = plan_one(p, kind, FFTW_ESTIMATE);
+    cpu_fft_planner_leave();
     return plan;
-}
-
-int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, const char *wisdom_dir,
-                        void (*warn)(const char *), char *err, size_t errlen)
-{
-    return cpu_fft_plan_create_band(p, npix, 0, threads, measure, wisdom_dir, warn, err, errlen);
 }
 
 /* Bytes of one block buffer (CPU_FFT_BLOCK_ROWS rows). */
@@ -115,16 +91,13 @@ static int no_plan(const cpu_fft_plan *p, char *err, size_t errlen)
 }
 
 /* The pruned transform's plans (cpu_fft_plan: rows, transpose, all_rows,
- * and on one thread the blocks with their buffers); p->measured when all
- * were. Returns 0, or -1 with err. */
+ * and on one thread the blocks with their buffers). Returns 0, or -1 with
+ * err. */
 static int plan_pruned(cpu_fft_plan *p, char *err, size_t errlen)
 {
     p->rows = make_plan(p, PLAN_ROWS);
-    int measured = p->measured;
     p->transpose = p->rows ? make_plan(p, PLAN_TRANSPOSE) : NULL;
-    measured = measured && p->measured;
     p->all_rows = p->transpose ? make_plan(p, PLAN_ALL_ROWS) : NULL;
-    measured = measured && p->measured;
     if (!p->all_rows) return no_plan(p, err, errlen);
     if (p->threads == 1) { /* the blocks: on one thread (FFTW's own threads share none) */
         if (cpu_fft_block_alloc(p, &p->block_in, &p->block_out) != 0) {
@@ -134,21 +107,23 @@ static int plan_pruned(cpu_fft_plan *p, char *err, size_t errlen)
         }
         p->block = make_plan(p, PLAN_BLOCK);
         if (!p->block) return no_plan(p, err, errlen);
-        measured = measured && p->measured;
     }
-    p->measured = measured;
     return 0;
 }
 
-/* Pruning pays when it saves at least a fifth of the row transforms. */
-static int band_pays(int npix, int band)
+/* The band planned: band when pruning pays (it saves at least a fifth of
+ * the row transforms); else from CPU_ROW_COLUMN_MIN_NPIX up N/2, the same
+ * rows, transpose and rows over the whole grid (for an odd N all but the
+ * middle row and column, which a pupil rarely reaches: it then gets the
+ * 2D plan, cpu_fft_plan_add_full); else 0, FFTW's own 2D plan. */
+static int plan_band(int npix, int band)
 {
-    return band > 0 && 10 * band <= 4 * npix;
+    if (band > 0 && 10 * band <= 4 * npix) return band;
+    return npix >= CPU_ROW_COLUMN_MIN_NPIX ? npix / 2 : 0;
 }
 
-int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, int measure,
-                             const char *wisdom_dir, void (*warn)(const char *), char *err,
-                             size_t errlen)
+/* cpu_fft_plan_create_band with the band given as planned (0: 2D). */
+static int plan_create(cpu_fft_plan *p, int npix, int band, int threads, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->npix = npix;
@@ -166,24 +141,28 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, i
         if (!threads_ok) threads = 1;
     }
     p->threads = threads > 1 ? threads : 1;
-    p->measure = measure;
-    p->wisdom_dir = wisdom_dir;
-    p->warn = warn;
-    p->band = band_pays(npix, band) ? band : 0;
-    if (threads_ok) fftwf_plan_with_nthreads(p->threads);
+    p->band = band;
     int rc = p->band ? plan_pruned(p, err, errlen) : (p->plan = make_plan(p, PLAN_FULL)) ? 0 : -1;
-    /* The caller's string need not outlive this call: a 2D plan added
-     * later (cpu_fft_plan_add_full) is made without the wisdom file. */
-    p->wisdom_dir = NULL;
     if (rc != 0) {
         if (!p->band) no_plan(p, err, errlen);
         cpu_fft_plan_destroy(p);
         return -1;
     }
-    memset(p->in, 0, n * sizeof(fftwf_complex)); /* FFTW_MEASURE scribbled on them */
+    memset(p->in, 0, n * sizeof(fftwf_complex));
     memset(p->out, 0, n * sizeof(fftwf_complex));
     if (p->block_in) memset(p->block_in, 0, block_bytes(p));
     return 0;
+}
+
+int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, char *err, size_t errlen)
+{
+    return plan_create(p, npix, 0, threads, err, errlen);
+}
+
+int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, char *err,
+                             size_t errlen)
+{
+    return plan_create(p, npix, plan_band(npix, band), threads, err, errlen);
 }
 
 int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_complex **block_out)
@@ -203,10 +182,7 @@ int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_c
 int cpu_fft_plan_add_full(cpu_fft_plan *p, char *err, size_t errlen)
 {
     if (p->plan) return 0;
-    if (threads_ok) fftwf_plan_with_nthreads(p->threads);
-    int measured = p->measured;
     p->plan = make_plan(p, PLAN_FULL);
-    p->measured = measured && p->measured;
     size_t n = (size_t)p->npix * (size_t)p->npix;
     memset(p->in, 0, n * sizeof(fftwf_complex));
     memset(p->out, 0, n * sizeof(fftwf_complex));

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* FFTW3 single-precision plan for one N x N complex forward transform,
  * made once per image set and executed for every image of it ("plan once,
- * execute many", FFTW manual sec. 4.2). */
+ * execute many", FFTW manual sec. 4.2). The plans are estimated
+ * (FFTW_ESTIMATE) in a planner without wisdom: a function of the
+ * transform's shape, threads and the FFTW build and CPU alone, so that an
+ * image's bits do not depend on the set's size, the machine's load, a
+ * wisdom file or the run (measured plans, chosen by timing, did). */
 #ifndef PSFSIM_CPU_FFT_PLAN_H
 #define PSFSIM_CPU_FFT_PLAN_H
 
@@ -11,11 +15,7 @@
 
 typedef struct {
     int npix;
-    int threads;            /* threads FFTW uses inside one transform */
-    int measured;           /* the plans were measured (from wisdom or now) */
-    int measure;            /* asked for measured plans (a full plan made later is too) */
-    const char *wisdom_dir; /* during cpu_fft_plan_create_band only, then NULL */
-    void (*warn)(const char *);
+    int threads;              /* threads FFTW uses inside one transform */
     fftwf_plan plan;          /* out-of-place in -> out, FFTW_FORWARD, the whole N x N
                                  DFT; NULL while only the pruned plans are needed */
     int band;                 /* B > 0: pruned; in's samples lie in rows and columns
@@ -32,29 +32,21 @@ typedef struct {
     fftwf_complex *out;       /* N*N, row-major, zero frequency at index 0 */
 } cpu_fft_plan;
 
+/* Grids from this size up whose band does not pay get the row-column
+ * transform (cpu_fft_plan_create_band) rather than FFTW's estimated 2D
+ * plan, which is 4-5x slower than a measured one there. */
+#define CPU_ROW_COLUMN_MIN_NPIX 256
+
 /* Rows of the pruned transform's second pass done at a time by
  * cpu_band_image (cpu/band_image.h): their input and output, 2 x 8 rows of
  * N = 256 complex floats (32 KiB), stay in L1 (48 KiB here). */
 #define CPU_FFT_BLOCK_ROWS 8
 
-/* FFTW's wisdom file in the cache directory (psf_backend_options.cache_dir). */
-#define CPU_WISDOM_FILE "fftw-wisdom-float"
-
-/* Allocate in/out (fftwf_malloc, SIMD-aligned) and plan. A measured plan is
- * 2-4x faster than an estimated one at N >= 256 but takes 0.1-1 s to make,
- * so: with wisdom_dir (the cache directory holding CPU_WISDOM_FILE; NULL =
- * none) its wisdom is imported and a measured plan made from it when it has
- * one for this size; else measure != 0 (many images follow) makes a
- * measured plan and exports the wisdom, and measure == 0 an estimated one
- * (FFTW manual, 4.7 "Wisdom"). The file is read and written as
- * backend/cache_file.h says (never blocking, never through a link); one
- * that is there but cannot be used is said through warn (may be NULL).
- * Planning runs before any pupil is written, and in is zeroed after it,
- * so planning never clobbers data. threads > 1 uses FFTW's threads.
- * Returns 0, or -1 with err (allocation or planner failure); a wisdom file
- * that cannot be read or written is not an error. */
-int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, const char *wisdom_dir,
-                        void (*warn)(const char *), char *err, size_t errlen);
+/* Allocate in/out (fftwf_malloc, SIMD-aligned) and plan (estimated, see
+ * the top; 0.1-1 ms at N = 256-1024). Planning runs before any pupil is
+ * written, and in and out are zeroed after it. threads > 1 uses FFTW's
+ * threads. Returns 0, or -1 with err (allocation or planner failure). */
+int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, char *err, size_t errlen);
 
 /* The same with the transform pruned (band B > 0, 2 B <= N): with X in in,
  * its samples inside rows and columns [0, B) and [N - B, N) (the rest zero),
@@ -69,8 +61,7 @@ int cpu_fft_plan_create(cpu_fft_plan *p, int npix, int threads, int measure, con
  * p->block_in and p->block_out), for cpu_band_image (cpu/band_image.h).
  * band = 0, or one for which pruning saves under 20% of the row work,
  * plans the whole 2D transform. Returns as cpu_fft_plan_create. */
-int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, int measure,
-                             const char *wisdom_dir, void (*warn)(const char *), char *err,
+int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, char *err,
                              size_t errlen);
 
 /* Another pair of block buffers for p (p->block), for a thread of its own:
@@ -79,8 +70,7 @@ int cpu_fft_plan_create_band(cpu_fft_plan *p, int npix, int band, int threads, i
 int cpu_fft_block_alloc(const cpu_fft_plan *p, fftwf_complex **block_in, fftwf_complex **block_out);
 
 /* Plan the whole N x N transform of a pruned p too (for a pupil with samples
- * outside the band), measured if p's were asked to be (no wisdom file);
- * in and out are zeroed after.
+ * outside the band); in and out are zeroed after.
  * Returns 0, or -1 with err. */
 int cpu_fft_plan_add_full(cpu_fft_plan *p, char *err, size_t errlen);
 
@@ -93,5 +83,14 @@ void cpu_fft_plan_execute_dft(const cpu_fft_plan *p, fftwf_complex *in, fftwf_co
 void cpu_fft_plan_execute(const cpu_fft_plan *p);
 
 void cpu_fft_plan_destroy(cpu_fft_plan *p);
+
+/* Set the process's FFTW wisdom aside (exported, then forgotten) until
+ * cpu_fft_planner_leave restores it, for plans that must not take a
+ * measured plan from it (FFTW_ESTIMATE does when the wisdom has one: the
+ * library's caller may have measured or imported some). Every psfsim
+ * plan is made between the two (cpu/detector.c's too); not reentrant,
+ * serialised as FFTW's planner is. */
+void cpu_fft_planner_enter(void);
+void cpu_fft_planner_leave(void);
 
 #endif

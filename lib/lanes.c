@@ -3,7 +3,7 @@
  * decision names, started at the first compute, as the command's lanes
  * (app/run_lanes.c) but without the background start and the writers:
  * the same batch size (backend_batch), problem (image_set_problem) and
- * FFTW wisdom directory, the same fall-back to the CPU. */
+ * cache directory, the same fall-back to the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

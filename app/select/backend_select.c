@@ -35,7 +35,7 @@ static int figures(const machine_key *key, probe_figures *f, int *started, backe
         return 0;
     }
     log_info("latency probe: %s; measuring", cdir ? why : "no cache directory (no HOME)");
-    if (probe_measure(f, 1, probe_cache_dir_made(made, sizeof made), 0, why, sizeof why, err,
+    if (probe_measure(f, 1, probe_cache_dir_made(made, sizeof made), why, sizeof why, err,
                       sizeof err) != 0) {
         log_warn("latency probe failed: %s", err);
         return -1;

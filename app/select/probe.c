@@ -27,8 +27,7 @@ typedef struct {
     psf_backend_options opt;
 } probe_set;
 
-static void probe_set_init(probe_set *s, int npix, int batch, int device, const char *cache_dir,
-                           int measure)
+static void probe_set_init(probe_set *s, int npix, int batch, int device, const char *cache_dir)
 {
     static const int n[PROBE_TERMS] = {2, 3, 4}, m[PROBE_TERMS] = {0, 1, 0};
     static const double c[PROBE_TERMS] = {0.1, 0.05, 0.02};
@@ -43,7 +42,6 @@ static void probe_set_init(probe_set *s, int npix, int batch, int device, const 
     s->desc.max_batch = batch;
     s->desc.nimages = batch;
     s->opt.cache_dir = cache_dir;
-    s->opt.measure_plans = measure;
     s->opt.device = device;
     s->opt.warn = log_warn_text;
 }
@@ -85,17 +83,12 @@ static int time_runs(const psf_backend_ops *ops, psf_backend *b, psf_job *jobs, 
 /* Create a backend for N and batch on device, time create, one image and
  * the batch. */
 static int probe_size(const psf_backend_ops *ops, int npix, int batch, int device,
-                      const char *cache_dir, int measure, double *create_us, double *b1_us,
-                      double *bb_us, char *err, size_t errlen)
+                      const char *cache_dir, double *create_us, double *b1_us, double *bb_us,
+                      char *err, size_t errlen)
 {
     probe_set s;
-    probe_set_init(&s, npix, batch, device, cache_dir, measure);
+    probe_set_init(&s, npix, batch, device, cache_dir);
     psf_backend *b = NULL;
-    if (measure && cache_dir) { /* measure the plans once, into the cache... */
-        if (ops->create(&s.desc, &s.opt, &b, err, errlen) != 0) return -1;
-        ops->destroy(b);
-        s.opt.measure_plans = 0; /* ...then time what later runs pay: reading them */
-    }
     double t0 = clock_us();
     if (ops->create(&s.desc, &s.opt, &b, err, errlen) != 0) return -1;
     *create_us = clock_us() - t0;
@@ -141,7 +134,7 @@ static int probe_devices(probe_figures *f, const psf_backend_ops *gpu, char *not
     for (int d = 1; d < f->gpu_count; ++d) {
         double create, b1, bb;
         char why[512];
-        if (probe_size(gpu, PROBE_REL_NPIX, f->big_batch[ref], d, NULL, 0, &create, &b1, &bb, why,
+        if (probe_size(gpu, PROBE_REL_NPIX, f->big_batch[ref], d, NULL, &create, &b1, &bb, why,
                        sizeof why) != 0 ||
             !(bb > 0)) {
             snprintf(note, notelen, "GPU %d: %s", d, why);
@@ -163,7 +156,7 @@ static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, s
     f->gpu_d2h_us = gb.d2h_us;
     f->gpu_d2h_gbs = gb.d2h_gbs;
     for (int i = 0; i < f->nsizes; ++i)
-        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, 0, &f->gpu_create_us[i],
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, &f->gpu_create_us[i],
                        &f->gpu_b1_us[i], &f->gpu_bb_us[i], note, notelen) != 0)
             return -1;
     /* The first set-up at each size also loads that size's cuFFT kernels
@@ -172,7 +165,7 @@ static int probe_gpu(probe_figures *f, const psf_backend_ops *gpu, char *note, s
      * steady cost; the lower of the two is kept. */
     for (int i = 0; i < f->nsizes; ++i) {
         double create, b1;
-        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, 0, &create, &b1, NULL, note,
+        if (probe_size(gpu, f->npix[i], f->big_batch[i], 0, NULL, &create, &b1, NULL, note,
                        notelen) == 0 &&
             create < f->gpu_create_us[i])
             f->gpu_create_us[i] = create;
@@ -215,8 +208,8 @@ static void probe_writers(probe_figures *f)
     free(img);
 }
 
-int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, int measure_plans,
-                  char *gpu_note, size_t notelen, char *err, size_t errlen)
+int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, char *gpu_note,
+                  size_t notelen, char *err, size_t errlen)
 {
     double t0 = clock_us();
     memset(f, 0, sizeof *f);
@@ -239,8 +232,8 @@ int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, int mea
         snprintf(gpu_note, notelen, "%s", gpu_module_error());
     if (f->have_gpu) f->gpu_start_us += load_us;
     for (int i = 0; i < PROBE_NSIZES; ++i)
-        if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, cache_dir, measure_plans,
-                       &f->cpu_create_us[i], &f->cpu_us[i], NULL, err, errlen) != 0)
+        if (probe_size(&psf_backend_cpu, f->npix[i], 1, 0, cache_dir, &f->cpu_create_us[i],
+                       &f->cpu_us[i], NULL, err, errlen) != 0)
             return -1;
     probe_writers(f);
     f->probe_us = clock_us() - t0;

@@ -40,13 +40,11 @@ typedef struct {
 } probe_figures;
 
 /* Measure the CPU backend (with the cache directory psfsim runs give it,
- * psf_backend_options.cache_dir, or NULL; measure_plans: measure its FFT
- * plans for the probed sizes, leaving them there for later runs, as
- * psfsim --probe does) and, when with_gpu,
- * the GPU. A GPU that fails is
+ * psf_backend_options.cache_dir, or NULL; its plans are estimated, as in
+ * every run: cpu/plan_cache.h) and, when with_gpu, the GPU. A GPU that fails is
  * recorded as absent (have_gpu = 0, reason in gpu_note), not an error.
  * Returns 0, or -1 with err when even the CPU cannot be measured. */
-int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, int measure_plans,
-                  char *gpu_note, size_t notelen, char *err, size_t errlen);
+int probe_measure(probe_figures *f, int with_gpu, const char *cache_dir, char *gpu_note,
+                  size_t notelen, char *err, size_t errlen);
 
 #endif

@@ -111,7 +111,7 @@ int probe_command(const char *dir)
         log_error("%s", err);
         return 2;
     }
-    if (probe_measure(&f, 1, probe_cache_dir_made(cache, sizeof cache), 1, note, sizeof note, err,
+    if (probe_measure(&f, 1, probe_cache_dir_made(cache, sizeof cache), note, sizeof note, err,
                       sizeof err) != 0) {
         log_error("%s", err);
         return 3;
