@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* csv_exact (app/output/manifest.h): the shortest of %.15g, %.16g, %.17g that
+/* csv_exact (app/output/csv_exact.h): the shortest of %.15g, %.16g, %.17g that
  * reads back as v, byte for byte what printing each and reading it back
  * with strtod gives, at a fraction of its cost: a random set's manifest has
  * one such cell per label term per image (12 million for a million images
  * of 12 terms), and three printf/strtod pairs per cell were most of the
  * host's time per image (bench/RESULTS.md, run 9). */
+#include "app/output/csv_exact.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "app/output/manifest.h"
 
 #define WIDE 20 /* significant digits converted once, rounded to 15 and 16 */
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "app/output/manifest.h"
+#include "app/output/csv_exact.h"
 #include "app/set/field_grid.h"
 
 #include <errno.h>

@@ -80,13 +80,4 @@ int manifest_close(manifest_writer *w, char *err, size_t errlen);
 /* Format v with %.10g, or "" for NaN (an empty CSV cell). */
 void csv_number(char *out, size_t outlen, double v);
 
-/* Format v in the fewest of %.15g, %.16g, %.17g digits that read back as
- * v (strtod), so labels round-trip; "" for NaN. out: at least 32 bytes. */
-void csv_exact(char *out, size_t outlen, double v);
-
-/* Format v with %.3f (the timing log's microseconds), byte for byte, in
- * integer arithmetic for 0 < v < 2^40; printf itself otherwise. out: at
- * least 24 bytes for the fast path. */
-void csv_fixed3(char *out, size_t outlen, double v);
-
 #endif

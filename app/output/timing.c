@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app/output/csv_exact.h"
 #include "app/output/manifest.h"
 
 const char timing_header[] = "index,backend,compute_us,metrics_us,png_us,fits_us,total_us,note\n";

@@ -18,6 +18,7 @@
 #include "app/formats/fits_module.h"
 #include "app/formats/hdf5_module.h"
 #include "app/run/run_lanes.h"
+#include "app/run/run_loop.h"
 #include "app/run/run_ranks.h"
 #include "app/run/run_report.h"
 #include "app/run/run_state.h"

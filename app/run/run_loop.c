@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The image loop: batches computed by the backend into one slot while the
  * writer threads encode the previous slot (docs/design.md, "Data flow"). */
+#include "app/run/run_loop.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -145,9 +145,4 @@ static inline int run_is_root(const run_state *r)
     return !r->mpi || r->mpi->rank == 0;
 }
 
-/* Compute and write every image still to do, in batches, overlapping the
- * backend with the writer threads. Returns 0, or -1 with err (a run-time
- * failure); stops early, returning 0, when interrupted (r->interrupted). */
-int run_images(run_state *r, char *err, size_t errlen);
-
 #endif

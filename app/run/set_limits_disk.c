@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The disk space of a set's files (set_limits.h: limits_disk_need), from
+/* The disk space of a set's files (set_limits_disk.h: limits_disk_need), from
  * their formats. */
+#include "app/run/set_limits_disk.h"
+
 #include <string.h>
 
 #include "app/output/cube_writer.h"
 #include "app/output/fits_header.h"
 #include "app/dataset/hdf5_writer.h"
-#include "app/run/set_limits.h"
 
 #define KIB 1024ULL
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* csv_exact (app/output/manifest.h) gives, byte for byte, what its definition
+/* csv_exact (app/output/csv_exact.h) gives, byte for byte, what its definition
  * gives: the first of %.15g, %.16g, %.17g that strtod reads back as v.
  * Checked on about two million doubles: random bit patterns (every exponent,
  * subnormals), sums of normal draws as a random set's labels are, short
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/output/manifest.h"
+#include "app/output/csv_exact.h"
 
 /* The definition (docs/config.md, the manifest's z<j> cells). */
 static void by_definition(char *out, size_t outlen, double v)
