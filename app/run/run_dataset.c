@@ -39,7 +39,7 @@ static int kept_complete(const run_state *r)
            !strcmp(hash, r->hash);
 }
 
-int set_hdf5_open(run_state *r, char *err, size_t errlen)
+int run_dataset_open(run_state *r, char *err, size_t errlen)
 {
     if (!r->cfg.hdf5_enabled) return 0;
     int resume = r->opt->resume;
@@ -67,7 +67,7 @@ int set_hdf5_open(run_state *r, char *err, size_t errlen)
     return 0;
 }
 
-int set_hdf5_add(run_state *r, int s, int held, char *err, size_t errlen)
+int run_dataset_add(run_state *r, int s, int held, char *err, size_t errlen)
 {
     const run_slot *sl = &r->slots[s];
     if (!r->h5) return 0;
@@ -75,12 +75,12 @@ int set_hdf5_add(run_state *r, int s, int held, char *err, size_t errlen)
     return hdf5_writer_add(r->h5, r->host, sl->writes, sl->count, err, errlen);
 }
 
-void set_hdf5_wait(run_state *r, int s)
+void run_dataset_wait(run_state *r, int s)
 {
     hdf5_writer_wait_slot(r->h5, s);
 }
 
-int set_hdf5_close(run_state *r, int complete, char *err, size_t errlen)
+int run_dataset_close(run_state *r, int complete, char *err, size_t errlen)
 {
     if (!r->cfg.hdf5_enabled) return 0;
     hdf5_writer *w = r->h5;
@@ -92,7 +92,7 @@ int set_hdf5_close(run_state *r, int complete, char *err, size_t errlen)
     return sidecar_write(&r->set, r->out.fd, r->dir, &run, err, errlen);
 }
 
-void set_hdf5_abort(run_state *r)
+void run_dataset_abort(run_state *r)
 {
     char err[RUN_ERRLEN];
     hdf5_writer_close(r->h5, 0, err, sizeof err);

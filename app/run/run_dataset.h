@@ -22,23 +22,23 @@
  * file (afresh, or with --resume continued) and start its writer; with
  * --resume narrow r->resume to the images the file has too, and r->todo
  * with it. 0, or -1 with err. */
-int set_hdf5_open(run_state *r, char *err, size_t errlen);
+int run_dataset_open(run_state *r, char *err, size_t errlen);
 
 /* Slot s's images, written and logged, to NAME.h5's queue (nothing
  * without output.hdf5): held 1, written from the slot's memory in place
- * (hdf5_writer_add_held: the slot is not reused before set_hdf5_wait),
+ * (hdf5_writer_add_held: the slot is not reused before run_dataset_wait),
  * else copied. 0, or -1 with err (the writer failed). */
-int set_hdf5_add(run_state *r, int s, int held, char *err, size_t errlen);
+int run_dataset_add(run_state *r, int s, int held, char *err, size_t errlen);
 
 /* Wait until NAME.h5's writer is done with slot s's memory. */
-void set_hdf5_wait(run_state *r, int s);
+void run_dataset_wait(run_state *r, int s);
 
 /* The end of the run: write what is queued and close NAME.h5 (complete:
  * renamed into place; else its temp file is kept for --resume); then,
  * complete, the sidecar. 0, or -1 with err. */
-int set_hdf5_close(run_state *r, int complete, char *err, size_t errlen);
+int run_dataset_close(run_state *r, int complete, char *err, size_t errlen);
 
 /* After a failure: close NAME.h5 keeping its temp file, errors ignored. */
-void set_hdf5_abort(run_state *r);
+void run_dataset_abort(run_state *r);
 
 #endif

@@ -98,7 +98,7 @@ static int retire_writes(run_state *r, int s, int held, char *err, size_t errlen
     r->wait_us += waited;
     int rc = log_slot(r, sl, err, errlen);
     pthread_mutex_unlock(&r->mu);
-    if (rc == 0) rc = set_hdf5_add(r, s, held, err, errlen); /* once in the manifest */
+    if (rc == 0) rc = run_dataset_add(r, s, held, err, errlen); /* once in the manifest */
     if (set_dir_gone(&r->out)) { /* it took the set with it: stop (run_report says so) */
         atomic_store(&r->dir_gone, 1);
         if (rc == 0 && r->mpi)
@@ -116,7 +116,7 @@ static int retire_writes(run_state *r, int s, int held, char *err, size_t errlen
 static int retire(run_state *r, int s, char *err, size_t errlen)
 {
     int rc = r->slots[s].count ? retire_writes(r, s, 0, err, errlen) : 0;
-    set_hdf5_wait(r, s);
+    run_dataset_wait(r, s);
     return rc;
 }
 

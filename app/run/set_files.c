@@ -37,7 +37,7 @@ int set_files_create(run_state *r, char *err, size_t errlen)
     int fd = r->out.fd;
     resume_clean_temps(fd, &r->cfg, r->set.nimages);
     /* NAME.h5 first: with --resume it narrows the rows the journals keep. */
-    if (set_hdf5_open(r, err, errlen) != 0) return -1;
+    if (run_dataset_open(r, err, errlen) != 0) return -1;
     char name[SET_PATH_MAX];
     name_of(r, SET_MANIFEST, name, sizeof name);
     if (manifest_open(&r->manifest, &r->set, fd, r->dir, name, r->hash, r->resume.manifest_rows,
@@ -143,7 +143,7 @@ int set_files_close(run_state *r, int complete, char *err, size_t errlen)
         if (rc == 0 && (r->resume.ndone > 0 || r->nlanes > 1)) rc |= set_files_sort(r, err, errlen);
     }
     char herr[RUN_ERRLEN]; /* NAME.h5 and NAME.json, complete only after the journals */
-    if (set_hdf5_close(r, complete && rc == 0, herr, sizeof herr) != 0 && rc == 0) {
+    if (run_dataset_close(r, complete && rc == 0, herr, sizeof herr) != 0 && rc == 0) {
         snprintf(err, errlen, "%s", herr);
         rc = -1;
     }
@@ -154,7 +154,7 @@ void set_files_abort(run_state *r)
 {
     char err[RUN_ERRLEN];
     if (r->cube_open) cube_writer_abort(&r->cube);
-    set_hdf5_abort(r);
+    run_dataset_abort(r);
     if (r->timing_open) timing_close(&r->timing, err, sizeof err);
     if (r->manifest_open) manifest_close(&r->manifest, err, sizeof err);
     r->cube_open = r->timing_open = r->manifest_open = 0;
