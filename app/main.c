@@ -4,14 +4,14 @@
 
 #include <fftw3.h>
 
-#include "app/cli.h"
-#include "app/draw_aperture.h"
+#include "app/run/cli.h"
+#include "app/run/draw_aperture.h"
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "app/select/probe_report.h"
 #include "app/select/gpu_module.h"
-#include "app/mpi_run.h"
-#include "app/run.h"
+#include "app/run/mpi_run.h"
+#include "app/run/run.h"
 
 static void print_version(void)
 {
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     log_set_level(o.quiet ? LOG_ERROR : o.verbose ? LOG_INFO : LOG_WARN);
     if (o.probe) return probe_command(o.output_dir ? o.output_dir : ".");
     if (o.draw_aperture) return draw_aperture_command(o.config_path, o.draw_aperture);
-    mpi_world w; /* MPI only when mpirun started psfsim (app/mpi_run.h) */
+    mpi_world w; /* MPI only when mpirun started psfsim (app/run/mpi_run.h) */
     if (mpi_world_start(&argc, &argv, &w, err, sizeof err) != 0) {
         fprintf(stderr, "psfsim: %s\n", err);
         return 3;

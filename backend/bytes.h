@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Saturating byte counts for memory needs (psf_backend_ops.memory_need,
- * app/set_limits.c): products of sizes can pass 2^64 (10^7 images of
+ * app/run/set_limits.c): products of sizes can pass 2^64 (10^7 images of
  * 65536^2 floats), so a sum or product that would overflow stays at
  * UINT64_MAX instead of wrapping to a small number. */
 #ifndef PSFSIM_BYTES_H

@@ -58,7 +58,7 @@ void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float 
  * non-negative kernels: the box, Gaussians, a non-negative IPC kernel);
  * the transforms' float rounding, ~1e-7 of the peak, leaves small
  * negatives where the image is dark (the Airy rings' zeros), which
- * psfsim's check of every image (app/run_check.h) would refuse. */
+ * psfsim's check of every image (app/run/run_check.h) would refuse. */
 PSF_HD float psf_detector_clamp_value(float x)
 {
     return x < 0.0f ? 0.0f : x;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The PNG-encode ceiling for issue 5's benchmark: the same images that a
  * psfsim run writes, encoded and written by the same writer pool
- * (app/writer_pool.h), with no compute at all. The images are computed once
+ * (app/output/writer_pool.h), with no compute at all. The images are computed once
  * (CPU backend) and reused in turn.
  * Prints CSV rows: pipeline,npix,images,seconds_total,us_per_psf
  * Usage: psfsim_bench_writers CONFIG OUTDIR IMAGES [THREADS] */
@@ -14,8 +14,8 @@
 
 #include "app/set/image_set.h"
 #include "app/base/make_dir.h"
-#include "app/outputs.h"
-#include "app/writer_pool.h"
+#include "app/output/outputs.h"
+#include "app/output/writer_pool.h"
 
 #define DISTINCT 64 /* distinct images cycled through */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The HDF5 writer at GPU rates (issue 13): a set's images, synthetic (no
- * compute: DISTINCT images cycled), given to app/hdf5_writer.h in batches
+ * compute: DISTINCT images cycled), given to app/dataset/hdf5_writer.h in batches
  * as psfsim's run loop gives them, against in the same run
  *   module: the HDF5 module alone (h5set_write of 16 MiB blocks, the same
  *           images and labels: the writer's queue and copies left out);
@@ -17,7 +17,7 @@
  * Usage: psfsim_hdf5_write_bench CONFIG DIR IMAGES [BATCH] [REPEAT] [THREADS]
  *   BATCH: images per add (the GPU's batch: 1024); THREADS: the host
  *   pool's threads with the caller's (default: the online CPUs, at most 16,
- *   as app/run.c makes it)
+ *   as app/run/run.c makes it)
  *   CONFIG: an output.hdf5 set (its npix, dtype, compression, labels) */
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "app/base/make_dir.h"
-#include "app/hdf5_writer.h"
-#include "app/host_pool.h"
+#include "app/dataset/hdf5_writer.h"
+#include "app/base/host_pool.h"
 #include "app/set/image_set.h"
 
 #define DISTINCT 64
@@ -256,7 +256,7 @@ int main(int argc, char **argv)
         .set = &set, .dir = argv[2], .total = total, .batch = argc > 4 ? atoi(argv[4]) : 1024};
     int repeat = argc > 5 ? atoi(argv[5]) : 3;
     long threads = argc > 6 ? atol(argv[6]) : sysconf(_SC_NPROCESSORS_ONLN);
-    b.pool = host_pool_create((threads < 16 ? (int)threads : 16) - 1); /* app/run.c's */
+    b.pool = host_pool_create((threads < 16 ? (int)threads : 16) - 1); /* app/run/run.c's */
     b.dirfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (b.dirfd < 0 || !cfg.hdf5_enabled || b.batch < 1 || total < 1) {
         fprintf(stderr, "need an output.hdf5 config, a directory, IMAGES >= 1, BATCH >= 1\n");

@@ -623,7 +623,7 @@ static int cpu_device_count(char *err, size_t errlen)
  *    the batch up to CPU_DETECTOR_FLOATS floats, the transfer function and
  *    the stage's buffers (cpu/detector.h).
  * The image-parallel lanes' buffers (N < 512) are not counted: the figures
- * are the ones psfsim's limits were set with (app/set_limits.h). */
+ * are the ones psfsim's limits were set with (app/run/set_limits.h). */
 static int cpu_memory_need(const psf_problem *set, const psf_backend_options *options,
                            psf_memory_need *out, char *err, size_t errlen)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/cli.h"
+#include "app/run/cli.h"
 #include "fuzz/fuzz_util.h"
 
 #define MAX_ARGS 64

@@ -2,7 +2,7 @@
 /* Computing images into the caller's buffer (lib/psfsim.h): batches of
  * the set's jobs (image_set_job), run by each lane's backend, finished and
  * measured (image_set_measure), as the command's image loop does
- * (app/run_loop.c), with the PNG's stretch for the grey levels. */
+ * (app/run/run_loop.c), with the PNG's stretch for the grey levels. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The FITS header of an image (lib/psfsim.h), built by the command's own
- * fits_header_build (app/fits_header.c, compiled into the library), so the
+ * fits_header_build (app/output/fits_header.c, compiled into the library), so the
  * keywords are the files' whatever the caller makes of them (an astropy
  * HDUList in the Python package). */
 #include <stdio.h>
 #include <string.h>
 
-#include "app/fits_header.h"
+#include "app/output/fits_header.h"
 #include "lib/set_priv.h"
 
 /* The captured fraction of image img as the command measures it (EEFIELD,

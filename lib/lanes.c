@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backends of a set (lib/set_priv.h): one lane per device the
  * decision names, started at the first compute, as the command's lanes
- * (app/run_lanes.c) but without the background start and the writers:
+ * (app/run/run_lanes.c) but without the background start and the writers:
  * the same batch size (backend_batch), problem (image_set_problem) and
  * cache directory, the same fall-back to the CPU. */
 #include <stdio.h>
@@ -103,7 +103,7 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
 }
 
 /* Which lanes take psfsim_compute_u16's images as levels (set_priv.h):
- * PSFSIM_LEVELS as for the command (app/run_lanes.c). */
+ * PSFSIM_LEVELS as for the command (app/run/run_lanes.c). */
 static int levels_lanes(const psfsim_set *s)
 {
     psf_levels_out lo;

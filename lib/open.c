@@ -83,7 +83,7 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
     if (!bad) {
         bad = image_set_init(&s->set, &s->cfg, err, errlen);
         if (!bad && s->cfg.detector.enabled && s->cfg.detector.write == DET_WRITE_BOTH) {
-            /* two images per image: the program's FITS files (app/outputs.h) */
+            /* two images per image: the program's FITS files (app/output/outputs.h) */
             char where[CFG_PATH_MAX + 32];
             config_key_where(&s->cfg, "detector.write", where, sizeof where);
             snprintf(err, errlen,
@@ -93,7 +93,7 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
             image_set_free(&s->set);
             bad = -1;
         }
-        /* The FITS CFGHASH, as the command fills it (app/run.c). */
+        /* The FITS CFGHASH, as the command fills it (app/run/run.c). */
         if (!bad) bad = config_fingerprint(&s->cfg, s->set.config_hash, err, errlen);
         s->set_ready = !bad;
         if (bad) image_set_free(&s->set);

@@ -37,8 +37,11 @@ LAYERS = [
     ("app/config", 5),
     ("app/set", 6),
     ("app/select", 7),
-    ("app", 8),
-    ("lib", 9),  # libpsfsim: beside the command, reusing its FITS header
+    ("app/output", 8),  # the set's files on disk
+    ("app/dataset", 9),  # NAME.h5 and its sidecar NAME.json
+    ("app/run", 10),  # a run of the command
+    ("app", 11),  # main.c
+    ("lib", 12),  # libpsfsim: beside the command, linking app/output's FITS header
 ]
 SOURCE_DIRS = [name for name, _ in LAYERS]
 EXTS = (".c", ".h", ".cu")
@@ -67,6 +70,10 @@ def sources(tree):
     return out
 
 
+# Files of a flat app/ renamed when they got their folders: old -> new room.
+RENAMED = {"hdf5_set": "hdf5_labels", "set_hdf5": "run_dataset"}
+
+
 def layer_table(here):
     """Basename -> folder, for the files of this checkout's app/ folders."""
     table = {}
@@ -74,6 +81,11 @@ def layer_table(here):
         if p.startswith("app/"):
             table.setdefault(os.path.basename(p), os.path.dirname(p))
             table.setdefault(os.path.basename(room_of(p)), os.path.dirname(p))
+    for old, new in RENAMED.items():
+        if new in table:
+            table[old] = table[new]
+            for ext in EXTS:
+                table[old + ext] = table[new]
     return table
 
 

@@ -10,7 +10,7 @@
  * (a path the user gave is never silently passed over; read with
  * secure_getenv, so not in a setuid or setgid process), else beside
  * the running executable, one directory up (build trees: tests/, bench/
- * and fuzz/ hold executables that link psfsim_app) and in ../lib/psfsim/
+ * and fuzz/ hold executables that link psfsim_run) and in ../lib/psfsim/
  * (an installed tree: bin/psfsim, lib/psfsim/NAME). Loaded from the shared
  * library libpsfsim.so (lib/psfsim.h) instead of an executable, the
  * candidates are beside that library and in its psfsim/ subdirectory

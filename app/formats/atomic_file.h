@@ -8,7 +8,7 @@
  * openat(O_CREAT | O_EXCL | O_NOFOLLOW) under a fresh random name (a name
  * someone else holds, a symbolic link planted there included, is never
  * opened: another name is drawn), renamed with renameat within that
- * directory. A run opens its output directory once (app/set_dir.h) and
+ * directory. A run opens its output directory once (app/output/set_dir.h) and
  * every file of the set goes through that descriptor, so nothing is
  * written outside it whatever links appear in it meanwhile. */
 #ifndef PSFSIM_ATOMIC_FILE_H

@@ -6,7 +6,7 @@
  * (pwrite: planes may come in any order), zero fill to a whole 2880-byte
  * block (FITS standard 4.0, 3.3.2), and the PLANES table extension as
  * cfitsio encodes it. The bytes are those cfitsio writes to a file of its
- * own (the same calls; tests/app/test_fits_cube.c). */
+ * own (the same calls; tests/app/output/test_fits_cube.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>

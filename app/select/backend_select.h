@@ -36,7 +36,7 @@ int backend_select(backend_choice choice, const image_set *s, int writers, const
                    backend_decision *d, char *err, size_t errlen);
 
 /* Host memory one batch of images may take (the psfsim command keeps two
- * batches in flight; app/set_limits.c counts with the same figure). */
+ * batches in flight; app/run/set_limits.c counts with the same figure). */
 #define BACKEND_BATCH_BYTES (512.0 * 1024 * 1024)
 
 /* Images per run() call for backend ops on a set of nimages npix x npix

@@ -41,7 +41,7 @@ typedef struct {
 double cost_write_us(const probe_figures *f, int npix, int png, int fits);
 
 /* Predict the job's wall time on each backend. The writers overlap the
- * compute (app/writer_pool.h), so each backend takes its set-up, then the
+ * compute (app/output/writer_pool.h), so each backend takes its set-up, then the
  * compute and the writing, then the last image's write (w):
  *   CPU, N < 512: setup + (K fields t_cpu(N) + K w) / W + w
  *     (images spread over the W cores, which the writers share);

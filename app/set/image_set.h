@@ -55,10 +55,10 @@ typedef struct {
      * convention) when set and valid, else the clock. */
     char date_utc[24];
     /* The manifest's config_hash (the config's fingerprint), for the FITS
-     * CFGHASH; "" until the caller fills it (app/run.c, after image_set_init). */
+     * CFGHASH; "" until the caller fills it (app/run/run.c, after image_set_init). */
     char config_hash[24];
     /* The command line that runs the set, for the FITS HISTORY; "" = none
-     * (the library), until the caller fills it (app/run.c). */
+     * (the library), until the caller fills it (app/run/run.c). */
     char command[1024];
     set_axes axes;         /* the table and random axes; axes.nimages = nimages */
     psf_modeset modes;     /* jobs_modeset(&axes) */
@@ -80,7 +80,7 @@ typedef struct {
 } image_set;
 
 /* Bytes of aperture grids a set keeps for its backend (IMAGE_SET_GRIDS_BYTES:
- * one 4096x4096 grid; app/set_limits.c counts them). */
+ * one 4096x4096 grid; app/run/set_limits.c counts them). */
 #define IMAGE_SET_GRIDS_BYTES (64ULL << 20)
 
 /* What the writers and the manifest need to know of image k. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The label terms of an image set: the Zernike terms that are non-zero
  * anywhere in the set, whose per-image totals the manifest's z<j> columns
- * (app/manifest.c) and the HDF5 writer's labels give. One list for both
+ * (app/output/manifest.c) and the HDF5 writer's labels give. One list for both
  * writers, fixed at set init:
  *   a term counts when its aberrations.zernike value is non-zero, or any of
  *   its sweep.zernike values is, or any cell of its table column z<j> is,

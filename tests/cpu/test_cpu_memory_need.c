@@ -2,8 +2,8 @@
 /* The CPU backend's memory need (psf_backend_ops.memory_need,
  * cpu/backend.c) against the terms it lists, computed by hand: the FFT's
  * buffers or the MFT's matrices, box and scratch; the pupils per pitch;
- * the grids a pupil is built on. app/set_limits.c adds its own terms to
- * these (tests/app/test_limits.c). */
+ * the grids a pupil is built on. app/run/set_limits.c adds its own terms to
+ * these (tests/app/run/test_limits.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# NAME.h5 written from the batch buffers in place (app/hdf5_writer.h,
+# NAME.h5 written from the batch buffers in place (app/dataset/hdf5_writer.h,
 # hdf5_writer_add_held: an HDF5-only set whose batches are larger than
 # the writer's group, here 64 CPU images of 256 x 256 float32, or 64 x 64
 # detector images with their 256 x 256 oversampled ones) equals the same

@@ -53,7 +53,7 @@
  * open / open64 / openat with O_CREAT (psfsim's temp files, made through a
  * directory descriptor: a name relative to it is resolved through
  * /proc/self/fd to decide whether it lies under DIR). "Rename" is rename
- * and renameat. The set's lock file (.NAME.lock, app/set_dir.h) is left
+ * and renameat. The set's lock file (.NAME.lock, app/output/set_dir.h) is left
  * alone: it holds no data, and the counts stay those of the set's files.
  * Counters are atomic: psfsim's writer threads create files
  * concurrently. Sources: dlsym(3) RTLD_NEXT for the real calls;

@@ -8,7 +8,7 @@
   h5_check.py same A.h5 B.h5            the images and every labels dataset
       of two files equal byte for byte (written and flushing too)
   h5_check.py sidecar DIR NAME          DIR/NAME.json parses and holds the
-      keys app/sidecar.h lists, agreeing with NAME.h5
+      keys app/dataset/sidecar.h lists, agreeing with NAME.h5
 
 Exit 0 when all holds; an AssertionError says what did not."""
 import csv

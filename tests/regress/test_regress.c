@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/cli.h"
+#include "app/run/cli.h"
 #include "app/config/config.h"
 #include "app/formats/fits_io.h"
 #include "app/formats/fits_scan.h"

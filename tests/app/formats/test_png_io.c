@@ -837,7 +837,7 @@ static void test_write_bytes_reproducible(void **state)
 }
 
 /* Incompressible levels (seeded noise over every bit) at the default level
- * stay within what app/set_limits_disk.c reserves for a PNG: zlib's
+ * stay within what app/run/set_limits_disk.c reserves for a PNG: zlib's
  * compressBound of the scanlines (zlib.h) plus the 57 bytes of signature,
  * IHDR, IDAT's frame and IEND (igzip falls back to stored blocks). */
 static void test_write_incompressible_within_bound(void **state)

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "app/cli.h"
+#include "app/run/cli.h"
 #include "app/select/gpu_list.h"
 
 static void test_parse(void **state)

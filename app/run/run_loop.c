@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The image loop: batches computed by the backend into one slot while the
+ * writer threads encode the previous slot (docs/design.md, "Data flow"). */
+#include "app/run/run_loop.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/base/clock.h"
+#include "app/base/interrupt.h"
+#include "app/base/log.h"
+#include "app/base/host_pool.h"
+#include "app/set/measure.h"
+#include "app/set/set_detector.h"
+#include "app/output/outputs.h"
+#include "app/run/run_check.h"
+#include "app/run/run_lanes.h"
+#include "app/run/run_state.h"
+#include "app/run/run_dataset.h"
+#include "backend/levels.h"
+
+/* Remove the files of a written image (res's names in the output directory). */
+static void forget_image(run_state *r, const image_result *res)
+{
+    if (res->png[0]) unlinkat(r->out.fd, res->png, 0);
+    if (res->fits[0]) unlinkat(r->out.fd, res->fits, 0);
+}
+
+/* Log slot sl's written images (r->mu held): manifest and timing rows,
+ * flushed, so the manifest lists exactly the images whose files are in
+ * place. Returns -1 with err when one of them failed. */
+static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
+{
+    int rc = 0, added = 0;
+    for (int i = 0; i < sl->count; ++i) {
+        const write_job *w = &sl->writes[i];
+        if (w->status != 0) { /* "stopped": not written, after a failure or a signal */
+            if (strcmp(w->err, "stopped") != 0) {
+                if (rc == 0) snprintf(err, errlen, "%s", w->err);
+                rc = -1;
+            }
+            continue;
+        }
+        if (r->cube_open) { /* the cube's planes: FITS writing, on this thread */
+            double tc = clock_us();
+            int bad = cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen);
+            w->timing->fits_us += clock_us() - tc;
+            if (bad) {
+                rc = -1;
+                continue;
+            }
+        }
+        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->set);
+        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, labels, err, errlen) != 0) {
+            rc = -1;
+            continue;
+        }
+        timing_add(&r->timing, w->k, w->res->backend, w->timing);
+        r->png_us += w->timing->png_us;
+        r->fits_us += w->timing->fits_us;
+        r->written++;
+        added++;
+    }
+    char ferr[RUN_ERRLEN];
+    if (set_dir_gone(&r->out)) { /* the directory went, the journals with it: retire_writes */
+        progress_update(&r->bar, r->written);
+        return rc;
+    }
+    if (manifest_flush(&r->manifest, ferr, sizeof ferr) != 0) {
+        /* The rows did not reach the manifest (a full disk): their images
+         * go too, so the manifest still lists exactly the images present. */
+        for (int i = 0; i < sl->count; ++i)
+            if (sl->writes[i].status == 0) forget_image(r, sl->writes[i].res);
+        r->written -= added;
+        if (rc == 0) snprintf(err, errlen, "%s", ferr);
+        rc = -1;
+    } else if (timing_flush(&r->timing, ferr, sizeof ferr) != 0) {
+        if (rc == 0) snprintf(err, errlen, "%s", ferr);
+        rc = -1;
+    }
+    progress_update(&r->bar, r->written);
+    return rc;
+}
+
+/* Wait for slot s's writes, then log them (in completion order: with
+ * several lanes the journals are sorted at the end, app/run/set_files.c), and
+ * give them to NAME.h5's writer: held 1, from the slot's memory (the lane
+ * computes its next batch into its other slot meanwhile), else copied.
+ * Only the slot's own lane, or the main thread after the lanes, retires a
+ * slot. */
+static int retire_writes(run_state *r, int s, int held, char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    double t0 = clock_us();
+    double busy = writer_pool_wait_slot(r->writers, s);
+    double waited = clock_us() - t0;
+    pthread_mutex_lock(&r->mu);
+    r->write_busy_us += busy;
+    r->wait_us += waited;
+    int rc = log_slot(r, sl, err, errlen);
+    pthread_mutex_unlock(&r->mu);
+    if (rc == 0) rc = run_dataset_add(r, s, held, err, errlen); /* once in the manifest */
+    if (set_dir_gone(&r->out)) { /* it took the set with it: stop (run_report says so) */
+        atomic_store(&r->dir_gone, 1);
+        if (rc == 0 && r->mpi)
+            snprintf(err, errlen, "the output directory %s was removed during the run", r->dir);
+        else if (rc == 0)
+            err[0] = '\0';
+        rc = -1;
+    }
+    sl->count = 0;
+    return rc;
+}
+
+/* Retire slot s (retire_writes, copying for NAME.h5) and wait until
+ * NAME.h5's writer is done with its memory too: then it may be reused. */
+static int retire(run_state *r, int s, char *err, size_t errlen)
+{
+    int rc = r->slots[s].count ? retire_writes(r, s, 0, err, errlen) : 0;
+    run_dataset_wait(r, s);
+    return rc;
+}
+
+/* Retire slots [first, first + n): 0, or -1 with the first error. */
+static int retire_range(run_state *r, int first, int n, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (int s = first; s < first + n; ++s) {
+        char e[RUN_ERRLEN] = "";
+        if (retire(r, s, e, sizeof e) != 0 && rc == 0) {
+            snprintf(err, errlen, "%s", e);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* psf_job.done of the command's jobs: keep the backend's scan (run_scan). */
+static void keep_scan(void *ctx, float *image, const psf_image_scan *scan)
+{
+    (void)image;
+    run_scan *rs = ctx;
+    if (scan) rs->scan = *scan;
+    rs->have = scan != NULL;
+}
+
+/* The jobs of the next images still to do, from the queue (r->next) on,
+ * below r->k_end (this process's range), into slot s. Returns how many. */
+static int fill_slot(run_state *r, int s, char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    size_t per = image_set_storage(&r->set);
+    int nb = 0, rc = 0;
+    int limit = r->warming ? RUN_WARM_BATCH : r->batch;
+    pthread_mutex_lock(&r->mu);
+    while (nb < limit && r->next < r->k_end) {
+        long long k = r->next++;
+        if (r->resume.done && r->resume.done[k]) continue;
+        if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb], &sl->infos[nb],
+                          err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        sl->scans[nb].have = 0;
+        sl->jobs[nb].done = keep_scan;
+        sl->jobs[nb].done_ctx = &sl->scans[nb];
+        nb++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc ? rc : nb;
+}
+
+/* "" for a one-lane run, else "GPU 1: ", naming the lane in messages. */
+static const char *lane_name(const run_state *r, const run_lane *ln, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->device);
+    return buf;
+}
+
+/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md). The
+ * writers must be done with the lane's slots before the GPU's buffers go.
+ * With several lanes the CPU backend is made under r->mu (FFTW's planner
+ * is not thread-safe), and the lane stops after this batch while another
+ * GPU lane is alive (ln->retiring). */
+static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *err, size_t errlen)
+{
+    char name[32];
+    lane_name(r, ln, name, sizeof name);
+    int others = atomic_fetch_sub(&r->gpus_alive, 1) - 1;
+    if (r->nlanes > 1 && others > 0)
+        log_warn("%s%s; its batch is computed on the CPU, the other GPUs take the rest", name, why);
+    else
+        log_warn("%s%s; computing the remaining images on the CPU", name, why);
+    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
+    run_close_lane(r, ln);
+    pthread_mutex_lock(&r->mu);
+    snprintf(r->decision.reason, sizeof r->decision.reason,
+             "backend cpu: fallback after: %.16s%.200s", name, why);
+    int rc = run_open_lane(r, ln, &psf_backend_cpu, err, errlen);
+    pthread_mutex_unlock(&r->mu);
+    ln->retiring = r->nlanes > 1 && others > 0;
+    return rc;
+}
+
+/* Lane ln's backend on slot s's nb jobs: as levels and measures into the
+ * slot's image memory (a levels set on a lane that takes them,
+ * run_state.levels_lanes), else as floats. */
+static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    int cpu = ln->ops == &psf_backend_cpu;
+    sl->on_levels = r->levels_lanes == 2 || (r->levels_lanes == 1 && !cpu);
+    sl->on_levels = sl->on_levels && ln->ops->run_levels;
+    if (sl->on_levels)
+        return ln->ops->run_levels(ln->backend, sl->jobs, nb, (unsigned short *)sl->images,
+                                   sl->measures, err, errlen);
+    return ln->ops->run(ln->backend, sl->jobs, nb, sl->images, err, errlen);
+}
+
+/* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
+static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+{
+    double t0 = clock_us();
+    if (run_backend(r, ln, s, nb, err, errlen) == 0) {
+        ln->compute_us += clock_us() - t0;
+        return 0;
+    }
+    if (ln->ops == &psf_backend_cpu) return -1;
+    char why[RUN_ERRLEN];
+    snprintf(why, sizeof why, "%s", err);
+    if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
+    t0 = clock_us();
+    if (run_backend(r, ln, s, nb, err, errlen) != 0) return -1;
+    ln->compute_us += clock_us() - t0;
+    return 0;
+}
+
+/* Images [begin, end) of a slot: their metrics and write jobs. */
+typedef struct {
+    run_state *r;
+    run_lane *ln;
+    run_slot *sl;
+    double compute_share_us;
+    atomic_int first_bad; /* the least index of an image with a bad pixel, nb for none */
+} measure_ctx;
+
+/* Image i of the batch had a pixel outside [0, FLT_MAX]. */
+static void note_bad(measure_ctx *c, int i)
+{
+    int seen = atomic_load(&c->first_bad);
+    while (i < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, i)) {
+    }
+}
+
+/* A write job's start for image i of slot sl: its result, timing, labels. */
+static void job_start(const measure_ctx *c, int i, image_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->backend = c->ln->ops->name;
+    size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
+    manifest_label_text(&c->r->set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
+}
+
+/* measure_part for a batch of levels: the backend's measures, and the
+ * levels (already turned for "poppy") where the writers take them. */
+static void measure_levels(const measure_ctx *c, int begin, int end)
+{
+    run_slot *sl = c->sl;
+    size_t plane = (size_t)c->r->set.samp.npix * c->r->set.samp.npix;
+    for (int i = begin; i < end; ++i) {
+        double t0 = clock_us();
+        image_info *info = &sl->infos[i];
+        image_result *res = &sl->results[i];
+        job_start(c, i, res);
+        image_set_measure_levels(&c->r->set, info, sl->measures + (size_t)i * PSF_MEASURES,
+                                 &res->strehl, &res->axial_intensity);
+        sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
+        sl->timings[i].metrics_us = clock_us() - t0;
+        sl->writes[i] = (write_job){.k = info->params.index,
+                                    .info = info,
+                                    .res = res,
+                                    .timing = &sl->timings[i],
+                                    .levels = (unsigned short *)sl->images + (size_t)i * plane,
+                                    .levels_made = 1};
+    }
+}
+
+static void measure_part(void *arg, int begin, int end)
+{
+    measure_ctx *c = arg;
+    run_slot *sl = c->sl;
+    int npix = c->r->set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&c->r->set);
+    if (sl->on_levels) {
+        measure_levels(c, begin, end);
+        return;
+    }
+    psf_config vcfg; /* "both": the oversampled image's set */
+    image_set view;
+    if (sl->det_images) set_detector_oversampled_view(&c->r->set, &vcfg, &view);
+    for (int i = begin; i < end; ++i) {
+        double t0 = clock_us();
+        float *img = sl->images + (size_t)i * side * side;
+        image_info *info = &sl->infos[i];
+        image_over over = {0};
+        if (sl->det_images) { /* "both": the detector image from the grid */
+            over = (image_over){.img = img, .info = &sl->over_infos[i]};
+            sl->over_infos[i] = *info;
+            set_detector_oversampled_info(&c->r->set, &sl->over_infos[i]);
+            img = sl->det_images + (size_t)i * npix * npix;
+            set_detector_split(&c->r->set, over.img, img);
+            /* Normalised, measured and turned as an "oversampled" run's, for
+             * every output (FITS OVERSAMP, HDF5 oversampled). */
+            if (!image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
+                                   &over.axial_intensity))
+                note_bad(c, i); /* the backend's image (the grid) */
+        }
+        image_result *res = &sl->results[i];
+        job_start(c, i, res);
+        /* MFT "sum" (divide by the image's sum), then Strehl and axis */
+        const run_scan *rs = &sl->scans[i]; /* of the backend's image: not a "both" split */
+        const psf_image_scan *scan = rs->have && !sl->det_images ? &rs->scan : NULL;
+        if (!image_set_measure_scanned(&c->r->set, info, img, scan, &res->strehl,
+                                       &res->axial_intensity) &&
+            !sl->det_images)
+            note_bad(c, i);
+        sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
+        sl->timings[i].metrics_us = clock_us() - t0;
+        sl->writes[i] = (write_job){.k = info->params.index,
+                                    .img = img,
+                                    .info = info,
+                                    .res = res,
+                                    .timing = &sl->timings[i],
+                                    .over = over};
+        if (sl->levels) sl->writes[i].levels = sl->levels + (size_t)i * npix * npix;
+    }
+}
+
+/* Metrics of each image of slot s (in parts, side by side), the batch
+ * checked in the same pass (run_check.h: a bad image and none of the batch
+ * goes on, -1 with err), then handed to the writers: *at_once 1 when they
+ * were done at once (no file each). */
+static int submit(run_state *r, run_lane *ln, int s, int nb, double compute_share_us, int *at_once,
+                  char *err, size_t errlen)
+{
+    run_slot *sl = &r->slots[s];
+    measure_ctx c = {.r = r, .ln = ln, .sl = sl, .compute_share_us = compute_share_us};
+    atomic_init(&c.first_bad, nb);
+    *at_once = 0;
+    /* a levels batch: the backend's counts, before anything is made of it */
+    if (sl->on_levels && run_check_images(r, s, nb, nb, err, errlen) != 0) return -1;
+    host_pool_run(r->host, nb, measure_part, &c);
+    /* the message names the first bad image and its counts (run_check.c) */
+    if (!sl->on_levels && run_check_images(r, s, nb, atomic_load(&c.first_bad), err, errlen) != 0)
+        return -1;
+    double metrics_us = 0;
+    for (int i = 0; i < nb; ++i)
+        metrics_us += sl->timings[i].metrics_us;
+    /* The slot's count is set before its first job can finish. */
+    sl->count = nb;
+    ln->images += nb;
+    pthread_mutex_lock(&r->mu);
+    r->metrics_us += metrics_us;
+    pthread_mutex_unlock(&r->mu);
+    *at_once = writer_pool_submit_batch(r->writers, s, sl->writes, nb);
+    return 0;
+}
+
+/* The GPU created in the background is ready (one-lane runs): once the
+ * writers are done with the CPU's buffers, take it (or, if it failed, stay
+ * on the CPU). */
+static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
+{
+    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
+    r->warming = 0;
+    if (gpu_warmup_join(&r->warm) != 0) {
+        log_warn("%s; computing the images on the CPU", r->warm.err);
+        snprintf(r->decision.reason, sizeof r->decision.reason,
+                 "backend cpu: fallback after: %.200s", r->warm.err);
+        return 0;
+    }
+    run_close_lane(r, ln);
+    ln->backend = r->warm.backend;
+    ln->ops = r->warm.ops;
+    for (int s = 0; s < WRITER_SLOTS; ++s)
+        r->slots[ln->first_slot + s].images = r->warm.images[s];
+    atomic_store(&r->gpus_alive, 1);
+    log_info("the GPU is ready after %lld image(s) on the CPU", r->written);
+    return 0;
+}
+
+/* One lane's loop: take a batch from the queue into its next slot (once
+ * the writers are done with that slot), compute it, hand it to the
+ * writers. Returns 0 when the queue is empty, the run interrupted or
+ * another lane failed; -1 with err on a failure. */
+static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
+{
+    for (int i = 0;; i = (i + 1) % WRITER_SLOTS) {
+        int s = ln->first_slot + i;
+        if (retire(r, s, err, errlen) != 0) return -1;
+        if (interrupt_pending() || atomic_load(&r->failed)) return 0;
+        if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, ln, err, errlen) != 0)
+            return -1;
+        int nb = fill_slot(r, s, err, errlen);
+        if (nb <= 0) return nb;
+        double t0 = clock_us();
+        if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
+        double share = (clock_us() - t0) / nb;
+        int at_once;
+        if (submit(r, ln, s, nb, share, &at_once, err, errlen) != 0) return -1;
+        /* Nothing for the writer threads (an HDF5-only set): retire the
+         * slot now, NAME.h5's writer taking its images in place while the
+         * next batch is computed (bench/RESULTS.md, issue 13). */
+        if (at_once && r->h5 && retire_writes(r, s, 1, err, errlen) != 0) return -1;
+        if (ln->retiring) return 0;
+    }
+}
+
+/* A lane's thread: its loop, then on failure stop the others and the writers. */
+static void *lane_main(void *arg)
+{
+    run_lane *ln = arg;
+    run_state *r = ln->run;
+    ln->err[0] = '\0';
+    ln->rc = lane_loop(r, ln, ln->err, sizeof ln->err);
+    if (ln->rc != 0) {
+        atomic_store(&r->failed, 1);
+        writer_pool_stop(r->writers); /* nothing new after a failure */
+    }
+    return NULL;
+}
+
+int run_images(run_state *r, char *err, size_t errlen)
+{
+    r->next = r->k_begin;
+    int started[RUN_MAX_LANES] = {0};
+    for (int l = 1; l < r->nlanes; ++l) {
+        r->lanes[l].run = r;
+        started[l] = pthread_create(&r->lanes[l].thread, NULL, lane_main, &r->lanes[l]) == 0;
+        if (!started[l])
+            log_warn("cannot start a thread for GPU %d; the others take its images",
+                     r->lanes[l].device);
+    }
+    r->lanes[0].run = r;
+    lane_main(&r->lanes[0]); /* the first lane on this thread */
+    int rc = r->lanes[0].rc;
+    if (rc != 0) snprintf(err, errlen, "%s", r->lanes[0].err);
+    for (int l = 1; l < r->nlanes; ++l) {
+        if (!started[l]) continue;
+        pthread_join(r->lanes[l].thread, NULL);
+        if (r->lanes[l].rc != 0 && rc == 0) {
+            snprintf(err, errlen, "%s", r->lanes[l].err);
+            rc = -1;
+        }
+    }
+    char e[RUN_ERRLEN];
+    if (retire_range(r, 0, r->nlanes * WRITER_SLOTS, e, sizeof e) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s", e);
+        rc = -1;
+    }
+    r->compute_us = 0;
+    for (int l = 0; l < r->nlanes; ++l)
+        r->compute_us += r->lanes[l].compute_us;
+    if (!r->interrupted) r->interrupted = interrupt_pending();
+    return rc;
+}
