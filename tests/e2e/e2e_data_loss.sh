@@ -76,22 +76,24 @@ expect_exit 2 "table: replaced, then --resume" -- "$PSFSIM" -q --resume -c t.cfg
 expect_stderr 't_manifest.csv was written for another config' "table replaced: message"
 
 # ---- --resume keeps a complete NAME.h5 only when it is this set's ----
+# One backend named for every run: NAME.h5 records the backend decision,
+# whose reason differs between auto's first and later runs on a GPU machine.
 cfg h 4 16 'png: { enabled = false; }; hdf5: { enabled = true; };' >h.cfg
 sed 's/550.0/600.0/' h.cfg >h2.cfg # the same layout, another config
-"$PSFSIM" -q -c h.cfg -o h >"$SCRATCH/stdout" 2>"$SCRATCH/stderr"
+"$PSFSIM" -q -b cpu -c h.cfg -o h >"$SCRATCH/stdout" 2>"$SCRATCH/stderr"
 if grep -q 'cannot load HDF5 support' "$SCRATCH/stderr"; then
   echo "skip: no HDF5 module: the NAME.h5 cases"
 else
-  expect_exit 0 "h5: the set (another config's too)" -- "$PSFSIM" -q -c h2.cfg -o h2
+  expect_exit 0 "h5: the set (another config's too)" -- "$PSFSIM" -q -b cpu -c h2.cfg -o h2
   cp h/h.h5 h.ref
   for how in cut other; do
     if [ $how = cut ]; then head -c 3000 h.ref >h/h.h5; else cp h2/h.h5 h/h.h5; fi
-    expect_exit 0 "h5 $how: --resume" -- "$PSFSIM" -v -j 1 --resume -c h.cfg -o h
+    expect_exit 0 "h5 $how: --resume" -- "$PSFSIM" -v -j 1 -b cpu --resume -c h.cfg -o h
     expect_stderr "h.h5 is not kept \\((HDF5 cannot open it|its config_hash is not this config's|it was made by another run)" \
       "h5 $how: not kept, said why"
     cmp -s h.ref h/h.h5 && pass "h5 $how: made again, the set's bytes" || fail "h5 $how: NAME.h5 differs"
   done
-  expect_exit 0 "h5: --resume of the complete set" -- "$PSFSIM" -v -j 1 --resume -c h.cfg -o h
+  expect_exit 0 "h5: --resume of the complete set" -- "$PSFSIM" -v -j 1 -b cpu --resume -c h.cfg -o h
   expect_stderr 'h.h5 is complete, kept' "h5: a true NAME.h5 kept"
 
   # A temp file .d.h5.part whose metadata is damaged yet opens: images
