@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Reproducibility (issue 26, README "Reproducibility"): image k of a
+seeded random set is the same bytes whatever the set's size and the call
+that computes it (the whole set, one image, the last few), so whatever
+the batch it lands in and the size of that batch: on the CPU and, where
+a GPU is, on the GPU, for an FFT set, an MFT set and a set with the
+detector stage. Run by ctest (test_python); the GPU cases skip without a
+GPU."""
+import numpy as np
+import pytest
+
+import psfsim
+
+
+def config(count, kind):
+    cfg = {"name": "repro",
+           "optics": {"wavelength_nm": 600.0, "f_number": 12.0,
+                      "aperture": {"diameter_m": 1.0, "obscuration": 0.2}},
+           "sampling": {"pupil_samples": 48, "padding": 2.0},
+           "sweep": {"random": {"count": count, "seed": 7,
+                                "zernike": [(4, "normal", 0.05), (7, "uniform", 0.02)],
+                                "wavelength_nm": [550.0, 650.0]}}}
+    if kind == "mft":
+        cfg["output"] = {"npix": 50, "pixel_scale": 0.37}
+    if kind == "detector":
+        cfg["detector"] = {"oversample": 2, "jitter_lambda_d": 0.1,
+                           "charge_diffusion_px": 0.2}
+    return cfg
+
+
+_GPU = []
+
+
+def gpu_missing():
+    """Why the GPU cannot compute here (its lanes start at the first
+    compute), or None."""
+    if not _GPU:
+        try:
+            with psfsim.Set(config(1, "fft"), backend="gpu") as s:
+                s.compute(0, 1)
+            _GPU.append(None)
+        except psfsim.BackendError as e:
+            _GPU.append(str(e))
+    return _GPU[0]
+
+
+def open_set(count, kind, backend):
+    if backend == "gpu" and gpu_missing():
+        pytest.skip("no GPU here: %s" % gpu_missing())
+    return psfsim.Set(config(count, kind), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+@pytest.mark.parametrize("kind", ["fft", "mft", "detector"])
+def test_image_is_its_own_job(backend, kind):
+    big_count = 2500 if backend == "gpu" else 300  # past the GPU's batch of 1024
+    with open_set(big_count, kind, backend) as big, open_set(40, kind, backend) as small:
+        whole, _ = big.compute()
+        few, _ = small.compute()
+        ks = [0, 7, 39]
+        singles = np.stack([big.compute(k, 1)[0][0] for k in ks])
+        tail, _ = big.compute(big_count - 10, 10)
+        assert np.array_equal(whole[:40], few), "a set of 40 against a larger set"
+        assert np.array_equal(whole[ks], singles), "one image a call against the whole set"
+        assert np.array_equal(whole[-10:], tail), "the last images alone against the whole set"
+        assert float(whole.max()) > 0
