@@ -181,12 +181,12 @@ double image_info_wavelength_nm(const image_info *info);
 int image_set_wavelength_per_image(const image_set *s);
 
 /* The set's wavelengths as every writer states them (NAME.h5's
- * wavelengths_nm attribute, the sidecar's set object) and the cost model
- * counts them: the one place that knows where they come from, so the
- * writers cannot diverge (they did, c06c188: NAME.h5 and the sidecar
- * stated optics.wavelength_nm for sets whose draws replace it). The
- * sidecar's config object (app/dataset/config_json.h) records the keys
- * as given instead. */
+ * wavelengths_nm attribute, the sidecar's set object, the library's
+ * psfsim_info) and the cost model counts them: the one place that knows
+ * where they come from, so the writers cannot diverge (they did, c06c188:
+ * NAME.h5 and the sidecar stated optics.wavelength_nm for sets whose draws
+ * replace it). The sidecar's config object (app/dataset/config_json.h)
+ * records the keys as given instead. */
 typedef struct {
     /* 1: each image takes its own wavelength (image_set_wavelength_per_image:
      * sweep.wavelength_nm, sweep.random.wavelength_nm or a table's
