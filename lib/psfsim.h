@@ -135,7 +135,8 @@ typedef struct {
     double padding;            /* sampling.padding Q */
     double diameter_m;         /* D */
     double f_number;           /* 0 when the config gives none */
-    int nwavelengths;          /* wavelengths summed into each image (broadband) */
+    int nwavelengths;          /* wavelengths summed into each image (broadband); 1 when
+                                  each takes its own (a sweep, a draw, a table's column) */
     int nterms;                /* Zernike modes of psfsim_zernike's totals */
     int nswept;                /* swept Zernike terms (sweep.zernike entries) */
     int png_bits;              /* psfsim_compute_u16's levels are 0 .. 2^png_bits - 1 */

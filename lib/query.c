@@ -24,7 +24,9 @@ int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t 
     info->padding = cfg->padding;
     info->diameter_m = s->samp.diameter_m;
     info->f_number = cfg->f_number;
-    info->nwavelengths = cfg->n_sweep_wavelength > 0 ? 1 : cfg->nwavelengths;
+    set_wavelength_list wl; /* images that take their own have one each */
+    image_set_wavelengths(s, &wl);
+    info->nwavelengths = wl.per_image ? 1 : wl.n;
     info->nterms = s->modes.nterms;
     info->nswept = cfg->n_sweep_zernike;
     info->png_bits = cfg->png_bits;

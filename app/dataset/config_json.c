@@ -122,6 +122,10 @@ static json_t *aperture(const psf_config *cfg)
     return aperture_more(o, cfg);
 }
 
+/* The keys as psf_config holds them, not the set's wavelengths
+ * (image_set_wavelengths: the sidecar's set object and NAME.h5 state
+ * those): this object records the config, whose optics list the images'
+ * own wavelengths may replace. */
 static json_t *optics(const psf_config *cfg)
 {
     return json_pack("{s:o, s:o, s:o, s:o}", "wavelengths_nm",

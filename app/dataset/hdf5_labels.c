@@ -208,18 +208,21 @@ static void constants(const image_set *s, hdf5_set_desc *d)
         attr_i(d, NULL, "axis_row", s->samp.npix / 2);
         attr_i(d, NULL, "axis_column", s->samp.npix / 2);
     }
-    char *wl = d->text + d->used;
-    for (int i = 0; i < cfg->nwavelengths; ++i)
-        keep(d, "%.10g", cfg->wavelengths_nm[i]);
-    for (char *c = wl; c < d->text + d->used - 1; ++c) /* the values' NULs become commas */
-        if (!*c) *c = ',';
-    int per_image = image_set_wavelength_per_image(s); /* (labels/wavelength_nm) */
-    if (cfg->nwavelengths > 0 && !per_image) attr_s(d, NULL, "wavelengths_nm", wl);
+    set_wavelength_list w; /* per image: labels/wavelength_nm, no list here */
+    image_set_wavelengths(s, &w);
+    if (w.n > 0) {
+        char *wl = d->text + d->used;
+        for (int i = 0; i < w.n; ++i)
+            keep(d, "%.10g", w.nm[i]);
+        for (char *c = wl; c < d->text + d->used - 1; ++c) /* the values' NULs become commas */
+            if (!*c) *c = ',';
+        attr_s(d, NULL, "wavelengths_nm", wl);
+    }
     if (cfg->random.count > 0) { /* image k's draw: k mod count (axes.h) */
         attr_i(d, NULL, "random_count", cfg->random.count);
         attr_i(d, NULL, "random_seed", (long long)cfg->random.seed);
     }
-    if (per_image) return; /* the pixel is per image */
+    if (w.per_image) return; /* the pixel is per image */
     image_info info;
     image_set_common_info(s, &info);
     attr_d(d, NULL, "pixel_scale_lambda_d", info.pixel_lambda_d);

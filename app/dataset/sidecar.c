@@ -66,14 +66,16 @@ static json_t *set_constants(const image_set *s)
     const psf_config *cfg = s->cfg;
     image_info info;
     image_set_common_info(s, &info);
-    int per_image = image_set_wavelength_per_image(s); /* the pixel follows the wavelength */
+    set_wavelength_list wl;
+    image_set_wavelengths(s, &wl);
+    int per_image = wl.per_image; /* the pixel follows the wavelength */
     return json_pack(
         "{s:I, s:i, s:i, s:i, s:f, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "nimages",
         (json_int_t)s->nimages, "pupil_samples", s->samp.pupil_samples, "fft_size", s->fft_npix,
         "npix", s->samp.npix, "padding", s->samp.padding, "propagation", s->mft ? "mft" : "fft",
         "diameter_m", s->samp.diameter_m, "f_number", num_or_null(cfg->f_number), "wavelengths_nm",
-        per_image ? json_null() : reals(cfg->wavelengths_nm, cfg->nwavelengths), "weights",
-        per_image ? json_null() : reals(cfg->weights, cfg->nwavelengths), "pixel_wavelength_nm",
+        per_image ? json_null() : reals(wl.nm, wl.n), "weights",
+        per_image ? json_null() : reals(wl.weights, wl.n), "pixel_wavelength_nm",
         per_image ? json_null() : json_real(info.wavelength_nm), "pixel_scale_lambda_d",
         per_image ? json_null() : num_or_null(info.pixel_lambda_d), "pixel_scale_arcsec",
         per_image ? json_null() : num_or_null(info.pixel_arcsec), "pixel_scale_um",

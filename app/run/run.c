@@ -36,7 +36,7 @@
  * --force, --resume, -q, -v) are left out, so that the files do not depend
  * on them (e2e_lanes, e2e_resume and e2e_gpu_fallback compare them byte for
  * byte); the BACKEND card says who computed each image. */
-static void run_command_line(const cli_options *o, char *out, size_t outlen)
+static void run_command_line(const run_settings *o, char *out, size_t outlen)
 {
     snprintf(out, outlen, "psfsim -c %s", o->config_path ? o->config_path : "");
     for (char *p = out; *p; ++p)
@@ -46,7 +46,7 @@ static void run_command_line(const cli_options *o, char *out, size_t outlen)
 static int lock_early(run_state *r, char *err, size_t errlen)
 {
     int there = set_dir_open(&r->out, 0, err, errlen);
-    if (there != 0) return there < 0 && r->opt->resume ? -1 : 0;
+    if (there != 0) return there < 0 && r->opt.resume ? -1 : 0;
     char lerr[RUN_ERRLEN];
     int rc = set_dir_lock(&r->out, r->cfg.name, 0, lerr, sizeof lerr);
     r->locked_early = rc == 0;
@@ -60,7 +60,7 @@ static int lock_early(run_state *r, char *err, size_t errlen)
  * the output directory for an earlier set. */
 static int prepare(run_state *r, char *err, size_t errlen)
 {
-    const cli_options *o = r->opt;
+    const run_settings *o = &r->opt;
     if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
     if (o->backend_given) r->cfg.backend = o->backend;
     r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
@@ -116,7 +116,8 @@ static int prepare(run_state *r, char *err, size_t errlen)
     r->todo = r->set.nimages - r->resume.ndone;
     r->k_begin = 0;
     r->k_end = r->set.nimages;
-    if (limits_check(&r->set, r->dir, o, r->todo, err, errlen) != 0 ||
+    limits_options lo = {.writers = o->jobs, .force = o->force};
+    if (limits_check(&r->set, r->dir, &lo, r->todo, err, errlen) != 0 ||
         image_set_check_open(&r->set, err, errlen) != 0)
         return -1;
     double t0 = clock_us();
@@ -156,7 +157,7 @@ static int start(run_state *r, char *err, size_t errlen)
     if (rc != 0 || set_files_open_cube(r, err, errlen) != 0) return -1;
     long n = psf_cpu_count();
     if (r->mpi && n > 0) n = n / r->mpi->local_size > 0 ? n / r->mpi->local_size : 1;
-    r->nwriters = r->opt->jobs > 0 ? r->opt->jobs : n > 0 ? (int)n : 1;
+    r->nwriters = r->opt.jobs > 0 ? r->opt.jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
     r->writers =
         writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->out.fd, r->dir);
@@ -167,7 +168,7 @@ static int start(run_state *r, char *err, size_t errlen)
     /* helpers for the per-image host work: a core each, up to 16 parts a batch
      * (none left: the work is done on the lane's thread, as before) */
     r->host = host_pool_create((r->nwriters < 16 ? r->nwriters : 16) - 1);
-    progress_start(&r->bar, r->todo, !r->opt->quiet);
+    progress_start(&r->bar, r->todo, !r->opt.quiet);
     return 0;
 }
 
@@ -228,7 +229,15 @@ static void close_set(run_state *r, int *status)
 static void init(run_state *r, const cli_options *o, const mpi_world *w)
 {
     memset(r, 0, sizeof *r);
-    r->opt = o;
+    r->opt = (run_settings){.config_path = o->config_path,
+                            .output_dir = o->output_dir,
+                            .backend = o->backend,
+                            .backend_given = o->backend_given,
+                            .force = o->force,
+                            .resume = o->resume,
+                            .quiet = o->quiet,
+                            .jobs = o->jobs,
+                            .gpus = o->gpus};
     r->mpi = w && w->active && w->size > 1 ? w : NULL;
     r->t_start = clock_us();
     r->nlanes = 1;

@@ -50,7 +50,7 @@ static int kept_complete(const run_state *r)
 int run_dataset_open(run_state *r, char *err, size_t errlen)
 {
     if (!r->cfg.hdf5_enabled) return 0;
-    int resume = r->opt->resume;
+    int resume = r->opt.resume;
     if (resume && kept_complete(r)) {
         r->h5_kept = 1;
         log_info("resuming: %s.h5 is complete, kept", r->cfg.name);

@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 
 #include "app/select/backend_select.h"
-#include "app/run/cli.h"
 #include "app/output/cube_writer.h"
 #include "app/select/gpu_warmup.h"
 #include "app/dataset/hdf5_writer.h"
@@ -61,6 +60,20 @@ typedef struct {
     int count;       /* images in the batch now (0 = free) */
 } run_slot;
 
+/* The run's settings, copied once from the command line (app/run/run.c):
+ * what the run's steps read of it. */
+typedef struct {
+    const char *config_path; /* -c FILE */
+    const char *output_dir;  /* -o DIR, NULL = the config's output.dir */
+    backend_choice backend;  /* --backend, when backend_given */
+    int backend_given;
+    int force;     /* --force: replace an existing image set */
+    int resume;    /* --resume: compute only the images an earlier run did not finish */
+    int quiet;     /* -q: no progress line */
+    int jobs;      /* -j: writer threads, 0 = one per CPU */
+    gpu_list gpus; /* --gpus */
+} run_settings;
+
 typedef struct run_state run_state;
 
 /* One computing device (a lane): its backend and its WRITER_SLOTS batch
@@ -84,7 +97,7 @@ typedef struct {
 } run_lane;
 
 struct run_state {
-    const cli_options *opt;
+    run_settings opt;
     const mpi_world *mpi; /* an MPI run of more than one rank (app/run/mpi_run.h), else NULL */
     psf_config cfg;
     image_set set;

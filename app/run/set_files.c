@@ -25,7 +25,7 @@ static int lock(run_state *r, char *err, size_t errlen)
 {
     if (r->locked_early) return 0;
     int rc = set_dir_lock(&r->out, r->cfg.name, 1, err, errlen);
-    if (rc == 0 && !r->opt->resume && !r->opt->force &&
+    if (rc == 0 && !r->opt.resume && !r->opt.force &&
         outputs_check(&r->cfg, r->dir, 0, err, errlen) != 0)
         rc = SET_DIR_BUSY;
     r->refused = rc == SET_DIR_BUSY;

@@ -3,7 +3,6 @@
 #include "app/run/set_limits.h"
 #include "backend/cpu_count.h"
 
-#include "app/run/run_state.h"
 #include "app/set/set_detector.h"
 
 #include <dirent.h>
@@ -21,6 +20,7 @@
 #include "backend/backend.h"
 #include "backend/bytes.h"
 #include "app/formats/hdf5_io.h"
+#include "app/select/backend_select.h"
 #include "app/dataset/hdf5_writer.h"
 #include "app/output/set_members.h"
 #include "app/output/writer_pool.h"
@@ -28,8 +28,9 @@
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)
 
-/* app/run/run_lanes.c: host memory of one batch of images, and the CPU's batch. */
-#define LIMITS_BATCH_BYTES ((unsigned long long)RUN_BATCH_BYTES) /* run.c's batch */
+/* app/run/run_lanes.c: host memory of one batch of images (RUN_BATCH_BYTES), and the CPU's
+ * batch. */
+#define LIMITS_BATCH_BYTES ((unsigned long long)BACKEND_BATCH_BYTES)
 /* Per writer thread beyond the PNG levels: zlib's deflate state (256 KiB at
  * the default memLevel and windowBits), libpng's rows, cfitsio's buffers. */
 #define LIMITS_WRITER_STATE (1ULL * MIB)
@@ -386,11 +387,11 @@ static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
     return -1;
 }
 
-int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
+int limits_evaluate(const image_set *s, const char *dir, const limits_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen)
 {
     if (check_hdf5_image(s, err, errlen) != 0) return -1;
-    int nwriters = o && o->jobs > 0 ? o->jobs : 0;
+    int nwriters = o && o->writers > 0 ? o->writers : 0;
     if (nwriters == 0) {
         nwriters = psf_cpu_count();
     }
@@ -402,7 +403,7 @@ int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, l
     return check_disk(s, dir, &d, mc, todo, err, errlen);
 }
 
-int limits_check(const image_set *s, const char *dir, const cli_options *o, long long todo,
+int limits_check(const image_set *s, const char *dir, const limits_options *o, long long todo,
                  char *err, size_t errlen)
 {
     limits_machine mc;

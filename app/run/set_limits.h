@@ -15,9 +15,15 @@
 #include <stdint.h>
 
 #include "backend/bytes.h"
-#include "app/run/cli.h"
 #include "app/run/set_limits_disk.h" /* the disk the files need: limits_disk */
 #include "app/set/image_set.h"
+
+/* What of the run the limits depend on (app/run/run.c fills it from the
+ * command line): NULL stands for all zero. */
+typedef struct {
+    int writers; /* writer threads (--jobs); 0 = one per CPU */
+    int force;   /* --force: the files of the set it replaces are reclaimed */
+} limits_options;
 
 /* Host memory of one run on the CPU backend, bytes (saturating at
  * UINT64_MAX). fft, pupils and the first part of scratch are the backend's
@@ -94,15 +100,15 @@ void limits_probe(const char *dir, const psf_config *cfg, int force, limits_mach
  *    need up to 1.2 TiB in out/x, but its file system (/) has 80.2 GiB
  *    free"
  * (key line from the config file; the directory as given). dir: the
- * output directory; o: --jobs (writer threads; 0 = one per CPU) and
- * --force. todo: images this run computes. */
-int limits_evaluate(const image_set *s, const char *dir, const cli_options *o, long long todo,
+ * output directory; o: the writer threads (o->force is limits_probe's, in
+ * mc). todo: images this run computes. */
+int limits_evaluate(const image_set *s, const char *dir, const limits_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen);
 
 /* limits_probe (and, with output.hdf5, the size of NAME.h5's temp file
  * into hdf5_part) then limits_evaluate: the one call prepare() makes (after
  * image_set_init and outputs_check, before anything is written). */
-int limits_check(const image_set *s, const char *dir, const cli_options *o, long long todo,
+int limits_check(const image_set *s, const char *dir, const limits_options *o, long long todo,
                  char *err, size_t errlen);
 
 /* "1.5 GiB", "812.0 MiB", "4096 bytes": bytes in binary units, one

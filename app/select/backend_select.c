@@ -84,9 +84,11 @@ static int choose_auto(const image_set *s, int writers, const gpu_list *gpus, ba
                          errlen) != 0)
         return -1;
     long cores = psf_cpu_count();
+    set_wavelength_list wl; /* per image: one wavelength each */
+    image_set_wavelengths(s, &wl);
     cost_job job = {.npix = s->calc_npix > 0 ? s->calc_npix : s->samp.npix, /* computed grid */
                     .nimages = s->nimages,
-                    .ncomp = s->cfg->nwavelengths > 0 ? s->cfg->nwavelengths : 1,
+                    .ncomp = wl.n > 0 ? wl.n : 1,
                     .batch = PSF_GPU_PREFERRED_BATCH,
                     .writers = writers > 0 ? writers
                                : cores > 0 ? (int)cores

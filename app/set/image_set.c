@@ -497,6 +497,15 @@ int image_set_wavelength_per_image(const image_set *s)
     return axes_image_wavelengths(&s->axes, &n) != NULL;
 }
 
+void image_set_wavelengths(const image_set *s, set_wavelength_list *w)
+{
+    const psf_config *cfg = s->cfg;
+    w->per_image = image_set_wavelength_per_image(s);
+    w->n = w->per_image ? 0 : cfg->nwavelengths;
+    w->nm = w->n > 0 ? cfg->wavelengths_nm : NULL;
+    w->weights = w->n > 0 ? cfg->weights : NULL;
+}
+
 void image_set_common_info(const image_set *s, image_info *info)
 {
     const psf_config *cfg = s->cfg;

@@ -180,6 +180,31 @@ double image_info_wavelength_nm(const image_info *info);
  * is the image's own (its record's); else 0. */
 int image_set_wavelength_per_image(const image_set *s);
 
+/* The set's wavelengths as every writer states them (NAME.h5's
+ * wavelengths_nm attribute, the sidecar's set object, the library's
+ * psfsim_info) and the cost model counts them: the one place that knows
+ * where they come from, so the writers cannot diverge (they did, c06c188:
+ * NAME.h5 and the sidecar stated optics.wavelength_nm for sets whose draws
+ * replace it). The sidecar's config object (app/dataset/config_json.h)
+ * records the keys as given instead. */
+typedef struct {
+    /* 1: each image takes its own wavelength (image_set_wavelength_per_image:
+     * sweep.wavelength_nm, sweep.random.wavelength_nm or a table's
+     * wavelength_nm column), in its record; the set then has no list, and
+     * no pixel of its own. */
+    int per_image;
+    /* Without per_image, optics.wavelength_nm or optics.wavelengths_nm,
+     * nm, and their weights (sum 1): the n components summed into every
+     * image (n = 1: monochromatic). With per_image n = 0 and both NULL. */
+    int n;
+    const double *nm;
+    const double *weights;
+} set_wavelength_list;
+
+/* Fill w for set s (no allocation: w points into s->cfg, valid while it
+ * is). */
+void image_set_wavelengths(const image_set *s, set_wavelength_list *w);
+
 /* The record of what every image of the set shares (the FITS cube's
  * header): no swept values, coeff_units NULL, wavelength_nm the shortest of
  * optics.wavelength_nm (without one: the first listed wavelength, 500 when

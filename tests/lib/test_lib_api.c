@@ -406,6 +406,51 @@ static void test_field_positions(void **state)
     free(dir);
 }
 
+/* psfsim_info.nwavelengths: the wavelengths summed into each image, 1 when
+ * the images take their own (a sweep, a draw, a table's column), optics'
+ * count otherwise: a table's wavelength_nm column without optics'
+ * wavelength said 0. */
+static void test_describe_nwavelengths(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("libwl");
+    char *csv = tu_format("%s/t.csv", dir);
+    assert_int_equal(tu_write_file(csv, "wavelength_nm,z4\n550,0\n650,0.1\n"), 0);
+    const char *sweeps[] = {
+        tu_format("table = \"%s\";", csv),
+        "wavelength_nm = [500.0, 600.0];",
+        "random: { count = 2; seed = 1; zernike = ((4, \"normal\", 0.1));\n"
+        "  wavelength_nm = [900.0, 1100.0]; };",
+    };
+    for (int i = 0; i < 3; ++i) {
+        const char *sweep = sweeps[i];
+        char *text = tu_format("name = \"w\";\n"
+                               "optics: { aperture: { diameter_m = 1.0; }; };\n"
+                               "sampling: { pupil_samples = 16; };\n"
+                               "sweep: { %s };\n",
+                               sweep);
+        psfsim_set *s = open_text(text, "cpu");
+        psfsim_info info;
+        char err[512] = "";
+        assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+        if (info.nwavelengths != 1)
+            fail_msg("sweep %d: nwavelengths %d, not 1", i, info.nwavelengths);
+        psfsim_close(s);
+    }
+    psfsim_set *s = open_text("name = \"b\";\n"
+                              "optics: { wavelengths_nm = [500.0, 550.0, 600.0];\n"
+                              "  aperture: { diameter_m = 1.0; }; };\n"
+                              "sampling: { pupil_samples = 16; };\n",
+                              "cpu");
+    psfsim_info info;
+    char err[512] = "";
+    assert_int_equal(psfsim_describe(s, &info, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(info.nwavelengths, 3);
+    psfsim_close(s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_compute_errors(void **state)
 {
     (void)state;
@@ -685,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_open_bad_arguments),
         cmocka_unit_test(test_forced_gpu),
         cmocka_unit_test(test_describe_and_params),
+        cmocka_unit_test(test_describe_nwavelengths),
         cmocka_unit_test(test_compute_errors),
         cmocka_unit_test(test_fits_header),
         cmocka_unit_test(test_message_handler),

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/run/cli.h"
 #include "app/config/config.h"
 #include "app/set/image_set.h"
 #include "app/run/set_limits.h"
@@ -216,9 +215,7 @@ static void test_evaluate_memory(void **state)
     (void)state;
     loaded l;
     load(small_cfg, &l);
-    cli_options o;
-    memset(&o, 0, sizeof o);
-    o.jobs = 1;
+    limits_options o = {.writers = 1};
     char err[2048] = "";
     limits_machine mc = roomy();
     assert_int_equal(limits_evaluate(&l.set, "out", &o, 10, &mc, err, sizeof err), 0);
@@ -259,9 +256,7 @@ static void test_evaluate_disk(void **state)
     (void)state;
     loaded l;
     load(small_cfg, &l);
-    cli_options o;
-    memset(&o, 0, sizeof o);
-    o.jobs = 1;
+    limits_options o = {.writers = 1};
     char err[2048] = "";
     limits_machine mc = roomy();
     limits_disk d;
