@@ -72,7 +72,10 @@ if command -v flock >/dev/null; then
   holder=$!
   for _ in $(seq 100); do flock -n lockf/.l.lock true || break; sleep 0.02; done
   expect_exit 2 "lock held with flock(1)" -- "$PSFSIM" -q -c l.cfg -o lockf
-  expect_stderr "set l in lockf is in use" "flock holder: message"
+  expect_stderr "set l in lockf is in use by another process \\(a psfsim run, or a holder of its lock file .l.lock\\); wait until it ends" \
+    "flock holder: message"
+  grep -q 'another psfsim run' "$SCRATCH/stderr" && fail "flock holder: called a psfsim run" ||
+    pass "flock holder: not called a psfsim run"
   kill $(pgrep -P "$holder") 2>/dev/null # its sleep: then flock(1) ends, the lock with it
   wait "$holder" 2>/dev/null
   [ -z "$(ls lockf)" ] && pass "flock holder: nothing written" || fail "flock holder: files written"
