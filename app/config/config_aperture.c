@@ -58,14 +58,22 @@ static int read_sizes(cfg_ctx *c, psf_segments *s)
  * stop); that value when diameter_m is not given. */
 static int fit_diameter(cfg_ctx *c, psf_aperture *a, int have_diameter)
 {
-    double need = 2.0 * aperture_segments_radius(&a->seg);
-    if (a->seg.stop_diameter_m > 0.0 && a->seg.stop_diameter_m < need)
-        need = a->seg.stop_diameter_m;
+    const double span = 2.0 * aperture_segments_radius(&a->seg);
+    const int stopped = a->seg.stop_diameter_m > 0.0 && a->seg.stop_diameter_m < span;
+    double need = stopped ? a->seg.stop_diameter_m : span;
     if (!have_diameter) {
         a->diameter_m = need;
         if (need >= CFG_MIN_DIAMETER_M && need <= CFG_MAX_DIAMETER_M) return 0;
-        char d[64];
+        char d[64], sp[64];
         cfg_fmt_double(need, d, sizeof d);
+        cfg_fmt_double(span, sp, sizeof sp);
+        /* Name the key that sets the diameter: the outer stop when it cuts
+         * the segments (a stop of 1e-9 m closes them), else their span. */
+        if (stopped)
+            return cfg_error(c, cfg_get(c, SEG ".outer_diameter_m"), SEG ".outer_diameter_m",
+                             "the outer stop's diameter %s m (inside the segments' span, %s m) "
+                             "is the aperture's: it must be in [%g, %g] m",
+                             d, sp, CFG_MIN_DIAMETER_M, CFG_MAX_DIAMETER_M);
         return cfg_error(c, cfg_get(c, SEG ".flat_to_flat_m"), SEG ".flat_to_flat_m",
                          "the segments span %s m: the aperture's diameter must be in [%g, %g] m", d,
                          CFG_MIN_DIAMETER_M, CFG_MAX_DIAMETER_M);

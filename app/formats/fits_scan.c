@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define FITS_BLOCK 2880
 #define FITS_CARD 80
@@ -32,11 +34,14 @@ typedef struct {
     char pixunit_text[FITS_CARD];
     int seen_bitpix, seen_naxis, seen_pcount, seen_gcount, seen_tfields;
     long long tfields;
+    int extname, named; /* EXTNAME and the card asked for (scan_ctx.named): as bunit */
+    char extname_text[FITS_CARD], named_text[FITS_CARD];
 } fits_hdu_info;
 
 typedef struct {
     const char *path;
-    int hdu; /* 1-based, for messages */
+    int hdu;           /* 1-based, for messages */
+    const char *named; /* a string card to report (fits_scan_layout_fd), or NULL */
     char *err;
     size_t errlen;
 } scan_ctx;
@@ -200,6 +205,8 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
         snprintf(h->xtension, sizeof h->xtension, "%.23s", v); /* longer: non-standard */
         return 0;
     }
+    if (c->named && !strcmp(key, c->named))
+        h->named = card_string(card, h->named_text) == 0 ? 1 : -1;
     long long v = 0;
     if (!strcmp(key, "BITPIX")) {
         if (card_integer(c, card, key, &v)) return -1;
@@ -239,6 +246,8 @@ static int take_card(scan_ctx *c, const char *card, int index, fits_hdu_info *h)
         card_real(card, &h->pixelscl);
     } else if (!strcmp(key, "PIXUNIT")) {
         h->pixunit = card_string(card, h->pixunit_text) == 0 ? 1 : -1;
+    } else if (!strcmp(key, "EXTNAME")) {
+        h->extname = card_string(card, h->extname_text) == 0 ? 1 : -1;
     } else if (!strcmp(key, "ZIMAGE")) {
         int z = card_logical(c, card, key);
         if (z < 0) return -1;
@@ -265,7 +274,8 @@ static long long data_bytes(const fits_hdu_info *h)
     return n * b * g;
 }
 
-/* The HDU's header is complete: are the mandatory keywords there and sane? */
+/* The HDU's header is complete: are the mandatory keywords there, and does
+ * its data size fit in 2^62 bytes? */
 static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
 {
     if (!h->seen_bitpix) return bad(c, "BITPIX is missing");
@@ -277,10 +287,17 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
             return bad(c, "%s is missing", key);
         }
     }
+    if (!h->primary && (!h->seen_pcount || !h->seen_gcount))
+        return bad(c, "PCOUNT or GCOUNT is missing in a %s extension", xtension_shown(h->xtension));
+    if (data_bytes(h) < 0) return bad(c, "the data size overflows");
+    return 0;
+}
+
+/* check_hdu, and what a map's HDUs up to its image must be besides. */
+static int check_map_hdu(scan_ctx *c, const fits_hdu_info *h)
+{
+    if (check_hdu(c, h)) return -1;
     if (!h->primary) {
-        if (!h->seen_pcount || !h->seen_gcount)
-            return bad(c, "PCOUNT or GCOUNT is missing in a %s extension",
-                       xtension_shown(h->xtension));
         /* cfitsio's tile decompression (4.2) reads past its buffers on a
          * crafted tile (fits_rdecomp_short, found by fuzz_fits_map): psfsim
          * takes no compressed image. */
@@ -291,7 +308,6 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
             return bad(c, "a %s extension before any image (a map must be an image)",
                        xtension_shown(h->xtension));
     }
-    if (data_bytes(h) < 0) return bad(c, "the data size overflows");
     /* A map is 2-D; cfitsio 4.2 frees a wild pointer inside fits_open_file
      * on a header with NAXIS >= 104 (an 11.5 kB file), so no other image
      * header reaches it, the empty HDUs before the image included. */
@@ -301,6 +317,32 @@ static int check_hdu(scan_ctx *c, const fits_hdu_info *h)
         return -1;
     }
     return 0;
+}
+
+/* Read the header of HDU c->hdu from src, whose next byte is *pos, into h
+ * (zeroed first), *pos then past it. 0; 1 when src has no byte left there
+ * (nothing read); -1 with a message. */
+static int read_header(scan_ctx *c, fits_source *src, long long *pos, fits_hdu_info *h)
+{
+    char block[FITS_BLOCK];
+    memset(h, 0, sizeof *h);
+    h->gcount = 1;
+    int index = 0;
+    for (int b = 0;; ++b) {
+        if (b == FITS_MAX_HEADER_BLOCKS)
+            return bad(c, "the header has no END in %d blocks", FITS_MAX_HEADER_BLOCKS);
+        size_t got = fits_source_read(src, block, FITS_BLOCK);
+        if (got != FITS_BLOCK) {
+            if (c->hdu > 1 && b == 0 && got == 0) return 1;
+            return bad(c, "the file ends inside the header (truncated?)");
+        }
+        *pos += FITS_BLOCK;
+        for (int k = 0; k < FITS_BLOCK / FITS_CARD; ++k, ++index) {
+            const char *card = block + k * FITS_CARD;
+            if (!memcmp(card, "END     ", 8)) return 0;
+            if (take_card(c, card, index, h)) return -1;
+        }
+    }
 }
 
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
@@ -319,38 +361,14 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
     if (fits_source_open(&src, path, err, errlen)) return -1;
     const long long size = src.size;
     fits_hdu_info h; /* 9 KB */
-    char block[FITS_BLOCK];
     long long pos = 0;
     int rc = -1;
     for (;; ++c.hdu) {
-        memset(&h, 0, sizeof h);
-        h.gcount = 1;
-        int done = 0, index = 0;
-        for (int b = 0; !done; ++b) {
-            if (b == FITS_MAX_HEADER_BLOCKS) {
-                bad(&c, "the header has no END in %d blocks", FITS_MAX_HEADER_BLOCKS);
-                goto out;
-            }
-            if (fits_source_read(&src, block, FITS_BLOCK) != FITS_BLOCK) {
-                if (c.hdu == 1 || b > 0)
-                    bad(&c, "the file ends inside the header (truncated?)");
-                else
-                    snprintf(err, errlen, "%s: no image in this FITS file", path);
-                goto out;
-            }
-            pos += FITS_BLOCK;
-            for (int k = 0; k < FITS_BLOCK / FITS_CARD; ++k, ++index) {
-                const char *card = block + k * FITS_CARD;
-                if (!memcmp(card, "END     ", 8)) {
-                    done = 1;
-                    break;
-                }
-                if (take_card(&c, card, index, &h)) goto out;
-            }
-        }
-        if (check_hdu(&c, &h)) goto out;
+        int got = read_header(&c, &src, &pos, &h);
+        if (got == 1) snprintf(err, errlen, "%s: no image in this FITS file", path);
+        if (got != 0 || check_map_hdu(&c, &h)) goto out;
         long long bytes = data_bytes(&h);
-        if (h.naxis > 0) { /* the primary or an image extension (check_hdu) */
+        if (h.naxis > 0) { /* the primary or an image extension (check_map_hdu) */
             int empty = 0;
             for (long long i = 0; i < h.naxis; ++i)
                 empty |= h.naxes[i] == 0;
@@ -389,6 +407,84 @@ int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t e
             goto out;
         }
     }
+out:
+    fits_source_close(&src);
+    return rc;
+}
+
+/* h as fits_scan_layout_fd reports it. */
+static void report_hdu(const fits_hdu_info *h, long long header_bytes, fits_scan_hdu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!h->primary)
+        snprintf(out->xtension, sizeof out->xtension, "%s", xtension_shown(h->xtension));
+    out->bitpix = h->bitpix;
+    out->naxis = h->naxis;
+    for (int i = 0; i < FITS_SCAN_MAX_AXES && i < h->naxis; ++i)
+        out->naxes[i] = h->naxes[i];
+    out->pcount = h->primary ? 0 : h->pcount;
+    out->gcount = h->primary ? 1 : h->gcount;
+    out->header_bytes = header_bytes;
+    out->data_bytes = data_bytes(h);
+    out->extname = h->extname;
+    if (h->extname > 0)
+        snprintf(out->extname_text, sizeof out->extname_text, "%s", h->extname_text);
+    out->named = h->named;
+    if (h->named > 0) snprintf(out->named_text, sizeof out->named_text, "%s", h->named_text);
+}
+
+int fits_scan_layout_fd(int fd, const char *shown, const char *named, fits_scan_layout *out,
+                        char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    scan_ctx c = {.path = shown, .hdu = 1, .named = named, .err = err, .errlen = errlen};
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", shown, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", shown);
+        return -1;
+    }
+    int own = dup(fd); /* src.f's own, closed with it */
+    fits_source src = {.f = own >= 0 ? fdopen(own, "rb") : NULL, .size = st.st_size};
+    if (!src.f || fseeko(src.f, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", shown, strerror(errno));
+        if (src.f)
+            fclose(src.f);
+        else if (own >= 0)
+            close(own);
+        return -1;
+    }
+    out->size = src.size;
+    fits_hdu_info h; /* 9 KB */
+    long long pos = 0;
+    int rc = -1;
+    for (;; ++c.hdu) {
+        long long at = pos;
+        /* Fewer bytes than a block after the last HDU: no HDU, not exact. */
+        if (c.hdu > 1 && src.size - pos < FITS_BLOCK) break;
+        if (read_header(&c, &src, &pos, &h) != 0 || check_hdu(&c, &h)) goto out;
+        long long bytes = data_bytes(&h);
+        long long padded = (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
+        if (bytes > src.size - pos) {
+            bad(&c, "the file ends inside the data (truncated?): %lld bytes of data in %lld", bytes,
+                src.size - pos);
+            goto out;
+        }
+        if (out->nhdus < FITS_SCAN_MAX_HDUS) report_hdu(&h, pos - at, &out->hdus[out->nhdus]);
+        out->nhdus++;
+        pos += padded; /* past the end when the last block's fill is missing: not exact */
+        if (pos >= src.size) break;
+        if (fits_source_seek(&src, pos) != 0) {
+            snprintf(err, errlen, "cannot read %s: %s", shown, strerror(errno));
+            goto out;
+        }
+    }
+    out->total = pos;
+    out->exact = pos == src.size;
+    rc = 0;
 out:
     fits_source_close(&src);
     return rc;

@@ -58,4 +58,54 @@ typedef struct {
  * and messages; on error res is zero. */
 int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t errlen);
 
+/* The HDUs fits_scan_layout_fd describes, and the axes of each. */
+#define FITS_SCAN_MAX_HDUS 4
+#define FITS_SCAN_MAX_AXES 4
+
+/* One HDU's header as fits_scan_layout_fd read it (FITS 4.0 sec. 4.4.1). */
+typedef struct {
+    char xtension[24];                   /* "" for the primary HDU; else a standard type ("IMAGE",
+                                            "BINTABLE", ...) or "non-standard" */
+    long long bitpix;                    /* 8, 16, 32, 64, -32 or -64 */
+    long long naxis;                     /* 0..999 */
+    long long naxes[FITS_SCAN_MAX_AXES]; /* NAXIS1.., the first FITS_SCAN_MAX_AXES; 0 past NAXIS */
+    long long pcount, gcount;            /* 0 and 1 for the primary HDU */
+    long long header_bytes;              /* whole 2880-byte blocks, through END's */
+    long long data_bytes;                /* as the header gives them (eq. 2), without the fill */
+    int extname;                         /* EXTNAME: 1 a string (extname_text), -1 not a
+                                            string of printable ASCII, 0 absent */
+    char extname_text[80];
+    int named; /* the card asked for by name: as extname */
+    char named_text[80];
+} fits_scan_hdu;
+
+/* What fits_scan_layout_fd found: every HDU's place and the file's size. */
+typedef struct {
+    int nhdus;                              /* HDUs in the file */
+    fits_scan_hdu hdus[FITS_SCAN_MAX_HDUS]; /* the first FITS_SCAN_MAX_HDUS of them */
+    long long size;                         /* the file's bytes */
+    long long total;                        /* the HDUs' headers and data, each data padded
+                                               to a whole 2880-byte block (sec. 3.3.2) */
+    int exact;                              /* 1: size == total (nothing after the last
+                                               HDU, no fill missing) */
+} fits_scan_layout;
+
+/* Walk every HDU of the FITS file open as fd (a regular file; read from its
+ * start, through a dup of fd, so fd's offset moves) as fits_scan_image
+ * reads headers (the same card parsing, mandatory keywords, data sizes),
+ * whatever each HDU holds, and report each HDU's mandatory values, its
+ * EXTNAME and the string card named (e.g. "CFGHASH"; NULL: none) in out.
+ * The walk ends where the file does, or fewer than 2880 bytes before (a
+ * partial block after the last HDU: exact is 0). Returns 0, or -1 with a
+ * message in err naming shown (the file's name for messages), e.g.
+ * "c_cube.fits: not a valid FITS file: HDU 2: the file ends inside the
+ * header (truncated?)", "...: HDU 3: the header does not begin with
+ * XTENSION" (a block of anything after the last HDU), "...: the file ends
+ * inside the data (truncated?): B bytes of data in N", "c_cube.fits: not a
+ * FITS file (it does not begin with SIMPLE = T)", "c_cube.fits: not a
+ * regular file". Messages show keywords and integers, never other bytes of
+ * the file. Reads the headers only. */
+int fits_scan_layout_fd(int fd, const char *shown, const char *named, fits_scan_layout *out,
+                        char *err, size_t errlen);
+
 #endif

@@ -166,7 +166,7 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
     }
     if (psf_fits_cube_write_plane(w->cube, k, img, err, errlen) != 0) return -1;
     const psf_image_params *p = &info->params;
-    double v[7] = {(double)k,           image_info_wavelength_nm(info) * 1e-9,
+    double v[7] = {(double)k,           image_info_wavelength_nm(info) / 1e9,
                    p->sweep_defocus,    p->sweep_focus_shift_um,
                    info->pixel_arcsec,  res->strehl,
                    res->axial_intensity};

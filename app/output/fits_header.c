@@ -45,7 +45,7 @@ static int wave_keys(const image_info *info, fits_kv *kvs, int n, char (*keys)[1
     for (int c = 0; c < p->nwl && c < PSF_MAX_COMPONENTS && n + 2 <= FITS_HEADER_MAX; ++c) {
         snprintf(keys[2 * c], 12, "WAVE%d", c);
         snprintf(keys[2 * c + 1], 12, "WGHT%d", c);
-        kvs[n++] = kv_d(keys[2 * c], p->wl_nm[c] * 1e-9, "wavelength [m]");
+        kvs[n++] = kv_d(keys[2 * c], p->wl_nm[c] / 1e9, "wavelength [m]");
         kvs[n++] = kv_d(keys[2 * c + 1], p->weights[c], "its weight (sum 1)");
     }
     return n;
@@ -144,9 +144,11 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
 {
     const psf_config *cfg = s->cfg;
     const psf_sampling *sp = &s->samp;
-    double wl_m = info->wavelength_nm * 1e-9;
+    /* Metres as nm / 1e9, correctly rounded (1e-9 is inexact: 500 nm * 1e-9
+     * reads 5.000000000000001E-07); the cube's WAVELEN column alike. */
+    double wl_m = info->wavelength_nm / 1e9;
     int n = 0;
-    kvs[n++] = kv_d("WAVELEN", image_info_wavelength_nm(info) * 1e-9,
+    kvs[n++] = kv_d("WAVELEN", image_info_wavelength_nm(info) / 1e9,
                     "wavelength [m] (broadband: weighted mean)");
     kvs[n++] = kv_d("REFWAVE", wl_m, "wavelength of PIXSCLLD and DIFFLMT [m]");
     kvs[n++] = kv_d("DIAM", sp->diameter_m, "aperture circumscribed diameter [m]");

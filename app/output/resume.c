@@ -13,7 +13,9 @@
 
 #include "app/base/log.h"
 #include "app/base/text_shown.h"
+#include "app/formats/fits_scan.h"
 #include "app/formats/journal.h"
+#include "app/output/cube_writer.h"
 #include "app/output/outputs.h"
 #include "app/output/set_dir.h"
 #include "app/output/set_members.h"
@@ -226,15 +228,83 @@ void resume_require(resume_state *rs, const unsigned char *also)
     filter_rows(rs, rs->timing_rows, &rs->ntiming);
 }
 
+/* Nothing is done: every image is computed again. */
+static void forget_all(resume_state *rs)
+{
+    memset(rs->done, 0, (size_t)rs->nimages);
+    rs->ndone = 0;
+    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
+    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+}
+
 int resume_whole_cube(resume_state *rs, const psf_config *cfg)
 {
     if (!cfg->fits_enabled || !cfg->fits_cube || !rs->done || rs->ndone == 0 ||
         rs->ndone == rs->nimages)
         return 0;
-    memset(rs->done, 0, (size_t)rs->nimages);
-    rs->ndone = 0;
-    filter_rows(rs, rs->manifest_rows, &rs->nmanifest);
-    filter_rows(rs, rs->timing_rows, &rs->ntiming);
+    forget_all(rs);
+    return 1;
+}
+
+/* "why" when the layout is not what cube_writer writes for s (fits_cube.c:
+ * the planes as float32, NAXIS3 = the image count, then the PLANES table of
+ * one double a column and a row a plane, nothing after), under hash. */
+static int cube_layout_ok(const image_set *s, const char *hash, const fits_scan_layout *l,
+                          char *why, size_t whylen)
+{
+    const fits_scan_hdu *p = &l->hdus[0], *t = &l->hdus[1];
+    const long long npix = s->samp.npix, cols = cube_writer_columns(s);
+    if (l->total > l->size)
+        snprintf(why, whylen, "it is cut short: %lld bytes, its HDUs %lld (FITS 4.0 sec. 3)",
+                 l->size, l->total);
+    else if (l->nhdus != 2)
+        snprintf(why, whylen, "it has %d HDU(s), not 2 (the planes, the PLANES table)", l->nhdus);
+    else if (p->bitpix != -32 || p->naxis != 3)
+        snprintf(why, whylen, "its primary HDU has BITPIX = %lld and NAXIS = %lld, not -32 and 3",
+                 p->bitpix, p->naxis);
+    else if (p->naxes[0] != npix || p->naxes[1] != npix || p->naxes[2] != s->nimages)
+        snprintf(why, whylen, "its planes are %lld x %lld x %lld, not %lld x %lld x %lld",
+                 p->naxes[0], p->naxes[1], p->naxes[2], npix, npix, s->nimages);
+    else if (p->named != 1)
+        snprintf(why, whylen, "it has no CFGHASH string (this config's is %s)", hash);
+    else if (strcmp(p->named_text, hash) != 0)
+        snprintf(why, whylen, "its CFGHASH is not this config's %s", hash);
+    else if (strcmp(t->xtension, "BINTABLE") != 0 || t->extname != 1 ||
+             strcmp(t->extname_text, "PLANES") != 0)
+        snprintf(why, whylen, "its second HDU is not the PLANES binary table");
+    else if (t->bitpix != 8 || t->naxis != 2 || t->naxes[0] != 8 * cols ||
+             t->naxes[1] != s->nimages || t->pcount != 0 || t->gcount != 1)
+        snprintf(why, whylen, "its PLANES table is not %lld rows of %lld columns", s->nimages,
+                 cols);
+    else if (!l->exact)
+        snprintf(why, whylen, "it is %lld bytes, its HDUs %lld (FITS 4.0 sec. 3)", l->size,
+                 l->total);
+    else
+        return 1;
+    return 0;
+}
+
+int resume_cube_check(resume_state *rs, const image_set *s, int dirfd, const char *hash)
+{
+    const psf_config *cfg = s->cfg;
+    if (!cfg->fits_enabled || !cfg->fits_cube || !rs->done || rs->ndone != rs->nimages) return 0;
+    char name[SET_PATH_MAX], why[600] = "";
+    outputs_set_file(NULL, cfg->name, SET_CUBE, name, sizeof name);
+    /* O_NONBLOCK: a FIFO put in its place does not stall the open. */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    fits_scan_layout l;
+    if (fd < 0)
+        snprintf(why, sizeof why, "%s", errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        snprintf(why, sizeof why, "it is not a regular file");
+    else if (fits_scan_layout_fd(fd, name, "CFGHASH", &l, why, sizeof why) == 0 &&
+             cube_layout_ok(s, hash, &l, why, sizeof why))
+        why[0] = '\0';
+    if (fd >= 0) close(fd);
+    if (!why[0]) return 0;
+    log_warn("resuming: %s is not kept (%s); every image is computed again", name, why);
+    forget_all(rs);
     return 1;
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "app/config/config.h"
+#include "app/set/image_set.h"
 
 typedef struct {
     long long nimages;
@@ -48,6 +49,19 @@ void resume_require(resume_state *rs, const unsigned char *also);
  * images) is done again whole, its kept rows dropped, so that the new cube
  * has every plane. Nothing without a cube. Returns 1 when it dropped rows. */
 int resume_whole_cube(resume_state *rs, const psf_config *cfg);
+
+/* output.fits.cube, every image of set s done: keep the cube NAME_cube.fits
+ * in the directory dirfd only when it is what this run would write: a
+ * regular file (opened with O_NOFOLLOW: not a link), whose structure
+ * (fits_scan_layout_fd) is the planes (BITPIX -32, NAXIS = 3: npix x npix x
+ * the image count, CFGHASH = hash, the manifest's config_hash) then the
+ * PLANES binary table (a row a plane, cube_writer_columns doubles), its
+ * size exactly their headers and padded data (FITS 4.0 sec. 3). Otherwise
+ * (cut short, another config's, damaged) it warns "resuming: NAME_cube.fits
+ * is not kept (why); every image is computed again" and drops every done
+ * image, as resume_whole_cube, so the cube is written again whole. Returns
+ * 1 when it dropped them, 0 otherwise (nothing to check included). */
+int resume_cube_check(resume_state *rs, const image_set *s, int dirfd, const char *hash);
 
 /* Remove from the directory dirfd the temp files a killed run of this set
  * (cfg, nimages) left: exactly ".F.tmp.XXXXXX" for F one of its own files

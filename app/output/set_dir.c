@@ -56,8 +56,9 @@ static const char *not_a_lock_file(int fd, int e)
     return S_ISDIR(st.st_mode) ? "a directory" : "not a regular file";
 }
 
-/* "psfsim pid P on host H" from the holder's lock file, or a plain word. */
-static void holder(int fd, char *out, size_t outlen)
+/* "psfsim pid P on host H" from the holder's lock file, or words true of
+ * any holder: a process that is not psfsim (flock(1)) may hold the lock. */
+static void holder(int fd, const char *file, char *out, size_t outlen)
 {
     char buf[300];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -66,7 +67,8 @@ static void holder(int fd, char *out, size_t outlen)
     if (strncmp(buf, "psfsim pid ", 11) == 0)
         snprintf(out, outlen, "%s", buf);
     else
-        snprintf(out, outlen, "another psfsim run");
+        snprintf(out, outlen, "another process (a psfsim run, or a holder of its lock file %s)",
+                 file);
 }
 
 /* Say who holds the lock now (for the next run's message); a failure to
@@ -106,8 +108,8 @@ int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t err
         }
         int e = fd < 0 ? errno : lock_fd(fd);
         if (fd >= 0 && (e == EAGAIN || e == EACCES)) {
-            char who[320];
-            holder(fd, who, sizeof who);
+            char who[400];
+            holder(fd, file, who, sizeof who);
             close(fd);
             snprintf(err, errlen, "set %s in %s is in use by %s; wait until it ends", name, d->path,
                      who);

@@ -56,9 +56,11 @@ DIR *set_dir_entries(int dirfd);
 /* Take the lock of set name in d's open directory (held already: 0).
  * create: make .NAME.lock when missing (else SET_DIR_NO_LOCK). Returns 0,
  * SET_DIR_NO_LOCK, SET_DIR_BUSY with "set NAME in DIR is in use by psfsim
- * pid P on host H" in err, or -1 with err. A symbolic link at the lock's
- * name, a directory or anything but a regular file there is SET_DIR_BUSY
- * (its message says what it is). */
+ * pid P on host H; wait until it ends" in err ("... by another process (a
+ * psfsim run, or a holder of its lock file .NAME.lock) ..." when the lock
+ * file does not name a psfsim run: flock(1) holds it), or -1 with err. A symbolic link at the
+ * lock's name, a directory or anything but a regular file there is SET_DIR_BUSY (its message says
+ * what it is). */
 int set_dir_lock(set_dir *d, const char *name, int create, char *err, size_t errlen);
 
 /* 1 when d's directory was removed since it was opened (rm -rf: its link

@@ -44,6 +44,7 @@ int set_files_create(run_state *r, char *err, size_t errlen)
                  r->cfg.name);
         r->todo = r->set.nimages;
     }
+    if (resume_cube_check(&r->resume, &r->set, fd, r->hash)) r->todo = r->set.nimages;
     char name[SET_PATH_MAX];
     name_of(r, SET_MANIFEST, name, sizeof name);
     if (manifest_open(&r->manifest, &r->set, fd, r->dir, name, r->hash, r->resume.manifest_rows,
@@ -80,7 +81,7 @@ int set_files_attach(run_state *r, char *err, size_t errlen)
 int set_files_open_cube(run_state *r, char *err, size_t errlen)
 {
     if (!r->cfg.fits_enabled || !r->cfg.fits_cube) return 0;
-    if (r->resume.ndone == r->set.nimages) { /* resume_whole_cube: the cube is there, whole */
+    if (r->resume.ndone == r->set.nimages) { /* resume_cube_check: the cube is there, whole */
         char name[SET_PATH_MAX];
         log_info("resuming: %s is complete, kept", name_of(r, SET_CUBE, name, sizeof name));
         return 0;

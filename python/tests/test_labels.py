@@ -187,12 +187,12 @@ def test_broadband_wavelength_label(tmp_path, cube):
     assert ld == 0.5  # padding 2 at the shortest: lambda/D at 500 nm
     if cube:
         with fits.open(str(out / "bb_cube.fits")) as f:
-            assert list(f["PLANES"].data["WAVELEN"]) == [mean * 1e-9] * 2
+            assert list(f["PLANES"].data["WAVELEN"]) == [mean / 1e9] * 2
         return
     for k in range(2):
         with fits.open(str(out / ("bb_%d.fits" % k))) as f:
             h = f[0].header
-            assert h["WAVELEN"] == mean * 1e-9 and h["REFWAVE"] == 500.0 * 1e-9
+            assert h["WAVELEN"] == mean / 1e9 and h["REFWAVE"] == 500.0 / 1e9
             assert h["PIXSCLLD"] == ld
     h5py = pytest.importorskip("h5py")
     with h5py.File(str(out / "bb.h5"), "r") as f:

@@ -250,6 +250,15 @@ expect_stderr 'segshape.cfg:2: optics.aperture.segments: only used with shape = 
 segcfg 'flat_to_flat_m = 900.0; rings = 10;' >segbig.cfg
 expect_exit 2 "segments spanning more than 10 km" -- "$PSFSIM" -c segbig.cfg -o out6
 expect_stderr 'segbig.cfg:3: optics.aperture.segments.flat_to_flat_m: the segments span .* m: the aperture.s diameter must be in \[1e-06, 10000\] m' "segments spanning more than 10 km: message"
+# An outer stop that closes the segments (no diameter_m): the stop's key
+# named, with its diameter and the segments' true span (once the message
+# named flat_to_flat_m with the stop's 1e-09 m as the segments' span).
+segcfg 'flat_to_flat_m = 1.32; gap_m = 0.007; rings = 2; outer_diameter_m = 1e-9;' >segstop.cfg
+expect_exit 2 "an outer stop closing the segments" -- "$PSFSIM" -c segstop.cfg -o out6
+expect_stderr "segstop.cfg:3: optics.aperture.segments.outer_diameter_m: the outer stop's diameter 1e-09 m \\(inside the segments' span, 6.6[0-9]* m\\) is the aperture's: it must be in \\[1e-06, 10000\\] m" \
+  "outer stop closing the segments: message"
+grep -q 'segments span' "$SCRATCH/stderr" && fail "outer stop: blames the segments' span" ||
+  pass "outer stop: the segments' span not blamed"
 [ ! -e out6 ] && pass "bad segmented apertures: nothing written" || fail "out6 was created"
 # Listed spider vanes (optics.aperture.spiders.vanes).
 good 'aperture: { diameter_m = 1.0; spiders: { vanes = ( { angle_deg = 90.0; width_m = 0.02; },

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Lost data and false success (issue 26): each case once made psfsim lose or
 # corrupt a set and still exit 0. --resume of a complete set with a FITS
-# cube, files of the set removed under the run, temp files swapped for
+# cube (kept only when it is this set's, whole), files of the set removed under the run, temp files swapped for
 # links, a kept NAME.h5 that is not this set's, a sweep.table replaced
 # before --resume, a damaged NAME.h5 temp file, lock files that are not
 # psfsim's or held with flock(1), and --force with no manifest. Races come
@@ -29,6 +29,33 @@ expect_stderr 'c_cube.fits is written whole: every image is computed again' "cub
 cmp -s c_cube.ref cube/c_cube.fits && pass "cube: made again whole, the same bytes" ||
   fail "cube: the remade cube differs"
 [ "$(tail -n +2 cube/c_manifest.csv | wc -l)" -eq 4 ] && pass "cube: 4 rows" || fail "cube: not 4 rows"
+# A complete set whose cube is damaged or not this config's: the cube is
+# checked (its HDUs walked, CFGHASH, size) and not kept; the set is done
+# again whole, the same bytes.
+sed 's/550.0/600.0/' c.cfg >c2.cfg # the same layout, another config
+expect_exit 0 "cube: another config's set" -- "$PSFSIM" -q -j 1 -c c2.cfg -o cube2
+for how in other cut long link fifo; do
+  rm -f cube/c_cube.fits
+  case $how in
+    other) cp cube2/c_cube.fits cube/c_cube.fits ;;
+    cut) head -c 9000 c_cube.ref >cube/c_cube.fits ;;
+    long) cp c_cube.ref cube/c_cube.fits && truncate -s +2880 cube/c_cube.fits ;;
+    link) ln -s "$SCRATCH/c_cube.ref" cube/c_cube.fits ;;
+    fifo) mkfifo cube/c_cube.fits ;;
+  esac
+  expect_exit 0 "cube $how: --resume" -- "$PSFSIM" -v -j 1 --resume -c c.cfg -o cube
+  case $how in # a link or a FIFO: the manifest's rows are not trusted already
+    other | cut | long)
+      expect_stderr 'c_cube.fits is not kept \((its CFGHASH is not this config|it is cut short|.*the file ends inside|.*HDU 3: the header does not begin with XTENSION).*\); every image is computed again' \
+        "cube $how: not kept, said why"
+      ;;
+  esac
+  grep -q 'is complete, kept' "$SCRATCH/stderr" && fail "cube $how: said kept" || pass "cube $how: not said kept"
+  [ -f cube/c_cube.fits ] && [ ! -L cube/c_cube.fits ] && cmp -s c_cube.ref cube/c_cube.fits &&
+    pass "cube $how: made again whole, the set's bytes" || fail "cube $how: the cube differs"
+done
+expect_exit 0 "cube: --resume of the remade set" -- "$PSFSIM" -v -j 1 --resume -c c.cfg -o cube
+expect_stderr 'c_cube.fits is complete, kept' "cube: the remade cube kept"
 
 # ---- lock files that are not psfsim's, and a flock(1) holder ----
 cfg l 2 16 '' >l.cfg
@@ -45,7 +72,10 @@ if command -v flock >/dev/null; then
   holder=$!
   for _ in $(seq 100); do flock -n lockf/.l.lock true || break; sleep 0.02; done
   expect_exit 2 "lock held with flock(1)" -- "$PSFSIM" -q -c l.cfg -o lockf
-  expect_stderr "set l in lockf is in use" "flock holder: message"
+  expect_stderr "set l in lockf is in use by another process \\(a psfsim run, or a holder of its lock file .l.lock\\); wait until it ends" \
+    "flock holder: message"
+  grep -q 'another psfsim run' "$SCRATCH/stderr" && fail "flock holder: called a psfsim run" ||
+    pass "flock holder: not called a psfsim run"
   kill $(pgrep -P "$holder") 2>/dev/null # its sleep: then flock(1) ends, the lock with it
   wait "$holder" 2>/dev/null
   [ -z "$(ls lockf)" ] && pass "flock holder: nothing written" || fail "flock holder: files written"

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "app/formats/fits_io.h"
@@ -327,12 +329,101 @@ static void test_no_echo(void **state)
     assert_null(strstr(err, "hunter2"));
 }
 
+/* fits_scan_layout_fd walks every HDU of a cube as fits_cube.c writes it
+ * (3 planes of 8 x 8 float32, CFGHASH, the PLANES table of 2 double
+ * columns) and says whether the file is exactly its HDUs: one cut short,
+ * one with bytes after, one with a block after (not an HDU) are told. */
+static void test_layout(void **state)
+{
+    (void)state;
+    int dirfd = open(g_dir, O_RDONLY | O_DIRECTORY);
+    assert_true(dirfd >= 0);
+    fits_kv kv = {.key = "CFGHASH", .type = FITS_KV_STRING, .s = "0123abcd"};
+    char err[1024] = "";
+    psf_fits_cube *c = psf_fits_cube_open_at(dirfd, g_dir, "l.fits", 8, 3, &kv, 1, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    float plane[64] = {1.0f};
+    for (int k = 0; k < 3; ++k)
+        assert_int_equal(psf_fits_cube_write_plane(c, k, plane, err, sizeof err), 0);
+    double a[3] = {0, 1, 2}, b[3] = {5, 6, 7}, *cols[2] = {a, b};
+    const char *names[2] = {"INDEX", "STREHL"}, *tunit[2] = {"", ""};
+    assert_int_equal(psf_fits_cube_commit(c, 2, names, tunit, cols, err, sizeof err), 0);
+    const char *p = in_dir("l.fits");
+    long n;
+    unsigned char *bytes = slurp(p, &n);
+    int fd = open(p, O_RDONLY);
+    assert_true(fd >= 0);
+    fits_scan_layout l;
+    if (fits_scan_layout_fd(fd, "l.fits", "CFGHASH", &l, err, sizeof err)) fail_msg("%s", err);
+    close(fd);
+    assert_int_equal(l.nhdus, 2);
+    const fits_scan_hdu *h = &l.hdus[0], *t = &l.hdus[1];
+    assert_string_equal(h->xtension, "");
+    assert_int_equal(h->bitpix, -32);
+    assert_int_equal(h->naxis, 3);
+    assert_int_equal(h->naxes[0], 8);
+    assert_int_equal(h->naxes[1], 8);
+    assert_int_equal(h->naxes[2], 3);
+    assert_int_equal(h->data_bytes, 8 * 8 * 3 * 4);
+    assert_int_equal(h->named, 1);
+    assert_string_equal(h->named_text, "0123abcd");
+    assert_int_equal(h->extname, 0);
+    assert_string_equal(t->xtension, "BINTABLE");
+    assert_int_equal(t->extname, 1);
+    assert_string_equal(t->extname_text, "PLANES");
+    assert_int_equal(t->bitpix, 8);
+    assert_int_equal(t->naxis, 2);
+    assert_int_equal(t->naxes[0], 16);
+    assert_int_equal(t->naxes[1], 3);
+    assert_int_equal(t->pcount, 0);
+    assert_int_equal(t->gcount, 1);
+    assert_int_equal(t->named, 0);
+    assert_int_equal(h->header_bytes % 2880, 0);
+    assert_int_equal(t->header_bytes % 2880, 0);
+    assert_int_equal(l.size, n);
+    assert_int_equal(l.total, h->header_bytes + 2880 + t->header_bytes + 2880);
+    assert_int_equal(l.exact, 1);
+    /* Changed: cut by 100 bytes, 100 bytes after, a block of zeros after. */
+    const char *q = in_dir("l2.fits");
+    static const unsigned char zeros[2880];
+    for (int how = 0; how < 3; ++how) {
+        FILE *f = fopen(q, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(bytes, 1, (size_t)(how ? n : n - 100), f),
+                         (size_t)(how ? n : n - 100));
+        if (how)
+            assert_int_equal(fwrite(zeros, 1, how == 1 ? 100 : 2880, f), how == 1 ? 100 : 2880);
+        assert_int_equal(fclose(f), 0);
+        fd = open(q, O_RDONLY);
+        err[0] = '\0';
+        int rc = fits_scan_layout_fd(fd, "l2.fits", "CFGHASH", &l, err, sizeof err);
+        close(fd);
+        if (how == 2) {
+            assert_int_equal(rc, -1);
+            assert_string_equal(err, "l2.fits: not a valid FITS file: HDU 3: the header does not "
+                                     "begin with XTENSION");
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(l.nhdus, 2);
+        assert_int_equal(l.size, how ? n + 100 : n - 100);
+        assert_int_equal(l.total, n);
+        assert_int_equal(l.exact, 0);
+    }
+    /* Not a regular file. */
+    assert_int_equal(fits_scan_layout_fd(dirfd, "d", NULL, &l, err, sizeof err), -1);
+    assert_string_equal(err, "d: not a regular file");
+    free(bytes);
+    close(dirfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gzip_reads_as_plain),
         cmocka_unit_test(test_gzip_bomb),
         cmocka_unit_test(test_no_echo),
+        cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

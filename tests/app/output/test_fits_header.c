@@ -67,8 +67,70 @@ static void test_header_keywords(void **state)
     free(dir);
 }
 
+/* Wavelength cards in metres are nm / 1e9, correctly rounded: 500 nm reads
+ * 5E-07 in WAVELEN, REFWAVE and WAVE0, as 5e-7 parses (nm * 1e-9 gave
+ * 5.000000000000001E-07, 1e-9 being inexact); the cube's WAVELEN column
+ * too. */
+static void test_wavelength_metres(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("fitswl");
+    char cfg[4200], cmd[9000], path[4300];
+    const char *outs[] = {"fits: { enabled = true; }; };",
+                          "fits: { enabled = true; cube = true; }; };"};
+    for (int cube = 0; cube < 2; ++cube) {
+        snprintf(cfg, sizeof cfg, "%s/w%d.cfg", dir, cube);
+        char text[600];
+        snprintf(text, sizeof text,
+                 "name = \"w\";\n"
+                 "optics: { wavelengths_nm = [500.0]; aperture: { diameter_m = 1.0; }; };\n"
+                 "sampling: { pupil_samples = 16; };\n"
+                 "output: { png: { enabled = false; }; %s\n",
+                 outs[cube]);
+        assert_int_equal(tu_write_file(cfg, text), 0);
+        snprintf(cmd, sizeof cmd, "'%s' -q --backend cpu -c '%s' -o '%s/o%d'", getenv("PSFSIM_BIN"),
+                 cfg, dir, cube);
+        assert_int_equal(system(cmd), 0);
+        double v = 0.0;
+        if (!cube) {
+            snprintf(path, sizeof path, "%s/o0/w_0.fits", dir);
+            const char *keys[] = {"WAVELEN", "REFWAVE", "WAVE0"};
+            for (int i = 0; i < 3; ++i) {
+                assert_int_equal(psf_fits_read_key_double(path, keys[i], &v), 0);
+                if (v != 5e-7) fail_msg("%s = %.17g, not 5e-7", keys[i], v);
+            }
+            continue;
+        }
+        /* The PLANES table's WAVELEN (column 2, a double a row) in the
+         * cube's bytes: the second HDU's data, after its header. */
+        snprintf(path, sizeof path, "%s/o1/w_cube.fits", dir);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        static char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        const char *ttype = NULL;
+        for (size_t i = 0; i + 80 <= n && !ttype; i += 80)
+            if (!memcmp(buf + i, "XTENSION", 8)) ttype = buf + i;
+        assert_non_null(ttype);
+        const char *end = ttype;
+        while (memcmp(end, "END     ", 8) != 0)
+            end += 80;
+        size_t data = ((size_t)(end - buf) / 2880 + 1) * 2880 + 8; /* row 0, column 2 */
+        assert_true(data + 8 <= n);
+        unsigned char b[8];
+        for (int i = 0; i < 8; ++i)
+            b[i] = (unsigned char)buf[data + 7 - i]; /* big-endian */
+        memcpy(&v, b, 8);
+        if (v != 5e-7) fail_msg("the cube's WAVELEN = %.17g, not 5e-7", v);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_header_keywords)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_header_keywords),
+                                       cmocka_unit_test(test_wavelength_metres)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
