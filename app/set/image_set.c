@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/set/field_grid.h"
 #include "app/set/map_place.h"
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
@@ -184,7 +185,15 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     set_date(s);
     s->cfg = cfg;
     s->aperture = cfg->aperture;
+    /* The axes, then output.psf_grid over them: field_grid reads the axes,
+     * so its check is the set's step and the rooms go one way (image_set ->
+     * field_grid -> axes -> table); the axes are freed on its error as on
+     * their own. */
     if (axes_init(&s->axes, cfg, err, errlen) != 0) return -1;
+    if (field_grid_check(&s->axes, err, errlen) != 0) {
+        axes_free(&s->axes);
+        return -1;
+    }
     s->nimages = s->axes.nimages;
     _Static_assert(CFG_MAX_WAVELENGTHS <= PSF_MAX_COMPONENTS,
                    "a config's wavelengths must fit in one psf_job");
