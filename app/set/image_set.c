@@ -206,7 +206,13 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
+    /* The detector group, then its jitter through the common image's pixel
+     * as the group left it: two steps, so that set_detector needs only the
+     * set's types (image_set_types.h) and the rooms go one way. */
     if (set_detector_init(s, err, errlen) != 0) return -1;
+    image_info common;
+    image_set_common_info(s, &common);
+    if (set_detector_jitter(s, &common, err, errlen) != 0) return -1;
     if (load_aperture_map(s, cfg, err, errlen) || load_opd_map(s, cfg, err, errlen)) return -1;
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */
