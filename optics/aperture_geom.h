@@ -27,7 +27,7 @@
 #ifndef PSFSIM_APERTURE_GEOM_H
 #define PSFSIM_APERTURE_GEOM_H
 
-#include "optics/aperture.h"
+#include "optics/aperture_types.h"
 #include "optics/aperture_seg.h"
 #include "optics/psf_hd.h"
 

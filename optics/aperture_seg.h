@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Per-sample geometry of segmented apertures (psf_segments, aperture.h),
+/* Per-sample geometry of segmented apertures (psf_segments, aperture_types.h),
  * shared by the CPU code and the CUDA kernels (PSF_HD, as aperture_geom.h,
  * which includes this file and combines it with the other boundaries).
  *
@@ -25,7 +25,7 @@
 #ifndef PSFSIM_APERTURE_SEG_H
 #define PSFSIM_APERTURE_SEG_H
 
-#include "optics/aperture.h"
+#include "optics/aperture_types.h"
 #include "optics/psf_hd.h"
 
 #include <math.h>

@@ -10,7 +10,8 @@ are one room: an edge when any file of A includes one of B). A cycle of
 rooms need not be a loop of includes: a loader that implements a module's
 API (fits_module.c implements fits_io.h, whose real code fits_io.c is in
 the module and includes the module's table), or a header-only helper that
-needs its user's types (optics/aperture_geom.h), makes one. Reported for each graph:
+needs its user's types (optics/aperture_geom.h did, until the types moved
+to optics/aperture_types.h), makes one. Reported for each graph:
 - depth: the longest include chain (the number of dependency layers);
 - upward: includes from a folder to a folder above it in LAYERS (a lower
   layer depending on a higher one) and includes between cpu/ and gpu/;

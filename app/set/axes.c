@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The table and random axes of an image set (see axes.h). */
 #include "app/set/axes.h"
-#include "app/set/segterms.h"
-
-#include "app/set/field_grid.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -211,7 +208,7 @@ static int load_table(set_axes *ax, char *err, size_t errlen)
     char why[2048];
     if (table_load(cfg->table_file, &ax->table, why, sizeof why) != 0 ||
         (cfg->aperture.shape == APERTURE_SEGMENTED
-             ? segterms_check_table_columns(ax->table, cfg->zconv, why, sizeof why)
+             ? table_check_segmented_columns(ax->table, cfg->zconv, why, sizeof why)
              : table_check_columns(ax->table, cfg->zconv, why, sizeof why)) != 0)
         return axes_fail(cfg, "sweep.table", err, errlen, "%s", why);
     ax->nrows = (long long)ax->table->nrows;
@@ -243,8 +240,7 @@ int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen)
     ax->ncart = config_image_count(cfg) / ax->ndraws;
     ax->nrows = 1;
     if (expand_random(ax, err, errlen) != 0 ||
-        (cfg->table_file[0] && load_table(ax, err, errlen)) ||
-        field_grid_check(ax, err, errlen) != 0) {
+        (cfg->table_file[0] && load_table(ax, err, errlen))) {
         axes_free(ax);
         return -1;
     }

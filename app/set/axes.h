@@ -49,6 +49,7 @@ typedef struct {
  * with one message, "CFG:LINE: KEY: WHY" (CFG:LINE where the key is
  * written, config_key_where), among them:
  *   sweep.table: PATH:L:C (NAME): ...     table_load's and table_check_columns'
+ *     (table_check_segmented_columns' for a segmented aperture)
  *   sweep.table: PATH:H:C (NAME): the column is also given by KEY (CFG:LINE); ...
  *     (wavelength_nm with sweep.wavelength_nm or sweep.random.wavelength_nm,
  *     defocus with sweep.defocus, focus_shift_um with sweep.focus_shift_um or
@@ -62,7 +63,9 @@ typedef struct {
  *     at axes_shortest_wavelength; "must be >= LO" for a wavelength)
  *   sweep.table: PATH: N rows make M images with the other axes, more than the limit ...
  *   optics.wavelength_nm: required key missing (... or a wavelength_nm column in sweep.table)
- * ax holds nothing after an error (axes_free is harmless). */
+ * ax holds nothing after an error (axes_free is harmless). The field
+ * columns' pair and output.psf_grid are field_grid_check's, which reads ax
+ * (image_set_init calls it next). */
 int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen);
 void axes_free(set_axes *ax);
 

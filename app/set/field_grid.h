@@ -14,9 +14,10 @@
  * keyword holds. */
 #define FIELD_GRID_MAX 100
 
-/* The columns and output.psf_grid of ax's set, before any work: field_x_px
- * and field_y_px come together; output.psf_grid needs them, one image per
- * row (no other axis), distinct positions and at most FIELD_GRID_MAX rows.
+/* The columns and output.psf_grid of ax's set, before any work
+ * (image_set_init, right after axes_init): field_x_px and field_y_px come
+ * together; output.psf_grid needs them, one image per row (no other axis),
+ * distinct positions and at most FIELD_GRID_MAX rows.
  * Returns 0, or -1 with "CFG:LINE: KEY: WHY" in err:
  *   sweep.table: PATH:H:C (field_x_px): needs a field_y_px column too (...)
  *   output.psf_grid: needs a sweep.table with field_x_px and field_y_px columns ...

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "app/set/field_grid.h"
 #include "app/set/map_place.h"
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
@@ -184,7 +185,15 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     set_date(s);
     s->cfg = cfg;
     s->aperture = cfg->aperture;
+    /* The axes, then output.psf_grid over them: field_grid reads the axes,
+     * so its check is the set's step and the rooms go one way (image_set ->
+     * field_grid -> axes -> table); the axes are freed on its error as on
+     * their own. */
     if (axes_init(&s->axes, cfg, err, errlen) != 0) return -1;
+    if (field_grid_check(&s->axes, err, errlen) != 0) {
+        axes_free(&s->axes);
+        return -1;
+    }
     s->nimages = s->axes.nimages;
     _Static_assert(CFG_MAX_WAVELENGTHS <= PSF_MAX_COMPONENTS,
                    "a config's wavelengths must fit in one psf_job");
@@ -197,7 +206,13 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
                       errlen) != 0)
         return -1;
     choose_propagation(s, cfg);
+    /* The detector group, then its jitter through the common image's pixel
+     * as the group left it: two steps, so that set_detector needs only the
+     * set's types (image_set_types.h) and the rooms go one way. */
     if (set_detector_init(s, err, errlen) != 0) return -1;
+    image_info common;
+    image_set_common_info(s, &common);
+    if (set_detector_jitter(s, &common, err, errlen) != 0) return -1;
     if (load_aperture_map(s, cfg, err, errlen) || load_opd_map(s, cfg, err, errlen)) return -1;
     if (set_checks_maps(s, err, errlen) != 0) return -1;
     s->grids = aperture_cache_create(&s->aperture, IMAGE_SET_GRIDS_BYTES); /* NULL: fill twice */

@@ -2,7 +2,6 @@
 /* Per-segment Zernike terms of an image set (see segterms.h). */
 #include "app/set/segterms.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,60 +87,6 @@ static int init_labels(set_segterms *st, const set_axes *ax, char *err, size_t e
         }
     }
     return 0;
-}
-
-/* The decimal number at *s (no sign, no leading zero, at most 6 digits)
- * up to the character stop; -1 when there is none. */
-static int decimal(const char **s, char stop)
-{
-    const char *p = *s;
-    if (!isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1]))) return -1;
-    int v = 0, n = 0;
-    for (; isdigit((unsigned char)*p); ++p, ++n)
-        v = 10 * v + (*p - '0');
-    if (*p != stop || n > 6) return -1;
-    *s = p;
-    return v;
-}
-
-int table_segment_index(const char *name, zernike_convention conv, int *segment)
-{
-    const char *s = name + 1;
-    if (name[0] != 's') return -1;
-    int k = decimal(&s, '_');
-    if (k < 0 || s[1] != 'z') return -1;
-    s += 2;
-    int j = decimal(&s, '\0'), n, m;
-    if (j < 0 || zernike_index_to_nm(conv, j, &n, &m) != 0) return -1;
-    *segment = k;
-    return j;
-}
-
-/* psfsim's table columns (table_check_columns) and s<segment>_z<j>. */
-static int segmented_column(const char *name, void *ctx)
-{
-    zernike_convention conv = *(const zernike_convention *)ctx;
-    int k;
-    return strcmp(name, "wavelength_nm") == 0 || strcmp(name, "defocus") == 0 ||
-           strcmp(name, "focus_shift_um") == 0 || strcmp(name, "field_x_px") == 0 ||
-           strcmp(name, "field_y_px") == 0 || table_zernike_index(name, conv) >= 0 ||
-           table_segment_index(name, conv, &k) >= 0;
-}
-
-static const char *conv_label(zernike_convention conv)
-{
-    return conv == ZCONV_ANSI ? "ANSI" : conv == ZCONV_FRINGE ? "Fringe" : "Noll";
-}
-
-int segterms_check_table_columns(const psf_table *t, zernike_convention conv, char *err,
-                                 size_t errlen)
-{
-    char allowed[200];
-    snprintf(allowed, sizeof allowed,
-             "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> and "
-             "s<segment>_z<j> with j an index in the %s convention",
-             conv_label(conv));
-    return table_check_names(t, segmented_column, &conv, allowed, err, errlen);
 }
 
 /* "CFG:LINE: sweep.table: PATH:H:C (NAME): " then fmt into err. Returns -1. */

@@ -46,17 +46,6 @@ typedef struct {
 int segterms_init(set_segterms *st, const set_axes *ax, char *err, size_t errlen);
 void segterms_free(set_segterms *st);
 
-/* j of a sweep.table column name "s<segment>_z<j>" (a segment term),
- * both decimal without a sign or leading zero, j an index of conv; the
- * segment into *segment (not checked against the rings). Returns j, or -1
- * when name is not such a name. */
-int table_segment_index(const char *name, zernike_convention conv, int *segment);
-
-/* table_check_columns (table.h) for a segmented aperture's set: the
- * s<segment>_z<j> columns too, and said so in the allowed list. */
-int segterms_check_table_columns(const psf_table *t, zernike_convention conv, char *err,
-                                 size_t errlen);
-
 /* Coefficients per image: nseg * nterms (0 without segment terms). */
 size_t segterms_count(const set_segterms *st);
 

@@ -6,7 +6,7 @@
 #ifndef PSFSIM_SET_CHECKS_H
 #define PSFSIM_SET_CHECKS_H
 
-#include "app/set/image_set.h"
+#include "app/set/image_set_types.h"
 
 #define SET_NOTES_MAX 8
 #define SET_NOTE_LEN 640

@@ -29,11 +29,10 @@ static int wavelengths_vary(const image_set *s)
     return 0;
 }
 
-/* The jitter in detector pixels (psf_detector.jitter_px), from the detector
- * pixel of the set's common image (its shortest wavelength). */
-static int jitter_pixels(image_set *s, char *err, size_t errlen)
+int set_detector_jitter(image_set *s, const image_info *common, char *err, size_t errlen)
 {
     const cfg_detector *d = &s->cfg->detector;
+    if (!d->enabled) return 0;
     int mas = d->jitter_mas[0] > 0 || d->jitter_mas[1] > 0;
     int ld = d->jitter_ld[0] > 0 || d->jitter_ld[1] > 0;
     if (!mas && !ld) return 0;
@@ -47,12 +46,10 @@ static int jitter_pixels(image_set *s, char *err, size_t errlen)
                           "output.pixel_scale_arcsec"
                         : "the detector pixel in lambda/D differs between the set's "
                           "wavelengths: give detector.jitter_mas");
-    image_info info;
-    image_set_common_info(s, &info);
     double up = set_detector_written_div(s->cfg); /* written -> detector */
     for (int a = 0; a < 2; ++a)
-        s->detector.jitter_px[a] = mas ? d->jitter_mas[a] * 1e-3 / (info.pixel_arcsec * up)
-                                       : d->jitter_ld[a] / (info.pixel_lambda_d * up);
+        s->detector.jitter_px[a] = mas ? d->jitter_mas[a] * 1e-3 / (common->pixel_arcsec * up)
+                                       : d->jitter_ld[a] / (common->pixel_lambda_d * up);
     return 0;
 }
 
@@ -106,7 +103,7 @@ int set_detector_init(image_set *s, char *err, size_t errlen)
                     "detector.oversample: POPPY's frame samples the detector as WebbPSF does, "
                     "the s x s block's sum, and a point sample at a block's centre falls "
                     "between grid pixels for even s (give true, or an odd oversample)");
-    return jitter_pixels(s, err, errlen);
+    return 0;
 }
 
 int set_detector_backend_npix(const image_set *s)

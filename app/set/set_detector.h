@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "app/set/image_set.h"
+#include "app/set/image_set_types.h"
 
 /* After the propagation is chosen (image_set_init): with detector.oversample
  * s the set computes s M x s M pixels of the detector pixel over s (the FFT:
@@ -14,19 +14,28 @@
  * M the grid the config's sampling and output keys give (the detector's).
  * detector.write = "detector": samp.npix stays M and calc_div = s;
  * "oversampled": samp.npix = s M and the pixel fields are the grid's
- * (calc_div = 1). Fills s->detector: the jitter as detector pixels, from
- * milliarcseconds through the detector pixel's angle, or from lambda_ref/D;
- * refused when that conversion differs between the set's images (a
- * wavelength sweep with a pixel fixed in the other unit). Without the
- * group: calc_npix = samp.npix, calc_div = 1. Normalisation
- * (image_set_job): the detector image keeps the grid image's flux ("sum"
- * sums to 1, "pupil" the captured fraction); with "peak" a detector pixel
- * is its mean intensity, 1 = the unaberrated peak (the components' scale
- * over calc_div^2), so images of any s compare; info.ref_peak is the
- * unaberrated peak in the written image's units (strehl: the pixelated
- * Strehl ratio, the peak pixel's mean over the point peak). Returns 0, or -1 with
- * "FILE:LINE: key: ..." in err. */
+ * (calc_div = 1). Fills s->detector but its jitter (set_detector_jitter,
+ * the next step). Without the group: calc_npix = samp.npix, calc_div = 1.
+ * Normalisation (image_set_job): the detector image keeps the grid image's
+ * flux ("sum" sums to 1, "pupil" the captured fraction); with "peak" a
+ * detector pixel is its mean intensity, 1 = the unaberrated peak (the
+ * components' scale over calc_div^2), so images of any s compare;
+ * info.ref_peak is the unaberrated peak in the written image's units
+ * (strehl: the pixelated Strehl ratio, the peak pixel's mean over the point
+ * peak). Returns 0, or -1 with "FILE:LINE: key: ..." in err. */
 int set_detector_init(image_set *s, char *err, size_t errlen);
+
+/* After set_detector_init (image_set_init's next step): s->detector's
+ * jitter as detector pixels, from milliarcseconds through the detector
+ * pixel's angle, or from lambda_ref/D, at common, the set's common image
+ * (image_set_common_info of s as set_detector_init left it: its pixel
+ * fields are the written grid's). Refused when that conversion differs
+ * between the set's images (a wavelength sweep with a pixel fixed in the
+ * other unit). Without the group or a jitter: nothing. Returns 0, or -1
+ * with "FILE:LINE: key: ..." in err. Apart from set_detector_init so that
+ * this room needs image_set's types alone (image_set_types.h), not its
+ * functions. */
+int set_detector_jitter(image_set *s, const image_info *common, char *err, size_t errlen);
 
 /* The written image's pixels per detector pixel: s when it is the
  * oversampled grid (detector.write = "oversampled", and the view

@@ -423,6 +423,12 @@ int table_check_names(const psf_table *t, table_name_ok ok, void *ctx, const cha
     return 0;
 }
 
+/* The name of a Zernike convention, for the allowed columns. */
+static const char *conv_label(zernike_convention conv)
+{
+    return conv == ZCONV_ANSI ? "ANSI" : conv == ZCONV_FRINGE ? "Fringe" : "Noll";
+}
+
 static int psfsim_column(const char *name, void *ctx)
 {
     const zernike_convention *conv = ctx;
@@ -433,13 +439,56 @@ static int psfsim_column(const char *name, void *ctx)
 
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen)
 {
-    static const char *const label[] = {"Noll", "ANSI", "Fringe"};
     char allowed[200];
     snprintf(allowed, sizeof allowed,
              "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> with j an "
              "index in the %s convention",
-             label[conv == ZCONV_ANSI     ? 1
-                   : conv == ZCONV_FRINGE ? 2
-                                          : 0]);
+             conv_label(conv));
     return table_check_names(t, psfsim_column, &conv, allowed, err, errlen);
+}
+
+/* The decimal number at *s (no sign, no leading zero, at most 6 digits)
+ * up to the character stop; -1 when there is none. */
+static int decimal(const char **s, char stop)
+{
+    const char *p = *s;
+    if (!isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1]))) return -1;
+    int v = 0, n = 0;
+    for (; isdigit((unsigned char)*p); ++p, ++n)
+        v = 10 * v + (*p - '0');
+    if (*p != stop || n > 6) return -1;
+    *s = p;
+    return v;
+}
+
+int table_segment_index(const char *name, zernike_convention conv, int *segment)
+{
+    const char *s = name + 1;
+    if (name[0] != 's') return -1;
+    int k = decimal(&s, '_');
+    if (k < 0 || s[1] != 'z') return -1;
+    s += 2;
+    int j = decimal(&s, '\0'), n, m;
+    if (j < 0 || zernike_index_to_nm(conv, j, &n, &m) != 0) return -1;
+    *segment = k;
+    return j;
+}
+
+/* psfsim's table columns (table_check_columns) and s<segment>_z<j>. */
+static int segmented_column(const char *name, void *ctx)
+{
+    int k;
+    return psfsim_column(name, ctx) ||
+           table_segment_index(name, *(const zernike_convention *)ctx, &k) >= 0;
+}
+
+int table_check_segmented_columns(const psf_table *t, zernike_convention conv, char *err,
+                                  size_t errlen)
+{
+    char allowed[200];
+    snprintf(allowed, sizeof allowed,
+             "wavelength_nm, defocus, focus_shift_um, field_x_px, field_y_px, z<j> and "
+             "s<segment>_z<j> with j an index in the %s convention",
+             conv_label(conv));
+    return table_check_names(t, segmented_column, &conv, allowed, err, errlen);
 }

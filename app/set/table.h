@@ -7,7 +7,9 @@
  * trimmed cell: decimal or hexadecimal, finite). Columns of a psfsim table
  * (table_check_columns): wavelength_nm, defocus, focus_shift_um,
  * field_x_px and field_y_px (labels: the PSF's detector position) and z<j>,
- * j an index of the config's Zernike convention (docs/config.md). */
+ * j an index of the config's Zernike convention (docs/config.md); in a
+ * segmented aperture's set also s<segment>_z<j>
+ * (table_check_segmented_columns). */
 #ifndef PSFSIM_TABLE_H
 #define PSFSIM_TABLE_H
 
@@ -79,5 +81,16 @@ int table_check_names(const psf_table *t, table_name_ok ok, void *ctx, const cha
 /* table_check_names with psfsim's columns: wavelength_nm, defocus,
  * focus_shift_um, field_x_px, field_y_px, z<j> (table_zernike_index in conv). */
 int table_check_columns(const psf_table *t, zernike_convention conv, char *err, size_t errlen);
+
+/* j of a column name "s<segment>_z<j>" (a segmented aperture's segment
+ * term, segterms.h), both decimal without a sign or leading zero, j an
+ * index of conv; the segment into *segment (not checked against the
+ * rings). Returns j, or -1 when name is not such a name. */
+int table_segment_index(const char *name, zernike_convention conv, int *segment);
+
+/* table_check_columns for a segmented aperture's set: the s<segment>_z<j>
+ * columns too, and said so in the allowed list. */
+int table_check_segmented_columns(const psf_table *t, zernike_convention conv, char *err,
+                                  size_t errlen);
 
 #endif

@@ -23,6 +23,7 @@
 #ifdef PSFSIM_HAVE_CUDA
 #include "tests/support/cuda_skip.h"
 #include "gpu/pupil.h"
+#include "optics/aperture.h"
 
 static cudaStream_t g_stream;
 
