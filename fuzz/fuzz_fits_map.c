@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "app/formats/fits_io.h"
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
+#include "app/formats/fits_abi.h"
 #include "app/base/log.h"
 #include "app/set/maps.h"
 #include "fuzz/fuzz_util.h"

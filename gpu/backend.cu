@@ -60,7 +60,7 @@ extern "C" {
 #include "backend/backend.h"
 #include "backend/detector.h"
 }
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 #include "gpu/backend_state.h"
 #include "gpu/batch.h"

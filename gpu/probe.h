@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -34,9 +34,14 @@ LAYERS = [
     ("gpu", 2),
     ("app/base", 3),
     ("app/formats", 4),
+    # A module's own code (docs/design.md, "Modules"): built into its library,
+    # included by nothing; it sees its ABI header and the folders below.
+    ("app/formats/fits", 4.5),
+    ("app/formats/hdf5", 4.5),
     ("app/config", 5),
     ("app/set", 6),
     ("app/select", 7),
+    ("app/select/plot", 7.5),
     ("app/output", 8),  # the set's files on disk
     ("app/dataset", 9),  # NAME.h5 and its sidecar NAME.json
     ("app/run", 10),  # a run of the command
@@ -71,7 +76,18 @@ def sources(tree):
 
 
 # Files of a flat app/ renamed when they got their folders: old -> new room.
-RENAMED = {"hdf5_set": "hdf5_labels", "set_hdf5": "run_dataset"}
+RENAMED = {
+    "hdf5_set": "hdf5_labels",
+    "set_hdf5": "run_dataset",
+    # The modules' loader side (issue 25).
+    "fits_io": "fits",
+    "fits_module": "fits_loader",
+    "hdf5_io": "h5set",
+    "hdf5_module": "hdf5_loader",
+    "probe_plot": "plot",
+    "plot_module": "plot_loader",
+    "gpu_module": "gpu_loader",
+}
 
 
 def layer_table(here):

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/output/outputs.h"
 #include "app/set/image_set.h"
 

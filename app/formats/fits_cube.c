@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "app/formats/atomic_file.h"
-#include "app/formats/fits_io.h"
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
+#include "app/formats/fits_abi.h"
 
 #define FITS_BLOCK 2880
 

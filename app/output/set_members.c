@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "app/formats/atomic_file.h"
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/formats/journal.h"
 
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,

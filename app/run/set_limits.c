@@ -20,7 +20,7 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/dataset/hdf5_writer.h"
 #include "app/output/set_members.h"
 #include "app/output/writer_pool.h"

@@ -5,7 +5,7 @@
  * through it. Its backend would be named "stale", so a psfsim that took
  * the table anyway is seen to. Loaded by tests/app/select/test_gpu_module.c
  * and tests/e2e/e2e_modules.sh ($PSFSIM_STALE_GPU_MODULE). */
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 static const psf_backend_ops stale_backend = {.name = "stale", .preferred_batch = 1};
 

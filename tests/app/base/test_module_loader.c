@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/formats/fits_module.h"
+#include "app/formats/fits_abi.h"
 #include "app/base/module_loader.h"
-#include "backend/gpu_module_abi.h"
-#include "app/select/plot_module.h"
+#include "backend/gpu_abi.h"
+#include "app/select/plot_abi.h"
 #include "tests/support/testutil.h"
 
 #define ENV "PSFSIM_TEST_MODULE"

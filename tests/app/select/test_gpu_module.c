@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "app/base/module_loader.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 static void test_stale_module_refused(void **state)
 {

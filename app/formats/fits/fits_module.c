@@ -8,7 +8,7 @@
  * file: the encoders let cfitsio write into memory (fits_create_memfile)
  * and return the bytes, which psfsim writes through a descriptor of its
  * own (fits_module.c). */
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 
 #include <errno.h>
 #include <fitsio.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/formats/fits_module.h"
+#include "app/formats/fits_abi.h"
 #include "app/formats/fits_scan.h"
 #include "app/base/module_loader.h"
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* probe_plot (probe_plot.h) and plot_segment_numbers (segment_numbers.h)
  * through the plot module, loaded on first use (plot_module.h). */
-#include "app/select/plot_module.h"
+#include "app/select/plot_abi.h"
 
 #include <stdio.h>
 
 #include "app/base/module_loader.h"
-#include "app/select/probe_plot.h"
+#include "app/select/plot.h"
 #include "app/select/segment_numbers.h"
 
 #ifndef PSFSIM_PLOT_BUILT

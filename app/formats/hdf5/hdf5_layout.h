@@ -9,7 +9,7 @@
 #include <hdf5.h>
 #include <stddef.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 
 /* A chunk given in part: its images wait here until all are given. */
 typedef struct {

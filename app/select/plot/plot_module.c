@@ -8,7 +8,7 @@
 
 #include "app/formats/atomic_file.h"
 #include "app/base/module_loader.h"
-#include "app/select/plot_module.h"
+#include "app/select/plot_abi.h"
 
 #define W 800
 #define H 520

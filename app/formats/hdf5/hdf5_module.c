@@ -7,7 +7,7 @@
  * layout made and checked in hdf5_layout.c, blocks written in
  * hdf5_chunks.c; this file handles the temp file: created, locked,
  * resumed, removed, renamed. */
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -21,8 +21,8 @@
 
 #include "app/base/module_loader.h"
 #include "app/base/same_file.h"
-#include "app/formats/hdf5_layout.h"
-#include "app/formats/hdf5_module.h"
+#include "app/formats/hdf5/hdf5_layout.h"
+#include "app/formats/hdf5_abi.h"
 
 /* An error "cannot write SHOWN: WHAT: strerror(e)". */
 static void sys_error(const h5set *s, const char *what, int e, char *err, size_t errlen)

@@ -2,7 +2,7 @@
 /* The HDF5 set's layout (hdf5_layout.h; the file is described in
  * hdf5_io.h): creating it, checking it on resume, writing labels, flags and
  * attributes. Part of the HDF5 module. */
-#include "app/formats/hdf5_layout.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hdf5_io.h's functions, through the HDF5 module loaded on first use
  * (hdf5_module.h). */
-#include "app/formats/hdf5_module.h"
+#include "app/formats/hdf5_abi.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 
 #define HDF5_MODULE_NAME "libpsfsim-hdf5.so"
 #define HDF5_MODULE_ENTRY "psf_hdf5_module_entry"

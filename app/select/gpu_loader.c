@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

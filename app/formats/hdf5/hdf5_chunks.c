@@ -8,7 +8,7 @@
  * through those filters; it is then written with H5Dwrite_chunk.
  * Compressing inside H5Dwrite would use one core (libhdf5 serialises its
  * calls): too slow to keep up with a GPU. Part of the HDF5 module. */
-#include "app/formats/hdf5_layout.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #include <cairo.h>
 #include <stdio.h>
 
-#include "app/select/plot_module.h"
+#include "app/select/plot_abi.h"
 
 int segment_numbers_draw(unsigned char *gray, int w, int h, const segment_label *labels, int n,
                          double font_px, char *err, size_t errlen)

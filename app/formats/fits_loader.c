@@ -2,7 +2,7 @@
 /* fits_io.h's functions, through the FITS module loaded on first use
  * (fits_module.h); the writers write the module's encoded bytes
  * themselves (atomic_file.h). The cube is in app/formats/fits_cube.c. */
-#include "app/formats/fits_module.h"
+#include "app/formats/fits_abi.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 /* The CUDA backend's table, loading the module on first use (once per
  * process, thread-safe); NULL when it cannot be used (gpu_module_error

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 
 #define FITS_MODULE_NAME "libpsfsim-fits.so"
 #define FITS_MODULE_ENTRY "psf_fits_module_entry"
