@@ -7,10 +7,11 @@
 Two graphs: files (an edge A -> B is a quoted #include in A naming B), and
 rooms, a source file with its header counted once (foo.c, foo.cu and foo.h
 are one room: an edge when any file of A includes one of B). A cycle of
-rooms need not be a loop of includes: a loader that implements a module's
-API (fits_module.c implements fits_io.h, whose real code fits_io.c is in
-the module and includes the module's table), or a header-only helper that
-needs its user's types (optics/aperture_geom.h), makes one. Reported for each graph:
+rooms need not be a loop of includes: a header-only helper that needs its
+user's types (optics/aperture_geom.h) makes one, as did a loader that
+implemented a module's API header whose namesake .c was the module (the
+old fits_io.h and fits_io.c: a module's API, ABI, loader and code now have
+names of their own, docs/design.md "Modules"). Reported for each graph:
 - depth: the longest include chain (the number of dependency layers);
 - upward: includes from a folder to a folder above it in LAYERS (a lower
   layer depending on a higher one) and includes between cpu/ and gpu/;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What NAME.h5 (output.hdf5) holds, from the image set: the label terms,
  * the label columns, the attributes (pixel scales, units, conventions,
- * provenance), as the h5set_params of app/formats/hdf5_io.h; and the
+ * provenance), as the h5set_params of app/formats/h5set.h; and the
  * conventions, which the sidecar NAME.json states too (app/dataset/sidecar.h). */
 #ifndef PSFSIM_HDF5_LABELS_H
 #define PSFSIM_HDF5_LABELS_H

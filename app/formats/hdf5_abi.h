@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The HDF5 module's interface: libpsfsim-hdf5.so (app/formats/hdf5_io.c with
- * hdf5_layout.c and hdf5_chunks.c, linked with libhdf5 and zlib) exports one
- * table, psf_hdf5_module_entry, of the functions hdf5_io.h declares; psfsim
- * itself does not link libhdf5. app/formats/hdf5_module.c defines
- * hdf5_io.h's functions: each loads the module on first use
- * (module_loader.h; the path may be given by $PSFSIM_HDF5_MODULE) and calls
- * through the table. Each entry has the contract of the hdf5_io.h function
- * of the same name (h5set_ prefix dropped). */
-#ifndef PSFSIM_HDF5_MODULE_H
-#define PSFSIM_HDF5_MODULE_H
+/* The HDF5 module's ABI: the one table libpsfsim-hdf5.so (app/formats/hdf5/,
+ * linked with libhdf5 and zlib) exports as psf_hdf5_module_entry, and the
+ * loader (app/formats/hdf5_loader.c) reads: the functions h5set.h declares;
+ * psfsim itself does not link libhdf5. Each entry has the contract of the
+ * h5set.h function of the same name (h5set_ prefix dropped). Nothing but the
+ * module and its loader includes this. */
+#ifndef PSFSIM_HDF5_ABI_H
+#define PSFSIM_HDF5_ABI_H
 
 #include <stddef.h>
 
@@ -16,11 +14,9 @@
 
 #define HDF5_MODULE_NAME "libpsfsim-hdf5.so"
 #define HDF5_MODULE_ENTRY "psf_hdf5_module_entry"
-/* Raised whenever the table or a struct of hdf5_io.h changes, so a stale
+/* Raised whenever the table or a struct of h5set.h changes, so a stale
  * module is refused. */
 #define HDF5_MODULE_ABI 4
-/* The temp file beside NAME.h5 (printf format of the base name). */
-#define H5SET_TEMP_FORMAT ".%s.part"
 
 typedef struct {
     int abi;     /* HDF5_MODULE_ABI */
@@ -37,14 +33,7 @@ typedef struct {
     int (*check_complete)(const h5set_params *p, char *why, size_t whylen);
 } hdf5_module_ops;
 
-/* Defined by the module only (app/formats/hdf5_io.c). */
+/* Defined by the module only (app/formats/hdf5/hdf5_module.c). */
 extern const hdf5_module_ops psf_hdf5_module_entry;
-
-/* Load the HDF5 module now if it is not loaded yet (once per process;
- * thread-safe). Returns 0, or -1 with a one-line reason in err: "cannot
- * load HDF5 support: no libpsfsim-hdf5.so in ...", or "... PATH is of
- * another psfsim version" for a stale module. A caller may call it early
- * to fail before any work is done. */
-int hdf5_module_load(char *err, size_t errlen);
 
 #endif

@@ -7,11 +7,12 @@
  * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
  * executable, one directory up (build trees: tests/, bench/), and in
  * ../lib/psfsim/ (an installed tree): app/base/module_loader.h, shared with the
- * FITS and plot modules. Like theirs, its one entry is a versioned table
- * (backend/gpu_module_abi.h); a module of another psfsim version is
- * refused ("... is of another psfsim version"), never misread. */
-#ifndef PSFSIM_GPU_MODULE_H
-#define PSFSIM_GPU_MODULE_H
+ * FITS, HDF5 and plot modules. Like theirs, its one entry is a versioned
+ * table (backend/gpu_abi.h); a module of another psfsim version is
+ * refused ("... is of another psfsim version"), never misread. These are
+ * what psfsim calls; app/select/gpu_loader.c implements them. */
+#ifndef PSFSIM_GPU_H
+#define PSFSIM_GPU_H
 
 #include <stddef.h>
 

@@ -1,44 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* probe_plot (probe_plot.h) and plot_segment_numbers (segment_numbers.h)
- * through the plot module, loaded on first use (plot_module.h). */
-#include "app/select/plot_abi.h"
+/* The plot loader: probe_plot and plot_segment_numbers (plot.h) through the
+ * plot module (app/select/plot/, its table plot_abi.h), loaded when one is
+ * drawn. */
+#include "app/select/plot.h"
 
 #include <stdio.h>
 
 #include "app/base/module_loader.h"
-#include "app/select/plot.h"
-#include "app/select/segment_numbers.h"
+#include "app/select/plot_abi.h"
 
 #ifndef PSFSIM_PLOT_BUILT
 #define PSFSIM_PLOT_BUILT 0 /* CMake: 1 when the plot module is built (cairo) */
 #endif
 
+MODULE_TABLE_CHECK(plot_module_ops);
+
 /* The module's table: 0, or 1 with why in err (not built, missing, or
- * another version). */
+ * another version). Called once per process (--probe, --draw-aperture): no
+ * need to keep the table. */
 static int load(const plot_module_ops **m, char *err, size_t errlen)
 {
-    static const char *const symbols[] = {PLOT_MODULE_ENTRY};
-    void *entry = NULL;
-    char mpath[MODULE_PATH_MAX], why[500];
-    module_status st;
-    /* Called once per process (--probe, --draw-aperture): no need to keep the table. */
-    if (!module_load(PLOT_MODULE_NAME, "PSFSIM_PLOT_MODULE", symbols, &entry, 1, &st, mpath,
-                     sizeof mpath, why, sizeof why)) {
-        if (st == MODULE_NOT_FOUND && !PSFSIM_PLOT_BUILT)
-            snprintf(err, errlen, "psfsim was built without cairo (%s)", why);
-        else if (st == MODULE_NOT_FOUND)
-            snprintf(err, errlen, "the plot module is missing (%s)", why);
-        else
-            snprintf(err, errlen, "cannot load the plot module: %s", why);
-        return 1;
-    }
-    *m = entry;
-    if ((*m)->abi != PLOT_MODULE_ABI || (*m)->size != sizeof **m) {
-        snprintf(err, errlen, "cannot load the plot module: %.400s is of another psfsim version",
-                 mpath);
-        return 1;
-    }
-    return 0;
+    static const module_spec spec = {PLOT_MODULE_NAME, "PSFSIM_PLOT_MODULE", PLOT_MODULE_ENTRY,
+                                     PLOT_MODULE_ABI, sizeof(plot_module_ops)};
+    module_opened mod;
+    module_open(&spec, &mod);
+    if (mod.status == MODULE_NOT_FOUND && !PSFSIM_PLOT_BUILT)
+        snprintf(err, errlen, "psfsim was built without cairo (%.499s)", mod.why);
+    else if (mod.status == MODULE_NOT_FOUND)
+        snprintf(err, errlen, "the plot module is missing (%.499s)", mod.why);
+    else if (!mod.table)
+        snprintf(err, errlen, "cannot load the plot module: %.499s", mod.why);
+    *m = mod.table;
+    return *m ? 0 : 1;
 }
 
 int probe_plot(const probe_figures *f, const double crossovers[2], const char *path, char *err,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A stale HDF5 module for test_hdf5_io: its table has another ABI, so
- * hdf5_module.c must refuse it. */
+ * hdf5_loader.c must refuse it. */
 #include "app/base/module_loader.h"
 #include "app/formats/hdf5_abi.h"
 
