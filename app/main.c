@@ -9,7 +9,7 @@
 #include "app/base/interrupt.h"
 #include "app/base/log.h"
 #include "app/select/probe_report.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/run/mpi_run.h"
 #include "app/run/run.h"
 

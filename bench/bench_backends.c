@@ -15,7 +15,7 @@
 
 #include "backend/backend.h"
 #include "bench/bench_time.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 static int bench(const psf_backend_ops *ops, int npix, long long images)
 {

@@ -25,7 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/detector.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 static double now_s(void)
 {

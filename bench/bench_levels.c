@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "app/formats/png_io.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "backend/backend.h"
 #include "backend/levels.h"
 #include "bench/bench_time.h"

@@ -20,7 +20,7 @@
 
 #include "backend/backend.h"
 #include "app/config/config.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/set/image_set.h"
 
 /* A set loaded for calling a backend's ops directly. */

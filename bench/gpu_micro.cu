@@ -36,7 +36,7 @@ extern "C" {
 #include "backend/backend.h"
 #include "backend/detector.h"
 }
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 #include "gpu/cuda_check.h"
 #include "gpu/detector.h"
 #include "gpu/plan_cache.h"

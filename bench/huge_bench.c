@@ -31,7 +31,7 @@
 #include <psfsim.h>
 
 #include "app/config/config.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/set/image_set.h"
 #include "backend/backend.h"
 #include "bench/bench_time.h"

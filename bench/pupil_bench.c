@@ -38,7 +38,7 @@
 #include "optics/zernike.h"
 
 #ifdef PSFSIM_HAVE_CUDA
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 #include "gpu/pupil.h"
 #endif
 

@@ -2,7 +2,7 @@
 # Decide whether to build the CUDA backend (gpu/CMakeLists.txt defines its
 # targets): PSFSIM_HAVE_CUDA, the architectures (sm_90 unless
 # CMAKE_CUDA_ARCHITECTURES says otherwise) and the toolkit's version.
-# Without CUDA there is no module and psfsim is CPU-only (app/select/gpu_module.c).
+# Without CUDA there is no module and psfsim is CPU-only (app/select/gpu_loader.c).
 set(PSFSIM_HAVE_CUDA OFF)
 if(NOT PSFSIM_CUDA STREQUAL "OFF")
   include(CheckLanguage)

@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "app/formats/fits_io.h"
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
 #include "app/base/log.h"
 #include "app/set/maps.h"
 #include "fuzz/fuzz_util.h"
@@ -24,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc, (void)argv;
     log_set_level(LOG_QUIET);
     fuzz_dir();
-    /* Load the FITS module (fits_module.h) before fuzzing starts, so that
+    /* Load the FITS module (fits.h) before fuzzing starts, so that
      * libFuzzer registers its coverage counters with the target's. */
     char err[1024];
     if (fits_module_load(err, sizeof err) != 0) {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/png_io.h"
 
 static const char *dir;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend: the table psf_gpu_module_entry hands out
- * (backend/gpu_module_abi.h), the twin of cpu/backend.c. Per set (create):
+ * (backend/gpu_abi.h), the twin of cpu/backend.c. Per set (create):
  * the device (options->device), the memory estimate, streams, events,
  * every buffer for the largest batch, the maps and Zernike modes on the
  * device. Per pitch (first use in run): the pupil, built on the device
@@ -60,7 +60,7 @@ extern "C" {
 #include "backend/backend.h"
 #include "backend/detector.h"
 }
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 #include "gpu/backend_state.h"
 #include "gpu/batch.h"
@@ -340,7 +340,7 @@ static psf_backend_ops make_ops(void)
     o.destroy = gpu_destroy;
     o.alloc_images = gpu_alloc_images;
     o.free_images = gpu_free_images;
-    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_module_abi.h: the cost model uses it too */
+    o.preferred_batch = PSF_GPU_PREFERRED_BATCH; /* gpu_abi.h: the cost model uses it too */
     o.device_count = gpu_device_count;
     o.memory_need = gpu_memory_need;
     o.run_levels = gpu_run_levels;

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* GPU figures for the latency probe (docs/design.md, "Backend choice"), measured
  * by gpu/probe.cu and handed to psfsim through the module's table
- * (backend/gpu_module_abi.h: gpu_basics, probe_basics). A plain C header:
+ * (backend/gpu_abi.h: gpu_basics, probe_basics). A plain C header:
  * nothing outside gpu/ sees CUDA. */
 #ifndef PSFSIM_GPU_PROBE_H
 #define PSFSIM_GPU_PROBE_H
 
 #include <stddef.h>
 
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,4 +144,24 @@ void *module_load(const char *name, const char *env, const char *const *symbols,
     }
     *status = MODULE_OK;
     return h;
+}
+
+void module_open(const module_spec *spec, module_opened *out)
+{
+    void *entry = NULL;
+    out->table = NULL;
+    out->why[0] = '\0';
+    if (!module_load(spec->file, spec->env, &spec->entry, &entry, 1, &out->status, out->path,
+                     sizeof out->path, out->why, sizeof out->why))
+        return;
+    /* The head read bytewise: the table is of the module's type, not module_table_head. */
+    module_table_head head;
+    memcpy(&head.abi, (const char *)entry + offsetof(module_table_head, abi), sizeof head.abi);
+    memcpy(&head.size, (const char *)entry + offsetof(module_table_head, size), sizeof head.size);
+    if (head.abi != spec->abi || head.size != spec->size) {
+        snprintf(out->why, sizeof out->why, "%.400s is of another psfsim version", out->path);
+        out->status = MODULE_STALE;
+        return;
+    }
+    out->table = entry;
 }

@@ -43,7 +43,7 @@ void cfg_set_defaults(psf_config *cfg)
  * (app/formats/atomic_file.c: ".F.tmp.XXXXXX"), as long as an image's
  * .NAME_1234567.fits.tmp.XXXXXX (k has at most 7 digits, CFG_MAX_IMAGES);
  * the others are shorter: .NAME_cube.fits.tmp.XXXXXX (+22), .NAME.json.tmp.
- * XXXXXX (+17), .NAME.h5.part (+9, app/formats/hdf5_module.h), .NAME.lock
+ * XXXXXX (+17), .NAME.h5.part (+9, app/formats/h5set.h), .NAME.lock
  * (+6). Each within a file name's limit, NAME_MAX (255). */
 #define CFG_NAME_MAX (NAME_MAX - 25)
 

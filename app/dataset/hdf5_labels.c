@@ -10,7 +10,7 @@
 
 #include <fftw3.h>
 
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/set/set_detector.h"
 
 int hdf5_label_terms(const image_set *s, int *term)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What NAME.h5 (output.hdf5) holds, from the image set: the label terms,
  * the label columns, the attributes (pixel scales, units, conventions,
- * provenance), as the h5set_params of app/formats/hdf5_io.h; and the
+ * provenance), as the h5set_params of app/formats/h5set.h; and the
  * conventions, which the sidecar NAME.json states too (app/dataset/sidecar.h). */
 #ifndef PSFSIM_HDF5_LABELS_H
 #define PSFSIM_HDF5_LABELS_H
 
 #include <stddef.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/output/outputs.h"
 #include "app/set/image_set.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* output.hdf5: the whole set as one NAME.h5 (app/formats/hdf5_io.h), written
+/* output.hdf5: the whole set as one NAME.h5 (app/formats/h5set.h), written
  * by a thread of its own in blocks of whole batches: as each batch
  * retires (in any order with several lanes), its images (float32, or the
  * uint16 stretch levels the writer pool made) and labels are copied into a
@@ -65,7 +65,7 @@ int hdf5_writer_add(hdf5_writer *w, host_pool *pool, const write_job *jobs, int 
  * hdf5_writer_add does) and must not change until hdf5_writer_wait_slot
  * for it returns. What cannot be taken in place is copied (the noisy and
  * uint16 oversampled images, made here; the labels); a chunk given in
- * part is kept by the module (hdf5_io.h), so the slot's bytes are not
+ * part is kept by the module (h5set.h), so the slot's bytes are not
  * needed once its rows are written; rows the file had are skipped. */
 int hdf5_writer_add_held(hdf5_writer *w, host_pool *pool, const write_job *jobs, int n, int slot,
                          char *err, size_t errlen);

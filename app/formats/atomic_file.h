@@ -64,7 +64,7 @@ int atomic_publish(atomic_file *af, char *err, size_t errlen);
 void atomic_abort(atomic_file *af);
 
 /* Write n bytes at p to af's temp file and commit it (the encoded FITS
- * files: app/formats/fits_module.c). 0, or -1 with err (nothing left). */
+ * files: app/formats/fits_loader.c). 0, or -1 with err (nothing left). */
 int atomic_write_all(atomic_file *af, const void *p, size_t n, char *err, size_t errlen);
 
 /* 1 when name is a temp file atomic_open_at made for final: exactly

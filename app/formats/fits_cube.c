@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The FITS cube (fits_io.h), written by psfsim through its own descriptor
+/* The FITS cube (fits.h), written by psfsim through its own descriptor
  * of the temp file (atomic_open_at: nothing is created by name, no link is
  * followed): the primary header as cfitsio encodes it in memory, then the
  * planes, each converted to big-endian float32 and written at its place
@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "app/formats/atomic_file.h"
-#include "app/formats/fits_io.h"
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
+#include "app/formats/fits_loader.h"
 
 #define FITS_BLOCK 2880
 

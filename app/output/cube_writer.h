@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "app/output/fits_header.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/set/image_set.h"
 #include "app/output/image_result.h"
 

@@ -3,7 +3,7 @@
 #ifndef PSFSIM_FITS_HEADER_H
 #define PSFSIM_FITS_HEADER_H
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/set/image_set.h"
 #include "app/output/image_result.h"
 

@@ -13,7 +13,7 @@
 #include "app/base/clock.h"
 #include "app/base/log.h"
 #include "app/output/fits_header.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/png_io.h"
 #include "app/set/measure.h"
 #include "app/set/noise.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "app/formats/atomic_file.h"
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/formats/journal.h"
 
 void outputs_image_name(const psf_config *cfg, long long k, long long nimages, const char *ext,
@@ -155,7 +155,7 @@ int set_members_load(set_members *m, int dirfd, const psf_config *cfg, long long
 }
 
 /* file is the HDF5 writer's temp file of the set, .NAME.h5.part
- * (app/formats/hdf5_io.h): a killed run's NAME.h5 in the making. */
+ * (app/formats/h5set.h): a killed run's NAME.h5 in the making. */
 static int hdf5_temp(const char *name, const char *file)
 {
     char h5[SET_PATH_MAX], tmp[SET_PATH_MAX];

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "app/base/clock.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/png_io.h"
 #include "app/set/set_detector.h"
 

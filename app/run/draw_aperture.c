@@ -10,7 +10,7 @@
 #include "app/base/log.h"
 #include "app/config/config.h"
 #include "app/formats/png_io.h"
-#include "app/select/segment_numbers.h"
+#include "app/select/plot.h"
 #include "app/set/image_set.h"
 #include "optics/aperture.h"
 

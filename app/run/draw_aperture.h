@@ -25,7 +25,7 @@ typedef struct {
  * optics.aperture.file is the same aperture), to png_path atomically as an
  * 8-bit grayscale PNG, grey level round(255 t). A segmented aperture gets
  * every segment's number at its centre (black; a left-out segment's in
- * grey) through the plot module (segment_numbers.h); without it the PNG has
+ * grey) through the plot module (app/select/plot.h); without it the PNG has
  * no numbers and info->note says why. Returns 0, or -1 with err (the
  * config's messages, the map's, or the PNG's; nothing written then). */
 int draw_aperture(const char *config_path, const char *png_path, draw_aperture_info *info,

@@ -11,7 +11,7 @@
 #include "app/base/clock.h"
 #include "app/base/log.h"
 #include "app/output/outputs.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 void run_report_fill(const run_state *r, int status, const char *err, double wall, rank_report *p)
 {

@@ -19,7 +19,7 @@
 
 #include "backend/backend.h"
 #include "backend/bytes.h"
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "app/select/backend_select.h"
 #include "app/dataset/hdf5_writer.h"
 #include "app/output/set_members.h"

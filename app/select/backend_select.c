@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "app/select/cost_model.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/base/log.h"
 #include "app/select/probe.h"
 #include "app/select/probe_cache.h"

@@ -11,8 +11,8 @@
 #include "backend/backend.h"
 #include "app/base/clock.h"
 #include "app/base/log.h"
-#include "app/formats/fits_io.h"
-#include "app/select/gpu_module.h"
+#include "app/formats/fits.h"
+#include "app/select/gpu.h"
 #include "app/formats/png_io.h"
 
 static const int probe_sizes[PROBE_NSIZES] = {64, 128, 256, 512, 1024};

@@ -16,7 +16,7 @@
 #include "backend/cache_file.h"
 #include "app/base/log.h"
 #include "app/formats/atomic_file.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "app/base/make_dir.h"
 
 #define CACHE_MAGIC "psfsim-probe 3"

@@ -9,7 +9,7 @@
 #include "app/base/log.h"
 #include "app/base/make_dir.h"
 #include "app/select/probe_cache.h"
-#include "app/select/probe_plot.h"
+#include "app/select/plot.h"
 
 static double gpu_per_image(const probe_figures *f, int i, int big)
 {

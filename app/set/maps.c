@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "app/base/log.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/fits_scan.h"
 #include "app/formats/png_io.h"
 

@@ -27,8 +27,8 @@
 
 #include "backend/backend.h"
 #include "app/config/config.h"
-#include "app/formats/fits_io.h"
-#include "app/select/gpu_module.h"
+#include "app/formats/fits.h"
+#include "app/select/gpu.h"
 #include "app/set/image_set.h"
 #include "tests/support/psf_harness.h"
 #include "tests/support/testutil.h"

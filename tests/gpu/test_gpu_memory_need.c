@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "backend/backend.h"
 
 static const psf_backend_ops *gpu;

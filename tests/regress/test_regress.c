@@ -29,7 +29,7 @@
 
 #include "app/run/cli.h"
 #include "app/config/config.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/fits_scan.h"
 #include "app/set/image_set.h"
 #include "app/set/maps.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 #include "optics/metrics.h"
 #include "tests/support/testutil.h"
 

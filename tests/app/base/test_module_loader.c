@@ -14,10 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
+#include "app/formats/fits_abi.h"
 #include "app/base/module_loader.h"
-#include "backend/gpu_module_abi.h"
-#include "app/select/plot_module.h"
+#include "backend/gpu_abi.h"
+#include "app/select/plot_abi.h"
 #include "tests/support/testutil.h"
 
 #define ENV "PSFSIM_TEST_MODULE"
@@ -126,6 +127,54 @@ static void test_fits_module_loads(void **state)
     assert_int_equal(st, MODULE_NO_ENTRY);
 }
 
+/* module_open, the one helper every loader uses: the table when its head
+ * matches the spec's version and size, else MODULE_STALE naming the file;
+ * module_load's reasons otherwise, with the path tried. */
+static void test_module_open(void **state)
+{
+    (void)state;
+    unsetenv(ENV);
+    char path[MODULE_PATH_MAX], want[MODULE_PATH_MAX + 100];
+    assert_int_equal(module_find(FITS_MODULE_NAME, ENV, path, sizeof path), 0);
+    setenv(ENV, path, 1);
+    module_spec spec = {"libpsfsim-nosuch.so", ENV, FITS_MODULE_ENTRY, FITS_MODULE_ABI,
+                        sizeof(fits_module_ops)};
+    static module_opened m; /* static: MODULE_PATH_MAX and more */
+    module_open(&spec, &m);
+    assert_int_equal(m.status, MODULE_OK);
+    assert_non_null(m.table);
+    assert_string_equal(m.path, path);
+    assert_int_equal(((const fits_module_ops *)m.table)->abi, FITS_MODULE_ABI);
+
+    spec.abi = FITS_MODULE_ABI + 1; /* a module of another version */
+    module_open(&spec, &m);
+    assert_int_equal(m.status, MODULE_STALE);
+    assert_null(m.table);
+    snprintf(want, sizeof want, "%s is of another psfsim version", path);
+    assert_string_equal(m.why, want);
+    spec.abi = FITS_MODULE_ABI;
+    spec.size = sizeof(fits_module_ops) + sizeof(void *); /* a table of another size */
+    module_open(&spec, &m);
+    assert_int_equal(m.status, MODULE_STALE);
+    assert_string_equal(m.why, want);
+
+    spec.size = sizeof(fits_module_ops);
+    spec.entry = "psf_no_such_entry";
+    module_open(&spec, &m);
+    assert_int_equal(m.status, MODULE_NO_ENTRY);
+    assert_null(m.table);
+    assert_string_equal(m.path, path);
+    snprintf(want, sizeof want, "%s: no psf_no_such_entry", path);
+    assert_string_equal(m.why, want);
+
+    unsetenv(ENV);
+    module_open(&spec, &m);
+    assert_int_equal(m.status, MODULE_NOT_FOUND);
+    assert_null(m.table);
+    assert_string_equal(m.path, "");
+    assert_non_null(strstr(m.why, "no libpsfsim-nosuch.so in "));
+}
+
 static void test_plot_module(void **state)
 {
     (void)state;
@@ -174,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_missing_module), cmocka_unit_test(test_not_a_library),
         cmocka_unit_test(test_missing_entry),  cmocka_unit_test(test_fits_module_loads),
         cmocka_unit_test(test_plot_module),    cmocka_unit_test(test_gpu_module),
+        cmocka_unit_test(test_module_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

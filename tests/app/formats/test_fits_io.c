@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "tests/support/testutil.h"
 
 static long file_size(const char *path)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/fits_scan.h"
 #include "app/formats/fits_source.h"
 #include "app/set/maps.h"

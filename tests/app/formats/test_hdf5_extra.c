@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "tests/support/testutil.h"
 
 enum { K = 29, M = 8, S = 3, OM = M * S, CHUNK = 4 };

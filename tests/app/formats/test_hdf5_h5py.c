@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 #include "tests/support/testutil.h"
 
 extern char **environ;

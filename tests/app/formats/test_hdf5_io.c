@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "app/base/module_loader.h"
-#include "app/formats/hdf5_io.h"
-#include "app/formats/hdf5_module.h"
+#include "app/formats/h5set.h"
+#include "app/formats/hdf5_abi.h"
 #include "tests/support/testutil.h"
 
 extern char **environ;

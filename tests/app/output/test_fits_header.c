@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "tests/support/testutil.h"
 
 static void test_header_keywords(void **state)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The GPU module's versioned table (backend/gpu_module_abi.h): a module
+/* The GPU module's versioned table (backend/gpu_abi.h): a module
  * whose table is of another psfsim version is refused with a message that
  * names it, and nothing of it is used. The module is loaded once per
  * process, hence a program of its own. */
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "app/base/module_loader.h"
-#include "app/select/gpu_module.h"
+#include "app/select/gpu.h"
 
 static void test_stale_module_refused(void **state)
 {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/set/maps.h"
 #include "app/formats/png_io.h"
 /* libpng declares a psf_png_write_image of its own (see png_io.h). */

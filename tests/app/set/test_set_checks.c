@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "app/config/config.h"
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 #include "app/formats/png_io.h"
 #include "app/set/image_set.h"
 #include "app/set/set_checks.h"

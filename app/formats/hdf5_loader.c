@@ -1,46 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hdf5_io.h's functions, through the HDF5 module loaded on first use
- * (hdf5_module.h). */
-#include "app/formats/hdf5_module.h"
+/* The HDF5 loader: h5set.h's functions, through the HDF5 module
+ * (app/formats/hdf5/, its table hdf5_abi.h) loaded on first use. */
+#include "app/formats/h5set.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "app/base/module_loader.h"
+#include "app/formats/hdf5_abi.h"
 
-/* The module, loaded once per process (pthread_once: writer threads may
- * ask at the same time); error holds why it could not be. */
-static const hdf5_module_ops *g_ops;
+MODULE_TABLE_CHECK(hdf5_module_ops);
+
+/* The module, opened once per process (pthread_once: writer threads may
+ * ask at the same time); g_error holds why it could not be. */
+static module_opened g_module;
 static char g_error[600];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-    static const char *const symbols[] = {HDF5_MODULE_ENTRY};
-    void *entry = NULL;
-    char path[MODULE_PATH_MAX], why[500];
-    module_status st;
-    if (!module_load(HDF5_MODULE_NAME, "PSFSIM_HDF5_MODULE", symbols, &entry, 1, &st, path,
-                     sizeof path, why, sizeof why)) {
-        snprintf(g_error, sizeof g_error, "cannot load HDF5 support: %s", why);
-        return;
-    }
-    const hdf5_module_ops *ops = entry;
-    if (ops->abi != HDF5_MODULE_ABI || ops->size != sizeof *ops) {
-        snprintf(g_error, sizeof g_error,
-                 "cannot load HDF5 support: %.400s is of another psfsim version", path);
-        return;
-    }
-    g_ops = ops;
+    static const module_spec spec = {HDF5_MODULE_NAME, "PSFSIM_HDF5_MODULE", HDF5_MODULE_ENTRY,
+                                     HDF5_MODULE_ABI, sizeof(hdf5_module_ops)};
+    module_open(&spec, &g_module);
+    if (!g_module.table)
+        snprintf(g_error, sizeof g_error, "cannot load HDF5 support: %.499s", g_module.why);
 }
 
 /* The table, or NULL with the reason in err (errlen bytes, may be 0). */
 static const hdf5_module_ops *ops(char *err, size_t errlen)
 {
     pthread_once(&g_once, load);
-    if (!g_ops && errlen) snprintf(err, errlen, "%s", g_error);
-    return g_ops;
+    if (!g_module.table && errlen) snprintf(err, errlen, "%s", g_error);
+    return g_module.table;
 }
 
 int hdf5_module_load(char *err, size_t errlen)
@@ -61,7 +53,7 @@ h5set *h5set_open(const h5set_params *p, h5set_mode mode, h5set_info *info, char
     return m->open(p, mode, info, err, errlen);
 }
 
-/* A set exists only when the module was loaded: g_ops is set. */
+/* A set exists only when the module was loaded: its table is set. */
 const unsigned char *h5set_written(const h5set *s)
 {
     return ops(NULL, 0)->written(s);

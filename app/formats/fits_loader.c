@@ -1,49 +1,42 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fits_io.h's functions, through the FITS module loaded on first use
- * (fits_module.h); the writers write the module's encoded bytes
- * themselves (atomic_file.h). The cube is in app/formats/fits_cube.c. */
-#include "app/formats/fits_module.h"
+/* The FITS loader: fits.h's functions, through the FITS module
+ * (app/formats/fits/, its table fits_abi.h) loaded on first use; the
+ * writers write the module's encoded bytes themselves (atomic_file.h).
+ * The cube is in app/formats/fits_cube.c. */
+#include "app/formats/fits_loader.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "app/formats/atomic_file.h"
+#include "app/formats/fits.h"
 
 #include "app/base/module_loader.h"
 
-/* The module, loaded once per process (pthread_once: writer threads may
- * ask at the same time); error holds why it could not be. */
-static const fits_module_ops *g_ops;
+MODULE_TABLE_CHECK(fits_module_ops);
+
+/* The module, opened once per process (pthread_once: writer threads may
+ * ask at the same time); g_error holds why it could not be. */
+static module_opened g_module;
 static char g_error[600];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-    static const char *const symbols[] = {FITS_MODULE_ENTRY};
-    void *entry = NULL;
-    char path[MODULE_PATH_MAX], why[500];
-    module_status st;
-    if (!module_load(FITS_MODULE_NAME, "PSFSIM_FITS_MODULE", symbols, &entry, 1, &st, path,
-                     sizeof path, why, sizeof why)) {
-        snprintf(g_error, sizeof g_error, "cannot load FITS support: %s", why);
-        return;
-    }
-    const fits_module_ops *ops = entry;
-    if (ops->abi != FITS_MODULE_ABI || ops->size != sizeof *ops) {
-        snprintf(g_error, sizeof g_error,
-                 "cannot load FITS support: %.400s is of another psfsim version", path);
-        return;
-    }
-    g_ops = ops;
+    static const module_spec spec = {FITS_MODULE_NAME, "PSFSIM_FITS_MODULE", FITS_MODULE_ENTRY,
+                                     FITS_MODULE_ABI, sizeof(fits_module_ops)};
+    module_open(&spec, &g_module);
+    if (!g_module.table)
+        snprintf(g_error, sizeof g_error, "cannot load FITS support: %.499s", g_module.why);
 }
 
 /* The table, or NULL with the reason in err (errlen bytes, may be 0). */
 static const fits_module_ops *ops(char *err, size_t errlen)
 {
     pthread_once(&g_once, load);
-    if (!g_ops && errlen) snprintf(err, errlen, "%s", g_error);
-    return g_ops;
+    if (!g_module.table && errlen) snprintf(err, errlen, "%s", g_error);
+    return g_module.table;
 }
 
 int fits_module_load(char *err, size_t errlen)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* An image set as one HDF5 file, NAME.h5 (the datasets issue): the images as
  * one chunked dataset [K, M, M], their labels as datasets of length K, and
- * attributes for pixel scales, units, conventions and provenance. The code
- * (app/formats/hdf5_io.c, hdf5_params.c, hdf5_layout.c, hdf5_chunks.c) is
- * the HDF5 module, libpsfsim-hdf5.so, which these functions load on first
- * use (hdf5_module.h): a run without HDF5 output never maps libhdf5. When
+ * attributes for pixel scales, units, conventions and provenance: what
+ * psfsim calls. The code (app/formats/hdf5/) is the HDF5 module,
+ * libpsfsim-hdf5.so, which these functions load on first use
+ * (app/formats/hdf5_loader.c, the table hdf5_abi.h; h5set.h, as hdf5.h is
+ * libhdf5's): a run without HDF5 output never maps libhdf5. When
  * it cannot be loaded h5set_open fails with err saying so ("cannot write
  * NAME.h5: cannot load HDF5 support: no libpsfsim-hdf5.so in ...").
  *
@@ -49,8 +50,8 @@
  * the moment between checking that the temp name is still our file and
  * renaming (or removing) it: someone who may write the directory could
  * swap the entry then, which they could do to NAME.h5 itself anyway. */
-#ifndef PSFSIM_HDF5_IO_H
-#define PSFSIM_HDF5_IO_H
+#ifndef PSFSIM_H5SET_H
+#define PSFSIM_H5SET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -193,6 +194,10 @@ int h5set_close(h5set *s, h5set_close_mode mode, char *err, size_t errlen);
  * again. Loads the module. */
 int h5set_check_complete(const h5set_params *p, char *why, size_t whylen);
 
+/* The temp file beside NAME.h5 (printf format of the base name): the
+ * module makes it, h5set_temp_name names it. */
+#define H5SET_TEMP_FORMAT ".%s.part"
+
 /* The temp file's name for name: "sub/.psf.h5.part" for "sub/psf.h5".
  * 0, or -1 when it does not fit in outlen. Needs no module. */
 int h5set_temp_name(const char *name, char *out, size_t outlen);
@@ -205,5 +210,12 @@ int h5set_thread_safe(void);
 /* The libhdf5 version the module runs with ("1.10.10") into out (outlen
  * bytes); "" when the module cannot be loaded. Loads the module. */
 void h5set_library_version(char *out, size_t outlen);
+
+/* Load the HDF5 module now if it is not loaded yet (once per process;
+ * thread-safe). Returns 0, or -1 with a one-line reason in err: "cannot
+ * load HDF5 support: no libpsfsim-hdf5.so in ...", or "... PATH is of
+ * another psfsim version" for a stale module. A caller may call it early
+ * to fail before any work is done. */
+int hdf5_module_load(char *err, size_t errlen);
 
 #endif

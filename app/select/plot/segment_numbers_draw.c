@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The plot module's segment numbers (plot_module.h, numbers): cairo draws
+/* The plot module's segment numbers (plot_abi.h, numbers): cairo draws
  * them on an RGB copy of the grey picture, whose green channel goes back. */
+#include "app/select/plot/segment_numbers_draw.h"
+
 #include <cairo.h>
 #include <stdio.h>
-
-#include "app/select/plot_module.h"
 
 int segment_numbers_draw(unsigned char *gray, int w, int h, const segment_label *labels, int n,
                          double font_px, char *err, size_t errlen)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* FITS images through cfitsio: the FITS module, libpsfsim-fits.so
- * (fits_module.h), whose table psfsim calls through (app/formats/fits_module.c);
- * each reader has the contract of the fits_io.h function of the same name
- * with the psf_fits_ prefix. Files are opened with the *_diskfile calls,
- * which take the name literally (no extended filename syntax: a '[' or '!'
- * in a directory name means nothing special). Nothing here creates a
- * file: the encoders let cfitsio write into memory (fits_create_memfile)
- * and return the bytes, which psfsim writes through a descriptor of its
- * own (fits_module.c). */
-#include "app/formats/fits_io.h"
+/* The FITS module, libpsfsim-fits.so: FITS images through cfitsio. Its one
+ * export is the table of app/formats/fits_abi.h, which psfsim calls through
+ * (app/formats/fits_loader.c); each reader has the contract of the fits.h
+ * function of the same name with the psf_fits_ prefix. Files are opened with
+ * the *_diskfile calls, which take the name literally (no extended filename
+ * syntax: a '[' or '!' in a directory name means nothing special). Nothing
+ * here creates a file: the encoders let cfitsio write into memory
+ * (fits_create_memfile) and return the bytes, which psfsim writes through a
+ * descriptor of its own (fits_loader.c). */
+#include "app/formats/fits_abi.h"
 
 #include <errno.h>
 #include <fitsio.h>
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/formats/fits_module.h"
+#include "app/formats/fits.h"
 #include "app/formats/fits_scan.h"
 #include "app/base/module_loader.h"
 

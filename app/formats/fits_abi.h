@@ -1,24 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The FITS module's interface: libpsfsim-fits.so (app/formats/fits_io.c with
- * app/formats/fits_scan.c, linked with cfitsio) exports one table,
- * psf_fits_module_entry: the readers fits_io.h declares and the encoders
- * psfsim's writers use; psfsim itself does not link cfitsio.
- * app/formats/fits_module.c and app/formats/fits_cube.c define fits_io.h's
- * functions: each loads the module on first use (module_loader.h; the
- * path may be given by $PSFSIM_FITS_MODULE) and calls through the table,
- * so a run without FITS input or output never maps cfitsio and libcurl.
- * Each reader has the contract of the fits_io.h function of the same name
+/* The FITS module's ABI: the one table libpsfsim-fits.so (app/formats/fits/,
+ * linked with cfitsio) exports as psf_fits_module_entry, and the loader
+ * (app/formats/fits_loader.c) reads: the readers fits.h declares and the
+ * encoders psfsim's writers use; psfsim itself does not link cfitsio.
+ * Each reader has the contract of the fits.h function of the same name
  * (psf_fits_ prefix dropped). The module creates no file: its encoders
  * return a file's bytes (cfitsio writing into memory, fits_create_memfile),
  * which psfsim writes through a directory descriptor of its own
- * (atomic_file.h). */
-#ifndef PSFSIM_FITS_MODULE_H
-#define PSFSIM_FITS_MODULE_H
+ * (atomic_file.h). Nothing but the module and its loader includes this. */
+#ifndef PSFSIM_FITS_ABI_H
+#define PSFSIM_FITS_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "app/formats/fits_io.h"
+#include "app/formats/fits.h"
 
 #define FITS_MODULE_NAME "libpsfsim-fits.so"
 #define FITS_MODULE_ENTRY "psf_fits_module_entry"
@@ -45,7 +41,7 @@ typedef struct {
  *  encode_cube_header: the primary header of an npix x npix x nplanes
  *    float32 cube with the keywords, up to where its data starts.
  *  encode_table: the binary-table extension PLANES (nrows rows of ncols
- *    double columns names[i], units units[i]: fits_io.h's cube commit),
+ *    double columns names[i], units units[i]: fits.h's cube commit),
  *    header and data, to go after the cube's padded data. */
 typedef struct {
     int abi;     /* FITS_MODULE_ABI */
@@ -77,20 +73,7 @@ typedef struct {
                                fits_bytes *out, char *why, size_t whylen);
 } fits_module_ops;
 
-/* Defined by the module only (app/formats/fits_io.c). */
+/* Defined by the module only (app/formats/fits/fits_module.c). */
 extern const fits_module_ops psf_fits_module_entry;
-
-/* Load the FITS module now if it is not loaded yet (once per process;
- * thread-safe). Returns 0, or -1 with a one-line reason in err, e.g.
- * "cannot load FITS support: no libpsfsim-fits.so in /opt/psfsim/bin,
- * /opt/psfsim/bin/.. or /opt/psfsim/bin/../lib/psfsim". The fits_io.h
- * functions call it themselves; a caller may call it early to fail before
- * any work is done. */
-int fits_module_load(char *err, size_t errlen);
-
-/* The module's table, loading it if need be; NULL with "VERB PATH: REASON"
- * in err when it cannot be loaded (verb: "cannot write", ...). */
-const fits_module_ops *fits_module_for(const char *verb, const char *path, char *err,
-                                       size_t errlen);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The HDF5 set's layout (hdf5_layout.h; the file is described in
- * hdf5_io.h): creating it, checking it on resume, writing labels, flags and
+ * h5set.h): creating it, checking it on resume, writing labels, flags and
  * attributes. Part of the HDF5 module. */
-#include "app/formats/hdf5_layout.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 #include <stdint.h>
 #include <stdio.h>

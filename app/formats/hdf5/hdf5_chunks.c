@@ -8,7 +8,7 @@
  * through those filters; it is then written with H5Dwrite_chunk.
  * Compressing inside H5Dwrite would use one core (libhdf5 serialises its
  * calls): too slow to keep up with a GPU. Part of the HDF5 module. */
-#include "app/formats/hdf5_layout.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -216,7 +216,7 @@ static int check_block(const h5set *s, long long first, int count, const h5set_r
     return 0;
 }
 
-/* The flush (hdf5_io.h), then the written flags of chunks q[0..n-1]
+/* The flush (h5set.h), then the written flags of chunks q[0..n-1]
  * (ascending), one write per run of consecutive chunks. 0 or -1. */
 static int commit(h5set *s, const long long *q, int n, char *err, size_t errlen)
 {

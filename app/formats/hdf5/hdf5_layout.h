@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Inside the HDF5 module (hdf5_module.h): the set's state and the file's
- * layout (hdf5_layout.c), its chunk writer (hdf5_chunks.c). Not part of
- * psfsim proper: only the module's files (hdf5_io.c, hdf5_params.c,
+/* Inside the HDF5 module (app/formats/hdf5/): the set's state and the
+ * file's layout (hdf5_layout.c), its chunk writer (hdf5_chunks.c). Not part
+ * of psfsim proper: only the module's files (hdf5_module.c, hdf5_params.c,
  * hdf5_layout.c, hdf5_chunks.c) include it. */
 #ifndef PSFSIM_HDF5_LAYOUT_H
 #define PSFSIM_HDF5_LAYOUT_H
@@ -9,7 +9,7 @@
 #include <hdf5.h>
 #include <stddef.h>
 
-#include "app/formats/hdf5_io.h"
+#include "app/formats/h5set.h"
 
 /* A chunk given in part: its images wait here until all are given. */
 typedef struct {
@@ -57,7 +57,7 @@ struct h5set {
     int failed; /* an I/O error: only close may follow */
 };
 
-/* Check p (hdf5_io.h's limits) and make a set of it: p copied, ids
+/* Check p (h5set.h's limits) and make a set of it: p copied, ids
  * invalid, descriptors -1, flags zero. NULL with err ("cannot write
  * SHOWN: ..."). (hdf5_params.c) */
 h5set *h5p_new(const h5set_params *p, char *err, size_t errlen);
@@ -93,7 +93,7 @@ int h5l_write_labels(h5set *s, long long first, int count, const h5set_rows *row
 /* Write bytes [n] to uint8 dataset d (rank 0: n = 1) at first. 0 or -1. */
 int h5l_write_u8(hid_t d, long long first, long long n, const unsigned char *bytes);
 
-/* The flush of hdf5_io.h: flushing = 1, H5Fflush, flushing = 0. 0 or -1. */
+/* The flush of h5set.h: flushing = 1, H5Fflush, flushing = 0. 0 or -1. */
 int h5l_flush(h5set *s);
 
 /* Write the caller's attributes and complete = 1. 0, or -1 with err. */

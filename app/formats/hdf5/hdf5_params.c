@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The HDF5 set's parameters, checked and copied (hdf5_layout.h). Part of
  * the HDF5 module. */
-#include "app/formats/hdf5_layout.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* FITS images through cfitsio: float32 PSF output with header keywords,
- * and 2-D map input (aperture, OPD). cfitsio's side (app/formats/fits_io.c) is
- * the FITS module, libpsfsim-fits.so, which these functions load on first use
- * (fits_module.h): when it cannot be loaded each fails with err saying so
+ * and 2-D map input (aperture, OPD): what psfsim calls. cfitsio's side
+ * (app/formats/fits/) is the FITS module, libpsfsim-fits.so, which these
+ * functions load on first use (app/formats/fits_loader.c, the table
+ * fits_abi.h): when it cannot be loaded each fails with err saying so
  * ("cannot write PATH: cannot load FITS support: no libpsfsim-fits.so in
  * ..."), the key readers return -1 and psf_fits_thread_safe 0. */
-#ifndef PSFSIM_FITS_IO_H
-#define PSFSIM_FITS_IO_H
+#ifndef PSFSIM_FITS_H
+#define PSFSIM_FITS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +35,7 @@ int psf_fits_write_image(const char *path, const float *img, int npix, const fit
 /* The same into the file name (a plain name) of the directory dirfd,
  * through that descriptor (atomic_open_at: no symbolic link in it is
  * followed); dir names the directory in messages (DIR/NAME). cfitsio
- * encodes the file in memory; psfsim writes it (fits_module.h). */
+ * encodes the file in memory; psfsim writes it (fits_abi.h). */
 int psf_fits_write_image_at(int dirfd, const char *dir, const char *name, const float *img,
                             int npix, const fits_kv *kvs, int nkv, char *err, size_t errlen);
 
@@ -101,5 +102,13 @@ void psf_fits_cube_abort(psf_fits_cube *c);
  * files at once; fits_is_reentrant), else 0 (also when the FITS module
  * cannot be loaded). Loads the module. */
 int psf_fits_thread_safe(void);
+
+/* Load the FITS module now if it is not loaded yet (once per process;
+ * thread-safe). Returns 0, or -1 with a one-line reason in err, e.g.
+ * "cannot load FITS support: no libpsfsim-fits.so in /opt/psfsim/bin,
+ * /opt/psfsim/bin/.. or /opt/psfsim/bin/../lib/psfsim". The functions
+ * above call it themselves; a caller may call it early to fail before any
+ * work is done. */
+int fits_module_load(char *err, size_t errlen);
 
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The GPU module's interface: libpsfsim-gpu.so (gpu/, CUDA) exports one
- * table, psf_gpu_module_entry, as the FITS and plot modules do
- * (app/formats/fits_module.h, app/select/plot_module.h). psfsim loads it
- * on first use (app/select/gpu_module.c) and refuses a table of another
- * GPU_MODULE_ABI or size, so a stale module is never misread. It lies
- * below gpu/ and app/ so that both see it and app/ includes no gpu/
+/* The GPU module's ABI: the one table libpsfsim-gpu.so (gpu/, CUDA) exports
+ * as psf_gpu_module_entry, as the FITS, HDF5 and plot modules do
+ * (app/formats/fits_abi.h, app/formats/hdf5_abi.h, app/select/plot_abi.h).
+ * psfsim loads it on first use (app/select/gpu_loader.c) and refuses a table
+ * of another GPU_MODULE_ABI or size, so a stale module is never misread. It
+ * lies below gpu/ and app/ so that both see it and app/ includes no gpu/
  * header. A plain C header: no CUDA type. */
-#ifndef PSFSIM_GPU_MODULE_ABI_H
-#define PSFSIM_GPU_MODULE_ABI_H
+#ifndef PSFSIM_GPU_ABI_H
+#define PSFSIM_GPU_ABI_H
 
 #include <stddef.h>
 

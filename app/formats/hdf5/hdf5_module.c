@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* An image set as one HDF5 file: the HDF5 module, libpsfsim-hdf5.so
- * (hdf5_module.h), whose table psfsim calls through (app/formats/hdf5_module.c);
- * each function has the contract of the hdf5_io.h function of the same
- * name with the h5set_ prefix. The file's layout and its crash safety are
- * described in hdf5_io.h. The parameters are checked in hdf5_params.c, the
- * layout made and checked in hdf5_layout.c, blocks written in
- * hdf5_chunks.c; this file handles the temp file: created, locked,
- * resumed, removed, renamed. */
-#include "app/formats/hdf5_io.h"
+/* The HDF5 module, libpsfsim-hdf5.so: an image set as one HDF5 file. Its
+ * one export is the table of app/formats/hdf5_abi.h, which psfsim calls
+ * through (app/formats/hdf5_loader.c); each function has the contract of the
+ * h5set.h function of the same name with the h5set_ prefix. The file's
+ * layout and its crash safety are described in h5set.h. The parameters are
+ * checked in hdf5_params.c, the layout made and checked in hdf5_layout.c,
+ * blocks written in hdf5_chunks.c; this file handles the temp file:
+ * created, locked, resumed, removed, renamed. */
+#include "app/formats/hdf5_abi.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -21,8 +21,8 @@
 
 #include "app/base/module_loader.h"
 #include "app/base/same_file.h"
-#include "app/formats/hdf5_layout.h"
-#include "app/formats/hdf5_module.h"
+#include "app/formats/h5set.h"
+#include "app/formats/hdf5/hdf5_layout.h"
 
 /* An error "cannot write SHOWN: WHAT: strerror(e)". */
 static void sys_error(const h5set *s, const char *what, int e, char *err, size_t errlen)

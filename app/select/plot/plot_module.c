@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The --probe plot drawn with cairo: the plot module, libpsfsim-plot.so
- * (plot_module.h), built only when cairo is found; psfsim calls it through
- * app/select/plot_module.c, so only --probe maps cairo. */
+/* The plot module, libpsfsim-plot.so: the --probe plot drawn with cairo,
+ * built only when cairo is found. Its one export is the table of
+ * app/select/plot_abi.h, which psfsim calls through
+ * (app/select/plot_loader.c), so only --probe and --draw-aperture map cairo;
+ * the segment numbers are drawn in segment_numbers_draw.c. */
+#include "app/select/plot_abi.h"
+
 #include <cairo.h>
 #include <math.h>
 #include <stdio.h>
 
 #include "app/formats/atomic_file.h"
 #include "app/base/module_loader.h"
-#include "app/select/plot_module.h"
+#include "app/select/plot/segment_numbers_draw.h"
 
 #define W 800
 #define H 520

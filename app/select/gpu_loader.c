@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "app/select/gpu_module.h"
+/* The GPU loader: gpu.h's functions through the GPU module (gpu/, its
+ * table backend/gpu_abi.h), loaded on first use. */
+#include "app/select/gpu.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,6 +14,11 @@
 #ifndef PSFSIM_CUDA_TOOLKIT
 #define PSFSIM_CUDA_TOOLKIT "none"
 #endif
+
+MODULE_TABLE_CHECK(gpu_module_ops);
+
+static const module_spec g_spec = {GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", GPU_MODULE_ENTRY,
+                                   GPU_MODULE_ABI, sizeof(gpu_module_ops)};
 
 /* A loaded library is process-wide by nature: its table is kept here, set
  * once under pthread_once; error holds why it could not be. */
@@ -27,37 +34,22 @@ static atomic_int g_tried; /* 1 once load has run (so module() no longer loads) 
 
 static void load(void)
 {
-    static const char *const symbols[] = {GPU_MODULE_ENTRY};
-    void *entry = NULL;
-    char *path = g_module.path, why[sizeof g_module.error];
-    module_status st;
-    void *h = module_load(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", symbols, &entry, 1, &st, path,
-                          sizeof g_module.path, why, sizeof why);
-    if (st == MODULE_NOT_FOUND) {
-        if (!gpu_module_built())
-            snprintf(g_module.error, sizeof g_module.error,
-                     "psfsim was built without the CUDA backend");
-        else
-            snprintf(g_module.error, sizeof g_module.error,
-                     "the CUDA backend's module is missing: %.450s", why);
-        return;
-    }
-    if (st == MODULE_LOAD_FAILED) {
-        snprintf(g_module.error, sizeof g_module.error, "cannot load the CUDA backend: %.450s",
-                 why);
-        return;
-    }
-    if (!h) {
-        snprintf(g_module.error, sizeof g_module.error, "%.400s: not a psfsim GPU module", path);
-        return;
-    }
-    const gpu_module_ops *ops = entry;
-    if (ops->abi != GPU_MODULE_ABI || ops->size != sizeof *ops) {
+    static module_opened mod; /* load runs once */
+    module_open(&g_spec, &mod);
+    snprintf(g_module.path, sizeof g_module.path, "%s", mod.path);
+    if (mod.status == MODULE_NOT_FOUND && !gpu_module_built())
         snprintf(g_module.error, sizeof g_module.error,
-                 "cannot load the CUDA backend: %.400s is of another psfsim version", path);
-        return;
-    }
-    g_module.ops = ops;
+                 "psfsim was built without the CUDA backend");
+    else if (mod.status == MODULE_NOT_FOUND)
+        snprintf(g_module.error, sizeof g_module.error,
+                 "the CUDA backend's module is missing: %.450s", mod.why);
+    else if (mod.status == MODULE_NO_ENTRY)
+        snprintf(g_module.error, sizeof g_module.error, "%.400s: not a psfsim GPU module",
+                 mod.path);
+    else if (!mod.table) /* MODULE_LOAD_FAILED, MODULE_STALE */
+        snprintf(g_module.error, sizeof g_module.error, "cannot load the CUDA backend: %.450s",
+                 mod.why);
+    g_module.ops = mod.table;
 }
 
 static void load_once(void)
@@ -75,7 +67,7 @@ static const gpu_module *module(void)
 int gpu_module_present(void)
 {
     char path[MODULE_PATH_MAX];
-    return module_find(GPU_MODULE_NAME, "PSFSIM_GPU_MODULE", path, sizeof path) == 0;
+    return module_find(g_spec.file, g_spec.env, path, sizeof path) == 0;
 }
 
 const psf_backend_ops *psf_backend_gpu(void)

@@ -7,16 +7,17 @@
  * The module is looked for at $PSFSIM_GPU_MODULE, then beside the psfsim
  * executable, one directory up (build trees: tests/, bench/), and in
  * ../lib/psfsim/ (an installed tree): app/base/module_loader.h, shared with the
- * FITS and plot modules. Like theirs, its one entry is a versioned table
- * (backend/gpu_module_abi.h); a module of another psfsim version is
- * refused ("... is of another psfsim version"), never misread. */
-#ifndef PSFSIM_GPU_MODULE_H
-#define PSFSIM_GPU_MODULE_H
+ * FITS, HDF5 and plot modules. Like theirs, its one entry is a versioned
+ * table (backend/gpu_abi.h); a module of another psfsim version is
+ * refused ("... is of another psfsim version"), never misread. These are
+ * what psfsim calls; app/select/gpu_loader.c implements them. */
+#ifndef PSFSIM_GPU_H
+#define PSFSIM_GPU_H
 
 #include <stddef.h>
 
 #include "backend/backend.h"
-#include "backend/gpu_module_abi.h"
+#include "backend/gpu_abi.h"
 
 /* The CUDA backend's table, loading the module on first use (once per
  * process, thread-safe); NULL when it cannot be used (gpu_module_error
