@@ -20,8 +20,8 @@ static int open_lane(psfsim_set *s, lib_lane *ln, const psf_backend_ops *ops, ch
                      size_t errlen)
 {
     psf_problem problem;
-    image_set_problem(&s->set, s->batch, &problem);
-    if (s->levels_lanes) image_set_levels_stretch(&s->set, &problem.levels);
+    image_set_problem(&s->e.set, s->batch, &problem);
+    if (s->levels_lanes) image_set_levels_stretch(&s->e.set, &problem.levels);
     psf_backend_options options = {
         .threads = s->threads, .device = ln->device, .warn = log_warn_text}; /* to the sink */
     char cache[4096];
@@ -51,7 +51,7 @@ static void close_lane(lib_lane *ln)
 
 static int alloc_jobs(psfsim_set *s, lib_lane *ln)
 {
-    size_t b = (size_t)s->batch, per = image_set_storage(&s->set);
+    size_t b = (size_t)s->batch, per = image_set_storage(&s->e.set);
     ln->jobs = calloc(b, sizeof *ln->jobs);
     ln->infos = calloc(b, sizeof *ln->infos);
     ln->storage = calloc(b * per + 1, sizeof *ln->storage);
@@ -63,7 +63,7 @@ static int alloc_jobs(psfsim_set *s, lib_lane *ln)
  * left out. Returns the number started. */
 static int open_gpu_lanes(psfsim_set *s, char *err, size_t errlen)
 {
-    const backend_decision *d = &s->decision;
+    const backend_decision *d = &s->e.decision;
     int kept = 0;
     for (int i = 0; i < d->ndevices && i < LIB_MAX_LANES; ++i) {
         lib_lane *ln = &s->lanes[kept];
@@ -86,7 +86,7 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
 {
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    if (s->cfg.backend == BACKEND_GPU) {
+    if (s->e.cfg.backend == BACKEND_GPU) {
         machine_key key;
         machine_key_read(&key);
         return lib_fail(
@@ -94,8 +94,8 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
             key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
     }
     log_warn("%s; computing the images on the CPU", why);
-    snprintf(s->decision.reason, sizeof s->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
+    snprintf(s->e.decision.reason, sizeof s->e.decision.reason,
+             "backend cpu: fallback after: %.200s", why);
     s->lanes[0].device = 0;
     if (open_lane(s, &s->lanes[0], &psf_backend_cpu, err, errlen) != 0) return PSFSIM_ERR_COMPUTE;
     s->nlanes = 1;
@@ -108,18 +108,18 @@ static int levels_lanes(const psfsim_set *s)
 {
     psf_levels_out lo;
     const char *env = getenv("PSFSIM_LEVELS");
-    if ((env && strcmp(env, "off") == 0) || !image_set_levels_stretch(&s->set, &lo)) return 0;
+    if ((env && strcmp(env, "off") == 0) || !image_set_levels_stretch(&s->e.set, &lo)) return 0;
     return env && strcmp(env, "on") == 0 ? 2 : 1;
 }
 
 int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
 {
     if (s->nlanes > 0) return PSFSIM_OK;
-    const psf_backend_ops *ops = s->decision.ops;
+    const psf_backend_ops *ops = s->e.decision.ops;
     int gpu = ops != &psf_backend_cpu;
-    s->batch = backend_batch(ops, s->set.samp.npix, s->set.nimages);
+    s->batch = backend_batch(ops, s->e.set.samp.npix, s->e.set.nimages);
     s->levels_lanes = levels_lanes(s);
-    int want = gpu ? s->decision.ndevices : 1;
+    int want = gpu ? s->e.decision.ndevices : 1;
     for (int l = 0; l < want && l < LIB_MAX_LANES; ++l)
         if (alloc_jobs(s, &s->lanes[l]) != 0) {
             lib_lanes_stop(s);
@@ -145,20 +145,20 @@ int lib_lane_fall_back(psfsim_set *s, lib_lane *ln, const char *why, char *err, 
 {
     log_warn("%s; computing the remaining images on the CPU", why);
     close_lane(ln);
-    snprintf(s->decision.reason, sizeof s->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
+    snprintf(s->e.decision.reason, sizeof s->e.decision.reason,
+             "backend cpu: fallback after: %.200s", why);
     return open_lane(s, ln, &psf_backend_cpu, err, errlen) == 0 ? PSFSIM_OK : PSFSIM_ERR_COMPUTE;
 }
 
 int lib_lane_scratch(psfsim_set *s, lib_lane *ln, char *err, size_t errlen)
 {
     if (ln->scratch) return PSFSIM_OK;
-    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
+    size_t plane = (size_t)s->e.set.samp.npix * s->e.set.samp.npix;
     ln->scratch = ln->ops->alloc_images(ln->backend, (size_t)s->batch * plane);
     if (ln->scratch) return PSFSIM_OK;
     return lib_fail(err, errlen, PSFSIM_ERR_MEMORY,
                     "%s: cannot allocate a batch of %d %dx%d images", ln->ops->name, s->batch,
-                    s->set.samp.npix, s->set.samp.npix);
+                    s->e.set.samp.npix, s->e.set.samp.npix);
 }
 
 void lib_lanes_stop(psfsim_set *s)

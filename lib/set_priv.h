@@ -9,9 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "app/config/config.h"
-#include "app/select/backend_select.h"
-#include "app/set/image_set.h"
+#include "lib/engine/engine.h"
 #include "lib/psfsim.h"
 
 #define LIB_ERRLEN 1024
@@ -34,12 +32,9 @@ typedef struct {
 } lib_lane;
 
 struct psfsim_set {
-    psf_config cfg;
-    image_set set;
-    int set_ready;             /* image_set_init succeeded (set to free) */
-    backend_decision decision; /* at open; reason updated on a fall-back */
-    int threads;               /* psfsim_options.threads */
-    int batch;                 /* images per run() call */
+    engine e;    /* the set opened (lib/engine/engine.h): config, image set, decision */
+    int threads; /* psfsim_options.threads */
+    int batch;   /* images per run() call */
     /* psfsim_compute_u16 by run_levels (issue 17): 0 never (PSFSIM_LEVELS=off,
      * or a set image_set_levels_stretch refuses), 1 on GPU lanes, 2 on every
      * lane (PSFSIM_LEVELS=on: the CPU's too, for tests). Set by lib_lanes_start. */

@@ -17,7 +17,7 @@
 void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
                    psf_backend_options *options)
 {
-    image_set_problem(&r->set, r->batch, problem);
+    image_set_problem(&r->e.set, r->batch, problem);
     problem->levels = r->levels;
     memset(options, 0, sizeof *options);
     options->device = ln->device;
@@ -33,7 +33,7 @@ int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *
     options.cache_dir = probe_cache_dir_made(cache, sizeof cache);
     if (ops->create(&problem, &options, &ln->backend, err, errlen) != 0) return -1;
     ln->ops = ops;
-    int side = set_detector_backend_npix(&r->set);
+    int side = set_detector_backend_npix(&r->e.set);
     size_t plane = (size_t)side * side;
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
         r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
@@ -66,7 +66,7 @@ static void decide_levels(run_state *r)
 {
     const char *env = getenv("PSFSIM_LEVELS");
     r->levels_lanes = env && strcmp(env, "off") == 0 ? 0 : env && strcmp(env, "on") == 0 ? 2 : 1;
-    if (r->levels_lanes == 0 || !image_set_levels_out(&r->set, &r->levels)) {
+    if (r->levels_lanes == 0 || !image_set_levels_out(&r->e.set, &r->levels)) {
         memset(&r->levels, 0, sizeof r->levels);
         r->levels_lanes = 0;
     }
@@ -75,7 +75,7 @@ static void decide_levels(run_state *r)
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
     decide_levels(r);
-    size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
+    size_t per = image_set_storage(&r->e.set), b = (size_t)r->batch;
     for (int s = 0; s < r->nlanes * WRITER_SLOTS; ++s) {
         run_slot *sl = &r->slots[s];
         sl->jobs = calloc(b, sizeof *sl->jobs);
@@ -84,12 +84,12 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
-        sl->labels = malloc(b * manifest_label_bytes(&r->set));
+        sl->labels = malloc(b * manifest_label_bytes(&r->e.set));
         sl->scans = calloc(b, sizeof *sl->scans);
-        int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
-        size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
+        int levels = r->e.cfg.hdf5_enabled && r->e.cfg.hdf5_dtype == HDF5_UINT16;
+        size_t plane = (size_t)r->e.set.samp.npix * (size_t)r->e.set.samp.npix;
         if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
-        int both = set_detector_backend_npix(&r->set) != r->set.samp.npix;
+        int both = set_detector_backend_npix(&r->e.set) != r->e.set.samp.npix;
         if (both) sl->det_images = malloc(b * plane * sizeof *sl->det_images);
         if (both) sl->over_infos = calloc(b, sizeof *sl->over_infos);
         int measures = r->levels.bits != 0;
@@ -118,7 +118,7 @@ static int test_cpu_lanes(void)
  * GPU by local rank), one for the CPU. */
 static void plan_lanes(run_state *r)
 {
-    const backend_decision *d = &r->decision;
+    const backend_decision *d = &r->e.decision;
     int gpu = d->ops != &psf_backend_cpu;
     r->nlanes = gpu && !r->mpi && d->ndevices > 1 ? d->ndevices : gpu ? 1 : test_cpu_lanes();
     long long batches = (r->todo + r->batch - 1) / r->batch; /* no lane without a batch */
@@ -140,9 +140,9 @@ static int start_warm(run_state *r, char *err, size_t errlen)
     psf_problem pb;
     psf_backend_options opt;
     run_lane_desc(r, &r->lanes[0], &pb, &opt);
-    size_t side = (size_t)set_detector_backend_npix(&r->set),
+    size_t side = (size_t)set_detector_backend_npix(&r->e.set),
            floats = (size_t)r->batch * side * side;
-    if (gpu_warmup_start(&r->warm, r->decision.ops, &pb, &opt, floats) != 0) return -1;
+    if (gpu_warmup_start(&r->warm, r->e.decision.ops, &pb, &opt, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
         run_close_lane(r, &r->lanes[0]);
@@ -164,14 +164,14 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot allocate the GPUs' start-up state");
         return -1;
     }
-    size_t side = (size_t)set_detector_backend_npix(&r->set),
+    size_t side = (size_t)set_detector_backend_npix(&r->e.set),
            floats = (size_t)r->batch * side * side;
     int n = r->nlanes, kept = 0;
     for (int l = 0; l < n; ++l) {
         psf_problem pb;
         psf_backend_options opt;
         run_lane_desc(r, &r->lanes[l], &pb, &opt);
-        if (gpu_warmup_start(&w[l], r->decision.ops, &pb, &opt, floats) != 0) w[l].rc = -1;
+        if (gpu_warmup_start(&w[l], r->e.decision.ops, &pb, &opt, floats) != 0) w[l].rc = -1;
     }
     for (int l = 0; l < n; ++l) {
         int dev = r->lanes[l].device;
@@ -236,14 +236,14 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
  * written); with auto the CPU takes over. */
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
-    const psf_backend_ops *ops = r->decision.ops;
-    r->batch = backend_batch(ops, set_detector_backend_npix(&r->set), r->todo); /* its images */
-    r->batch = hdf5_writer_batch(&r->set, r->batch, r->todo); /* NAME.h5 written in place */
+    const psf_backend_ops *ops = r->e.decision.ops;
+    r->batch = backend_batch(ops, set_detector_backend_npix(&r->e.set), r->todo); /* its images */
+    r->batch = hdf5_writer_batch(&r->e.set, r->batch, r->todo); /* NAME.h5 written in place */
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
     int gpu = ops != &psf_backend_cpu;
-    if (gpu && r->nlanes == 1 && r->cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
+    if (gpu && r->nlanes == 1 && r->e.cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
         start_warm(r, err, errlen) == 0) {
         *status = 0;
         return 0;
@@ -257,8 +257,8 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
             int dev[RUN_MAX_LANES];
             for (int l = 0; l < r->nlanes; ++l)
                 dev[l] = r->lanes[l].device;
-            size_t len = strlen(r->decision.reason);
-            snprintf(r->decision.reason + len, sizeof r->decision.reason - len, " on GPUs %s",
+            size_t len = strlen(r->e.decision.reason);
+            snprintf(r->e.decision.reason + len, sizeof r->e.decision.reason - len, " on GPUs %s",
                      gpu_list_format(dev, r->nlanes, list, sizeof list));
             log_info("the set is shared by GPUs %s (one queue of %d-image batches)", list,
                      r->batch);
@@ -268,7 +268,7 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
     }
     close_lanes(r);
     if (!gpu) return -1;
-    if (r->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
+    if (r->e.cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
         machine_key key;
         machine_key_read(&key);
         char why[RUN_ERRLEN];
@@ -281,8 +281,8 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     log_warn("%s; computing the images on the CPU", why);
-    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
+    snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
+             "backend cpu: fallback after: %.200s", why);
     r->nlanes = 1;
     r->lanes[0].device = 0;
     atomic_store(&r->gpus_alive, 0);

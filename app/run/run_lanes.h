@@ -9,14 +9,14 @@
 
 #include "app/run/run_state.h"
 
-/* Start the backend r->decision chose: the batch size, the lanes (one per
+/* Start the backend r->e.decision chose: the batch size, the lanes (one per
  * GPU the decision names, one per MPI rank, one for the CPU; the
  * PSFSIM_TEST_LANES CPU lanes of tests/e2e/e2e_lanes.sh), their slots and
  * backends; with auto and one GPU the GPU is created in the background
  * while the CPU starts (r->warming). *status: 0 started; 2 a forced GPU
  * that cannot start (usage error, nothing written); 3 another failure.
  * Returns 0, or -1 with err (*status 2 or 3). With auto a GPU that cannot
- * start leaves the set to the CPU (0, a warning, r->decision.reason says
+ * start leaves the set to the CPU (0, a warning, r->e.decision.reason says
  * so). */
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status);
 

@@ -46,15 +46,16 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
         }
         if (r->cube_open) { /* the cube's planes: FITS writing, on this thread */
             double tc = clock_us();
-            int bad = cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen);
+            int bad = cube_writer_add(&r->cube, &r->e.set, w->info, w->res, w->img, err, errlen);
             w->timing->fits_us += clock_us() - tc;
             if (bad) {
                 rc = -1;
                 continue;
             }
         }
-        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->set);
-        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, labels, err, errlen) != 0) {
+        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->e.set);
+        if (manifest_add(&r->manifest, &r->e.set, w->k, w->info, w->res, labels, err, errlen) !=
+            0) {
             rc = -1;
             continue;
         }
@@ -152,15 +153,15 @@ static void keep_scan(void *ctx, float *image, const psf_image_scan *scan)
 static int fill_slot(run_state *r, int s, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
-    size_t per = image_set_storage(&r->set);
+    size_t per = image_set_storage(&r->e.set);
     int nb = 0, rc = 0;
     int limit = r->warming ? RUN_WARM_BATCH : r->batch;
     pthread_mutex_lock(&r->mu);
     while (nb < limit && r->next < r->k_end) {
         long long k = r->next++;
         if (r->resume.done && r->resume.done[k]) continue;
-        if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb], &sl->infos[nb],
-                          err, errlen) != 0) {
+        if (image_set_job(&r->e.set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
+                          &sl->infos[nb], err, errlen) != 0) {
             rc = -1;
             break;
         }
@@ -198,7 +199,7 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
     if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
     run_close_lane(r, ln);
     pthread_mutex_lock(&r->mu);
-    snprintf(r->decision.reason, sizeof r->decision.reason,
+    snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
              "backend cpu: fallback after: %.16s%.200s", name, why);
     int rc = run_open_lane(r, ln, &psf_backend_cpu, err, errlen);
     pthread_mutex_unlock(&r->mu);
@@ -261,8 +262,8 @@ static void job_start(const measure_ctx *c, int i, image_result *res)
 {
     memset(res, 0, sizeof *res);
     res->backend = c->ln->ops->name;
-    size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
-    manifest_label_text(&c->r->set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
+    size_t lb = manifest_label_bytes(&c->r->e.set); /* the row's costliest cells, here */
+    manifest_label_text(&c->r->e.set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
 }
 
 /* measure_part for a batch of levels: the backend's measures, and the
@@ -270,13 +271,13 @@ static void job_start(const measure_ctx *c, int i, image_result *res)
 static void measure_levels(const measure_ctx *c, int begin, int end)
 {
     run_slot *sl = c->sl;
-    size_t plane = (size_t)c->r->set.samp.npix * c->r->set.samp.npix;
+    size_t plane = (size_t)c->r->e.set.samp.npix * c->r->e.set.samp.npix;
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         image_info *info = &sl->infos[i];
         image_result *res = &sl->results[i];
         job_start(c, i, res);
-        image_set_measure_levels(&c->r->set, info, sl->measures + (size_t)i * PSF_MEASURES,
+        image_set_measure_levels(&c->r->e.set, info, sl->measures + (size_t)i * PSF_MEASURES,
                                  &res->strehl, &res->axial_intensity);
         sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
@@ -293,15 +294,15 @@ static void measure_part(void *arg, int begin, int end)
 {
     measure_ctx *c = arg;
     run_slot *sl = c->sl;
-    int npix = c->r->set.samp.npix;
-    size_t side = (size_t)set_detector_backend_npix(&c->r->set);
+    int npix = c->r->e.set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&c->r->e.set);
     if (sl->on_levels) {
         measure_levels(c, begin, end);
         return;
     }
     psf_config vcfg; /* "both": the oversampled image's set */
     image_set view;
-    if (sl->det_images) set_detector_oversampled_view(&c->r->set, &vcfg, &view);
+    if (sl->det_images) set_detector_oversampled_view(&c->r->e.set, &vcfg, &view);
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * side * side;
@@ -310,9 +311,9 @@ static void measure_part(void *arg, int begin, int end)
         if (sl->det_images) { /* "both": the detector image from the grid */
             over = (image_over){.img = img, .info = &sl->over_infos[i]};
             sl->over_infos[i] = *info;
-            set_detector_oversampled_info(&c->r->set, &sl->over_infos[i]);
+            set_detector_oversampled_info(&c->r->e.set, &sl->over_infos[i]);
             img = sl->det_images + (size_t)i * npix * npix;
-            set_detector_split(&c->r->set, over.img, img);
+            set_detector_split(&c->r->e.set, over.img, img);
             /* Normalised, measured and turned as an "oversampled" run's, for
              * every output (FITS OVERSAMP, HDF5 oversampled). */
             if (!image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
@@ -324,7 +325,7 @@ static void measure_part(void *arg, int begin, int end)
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
         const run_scan *rs = &sl->scans[i]; /* of the backend's image: not a "both" split */
         const psf_image_scan *scan = rs->have && !sl->det_images ? &rs->scan : NULL;
-        if (!image_set_measure_scanned(&c->r->set, info, img, scan, &res->strehl,
+        if (!image_set_measure_scanned(&c->r->e.set, info, img, scan, &res->strehl,
                                        &res->axial_intensity) &&
             !sl->det_images)
             note_bad(c, i);
@@ -379,7 +380,7 @@ static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
     r->warming = 0;
     if (gpu_warmup_join(&r->warm) != 0) {
         log_warn("%s; computing the images on the CPU", r->warm.err);
-        snprintf(r->decision.reason, sizeof r->decision.reason,
+        snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
                  "backend cpu: fallback after: %.200s", r->warm.err);
         return 0;
     }

@@ -24,6 +24,7 @@
 #include "app/output/set_members.h"
 #include "app/output/timing.h"
 #include "app/output/writer_pool.h"
+#include "lib/engine/engine.h"
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);
@@ -86,20 +87,17 @@ typedef struct {
 struct run_state {
     const cli_options *opt;
     const mpi_world *mpi; /* an MPI run of more than one rank (app/run/mpi_run.h), else NULL */
-    psf_config cfg;
-    image_set set;
-    set_notes notes;     /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
-    const char *dir;     /* the output directory as given (messages) */
-    set_dir out;         /* that directory, opened once: every file goes through out.fd */
-    int locked_early;    /* prepare() took the set's lock (its lock file was there) */
-    set_members earlier; /* --force: the files of the set it replaces (app/output/set_members.h) */
-    int refused;         /* start() found the set in use (or, when the directory or its lock
-                            file was made meanwhile, already written): exit 2 */
-    atomic_int dir_gone; /* the output directory was removed under the run (set_dir_gone):
-                            the set is lost, exit 3 (run_report says so) */
-    char hash[24];
+    engine e;             /* the set opened: config, image set, fingerprint, decision */
+    set_notes notes;      /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
+    const char *dir;      /* the output directory as given (messages) */
+    set_dir out;          /* that directory, opened once: every file goes through out.fd */
+    int locked_early;     /* prepare() took the set's lock (its lock file was there) */
+    set_members earlier;  /* --force: the files of the set it replaces (app/output/set_members.h) */
+    int refused;          /* start() found the set in use (or, when the directory or its lock
+                             file was made meanwhile, already written): exit 2 */
+    atomic_int dir_gone;  /* the output directory was removed under the run (set_dir_gone):
+                             the set is lost, exit 3 (run_report says so) */
     resume_state resume;
-    backend_decision decision;
     int batch;
     /* The levels output (image_set_levels_out), bits 0 for none; which
      * lanes use it (levels_lanes): 1 the GPU's, 2 every lane, the CPU's
@@ -134,7 +132,6 @@ struct run_state {
     int interrupted;          /* the signal that stopped the run, or 0 */
     /* stage totals, microseconds */
     double t_start, t_config, t_create;
-    double select_us; /* backend_select's own time (in config_load_us) */
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
 };
 
