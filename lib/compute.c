@@ -98,9 +98,7 @@ static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char 
  * takes them (psfsim_set.levels_lanes). */
 static int on_levels(const work *w, const lib_lane *ln)
 {
-    int lanes = w->s->levels_lanes;
-    return w->levels && ln->ops->run_levels &&
-           (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
+    return w->levels && engine_lane_on_levels(&ln->eng, w->s->levels_lanes);
 }
 
 /* Where lane ln's backend writes a batch in slot sl: its own buffer for
@@ -111,7 +109,7 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
                         char *err, size_t errlen)
 {
     size_t plane = (size_t)w->s->e.set.samp.npix * w->s->e.set.samp.npix;
-    if (!w->levels && ln->ops == &psf_backend_cpu) {
+    if (!w->levels && ln->eng.ops == &psf_backend_cpu) {
         *out = w->images + (size_t)(k0 - w->first) * plane;
         return PSFSIM_OK;
     }
@@ -134,9 +132,9 @@ static int run_once(work *w, lib_lane *ln, const lane_slot *sl, long long k0, in
     psf_job *jobs = ln->jobs + sl->first;
     int bad =
         on_levels(w, ln)
-            ? ln->ops->run_levels(ln->backend, jobs, nb, (unsigned short *)*out,
-                                  ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
-            : ln->ops->run(ln->backend, jobs, nb, *out, err, errlen);
+            ? ln->eng.ops->run_levels(ln->eng.backend, jobs, nb, (unsigned short *)*out,
+                                      ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
+            : ln->eng.ops->run(ln->eng.backend, jobs, nb, *out, err, errlen);
     return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
 }
 
@@ -170,7 +168,7 @@ static void finish_image(work *w, lib_lane *ln, int slot, long long k0, int i, f
     const image_set *set = &w->s->e.set;
     const psf_config *cfg = &w->s->e.cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
-    psfsim_metrics m = {.backend = ln->ops->name};
+    psfsim_metrics m = {.backend = ln->eng.ops->name};
     image_set_measure_scanned(set, &ln->infos[slot + i], img, scan, &m.strehl, &m.axial_intensity);
     long long at = k0 + i - w->first;
     if (w->metrics) w->metrics[at] = m;
@@ -220,7 +218,7 @@ static void finish_levels(const batch_part *p)
     const image_set *set = &w->s->e.set;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
     for (int i = p->i0; i < p->i1 && w->metrics; ++i) {
-        psfsim_metrics m = {.backend = p->ln->ops->name};
+        psfsim_metrics m = {.backend = p->ln->eng.ops->name};
         size_t j = (size_t)(p->slot + i);
         image_set_measure_levels(set, &p->ln->infos[j], p->ln->measures + j * PSF_MEASURES,
                                  &m.strehl, &m.axial_intensity);
@@ -335,7 +333,7 @@ static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb,
                pending *prev, char *err, size_t errlen)
 {
     int rc = run_once(w, ln, sl, k0, nb, out, err, errlen);
-    if (rc != PSFSIM_ERR_COMPUTE || ln->ops == &psf_backend_cpu) return rc;
+    if (rc != PSFSIM_ERR_COMPUTE || ln->eng.ops == &psf_backend_cpu) return rc;
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     pending_join(prev);
@@ -351,7 +349,7 @@ static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
 {
     const char *test = getenv("PSFSIM_TEST_OVERLAP");
     int cpu_too = test && strcmp(test, "on") == 0, none = test && strcmp(test, "off") == 0;
-    if ((ln->ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
+    if ((ln->eng.ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
         sl[0] = (lane_slot){0, s->batch};
         return 1;
     }

@@ -186,7 +186,7 @@ int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *
     const backend_decision *d = &set->e.decision;
     memset(decision, 0, sizeof *decision);
     /* After a fall-back the lanes compute on the CPU: say what computes. */
-    const char *name = set->nlanes > 0 ? set->lanes[0].ops->name : d->ops->name;
+    const char *name = set->nlanes > 0 ? set->lanes[0].eng.ops->name : d->ops->name;
     snprintf(decision->backend, sizeof decision->backend, "%s", name);
     snprintf(decision->reason, sizeof decision->reason, "%s", d->reason);
     snprintf(decision->probe, sizeof decision->probe, "%s", d->probe);

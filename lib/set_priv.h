@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "lib/engine/engine.h"
+#include "lib/engine/lanes.h"
 #include "lib/psfsim.h"
 
 #define LIB_ERRLEN 1024
@@ -17,12 +18,10 @@
 /* psfsim_options.threads at most (the command's --jobs bound) */
 #define LIB_MAX_THREADS 1024
 
-/* One computing device: its backend, made at the first compute, and its
- * batch's jobs. */
+/* One computing device: the engine's lane (lib/engine/lanes.h: its
+ * backend, made at the first compute), and its batch's jobs. */
 typedef struct {
-    const psf_backend_ops *ops; /* the backend now (after a GPU failure: the CPU) */
-    psf_backend *backend;
-    int device;        /* psf_backend_options.device */
+    engine_lane eng;   /* ops: the backend now (after a GPU failure: the CPU) */
     psf_job *jobs;     /* [batch] */
     image_info *infos; /* [batch] */
     double *storage;   /* [batch * image_set_storage] */
@@ -39,6 +38,7 @@ struct psfsim_set {
      * or a set image_set_levels_stretch refuses), 1 on GPU lanes, 2 on every
      * lane (PSFSIM_LEVELS=on: the CPU's too, for tests). Set by lib_lanes_start. */
     int levels_lanes;
+    engine_lanes el; /* what the lanes are made for (lib_lanes_start) */
     lib_lane lanes[LIB_MAX_LANES];
     int nlanes;            /* lanes started (0 until the first compute) */
     double *query_storage; /* image_set_storage doubles for the queries */

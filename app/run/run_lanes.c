@@ -11,65 +11,60 @@
 #include "app/set/measure.h"
 #include "backend/levels.h"
 #include "app/set/set_detector.h"
-#include "app/select/probe_cache.h"
 #include "app/dataset/hdf5_writer.h"
 
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
-                   psf_backend_options *options)
+/* Lane ln's slots' image buffers, from its backend. 0, or -1 with err. */
+static int alloc_images(run_state *r, run_lane *ln, char *err, size_t errlen)
 {
-    image_set_problem(&r->e.set, r->batch, problem);
-    problem->levels = r->levels;
-    memset(options, 0, sizeof *options);
-    options->device = ln->device;
-    options->warn = log_warn_text;
-}
-
-int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
-{
-    psf_problem problem;
-    psf_backend_options options;
-    run_lane_desc(r, ln, &problem, &options);
-    char cache[4096];
-    options.cache_dir = probe_cache_dir_made(cache, sizeof cache);
-    if (ops->create(&problem, &options, &ln->backend, err, errlen) != 0) return -1;
-    ln->ops = ops;
     int side = set_detector_backend_npix(&r->e.set);
     size_t plane = (size_t)side * side;
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
+        r->slots[s].images = ln->eng.ops->alloc_images(ln->eng.backend, (size_t)r->batch * plane);
         if (!r->slots[s].images) {
-            snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name,
-                     r->batch, side, side);
+            snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images",
+                     ln->eng.ops->name, r->batch, side, side);
             return -1;
         }
     }
     return 0;
 }
 
-void run_close_lane(run_state *r, run_lane *ln)
+int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
+{
+    if (engine_lane_open(&r->el, &ln->eng, ops, err, errlen) != 0) return -1;
+    return alloc_images(r, ln, err, errlen);
+}
+
+void run_free_images(run_state *r, run_lane *ln)
 {
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        if (r->slots[s].images) ln->ops->free_images(ln->backend, r->slots[s].images);
+        if (r->slots[s].images) ln->eng.ops->free_images(ln->eng.backend, r->slots[s].images);
         r->slots[s].images = NULL;
     }
-    if (ln->backend) ln->ops->destroy(ln->backend);
-    ln->backend = NULL;
+}
+
+void run_close_lane(run_state *r, run_lane *ln)
+{
+    run_free_images(r, ln);
+    engine_lane_close(&r->el, &ln->eng);
+}
+
+int run_alloc_images(run_state *r, run_lane *ln, char *err, size_t errlen)
+{
+    return alloc_images(r, ln, err, errlen);
 }
 
 /* Whether (and for which lanes) the images leave the backends as levels:
  * a set image_set_levels_out accepts, and PSFSIM_LEVELS: "off" never (the
  * floats and the writers' stretch, as before issue 17), "on" every lane,
  * the CPU's too (tests: the levels path without a GPU), else (unset) the
- * GPU lanes. The CPU keeps the floats by default: its writers stretch an
- * image while it computes the next batch, on threads of their own. */
+ * GPU lanes (engine_levels_lanes). The CPU keeps the floats by default: its
+ * writers stretch an image while it computes the next batch, on threads of
+ * their own. */
 static void decide_levels(run_state *r)
 {
-    const char *env = getenv("PSFSIM_LEVELS");
-    r->levels_lanes = env && strcmp(env, "off") == 0 ? 0 : env && strcmp(env, "on") == 0 ? 2 : 1;
-    if (r->levels_lanes == 0 || !image_set_levels_out(&r->e.set, &r->levels)) {
-        memset(&r->levels, 0, sizeof r->levels);
-        r->levels_lanes = 0;
-    }
+    r->levels_lanes = engine_levels_lanes(image_set_levels_out(&r->e.set, &r->levels));
+    if (r->levels_lanes == 0) memset(&r->levels, 0, sizeof r->levels);
 }
 
 static int alloc_slots(run_state *r, char *err, size_t errlen)
@@ -125,24 +120,24 @@ static void plan_lanes(run_state *r)
     if (r->nlanes > batches) r->nlanes = batches > 0 ? (int)batches : 1;
     for (int l = 0; l < r->nlanes; ++l) {
         r->lanes[l].first_slot = l * WRITER_SLOTS;
-        r->lanes[l].device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
+        r->lanes[l].eng.device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
     }
     if (gpu && r->mpi && d->ndevices > 0) /* a rank's GPU: by local rank */
-        r->lanes[0].device = d->devices[r->mpi->local_rank % d->ndevices];
+        r->lanes[0].eng.device = d->devices[r->mpi->local_rank % d->ndevices];
     atomic_init(&r->gpus_alive, gpu ? r->nlanes : 0);
     atomic_init(&r->failed, 0);
 }
 
 /* auto chose one GPU for a set big enough to repay it: create the GPU in a
- * thread while the CPU computes the first batches (app/select/gpu_warmup.h). */
+ * thread while the CPU computes the first batches (lib/engine/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_problem pb;
     psf_backend_options opt;
-    run_lane_desc(r, &r->lanes[0], &pb, &opt);
+    engine_lane_desc(&r->el, &r->lanes[0].eng, &pb, &opt);
     size_t side = (size_t)set_detector_backend_npix(&r->e.set),
            floats = (size_t)r->batch * side * side;
-    if (gpu_warmup_start(&r->warm, r->e.decision.ops, &pb, &opt, floats) != 0) return -1;
+    if (gpu_warmup_start(&r->warm, &r->el, r->e.decision.ops, &pb, &opt, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
         run_close_lane(r, &r->lanes[0]);
@@ -170,11 +165,12 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
     for (int l = 0; l < n; ++l) {
         psf_problem pb;
         psf_backend_options opt;
-        run_lane_desc(r, &r->lanes[l], &pb, &opt);
-        if (gpu_warmup_start(&w[l], r->e.decision.ops, &pb, &opt, floats) != 0) w[l].rc = -1;
+        engine_lane_desc(&r->el, &r->lanes[l].eng, &pb, &opt);
+        if (gpu_warmup_start(&w[l], &r->el, r->e.decision.ops, &pb, &opt, floats) != 0)
+            w[l].rc = -1;
     }
     for (int l = 0; l < n; ++l) {
-        int dev = r->lanes[l].device;
+        int dev = r->lanes[l].eng.device;
         if (w[l].started ? gpu_warmup_join(&w[l]) != 0 : 1) {
             if (!kept && !err[0])
                 snprintf(err, errlen, "%s", w[l].started ? w[l].err : "no thread");
@@ -183,9 +179,7 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
             continue;
         }
         run_lane *ln = &r->lanes[kept];
-        *ln = (run_lane){.ops = w[l].ops,
-                         .backend = w[l].backend,
-                         .device = dev,
+        *ln = (run_lane){.eng = {.ops = w[l].ops, .backend = w[l].backend, .device = dev},
                          .first_slot = kept * WRITER_SLOTS};
         for (int s = 0; s < WRITER_SLOTS; ++s)
             r->slots[ln->first_slot + s].images = w[l].images[s];
@@ -242,6 +236,7 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
+    r->el = (engine_lanes){.e = &r->e, .batch = r->batch, .levels = r->levels};
     int gpu = ops != &psf_backend_cpu;
     if (gpu && r->nlanes == 1 && r->e.cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
         start_warm(r, err, errlen) == 0) {
@@ -256,7 +251,7 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
             char list[128];
             int dev[RUN_MAX_LANES];
             for (int l = 0; l < r->nlanes; ++l)
-                dev[l] = r->lanes[l].device;
+                dev[l] = r->lanes[l].eng.device;
             size_t len = strlen(r->e.decision.reason);
             snprintf(r->e.decision.reason + len, sizeof r->e.decision.reason - len, " on GPUs %s",
                      gpu_list_format(dev, r->nlanes, list, sizeof list));
@@ -268,23 +263,14 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
     }
     close_lanes(r);
     if (!gpu) return -1;
-    if (r->e.cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
-        machine_key key;
-        machine_key_read(&key);
-        char why[RUN_ERRLEN];
-        snprintf(why, sizeof why, "%.900s", err);
-        snprintf(err, errlen, "backend gpu: %s (%.900s)",
-                 key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
-        *status = 2;
-        return -1;
-    }
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    log_warn("%s; computing the images on the CPU", why);
-    snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
-             "backend cpu: fallback after: %.200s", why);
+    if (engine_gpus_failed(&r->e, why, err, errlen) != 0) {
+        *status = 2; /* a forced GPU: usage error */
+        return -1;
+    }
     r->nlanes = 1;
-    r->lanes[0].device = 0;
+    r->lanes[0].eng.device = 0;
     atomic_store(&r->gpus_alive, 0);
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) return -1;
     *status = 0;

@@ -20,17 +20,19 @@
  * so). */
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status);
 
-/* The set as lane ln's backend is created for: r->batch images per call,
- * on ln->device. */
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
-                   psf_backend_options *options);
-
-/* Lane ln's backend for r->batch images per call on ln->device (its slots'
- * image buffers included). 0, or -1 with err. */
+/* Lane ln's backend for r->batch images per call on ln->eng.device
+ * (engine_lane_open) and its slots' image buffers. 0, or -1 with err. */
 int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen);
+
+/* Free lane ln's slots' image buffers (its backend stays). */
+void run_free_images(run_state *r, run_lane *ln);
 
 /* Free lane ln's image buffers and backend (either may be missing). */
 void run_close_lane(run_state *r, run_lane *ln);
+
+/* Lane ln's slots' image buffers from its backend, after the engine put
+ * the CPU in its place (engine_lane_fall_back). 0, or -1 with err. */
+int run_alloc_images(run_state *r, run_lane *ln, char *err, size_t errlen);
 
 /* Close every lane, then free every slot's job lists: the end of a run
  * (r->slots may be partly allocated or not at all). */

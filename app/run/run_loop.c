@@ -178,31 +178,45 @@ static int fill_slot(run_state *r, int s, char *err, size_t errlen)
 static const char *lane_name(const run_state *r, const run_lane *ln, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->device);
+    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->eng.device);
     return buf;
 }
 
-/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md). The
- * writers must be done with the lane's slots before the GPU's buffers go.
- * With several lanes the CPU backend is made under r->mu (FFTW's planner
- * is not thread-safe), and the lane stops after this batch while another
- * GPU lane is alive (ln->retiring). */
+/* The lane whose GPU failed, for release. */
+typedef struct {
+    run_state *r;
+    run_lane *ln;
+} failed_lane;
+
+/* engine_fall_back.release: the writers done with the lane's slots, their
+ * GPU buffers freed before its backend goes. */
+static int release(void *user, engine_lane *eng, char *err, size_t errlen)
+{
+    (void)eng;
+    failed_lane *f = user;
+    if (retire_range(f->r, f->ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
+    run_free_images(f->r, f->ln);
+    return 0;
+}
+
+/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md,
+ * engine_lane_fall_back). With several lanes the CPU backend is made under
+ * r->mu (FFTW's planner is not thread-safe), and the lane stops after this
+ * batch while another GPU lane is alive (ln->retiring). */
 static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *err, size_t errlen)
 {
     char name[32];
     lane_name(r, ln, name, sizeof name);
     int others = atomic_fetch_sub(&r->gpus_alive, 1) - 1;
-    if (r->nlanes > 1 && others > 0)
-        log_warn("%s%s; its batch is computed on the CPU, the other GPUs take the rest", name, why);
-    else
-        log_warn("%s%s; computing the remaining images on the CPU", name, why);
-    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
-    run_close_lane(r, ln);
-    pthread_mutex_lock(&r->mu);
-    snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
-             "backend cpu: fallback after: %.16s%.200s", name, why);
-    int rc = run_open_lane(r, ln, &psf_backend_cpu, err, errlen);
-    pthread_mutex_unlock(&r->mu);
+    failed_lane fl = {r, ln};
+    engine_fall_back f = {.name = name,
+                          .why = why,
+                          .others = r->nlanes > 1 ? others : 0,
+                          .release = release,
+                          .user = &fl,
+                          .mu = &r->mu};
+    int rc = engine_lane_fall_back(&r->el, &ln->eng, &f, err, errlen);
+    if (rc == 0) rc = run_alloc_images(r, ln, err, errlen);
     ln->retiring = r->nlanes > 1 && others > 0;
     return rc;
 }
@@ -213,13 +227,11 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
 static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
-    int cpu = ln->ops == &psf_backend_cpu;
-    sl->on_levels = r->levels_lanes == 2 || (r->levels_lanes == 1 && !cpu);
-    sl->on_levels = sl->on_levels && ln->ops->run_levels;
+    sl->on_levels = engine_lane_on_levels(&ln->eng, r->levels_lanes);
     if (sl->on_levels)
-        return ln->ops->run_levels(ln->backend, sl->jobs, nb, (unsigned short *)sl->images,
-                                   sl->measures, err, errlen);
-    return ln->ops->run(ln->backend, sl->jobs, nb, sl->images, err, errlen);
+        return ln->eng.ops->run_levels(ln->eng.backend, sl->jobs, nb, (unsigned short *)sl->images,
+                                       sl->measures, err, errlen);
+    return ln->eng.ops->run(ln->eng.backend, sl->jobs, nb, sl->images, err, errlen);
 }
 
 /* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
@@ -230,7 +242,7 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
         ln->compute_us += clock_us() - t0;
         return 0;
     }
-    if (ln->ops == &psf_backend_cpu) return -1;
+    if (ln->eng.ops == &psf_backend_cpu) return -1;
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
@@ -261,7 +273,7 @@ static void note_bad(measure_ctx *c, int i)
 static void job_start(const measure_ctx *c, int i, image_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->backend = c->ln->ops->name;
+    res->backend = c->ln->eng.ops->name;
     size_t lb = manifest_label_bytes(&c->r->e.set); /* the row's costliest cells, here */
     manifest_label_text(&c->r->e.set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
 }
@@ -385,8 +397,8 @@ static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
         return 0;
     }
     run_close_lane(r, ln);
-    ln->backend = r->warm.backend;
-    ln->ops = r->warm.ops;
+    ln->eng.backend = r->warm.backend;
+    ln->eng.ops = r->warm.ops;
     for (int s = 0; s < WRITER_SLOTS; ++s)
         r->slots[ln->first_slot + s].images = r->warm.images[s];
     atomic_store(&r->gpus_alive, 1);
@@ -444,7 +456,7 @@ int run_images(run_state *r, char *err, size_t errlen)
         started[l] = pthread_create(&r->lanes[l].thread, NULL, lane_main, &r->lanes[l]) == 0;
         if (!started[l])
             log_warn("cannot start a thread for GPU %d; the others take its images",
-                     r->lanes[l].device);
+                     r->lanes[l].eng.device);
     }
     r->lanes[0].run = r;
     lane_main(&r->lanes[0]); /* the first lane on this thread */

@@ -19,7 +19,7 @@ void run_report_fill(const run_state *r, int status, const char *err, double wal
     p->status = status;
     p->nwriters = r->nwriters > 0 ? r->nwriters : 1;
     p->local_rank = r->mpi ? r->mpi->local_rank : 0;
-    p->device = r->lanes[0].device;
+    p->device = r->lanes[0].eng.device;
     p->k_begin = r->k_begin;
     p->k_end = r->k_end;
     p->todo = r->todo;
@@ -48,7 +48,7 @@ static void lane_summary(run_state *r)
         char name[32], note[160];
         snprintf(name, sizeof name, "lane_%d", l);
         snprintf(note, sizeof note, "%s %d: %lld image(s), %.1f%% of this run's, compute %.0f us",
-                 ln->ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->device, ln->images,
+                 ln->eng.ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->eng.device, ln->images,
                  all ? 100.0 * ln->images / all : 0.0, ln->compute_us);
         timing_summary(&r->timing, name, (double)ln->images, note);
         log_info("%s", note);

@@ -11,7 +11,7 @@
 #include "app/select/backend_select.h"
 #include "app/run/cli.h"
 #include "app/output/cube_writer.h"
-#include "app/select/gpu_warmup.h"
+#include "lib/engine/gpu_warmup.h"
 #include "app/dataset/hdf5_writer.h"
 #include "app/base/host_pool.h"
 #include "app/set/image_set.h"
@@ -25,6 +25,7 @@
 #include "app/output/timing.h"
 #include "app/output/writer_pool.h"
 #include "lib/engine/engine.h"
+#include "lib/engine/lanes.h"
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);
@@ -70,9 +71,8 @@ typedef struct run_state run_state;
  * take their batches from one queue (r->next), so a slower device takes
  * fewer (issue 7). */
 typedef struct {
-    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
-    psf_backend *backend;
-    int device;       /* psf_backend_options.device: the CUDA device of a GPU lane */
+    engine_lane eng;  /* its device and backend (lib/engine/lanes.h; ops: the backend
+                         running now, after a fallback the CPU) */
     int first_slot;   /* its slots: r->slots[first_slot .. first_slot + WRITER_SLOTS) */
     int retiring;     /* a GPU lane that failed: it finishes its batch and stops
                          while another GPU lane is alive */
@@ -104,6 +104,7 @@ struct run_state {
      * too (PSFSIM_LEVELS=on, tests), 0 none (PSFSIM_LEVELS=off). */
     psf_levels_out levels;
     int levels_lanes;
+    engine_lanes el; /* what the lanes' backends are made for (run_start_backend) */
     run_lane lanes[RUN_MAX_LANES];
     int nlanes;
     run_slot slots[RUN_MAX_LANES * WRITER_SLOTS];
