@@ -79,7 +79,7 @@ static void fail(work *w, int rc, const char *why)
 static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char *err, size_t errlen)
 {
     psfsim_set *s = w->s;
-    size_t per = image_set_storage(&s->set);
+    size_t per = image_set_storage(&s->e.set);
     pthread_mutex_lock(&w->mu);
     long long left = w->first + w->count - w->next;
     int nb = left < sl->cap ? (int)left : sl->cap;
@@ -87,7 +87,7 @@ static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char 
     w->next += nb;
     int rc = 0;
     for (int i = sl->first; i < sl->first + nb && rc == 0; ++i)
-        rc = image_set_job(&s->set, *k0 + i - sl->first, ln->storage + (size_t)i * per,
+        rc = image_set_job(&s->e.set, *k0 + i - sl->first, ln->storage + (size_t)i * per,
                            &ln->jobs[i], &ln->infos[i], err, errlen);
     pthread_mutex_unlock(&w->mu);
     return rc ? -1 : nb;
@@ -98,9 +98,7 @@ static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char 
  * takes them (psfsim_set.levels_lanes). */
 static int on_levels(const work *w, const lib_lane *ln)
 {
-    int lanes = w->s->levels_lanes;
-    return w->levels && ln->ops->run_levels &&
-           (lanes == 2 || (lanes == 1 && ln->ops != &psf_backend_cpu));
+    return w->levels && engine_lane_on_levels(&ln->eng, w->s->levels_lanes);
 }
 
 /* Where lane ln's backend writes a batch in slot sl: its own buffer for
@@ -110,8 +108,8 @@ static int on_levels(const work *w, const lib_lane *ln)
 static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0, float **out,
                         char *err, size_t errlen)
 {
-    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
-    if (!w->levels && ln->ops == &psf_backend_cpu) {
+    size_t plane = (size_t)w->s->e.set.samp.npix * w->s->e.set.samp.npix;
+    if (!w->levels && ln->eng.ops == &psf_backend_cpu) {
         *out = w->images + (size_t)(k0 - w->first) * plane;
         return PSFSIM_OK;
     }
@@ -134,9 +132,9 @@ static int run_once(work *w, lib_lane *ln, const lane_slot *sl, long long k0, in
     psf_job *jobs = ln->jobs + sl->first;
     int bad =
         on_levels(w, ln)
-            ? ln->ops->run_levels(ln->backend, jobs, nb, (unsigned short *)*out,
-                                  ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
-            : ln->ops->run(ln->backend, jobs, nb, *out, err, errlen);
+            ? ln->eng.ops->run_levels(ln->eng.backend, jobs, nb, (unsigned short *)*out,
+                                      ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
+            : ln->eng.ops->run(ln->eng.backend, jobs, nb, *out, err, errlen);
     return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
 }
 
@@ -167,10 +165,10 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
 static void finish_image(work *w, lib_lane *ln, int slot, long long k0, int i, float *img,
                          const psf_image_scan *scan)
 {
-    const image_set *set = &w->s->set;
-    const psf_config *cfg = &w->s->cfg;
+    const image_set *set = &w->s->e.set;
+    const psf_config *cfg = &w->s->e.cfg;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
-    psfsim_metrics m = {.backend = ln->ops->name};
+    psfsim_metrics m = {.backend = ln->eng.ops->name};
     image_set_measure_scanned(set, &ln->infos[slot + i], img, scan, &m.strehl, &m.axial_intensity);
     long long at = k0 + i - w->first;
     if (w->metrics) w->metrics[at] = m;
@@ -217,10 +215,10 @@ typedef struct {
 static void finish_levels(const batch_part *p)
 {
     work *w = p->w;
-    const image_set *set = &w->s->set;
+    const image_set *set = &w->s->e.set;
     size_t plane = (size_t)set->samp.npix * set->samp.npix;
     for (int i = p->i0; i < p->i1 && w->metrics; ++i) {
-        psfsim_metrics m = {.backend = p->ln->ops->name};
+        psfsim_metrics m = {.backend = p->ln->eng.ops->name};
         size_t j = (size_t)(p->slot + i);
         image_set_measure_levels(set, &p->ln->infos[j], p->ln->measures + j * PSF_MEASURES,
                                  &m.strehl, &m.axial_intensity);
@@ -239,7 +237,7 @@ static void *finish_part(void *arg)
         finish_levels(p);
         return NULL;
     }
-    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    size_t plane = (size_t)w->s->e.set.samp.npix * w->s->e.set.samp.npix;
     for (int i = p->i0; i < p->i1; ++i)
         if (!p->hooks || !p->hooks[i].finished)
             finish_image(w, p->ln, p->slot, p->k0, i, p->out + (size_t)i * plane, NULL);
@@ -274,7 +272,7 @@ static void finish(const batch_part *b)
 static void set_hooks(work *w, lib_lane *ln, int slot, long long k0, int nb, image_hook *hooks)
 {
     /* float images are not read again here (levels are stretched from them) */
-    size_t plane = (size_t)w->s->set.samp.npix * w->s->set.samp.npix;
+    size_t plane = (size_t)w->s->e.set.samp.npix * w->s->e.set.samp.npix;
     int stream = !w->levels && lib_resident(w->images + (size_t)(k0 - w->first) * plane,
                                             (size_t)nb * plane * sizeof *w->images);
     for (int i = 0; i < nb; ++i) {
@@ -335,7 +333,7 @@ static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb,
                pending *prev, char *err, size_t errlen)
 {
     int rc = run_once(w, ln, sl, k0, nb, out, err, errlen);
-    if (rc != PSFSIM_ERR_COMPUTE || ln->ops == &psf_backend_cpu) return rc;
+    if (rc != PSFSIM_ERR_COMPUTE || ln->eng.ops == &psf_backend_cpu) return rc;
     char why[LIB_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     pending_join(prev);
@@ -351,7 +349,7 @@ static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
 {
     const char *test = getenv("PSFSIM_TEST_OVERLAP");
     int cpu_too = test && strcmp(test, "on") == 0, none = test && strcmp(test, "off") == 0;
-    if ((ln->ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
+    if ((ln->eng.ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
         sl[0] = (lane_slot){0, s->batch};
         return 1;
     }
@@ -463,7 +461,8 @@ static void *prefault_run(void *arg)
  * when the lanes are about to start a GPU; returns the threads started. */
 static int prefault_start(const psfsim_set *s, void *buf, size_t bytes, int n, prefault_part *parts)
 {
-    if (s->nlanes > 0 || s->decision.ops == &psf_backend_cpu || !buf || bytes < PREFAULT_MIN_BYTES)
+    if (s->nlanes > 0 || s->e.decision.ops == &psf_backend_cpu || !buf ||
+        bytes < PREFAULT_MIN_BYTES)
         return 0;
     char *lo = buf;
     for (int t = 0; t < n; ++t) {
@@ -495,12 +494,12 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
     int rc = lib_check_range(s, first, count, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    size_t plane = (size_t)s->set.samp.npix * s->set.samp.npix;
+    size_t plane = (size_t)s->e.set.samp.npix * s->e.set.samp.npix;
     if (count > 0 && capacity / plane < (size_t)count)
         return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
                         "the buffer holds %zu values, fewer than the %lld x %d x %d = %.0f the "
                         "images need",
-                        capacity, count, s->set.samp.npix, s->set.samp.npix,
+                        capacity, count, s->e.set.samp.npix, s->e.set.samp.npix,
                         (double)count * (double)plane);
     for (long long i = 0; metrics && i < count; ++i)
         metrics[i] = (psfsim_metrics){NAN, NAN, ""};

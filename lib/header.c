@@ -15,9 +15,9 @@
  * turned the image by 180 degrees after the sum). */
 static double image_sum(const psfsim_set *set, const float *img)
 {
-    size_t n = (size_t)set->set.samp.npix * set->set.samp.npix;
+    size_t n = (size_t)set->e.set.samp.npix * set->e.set.samp.npix;
     double total = 0.0;
-    if (set->cfg.orientation == ORIENT_POPPY)
+    if (set->e.cfg.orientation == ORIENT_POPPY)
         for (size_t i = n; i-- > 0;)
             total += img[i];
     else
@@ -34,24 +34,24 @@ static int header(psfsim_set *set, long long k, const psfsim_metrics *metrics, c
 {
     int rc = lib_check_range(set, k, 1, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    size_t plane = (size_t)set->set.samp.npix * set->set.samp.npix;
+    size_t plane = (size_t)set->e.set.samp.npix * set->e.set.samp.npix;
     if (image && capacity < plane)
         return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
                         "the image holds %zu values, fewer than its %d x %d", capacity,
-                        set->set.samp.npix, set->set.samp.npix);
+                        set->e.set.samp.npix, set->e.set.samp.npix);
     psf_job job;
     image_info info;
     char why[LIB_ERRLEN];
-    if (image_set_job(&set->set, k, set->query_storage, &job, &info, why, sizeof why) != 0)
+    if (image_set_job(&set->e.set, k, set->query_storage, &job, &info, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
-    if (image && set->cfg.normalization == NORM_PUPIL)
+    if (image && set->e.cfg.normalization == NORM_PUPIL)
         info.captured_fraction = image_sum(set, image);
     image_result res = {.strehl = metrics->strehl,
                         .axial_intensity = metrics->axial_intensity,
                         .backend = metrics->backend ? metrics->backend : ""};
     fits_kv kvs[FITS_HEADER_MAX];
     char zkeys[FITS_HEADER_MAX][12];
-    int n = fits_header_build(&set->set, &info, &res, kvs, zkeys);
+    int n = fits_header_build(&set->e.set, &info, &res, kvs, zkeys);
     if (n > max)
         return lib_fail(err, errlen, PSFSIM_ERR_BUFFER,
                         "the header has %d keywords, cards holds %d", n, max);

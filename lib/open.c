@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Opening and closing a set (lib/psfsim.h): options, config (file or
- * text), the image set, the backend decision; the library's lock. */
+ * text) through the engine (lib/engine/engine.h); the library's lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,22 +40,27 @@ static int parse_backend(const char *name, backend_choice *b, char *err, size_t 
                     "backend: expected auto, cpu or gpu (got \"%.100s\")", name);
 }
 
-/* The decision for computing into memory: the cost model counts no files
- * (a shallow copy of the set whose config writes neither PNG nor FITS). */
-static int decide(psfsim_set *s, backend_choice choice, const gpu_list *gpus, char *err,
-                  size_t errlen)
+/* The library's own step of opening a set (engine_open_args.step): "both"
+ * is refused once the image set is made, before its fingerprint. */
+static int open_step(void *user, engine *e, engine_at at, char *err, size_t errlen)
 {
-    psf_config quiet = s->cfg;
-    quiet.png_enabled = quiet.fits_enabled = 0;
-    image_set view = s->set;
-    view.cfg = &quiet;
-    lib_lock(); /* the probe, the GPU module */
-    int rc = backend_select(choice, &view, 0, gpus, &s->decision, err, errlen);
-    lib_unlock();
-    return rc == 0 ? PSFSIM_OK : PSFSIM_ERR_BACKEND;
+    (void)user;
+    if (at != ENGINE_AT_SET || !e->cfg.detector.enabled || e->cfg.detector.write != DET_WRITE_BOTH)
+        return 0;
+    /* two images per image: the program's FITS files (app/output/outputs.h) */
+    char where[CFG_PATH_MAX + 32];
+    config_key_where(&e->cfg, "detector.write", where, sizeof where);
+    snprintf(err, errlen,
+             "%.4200s: detector.write: \"both\" is written by the psfsim program only; "
+             "the library takes \"detector\" or \"oversampled\"",
+             where);
+    return -1;
 }
 
-/* Open from path or text (one of them), the options checked. */
+/* Open from path or text (one of them), the options checked. The set's
+ * FITS CFGHASH is filled as the command fills it (lib/engine/engine.h);
+ * the decision is for computing into memory: the cost model counts no
+ * files. */
 static int open_set(const char *path, const char *text, const psfsim_options *o, psfsim_set **out,
                     char *err, size_t errlen)
 {
@@ -77,34 +82,25 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
     atomic_init(&s->cancel, 0);
     atomic_flag_clear(&s->busy);
     s->threads = o ? o->threads : 0;
-    int bad = path ? config_load(path, &s->cfg, err, errlen)
-                   : config_load_text(text, o ? o->name : NULL, o ? o->base_dir : NULL, &s->cfg,
-                                      err, errlen);
-    if (!bad) {
-        bad = image_set_init(&s->set, &s->cfg, err, errlen);
-        if (!bad && s->cfg.detector.enabled && s->cfg.detector.write == DET_WRITE_BOTH) {
-            /* two images per image: the program's FITS files (app/output/outputs.h) */
-            char where[CFG_PATH_MAX + 32];
-            config_key_where(&s->cfg, "detector.write", where, sizeof where);
-            snprintf(err, errlen,
-                     "%.4200s: detector.write: \"both\" is written by the psfsim program only; "
-                     "the library takes \"detector\" or \"oversampled\"",
-                     where);
-            image_set_free(&s->set);
-            bad = -1;
-        }
-        /* The FITS CFGHASH, as the command fills it (app/run/run.c). */
-        if (!bad) bad = config_fingerprint(&s->cfg, s->set.config_hash, err, errlen);
-        s->set_ready = !bad;
-        if (bad) image_set_free(&s->set);
-    }
-    rc = bad ? PSFSIM_ERR_CONFIG : PSFSIM_OK;
+    engine_open_args args = {.path = path,
+                             .text = text,
+                             .name = o ? o->name : NULL,
+                             .base_dir = o ? o->base_dir : NULL,
+                             .backend_given = o && o->backend,
+                             .backend = choice,
+                             .gpus = &gpus,
+                             .hash_after_set = 1,
+                             .step = open_step,
+                             .lock = lib_lock,
+                             .unlock = lib_unlock};
+    rc = engine_open(&s->e, &args, err, errlen);
+    rc = rc == ENGINE_OK            ? PSFSIM_OK
+         : rc == ENGINE_ERR_BACKEND ? PSFSIM_ERR_BACKEND
+                                    : PSFSIM_ERR_CONFIG;
     if (rc == PSFSIM_OK) {
-        s->query_storage = calloc(image_set_storage(&s->set) + 1, sizeof *s->query_storage);
+        s->query_storage = calloc(image_set_storage(&s->e.set) + 1, sizeof *s->query_storage);
         if (!s->query_storage) rc = lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     }
-    if (rc == PSFSIM_OK && o && o->backend) s->cfg.backend = choice; /* as --backend */
-    if (rc == PSFSIM_OK) rc = decide(s, s->cfg.backend, &gpus, err, errlen);
     if (rc != PSFSIM_OK) {
         psfsim_close(s);
         return rc;
@@ -141,7 +137,6 @@ void psfsim_close(psfsim_set *set)
     if (!set) return;
     lib_lanes_stop(set);
     free(set->query_storage);
-    if (set->set_ready) image_set_free(&set->set);
-    config_free(&set->cfg);
+    engine_close(&set->e);
     free(set);
 }

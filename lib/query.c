@@ -13,8 +13,8 @@
 int psfsim_describe(const psfsim_set *set, psfsim_info *info, char *err, size_t errlen)
 {
     if (!set || !info) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no info given");
-    const image_set *s = &set->set;
-    const psf_config *cfg = &set->cfg;
+    const image_set *s = &set->e.set;
+    const psf_config *cfg = &set->e.cfg;
     memset(info, 0, sizeof *info);
     info->count = s->nimages;
     info->npix = s->samp.npix;
@@ -42,7 +42,7 @@ static int image(psfsim_set *set, long long k, image_info *info, char *err, size
 {
     psf_job job;
     char why[LIB_ERRLEN];
-    if (image_set_job(&set->set, k, set->query_storage, &job, info, why, sizeof why) != 0)
+    if (image_set_job(&set->e.set, k, set->query_storage, &job, info, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
     return PSFSIM_OK;
 }
@@ -77,10 +77,10 @@ int psfsim_params_get(psfsim_set *set, long long first, long long count, psfsim_
 int psfsim_zernike_terms(const psfsim_set *set, int *swept_j, int *term_j, char *err, size_t errlen)
 {
     if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
-    const psf_config *cfg = &set->cfg;
+    const psf_config *cfg = &set->e.cfg;
     for (int i = 0; swept_j && i < cfg->n_sweep_zernike; ++i)
         swept_j[i] = cfg->sweep_zernike[i].j;
-    const psf_modeset *m = &set->set.modes;
+    const psf_modeset *m = &set->e.set.modes;
     for (int t = 0; term_j && t < m->nterms; ++t)
         term_j[t] = zernike_nm_to_index(cfg->zconv, m->n[t], m->m[t]);
     return PSFSIM_OK;
@@ -93,7 +93,7 @@ int psfsim_zernike(psfsim_set *set, long long first, long long count, double *sw
     int rc = lib_enter(set, "psfsim_zernike", err, errlen);
     if (rc != PSFSIM_OK) return rc;
     rc = lib_check_range(set, first, count, err, errlen);
-    int ns = set->cfg.n_sweep_zernike, nt = set->set.modes.nterms;
+    int ns = set->e.cfg.n_sweep_zernike, nt = set->e.set.modes.nterms;
     for (long long i = 0; rc == PSFSIM_OK && i < count; ++i) {
         image_info info;
         rc = image(set, first + i, &info, err, errlen);
@@ -112,7 +112,7 @@ int psfsim_label_terms(const psfsim_set *set, int *count, int *j, int *mode, cha
 {
     if (!set || !count)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no count given");
-    const set_labels *l = &set->set.labels;
+    const set_labels *l = &set->e.set.labels;
     *count = l->nterms;
     for (int i = 0; j && i < l->nterms; ++i)
         j[i] = l->j[i];
@@ -126,7 +126,7 @@ int psfsim_segment_terms(const psfsim_set *set, int *count, int *segment, int *j
 {
     if (!set || !count)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no count given");
-    const set_segterms *st = &set->set.segterms;
+    const set_segterms *st = &set->e.set.segterms;
     *count = st->nlabels;
     for (int i = 0; segment && i < st->nlabels; ++i)
         segment[i] = st->label_segment[i];
@@ -139,7 +139,7 @@ int psfsim_segment_zernike(psfsim_set *set, long long first, long long count, do
                            char *err, size_t errlen)
 {
     if (!set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set given");
-    const set_segterms *st = &set->set.segterms;
+    const set_segterms *st = &set->e.set.segterms;
     int nl = st->nlabels;
     if (!total && nl > 0 && count > 0)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no total given");
@@ -167,10 +167,10 @@ int psfsim_field_positions(const psfsim_set *set, long long first, long long cou
     int rc = lib_check_range(set, first, count, err, errlen);
     if (rc != PSFSIM_OK) return rc;
     double x, y;
-    int has = field_grid_position(&set->set.axes, 0, &x, &y);
+    int has = field_grid_position(&set->e.set.axes, 0, &x, &y);
     if (present) *present = has;
     for (long long i = 0; i < count; ++i) {
-        if (!has || !field_grid_position(&set->set.axes, first + i, &xy[2 * i], &xy[2 * i + 1]))
+        if (!has || !field_grid_position(&set->e.set.axes, first + i, &xy[2 * i], &xy[2 * i + 1]))
             xy[2 * i] = xy[2 * i + 1] = NAN;
     }
     return PSFSIM_OK;
@@ -185,10 +185,10 @@ int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *
     psfsim_set *own = (psfsim_set *)set;
     int rc = lib_enter(own, "psfsim_decision_get", err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    const backend_decision *d = &set->decision;
+    const backend_decision *d = &set->e.decision;
     memset(decision, 0, sizeof *decision);
     /* After a fall-back the lanes compute on the CPU: say what computes. */
-    const char *name = set->nlanes > 0 ? set->lanes[0].ops->name : d->ops->name;
+    const char *name = set->nlanes > 0 ? set->lanes[0].eng.ops->name : d->ops->name;
     snprintf(decision->backend, sizeof decision->backend, "%s", name);
     snprintf(decision->reason, sizeof decision->reason, "%s", d->reason);
     snprintf(decision->probe, sizeof decision->probe, "%s", d->probe);

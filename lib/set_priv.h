@@ -9,9 +9,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "app/config/config.h"
-#include "app/select/backend_select.h"
-#include "app/set/image_set.h"
+#include "lib/engine/engine.h"
+#include "lib/engine/lanes.h"
 #include "lib/psfsim.h"
 
 #define LIB_ERRLEN 1024
@@ -19,12 +18,10 @@
 /* psfsim_options.threads at most (the command's --jobs bound) */
 #define LIB_MAX_THREADS 1024
 
-/* One computing device: its backend, made at the first compute, and its
- * batch's jobs. */
+/* One computing device: the engine's lane (lib/engine/lanes.h: its
+ * backend, made at the first compute), and its batch's jobs. */
 typedef struct {
-    const psf_backend_ops *ops; /* the backend now (after a GPU failure: the CPU) */
-    psf_backend *backend;
-    int device;        /* psf_backend_options.device */
+    engine_lane eng;   /* ops: the backend now (after a GPU failure: the CPU) */
     psf_job *jobs;     /* [batch] */
     image_info *infos; /* [batch] */
     double *storage;   /* [batch * image_set_storage] */
@@ -34,16 +31,14 @@ typedef struct {
 } lib_lane;
 
 struct psfsim_set {
-    psf_config cfg;
-    image_set set;
-    int set_ready;             /* image_set_init succeeded (set to free) */
-    backend_decision decision; /* at open; reason updated on a fall-back */
-    int threads;               /* psfsim_options.threads */
-    int batch;                 /* images per run() call */
+    engine e;    /* the set opened (lib/engine/engine.h): config, image set, decision */
+    int threads; /* psfsim_options.threads */
+    int batch;   /* images per run() call */
     /* psfsim_compute_u16 by run_levels (issue 17): 0 never (PSFSIM_LEVELS=off,
      * or a set image_set_levels_stretch refuses), 1 on GPU lanes, 2 on every
      * lane (PSFSIM_LEVELS=on: the CPU's too, for tests). Set by lib_lanes_start. */
     int levels_lanes;
+    engine_lanes el; /* what the lanes are made for (lib_lanes_start) */
     lib_lane lanes[LIB_MAX_LANES];
     int nlanes;            /* lanes started (0 until the first compute) */
     double *query_storage; /* image_set_storage doubles for the queries */

@@ -44,7 +44,7 @@ void lib_leave(psfsim_set *s)
 
 int lib_check_range(const psfsim_set *s, long long first, long long count, char *err, size_t errlen)
 {
-    long long k = s->set.nimages;
+    long long k = s->e.set.nimages;
     if (first >= 0 && count >= 0 && first <= k && count <= k - first) return PSFSIM_OK;
     /* the last image first + count - 1, where it is a long long (count =
      * LLONG_MAX would overflow it: undefined behaviour) */

@@ -44,11 +44,12 @@ LAYERS = [
     ("app/set", 6),
     ("app/select", 7),
     ("app/select/plot", 7.5),
-    ("app/output", 8),  # the set's files on disk
-    ("app/dataset", 9),  # NAME.h5 and its sidecar NAME.json
-    ("app/run", 10),  # a run of the command
-    ("app", 11),  # main.c
-    ("lib", 12),  # libpsfsim: beside the command, linking app/output's FITS header
+    ("lib/engine", 8),  # the engine under the command and the library: open, lanes
+    ("app/output", 9),  # the set's files on disk
+    ("app/dataset", 10),  # NAME.h5 and its sidecar NAME.json
+    ("app/run", 11),  # a run of the command
+    ("app", 12),  # main.c
+    ("lib", 13),  # libpsfsim: beside the command, linking app/output's FITS header
 ]
 SOURCE_DIRS = [name for name, _ in LAYERS]
 EXTS = (".c", ".h", ".cu")

@@ -48,103 +48,121 @@ static int lock_early(run_state *r, char *err, size_t errlen)
     int there = set_dir_open(&r->out, 0, err, errlen);
     if (there != 0) return there < 0 && r->opt.resume ? -1 : 0;
     char lerr[RUN_ERRLEN];
-    int rc = set_dir_lock(&r->out, r->cfg.name, 0, lerr, sizeof lerr);
+    int rc = set_dir_lock(&r->out, r->e.cfg.name, 0, lerr, sizeof lerr);
     r->locked_early = rc == 0;
     if (rc != SET_DIR_BUSY) return 0;
     snprintf(err, errlen, "%s", lerr);
     return -1;
 }
 
-/* Load, validate and plan: everything that can fail before a file is written.
+/* The command's own steps of opening the set (engine_open_args.step), in
+ * the order of its checks: after the config is loaded, the output
+ * directory and MPI's refusals; after the fingerprint, the modules its
+ * files need; after the image set, its command line, FITS header and
+ * warnings, the directory's lock, --resume or the outputs' check, the
+ * limits. 0, or -1 with err. */
+static int prepare_step(void *user, engine *e, engine_at at, char *err, size_t errlen)
+{
+    run_state *r = user;
+    const run_settings *o = &r->opt;
+    if (at == ENGINE_AT_LOADED) {
+        r->dir = o->output_dir ? o->output_dir : e->cfg.output_dir;
+        set_dir_init(&r->out, r->dir);
+        if (r->mpi && e->cfg.fits_enabled && e->cfg.fits_cube) {
+            snprintf(err, errlen,
+                     "%s: output.fits.cube: one cube file cannot be written by %d MPI ranks; run "
+                     "this set as one process",
+                     o->config_path, r->mpi->size);
+            return -1;
+        }
+        if (r->mpi && e->cfg.hdf5_enabled) {
+            snprintf(err, errlen,
+                     "%s: output.hdf5: one HDF5 file cannot be written by %d MPI ranks; run this "
+                     "set as one process",
+                     o->config_path, r->mpi->size);
+            return -1;
+        }
+        return 0;
+    }
+    if (at == ENGINE_AT_HASHED) {
+        /* FITS output needs the FITS module: a psfsim without it says so before
+         * any work (exit 2, nothing written), not after the first image. */
+        char ferr[RUN_ERRLEN];
+        if (e->cfg.fits_enabled && fits_module_load(ferr, sizeof ferr) != 0) {
+            snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
+            return -1;
+        }
+        if (e->cfg.hdf5_enabled && hdf5_module_load(ferr, sizeof ferr) != 0) {
+            snprintf(err, errlen, "%s: output.hdf5: %.900s", o->config_path, ferr);
+            return -1;
+        }
+        return 0;
+    }
+    run_command_line(o, e->set.command, sizeof e->set.command);
+    if (fits_header_check(&e->set, err, errlen) != 0) return -1;
+    set_checks_warn(&e->set, &r->notes);
+    for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
+        log_warn("%s", r->notes.text[i]);
+    if (run_is_root(r) && lock_early(r, err, errlen) != 0) return -1;
+    if (o->resume) {
+        if (resume_load(&e->cfg, r->out.fd, r->dir, e->set.nimages, e->hash, &r->resume, err,
+                        errlen) != 0)
+            return -1;
+        if (resume_whole_cube(&r->resume, &e->cfg))
+            log_warn("resuming: %s_cube.fits is written whole: every image is computed again",
+                     e->cfg.name);
+    } else if (run_is_root(r) && outputs_check(&e->cfg, r->dir, o->force, err, errlen) != 0) {
+        return -1;
+    } else if (o->force && r->out.fd >= 0 &&
+               set_members_load(&r->earlier, r->out.fd, &e->cfg, e->set.nimages) != 0) {
+        snprintf(err, errlen, "out of memory reading the set %s replaces", r->dir);
+        return -1;
+    }
+    r->todo = e->set.nimages - r->resume.ndone;
+    r->k_begin = 0;
+    r->k_end = e->set.nimages;
+    limits_options lo = {.writers = o->jobs, .force = o->force};
+    return limits_check(&e->set, r->dir, &lo, r->todo, err, errlen);
+}
+
+/* Load, validate and plan: everything that can fail before a file is written
+ * (the engine's opening, lib/engine/engine.h, with the command's steps).
  * With MPI every rank does this (its own backend choice); only rank 0 checks
  * the output directory for an earlier set. */
 static int prepare(run_state *r, char *err, size_t errlen)
 {
     const run_settings *o = &r->opt;
-    if (config_load(o->config_path, &r->cfg, err, errlen) != 0) return -1;
-    if (o->backend_given) r->cfg.backend = o->backend;
-    r->dir = o->output_dir ? o->output_dir : r->cfg.output_dir;
-    set_dir_init(&r->out, r->dir);
-    if (r->mpi && r->cfg.fits_enabled && r->cfg.fits_cube) {
-        snprintf(err, errlen,
-                 "%s: output.fits.cube: one cube file cannot be written by %d MPI ranks; run "
-                 "this set as one process",
-                 o->config_path, r->mpi->size);
-        return -1;
-    }
-    if (r->mpi && r->cfg.hdf5_enabled) {
-        snprintf(err, errlen,
-                 "%s: output.hdf5: one HDF5 file cannot be written by %d MPI ranks; run this "
-                 "set as one process",
-                 o->config_path, r->mpi->size);
-        return -1;
-    }
-    if (config_fingerprint(&r->cfg, r->hash, err, errlen) != 0) return -1;
-    /* FITS output needs the FITS module: a psfsim without it says so before
-     * any work (exit 2, nothing written), not after the first image. */
-    char ferr[RUN_ERRLEN];
-    if (r->cfg.fits_enabled && fits_module_load(ferr, sizeof ferr) != 0) {
-        snprintf(err, errlen, "%s: output.fits: %.900s", o->config_path, ferr);
-        return -1;
-    }
-    if (r->cfg.hdf5_enabled && hdf5_module_load(ferr, sizeof ferr) != 0) {
-        snprintf(err, errlen, "%s: output.hdf5: %.900s", o->config_path, ferr);
-        return -1;
-    }
-    if (image_set_init(&r->set, &r->cfg, err, errlen) != 0) return -1;
-    snprintf(r->set.config_hash, sizeof r->set.config_hash, "%s", r->hash);
-    run_command_line(o, r->set.command, sizeof r->set.command);
-    if (fits_header_check(&r->set, err, errlen) != 0) return -1;
-    set_checks_warn(&r->set, &r->notes);
-    for (int i = 0; i < r->notes.n && run_is_root(r); ++i)
-        log_warn("%s", r->notes.text[i]);
-    if (run_is_root(r) && lock_early(r, err, errlen) != 0) return -1;
-    if (o->resume) {
-        if (resume_load(&r->cfg, r->out.fd, r->dir, r->set.nimages, r->hash, &r->resume, err,
-                        errlen) != 0)
-            return -1;
-        if (resume_whole_cube(&r->resume, &r->cfg))
-            log_warn("resuming: %s_cube.fits is written whole: every image is computed again",
-                     r->cfg.name);
-    } else if (run_is_root(r) && outputs_check(&r->cfg, r->dir, o->force, err, errlen) != 0) {
-        return -1;
-    } else if (o->force && r->out.fd >= 0 &&
-               set_members_load(&r->earlier, r->out.fd, &r->cfg, r->set.nimages) != 0) {
-        snprintf(err, errlen, "out of memory reading the set %s replaces", r->dir);
-        return -1;
-    }
-    r->todo = r->set.nimages - r->resume.ndone;
-    r->k_begin = 0;
-    r->k_end = r->set.nimages;
-    limits_options lo = {.writers = o->jobs, .force = o->force};
-    if (limits_check(&r->set, r->dir, &lo, r->todo, err, errlen) != 0 ||
-        image_set_check_open(&r->set, err, errlen) != 0)
-        return -1;
-    double t0 = clock_us();
-    if (backend_select(r->cfg.backend, &r->set, o->jobs, &o->gpus, &r->decision, err, errlen) != 0)
-        return -1;
-    r->select_us = clock_us() - t0;
+    engine_open_args args = {.path = o->config_path,
+                             .backend_given = o->backend_given,
+                             .backend = o->backend,
+                             .gpus = &o->gpus,
+                             .writers = o->jobs,
+                             .count_files = 1,
+                             .check_open = 1,
+                             .step = prepare_step,
+                             .user = r};
+    if (engine_open(&r->e, &args, err, errlen) != ENGINE_OK) return -1;
     if (run_is_root(r)) {
-        if (r->set.mft && r->set.pixel_rad > 0)
+        if (r->e.set.mft && r->e.set.pixel_rad > 0)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g arcsec) into %s",
-                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
-                     r->cfg.out_pixel_scale_arcsec, r->dir);
-        else if (r->set.mft && r->set.pixel_um > 0)
+                     r->e.set.nimages, r->e.set.samp.npix, r->e.set.samp.npix,
+                     r->e.set.samp.pupil_samples, r->e.cfg.out_pixel_scale_arcsec, r->dir);
+        else if (r->e.set.mft && r->e.set.pixel_um > 0)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g um) into %s",
-                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
-                     r->set.pixel_um, r->dir);
-        else if (r->set.mft)
+                     r->e.set.nimages, r->e.set.samp.npix, r->e.set.samp.npix,
+                     r->e.set.samp.pupil_samples, r->e.set.pixel_um, r->dir);
+        else if (r->e.set.mft)
             log_info("%lld image(s) of %dx%d by MFT (pupil %d samples, pixel %.4g lambda/D) into "
                      "%s",
-                     r->set.nimages, r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
-                     r->set.pixel_ld, r->dir);
+                     r->e.set.nimages, r->e.set.samp.npix, r->e.set.samp.npix,
+                     r->e.set.samp.pupil_samples, r->e.set.pixel_ld, r->dir);
         else
-            log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s", r->set.nimages,
-                     r->set.samp.npix, r->set.samp.npix, r->set.samp.pupil_samples,
-                     r->set.samp.padding, r->dir);
+            log_info("%lld image(s) of %dx%d (pupil %d samples, Q = %.4g) into %s",
+                     r->e.set.nimages, r->e.set.samp.npix, r->e.set.samp.npix,
+                     r->e.set.samp.pupil_samples, r->e.set.samp.padding, r->dir);
         if (o->resume) log_info("resuming: %lld image(s) done earlier", r->resume.ndone);
     }
-    if (!r->mpi) log_info("%s", r->decision.reason);
+    if (!r->mpi) log_info("%s", r->e.decision.reason);
     return 0;
 }
 
@@ -160,7 +178,7 @@ static int start(run_state *r, char *err, size_t errlen)
     r->nwriters = r->opt.jobs > 0 ? r->opt.jobs : n > 0 ? (int)n : 1;
     if (r->nwriters > r->todo) r->nwriters = r->todo > 0 ? (int)r->todo : 1; /* no idle threads */
     r->writers =
-        writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->set, r->out.fd, r->dir);
+        writer_pool_create(r->nwriters, r->nlanes * WRITER_SLOTS, &r->e.set, r->out.fd, r->dir);
     if (!r->writers) {
         snprintf(err, errlen, "cannot start the writer threads");
         return -1;
@@ -205,7 +223,7 @@ static int compute(run_state *r, char *err, size_t errlen)
 static void close_set(run_state *r, int *status)
 {
     int complete =
-        *status == 0 && !r->interrupted && r->written + r->resume.ndone == r->set.nimages;
+        *status == 0 && !r->interrupted && r->written + r->resume.ndone == r->e.set.nimages;
     if (r->timing_open) {
         rank_report me;
         double wall = clock_us() - r->t_start;
@@ -258,8 +276,7 @@ static void cleanup(run_state *r)
     resume_free(&r->resume);
     set_members_free(&r->earlier);
     set_dir_close(&r->out);
-    image_set_free(&r->set);
-    config_free(&r->cfg);
+    engine_close(&r->e);
 }
 
 int psfsim_run(const cli_options *o, const mpi_world *w)
@@ -302,7 +319,7 @@ int psfsim_run(const cli_options *o, const mpi_world *w)
     /* --force replaced the set: what the earlier one wrote and this one did
      * not (more images, another format) must not pass for part of it. */
     if (status == 0 && o->force && run_is_root(&r))
-        outputs_remove_stale(&r.cfg, r.out.fd, r.dir, &r.earlier, r.set.nimages);
+        outputs_remove_stale(&r.e.cfg, r.out.fd, r.dir, &r.earlier, r.e.set.nimages);
     cleanup(&r);
     return status;
 }

@@ -12,7 +12,7 @@
 
 int run_check_images(run_state *r, int s, int nb, int first_bad, char *err, size_t errlen)
 {
-    size_t side = (size_t)set_detector_backend_npix(&r->set), n = side * side;
+    size_t side = (size_t)set_detector_backend_npix(&r->e.set), n = side * side;
     size_t nan = 0, inf = 0, neg = 0;
     int i = 0;
     if (r->slots[s].on_levels) { /* the backend counted them */
@@ -35,7 +35,7 @@ int run_check_images(run_state *r, int s, int nb, int first_bad, char *err, size
     }
     long long k = r->slots[s].infos[i].params.index;
     char name[300];
-    outputs_image_name(&r->cfg, k, r->set.nimages, "", name, sizeof name);
+    outputs_image_name(&r->e.cfg, k, r->e.set.nimages, "", name, sizeof name);
     name[strlen(name) - 1] = '\0'; /* the '.' before the (empty) extension */
     snprintf(err, errlen,
              "image %lld (%s): NaN/negative pixels (%zu NaN, %zu infinite, %zu negative of "

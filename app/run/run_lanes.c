@@ -11,71 +11,66 @@
 #include "app/set/measure.h"
 #include "backend/levels.h"
 #include "app/set/set_detector.h"
-#include "app/select/probe_cache.h"
 #include "app/dataset/hdf5_writer.h"
 
-void run_lane_desc(const run_state *r, const run_lane *ln, psf_problem *problem,
-                   psf_backend_options *options)
+/* Lane ln's slots' image buffers, from its backend. 0, or -1 with err. */
+static int alloc_images(run_state *r, run_lane *ln, char *err, size_t errlen)
 {
-    image_set_problem(&r->set, r->batch, problem);
-    problem->levels = r->levels;
-    memset(options, 0, sizeof *options);
-    options->device = ln->device;
-    options->warn = log_warn_text;
-}
-
-int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
-{
-    psf_problem problem;
-    psf_backend_options options;
-    run_lane_desc(r, ln, &problem, &options);
-    char cache[4096];
-    options.cache_dir = probe_cache_dir_made(cache, sizeof cache);
-    if (ops->create(&problem, &options, &ln->backend, err, errlen) != 0) return -1;
-    ln->ops = ops;
-    int side = set_detector_backend_npix(&r->set);
+    int side = set_detector_backend_npix(&r->e.set);
     size_t plane = (size_t)side * side;
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        r->slots[s].images = ops->alloc_images(ln->backend, (size_t)r->batch * plane);
+        r->slots[s].images = ln->eng.ops->alloc_images(ln->eng.backend, (size_t)r->batch * plane);
         if (!r->slots[s].images) {
-            snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images", ops->name,
-                     r->batch, side, side);
+            snprintf(err, errlen, "%s: cannot allocate a batch of %d %dx%d images",
+                     ln->eng.ops->name, r->batch, side, side);
             return -1;
         }
     }
     return 0;
 }
 
-void run_close_lane(run_state *r, run_lane *ln)
+int run_open_lane(run_state *r, run_lane *ln, const psf_backend_ops *ops, char *err, size_t errlen)
+{
+    if (engine_lane_open(&r->el, &ln->eng, ops, err, errlen) != 0) return -1;
+    return alloc_images(r, ln, err, errlen);
+}
+
+void run_free_images(run_state *r, run_lane *ln)
 {
     for (int s = ln->first_slot; s < ln->first_slot + WRITER_SLOTS; ++s) {
-        if (r->slots[s].images) ln->ops->free_images(ln->backend, r->slots[s].images);
+        if (r->slots[s].images) ln->eng.ops->free_images(ln->eng.backend, r->slots[s].images);
         r->slots[s].images = NULL;
     }
-    if (ln->backend) ln->ops->destroy(ln->backend);
-    ln->backend = NULL;
+}
+
+void run_close_lane(run_state *r, run_lane *ln)
+{
+    run_free_images(r, ln);
+    engine_lane_close(&r->el, &ln->eng);
+}
+
+int run_alloc_images(run_state *r, run_lane *ln, char *err, size_t errlen)
+{
+    return alloc_images(r, ln, err, errlen);
 }
 
 /* Whether (and for which lanes) the images leave the backends as levels:
  * a set image_set_levels_out accepts, and PSFSIM_LEVELS: "off" never (the
  * floats and the writers' stretch, as before issue 17), "on" every lane,
  * the CPU's too (tests: the levels path without a GPU), else (unset) the
- * GPU lanes. The CPU keeps the floats by default: its writers stretch an
- * image while it computes the next batch, on threads of their own. */
+ * GPU lanes (engine_levels_lanes). The CPU keeps the floats by default: its
+ * writers stretch an image while it computes the next batch, on threads of
+ * their own. */
 static void decide_levels(run_state *r)
 {
-    const char *env = getenv("PSFSIM_LEVELS");
-    r->levels_lanes = env && strcmp(env, "off") == 0 ? 0 : env && strcmp(env, "on") == 0 ? 2 : 1;
-    if (r->levels_lanes == 0 || !image_set_levels_out(&r->set, &r->levels)) {
-        memset(&r->levels, 0, sizeof r->levels);
-        r->levels_lanes = 0;
-    }
+    r->levels_lanes = engine_levels_lanes(image_set_levels_out(&r->e.set, &r->levels));
+    if (r->levels_lanes == 0) memset(&r->levels, 0, sizeof r->levels);
 }
 
 static int alloc_slots(run_state *r, char *err, size_t errlen)
 {
     decide_levels(r);
-    size_t per = image_set_storage(&r->set), b = (size_t)r->batch;
+    size_t per = image_set_storage(&r->e.set), b = (size_t)r->batch;
     for (int s = 0; s < r->nlanes * WRITER_SLOTS; ++s) {
         run_slot *sl = &r->slots[s];
         sl->jobs = calloc(b, sizeof *sl->jobs);
@@ -84,12 +79,12 @@ static int alloc_slots(run_state *r, char *err, size_t errlen)
         sl->results = calloc(b, sizeof *sl->results);
         sl->timings = calloc(b, sizeof *sl->timings);
         sl->writes = calloc(b, sizeof *sl->writes);
-        sl->labels = malloc(b * manifest_label_bytes(&r->set));
+        sl->labels = malloc(b * manifest_label_bytes(&r->e.set));
         sl->scans = calloc(b, sizeof *sl->scans);
-        int levels = r->cfg.hdf5_enabled && r->cfg.hdf5_dtype == HDF5_UINT16;
-        size_t plane = (size_t)r->set.samp.npix * (size_t)r->set.samp.npix;
+        int levels = r->e.cfg.hdf5_enabled && r->e.cfg.hdf5_dtype == HDF5_UINT16;
+        size_t plane = (size_t)r->e.set.samp.npix * (size_t)r->e.set.samp.npix;
         if (levels) sl->levels = malloc(b * plane * sizeof *sl->levels);
-        int both = set_detector_backend_npix(&r->set) != r->set.samp.npix;
+        int both = set_detector_backend_npix(&r->e.set) != r->e.set.samp.npix;
         if (both) sl->det_images = malloc(b * plane * sizeof *sl->det_images);
         if (both) sl->over_infos = calloc(b, sizeof *sl->over_infos);
         int measures = r->levels.bits != 0;
@@ -118,31 +113,31 @@ static int test_cpu_lanes(void)
  * GPU by local rank), one for the CPU. */
 static void plan_lanes(run_state *r)
 {
-    const backend_decision *d = &r->decision;
+    const backend_decision *d = &r->e.decision;
     int gpu = d->ops != &psf_backend_cpu;
     r->nlanes = gpu && !r->mpi && d->ndevices > 1 ? d->ndevices : gpu ? 1 : test_cpu_lanes();
     long long batches = (r->todo + r->batch - 1) / r->batch; /* no lane without a batch */
     if (r->nlanes > batches) r->nlanes = batches > 0 ? (int)batches : 1;
     for (int l = 0; l < r->nlanes; ++l) {
         r->lanes[l].first_slot = l * WRITER_SLOTS;
-        r->lanes[l].device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
+        r->lanes[l].eng.device = !gpu ? l : r->nlanes > 1 ? d->devices[l] : d->devices[0];
     }
     if (gpu && r->mpi && d->ndevices > 0) /* a rank's GPU: by local rank */
-        r->lanes[0].device = d->devices[r->mpi->local_rank % d->ndevices];
+        r->lanes[0].eng.device = d->devices[r->mpi->local_rank % d->ndevices];
     atomic_init(&r->gpus_alive, gpu ? r->nlanes : 0);
     atomic_init(&r->failed, 0);
 }
 
 /* auto chose one GPU for a set big enough to repay it: create the GPU in a
- * thread while the CPU computes the first batches (app/select/gpu_warmup.h). */
+ * thread while the CPU computes the first batches (lib/engine/gpu_warmup.h). */
 static int start_warm(run_state *r, char *err, size_t errlen)
 {
     psf_problem pb;
     psf_backend_options opt;
-    run_lane_desc(r, &r->lanes[0], &pb, &opt);
-    size_t side = (size_t)set_detector_backend_npix(&r->set),
+    engine_lane_desc(&r->el, &r->lanes[0].eng, &pb, &opt);
+    size_t side = (size_t)set_detector_backend_npix(&r->e.set),
            floats = (size_t)r->batch * side * side;
-    if (gpu_warmup_start(&r->warm, r->decision.ops, &pb, &opt, floats) != 0) return -1;
+    if (gpu_warmup_start(&r->warm, &r->el, r->e.decision.ops, &pb, &opt, floats) != 0) return -1;
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) {
         gpu_warmup_discard(&r->warm);
         run_close_lane(r, &r->lanes[0]);
@@ -164,17 +159,18 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot allocate the GPUs' start-up state");
         return -1;
     }
-    size_t side = (size_t)set_detector_backend_npix(&r->set),
+    size_t side = (size_t)set_detector_backend_npix(&r->e.set),
            floats = (size_t)r->batch * side * side;
     int n = r->nlanes, kept = 0;
     for (int l = 0; l < n; ++l) {
         psf_problem pb;
         psf_backend_options opt;
-        run_lane_desc(r, &r->lanes[l], &pb, &opt);
-        if (gpu_warmup_start(&w[l], r->decision.ops, &pb, &opt, floats) != 0) w[l].rc = -1;
+        engine_lane_desc(&r->el, &r->lanes[l].eng, &pb, &opt);
+        if (gpu_warmup_start(&w[l], &r->el, r->e.decision.ops, &pb, &opt, floats) != 0)
+            w[l].rc = -1;
     }
     for (int l = 0; l < n; ++l) {
-        int dev = r->lanes[l].device;
+        int dev = r->lanes[l].eng.device;
         if (w[l].started ? gpu_warmup_join(&w[l]) != 0 : 1) {
             if (!kept && !err[0])
                 snprintf(err, errlen, "%s", w[l].started ? w[l].err : "no thread");
@@ -183,9 +179,7 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
             continue;
         }
         run_lane *ln = &r->lanes[kept];
-        *ln = (run_lane){.ops = w[l].ops,
-                         .backend = w[l].backend,
-                         .device = dev,
+        *ln = (run_lane){.eng = {.ops = w[l].ops, .backend = w[l].backend, .device = dev},
                          .first_slot = kept * WRITER_SLOTS};
         for (int s = 0; s < WRITER_SLOTS; ++s)
             r->slots[ln->first_slot + s].images = w[l].images[s];
@@ -236,14 +230,15 @@ static int open_lanes(run_state *r, const psf_backend_ops *ops, char *err, size_
  * written); with auto the CPU takes over. */
 int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
 {
-    const psf_backend_ops *ops = r->decision.ops;
-    r->batch = backend_batch(ops, set_detector_backend_npix(&r->set), r->todo); /* its images */
-    r->batch = hdf5_writer_batch(&r->set, r->batch, r->todo); /* NAME.h5 written in place */
+    const psf_backend_ops *ops = r->e.decision.ops;
+    r->batch = backend_batch(ops, set_detector_backend_npix(&r->e.set), r->todo); /* its images */
+    r->batch = hdf5_writer_batch(&r->e.set, r->batch, r->todo); /* NAME.h5 written in place */
     *status = 3;
     plan_lanes(r);
     if (alloc_slots(r, err, errlen) != 0) return -1;
+    r->el = (engine_lanes){.e = &r->e, .batch = r->batch, .levels = r->levels};
     int gpu = ops != &psf_backend_cpu;
-    if (gpu && r->nlanes == 1 && r->cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
+    if (gpu && r->nlanes == 1 && r->e.cfg.backend == BACKEND_AUTO && r->todo > 2 * RUN_WARM_BATCH &&
         start_warm(r, err, errlen) == 0) {
         *status = 0;
         return 0;
@@ -256,9 +251,9 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
             char list[128];
             int dev[RUN_MAX_LANES];
             for (int l = 0; l < r->nlanes; ++l)
-                dev[l] = r->lanes[l].device;
-            size_t len = strlen(r->decision.reason);
-            snprintf(r->decision.reason + len, sizeof r->decision.reason - len, " on GPUs %s",
+                dev[l] = r->lanes[l].eng.device;
+            size_t len = strlen(r->e.decision.reason);
+            snprintf(r->e.decision.reason + len, sizeof r->e.decision.reason - len, " on GPUs %s",
                      gpu_list_format(dev, r->nlanes, list, sizeof list));
             log_info("the set is shared by GPUs %s (one queue of %d-image batches)", list,
                      r->batch);
@@ -268,23 +263,14 @@ int run_start_backend(run_state *r, char *err, size_t errlen, int *status)
     }
     close_lanes(r);
     if (!gpu) return -1;
-    if (r->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
-        machine_key key;
-        machine_key_read(&key);
-        char why[RUN_ERRLEN];
-        snprintf(why, sizeof why, "%.900s", err);
-        snprintf(err, errlen, "backend gpu: %s (%.900s)",
-                 key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
-        *status = 2;
-        return -1;
-    }
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    log_warn("%s; computing the images on the CPU", why);
-    snprintf(r->decision.reason, sizeof r->decision.reason, "backend cpu: fallback after: %.200s",
-             why);
+    if (engine_gpus_failed(&r->e, why, err, errlen) != 0) {
+        *status = 2; /* a forced GPU: usage error */
+        return -1;
+    }
     r->nlanes = 1;
-    r->lanes[0].device = 0;
+    r->lanes[0].eng.device = 0;
     atomic_store(&r->gpus_alive, 0);
     if (run_open_lane(r, &r->lanes[0], &psf_backend_cpu, err, errlen) != 0) return -1;
     *status = 0;

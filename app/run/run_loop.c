@@ -46,15 +46,16 @@ static int log_slot(run_state *r, run_slot *sl, char *err, size_t errlen)
         }
         if (r->cube_open) { /* the cube's planes: FITS writing, on this thread */
             double tc = clock_us();
-            int bad = cube_writer_add(&r->cube, &r->set, w->info, w->res, w->img, err, errlen);
+            int bad = cube_writer_add(&r->cube, &r->e.set, w->info, w->res, w->img, err, errlen);
             w->timing->fits_us += clock_us() - tc;
             if (bad) {
                 rc = -1;
                 continue;
             }
         }
-        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->set);
-        if (manifest_add(&r->manifest, &r->set, w->k, w->info, w->res, labels, err, errlen) != 0) {
+        const char *labels = sl->labels + (size_t)i * manifest_label_bytes(&r->e.set);
+        if (manifest_add(&r->manifest, &r->e.set, w->k, w->info, w->res, labels, err, errlen) !=
+            0) {
             rc = -1;
             continue;
         }
@@ -152,15 +153,15 @@ static void keep_scan(void *ctx, float *image, const psf_image_scan *scan)
 static int fill_slot(run_state *r, int s, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
-    size_t per = image_set_storage(&r->set);
+    size_t per = image_set_storage(&r->e.set);
     int nb = 0, rc = 0;
     int limit = r->warming ? RUN_WARM_BATCH : r->batch;
     pthread_mutex_lock(&r->mu);
     while (nb < limit && r->next < r->k_end) {
         long long k = r->next++;
         if (r->resume.done && r->resume.done[k]) continue;
-        if (image_set_job(&r->set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb], &sl->infos[nb],
-                          err, errlen) != 0) {
+        if (image_set_job(&r->e.set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
+                          &sl->infos[nb], err, errlen) != 0) {
             rc = -1;
             break;
         }
@@ -177,31 +178,45 @@ static int fill_slot(run_state *r, int s, char *err, size_t errlen)
 static const char *lane_name(const run_state *r, const run_lane *ln, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->device);
+    if (r->nlanes > 1) snprintf(buf, len, "GPU %d: ", ln->eng.device);
     return buf;
 }
 
-/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md). The
- * writers must be done with the lane's slots before the GPU's buffers go.
- * With several lanes the CPU backend is made under r->mu (FFTW's planner
- * is not thread-safe), and the lane stops after this batch while another
- * GPU lane is alive (ln->retiring). */
+/* The lane whose GPU failed, for release. */
+typedef struct {
+    run_state *r;
+    run_lane *ln;
+} failed_lane;
+
+/* engine_fall_back.release: the writers done with the lane's slots, their
+ * GPU buffers freed before its backend goes. */
+static int release(void *user, engine_lane *eng, char *err, size_t errlen)
+{
+    (void)eng;
+    failed_lane *f = user;
+    if (retire_range(f->r, f->ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
+    run_free_images(f->r, f->ln);
+    return 0;
+}
+
+/* Lane ln's GPU failed: say so once and go on with the CPU (docs/design.md,
+ * engine_lane_fall_back). With several lanes the CPU backend is made under
+ * r->mu (FFTW's planner is not thread-safe), and the lane stops after this
+ * batch while another GPU lane is alive (ln->retiring). */
 static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *err, size_t errlen)
 {
     char name[32];
     lane_name(r, ln, name, sizeof name);
     int others = atomic_fetch_sub(&r->gpus_alive, 1) - 1;
-    if (r->nlanes > 1 && others > 0)
-        log_warn("%s%s; its batch is computed on the CPU, the other GPUs take the rest", name, why);
-    else
-        log_warn("%s%s; computing the remaining images on the CPU", name, why);
-    if (retire_range(r, ln->first_slot, WRITER_SLOTS, err, errlen) != 0) return -1;
-    run_close_lane(r, ln);
-    pthread_mutex_lock(&r->mu);
-    snprintf(r->decision.reason, sizeof r->decision.reason,
-             "backend cpu: fallback after: %.16s%.200s", name, why);
-    int rc = run_open_lane(r, ln, &psf_backend_cpu, err, errlen);
-    pthread_mutex_unlock(&r->mu);
+    failed_lane fl = {r, ln};
+    engine_fall_back f = {.name = name,
+                          .why = why,
+                          .others = r->nlanes > 1 ? others : 0,
+                          .release = release,
+                          .user = &fl,
+                          .mu = &r->mu};
+    int rc = engine_lane_fall_back(&r->el, &ln->eng, &f, err, errlen);
+    if (rc == 0) rc = run_alloc_images(r, ln, err, errlen);
     ln->retiring = r->nlanes > 1 && others > 0;
     return rc;
 }
@@ -212,13 +227,11 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
 static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
 {
     run_slot *sl = &r->slots[s];
-    int cpu = ln->ops == &psf_backend_cpu;
-    sl->on_levels = r->levels_lanes == 2 || (r->levels_lanes == 1 && !cpu);
-    sl->on_levels = sl->on_levels && ln->ops->run_levels;
+    sl->on_levels = engine_lane_on_levels(&ln->eng, r->levels_lanes);
     if (sl->on_levels)
-        return ln->ops->run_levels(ln->backend, sl->jobs, nb, (unsigned short *)sl->images,
-                                   sl->measures, err, errlen);
-    return ln->ops->run(ln->backend, sl->jobs, nb, sl->images, err, errlen);
+        return ln->eng.ops->run_levels(ln->eng.backend, sl->jobs, nb, (unsigned short *)sl->images,
+                                       sl->measures, err, errlen);
+    return ln->eng.ops->run(ln->eng.backend, sl->jobs, nb, sl->images, err, errlen);
 }
 
 /* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
@@ -229,7 +242,7 @@ static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t 
         ln->compute_us += clock_us() - t0;
         return 0;
     }
-    if (ln->ops == &psf_backend_cpu) return -1;
+    if (ln->eng.ops == &psf_backend_cpu) return -1;
     char why[RUN_ERRLEN];
     snprintf(why, sizeof why, "%s", err);
     if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
@@ -260,9 +273,9 @@ static void note_bad(measure_ctx *c, int i)
 static void job_start(const measure_ctx *c, int i, image_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->backend = c->ln->ops->name;
-    size_t lb = manifest_label_bytes(&c->r->set); /* the row's costliest cells, here */
-    manifest_label_text(&c->r->set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
+    res->backend = c->ln->eng.ops->name;
+    size_t lb = manifest_label_bytes(&c->r->e.set); /* the row's costliest cells, here */
+    manifest_label_text(&c->r->e.set, &c->sl->infos[i], c->sl->labels + (size_t)i * lb, lb);
 }
 
 /* measure_part for a batch of levels: the backend's measures, and the
@@ -270,13 +283,13 @@ static void job_start(const measure_ctx *c, int i, image_result *res)
 static void measure_levels(const measure_ctx *c, int begin, int end)
 {
     run_slot *sl = c->sl;
-    size_t plane = (size_t)c->r->set.samp.npix * c->r->set.samp.npix;
+    size_t plane = (size_t)c->r->e.set.samp.npix * c->r->e.set.samp.npix;
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         image_info *info = &sl->infos[i];
         image_result *res = &sl->results[i];
         job_start(c, i, res);
-        image_set_measure_levels(&c->r->set, info, sl->measures + (size_t)i * PSF_MEASURES,
+        image_set_measure_levels(&c->r->e.set, info, sl->measures + (size_t)i * PSF_MEASURES,
                                  &res->strehl, &res->axial_intensity);
         sl->timings[i] = (image_timing){.compute_us = c->compute_share_us};
         sl->timings[i].metrics_us = clock_us() - t0;
@@ -293,15 +306,15 @@ static void measure_part(void *arg, int begin, int end)
 {
     measure_ctx *c = arg;
     run_slot *sl = c->sl;
-    int npix = c->r->set.samp.npix;
-    size_t side = (size_t)set_detector_backend_npix(&c->r->set);
+    int npix = c->r->e.set.samp.npix;
+    size_t side = (size_t)set_detector_backend_npix(&c->r->e.set);
     if (sl->on_levels) {
         measure_levels(c, begin, end);
         return;
     }
     psf_config vcfg; /* "both": the oversampled image's set */
     image_set view;
-    if (sl->det_images) set_detector_oversampled_view(&c->r->set, &vcfg, &view);
+    if (sl->det_images) set_detector_oversampled_view(&c->r->e.set, &vcfg, &view);
     for (int i = begin; i < end; ++i) {
         double t0 = clock_us();
         float *img = sl->images + (size_t)i * side * side;
@@ -310,9 +323,9 @@ static void measure_part(void *arg, int begin, int end)
         if (sl->det_images) { /* "both": the detector image from the grid */
             over = (image_over){.img = img, .info = &sl->over_infos[i]};
             sl->over_infos[i] = *info;
-            set_detector_oversampled_info(&c->r->set, &sl->over_infos[i]);
+            set_detector_oversampled_info(&c->r->e.set, &sl->over_infos[i]);
             img = sl->det_images + (size_t)i * npix * npix;
-            set_detector_split(&c->r->set, over.img, img);
+            set_detector_split(&c->r->e.set, over.img, img);
             /* Normalised, measured and turned as an "oversampled" run's, for
              * every output (FITS OVERSAMP, HDF5 oversampled). */
             if (!image_set_measure(&view, &sl->over_infos[i], over.img, &over.strehl,
@@ -324,7 +337,7 @@ static void measure_part(void *arg, int begin, int end)
         /* MFT "sum" (divide by the image's sum), then Strehl and axis */
         const run_scan *rs = &sl->scans[i]; /* of the backend's image: not a "both" split */
         const psf_image_scan *scan = rs->have && !sl->det_images ? &rs->scan : NULL;
-        if (!image_set_measure_scanned(&c->r->set, info, img, scan, &res->strehl,
+        if (!image_set_measure_scanned(&c->r->e.set, info, img, scan, &res->strehl,
                                        &res->axial_intensity) &&
             !sl->det_images)
             note_bad(c, i);
@@ -379,13 +392,13 @@ static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
     r->warming = 0;
     if (gpu_warmup_join(&r->warm) != 0) {
         log_warn("%s; computing the images on the CPU", r->warm.err);
-        snprintf(r->decision.reason, sizeof r->decision.reason,
+        snprintf(r->e.decision.reason, sizeof r->e.decision.reason,
                  "backend cpu: fallback after: %.200s", r->warm.err);
         return 0;
     }
     run_close_lane(r, ln);
-    ln->backend = r->warm.backend;
-    ln->ops = r->warm.ops;
+    ln->eng.backend = r->warm.backend;
+    ln->eng.ops = r->warm.ops;
     for (int s = 0; s < WRITER_SLOTS; ++s)
         r->slots[ln->first_slot + s].images = r->warm.images[s];
     atomic_store(&r->gpus_alive, 1);
@@ -443,7 +456,7 @@ int run_images(run_state *r, char *err, size_t errlen)
         started[l] = pthread_create(&r->lanes[l].thread, NULL, lane_main, &r->lanes[l]) == 0;
         if (!started[l])
             log_warn("cannot start a thread for GPU %d; the others take its images",
-                     r->lanes[l].device);
+                     r->lanes[l].eng.device);
     }
     r->lanes[0].run = r;
     lane_main(&r->lanes[0]); /* the first lane on this thread */

@@ -29,7 +29,7 @@ void run_ranks_agree(run_state *r, int *status, const char *err)
 
 int run_ranks_split(run_state *r, char *err, size_t errlen)
 {
-    long long n = r->set.nimages;
+    long long n = r->e.set.nimages;
     unsigned char *done = r->resume.done;
     if (done) {
         if (mpi_bcast(r->mpi, done, (size_t)n, err, errlen) != 0) return -1;
@@ -53,7 +53,7 @@ int run_ranks_split(run_state *r, char *err, size_t errlen)
     if (count > 0)
         log_info("rank %d of %d (host %s, local rank %d): images %lld-%lld (%lld to compute); %s",
                  r->mpi->rank, r->mpi->size, r->mpi->host, r->mpi->local_rank, r->k_begin,
-                 r->k_end - 1, count, r->decision.reason);
+                 r->k_end - 1, count, r->e.decision.reason);
     else
         log_info("rank %d of %d: no image to compute", r->mpi->rank, r->mpi->size);
     return 0;

@@ -19,7 +19,7 @@ void run_report_fill(const run_state *r, int status, const char *err, double wal
     p->status = status;
     p->nwriters = r->nwriters > 0 ? r->nwriters : 1;
     p->local_rank = r->mpi ? r->mpi->local_rank : 0;
-    p->device = r->lanes[0].device;
+    p->device = r->lanes[0].eng.device;
     p->k_begin = r->k_begin;
     p->k_end = r->k_end;
     p->todo = r->todo;
@@ -31,7 +31,7 @@ void run_report_fill(const run_state *r, int status, const char *err, double wal
     p->fits_us = r->fits_us;
     p->wait_us = r->wait_us;
     snprintf(p->host, sizeof p->host, "%s", r->mpi ? r->mpi->host : "");
-    snprintf(p->reason, sizeof p->reason, "%.191s", r->decision.reason);
+    snprintf(p->reason, sizeof p->reason, "%.191s", r->e.decision.reason);
     snprintf(p->err, sizeof p->err, "%s", status && err[0] ? err : status ? "see its log" : "");
 }
 
@@ -48,7 +48,7 @@ static void lane_summary(run_state *r)
         char name[32], note[160];
         snprintf(name, sizeof name, "lane_%d", l);
         snprintf(note, sizeof note, "%s %d: %lld image(s), %.1f%% of this run's, compute %.0f us",
-                 ln->ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->device, ln->images,
+                 ln->eng.ops == &psf_backend_cpu ? "cpu lane" : "GPU", ln->eng.device, ln->images,
                  all ? 100.0 * ln->images / all : 0.0, ln->compute_us);
         timing_summary(&r->timing, name, (double)ln->images, note);
         log_info("%s", note);
@@ -80,13 +80,13 @@ void run_summary(run_state *r, double wall, const rank_report *rep, int n)
     if (n > 1) snprintf(of, sizeof of, "summed over %d MPI ranks: ", n);
     if (n == 1 && r->nlanes > 1) snprintf(of, sizeof of, "summed over %d GPUs: ", r->nlanes);
     timing_summary(t, "config_load_us", r->t_config - r->t_start, NULL);
-    timing_summary(t, "backend_select_us", r->select_us, "part of config_load_us");
+    timing_summary(t, "backend_select_us", r->e.select_us, "part of config_load_us");
     timing_summary(t, "backend_create_us", r->t_create - r->t_config, NULL);
-    timing_summary(t, "backend", NAN, r->decision.reason);
-    timing_summary(t, "predicted_cpu_us", r->decision.cpu_us, NULL);
-    timing_summary(t, "predicted_gpu_us", r->decision.gpu_us, NULL);
-    timing_summary(t, "probe", NAN, r->decision.probe);
-    if (r->set.opd_map) timing_summary(t, "opd_map_units", NAN, r->set.opd_units.what);
+    timing_summary(t, "backend", NAN, r->e.decision.reason);
+    timing_summary(t, "predicted_cpu_us", r->e.decision.cpu_us, NULL);
+    timing_summary(t, "predicted_gpu_us", r->e.decision.gpu_us, NULL);
+    timing_summary(t, "probe", NAN, r->e.decision.probe);
+    if (r->e.set.opd_map) timing_summary(t, "opd_map_units", NAN, r->e.set.opd_units.what);
     for (int i = 0; i < r->notes.n; ++i) /* the set's warnings, as logged */
         timing_summary(t, "warning", NAN, r->notes.text[i]);
     char cufft[128]; /* the FFT libraries: FFTW always, cuFFT when the GPU module was loaded */
@@ -154,12 +154,12 @@ void run_report(const run_state *r, int status, long long written)
         log_error("%sinterrupted: %lld of its %lld image(s) written; rerun with --resume to "
                   "finish",
                   who, written, r->todo);
-    else if (r->interrupted && r->cfg.fits_enabled && r->cfg.fits_cube)
+    else if (r->interrupted && r->e.cfg.fits_enabled && r->e.cfg.fits_cube)
         log_error("interrupted: the FITS cube is incomplete and was not written; rerun with "
                   "--resume to compute the set again");
     else if (r->interrupted)
         log_error("interrupted: %lld of %lld image(s) written; rerun with --resume to finish",
-                  written + r->resume.ndone, r->set.nimages);
+                  written + r->resume.ndone, r->e.set.nimages);
     else if (!run_is_root(r))
         return; /* rank 0 reports the set */
     else if (status == 0)
@@ -172,6 +172,6 @@ void run_report(const run_state *r, int status, long long written)
                   r->dir);
     else if (status == 3 && r->manifest_open + written > 0)
         log_error("%lld of %lld image(s) written; %s lists them", written + r->resume.ndone,
-                  r->set.nimages,
-                  outputs_set_file(r->dir, r->cfg.name, SET_MANIFEST, path, sizeof path));
+                  r->e.set.nimages,
+                  outputs_set_file(r->dir, r->e.cfg.name, SET_MANIFEST, path, sizeof path));
 }

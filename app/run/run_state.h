@@ -10,7 +10,7 @@
 
 #include "app/select/backend_select.h"
 #include "app/output/cube_writer.h"
-#include "app/select/gpu_warmup.h"
+#include "lib/engine/gpu_warmup.h"
 #include "app/dataset/hdf5_writer.h"
 #include "app/base/host_pool.h"
 #include "app/set/image_set.h"
@@ -23,6 +23,8 @@
 #include "app/output/set_members.h"
 #include "app/output/timing.h"
 #include "app/output/writer_pool.h"
+#include "lib/engine/engine.h"
+#include "lib/engine/lanes.h"
 
 #define RUN_ERRLEN 1024
 /* Host memory one batch of images may take (two batches are in flight);
@@ -82,9 +84,8 @@ typedef struct run_state run_state;
  * take their batches from one queue (r->next), so a slower device takes
  * fewer (issue 7). */
 typedef struct {
-    const psf_backend_ops *ops; /* the backend running now (after a fallback: the CPU) */
-    psf_backend *backend;
-    int device;       /* psf_backend_options.device: the CUDA device of a GPU lane */
+    engine_lane eng;  /* its device and backend (lib/engine/lanes.h; ops: the backend
+                         running now, after a fallback the CPU) */
     int first_slot;   /* its slots: r->slots[first_slot .. first_slot + WRITER_SLOTS) */
     int retiring;     /* a GPU lane that failed: it finishes its batch and stops
                          while another GPU lane is alive */
@@ -99,26 +100,24 @@ typedef struct {
 struct run_state {
     run_settings opt;
     const mpi_world *mpi; /* an MPI run of more than one rank (app/run/mpi_run.h), else NULL */
-    psf_config cfg;
-    image_set set;
-    set_notes notes;     /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
-    const char *dir;     /* the output directory as given (messages) */
-    set_dir out;         /* that directory, opened once: every file goes through out.fd */
-    int locked_early;    /* prepare() took the set's lock (its lock file was there) */
-    set_members earlier; /* --force: the files of the set it replaces (app/output/set_members.h) */
-    int refused;         /* start() found the set in use (or, when the directory or its lock
-                            file was made meanwhile, already written): exit 2 */
-    atomic_int dir_gone; /* the output directory was removed under the run (set_dir_gone):
-                            the set is lost, exit 3 (run_report says so) */
-    char hash[24];
+    engine e;             /* the set opened: config, image set, fingerprint, decision */
+    set_notes notes;      /* the set's warnings (app/set/set_checks.h): logged, and timing rows */
+    const char *dir;      /* the output directory as given (messages) */
+    set_dir out;          /* that directory, opened once: every file goes through out.fd */
+    int locked_early;     /* prepare() took the set's lock (its lock file was there) */
+    set_members earlier;  /* --force: the files of the set it replaces (app/output/set_members.h) */
+    int refused;          /* start() found the set in use (or, when the directory or its lock
+                             file was made meanwhile, already written): exit 2 */
+    atomic_int dir_gone;  /* the output directory was removed under the run (set_dir_gone):
+                             the set is lost, exit 3 (run_report says so) */
     resume_state resume;
-    backend_decision decision;
     int batch;
     /* The levels output (image_set_levels_out), bits 0 for none; which
      * lanes use it (levels_lanes): 1 the GPU's, 2 every lane, the CPU's
      * too (PSFSIM_LEVELS=on, tests), 0 none (PSFSIM_LEVELS=off). */
     psf_levels_out levels;
     int levels_lanes;
+    engine_lanes el; /* what the lanes' backends are made for (run_start_backend) */
     run_lane lanes[RUN_MAX_LANES];
     int nlanes;
     run_slot slots[RUN_MAX_LANES * WRITER_SLOTS];
@@ -147,7 +146,6 @@ struct run_state {
     int interrupted;          /* the signal that stopped the run, or 0 */
     /* stage totals, microseconds */
     double t_start, t_config, t_create;
-    double select_us; /* backend_select's own time (in config_load_us) */
     double compute_us, metrics_us, png_us, fits_us, write_busy_us, wait_us;
 };
 

@@ -15,7 +15,7 @@
 /* The name of r's set file f in the output directory. */
 static const char *name_of(const run_state *r, set_file f, char *out, size_t outlen)
 {
-    return outputs_set_file(NULL, r->cfg.name, f, out, outlen);
+    return outputs_set_file(NULL, r->e.cfg.name, f, out, outlen);
 }
 
 /* Take the set's lock unless prepare() did: the directory is made now, or
@@ -24,9 +24,9 @@ static const char *name_of(const run_state *r, set_file f, char *out, size_t out
 static int lock(run_state *r, char *err, size_t errlen)
 {
     if (r->locked_early) return 0;
-    int rc = set_dir_lock(&r->out, r->cfg.name, 1, err, errlen);
+    int rc = set_dir_lock(&r->out, r->e.cfg.name, 1, err, errlen);
     if (rc == 0 && !r->opt.resume && !r->opt.force &&
-        outputs_check(&r->cfg, r->dir, 0, err, errlen) != 0)
+        outputs_check(&r->e.cfg, r->dir, 0, err, errlen) != 0)
         rc = SET_DIR_BUSY;
     r->refused = rc == SET_DIR_BUSY;
     return rc;
@@ -36,18 +36,18 @@ int set_files_create(run_state *r, char *err, size_t errlen)
 {
     if (set_dir_open(&r->out, 1, err, errlen) != 0 || lock(r, err, errlen) != 0) return -1;
     int fd = r->out.fd;
-    resume_clean_temps(fd, &r->cfg, r->set.nimages);
+    resume_clean_temps(fd, &r->e.cfg, r->e.set.nimages);
     /* NAME.h5 first: with --resume it narrows the rows the journals keep. */
     if (run_dataset_open(r, err, errlen) != 0) return -1;
-    if (resume_whole_cube(&r->resume, &r->cfg)) { /* NAME.h5 lacked some: the cube needs all */
+    if (resume_whole_cube(&r->resume, &r->e.cfg)) { /* NAME.h5 lacked some: the cube needs all */
         log_warn("resuming: %s_cube.fits is written whole: every image is computed again",
-                 r->cfg.name);
-        r->todo = r->set.nimages;
+                 r->e.cfg.name);
+        r->todo = r->e.set.nimages;
     }
-    if (resume_cube_check(&r->resume, &r->set, fd, r->hash)) r->todo = r->set.nimages;
+    if (resume_cube_check(&r->resume, &r->e.set, fd, r->e.hash)) r->todo = r->e.set.nimages;
     char name[SET_PATH_MAX];
     name_of(r, SET_MANIFEST, name, sizeof name);
-    if (manifest_open(&r->manifest, &r->set, fd, r->dir, name, r->hash, r->resume.manifest_rows,
+    if (manifest_open(&r->manifest, &r->e.set, fd, r->dir, name, r->e.hash, r->resume.manifest_rows,
                       r->resume.nmanifest, err, errlen) != 0)
         return -1;
     r->manifest_open = 1;
@@ -65,7 +65,7 @@ int set_files_attach(run_state *r, char *err, size_t errlen)
 {
     char name[SET_PATH_MAX];
     memset(&r->manifest, 0, sizeof r->manifest);
-    snprintf(r->manifest.hash, sizeof r->manifest.hash, "%s", r->hash);
+    snprintf(r->manifest.hash, sizeof r->manifest.hash, "%s", r->e.hash);
     int there = set_dir_open(&r->out, 0, err, errlen);
     if (there == 1) snprintf(err, errlen, "output directory %s: not there", r->dir);
     if (there != 0) return -1;
@@ -80,13 +80,13 @@ int set_files_attach(run_state *r, char *err, size_t errlen)
 
 int set_files_open_cube(run_state *r, char *err, size_t errlen)
 {
-    if (!r->cfg.fits_enabled || !r->cfg.fits_cube) return 0;
-    if (r->resume.ndone == r->set.nimages) { /* resume_cube_check: the cube is there, whole */
+    if (!r->e.cfg.fits_enabled || !r->e.cfg.fits_cube) return 0;
+    if (r->resume.ndone == r->e.set.nimages) { /* resume_cube_check: the cube is there, whole */
         char name[SET_PATH_MAX];
         log_info("resuming: %s is complete, kept", name_of(r, SET_CUBE, name, sizeof name));
         return 0;
     }
-    if (cube_writer_open(&r->cube, &r->set, r->out.fd, r->dir, err, errlen) != 0) return -1;
+    if (cube_writer_open(&r->cube, &r->e.set, r->out.fd, r->dir, err, errlen) != 0) return -1;
     r->cube_open = 1;
     return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "app/select/gpu_warmup.h"
+#include "lib/engine/gpu_warmup.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,14 +10,15 @@ static void release(gpu_warmup *w)
         if (w->images[s]) w->ops->free_images(w->backend, w->images[s]);
         w->images[s] = NULL;
     }
-    if (w->backend) w->ops->destroy(w->backend);
+    engine_backend_destroy(w->lanes, w->ops, w->backend);
     w->backend = NULL;
 }
 
 static void *warm_main(void *arg)
 {
     gpu_warmup *w = arg;
-    w->rc = w->ops->create(&w->problem, &w->options, &w->backend, w->err, sizeof w->err);
+    w->rc = engine_backend_create(w->lanes, w->ops, &w->problem, &w->options, &w->backend, w->err,
+                                  sizeof w->err);
     for (int s = 0; w->rc == 0 && s < WARMUP_SLOTS; ++s) {
         w->images[s] = w->ops->alloc_images(w->backend, w->image_floats);
         if (!w->images[s]) {
@@ -30,10 +31,12 @@ static void *warm_main(void *arg)
     return NULL;
 }
 
-int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_problem *problem,
-                     const psf_backend_options *options, size_t image_floats)
+int gpu_warmup_start(gpu_warmup *w, const engine_lanes *L, const psf_backend_ops *ops,
+                     const psf_problem *problem, const psf_backend_options *options,
+                     size_t image_floats)
 {
     memset(w, 0, sizeof *w);
+    w->lanes = L;
     w->ops = ops;
     w->problem = *problem;
     w->options = *options;

@@ -4,18 +4,20 @@
  * writer threads would sit idle. When auto picks the GPU, psfsim creates it
  * in a background thread while the CPU backend computes the first batches,
  * then switches to the GPU (docs/design.md, "Performance method": overlap). */
-#ifndef PSFSIM_GPU_WARMUP_H
-#define PSFSIM_GPU_WARMUP_H
+#ifndef PSFSIM_ENGINE_GPU_WARMUP_H
+#define PSFSIM_ENGINE_GPU_WARMUP_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "lib/engine/lanes.h"
 
 #define WARMUP_SLOTS 2
 
 typedef struct {
+    const engine_lanes *lanes; /* the set's lanes: its backend made by the engine */
     const psf_backend_ops *ops;
     psf_problem problem;
     psf_backend_options options;
@@ -29,12 +31,13 @@ typedef struct {
     char err[512];
 } gpu_warmup;
 
-/* Start creating ops's backend for problem and options (and its
- * WARMUP_SLOTS image buffers of image_floats floats) in a thread. Their
- * pointers must stay valid. Returns 0, or -1 when no thread could be
+/* Start creating ops's backend for problem and options
+ * (engine_backend_create for lanes L) and its WARMUP_SLOTS image buffers
+ * of image_floats floats in a thread. L must stay valid. Returns 0, or -1 when no thread could be
  * started (then create it inline). */
-int gpu_warmup_start(gpu_warmup *w, const psf_backend_ops *ops, const psf_problem *problem,
-                     const psf_backend_options *options, size_t image_floats);
+int gpu_warmup_start(gpu_warmup *w, const engine_lanes *L, const psf_backend_ops *ops,
+                     const psf_problem *problem, const psf_backend_options *options,
+                     size_t image_floats);
 
 /* 1 once the thread is done (never blocks). */
 int gpu_warmup_ready(gpu_warmup *w);
