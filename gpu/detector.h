@@ -65,9 +65,12 @@ extern "C" {
 #define GPU_DETECTOR_MULTIPLY_PER 8
 
 /* The default of gpu_detector.packed: 1, the packed-pair path (one C2C of
- * ceil(n/2) pairs instead of the R2C of n); 0, the R2C path. One constant
- * to flip after bench/gpu_micro.cu part 4's detector_packed rows. */
-#define GPU_DETECTOR_PACKED 1
+ * ceil(n/2) pairs instead of the R2C of n); 0, the R2C path. 0: a packed
+ * image's transform rounds with its partner's values, so its bits depended
+ * on the batch it was in (issue 26: an image is its job's alone); packing
+ * saved 2% of the stage's cuFFT paths (bench/RESULTS.md, runs 22-23).
+ * bench/gpu_micro.cu part 4 still times both. */
+#define GPU_DETECTOR_PACKED 0
 
 typedef struct {
     long long batch; /* images; 0 = empty */

@@ -71,10 +71,14 @@ static int subbatch_compute(psf_backend *b, const psf_job *jobs, int njobs, int 
 static int subbatch_fuses(const psf_backend *b, const psf_job *jobs, int njobs)
 {
     if (b->mft || !gpu_detector_fuses(&b->det)) return 0;
-    long long fields = 0;
+    /* Images of one component each: a sub-batch (at most C images) is one
+     * pass whatever its size. An image of several components would fuse in
+     * a small sub-batch and not in a full one, and the two paths round
+     * differently, so it never fuses: an image's bits are its job's alone,
+     * whatever the batch (issue 26; python/tests/test_repro.py). */
     for (int j = 0; j < njobs; ++j)
-        fields += jobs[j].ncomp;
-    return fields <= b->capacity;
+        if (jobs[j].ncomp > 1) return 0;
+    return njobs <= b->capacity;
 }
 
 /* Sub-batch size for a run of njobs: at most C, and at least two sub-batches
@@ -266,8 +270,12 @@ static int run_any(psf_backend *b, const psf_job *jobs, int njobs, float *images
         for (int c = 0; c < jobs[j].ncomp && rc == 0; ++c)
             if (pupil_for(b, jobs[j].comp[c].dx_m) < 0) rc = -1;
     }
-    if (rc == 0 && !levels && !b->mft && !b->lean && njobs == 1 && jobs[0].ncomp >= 1 &&
-        jobs[0].ncomp <= b->capacity)
+    /* One image by the graph, but not with a detector stage: a batch fuses
+     * the stage with the intensity (subbatch_fuses), the graph does not, and
+     * the two round differently; a single image then takes the batched path,
+     * so that it is the same bits as in any batch (issue 26). */
+    if (rc == 0 && !levels && !b->mft && !b->lean && !b->det.active && njobs == 1 &&
+        jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
         rc = run_single(b, &jobs[0], images);
     else if (rc == 0 && njobs > 0)
         rc = run_batched(b, jobs, njobs, images, levels, measures);

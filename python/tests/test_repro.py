@@ -4,7 +4,8 @@ seeded random set is the same bytes whatever the set's size and the call
 that computes it (the whole set, one image, the last few), so whatever
 the batch it lands in and the size of that batch: on the CPU and, where
 a GPU is, on the GPU, for an FFT set, an MFT set and a set with the
-detector stage. Run by ctest (test_python); the GPU cases skip without a
+detector stage (its cuFFT paths, its separable path fused with the
+intensity, and unfused for images of several wavelengths). Run by ctest (test_python); the GPU cases skip without a
 GPU."""
 import numpy as np
 import pytest
@@ -22,9 +23,16 @@ def config(count, kind):
                                 "wavelength_nm": [550.0, 650.0]}}}
     if kind == "mft":
         cfg["output"] = {"npix": 50, "pixel_scale": 0.37}
-    if kind == "detector":
+    if kind.startswith("detector"):  # N = 96: the cuFFT paths; 128: the separable one
         cfg["detector"] = {"oversample": 2, "jitter_lambda_d": 0.1,
                            "charge_diffusion_px": 0.2}
+    if kind == "detector128":
+        cfg["sampling"]["pupil_samples"] = 64
+    if kind == "detector-broadband":  # several components an image: unfused
+        cfg["sampling"]["pupil_samples"] = 64
+        cfg["optics"]["wavelengths_nm"] = [550.0, 600.0, 650.0]
+        del cfg["optics"]["wavelength_nm"]
+        del cfg["sweep"]["random"]["wavelength_nm"]
     return cfg
 
 
@@ -51,7 +59,7 @@ def open_set(count, kind, backend):
 
 
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
-@pytest.mark.parametrize("kind", ["fft", "mft", "detector"])
+@pytest.mark.parametrize("kind", ["fft", "mft", "detector", "detector128", "detector-broadband"])
 def test_image_is_its_own_job(backend, kind):
     big_count = 2500 if backend == "gpu" else 300  # past the GPU's batch of 1024
     with open_set(big_count, kind, backend) as big, open_set(40, kind, backend) as small:
