@@ -14,6 +14,7 @@
 #include "backend/cpu_count.h"
 #include "app/set/measure.h"
 #include "backend/levels.h"
+#include "lib/engine/batch.h"
 #include "lib/set_priv.h"
 
 /* finish's threads: at most one per CPU and FINISH_MAX_THREADS, each with
@@ -120,22 +121,6 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
     size_t at = (size_t)sl->first * plane;
     *out = on_levels(w, ln) ? (float *)((uint16_t *)ln->scratch + at) : ln->scratch + at;
     return rc;
-}
-
-/* Slot sl's batch on ln's backend into *out (batch_buffer): floats, or
- * levels. */
-static int run_once(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
-                    char *err, size_t errlen)
-{
-    int rc = batch_buffer(w, ln, sl, k0, out, err, errlen);
-    if (rc != PSFSIM_OK) return rc;
-    psf_job *jobs = ln->jobs + sl->first;
-    int bad =
-        on_levels(w, ln)
-            ? ln->eng.ops->run_levels(ln->eng.backend, jobs, nb, (unsigned short *)*out,
-                                      ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
-            : ln->eng.ops->run(ln->eng.backend, jobs, nb, *out, err, errlen);
-    return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
 }
 
 #define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
@@ -326,19 +311,52 @@ static void pending_join(pending *p)
     count_done(p->batch.w, p->batch.i1);
 }
 
-/* Run slot sl's batch on ln's backend into *out (run_once); a GPU that
- * fails gives way to the CPU (after *prev, which reads the GPU's buffer,
- * is done), and *out to the CPU's buffer. */
+/* Slot sl's batch at k0, for run's hooks. */
+typedef struct {
+    work *w;
+    lib_lane *ln;
+    const lane_slot *sl;
+    long long k0;
+    float **out;
+    pending *prev;
+} slot_run;
+
+/* engine_batch_hooks.buffer: the batch into *out (batch_buffer): floats,
+ * or levels and their measures. */
+static int slot_buffer(void *user, engine_lane *eng, engine_batch *b, char *err, size_t errlen)
+{
+    (void)eng;
+    slot_run *u = user;
+    int rc = batch_buffer(u->w, u->ln, u->sl, u->k0, u->out, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    b->on_levels = on_levels(u->w, u->ln);
+    b->images = *u->out;
+    b->levels = (unsigned short *)*u->out;
+    b->measures = u->ln->measures + (size_t)u->sl->first * PSF_MEASURES;
+    return PSFSIM_OK;
+}
+
+/* engine_batch_hooks.fall_back: once *prev, which reads the GPU's buffer,
+ * is done, the CPU in the lane's place. */
+static int slot_fall_back(void *user, engine_lane *eng, const char *why, char *err, size_t errlen)
+{
+    (void)eng;
+    slot_run *u = user;
+    pending_join(u->prev);
+    return lib_lane_fall_back(u->w->s, u->ln, why, err, errlen);
+}
+
+/* Run slot sl's batch on ln's backend into *out (slot_buffer); a GPU that
+ * fails gives way to the CPU (engine_lane_run_or_fall_back), and *out to
+ * the CPU's buffer. */
 static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
                pending *prev, char *err, size_t errlen)
 {
-    int rc = run_once(w, ln, sl, k0, nb, out, err, errlen);
-    if (rc != PSFSIM_ERR_COMPUTE || ln->eng.ops == &psf_backend_cpu) return rc;
-    char why[LIB_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    pending_join(prev);
-    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    return rc == PSFSIM_OK ? run_once(w, ln, sl, k0, nb, out, err, errlen) : rc;
+    slot_run u = {w, ln, sl, k0, out, prev};
+    engine_batch b = {.jobs = ln->jobs + sl->first, .n = nb};
+    engine_batch_hooks h = {.buffer = slot_buffer, .fall_back = slot_fall_back, .user = &u};
+    int rc = engine_lane_run_or_fall_back(&ln->eng, &b, &h, NULL, err, errlen);
+    return rc == ENGINE_RUN_FAILED ? PSFSIM_ERR_COMPUTE : rc;
 }
 
 /* The lane's slots (lane_slot): two halves of the batch on a GPU (and on

@@ -21,6 +21,7 @@
 #include "app/run/run_state.h"
 #include "app/run/run_dataset.h"
 #include "backend/levels.h"
+#include "lib/engine/batch.h"
 
 /* Remove the files of a written image (res's names in the output directory). */
 static void forget_image(run_state *r, const image_result *res)
@@ -221,34 +222,48 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
     return rc;
 }
 
-/* Lane ln's backend on slot s's nb jobs: as levels and measures into the
- * slot's image memory (a levels set on a lane that takes them,
- * run_state.levels_lanes), else as floats. */
-static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+/* Slot s of lane ln, for compute's hooks. */
+typedef struct {
+    run_state *r;
+    run_lane *ln;
+    int s;
+} slot_run;
+
+/* engine_batch_hooks.buffer: slot s's image memory, as levels and
+ * measures on a lane that takes them (a levels set, run_state.levels_lanes),
+ * else as floats. */
+static int slot_buffer(void *user, engine_lane *eng, engine_batch *b, char *err, size_t errlen)
 {
-    run_slot *sl = &r->slots[s];
-    sl->on_levels = engine_lane_on_levels(&ln->eng, r->levels_lanes);
-    if (sl->on_levels)
-        return ln->eng.ops->run_levels(ln->eng.backend, sl->jobs, nb, (unsigned short *)sl->images,
-                                       sl->measures, err, errlen);
-    return ln->eng.ops->run(ln->eng.backend, sl->jobs, nb, sl->images, err, errlen);
+    (void)err;
+    (void)errlen;
+    slot_run *u = user;
+    run_slot *sl = &u->r->slots[u->s];
+    sl->on_levels = engine_lane_on_levels(eng, u->r->levels_lanes);
+    b->on_levels = sl->on_levels;
+    b->images = sl->images;
+    b->levels = (unsigned short *)sl->images;
+    b->measures = sl->measures;
+    return 0;
 }
 
-/* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
+/* engine_batch_hooks.fall_back: fall_back_to_cpu. */
+static int slot_fall_back(void *user, engine_lane *eng, const char *why, char *err, size_t errlen)
+{
+    (void)eng;
+    slot_run *u = user;
+    return fall_back_to_cpu(u->r, u->ln, why, err, errlen);
+}
+
+/* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once
+ * (engine_lane_run_or_fall_back). */
 static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
 {
-    double t0 = clock_us();
-    if (run_backend(r, ln, s, nb, err, errlen) == 0) {
-        ln->compute_us += clock_us() - t0;
-        return 0;
-    }
-    if (ln->eng.ops == &psf_backend_cpu) return -1;
-    char why[RUN_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
-    t0 = clock_us();
-    if (run_backend(r, ln, s, nb, err, errlen) != 0) return -1;
-    ln->compute_us += clock_us() - t0;
+    slot_run u = {r, ln, s};
+    engine_batch b = {.jobs = r->slots[s].jobs, .n = nb};
+    engine_batch_hooks h = {.buffer = slot_buffer, .fall_back = slot_fall_back, .user = &u};
+    double us = 0;
+    if (engine_lane_run_or_fall_back(&ln->eng, &b, &h, &us, err, errlen) != 0) return -1;
+    ln->compute_us += us;
     return 0;
 }
 
