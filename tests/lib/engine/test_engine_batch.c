@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* One batch on a lane (lib/engine/batch.h), with fake backends: run or
- * run_levels into the buffers the client's hook gives before each try; a
- * GPU that fails calls the client's fall-back once, with the backend's
+/* The batch loop (lib/engine/batch.h), with fake backends. One batch: run
+ * or run_levels into the buffers the client's hook gives before each try;
+ * a GPU that fails calls the client's fall-back once, with the backend's
  * message, and the batch runs again into the buffers given then; a second
- * failure is final; the hooks' own codes come back as they are. */
+ * failure is final; the hooks' own codes come back as they are.
+ * engine_run: every image of the queue but those skipped is taken once,
+ * over every lane and its slots; a lane the sink stops leaves the rest to
+ * the others; a lane's failure reaches the sink's end and stops them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -187,12 +192,161 @@ static void test_hook_codes(void **state)
     assert_string_equal(err, "no CPU either");
 }
 
+/* engine_run's sink: each image's takes, each lane's batches and end. */
+#define QN 200
+#define QLANES 3
+typedef struct {
+    atomic_int taken[QN];
+    atomic_int batches[QLANES], images;
+    int end_rc[QLANES], ended[QLANES];
+    char end_err[QLANES][64];
+    int stop_lane; /* done returns 1 on this lane (-1: none) */
+    int fail_lane; /* this lane's job fails with 9 (-1: none) */
+    float img[QLANES][2][8];
+} qsink;
+
+static int q_slots(void *user, int l)
+{
+    (void)user;
+    return l == 0 ? 1 : 2;
+}
+
+static int q_next(void *user, int l, int q, int *cap, char *err, size_t errlen)
+{
+    (void)q;
+    qsink *c = user;
+    if (l == c->fail_lane) { /* before its first batch, whatever the others took */
+        snprintf(err, errlen, "lane %d: no slot", l);
+        return 9;
+    }
+    *cap = 4 + l; /* 4, 5, 6 images a batch */
+    return 0;
+}
+
+static int q_job(void *user, int l, int q, int i, long long k, char *err, size_t errlen)
+{
+    (void)l, (void)q, (void)i, (void)err, (void)errlen;
+    qsink *c = user;
+    atomic_fetch_add(&c->taken[k], 1);
+    return 0;
+}
+
+static int q_buffer(void *user, int l, int q, long long k0, engine_batch *b, char *err,
+                    size_t errlen)
+{
+    (void)k0, (void)err, (void)errlen;
+    qsink *c = user;
+    b->images = c->img[l][q];
+    return 0;
+}
+
+static int q_done(void *user, int l, int q, long long k0, int n, double run_us, double us,
+                  char *err, size_t errlen)
+{
+    (void)q, (void)k0, (void)err, (void)errlen;
+    qsink *c = user;
+    assert_true(run_us >= 0 && us >= run_us);
+    atomic_fetch_add(&c->batches[l], 1);
+    atomic_fetch_add(&c->images, n);
+    return l == c->stop_lane ? 1 : 0;
+}
+
+static void q_end(void *user, int l, int rc, const char *err)
+{
+    qsink *c = user;
+    c->ended[l]++;
+    c->end_rc[l] = rc;
+    snprintf(c->end_err[l], sizeof c->end_err[l], "%s", err);
+}
+
+static const unsigned char *skips(void)
+{
+    static unsigned char skip[QN];
+    for (int k = 0; k < QN; ++k)
+        skip[k] = k % 7 == 3;
+    return skip;
+}
+
+/* engine_run over three fake lanes; returns the queue's failed. */
+static int run_queue(qsink *c)
+{
+    engine_lane ln[QLANES] = {{.ops = &gpu_ok}, {.ops = &gpu_ok}, {.ops = &gpu_ok}};
+    engine_lane *lanes[QLANES] = {&ln[0], &ln[1], &ln[2]};
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    engine_queue q = {.mu = &mu, .next = 10, .end = QN, .skip = skips()};
+    atomic_init(&q.failed, 0);
+    engine_sink sink = {.slots = q_slots,
+                        .next = q_next,
+                        .job = q_job,
+                        .buffer = q_buffer,
+                        .done = q_done,
+                        .end = q_end,
+                        .user = c};
+    engine_run(lanes, QLANES, &q, &sink);
+    return atomic_load(&q.failed);
+}
+
+static void test_run_queue(void **state)
+{
+    (void)state;
+    static qsink c;
+    memset(&c, 0, sizeof c);
+    c.stop_lane = c.fail_lane = -1;
+    assert_int_equal(run_queue(&c), 0);
+    int want = 0;
+    for (int k = 0; k < QN; ++k) {
+        int expect = k >= 10 && k % 7 != 3;
+        want += expect;
+        assert_int_equal(atomic_load(&c.taken[k]), expect);
+    }
+    assert_int_equal(atomic_load(&c.images), want);
+    for (int l = 0; l < QLANES; ++l) {
+        assert_int_equal(c.ended[l], 1);
+        assert_int_equal(c.end_rc[l], 0);
+    }
+}
+
+static void test_run_lane_stops(void **state)
+{
+    (void)state;
+    static qsink c;
+    memset(&c, 0, sizeof c);
+    c.stop_lane = 1;
+    c.fail_lane = -1;
+    assert_int_equal(run_queue(&c), 0);
+    assert_true(atomic_load(&c.batches[1]) <= 1); /* one batch at most, then it stops */
+    int want = 0;
+    for (int k = 10; k < QN; ++k)
+        want += k % 7 != 3;
+    assert_int_equal(atomic_load(&c.images), want); /* the others took the rest */
+    assert_int_equal(c.end_rc[1], 0);
+}
+
+static void test_run_lane_fails(void **state)
+{
+    (void)state;
+    static qsink c;
+    memset(&c, 0, sizeof c);
+    c.stop_lane = -1;
+    c.fail_lane = 0;
+    assert_int_equal(run_queue(&c), 1);
+    assert_int_equal(c.ended[0], 1);
+    assert_int_equal(c.end_rc[0], 9);
+    assert_string_equal(c.end_err[0], "lane 0: no slot");
+    assert_int_equal(atomic_load(&c.batches[0]), 0);
+    for (int l = 1; l < QLANES; ++l) {
+        assert_int_equal(c.ended[l], 1);
+        assert_int_equal(c.end_rc[l], 0); /* stopped, not failed */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs_once),       cmocka_unit_test(test_levels),
         cmocka_unit_test(test_falls_back_once), cmocka_unit_test(test_second_failure_final),
-        cmocka_unit_test(test_hook_codes),
+        cmocka_unit_test(test_hook_codes),      cmocka_unit_test(test_run_queue),
+        cmocka_unit_test(test_run_lane_stops),  cmocka_unit_test(test_run_lane_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
