@@ -105,16 +105,13 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
     return rc;
 }
 
-#define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
-
-/* fn on each of args[0..n) (size bytes each, n <= MAX_THREADS): the first
- * on this thread, the others on their own. One that cannot start is run
- * here afterwards when redo, else left out (the lanes: the others take its
- * images). */
-static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int redo)
+/* fn on each of args[0..n) (size bytes each, n <= FINISH_MAX_THREADS):
+ * the first on this thread, the others on their own; one that cannot
+ * start is run here afterwards. */
+static void on_threads(void *(*fn)(void *), void *args, size_t size, int n)
 {
-    pthread_t threads[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
+    pthread_t threads[FINISH_MAX_THREADS];
+    int started[FINISH_MAX_THREADS] = {0};
     char *arg = args;
     for (int t = 1; t < n; ++t)
         started[t] = pthread_create(&threads[t], NULL, fn, arg + (size_t)t * size) == 0;
@@ -122,7 +119,7 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
     for (int t = 1; t < n; ++t) {
         if (started[t])
             pthread_join(threads[t], NULL);
-        else if (redo)
+        else
             fn(arg + (size_t)t * size);
     }
 }
@@ -232,7 +229,7 @@ static void finish(const batch_part *b)
         parts[t].i0 = (int)((long long)nb * t / nt);
         parts[t].i1 = (int)((long long)nb * (t + 1) / nt);
     }
-    on_threads(finish_part, parts, sizeof parts[0], nt, 1);
+    on_threads(finish_part, parts, sizeof parts[0], nt);
 }
 
 /* Each job of slot `slot`'s batch at k0 gets its done hook (hooks: [nb]). */
