@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Computing images into the caller's buffer (lib/psfsim.h): batches of
- * the set's jobs (image_set_job), run by each lane's backend, finished and
- * measured (image_set_measure), as the command's image loop does
- * (app/run/run_loop.c), with the PNG's stretch for the grey levels. */
+/* Computing images into the caller's buffer (lib/psfsim.h): the
+ * library's sink of the engine's batch loop (lib/engine/batch.h,
+ * engine_run): each batch's jobs (image_set_job) in a lane's slot, its
+ * images finished and measured (image_set_measure), as the command's sink
+ * does (app/run/run_loop.c), with the PNG's stretch for the grey levels,
+ * into the caller's buffer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "backend/cpu_count.h"
 #include "app/set/measure.h"
 #include "backend/levels.h"
+#include "lib/engine/batch.h"
 #include "lib/set_priv.h"
 
 /* finish's threads: at most one per CPU and FINISH_MAX_THREADS, each with
@@ -26,13 +29,17 @@
  * starts (prefault_start): 64 MiB takes ~10 ms to fault on one thread. */
 #define PREFAULT_MIN_BYTES ((size_t)64 << 20)
 
+typedef struct lane_state lane_state;
+
 /* One compute call: the images still to hand out, shared by the lanes. */
 typedef struct {
     psfsim_set *s;
     long long first, count;
-    long long next, done; /* under mu */
-    float *images;        /* the caller's floats, or NULL (levels) */
-    uint16_t *levels;     /* the caller's grey levels, or NULL */
+    long long done;     /* under mu */
+    engine_queue queue; /* [first, first + count), under mu */
+    lane_state *ls;     /* [s->nlanes]: each lane's part */
+    float *images;      /* the caller's floats, or NULL (levels) */
+    uint16_t *levels;   /* the caller's grey levels, or NULL */
     psfsim_metrics *metrics;
     int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
@@ -40,11 +47,6 @@ typedef struct {
     int rc;          /* the first failure (under mu) */
     char err[LIB_ERRLEN];
 } work;
-
-typedef struct {
-    work *w;
-    lib_lane *ln;
-} lane_arg;
 
 /* A done hook's context (hook_finish, below). */
 typedef struct image_hook image_hook;
@@ -72,25 +74,6 @@ static void fail(work *w, int rc, const char *why)
     }
     pthread_mutex_unlock(&w->mu);
     atomic_store(&w->stop, 1);
-}
-
-/* The next batch's jobs into slot sl of ln, from *k0 on. Returns how
- * many, or -1. */
-static int take(work *w, lib_lane *ln, const lane_slot *sl, long long *k0, char *err, size_t errlen)
-{
-    psfsim_set *s = w->s;
-    size_t per = image_set_storage(&s->e.set);
-    pthread_mutex_lock(&w->mu);
-    long long left = w->first + w->count - w->next;
-    int nb = left < sl->cap ? (int)left : sl->cap;
-    *k0 = w->next;
-    w->next += nb;
-    int rc = 0;
-    for (int i = sl->first; i < sl->first + nb && rc == 0; ++i)
-        rc = image_set_job(&s->e.set, *k0 + i - sl->first, ln->storage + (size_t)i * per,
-                           &ln->jobs[i], &ln->infos[i], err, errlen);
-    pthread_mutex_unlock(&w->mu);
-    return rc ? -1 : nb;
 }
 
 /* Whether lane ln computes w's batches as levels (run_levels into its
@@ -122,32 +105,13 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
     return rc;
 }
 
-/* Slot sl's batch on ln's backend into *out (batch_buffer): floats, or
- * levels. */
-static int run_once(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
-                    char *err, size_t errlen)
+/* fn on each of args[0..n) (size bytes each, n <= FINISH_MAX_THREADS):
+ * the first on this thread, the others on their own; one that cannot
+ * start is run here afterwards. */
+static void on_threads(void *(*fn)(void *), void *args, size_t size, int n)
 {
-    int rc = batch_buffer(w, ln, sl, k0, out, err, errlen);
-    if (rc != PSFSIM_OK) return rc;
-    psf_job *jobs = ln->jobs + sl->first;
-    int bad =
-        on_levels(w, ln)
-            ? ln->eng.ops->run_levels(ln->eng.backend, jobs, nb, (unsigned short *)*out,
-                                      ln->measures + (size_t)sl->first * PSF_MEASURES, err, errlen)
-            : ln->eng.ops->run(ln->eng.backend, jobs, nb, *out, err, errlen);
-    return bad ? PSFSIM_ERR_COMPUTE : PSFSIM_OK;
-}
-
-#define MAX_THREADS (LIB_MAX_LANES > FINISH_MAX_THREADS ? LIB_MAX_LANES : FINISH_MAX_THREADS)
-
-/* fn on each of args[0..n) (size bytes each, n <= MAX_THREADS): the first
- * on this thread, the others on their own. One that cannot start is run
- * here afterwards when redo, else left out (the lanes: the others take its
- * images). */
-static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int redo)
-{
-    pthread_t threads[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
+    pthread_t threads[FINISH_MAX_THREADS];
+    int started[FINISH_MAX_THREADS] = {0};
     char *arg = args;
     for (int t = 1; t < n; ++t)
         started[t] = pthread_create(&threads[t], NULL, fn, arg + (size_t)t * size) == 0;
@@ -155,7 +119,7 @@ static void on_threads(void *(*fn)(void *), void *args, size_t size, int n, int 
     for (int t = 1; t < n; ++t) {
         if (started[t])
             pthread_join(threads[t], NULL);
-        else if (redo)
+        else
             fn(arg + (size_t)t * size);
     }
 }
@@ -265,7 +229,7 @@ static void finish(const batch_part *b)
         parts[t].i0 = (int)((long long)nb * t / nt);
         parts[t].i1 = (int)((long long)nb * (t + 1) / nt);
     }
-    on_threads(finish_part, parts, sizeof parts[0], nt, 1);
+    on_threads(finish_part, parts, sizeof parts[0], nt);
 }
 
 /* Each job of slot `slot`'s batch at k0 gets its done hook (hooks: [nb]). */
@@ -326,21 +290,6 @@ static void pending_join(pending *p)
     count_done(p->batch.w, p->batch.i1);
 }
 
-/* Run slot sl's batch on ln's backend into *out (run_once); a GPU that
- * fails gives way to the CPU (after *prev, which reads the GPU's buffer,
- * is done), and *out to the CPU's buffer. */
-static int run(work *w, lib_lane *ln, const lane_slot *sl, long long k0, int nb, float **out,
-               pending *prev, char *err, size_t errlen)
-{
-    int rc = run_once(w, ln, sl, k0, nb, out, err, errlen);
-    if (rc != PSFSIM_ERR_COMPUTE || ln->eng.ops == &psf_backend_cpu) return rc;
-    char why[LIB_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    pending_join(prev);
-    rc = lib_lane_fall_back(w->s, ln, why, err, errlen);
-    return rc == PSFSIM_OK ? run_once(w, ln, sl, k0, nb, out, err, errlen) : rc;
-}
-
 /* The lane's slots (lane_slot): two halves of the batch on a GPU (and on
  * the CPU with PSFSIM_TEST_OVERLAP=on, for the tests; "off": one
  * everywhere, for bench/), else one. Returns their number: with 2 the
@@ -374,59 +323,150 @@ static image_hook *slot_hooks(work *w, lib_lane *ln, const lane_slot *sl, long l
     return hooks + sl->first;
 }
 
-static void *lane_loop(void *arg)
-{
-    work *w = ((lane_arg *)arg)->w;
-    lib_lane *ln = ((lane_arg *)arg)->ln;
-    psfsim_set *s = w->s;
-    char err[LIB_ERRLEN];
-    image_hook *hooks = malloc((size_t)s->batch * sizeof *hooks); /* NULL: finish does all */
+/* A lane's part of a compute call: the library's sink's state of lane l
+ * (engine_run, lib/engine/batch.h). */
+struct lane_state {
+    lib_lane *ln;
     lane_slot slots[2];
-    int nslots = lane_slots(s, ln, slots);
-    pending prev = {.active = 0};
-    for (int q = 0; !atomic_load(&w->stop) && !atomic_load(&s->cancel); q = (q + 1) % nslots) {
-        const lane_slot *sl = &slots[q];
-        long long k0;
-        int nb = take(w, ln, sl, &k0, err, sizeof err);
-        if (nb < 0) {
-            fail(w, PSFSIM_ERR_CONFIG, err);
-            break;
-        }
-        if (nb == 0) break;
-        image_hook *sh = slot_hooks(w, ln, sl, k0, nb, hooks);
-        float *out = NULL;
-        int rc = run(w, ln, sl, k0, nb, &out, &prev, err, sizeof err);
-        pending_join(&prev); /* the other slot's batch, finished meanwhile */
-        if (rc != PSFSIM_OK) {
-            fail(w, rc, err);
-            break;
-        }
-        /* on_levels again: a GPU that failed gave way to the CPU's floats */
-        prev = (pending){.batch = {.w = w,
-                                   .ln = ln,
-                                   .slot = sl->first,
-                                   .k0 = k0,
-                                   .i1 = nb,
-                                   .out = out,
-                                   .hooks = sh,
-                                   .levels = on_levels(w, ln)}};
-        pending_start(&prev, nslots == 2);
-        if (nslots == 1) pending_join(&prev);
-    }
-    pending_join(&prev);
-    free(hooks);
-    return NULL;
+    int nslots;
+    image_hook *hooks; /* [batch], or NULL: finish does all */
+    image_hook *sh;    /* the batch's hooks now (slot_hooks), or NULL */
+    float *out;        /* where the batch now went (batch_buffer) */
+    pending prev;      /* the batch being finished */
+};
+
+static int sink_slots(void *user, int l)
+{
+    return ((work *)user)->ls[l].nslots;
 }
 
-/* The lanes over w's images: lane 0 on this thread, the others on their
- * own. */
+/* engine_sink.next: a slot's images at most. */
+static int sink_next(void *user, int l, int q, int *cap, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    *cap = ((work *)user)->ls[l].slots[q].cap;
+    return PSFSIM_OK;
+}
+
+/* engine_sink.stop: a lane failed, or psfsim_cancel. */
+static int sink_stop(void *user)
+{
+    work *w = user;
+    return atomic_load(&w->stop) || atomic_load(&w->s->cancel);
+}
+
+/* engine_sink.job: image k's job at slot q's index i of lane l's arrays. */
+static int sink_job(void *user, int l, int q, int i, long long k, char *err, size_t errlen)
+{
+    work *w = user;
+    lib_lane *ln = w->ls[l].ln;
+    size_t j = (size_t)(w->ls[l].slots[q].first + i), per = image_set_storage(&w->s->e.set);
+    return image_set_job(&w->s->e.set, k, ln->storage + j * per, &ln->jobs[j], &ln->infos[j], err,
+                         errlen) != 0
+               ? PSFSIM_ERR_CONFIG
+               : PSFSIM_OK;
+}
+
+static void sink_taken(void *user, int l, int q, long long k0, int n)
+{
+    work *w = user;
+    lane_state *st = &w->ls[l];
+    st->sh = slot_hooks(w, st->ln, &st->slots[q], k0, n, st->hooks);
+}
+
+/* engine_sink.buffer: the batch into st->out (batch_buffer): floats, or
+ * levels and their measures. */
+static int sink_buffer(void *user, int l, int q, long long k0, engine_batch *b, char *err,
+                       size_t errlen)
+{
+    work *w = user;
+    lane_state *st = &w->ls[l];
+    const lane_slot *sl = &st->slots[q];
+    int rc = batch_buffer(w, st->ln, sl, k0, &st->out, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    b->jobs = st->ln->jobs + sl->first;
+    b->on_levels = on_levels(w, st->ln);
+    b->images = st->out;
+    b->levels = (unsigned short *)st->out;
+    b->measures = st->ln->measures + (size_t)sl->first * PSF_MEASURES;
+    return PSFSIM_OK;
+}
+
+/* engine_sink.fall_back: once the pending batch, which reads the GPU's
+ * buffer, is done, the CPU in the lane's place (and st->out then the
+ * CPU's buffer). */
+static int sink_fall_back(void *user, int l, int q, const char *why, char *err, size_t errlen)
+{
+    (void)q;
+    work *w = user;
+    pending_join(&w->ls[l].prev);
+    return lib_lane_fall_back(w->s, w->ls[l].ln, why, err, errlen);
+}
+
+/* engine_sink.done: the other slot's batch, finished meanwhile, counted;
+ * this one finished on its own thread (two slots) or here. */
+static int sink_done(void *user, int l, int q, long long k0, int nb, double run_us, double us,
+                     char *err, size_t errlen)
+{
+    (void)run_us;
+    (void)us;
+    (void)err;
+    (void)errlen;
+    work *w = user;
+    lane_state *st = &w->ls[l];
+    pending_join(&st->prev);
+    /* on_levels again: a GPU that failed gave way to the CPU's floats */
+    st->prev = (pending){.batch = {.w = w,
+                                   .ln = st->ln,
+                                   .slot = st->slots[q].first,
+                                   .k0 = k0,
+                                   .i1 = nb,
+                                   .out = st->out,
+                                   .hooks = st->sh,
+                                   .levels = on_levels(w, st->ln)}};
+    pending_start(&st->prev, st->nslots == 2);
+    if (st->nslots == 1) pending_join(&st->prev);
+    return 0;
+}
+
+/* engine_sink.end: the lane's last batch finished, its failure noted. */
+static void sink_end(void *user, int l, int rc, const char *err)
+{
+    work *w = user;
+    pending_join(&w->ls[l].prev);
+    if (rc != 0) fail(w, rc == ENGINE_RUN_FAILED ? PSFSIM_ERR_COMPUTE : rc, err);
+}
+
+/* The lanes over w's images (engine_run): lane 0 on this thread, the
+ * others on their own. */
 static void run_lanes(work *w)
 {
     psfsim_set *s = w->s;
-    lane_arg args[LIB_MAX_LANES];
+    lane_state ls[LIB_MAX_LANES];
+    engine_lane *lanes[LIB_MAX_LANES];
+    for (int l = 0; l < s->nlanes; ++l) {
+        lib_lane *ln = &s->lanes[l];
+        ls[l] = (lane_state){.ln = ln, .prev = {.active = 0}};
+        ls[l].nslots = lane_slots(s, ln, ls[l].slots);
+        ls[l].hooks = malloc((size_t)s->batch * sizeof *ls[l].hooks); /* NULL: finish does all */
+        lanes[l] = &ln->eng;
+    }
+    w->ls = ls;
+    engine_sink sink = {.slots = sink_slots,
+                        .next = sink_next,
+                        .stop = sink_stop,
+                        .job = sink_job,
+                        .taken = sink_taken,
+                        .buffer = sink_buffer,
+                        .fall_back = sink_fall_back,
+                        .done = sink_done,
+                        .end = sink_end,
+                        .user = w};
+    engine_run(lanes, s->nlanes, &w->queue, &sink);
     for (int l = 0; l < s->nlanes; ++l)
-        args[l] = (lane_arg){w, &s->lanes[l]};
-    on_threads(lane_loop, args, sizeof args[0], s->nlanes, 0);
+        free(ls[l].hooks);
+    w->ls = NULL;
 }
 
 /* Pre-faulting the caller's buffer: a fresh one (NumPy's np.empty, malloc)
@@ -514,13 +554,16 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
     work w = {.s = s,
               .first = first,
               .count = count,
-              .next = first,
               .images = images,
               .levels = levels,
               .metrics = metrics,
               .finishers = finishers()};
     pthread_mutex_init(&w.mu, NULL);
     atomic_init(&w.stop, 0);
+    w.queue.mu = &w.mu;
+    w.queue.next = first;
+    w.queue.end = first + count;
+    atomic_init(&w.queue.failed, 0);
     run_lanes(&w);
     pthread_mutex_destroy(&w.mu);
     int cancelled = atomic_exchange(&s->cancel, 0) && w.done < count;

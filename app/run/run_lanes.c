@@ -125,7 +125,7 @@ static void plan_lanes(run_state *r)
     if (gpu && r->mpi && d->ndevices > 0) /* a rank's GPU: by local rank */
         r->lanes[0].eng.device = d->devices[r->mpi->local_rank % d->ndevices];
     atomic_init(&r->gpus_alive, gpu ? r->nlanes : 0);
-    atomic_init(&r->failed, 0);
+    atomic_init(&r->queue.failed, 0);
 }
 
 /* auto chose one GPU for a set big enough to repay it: create the GPU in a

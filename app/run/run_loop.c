@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The image loop: batches computed by the backend into one slot while the
- * writer threads encode the previous slot (docs/design.md, "Data flow"). */
+/* The command's sink of the batch loop (lib/engine/batch.h, engine_run):
+ * batches computed by the backend into one slot while the writer threads
+ * encode the previous slot (docs/design.md, "Data flow"). */
 #include "app/run/run_loop.h"
 
 #include <stdatomic.h>
@@ -21,6 +22,7 @@
 #include "app/run/run_state.h"
 #include "app/run/run_dataset.h"
 #include "backend/levels.h"
+#include "lib/engine/batch.h"
 
 /* Remove the files of a written image (res's names in the output directory). */
 static void forget_image(run_state *r, const image_result *res)
@@ -148,30 +150,20 @@ static void keep_scan(void *ctx, float *image, const psf_image_scan *scan)
     rs->have = scan != NULL;
 }
 
-/* The jobs of the next images still to do, from the queue (r->next) on,
- * below r->k_end (this process's range), into slot s. Returns how many. */
-static int fill_slot(run_state *r, int s, char *err, size_t errlen)
+/* engine_sink.job: job i of lane l's slot q is image k (the queue's
+ * next image still to do, below r->k_end: this process's range). */
+static int slot_job(void *user, int l, int q, int i, long long k, char *err, size_t errlen)
 {
-    run_slot *sl = &r->slots[s];
+    run_state *r = user;
+    run_slot *sl = &r->slots[r->lanes[l].first_slot + q];
     size_t per = image_set_storage(&r->e.set);
-    int nb = 0, rc = 0;
-    int limit = r->warming ? RUN_WARM_BATCH : r->batch;
-    pthread_mutex_lock(&r->mu);
-    while (nb < limit && r->next < r->k_end) {
-        long long k = r->next++;
-        if (r->resume.done && r->resume.done[k]) continue;
-        if (image_set_job(&r->e.set, k, sl->storage + (size_t)nb * per, &sl->jobs[nb],
-                          &sl->infos[nb], err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        sl->scans[nb].have = 0;
-        sl->jobs[nb].done = keep_scan;
-        sl->jobs[nb].done_ctx = &sl->scans[nb];
-        nb++;
-    }
-    pthread_mutex_unlock(&r->mu);
-    return rc ? rc : nb;
+    if (image_set_job(&r->e.set, k, sl->storage + (size_t)i * per, &sl->jobs[i], &sl->infos[i], err,
+                      errlen) != 0)
+        return -1;
+    sl->scans[i].have = 0;
+    sl->jobs[i].done = keep_scan;
+    sl->jobs[i].done_ctx = &sl->scans[i];
+    return 0;
 }
 
 /* "" for a one-lane run, else "GPU 1: ", naming the lane in messages. */
@@ -221,35 +213,32 @@ static int fall_back_to_cpu(run_state *r, run_lane *ln, const char *why, char *e
     return rc;
 }
 
-/* Lane ln's backend on slot s's nb jobs: as levels and measures into the
- * slot's image memory (a levels set on a lane that takes them,
+/* engine_sink.buffer: lane l's slot q's jobs and image memory, as
+ * levels and measures on a lane that takes them (a levels set,
  * run_state.levels_lanes), else as floats. */
-static int run_backend(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+static int slot_buffer(void *user, int l, int q, long long k0, engine_batch *b, char *err,
+                       size_t errlen)
 {
-    run_slot *sl = &r->slots[s];
-    sl->on_levels = engine_lane_on_levels(&ln->eng, r->levels_lanes);
-    if (sl->on_levels)
-        return ln->eng.ops->run_levels(ln->eng.backend, sl->jobs, nb, (unsigned short *)sl->images,
-                                       sl->measures, err, errlen);
-    return ln->eng.ops->run(ln->eng.backend, sl->jobs, nb, sl->images, err, errlen);
+    (void)k0;
+    (void)err;
+    (void)errlen;
+    run_state *r = user;
+    run_slot *sl = &r->slots[r->lanes[l].first_slot + q];
+    sl->on_levels = engine_lane_on_levels(&r->lanes[l].eng, r->levels_lanes);
+    b->jobs = sl->jobs;
+    b->on_levels = sl->on_levels;
+    b->images = sl->images;
+    b->levels = (unsigned short *)sl->images;
+    b->measures = sl->measures;
+    return 0;
 }
 
-/* Run lane ln's backend on slot s's nb jobs, falling back to the CPU once. */
-static int compute(run_state *r, run_lane *ln, int s, int nb, char *err, size_t errlen)
+/* engine_sink.fall_back: fall_back_to_cpu. */
+static int slot_fall_back(void *user, int l, int q, const char *why, char *err, size_t errlen)
 {
-    double t0 = clock_us();
-    if (run_backend(r, ln, s, nb, err, errlen) == 0) {
-        ln->compute_us += clock_us() - t0;
-        return 0;
-    }
-    if (ln->eng.ops == &psf_backend_cpu) return -1;
-    char why[RUN_ERRLEN];
-    snprintf(why, sizeof why, "%s", err);
-    if (fall_back_to_cpu(r, ln, why, err, errlen) != 0) return -1;
-    t0 = clock_us();
-    if (run_backend(r, ln, s, nb, err, errlen) != 0) return -1;
-    ln->compute_us += clock_us() - t0;
-    return 0;
+    (void)q;
+    run_state *r = user;
+    return fall_back_to_cpu(r, &r->lanes[l], why, err, errlen);
 }
 
 /* Images [begin, end) of a slot: their metrics and write jobs. */
@@ -406,65 +395,98 @@ static int adopt_gpu(run_state *r, run_lane *ln, char *err, size_t errlen)
     return 0;
 }
 
-/* One lane's loop: take a batch from the queue into its next slot (once
- * the writers are done with that slot), compute it, hand it to the
- * writers. Returns 0 when the queue is empty, the run interrupted or
- * another lane failed; -1 with err on a failure. */
-static int lane_loop(run_state *r, run_lane *ln, char *err, size_t errlen)
+/* engine_sink.slots: a lane's WRITER_SLOTS. */
+static int lane_slots(void *user, int l)
 {
-    for (int i = 0;; i = (i + 1) % WRITER_SLOTS) {
-        int s = ln->first_slot + i;
-        if (retire(r, s, err, errlen) != 0) return -1;
-        if (interrupt_pending() || atomic_load(&r->failed)) return 0;
-        if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, ln, err, errlen) != 0)
-            return -1;
-        int nb = fill_slot(r, s, err, errlen);
-        if (nb <= 0) return nb;
-        double t0 = clock_us();
-        if (compute(r, ln, s, nb, err, errlen) != 0) return -1;
-        double share = (clock_us() - t0) / nb;
-        int at_once;
-        if (submit(r, ln, s, nb, share, &at_once, err, errlen) != 0) return -1;
-        /* Nothing for the writer threads (an HDF5-only set): retire the
-         * slot now, NAME.h5's writer taking its images in place while the
-         * next batch is computed (bench/RESULTS.md, issue 13). */
-        if (at_once && r->h5 && retire_writes(r, s, 1, err, errlen) != 0) return -1;
-        if (ln->retiring) return 0;
-    }
+    (void)user;
+    (void)l;
+    return WRITER_SLOTS;
 }
 
-/* A lane's thread: its loop, then on failure stop the others and the writers. */
-static void *lane_main(void *arg)
+/* engine_sink.next: lane l's slot q once the writers are done with it
+ * (retired); unless the run stops, the GPU made in the background taken
+ * when ready, and the batch's size. */
+static int slot_next(void *user, int l, int q, int *cap, char *err, size_t errlen)
 {
-    run_lane *ln = arg;
-    run_state *r = ln->run;
-    ln->err[0] = '\0';
-    ln->rc = lane_loop(r, ln, ln->err, sizeof ln->err);
-    if (ln->rc != 0) {
-        atomic_store(&r->failed, 1);
-        writer_pool_stop(r->writers); /* nothing new after a failure */
-    }
-    return NULL;
+    run_state *r = user;
+    run_lane *ln = &r->lanes[l];
+    if (retire(r, ln->first_slot + q, err, errlen) != 0) return -1;
+    if (interrupt_pending() || atomic_load(&r->queue.failed)) return 0; /* *cap 0: stop */
+    if (r->warming && gpu_warmup_ready(&r->warm) && adopt_gpu(r, ln, err, errlen) != 0) return -1;
+    *cap = r->warming ? RUN_WARM_BATCH : r->batch;
+    return 0;
+}
+
+/* engine_sink.stop: a signal. */
+static int run_stop(void *user)
+{
+    (void)user;
+    return interrupt_pending();
+}
+
+/* engine_sink.done: lane l's batch in slot q computed: its metrics and
+ * check, handed to the writers; the lane stops (1) after this batch when
+ * its GPU failed while another GPU lane is alive (run_lane.retiring). */
+static int slot_done(void *user, int l, int q, long long k0, int nb, double run_us, double us,
+                     char *err, size_t errlen)
+{
+    (void)k0;
+    run_state *r = user;
+    run_lane *ln = &r->lanes[l];
+    int s = ln->first_slot + q;
+    ln->compute_us += run_us;
+    double share = us / nb;
+    int at_once;
+    if (submit(r, ln, s, nb, share, &at_once, err, errlen) != 0) return -1;
+    /* Nothing for the writer threads (an HDF5-only set): retire the
+     * slot now, NAME.h5's writer taking its images in place while the
+     * next batch is computed (bench/RESULTS.md, issue 13). */
+    if (at_once && r->h5 && retire_writes(r, s, 1, err, errlen) != 0) return -1;
+    return ln->retiring ? 1 : 0;
+}
+
+/* engine_sink.end: a lane's loop ended; on failure the writers stop
+ * (nothing new after a failure; the other lanes stop at their next batch). */
+static void lane_end(void *user, int l, int rc, const char *err)
+{
+    run_state *r = user;
+    run_lane *ln = &r->lanes[l];
+    ln->rc = rc == 0 ? 0 : -1;
+    snprintf(ln->err, sizeof ln->err, "%s", err);
+    if (rc != 0) writer_pool_stop(r->writers);
+}
+
+/* engine_sink.no_thread. */
+static void lane_no_thread(void *user, int l)
+{
+    run_state *r = user;
+    log_warn("cannot start a thread for GPU %d; the others take its images",
+             r->lanes[l].eng.device);
 }
 
 int run_images(run_state *r, char *err, size_t errlen)
 {
-    r->next = r->k_begin;
-    int started[RUN_MAX_LANES] = {0};
-    for (int l = 1; l < r->nlanes; ++l) {
-        r->lanes[l].run = r;
-        started[l] = pthread_create(&r->lanes[l].thread, NULL, lane_main, &r->lanes[l]) == 0;
-        if (!started[l])
-            log_warn("cannot start a thread for GPU %d; the others take its images",
-                     r->lanes[l].eng.device);
-    }
-    r->lanes[0].run = r;
-    lane_main(&r->lanes[0]); /* the first lane on this thread */
+    r->queue.mu = &r->mu;
+    r->queue.next = r->k_begin;
+    r->queue.end = r->k_end;
+    r->queue.skip = r->resume.done;
+    engine_lane *lanes[RUN_MAX_LANES];
+    for (int l = 0; l < r->nlanes; ++l)
+        lanes[l] = &r->lanes[l].eng;
+    engine_sink sink = {.slots = lane_slots,
+                        .next = slot_next,
+                        .stop = run_stop,
+                        .job = slot_job,
+                        .buffer = slot_buffer,
+                        .fall_back = slot_fall_back,
+                        .done = slot_done,
+                        .end = lane_end,
+                        .no_thread = lane_no_thread,
+                        .user = r};
+    engine_run(lanes, r->nlanes, &r->queue, &sink);
     int rc = r->lanes[0].rc;
     if (rc != 0) snprintf(err, errlen, "%s", r->lanes[0].err);
     for (int l = 1; l < r->nlanes; ++l) {
-        if (!started[l]) continue;
-        pthread_join(r->lanes[l].thread, NULL);
         if (r->lanes[l].rc != 0 && rc == 0) {
             snprintf(err, errlen, "%s", r->lanes[l].err);
             rc = -1;

@@ -23,6 +23,7 @@
 #include "app/output/set_members.h"
 #include "app/output/timing.h"
 #include "app/output/writer_pool.h"
+#include "lib/engine/batch.h"
 #include "lib/engine/engine.h"
 #include "lib/engine/lanes.h"
 
@@ -81,7 +82,7 @@ typedef struct run_state run_state;
 /* One computing device (a lane): its backend and its WRITER_SLOTS batch
  * buffers (r->slots[first_slot ..]). A one-device run has one lane, run
  * by the main thread; with several GPUs each lane has a thread, and all
- * take their batches from one queue (r->next), so a slower device takes
+ * take their batches from one queue (r->queue), so a slower device takes
  * fewer (issue 7). */
 typedef struct {
     engine_lane eng;  /* its device and backend (lib/engine/lanes.h; ops: the backend
@@ -91,9 +92,7 @@ typedef struct {
                          while another GPU lane is alive */
     long long images; /* images it computed */
     double compute_us;
-    run_state *run; /* the run it belongs to (for its thread) */
-    pthread_t thread;
-    int rc; /* its loop's result: 0, or -1 with err */
+    int rc; /* its loop's result (engine_sink.end): 0, or -1 with err */
     char err[RUN_ERRLEN];
 } run_lane;
 
@@ -122,9 +121,9 @@ struct run_state {
     int nlanes;
     run_slot slots[RUN_MAX_LANES * WRITER_SLOTS];
     pthread_mutex_t mu;    /* with several lanes: the queue, the journals, the totals */
-    long long next;        /* the queue: the next image index to hand out */
+    engine_queue queue;    /* the image indices the lanes take (engine_run; its failed:
+                              a lane failed, the others stop) */
     atomic_int gpus_alive; /* GPU lanes not failed */
-    atomic_int failed;     /* a lane failed: the others stop */
     gpu_warmup warm;       /* the GPU being created while the CPU starts the set */
     int warming;
     writer_pool *writers;

@@ -8,7 +8,8 @@
  * refusal, the queries' storage) in engine_open_args.step, which the
  * engine calls at fixed points, so that the order of the checks, and so
  * which message a config with several faults gets, is each client's as
- * before. The lanes that compute the set: lib/engine/lanes.h. */
+ * before. The lanes that compute the set: lib/engine/lanes.h; the batch
+ * loop over them: lib/engine/batch.h. */
 #ifndef PSFSIM_ENGINE_H
 #define PSFSIM_ENGINE_H
 
