@@ -3,7 +3,7 @@
  * library's sink of the engine's batch loop (lib/engine/batch.h,
  * engine_run): each batch's jobs (image_set_job) in a lane's slot, its
  * images finished and measured (image_set_measure), as the command's sink
- * does (app/run/run_loop.c), with the PNG's stretch for the grey levels,
+ * does (app/run/run_sink.c), with the PNG's stretch for the grey levels,
  * into the caller's buffer. */
 #include <math.h>
 #include <stdio.h>

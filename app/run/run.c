@@ -2,7 +2,7 @@
 /* The psfsim run (app/run/run.h), its steps in order: prepare (config, set,
  * checks, backend choice; with MPI agree and split, app/run/run_ranks.c),
  * start the backend (app/run/run_lanes.c), create the set's files
- * (app/run/set_files.c) and the writers, run the image loop (app/run/run_loop.c),
+ * (app/run/set_files.c) and the writers, run the image loop (app/run/run_sink.c),
  * close the files, report (app/run/run_report.c), clean up. */
 #include "app/run/run.h"
 #include "backend/cpu_count.h"
@@ -18,7 +18,7 @@
 #include "app/formats/fits.h"
 #include "app/formats/h5set.h"
 #include "app/run/run_lanes.h"
-#include "app/run/run_loop.h"
+#include "app/run/run_sink.h"
 #include "app/run/run_ranks.h"
 #include "app/run/run_report.h"
 #include "app/run/run_state.h"

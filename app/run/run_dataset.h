@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* output.hdf5 in a run: NAME.h5's writer (app/dataset/hdf5_writer.h) and the
  * sidecar NAME.json (app/dataset/sidecar.h), for app/run/set_files.c, the owner of the
- * set's files, and for the loop's retire (app/run/run_loop.c). One process
+ * set's files, and for the loop's retire (app/run/run_sink.c). One process
  * only: prepare() refuses output.hdf5 with MPI.
  *
  * --resume: an image counts as done when the manifest lists it with its

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What one psfsim run holds (app/run/run.c prepares and closes it, app/run/run_lanes.c
- * starts its lanes, app/run/run_loop.c computes and writes the images), so
+ * starts its lanes, app/run/run_sink.c is its sink of the engine's batch loop), so
  * cleanup is one function. */
 #ifndef PSFSIM_RUN_STATE_H
 #define PSFSIM_RUN_STATE_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* After the backend: an image finished and measured, the same for the
- * psfsim command (app/run/run_loop.c) and the library (lib/compute.c). */
+ * psfsim command (app/run/run_sink.c) and the library (lib/compute.c). */
 #ifndef PSFSIM_MEASURE_H
 #define PSFSIM_MEASURE_H
 

@@ -9,7 +9,12 @@
 
 #define BATCH_ERRLEN 1024
 
-int engine_lane_run(engine_lane *ln, const engine_batch *b, char *err, size_t errlen)
+/* Batch b on lane ln's backend as it is now: run_levels into b->levels
+ * and b->measures when b->on_levels, else run into b->images. 0, or
+ * ENGINE_RUN_FAILED with the backend's message in err. The one call of a
+ * backend's run outside the probe; only through engine_lane_run_or_fall_back,
+ * so that no caller skips the GPU-failure rule. */
+static int engine_lane_run(engine_lane *ln, const engine_batch *b, char *err, size_t errlen)
 {
     int rc = b->on_levels ? ln->ops->run_levels(ln->backend, b->jobs, b->n, b->levels, b->measures,
                                                 err, errlen)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The batch loop (issue 25), for the psfsim command (app/run/run_loop.c)
+/* The batch loop (issue 25), for the psfsim command (app/run/run_sink.c)
  * and the library (lib/compute.c): engine_run takes batches of image
  * indices from one queue on every lane (lane 0 on the caller's thread,
  * the others on their own), runs each on its lane's backend and hands the
@@ -29,11 +29,6 @@ typedef struct {
     double *measures;       /* run_levels(): n * PSF_MEASURES (backend/levels.h) */
     int on_levels;          /* 1: run_levels (engine_lane_on_levels), else run */
 } engine_batch;
-
-/* Batch b on lane ln's backend as it is now: run_levels into b->levels
- * and b->measures when b->on_levels, else run into b->images. 0, or -1
- * with the backend's message in err. */
-int engine_lane_run(engine_lane *ln, const engine_batch *b, char *err, size_t errlen);
 
 /* The client's part of engine_lane_run_or_fall_back. */
 typedef struct {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The lanes of an open set (lib/engine/engine.h), written once for the
- * psfsim command (app/run/run_lanes.c, run_loop.c) and the library
+ * psfsim command (app/run/run_lanes.c, run_sink.c) and the library
  * (lib/lanes.c, compute.c): a lane is a computing device and its backend;
  * the engine makes and ends every backend (the only caller of a backend's
  * create and destroy), starts the lanes of a decision (one per GPU listed,

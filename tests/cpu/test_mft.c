@@ -374,7 +374,7 @@ static void test_mft_sum_normalisation(void **state)
         if (t == 1) assert_true(fabs(strehl - 1.0) < 1e-5);
         free(r.img);
     }
-    /* Through the harness (run_loop's order: run, finish, metrics). */
+    /* Through the harness (run_sink.c's order: run, finish, metrics). */
     psf_result hr;
     assert_int_equal(harness_compute(texts[1], 0, NULL, &hr), 0);
     assert_true(fabs(metrics_total(hr.img, hr.npix) - 1.0) < 1e-6);

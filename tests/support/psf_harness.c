@@ -56,7 +56,7 @@ float *harness_compute_all(const char *cfg_text, const psf_backend_ops *ops, lon
             rc = image_set_job(&set, k0 + i, storage + i * per, &jobs[i], &infos[i], err,
                                sizeof err);
         if (rc == 0) rc = ops->run(b, jobs, nb, imgs + (size_t)k0 * plane, err, sizeof err);
-        for (int i = 0; i < nb && rc == 0; ++i) /* as run_loop.c: "sum" of an MFT image */
+        for (int i = 0; i < nb && rc == 0; ++i) /* as run_sink.c: "sum" of an MFT image */
             image_set_finish_image(&set, &infos[i], imgs + (size_t)(k0 + i) * plane);
         if (rc != 0) {
             fprintf(stderr, "harness: %s\n", err);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The image loop (run_loop.c): batches computed by the backend into one
- * slot while the writer threads encode the previous slot (docs/design.md,
- * "Data flow"); run.c calls it once the lanes and the files are started. */
-#ifndef PSFSIM_RUN_LOOP_H
-#define PSFSIM_RUN_LOOP_H
+/* The command's sink of the engine's batch loop (run_sink.c; the loop is
+ * lib/engine/batch.h's engine_run): batches computed into one slot while
+ * the writer threads encode the previous slot (docs/design.md, "Data
+ * flow"); run.c calls it once the lanes and the files are started. */
+#ifndef PSFSIM_RUN_SINK_H
+#define PSFSIM_RUN_SINK_H
 
 #include <stddef.h>
 

@@ -2,7 +2,7 @@
 /* The command's sink of the batch loop (lib/engine/batch.h, engine_run):
  * batches computed by the backend into one slot while the writer threads
  * encode the previous slot (docs/design.md, "Data flow"). */
-#include "app/run/run_loop.h"
+#include "app/run/run_sink.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
