@@ -35,6 +35,7 @@ void cfg_set_defaults(psf_config *cfg)
     cfg->hdf5_dtype = HDF5_FLOAT32;
     cfg->hdf5_compression = HDF5_NONE;
     cfg->hdf5_level = 4;
+    cfg->hdf5_chunk_images = 0; /* the module's: whole images in 1 MiB */
     cfg->backend = BACKEND_AUTO;
 }
 
@@ -303,7 +304,7 @@ static int read_output_grid(cfg_ctx *c, psf_config *cfg)
     return r == 1 ? cfg_bound_pixel_arcsec(c, cfg) : 0;
 }
 
-/* output.hdf5: enabled, dtype, compression and level (gzip only). */
+/* output.hdf5: enabled, dtype, compression, level (gzip only) and chunk_images. */
 static int read_output_hdf5(cfg_ctx *c, psf_config *cfg)
 {
     static const char *const dtypes[] = {"float32", "uint16"};
@@ -322,7 +323,11 @@ static int read_output_hdf5(cfg_ctx *c, psf_config *cfg)
         return cfg_error(c, cfg_get(c, lkey), lkey,
                          "only used with output.hdf5.compression = \"gzip\"");
     cfg->hdf5_level = (int)level;
-    return 0;
+    /* An int: HDF5's chunk dimension is stored with the image's, and the
+     * module's chunk is an int (the 4 GiB bound is checked with the image
+     * size, app/run/set_limits.c). */
+    return cfg_read_int(c, "output.hdf5.chunk_images", 1, INT_MAX, &cfg->hdf5_chunk_images) < 0 ? -1
+                                                                                                : 0;
 }
 
 static int read_output(cfg_ctx *c, psf_config *cfg)

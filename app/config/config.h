@@ -231,6 +231,8 @@ typedef struct {
     hdf5_dtype hdf5_dtype;
     hdf5_compression hdf5_compression;
     int hdf5_level;                /* output.hdf5.level: the gzip level 1..9, default 4 */
+    long long hdf5_chunk_images;   /* output.hdf5.chunk_images: images per HDF5 chunk, >= 1
+                                      (more than the set's K: K), default 1 (shuffled reads) */
     image_orientation orientation; /* output.orientation, default psfsim */
     cfg_noise noise;               /* detector.noise; noise.enabled 0 without */
     int psf_grid; /* output.psf_grid: the cube in photutils' GriddedPSFModel layout */

@@ -105,6 +105,7 @@ static const cfg_key schema[] = {
     {"output.hdf5.dtype", CFG_K_STRING},
     {"output.hdf5.compression", CFG_K_STRING},
     {"output.hdf5.level", CFG_K_INT},
+    {"output.hdf5.chunk_images", CFG_K_INT},
     {"backend", CFG_K_STRING},
     {"detector", CFG_K_GROUP},
     {"detector.oversample", CFG_K_INT},

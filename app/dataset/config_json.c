@@ -212,6 +212,11 @@ static json_t *output(const psf_config *cfg)
         "enabled", cfg->fits_enabled, "cube", cfg->fits_cube, "hdf5", "enabled", cfg->hdf5_enabled,
         "dtype", cfg->hdf5_dtype == HDF5_UINT16 ? "uint16" : "float32", "compression",
         cfg->hdf5_compression == HDF5_GZIP ? "gzip" : "none", "level", cfg->hdf5_level);
+    /* output.hdf5.chunk_images only when given: a config without it keeps
+     * the sidecar it had before the key. */
+    json_t *h5 = o ? json_object_get(o, "hdf5") : NULL;
+    if (h5 && cfg->hdf5_chunk_images > 0)
+        json_object_set_new(h5, "chunk_images", json_integer(cfg->hdf5_chunk_images));
     return output_more(o, cfg);
 }
 

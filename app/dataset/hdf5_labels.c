@@ -379,15 +379,19 @@ int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5
     memset(d, 0, sizeof *d);
     outputs_set_file(NULL, cfg->name, SET_HDF5, d->name, sizeof d->name);
     outputs_set_file(dir, cfg->name, SET_HDF5, d->shown, sizeof d->shown);
-    d->p = (h5set_params){.dir_fd = dirfd,
-                          .name = d->name,
-                          .shown = d->shown,
-                          .nimages = s->nimages,
-                          .npix = s->samp.npix,
-                          .dtype = cfg->hdf5_dtype == HDF5_UINT16 ? H5SET_UINT16 : H5SET_FLOAT32,
-                          .gzip = cfg->hdf5_compression == HDF5_GZIP ? cfg->hdf5_level : 0,
-                          .resume_key = pv->config_hash,
-                          .attrs = d->attrs};
+    d->p = (h5set_params){
+        .dir_fd = dirfd,
+        .name = d->name,
+        .shown = d->shown,
+        .nimages = s->nimages,
+        .npix = s->samp.npix,
+        .dtype = cfg->hdf5_dtype == HDF5_UINT16 ? H5SET_UINT16 : H5SET_FLOAT32,
+        .gzip = cfg->hdf5_compression == HDF5_GZIP ? cfg->hdf5_level : 0,
+        /* 0: the module's choice, as hdf5_writer_chunk_images's */
+        .chunk_images =
+            (int)(cfg->hdf5_chunk_images < s->nimages ? cfg->hdf5_chunk_images : s->nimages),
+        .resume_key = pv->config_hash,
+        .attrs = d->attrs};
     if (terms(s, d) != 0 || columns(s, d) != 0) {
         snprintf(err, errlen, "cannot write %s: out of memory", d->shown);
         return -1;

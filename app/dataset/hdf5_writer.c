@@ -714,13 +714,15 @@ static unsigned long long extra_bytes(const image_set *s)
     return hdf5_writer_over_bytes(s) + (s->cfg->noise.enabled ? 2ULL * m * m : 0);
 }
 
-/* The module's chunk: c = max(1, 1 MiB / the largest image) images, at most K. */
-static unsigned long long chunk_images(const image_set *s)
+unsigned long long hdf5_writer_chunk_images(const image_set *s)
 {
-    unsigned long long big = hdf5_writer_image_bytes(s);
-    big = hdf5_writer_over_bytes(s) > big ? hdf5_writer_over_bytes(s)
-                                          : big; /* noisy's is never larger than images' */
-    unsigned long long c = (1ULL << 20) / big;
+    unsigned long long c = (unsigned long long)s->cfg->hdf5_chunk_images;
+    if (c == 0) { /* unset: the module's choice, the whole images in 1 MiB */
+        unsigned long long big = hdf5_writer_image_bytes(s);
+        big = hdf5_writer_over_bytes(s) > big ? hdf5_writer_over_bytes(s)
+                                              : big; /* noisy's is never larger than images' */
+        c = (1ULL << 20) / big;
+    }
     if (c < 1) c = 1;
     return c < (unsigned long long)s->nimages ? c : (unsigned long long)s->nimages;
 }
@@ -728,7 +730,8 @@ static unsigned long long chunk_images(const image_set *s)
 /* A chunk of every image dataset, as a stage holds them. */
 static unsigned long long chunk_bytes(const image_set *s)
 {
-    return chunk_images(s) * (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
+    return hdf5_writer_chunk_images(s) *
+           (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
 }
 
 /* Label bytes of one image: the terms, the columns and the written flag. */
@@ -785,7 +788,8 @@ unsigned long long hdf5_writer_disk_need(const image_set *s)
     if (!s->cfg->hdf5_enabled) return 0;
     unsigned long long k = (unsigned long long)s->nimages;
     unsigned long long images = bytes_mul(k, hdf5_writer_image_bytes(s) + extra_bytes(s));
-    unsigned long long nchunks = (k + chunk_images(s) - 1) / chunk_images(s);
+    unsigned long long nchunks =
+        (k + hdf5_writer_chunk_images(s) - 1) / hdf5_writer_chunk_images(s);
     unsigned long long meta = bytes_add(bytes_mul(nchunks, 256ULL), 2ULL << 20); /* + NAME.json */
     return bytes_add(bytes_add(images, bytes_mul(k, label_bytes(s))), meta);
 }

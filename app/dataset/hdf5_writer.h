@@ -102,6 +102,11 @@ unsigned long long hdf5_writer_image_bytes(const image_set *s);
  * s M x s M float32 or uint16), else 0. */
 unsigned long long hdf5_writer_over_bytes(const image_set *s);
 
+/* Images per chunk of NAME.h5's image datasets: output.hdf5.chunk_images,
+ * or unset the module's choice (the whole images of the largest image
+ * dataset in 1 MiB), at most K (nimages), at least 1. */
+unsigned long long hdf5_writer_chunk_images(const image_set *s);
+
 /* Host memory writing NAME.h5 takes for set s with batches of batch images
  * on lanes computing devices, bytes (saturating): the queue
  * (HDF5_QUEUE_BATCHES batches of images, the oversampled and noisy images

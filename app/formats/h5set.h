@@ -11,8 +11,9 @@
  *
  * The file (h5py: f["images"][k] is image k, row 0 first as given):
  *   images          [K, M, M] float32 or uint16 (little-endian), chunks of
- *                   [c, M, M] whole images (c: a chunk <= 1 MiB, so h5py's
- *                   default 1 MiB chunk cache holds one); gzip: the shuffle
+ *                   [c, M, M] whole images (c: chunk_images, the caller's,
+ *                   or 0: the whole images in 1 MiB, so h5py's default
+ *                   chunk cache holds one); gzip: the shuffle
  *                   and deflate filters (h5py reads them with no plugin; a
  *                   chunk deflate cannot shrink is stored unfiltered, as
  *                   HDF5 itself does)

@@ -387,10 +387,27 @@ static int check_hdf5_image(const image_set *s, char *err, size_t errlen)
     return -1;
 }
 
+/* output.hdf5.chunk_images: c images of the largest image dataset in one
+ * chunk, under 4 GiB too. */
+static int check_hdf5_chunk(const image_set *s, char *err, size_t errlen)
+{
+    unsigned long long image = hdf5_writer_image_bytes(s), over = hdf5_writer_over_bytes(s);
+    unsigned long long big = over > image ? over : image, c = hdf5_writer_chunk_images(s);
+    if (!s->cfg->hdf5_enabled || c <= 0xffffffffULL / big) return 0;
+    char prefix[4400], size[32];
+    key_prefix(s->cfg, "output.hdf5.chunk_images", prefix, sizeof prefix);
+    limits_format_bytes(big, size, sizeof size);
+    snprintf(err, errlen,
+             "%s%llu images of %s are more than one HDF5 chunk holds (under 4 GiB): "
+             "at most %llu",
+             prefix, c, size, 0xffffffffULL / big);
+    return -1;
+}
+
 int limits_evaluate(const image_set *s, const char *dir, const limits_options *o, long long todo,
                     const limits_machine *mc, char *err, size_t errlen)
 {
-    if (check_hdf5_image(s, err, errlen) != 0) return -1;
+    if (check_hdf5_image(s, err, errlen) != 0 || check_hdf5_chunk(s, err, errlen) != 0) return -1;
     int nwriters = o && o->writers > 0 ? o->writers : 0;
     if (nwriters == 0) {
         nwriters = psf_cpu_count();

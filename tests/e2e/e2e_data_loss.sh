@@ -126,6 +126,29 @@ else
   expect_exit 0 "h5: --resume of the complete set" -- "$PSFSIM" -v -j 1 -b cpu --resume -c h.cfg -o h
   expect_stderr 'h.h5 is complete, kept' "h5: a true NAME.h5 kept"
 
+  # A NAME.h5 of this config in other chunks (output.hdf5.chunk_images = 2
+  # where this config's 4 images make one chunk): its layout is not this
+  # run's, so --resume says so and makes it again.
+  PY=""
+  for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
+    [ -n "$p" ] && "$p" -c "import h5py" 2>/dev/null && { PY=$p; break; }
+  done
+  if [ -z "$PY" ]; then echo "skip: no python3 imports h5py: the older chunks' case"; else
+    sed 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = 2; }/' h.cfg >h4.cfg
+    expect_exit 0 "h5 old chunks: a set in chunks of 2" -- "$PSFSIM" -q -b cpu -c h4.cfg -o h4
+    "$PY" -c 'import h5py, sys
+r = h5py.File(sys.argv[2], "r")
+with h5py.File(sys.argv[1], "r+") as f:
+    assert f["images"].chunks[0] == 2
+    for k in ("resume_key", "config_hash"): f.attrs[k] = r.attrs[k]' h4/h.h5 h.ref &&
+      cp h4/h.h5 h/h.h5
+    expect_exit 0 "h5 old chunks: --resume" -- "$PSFSIM" -v -j 1 -b cpu --resume -c h.cfg -o h
+    expect_stderr "h.h5 is not kept \\(it was made with other parameters \\(K, M, dtype, gzip, chunks" \
+      "h5 old chunks: not kept, said why"
+    cmp -s h.ref h/h.h5 && pass "h5 old chunks: made again in this config's chunks" ||
+      fail "h5 old chunks: NAME.h5 differs"
+  fi
+
   # A temp file .d.h5.part whose metadata is damaged yet opens: images
   # 20..39 not written yet, and the dataspace version of an attribute
   # message (labels/zernike's noll_j) broken, which HDF5 finds only when it

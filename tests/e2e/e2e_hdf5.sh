@@ -59,6 +59,34 @@ CFG
 expect_exit 0 "random set drawing its wavelengths" -- "$PSFSIM" -q --backend cpu -c r.cfg -o r
 h5_ok check r r none
 h5_ok sidecar r r
+# output.hdf5.chunk_images (issue 27): by default the whole images in 1 MiB
+# (64 of 64 x 64 float32, here all 60), the key's c images otherwise (1: a
+# shuffled reader's f["images"][k] reads and inflates one image), at most
+# K; 0 refused naming file:line:key, nothing written.
+chunks() { "$PY" -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r")
+print(*(f[n].chunks for n in ("images",)), f.attrs["chunk_images"])' "$1" 2>&1; }
+[ "$(chunks r/r.h5)" = "(60, 64, 64) 60" ] && pass "default: the whole images in 1 MiB" ||
+  fail "default chunks: $(chunks r/r.h5)"
+for c in 1 7 1000; do
+  sed -e 's/name = "r"/name = "r'$c'"/' -e 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = '$c'; }/' r.cfg >r$c.cfg
+  expect_exit 0 "chunk_images = $c" -- "$PSFSIM" -q --backend cpu -c r$c.cfg -o r$c
+  want=$([ $c = 1000 ] && echo 60 || echo $c)
+  [ "$(chunks r$c/r$c.h5)" = "($want, 64, 64) $want" ] && pass "chunk_images = $c: chunks of $want images" ||
+    fail "chunk_images = $c: $(chunks r$c/r$c.h5)"
+done
+"$PY" -c 'import h5py, numpy as np, sys; a, *b = (h5py.File(p, "r") for p in sys.argv[1:])
+assert all(np.array_equal(a["images"][()], f["images"][()]) for f in b) and a["images"].shape[0] == 60' r/r.h5 r1/r1.h5 r7/r7.h5 &&
+  pass "chunk_images = 1, 7: the same 60 images as the default's" || fail "chunk_images = 1, 7: the images differ"
+sed -e 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = 0; }/' r.cfg >r0.cfg
+expect_exit 2 "chunk_images = 0 refused" -- "$PSFSIM" -q --backend cpu -c r0.cfg -o r0
+expect_stderr 'r0.cfg:6(:[0-9]+)?: output.hdf5.chunk_images: must be >= 1 \(got 0\)' "chunk_images = 0: file:line:key"
+[ ! -e r0 ] || [ -z "$(ls -A r0)" ] && pass "chunk_images = 0: nothing written" || fail "r0 written: $(ls -A r0)"
+# A chunk over HDF5's 4 GiB: refused before anything is computed.
+sed -e 's/count = 60;/count = 300000;/' -e 's/hdf5: { enabled = true; }/hdf5: {\n  enabled = true; chunk_images = 300000; }/' r.cfg >rbig.cfg
+expect_exit 2 "chunk_images: a chunk over 4 GiB refused" -- "$PSFSIM" -q --backend cpu -c rbig.cfg -o rbig
+expect_stderr 'rbig.cfg:7: output.hdf5.chunk_images: 300000 images of 16.0 KiB are more than one HDF5 chunk holds \(under 4 GiB\): at most 262143' \
+  "chunk over 4 GiB: file:line:key, the bound"
+[ ! -e rbig ] && pass "chunk over 4 GiB: nothing written" || fail "rbig written: $(ls -A rbig)"
 
 # uint16 with gzip: the PNG stretch's levels (8-bit sqrt here).
 sed -e 's/name = "f"/name = "u"/' -e 's/fits: { enabled = true; }; hdf5: { enabled = true; }/png: { bits = 8; stretch = "sqrt"; }; hdf5: { enabled = true; dtype = "uint16"; compression = "gzip"; level = 6; }/' f.cfg >u.cfg

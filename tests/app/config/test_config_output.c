@@ -370,6 +370,10 @@ static void test_hdf5_values(void **state)
     assert_int_equal(c.hdf5_dtype, HDF5_FLOAT32);
     assert_int_equal(c.hdf5_compression, HDF5_NONE);
     assert_int_equal(c.hdf5_level, 4);
+    assert_int_equal(c.hdf5_chunk_images, 0); /* unset: the whole images in 1 MiB */
+    config_free(&c);
+    c = load_ok(MINIMAL "output: { hdf5: { chunk_images = 64; }; };\n");
+    assert_int_equal(c.hdf5_chunk_images, 64);
     config_free(&c);
     c = load_ok(MINIMAL "output: { hdf5: { enabled = true; dtype = \"uint16\"; compression = "
                         "\"gzip\"; level = 9; }; };\n");
@@ -410,6 +414,10 @@ static void test_hdf5_errors(void **state)
                  ":4: output.hdf5.level: expected an integer (got a float)");
     expect_error(MINIMAL "output: { hdf5: { level = 6; }; };\n",
                  ":4: output.hdf5.level: only used with output.hdf5.compression = \"gzip\"");
+    expect_error(MINIMAL "output: { hdf5: { chunk_images = 0; }; };\n",
+                 ":4: output.hdf5.chunk_images: must be >= 1 (got 0)");
+    expect_error(MINIMAL "output: { hdf5: { chunk_images = 2147483648L; }; };\n",
+                 ":4: output.hdf5.chunk_images: must be <= 2147483647 (got 2147483648)");
     expect_error(MINIMAL "output: { hdf5: { dtpye = \"uint16\"; }; };\n",
                  ":4: output.hdf5.dtpye: unknown key (did you mean output.hdf5.dtype?)");
     expect_error(MINIMAL "output: { hdf5 = true; };\n",
