@@ -129,10 +129,7 @@ else
   # A NAME.h5 of this config in other chunks (output.hdf5.chunk_images = 2
   # where this config's 4 images make one chunk): its layout is not this
   # run's, so --resume says so and makes it again.
-  PY=""
-  for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
-    [ -n "$p" ] && "$p" -c "import h5py" 2>/dev/null && { PY=$p; break; }
-  done
+  PY=$(e2e_python h5py) || PY=""
   if [ -z "$PY" ]; then echo "skip: no python3 imports h5py: the older chunks' case"; else
     sed 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = 2; }/' h.cfg >h4.cfg
     expect_exit 0 "h5 old chunks: a set in chunks of 2" -- "$PSFSIM" -q -b cpu -c h4.cfg -o h4

@@ -26,10 +26,7 @@ expect_exit 0 "a dark detector set ($BACKEND)" -- "$PSFSIM" -q --backend "$BACKE
 n=$(ls out/dark_*.fits 2>/dev/null | wc -l)
 rows=$(($(wc -l <out/dark_manifest.csv) - 1))
 if [ "$n" -eq 8 ] && [ "$rows" -eq 8 ]; then pass "8 images written, 8 manifest rows"; else fail "$n images, $rows manifest rows (want 8)"; fi
-PY=""
-for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$p" ] && "$p" -c "import numpy, astropy" 2>/dev/null && { PY=$p; break; }
-done
+PY=$(e2e_python numpy astropy) || PY=""
 if [ -n "$PY" ]; then
   if "$PY" - <<'PY'; then pass "no negative pixel; zeros where the stage clamped"; else fail "pixel values"; fi
 import glob, sys

@@ -11,10 +11,7 @@
 source "$(dirname "$0")/lib_e2e.sh"
 export PSFSIM_CACHE_DIR="$SCRATCH/cache"
 
-PY=""
-for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$p" ] && "$p" -c "import h5py, numpy" 2>/dev/null && { PY=$p; break; }
-done
+PY=$(e2e_python h5py numpy) || PY=""
 [ -n "$PY" ] || { echo "skipped: no python3 imports h5py and numpy"; exit 77; }
 h5() { "$PY" "$SRC/tests/e2e/h5_check.py" "$@" >"$SCRATCH/py.out" 2>&1; }
 h5_ok() { if h5 "$@"; then pass "$(tail -1 "$SCRATCH/py.out")"; else

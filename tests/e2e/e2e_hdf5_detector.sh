@@ -14,10 +14,7 @@
 source "$(dirname "$0")/lib_e2e.sh"
 export PSFSIM_CACHE_DIR="$SCRATCH/cache"
 cd "$SCRATCH" || exit 1
-PY=""
-for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$p" ] && "$p" -c "import numpy, astropy, h5py" 2>/dev/null && { PY=$p; break; }
-done
+PY=$(e2e_python numpy astropy h5py) || PY=""
 [ -n "$PY" ] || { echo "skipped: no python3 imports numpy, astropy and h5py"; exit 77; }
 h5() { "$PY" "$SRC/tests/e2e/h5_check.py" "$@" >"$SCRATCH/py.out" 2>&1; }
 h5_ok() { if h5 "$@"; then pass "$(tail -1 "$SCRATCH/py.out")"; else

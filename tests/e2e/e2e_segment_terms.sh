@@ -157,10 +157,7 @@ expect_stderr "tab_circ.cfg:3: sweep.table: tab_circ.csv:1:1 \(s1_z1\): unknown 
 sed -e 's/^sweep/output: { hdf5: { enabled = true; }; };\nsweep/' \
   -e 's/units = "nm";/units = "nm"; zernike = ((4, 10.0));/' rnd.cfg >rh.cfg
 expect_exit 0 "a random segment set into HDF5" -- "$PSFSIM" -q --backend cpu -c rh.cfg -o rh
-PY=""
-for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$p" ] && "$p" -c 'import h5py, numpy' 2>/dev/null && { PY=$p; break; }
-done
+PY=$(e2e_python h5py numpy) || PY=""
 if [ -n "$PY" ]; then
   "$PY" "$SRC/tests/e2e/h5_check.py" check rh s none >py.out 2>&1 && pass "s.h5: labels/s<k>_z<j> equal the manifest" ||
     { fail "s.h5 against the manifest"; cat py.out; }

@@ -32,6 +32,16 @@ fi
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
+# e2e_python MODULE...: the first of $PSFSIM_PYTHON, python3 and
+# /usr/bin/python3 that imports every MODULE, printed; status 1 when none does.
+e2e_python() {
+  local p mods
+  mods=$(printf '%s, ' "$@")
+  for p in "${PSFSIM_PYTHON:-}" python3 /usr/bin/python3; do
+    [ -n "$p" ] && "$p" -c "import ${mods%, }" 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
 # expect_exit CODE DESCRIPTION -- COMMAND...: run, keep stderr in $SCRATCH/stderr.
 expect_exit() {
   local want=$1 what=$2; shift 3
