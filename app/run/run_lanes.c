@@ -174,8 +174,7 @@ static int open_gpu_lanes(run_state *r, char *err, size_t errlen)
         if (w[l].started ? gpu_warmup_join(&w[l]) != 0 : 1) {
             if (!kept && !err[0])
                 snprintf(err, errlen, "%s", w[l].started ? w[l].err : "no thread");
-            log_warn("GPU %d: %s; the other GPUs take its images", dev,
-                     w[l].started ? w[l].err : "cannot start a thread");
+            engine_gpu_left_out(dev, w[l].started ? w[l].err : "cannot start a thread");
             continue;
         }
         run_lane *ln = &r->lanes[kept];

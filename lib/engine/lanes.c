@@ -64,6 +64,11 @@ void engine_lane_close(const engine_lanes *L, engine_lane *ln)
     ln->backend = NULL;
 }
 
+void engine_gpu_left_out(int device, const char *why)
+{
+    log_warn("GPU %d: %s; the other GPUs take its images", device, why);
+}
+
 int engine_lanes_open_gpus(const engine_lanes *L, engine_lane *const *lanes, int n, char *err,
                            size_t errlen)
 {
@@ -72,7 +77,7 @@ int engine_lanes_open_gpus(const engine_lanes *L, engine_lane *const *lanes, int
         engine_lane lane = {.device = lanes[i]->device};
         char why[ENGINE_ERRLEN];
         if (engine_lane_open(L, &lane, L->e->decision.ops, why, sizeof why) != 0) {
-            if (n > 1) log_warn("GPU %d: %s; the other GPUs take its images", lane.device, why);
+            if (n > 1) engine_gpu_left_out(lane.device, why);
             if (kept == 0) snprintf(err, errlen, "%s", why);
             continue;
         }

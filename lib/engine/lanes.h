@@ -64,6 +64,11 @@ int engine_lane_open(const engine_lanes *L, engine_lane *ln, const psf_backend_o
  * client); ln->ops kept, ln->backend NULL. */
 void engine_lane_close(const engine_lanes *L, engine_lane *ln);
 
+/* A GPU of several that did not start, said once: "GPU d: WHY; the other
+ * GPUs take its images" (the command's side-by-side start and
+ * engine_lanes_open_gpus). */
+void engine_gpu_left_out(int device, const char *why);
+
 /* Start GPU lanes lanes[0..n) (their device set), one after the other,
  * with the decision's backend; a lane that does not start is named ("GPU
  * d: WHY; the other GPUs take its images", when n > 1) and left out: the
