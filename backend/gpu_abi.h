@@ -22,8 +22,8 @@ extern "C" {
 /* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
  * (with the problem and options it takes) changes, so a stale module is refused. */
 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
- * psf_job.stream; 7: psf_detector.blocks (issue 26) */
-#define GPU_MODULE_ABI 7
+ * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory (issue 27) */
+#define GPU_MODULE_ABI 8
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -50,6 +50,34 @@ typedef struct {
                         minor * 10 */
 } gpu_versions;
 
+/* Device memory for the library's device outputs (lib/psfsim.h,
+ * psfsim_compute_device; gpu/device_memory.cu): what the library needs of
+ * CUDA beside the backend, so that libpsfsim itself never links the CUDA
+ * runtime. Every function makes device `device` current on the calling
+ * thread first; each returns 0, or -1 with a message naming the CUDA call
+ * in err (errlen bytes). */
+typedef struct {
+    /* Where p points: *kind 1 device memory of CUDA device *device (managed
+     * memory counts: the GPU writes it), 0 host memory (pinned or not;
+     * *device -1). Never fails for a host pointer CUDA does not know. */
+    int (*pointer)(const void *p, int *kind, int *device, char *err, size_t errlen);
+    /* bytes of device memory on device (cudaMallocAsync from the device's
+     * default pool on a stream of the module's, waited for, so it is ready
+     * for any stream). NULL with err on failure. */
+    void *(*alloc)(int device, size_t bytes, char *err, size_t errlen);
+    /* Free what alloc gave, ordered after all work queued on the legacy
+     * default stream (cudaFreeAsync on it): a consumer on the default
+     * stream may still be reading it. NULL: nothing. */
+    void (*release)(int device, void *p);
+    /* bytes from src to dst, either on the host or the device
+     * (cudaMemcpyDefault), on a non-blocking stream of the module's,
+     * complete on return. */
+    int (*copy)(int device, void *dst, const void *src, size_t bytes, char *err, size_t errlen);
+    /* Wait until the work queued on the caller's stream (a cudaStream_t,
+     * NULL = the legacy default stream) is done (cudaStreamSynchronize). */
+    int (*wait_stream)(int device, void *stream, char *err, size_t errlen);
+} gpu_memory_ops;
+
 typedef struct {
     int abi;     /* GPU_MODULE_ABI */
     size_t size; /* sizeof(gpu_module_ops) */
@@ -62,6 +90,8 @@ typedef struct {
     /* The module's library versions into out (gpu/probe.cu): no CUDA call
      * that needs a device or the driver. */
     void (*versions)(gpu_versions *out);
+    /* Device memory for device outputs (gpu/device_memory.cu). */
+    const gpu_memory_ops *memory;
 } gpu_module_ops;
 
 /* Marks the entry (the module is built with hidden visibility). */

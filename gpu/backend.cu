@@ -65,6 +65,7 @@ extern "C" {
 #include "gpu/backend_state.h"
 #include "gpu/batch.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_memory.h"
 #include "gpu/detector.h"
 #include "gpu/intensity.h"
 #include "gpu/levels.h"
@@ -351,4 +352,5 @@ static const psf_backend_ops gpu_ops = make_ops();
 
 /* The module's one exported symbol (the rest is built hidden). */
 extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
-    GPU_MODULE_ABI, sizeof(gpu_module_ops), &gpu_ops, gpu_probe_basics, gpu_library_versions};
+    GPU_MODULE_ABI,   sizeof(gpu_module_ops), &gpu_ops,
+    gpu_probe_basics, gpu_library_versions,   &gpu_device_memory};

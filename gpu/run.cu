@@ -92,19 +92,21 @@ static int subbatch_size(const psf_backend *b, int njobs)
     return (njobs + nsub - 1) / nsub;
 }
 
-/* Sub-batch q's n images (src) to the host at image j0 on the copy stream:
- * the floats into images, or (levels run) their levels, and their measures
- * into the pinned staging (b->lev.host_meas at image j0). */
+/* Sub-batch q's n images (src) to the caller at image j0 on the copy
+ * stream: the floats into images, or (levels run) their levels, and their
+ * measures into the pinned staging (b->lev.host_meas at image j0).
+ * images and levels may be host or device memory (the library's device
+ * outputs, psfsim_compute_device): cudaMemcpyDefault tells them apart. */
 static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q, float *images,
                          unsigned short *levels)
 {
     if (!levels)
         return GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
                                                  (size_t)n * b->out_plane * sizeof(float),
-                                                 cudaMemcpyDeviceToHost, b->copy));
+                                                 cudaMemcpyDefault, b->copy));
     return GPU_CUDA(&b->chk, cudaMemcpyAsync(levels + (size_t)j0 * b->plane, b->lev.lev[q],
                                              (size_t)n * b->plane * sizeof(unsigned short),
-                                             cudaMemcpyDeviceToHost, b->copy)) ||
+                                             cudaMemcpyDefault, b->copy)) ||
                    GPU_CUDA(&b->chk, cudaMemcpyAsync(b->lev.host_meas + (size_t)j0 * PSF_MEASURES,
                                                      b->lev.meas[q],
                                                      (size_t)n * PSF_MEASURES * sizeof(double),
@@ -218,7 +220,7 @@ static int run_single(psf_backend *b, const psf_job *job, float *image)
     int rc = GPU_CUDA(&b->chk, cudaGraphLaunch(b->graph_exec, b->compute)) ||
                      gpu_detector_apply(&b->det, b->dimg[0], 1, b->spec, 0, &src, &b->chk) ||
                      GPU_CUDA(&b->chk, cudaMemcpyAsync(image, src, b->out_plane * sizeof(float),
-                                                       cudaMemcpyDeviceToHost, b->compute)) ||
+                                                       cudaMemcpyDefault, b->compute)) ||
                      GPU_CUDA(&b->chk, cudaStreamSynchronize(b->compute))
                  ? -1
                  : 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "app/formats/png_io.h"
+#include "app/select/gpu.h"
 #include "backend/cpu_count.h"
 #include "app/set/measure.h"
 #include "backend/levels.h"
@@ -41,6 +42,11 @@ typedef struct {
     float *images;      /* the caller's floats, or NULL (levels) */
     uint16_t *levels;   /* the caller's grey levels, or NULL */
     psfsim_metrics *metrics;
+    /* Device outputs (psfsim_compute_device): images or levels are memory
+     * of CUDA device dev_id, written by a GPU lane's copies straight
+     * (direct_out) or uploaded by mem->copy from the host; NULL: host. */
+    const gpu_memory_ops *mem;
+    int dev_id;
     int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
     atomic_int stop; /* a lane failed: the others stop too */
@@ -84,15 +90,30 @@ static int on_levels(const work *w, const lib_lane *ln)
     return w->levels && engine_lane_on_levels(&ln->eng, w->s->levels_lanes);
 }
 
-/* Where lane ln's backend writes a batch in slot sl: its own buffer for
- * the levels' path and for a GPU (alloc_images' pinned memory: a
+/* Whether lane ln's backend writes a device output itself: a GPU's
+ * copies land in the caller's device memory (floats, or levels when it
+ * computes them), with no host stop. */
+static int direct_out(const work *w, const lib_lane *ln)
+{
+    return w->mem && ln->eng.ops != &psf_backend_cpu && (w->images || on_levels(w, ln));
+}
+
+/* Where lane ln's backend writes a batch in slot sl: a device output's
+ * memory at k0 when the lane writes it (direct_out); its own buffer for
+ * the levels' path, for a GPU (alloc_images' pinned memory: a
  * device-to-host copy into the caller's pageable memory is staged and
- * slow), else straight into the caller's floats at k0. */
+ * slow) and for a device output the host makes, else straight into the
+ * caller's floats at k0. */
 static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0, float **out,
                         char *err, size_t errlen)
 {
     size_t plane = (size_t)w->s->e.set.samp.npix * w->s->e.set.samp.npix;
-    if (!w->levels && ln->eng.ops == &psf_backend_cpu) {
+    if (direct_out(w, ln)) {
+        size_t at = (size_t)(k0 - w->first) * plane;
+        *out = w->images ? w->images + at : (float *)(w->levels + at);
+        return PSFSIM_OK;
+    }
+    if (!w->levels && !w->mem && ln->eng.ops == &psf_backend_cpu) {
         *out = w->images + (size_t)(k0 - w->first) * plane;
         return PSFSIM_OK;
     }
@@ -172,6 +193,7 @@ typedef struct {
     float *out;
     const image_hook *hooks; /* [the slot's images] or NULL */
     int levels;              /* out holds levels, the lane's measures their measures */
+    int direct;              /* out is the caller's device memory (direct_out) */
 } batch_part;
 
 /* finish_part for a levels batch: metrics from the backend's measures,
@@ -193,10 +215,50 @@ static void finish_levels(const batch_part *p)
            (size_t)(p->i1 - p->i0) * plane * sizeof *src);
 }
 
+/* finish_part for a device output (metrics are refused there: the
+ * images need not come to the host): what the lane wrote on the host
+ * uploaded, floats as they are, or levels (the lane's, or stretched here
+ * from its floats into a host buffer of the part). */
+static void finish_device(const batch_part *p)
+{
+    work *w = p->w;
+    if (p->direct) return;
+    const psf_config *cfg = &w->s->e.cfg;
+    int npix = w->s->e.set.samp.npix;
+    size_t plane = (size_t)npix * npix, n = (size_t)(p->i1 - p->i0) * plane,
+           at = (size_t)(p->k0 + p->i0 - w->first) * plane;
+    const void *src = p->out + (size_t)p->i0 * plane;
+    void *dst = w->images ? (void *)(w->images + at) : (void *)(w->levels + at);
+    size_t bytes = n * (w->images ? sizeof(float) : sizeof(uint16_t));
+    uint16_t *lev = NULL;
+    if (p->levels)
+        src = (const uint16_t *)p->out + (size_t)p->i0 * plane;
+    else if (w->levels) {
+        lev = malloc(bytes);
+        if (!lev) {
+            fail(w, PSFSIM_ERR_MEMORY, "out of memory for a batch's grey levels");
+            return;
+        }
+        for (int i = p->i0; i < p->i1; ++i)
+            psf_png_stretch_levels(p->out + (size_t)i * plane, npix, cfg->png_bits,
+                                   cfg->png_stretch, cfg->png_dynamic_range,
+                                   lev + (size_t)(i - p->i0) * plane);
+        src = lev;
+    }
+    char why[LIB_ERRLEN];
+    if (w->mem->copy(w->dev_id, dst, src, bytes, why, sizeof why) != 0)
+        fail(w, PSFSIM_ERR_COMPUTE, why);
+    free(lev);
+}
+
 static void *finish_part(void *arg)
 {
     const batch_part *p = arg;
     work *w = p->w;
+    if (w->mem) {
+        finish_device(p);
+        return NULL;
+    }
     if (p->levels) {
         finish_levels(p);
         return NULL;
@@ -318,7 +380,7 @@ static image_hook *slot_hooks(work *w, lib_lane *ln, const lane_slot *sl, long l
         ln->jobs[i].done = NULL;
         ln->jobs[i].stream = 0;
     }
-    if (!hooks || on_levels(w, ln)) return NULL;
+    if (!hooks || on_levels(w, ln) || w->mem) return NULL;
     set_hooks(w, ln, sl->first, k0, nb, hooks + sl->first);
     return hooks + sl->first;
 }
@@ -424,7 +486,8 @@ static int sink_done(void *user, int l, int q, long long k0, int nb, double run_
                                    .i1 = nb,
                                    .out = st->out,
                                    .hooks = st->sh,
-                                   .levels = on_levels(w, st->ln)}};
+                                   .levels = on_levels(w, st->ln),
+                                   .direct = direct_out(w, st->ln)}};
     pending_start(&st->prev, st->nslots == 2);
     if (st->nslots == 1) pending_join(&st->prev);
     return 0;
@@ -526,9 +589,20 @@ static int finishers(void)
     return n < 1 ? 1 : n > FINISH_MAX_THREADS ? FINISH_MAX_THREADS : (int)n;
 }
 
-static int compute(psfsim_set *s, long long first, long long count, float *images, uint16_t *levels,
+/* Where a compute call's images go: floats or levels, host memory (mem
+ * NULL) or CUDA device dev_id's. */
+typedef struct {
+    float *images;
+    uint16_t *levels;
+    const gpu_memory_ops *mem;
+    int dev_id;
+} compute_out;
+
+static int compute(psfsim_set *s, long long first, long long count, const compute_out *o,
                    size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
 {
+    float *images = o->images;
+    uint16_t *levels = o->levels;
     lib_messages_init();
     if (!s || (count > 0 && !images && !levels))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
@@ -547,7 +621,9 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
     char why[LIB_ERRLEN] = "";
     prefault_part parts[FINISH_MAX_THREADS];
     size_t bytes = (size_t)count * plane * (images ? sizeof *images : sizeof *levels);
-    int np = prefault_start(s, images ? (void *)images : (void *)levels, bytes, finishers(), parts);
+    int np = o->mem ? 0
+                    : prefault_start(s, images ? (void *)images : (void *)levels, bytes,
+                                     finishers(), parts);
     rc = lib_lanes_start(s, why, sizeof why);
     prefault_join(parts, np);
     if (rc != PSFSIM_OK) return lib_fail(err, errlen, rc, "%s", why);
@@ -557,6 +633,8 @@ static int compute(psfsim_set *s, long long first, long long count, float *image
               .images = images,
               .levels = levels,
               .metrics = metrics,
+              .mem = o->mem,
+              .dev_id = o->dev_id,
               .finishers = finishers()};
     pthread_mutex_init(&w.mu, NULL);
     atomic_init(&w.stop, 0);
@@ -582,8 +660,54 @@ static int compute_entered(const char *what, psfsim_set *s, long long first, lon
     if (!s) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
     int rc = lib_enter(s, what, err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    rc = compute(s, first, count, images, levels, capacity, metrics, err, errlen);
+    compute_out o = {images, levels, NULL, -1};
+    rc = compute(s, first, count, &o, capacity, metrics, err, errlen);
     lib_leave(s);
+    return rc;
+}
+
+/* psfsim_compute_device's checks (lib/psfsim.h): the module, dst on a
+ * device, the caller's stream waited for. */
+static int device_out(psfsim_set *s, int dtype, void *dst, void *stream, compute_out *o, char *err,
+                      size_t errlen)
+{
+    if (dtype != PSFSIM_FLOAT32 && dtype != PSFSIM_UINT16)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "dtype %d: PSFSIM_FLOAT32 (0) or PSFSIM_UINT16 (1)", dtype);
+    const gpu_memory_ops *mem = gpu_module_memory(); /* loads it once, thread-safe */
+    if (!mem)
+        return lib_fail(err, errlen, PSFSIM_ERR_BACKEND, "device output needs the GPU module: %s",
+                        gpu_module_error());
+    int kind = 0, dev = -1;
+    char why[LIB_ERRLEN];
+    if (mem->pointer(dst, &kind, &dev, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%s", why);
+    if (kind != 1)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "the output is not CUDA device memory (psfsim_compute and "
+                        "psfsim_compute_u16 write host memory)");
+    if (mem->wait_stream(dev, stream, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+    (void)s;
+    *o = (compute_out){dtype == PSFSIM_FLOAT32 ? dst : NULL, dtype == PSFSIM_UINT16 ? dst : NULL,
+                       mem, dev};
+    return PSFSIM_OK;
+}
+
+int psfsim_compute_device(psfsim_set *set, long long first, long long count, int dtype, void *dst,
+                          size_t capacity, void *stream, char *err, size_t errlen)
+{
+    lib_messages_init();
+    if (!set || !dst)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no buffer given");
+    int rc = lib_enter(set, "psfsim_compute_device", err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    compute_out o;
+    rc = lib_check_range(set, first, count, err, errlen);
+    if (rc == PSFSIM_OK && count > 0) rc = device_out(set, dtype, dst, stream, &o, err, errlen);
+    if (rc == PSFSIM_OK && count > 0)
+        rc = compute(set, first, count, &o, capacity, NULL, err, errlen);
+    lib_leave(set);
     return rc;
 }
 

@@ -58,8 +58,9 @@ extern "C" {
 #endif
 
 /* Functions of this header: 1 for libpsfsim.so.0's first release; 2 adds
- * psfsim_fits_header_image and PSFSIM_ERR_BUSY. */
-#define PSFSIM_API_VERSION 2
+ * psfsim_fits_header_image and PSFSIM_ERR_BUSY; 3 the device outputs
+ * (psfsim_compute_device, psfsim_device_*). */
+#define PSFSIM_API_VERSION 3
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -291,6 +292,63 @@ PSFSIM_API int psfsim_compute(psfsim_set *set, long long first, long long count,
 PSFSIM_API int psfsim_compute_u16(psfsim_set *set, long long first, long long count,
                                   uint16_t *levels, size_t capacity, psfsim_metrics *metrics,
                                   char *err, size_t errlen);
+
+/* Device outputs (API version 3): images computed into CUDA device memory,
+ * for GPU programs (PyTorch, CuPy, JAX through DLPack or the CUDA array
+ * interface) that would otherwise copy them back from the host. The
+ * library itself never links the CUDA runtime: these load the GPU module
+ * (libpsfsim-gpu.so), and return PSFSIM_ERR_BACKEND when it cannot be
+ * used (a build without CUDA, no driver). */
+typedef enum {
+    PSFSIM_FLOAT32 = 0, /* psfsim_compute's intensities */
+    PSFSIM_UINT16 = 1   /* psfsim_compute_u16's grey levels */
+} psfsim_dtype;
+
+/* Images [first, first + count) into dst, device memory of a CUDA device
+ * (cudaMalloc'd, a torch.cuda tensor's, a CuPy array's; managed memory
+ * too), count * M * M values of dtype at capacity values at least, the
+ * layout of psfsim_compute (image k at (k - first) M M, row-major): the
+ * same bits psfsim_compute or psfsim_compute_u16 give on the same backend.
+ * A GPU lane's copies write dst straight from its device buffers (peer
+ * copies when dst is on another of the set's GPUs); images the CPU
+ * computes (a CPU set, a fall-back) are uploaded batch by batch.
+ * Synchronisation: the call first waits for the work queued on stream
+ * (the caller's cudaStream_t on dst's device, NULL = the legacy default
+ * stream: cudaStreamSynchronize), so that what the caller did with dst
+ * before is done; it returns once every image is in dst, so any stream
+ * may read them then. The library computes on streams of its own, none
+ * of them the legacy default stream. No metrics: they need the images on
+ * the host (psfsim_compute gives them). Errors as psfsim_compute, and
+ * PSFSIM_ERR_ARGUMENT (dst not device memory, a dtype not of
+ * psfsim_dtype), PSFSIM_ERR_BACKEND (no GPU module), PSFSIM_ERR_COMPUTE
+ * (a CUDA call failed, named in err). count 0 does nothing. */
+PSFSIM_API int psfsim_compute_device(psfsim_set *set, long long first, long long count, int dtype,
+                                     void *dst, size_t capacity, void *stream, char *err,
+                                     size_t errlen);
+
+/* Whether p is CUDA device memory (cudaPointerGetAttributes): *kind 1
+ * (device or managed memory) with its device in *device (may be NULL),
+ * 0 host memory, pinned or not (*device -1). PSFSIM_OK,
+ * PSFSIM_ERR_ARGUMENT (kind NULL), PSFSIM_ERR_BACKEND (no GPU module),
+ * PSFSIM_ERR_COMPUTE (CUDA's error) with err. */
+PSFSIM_API int psfsim_device_pointer(const void *p, int *kind, int *device, char *err,
+                                     size_t errlen);
+
+/* bytes of device memory on CUDA device `device`, ready for any stream
+ * (stream-ordered cudaMallocAsync, waited for); free it with
+ * psfsim_device_free. NULL with err (PSFSIM_ERR_BACKEND's or CUDA's
+ * message). */
+PSFSIM_API void *psfsim_device_alloc(int device, size_t bytes, char *err, size_t errlen);
+
+/* Free what psfsim_device_alloc gave, after all work queued on the legacy
+ * default stream (cudaFreeAsync there). NULL is harmless. */
+PSFSIM_API void psfsim_device_free(int device, void *p);
+
+/* bytes from src to dst, each host or device memory (cudaMemcpyDefault),
+ * complete on return, on device's stream of the module's. PSFSIM_OK,
+ * PSFSIM_ERR_ARGUMENT (NULL), PSFSIM_ERR_BACKEND, PSFSIM_ERR_COMPUTE. */
+PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
+                                  size_t errlen);
 
 /* One keyword of the FITS header of an image, as the command writes it. */
 typedef struct {

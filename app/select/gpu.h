@@ -24,6 +24,11 @@
  * says why). */
 const psf_backend_ops *psf_backend_gpu(void);
 
+/* The module's device memory (gpu_memory_ops: the library's device
+ * outputs), loading it on first use; NULL when it cannot be used
+ * (gpu_module_error says why). */
+const gpu_memory_ops *gpu_module_memory(void);
+
 /* 1 when a module file is present (stat only: nothing is loaded). */
 int gpu_module_present(void);
 

@@ -80,6 +80,12 @@ const psf_backend_ops *psf_backend_gpu(void)
     return m->ops->backend;
 }
 
+const gpu_memory_ops *gpu_module_memory(void)
+{
+    const gpu_module *m = module();
+    return m->ops ? m->ops->memory : NULL;
+}
+
 int gpu_module_probe(gpu_basics *out, char *err, size_t errlen)
 {
     const gpu_module *m = module();

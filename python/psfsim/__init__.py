@@ -39,14 +39,16 @@ import threading
 
 import numpy as np
 
-from . import _lib
+from . import _device, _lib
+from ._device import DeviceArray
 from ._config import config_text, config_text_paths, dict_message
+from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
+                      ConfigError, Error, RangeError, _check)
 
-__all__ = ["compute", "Set", "Batch", "config_text", "config_text_paths", "Error", "ConfigError",
+__all__ = ["compute", "Set", "Batch", "DeviceArray", "config_text", "config_text_paths", "Error", "ConfigError",
            "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
 
-_ERRLEN = 2048
 
 # The library's messages (a GPU that failed and the CPU taking over, the
 # latency probe) go to the logger "psfsim": warnings show by default.
@@ -60,59 +62,6 @@ def _on_message(level, message, user):
 
 _on_message_c = _lib.MESSAGE(_on_message)  # kept for the life of the process
 _lib.lib.psfsim_set_message_handler(_on_message_c, 3, None)
-
-
-class Error(Exception):
-    """A libpsfsim failure: .status ("config", "range", ...) and .message."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class ConfigError(Error, ValueError):
-    """The config: syntax, unknown key, range, map files ("FILE:LINE: key: why")."""
-
-
-class ArgumentError(Error, ValueError):
-    """A bad argument (backend=, gpus=, a buffer)."""
-
-
-class RangeError(Error, IndexError, ValueError):
-    """Images outside the set (first or count out of range)."""
-
-
-class BackendError(Error):
-    """The backend asked for cannot be used."""
-
-
-class ComputeError(Error):
-    """A run-time failure while computing."""
-
-
-class Cancelled(Error):
-    """Set.cancel() (or a progress callback returning True) stopped it."""
-
-
-class BusyError(Error, RuntimeError):
-    """Another call is using the Set (one call at a time: a Set per thread)."""
-
-
-_ERRORS = {1: ArgumentError, 2: ConfigError, 3: RangeError, 4: ArgumentError, 5: BackendError,
-           6: ComputeError, 7: MemoryError, 8: Cancelled, 9: BusyError}
-
-
-def _check(rc, err, rewrite=None):
-    if rc == 0:
-        return
-    msg = err.value.decode("utf-8", "replace")
-    if rewrite:
-        msg = rewrite(msg)
-    cls = _ERRORS.get(rc, Error)
-    if cls is MemoryError:
-        raise MemoryError(msg)
-    raise cls(_lib.lib.psfsim_status_name(rc).decode(), msg)
 
 
 def version():
@@ -422,7 +371,8 @@ class Set:
         return total[:, :nt]
 
     # -- computing --
-    def compute(self, first=0, count=None, out=None, dtype=np.float32, progress=None):
+    def compute(self, first=0, count=None, out=None, dtype=np.float32, progress=None,
+                device=None, stream=None):
         """Images [first, first + count) as an array [count, M, M] (float32
         intensities, or uint16 PNG levels with dtype=numpy.uint16), computed
         straight into out when given (C-contiguous, that dtype, at least
@@ -430,24 +380,35 @@ class Set:
         batch; returning True cancels. Returns (images, metrics): metrics a
         structured array of strehl, axial_intensity, backend. BusyError
         while another call runs on the Set (a progress callback may not
-        call its own Set)."""
+        call its own Set).
+
+        On the GPU (device="cuda", "cuda:N" or N; or out a CUDA array: a
+        torch.cuda tensor, a CuPy array, [count, M, M], C-contiguous, of
+        dtype): the images go into device memory, a psfsim.DeviceArray
+        (DLPack and the CUDA array interface: torch.from_dlpack,
+        cupy.asarray, jax.dlpack.from_dlpack take it without a copy) or out
+        itself, the same bits as on the host; metrics are then None (they
+        need the images on the host). The call first waits for stream (a
+        torch.cuda.Stream, a CuPy stream, a cudaStream_t int; None: out's
+        own stream, else the legacy default stream) and returns when the
+        images are complete, so any stream may use them."""
         first, count = self._range(first, count)
         dtype = np.dtype(dtype)
         if dtype not in (np.dtype(np.float32), np.dtype(np.uint16)):
             raise TypeError("dtype: float32 or uint16, not %s" % dtype)
         shape = (count, self.npix, self.npix)
+        if device is not None or (out is not None and _device.is_device_array(out)):
+            return self._compute_device(first, count, out, dtype, progress, device, stream)
         if out is None:
             out = np.empty(shape, dtype=dtype)
-        elif out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+        elif not isinstance(out, np.ndarray) or out.dtype != dtype or \
+                not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("out: a writeable C-contiguous %s array" % dtype)
         met = (_lib.Metrics * max(count, 1))()
         err = ctypes.create_string_buffer(_ERRLEN)
-        cb = _lib.PROGRESS(lambda d, t, u: 1 if progress(d, t) else 0) if progress else \
-            ctypes.cast(None, _lib.PROGRESS)
         with self._busy("compute"):  # the progress callback too is this call's
             h = self._handle()
-            _lib.lib.psfsim_set_progress(h, cb, None)
-            try:
+            with _Progress(h, progress):
                 if dtype == np.float32:
                     ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
                     rc = _lib.lib.psfsim_compute(h, first, count, ptr, out.size, met, err,
@@ -456,31 +417,61 @@ class Set:
                     ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16))
                     rc = _lib.lib.psfsim_compute_u16(h, first, count, ptr, out.size, met, err,
                                                      _ERRLEN)
-            finally:
-                _lib.lib.psfsim_set_progress(h, ctypes.cast(None, _lib.PROGRESS), None)
         _check(rc, err)
         return out[:count] if out.shape[0] != count else out, _metrics(met, count)
 
-    def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=None):
+    def _compute_device(self, first, count, out, dtype, progress, device, stream):
+        shape = (count, self.npix, self.npix)
+        if out is None:
+            out = _device.DeviceArray(shape, dtype, _device.device_index(device))
+            target = _device.Target(out, out.ptr, out.device, _device.stream_handle(stream),
+                                    dtype)
+        else:
+            if isinstance(out, np.ndarray):
+                raise ArgumentError("argument", "out: a NumPy array is host memory; device= "
+                                    "needs a CUDA array (a torch.cuda tensor, a CuPy array)")
+            target = _device.out_target(out, shape, dtype, stream)
+            if device is not None and _device.device_index(device) != target.device:
+                raise ArgumentError("argument", "out: on cuda:%d, not on the device asked for "
+                                    "(%r)" % (target.device, device))
+        if count == 0:
+            return out, None
+        err = ctypes.create_string_buffer(_ERRLEN)
+        with self._busy("compute"):
+            h = self._handle()
+            with _Progress(h, progress):
+                rc = _lib.lib.psfsim_compute_device(
+                    h, first, count, 0 if dtype == np.float32 else 1,
+                    ctypes.c_void_p(target.ptr), count * self.npix * self.npix,
+                    ctypes.c_void_p(target.stream), err, _ERRLEN)
+        _check(rc, err)
+        return out, None
+
+    def batches(self, size=None, first=0, count=None, dtype=np.float32, frame=None,
+                device=None, stream=None):
         """Iterate images [first, first + count) in batches of size images
         (a positive integer; default: 64 MiB of images): Batch(first,
         images, params) each, a new array per batch, so memory stays one
         batch whatever the set's size. params as compute()'s: a pandas
         DataFrame (frame=None when pandas is installed, or frame=True), else
-        the structured array (frame=False)."""
+        the structured array (frame=False). device= (and stream=) as
+        compute()'s: each batch's images a DeviceArray on that GPU, and its
+        params without metrics."""
         first, count = self._range(first, count)
         if size is None:
             size = max(1, (64 << 20) // (4 * self.npix * self.npix))
         size = _int(size, "size")
         if size < 1:
             raise ValueError("size: images per batch must be 1 or more (got %d)" % size)
-        return self._batches(size, first, count, dtype, frame)
+        if device is not None:
+            _device.device_index(device)  # checked now, not at the first batch
+        return self._batches(size, first, count, dtype, frame, device, stream)
 
-    def _batches(self, size, first, count, dtype, frame):
+    def _batches(self, size, first, count, dtype, frame, device, stream):
         end = first + count
         while first < end:
             n = min(int(size), end - first)
-            images, metrics = self.compute(first, n, dtype=dtype)
+            images, metrics = self.compute(first, n, dtype=dtype, device=device, stream=stream)
             yield Batch(first, images, self.params(first, n, metrics, frame=frame))
             first += n
 
@@ -526,6 +517,23 @@ class Set:
         for key, value, comment in self.header_cards(k, metrics, image):
             hdu.header[key] = (value, comment)
         return fits.HDUList([hdu])
+
+
+class _Progress:
+    """A compute call's progress callback set on the library's set handle
+    for a with block (psfsim_set_progress), removed after."""
+
+    def __init__(self, h, progress):
+        self._h = h
+        self._cb = _lib.PROGRESS(lambda d, t, u: 1 if progress(d, t) else 0) if progress else \
+            ctypes.cast(None, _lib.PROGRESS)
+
+    def __enter__(self):
+        _lib.lib.psfsim_set_progress(self._h, self._cb, None)
+        return self
+
+    def __exit__(self, *exc):
+        _lib.lib.psfsim_set_progress(self._h, ctypes.cast(None, _lib.PROGRESS), None)
 
 
 class _Held:
@@ -575,12 +583,15 @@ def _frame(arr, frame):
 
 
 def compute(config, backend=None, gpus=None, threads=0, dtype=np.float32, frame=None,
-            base_dir=None, name=None, progress=None):
+            base_dir=None, name=None, progress=None, device=None, out=None, stream=None):
     """Every image of the set: (images [K, M, M], params). params is the
     structured array of Set.params with the metrics of the computation
     (strehl, axial_intensity, backend), or a pandas DataFrame indexed by
-    image (frame=True, or frame=None when pandas is installed)."""
+    image (frame=True, or frame=None when pandas is installed). device=,
+    out= and stream= as Set.compute's: with device= (or out a CUDA array)
+    the images are on the GPU and params has no metrics."""
     with Set(config, backend=backend, gpus=gpus, threads=threads, base_dir=base_dir,
              name=name) as s:
-        images, metrics = s.compute(dtype=dtype, progress=progress)
+        images, metrics = s.compute(dtype=dtype, progress=progress, device=device, out=out,
+                                    stream=stream)
         return images, s.params(0, s.count, metrics, frame=frame)

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Device memory for the library's device outputs (backend/gpu_abi.h,
+ * gpu_memory_ops): pointer queries, allocations the caller owns, copies
+ * and the wait on a caller's stream. Each call makes its device current
+ * first (the caller's thread may have another one current), and never
+ * uses the legacy default stream for its own work, so it does not wait
+ * for the caller's kernels queued there (PyTorch's default stream). */
+#include <stdio.h>
+
+#include <cuda_runtime.h>
+
+#include "gpu/device_memory.h"
+
+static int failed(cudaError_t e, const char *what, char *err, size_t errlen)
+{
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError(); /* not the next call's error */
+    if (err && errlen) snprintf(err, errlen, "gpu: %s: %s", what, cudaGetErrorString(e));
+    return 1;
+}
+
+static int pointer_kind(const void *p, int *kind, int *device, char *err, size_t errlen)
+{
+    cudaPointerAttributes a;
+    *kind = 0;
+    *device = -1;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e == cudaErrorInvalidValue) { /* a host pointer of an older runtime's kind */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (failed(e, "cudaPointerGetAttributes", err, errlen)) return -1;
+    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
+        *kind = 1;
+        *device = a.device;
+    }
+    return 0;
+}
+
+/* A non-blocking stream of the calling thread's current device, made
+ * per call: cudaStreamCreate is a few microseconds against copies of
+ * whole batches. */
+static int stream_make(int device, cudaStream_t *s, char *err, size_t errlen)
+{
+    return failed(cudaSetDevice(device), "cudaSetDevice", err, errlen) ||
+                   failed(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking),
+                          "cudaStreamCreateWithFlags", err, errlen)
+               ? -1
+               : 0;
+}
+
+static void *device_alloc(int device, size_t bytes, char *err, size_t errlen)
+{
+    cudaStream_t s;
+    if (stream_make(device, &s, err, errlen)) return NULL;
+    void *p = NULL;
+    if (failed(cudaMallocAsync(&p, bytes ? bytes : 1, s), "cudaMallocAsync", err, errlen) ||
+        failed(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, errlen)) {
+        if (p) cudaFreeAsync(p, s);
+        p = NULL;
+    }
+    cudaStreamDestroy(s);
+    return p;
+}
+
+static void device_release(int device, void *p)
+{
+    if (!p || cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    if (cudaFreeAsync(p, cudaStreamLegacy) != cudaSuccess) (void)cudaGetLastError();
+}
+
+static int device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
+                       size_t errlen)
+{
+    cudaStream_t s;
+    if (stream_make(device, &s, err, errlen)) return -1;
+    int rc = failed(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", err,
+                    errlen) ||
+                     failed(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, errlen)
+                 ? -1
+                 : 0;
+    cudaStreamDestroy(s);
+    return rc;
+}
+
+static int wait_stream(int device, void *stream, char *err, size_t errlen)
+{
+    return failed(cudaSetDevice(device), "cudaSetDevice", err, errlen) ||
+                   failed(cudaStreamSynchronize(stream ? (cudaStream_t)stream : cudaStreamLegacy),
+                          "cudaStreamSynchronize (the caller's stream)", err, errlen)
+               ? -1
+               : 0;
+}
+
+const gpu_memory_ops gpu_device_memory = {pointer_kind, device_alloc, device_release, device_copy,
+                                          wait_stream};

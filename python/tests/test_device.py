@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Device outputs (issue 27): images computed into CUDA device memory, a
+psfsim.DeviceArray or the caller's own CUDA array (out=), equal bit for
+bit to the host's images on the same backend; the protocols PyTorch, CuPy
+and JAX read (DLPack, the CUDA array interface) give the same values with
+no copy; a wrong out= is refused with a message and left unwritten.
+Run by ctest (test_python). Without a GPU the device cases skip and the
+refusal of device= is checked instead; torch, CuPy and JAX cases skip
+where they are not installed (the GPU machine has them)."""
+import importlib
+
+import numpy as np
+import pytest
+
+import psfsim
+
+
+def config(count=12, kind="fft"):
+    cfg = {"name": "dev",
+           "optics": {"wavelength_nm": 600.0, "f_number": 12.0,
+                      "aperture": {"diameter_m": 1.0, "obscuration": 0.2}},
+           "sampling": {"pupil_samples": 48, "padding": 2.0},
+           "sweep": {"random": {"count": count, "seed": 11,
+                                "zernike": [(4, "normal", 0.05), (7, "uniform", 0.02),
+                                            (11, "normal", 0.03)]}}}
+    if kind == "mft":
+        cfg["output"] = {"npix": 50, "pixel_scale": 0.37}
+    if kind == "detector":
+        cfg["detector"] = {"oversample": 2, "jitter_lambda_d": 0.1}
+    if kind == "broadband":
+        cfg["optics"]["wavelengths_nm"] = [550.0, 600.0, 650.0]
+        del cfg["optics"]["wavelength_nm"]
+    return cfg
+
+
+_GPU = []
+
+
+def gpu_missing():
+    """Why no device output can be made here, or None."""
+    if not _GPU:
+        try:
+            psfsim.DeviceArray((1,), np.float32, 0)
+            with psfsim.Set(config(1), backend="gpu") as s:
+                s.compute(0, 1)
+            _GPU.append(None)
+        except psfsim.BackendError as e:
+            _GPU.append(str(e))
+    return _GPU[0]
+
+
+def need_gpu():
+    if gpu_missing():
+        pytest.skip("no GPU here: %s" % gpu_missing())
+
+
+def need(module):
+    need_gpu()
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pytest.skip("%s is not installed" % module)
+
+
+def test_device_refused_without_gpu():
+    if not gpu_missing():
+        pytest.skip("a GPU is here")
+    with psfsim.Set(config(), backend="cpu") as s:
+        with pytest.raises(psfsim.BackendError) as e:
+            s.compute(0, 2, device="cuda")
+        assert "device" in str(e.value) or "CUDA" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["cpu", "cuda:x", -1, True, "gpu"])
+def test_device_argument_checked(bad):
+    with psfsim.Set(config(), backend="cpu") as s:
+        with pytest.raises(psfsim.ArgumentError, match="device"):
+            s.compute(0, 2, device=bad)
+
+
+@pytest.mark.parametrize("backend", ["gpu", "cpu"])
+@pytest.mark.parametrize("kind", ["fft", "mft", "detector", "broadband"])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16])
+def test_device_equals_host(backend, kind, dtype):
+    need_gpu()
+    with psfsim.Set(config(1100 if kind == "fft" else 40, kind), backend=backend) as s:
+        host, _ = s.compute(dtype=dtype)
+        dev, metrics = s.compute(dtype=dtype, device="cuda")
+        assert metrics is None
+        assert isinstance(dev, psfsim.DeviceArray) and dev.shape == host.shape
+        assert dev.dtype == np.dtype(dtype) and dev.device == 0
+        assert np.array_equal(dev.numpy(), host)
+        one, _ = s.compute(5, 1, dtype=dtype, device=0)  # one image: the graph path
+        assert np.array_equal(one.numpy()[0], host[5])
+        assert float(host.max()) > 0
+
+
+def test_batches_on_device():
+    need_gpu()
+    with psfsim.Set(config(30), backend="gpu") as s:
+        host, _ = s.compute()
+        got = [(b.first, b.images.numpy()) for b in s.batches(8, device="cuda")]
+        assert [f for f, _ in got] == [0, 8, 16, 24]
+        assert np.array_equal(np.concatenate([i for _, i in got]), host)
+        assert np.isnan(s.params(0, 1, frame=False)["strehl"][0])
+
+
+def test_cuda_array_interface():
+    need_gpu()
+    with psfsim.Set(config(4), backend="gpu") as s:
+        dev, _ = s.compute(device="cuda")
+        cai = dev.__cuda_array_interface__
+        assert cai["shape"] == (4, s.npix, s.npix) and cai["typestr"] == "<f4"
+        assert cai["data"][0] == dev.ptr and cai["version"] == 3
+        assert dev.__dlpack_device__() == (2, 0)
+
+
+def test_torch_dlpack_and_out():
+    torch = need("torch")
+    with psfsim.Set(config(20), backend="gpu") as s:
+        host, _ = s.compute()
+        dev, _ = s.compute(device="cuda")
+        t = torch.from_dlpack(dev)
+        assert t.is_cuda and t.dtype == torch.float32 and t.data_ptr() == dev.ptr
+        del dev  # the tensor holds the memory now
+        assert np.array_equal(t.cpu().numpy(), host)
+        out = torch.full((20, s.npix, s.npix), -1.0, device="cuda")
+        got, _ = s.compute(out=out)
+        assert got is out and np.array_equal(out.cpu().numpy(), host)
+        u16 = torch.zeros((20, s.npix, s.npix), dtype=torch.int16, device="cuda")
+        with pytest.raises(psfsim.ArgumentError, match="dtype"):
+            s.compute(out=u16)
+        host16, _ = s.compute(dtype=np.uint16)
+        assert host16.max() > 0
+
+
+def test_torch_out_refused_untouched():
+    torch = need("torch")
+    with psfsim.Set(config(6), backend="gpu") as s:
+        m = s.npix
+        cases = [(torch.full((5, m, m), -1.0, device="cuda"), "shape"),
+                 (torch.full((6, m, m), -1.0, device="cuda", dtype=torch.float64), "dtype"),
+                 (torch.full((6, m, 2 * m), -1.0, device="cuda")[:, :, ::2], "contiguous"),
+                 (torch.full((m, 6, m), -1.0, device="cuda").transpose(0, 1), "contiguous")]
+        for out, why in cases:
+            with pytest.raises(psfsim.ArgumentError, match=why):
+                s.compute(out=out)
+            assert bool((out == -1.0).all()), why
+        with pytest.raises(psfsim.ArgumentError):
+            s.compute(out=np.zeros((6, m, m), np.float32), device="cuda")
+        if torch.cuda.device_count() > 1:
+            with pytest.raises(psfsim.ArgumentError, match="device"):
+                s.compute(out=torch.zeros((6, m, m), device="cuda:1"), device="cuda:0")
+
+
+def test_torch_stream_ordering():
+    torch = need("torch")
+    with psfsim.Set(config(8), backend="gpu") as s:
+        host, _ = s.compute()
+        side = torch.cuda.Stream()
+        out = torch.empty((8, s.npix, s.npix), device="cuda")
+        with torch.cuda.stream(side):
+            big = torch.randn(4096, 4096, device="cuda")
+            for _ in range(20):  # keeps the side stream busy, then fills out
+                big = big @ big / 64.0
+            out.fill_(-1.0)
+        s.compute(out=out, stream=side)  # waits for the fill before writing
+        assert np.array_equal(out.cpu().numpy(), host)
+
+
+def test_cupy_out_and_interface():
+    cupy = need("cupy")
+    with psfsim.Set(config(10), backend="gpu") as s:
+        host, _ = s.compute(dtype=np.uint16)
+        out = cupy.zeros((10, s.npix, s.npix), dtype=cupy.uint16)
+        s.compute(out=out, dtype=np.uint16)
+        assert np.array_equal(cupy.asnumpy(out), host)
+        dev, _ = s.compute(dtype=np.uint16, device="cuda")
+        assert np.array_equal(cupy.asnumpy(cupy.asarray(dev)), host)
+        assert np.array_equal(cupy.asnumpy(cupy.from_dlpack(dev)), host)
+
+
+def test_jax_dlpack():
+    jax = need("jax")
+    with psfsim.Set(config(5), backend="gpu") as s:
+        host, _ = s.compute()
+        dev, _ = s.compute(device="cuda")
+        try:
+            arr = jax.dlpack.from_dlpack(dev)
+        except RuntimeError as e:  # a JAX without a CUDA backend
+            pytest.skip("JAX cannot take CUDA arrays here: %s" % e)
+        assert np.array_equal(np.asarray(arr), host)
