@@ -102,7 +102,8 @@ def test_arrays_equal_files(tmp_path, bitpix):
 def test_mixed_paths_and_integer_maps(tmp_path):
     """An array beside a file (a pathlib.Path as a path), an integer OPD
     array as the 16-bit FITS image of the same values, an OPD group that
-    holds only the array (its units nm and scale 1 by default)."""
+    holds only the array (its units nm and scale 1 by default), a boolean
+    transmission as its 0.0 and 1.0."""
     t = transmission()
     write_fits(tmp_path / "t.fits", t, -64)
     o = np.round(opd() * 3.0e4).astype(np.int16)  # nm
@@ -110,6 +111,9 @@ def test_mixed_paths_and_integer_maps(tmp_path):
     files = images(base(tmp_path / "t.fits", {"file": str(tmp_path / "o.fits")}))
     same_bits(files, images(base(tmp_path / "t.fits", {"file": o})))
     same_bits(files, images(base(t, {"file": "o.fits"}), base_dir=str(tmp_path)))
+    # a boolean mask is its 0.0 and 1.0
+    mask = t > 0.5
+    same_bits(images(base(mask.astype(np.float64))), images(base(mask)))
     # psfsim.compute takes the dict as Set does
     same_bits(files, psfsim.compute(base(t, {"file": o}), backend="cpu", frame=False)[0])
 
