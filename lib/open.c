@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Opening and closing a set (lib/psfsim.h): options, config (file or
  * text) through the engine (lib/engine/engine.h); the library's lock. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,23 @@ void lib_unlock(void)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* The size of API version 2's psfsim_options, which ends at base_dir. */
+#define LIB_OPTIONS_V2_SIZE (offsetof(psfsim_options, base_dir) + sizeof(const char *))
+
+#undef psfsim_options_init /* the header's macro: this is the symbol of version 2 */
 void psfsim_options_init(psfsim_options *options)
 {
+    /* Called by programs built against version 2, whose struct ends at
+     * base_dir: writing past it would overwrite their memory. */
+    psfsim_options_init_size(options, LIB_OPTIONS_V2_SIZE);
+}
+
+void psfsim_options_init_size(psfsim_options *options, size_t size)
+{
     if (!options) return;
-    memset(options, 0, sizeof *options);
-    options->size = sizeof *options;
+    size = size < sizeof *options ? size : sizeof *options;
+    memset(options, 0, size);
+    options->size = size;
 }
 
 /* The --backend value, or the config's for NULL. */
@@ -57,6 +70,31 @@ static int open_step(void *user, engine *e, engine_at at, char *err, size_t errl
     return -1;
 }
 
+/* The most maps psfsim_options may give (psfsim.h): two keys take one. */
+#define LIB_MAX_MAPS 16
+
+/* o's maps as the config loader takes them (config.h, cfg_map_input): into
+ * in[LIB_MAX_MAPS], *n their number; none for an options of version 2's
+ * size. PSFSIM_OK or PSFSIM_ERR_ARGUMENT. */
+static int options_maps(const psfsim_options *o, cfg_map_input *in, int *n, char *err,
+                        size_t errlen)
+{
+    *n = 0;
+    if (!o || o->size < sizeof *o || o->nmaps == 0) return PSFSIM_OK;
+    if (o->nmaps < 0 || o->nmaps > LIB_MAX_MAPS || !o->maps)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "maps: expected 0..%d maps and a maps array for them (got nmaps %d, "
+                        "maps %s)",
+                        LIB_MAX_MAPS, o->nmaps, o->maps ? "given" : "NULL");
+    for (int i = 0; i < o->nmaps; ++i)
+        in[i] = (cfg_map_input){.key = o->maps[i].key,
+                                .values = o->maps[i].values,
+                                .rows = o->maps[i].rows,
+                                .cols = o->maps[i].cols};
+    *n = o->nmaps;
+    return PSFSIM_OK;
+}
+
 /* Open from path or text (one of them), the options checked. The set's
  * FITS CFGHASH is filled as the command fills it (lib/engine/engine.h);
  * the decision is for computing into memory: the cost model counts no
@@ -76,6 +114,9 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
         rc = lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                       "threads: expected 0 (one per CPU) or 1..%d (got %d)", LIB_MAX_THREADS,
                       o->threads);
+    cfg_map_input maps[LIB_MAX_MAPS];
+    int nmaps = 0;
+    if (rc == PSFSIM_OK) rc = options_maps(o, maps, &nmaps, err, errlen);
     if (rc != PSFSIM_OK) return rc;
     psfsim_set *s = calloc(1, sizeof *s);
     if (!s) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
@@ -86,6 +127,8 @@ static int open_set(const char *path, const char *text, const psfsim_options *o,
                              .text = text,
                              .name = o ? o->name : NULL,
                              .base_dir = o ? o->base_dir : NULL,
+                             .maps = nmaps ? maps : NULL,
+                             .nmaps = nmaps,
                              .backend_given = o && o->backend,
                              .backend = choice,
                              .gpus = &gpus,
@@ -114,7 +157,7 @@ int psfsim_open_file(const char *path, const psfsim_options *options, psfsim_set
 {
     if (set) *set = NULL;
     if (!path || !set) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no path or no set given");
-    if (options && options->size < sizeof *options)
+    if (options && options->size < LIB_OPTIONS_V2_SIZE)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                         "options: size %zu (not from psfsim_options_init)", options->size);
     return open_set(path, NULL, options, set, err, errlen);
@@ -126,7 +169,7 @@ int psfsim_open_text(const char *text, const psfsim_options *options, psfsim_set
     if (set) *set = NULL;
     if (!text || !set)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no config text or no set given");
-    if (options && options->size < sizeof *options)
+    if (options && options->size < LIB_OPTIONS_V2_SIZE)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                         "options: size %zu (not from psfsim_options_init)", options->size);
     return open_set(NULL, text, options, set, err, errlen);

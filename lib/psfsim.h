@@ -58,8 +58,9 @@ extern "C" {
 #endif
 
 /* Functions of this header: 1 for libpsfsim.so.0's first release; 2 adds
- * psfsim_fits_header_image and PSFSIM_ERR_BUSY; 3 the device outputs
- * (psfsim_compute_device, psfsim_device_*). */
+ * psfsim_fits_header_image and PSFSIM_ERR_BUSY; 3 adds psfsim_map and
+ * psfsim_options' maps and nmaps (maps given in memory), and the device
+ * outputs (psfsim_compute_device, psfsim_device_*). */
 #define PSFSIM_API_VERSION 3
 
 /* What every function that can fail returns. */
@@ -87,22 +88,67 @@ PSFSIM_API const char *psfsim_status_name(int status);
 /* The library's version, "0.1.0" (the psfsim command's). */
 PSFSIM_API const char *psfsim_version(void);
 
-/* How a set is opened. Call psfsim_options_init first, then set fields. */
+/* A map given in memory instead of a map file (docs/config.md, "Maps"):
+ * it stands for the config key key, which the config then leaves out:
+ * "optics.aperture.file" (shape = "file": a transmission in [0, 1]) or
+ * "aberrations.opd_map.file" (an OPD map; it stands for the group
+ * aberrations.opd_map too when the config has none). values: rows x cols
+ * float32, row-major, row 0 first, laid out as a FITS map file's image
+ * (NAXIS2 = rows, NAXIS1 = cols) is read: row 0 is the file's first
+ * stored row (the PNG's top row), at y = -D/2 when stretched. The values
+ * are read as a FITS map's float32 pixels (psfsim reads every map as
+ * float32), through the same keys (units, scale, pixel_scale_m: an array
+ * has no FITS header, so no BUNIT or PUPLSCAL) and the same checks (NaN
+ * read as 0, a transmission outside [0, 1], a map that is 0 everywhere,
+ * the OPD bound), whose messages name the key and "<array>" where a
+ * file's path goes: "NAME: optics.aperture.file: <array>: transmission 1.5
+ * at row 3, column 7 is outside [0, 1] ..."; so a set with an array gives
+ * the images of the set with the same values in a FITS file, bit for bit.
+ * Errors (PSFSIM_ERR_CONFIG, "NAME: KEY: why"): a key that takes no array,
+ * a key given twice, values NULL, rows or cols < 1 or more than 2^28
+ * pixels, and (with the key's line) a key the config writes too ("given
+ * both as a file in the config and as an array"). The library copies the
+ * values at open: nothing of the array is used after psfsim_open_*
+ * returns. An array counts in the set's fingerprint (FITS CFGHASH) by its
+ * shape and values, as a map file counts by its bytes. */
 typedef struct {
-    size_t size;          /* sizeof(psfsim_options), set by psfsim_options_init */
-    const char *backend;  /* NULL: the config's `backend` key; else "auto", "cpu" or
-                             "gpu", as the command's --backend */
-    const char *gpus;     /* NULL or "all": every visible GPU; else CUDA device indices,
-                             "0,2", as --gpus (used when the GPU computes) */
-    int threads;          /* CPU threads of the CPU backend: 1 .. 1024, or 0 = one per
-                             CPU (the default); else PSFSIM_ERR_ARGUMENT at open */
-    const char *name;     /* config text only: how messages name it; NULL = "<config>" */
-    const char *base_dir; /* config text only: the directory @include and relative map
-                             files are resolved against; NULL = the current one */
+    const char *key;     /* "optics.aperture.file" or "aberrations.opd_map.file" */
+    const float *values; /* rows * cols values, row-major, row 0 first */
+    int rows;            /* NAXIS2 of the same map as a FITS file */
+    int cols;            /* NAXIS1 */
+} psfsim_map;
+
+/* How a set is opened. Call psfsim_options_init first, then set fields.
+ * A caller built against an older header passes a smaller size: the
+ * fields after it are taken as their defaults (API version 2's options
+ * end at base_dir). */
+typedef struct {
+    size_t size;            /* sizeof(psfsim_options), set by psfsim_options_init */
+    const char *backend;    /* NULL: the config's `backend` key; else "auto", "cpu" or
+                               "gpu", as the command's --backend */
+    const char *gpus;       /* NULL or "all": every visible GPU; else CUDA device indices,
+                               "0,2", as --gpus (used when the GPU computes) */
+    int threads;            /* CPU threads of the CPU backend: 1 .. 1024, or 0 = one per
+                               CPU (the default); else PSFSIM_ERR_ARGUMENT at open */
+    const char *name;       /* config text only: how messages name it; NULL = "<config>" */
+    const char *base_dir;   /* config text only: the directory @include and relative map
+                               files are resolved against; NULL = the current one */
+    const psfsim_map *maps; /* API version 3: maps given in memory (psfsim_map), nmaps of
+                               them; NULL = none */
+    int nmaps;              /* 0 .. 16; else (or maps NULL with nmaps > 0)
+                               PSFSIM_ERR_ARGUMENT at open */
 } psfsim_options;
 
-/* Defaults: the config's backend, every GPU, threads chosen, "<config>". */
+/* Defaults: the config's backend, every GPU, threads chosen, "<config>",
+ * no maps in memory. */
 PSFSIM_API void psfsim_options_init(psfsim_options *options);
+/* The same for a struct of size bytes (sizeof, from the header the caller
+ * was built with): what psfsim_options_init is, as a macro, since API
+ * version 3. The symbol psfsim_options_init itself fills version 2's
+ * fields only, so that a program built against version 2, whose struct
+ * ends at base_dir, keeps its memory. */
+PSFSIM_API void psfsim_options_init_size(psfsim_options *options, size_t size);
+#define psfsim_options_init(options) psfsim_options_init_size((options), sizeof *(options))
 
 typedef struct psfsim_set psfsim_set;
 

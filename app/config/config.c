@@ -209,8 +209,12 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
 
     const char *fkey = "optics.aperture.file";
     const config_setting_t *fs = cfg_get(c, fkey);
-    if (a->shape == APERTURE_FILE && !fs) return cfg_missing(c, fkey, "(shape = \"file\")");
-    if (a->shape != APERTURE_FILE && fs)
+    /* A map given in memory stands for the key (config_load_maps). */
+    const int array = cfg_map_for(c, fkey) != NULL;
+    if (cfg_take_map(c, fs, fkey, &cfg->aperture_array)) return -1;
+    if (a->shape == APERTURE_FILE && !fs && !array)
+        return cfg_missing(c, fkey, "(shape = \"file\")");
+    if (a->shape != APERTURE_FILE && (fs || array))
         return cfg_error(c, fs, fkey, "only used with shape = \"file\" (shape is \"%s\")",
                          shapes[a->shape]);
     if (fs) {
@@ -220,7 +224,7 @@ static int read_aperture(cfg_ctx *c, psf_config *cfg)
             return -1;
     }
     const char *skey = "optics.aperture.pixel_scale_m";
-    if (!fs && cfg_get(c, skey))
+    if (!fs && !array && cfg_get(c, skey))
         return cfg_error(c, cfg_get(c, skey), skey,
                          "only used with shape = \"file\" (shape is \"%s\")", shapes[a->shape]);
     if (cfg_read_float(c, skey, 0.0, 1, &cfg->aperture_pixel_scale_m) < 0) return -1;
@@ -380,7 +384,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     static const char *const norms[] = {"peak", "sum", "pupil"};
     static const char *const backends[] = {"auto", "cpu", "gpu"};
     int v = 0;
-    if (cfg_schema_check(c, cfg)) return -1;
+    if (cfg_schema_check(c, cfg) || cfg_check_maps(c)) return -1;
     if (read_name(c, cfg)) return -1;
     if (read_wavelengths(c, cfg)) return -1;
     if (read_aperture(c, cfg)) return -1;

@@ -66,6 +66,27 @@ typedef enum { HDF5_NONE = 0, HDF5_GZIP = 1 } hdf5_compression;
  * even M, computed there by the MFT). */
 typedef enum { ORIENT_PSFSIM = 0, ORIENT_POPPY = 1 } image_orientation;
 
+/* A map given in memory for a map file key (the library's psfsim_map,
+ * lib/psfsim.h; docs/config.md "Maps"): rows x cols float32 values,
+ * row-major, row 0 where a file's row 0 goes (the FITS file's first stored
+ * row, the PNG's top row: y = -D/2). The caller keeps it alive during the
+ * load; the load copies it. */
+typedef struct {
+    const char *key; /* the file key it stands for: "optics.aperture.file" or
+                        "aberrations.opd_map.file" */
+    const float *values;
+    int rows, cols;
+} cfg_map_input;
+
+/* Largest map, in pixels: the FITS and PNG readers' cap (2^28). */
+#define CFG_MAX_MAP_PIXELS (1LL << 28)
+
+/* A map the config holds in memory (a copy of its cfg_map_input). */
+typedef struct {
+    float *values; /* NULL: none (the file key, if any, names the map) */
+    int rows, cols;
+} cfg_map_array;
+
 typedef struct {
     int j;        /* index in the config's convention */
     int n, m;     /* radial order, signed azimuthal frequency */
@@ -158,7 +179,8 @@ typedef struct {
     double *weights;                  /* [nwavelengths], normalised to sum 1 (default equal) */
     double f_number;                  /* 0 = not set */
     psf_aperture aperture;            /* map/map_rows/map_cols left empty: app loads the file */
-    char aperture_file[CFG_PATH_MAX]; /* shape = "file": resolved path */
+    char aperture_file[CFG_PATH_MAX]; /* shape = "file": resolved path; "" with an array */
+    cfg_map_array aperture_array;     /* shape = "file": the map given in memory instead */
     /* optics.aperture.pixel_scale_m: metres per map pixel at the entrance
      * pupil (> 0), or 0 when not given (the map's FITS header, else the map
      * is stretched over D x D: app/set/map_place.h) */
@@ -175,7 +197,8 @@ typedef struct {
     cfg_zernike_term *zernike; /* [nzernike], in the order written, distinct j */
     int nseg_zernike;
     cfg_segment_term *seg_zernike; /* [nseg_zernike] optics.aperture.segments.zernike */
-    char opd_file[CFG_PATH_MAX];   /* "" = none; resolved path */
+    char opd_file[CFG_PATH_MAX];   /* "" = none (or opd_array); resolved path */
+    cfg_map_array opd_array;       /* the OPD map given in memory instead of opd_file */
     zernike_units opd_units;       /* aberrations.opd_map.units: "nm" (default) or "waves" at
                                       each job's wavelength; a FITS map's BUNIT overrides it
                                       (app/set/maps.c) */
@@ -289,6 +312,25 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen);
 int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
                      char *err, size_t errlen);
 
+/* config_load (path non-NULL) or config_load_text (path NULL: text, name,
+ * base_dir) with nmaps maps given in memory for map file keys (the
+ * library's psfsim_options.maps). Such a key is not written in the config:
+ * the map stands for it, read as the file would be (its units, scale and
+ * pixel-scale keys alike; docs/config.md "Maps"). After the schema check,
+ * before the sections are read, each map is checked: "NAME: KEY: ..." for
+ * a key that takes no array (not optics.aperture.file nor
+ * aberrations.opd_map.file), a key given twice, NULL values, rows or cols
+ * < 1, more than CFG_MAX_MAP_PIXELS; then, where the section reads it,
+ * "NAME:LINE: KEY: given both as a file in the config and as an array
+ * (...)" when the config writes the key too, and the file key's own
+ * messages ("only used with shape = \"file\""). Each map is copied into
+ * cfg (aperture_array, opd_array); an OPD map array stands for the group
+ * aberrations.opd_map when the config has none. maps may be NULL when
+ * nmaps is 0. Errors and freeing as config_load. */
+int config_load_maps(const char *path, const char *text, const char *name, const char *base_dir,
+                     const cfg_map_input *maps, int nmaps, psf_config *cfg, char *err,
+                     size_t errlen);
+
 /* Free what config_load allocated (after success or an error) and zero cfg;
  * a second call is harmless. Does not free aperture.map (the app's). */
 void config_free(psf_config *cfg);
@@ -345,7 +387,10 @@ long long config_image_count(const psf_config *cfg);
  * OPD map and of the sweep.table CSV, each of those as its length (8
  * bytes, little-endian) and its bytes, then psfsim's version. A config
  * with no include, map or table has the fingerprint it had when only its
- * own bytes counted. 0 or -1 with err (a file that cannot be read, or a
+ * own bytes counted. A map given as an array (cfg_map_array) counts as
+ * its rows, its cols (8 bytes each, little-endian) and its float32 values'
+ * bytes counted as a file's, in the file's place, so that two arrays that
+ * differ give different fingerprints. 0 or -1 with err (a file that cannot be read, or a
  * map or table that is not a regular file: "PATH: not a regular file"). */
 int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t errlen);
 

@@ -76,6 +76,16 @@ static int add_file(fingerprint *fp, const char *path)
     return bad ? -1 : 0;
 }
 
+/* Add a map given in memory (config.h, cfg_map_array), none when it has
+ * no values: its rows and cols, then its float32 values' bytes counted. */
+static void add_array(fingerprint *fp, const cfg_map_array *a)
+{
+    if (!a->values) return;
+    add_length(fp, (uint64_t)a->rows);
+    add_length(fp, (uint64_t)a->cols);
+    add_counted(fp, a->values, (size_t)a->rows * (size_t)a->cols * sizeof *a->values);
+}
+
 static int add_include(const char *file, const char *text, size_t len, void *arg)
 {
     (void)file;
@@ -91,7 +101,9 @@ int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t er
     if (cfg->aperture.shape == APERTURE_FILE && cfg->aperture_file[0] &&
         add_file(&fp, cfg->aperture_file) != 0)
         return -1;
+    add_array(&fp, &cfg->aperture_array);
     if (cfg->opd_file[0] && add_file(&fp, cfg->opd_file) != 0) return -1;
+    add_array(&fp, &cfg->opd_array);
     /* The table's rows are images: one replaced before --resume must not
      * pass for the same set. */
     if (cfg->table_file[0] && add_file(&fp, cfg->table_file) != 0) return -1;

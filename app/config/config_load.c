@@ -102,7 +102,70 @@ static void load_begin(psf_config *cfg, char **err, size_t *errlen, char *dummy)
     (*err)[0] = '\0';
 }
 
+static int load_file(const char *path, cfg_ctx *c0, psf_config *cfg, char *err, size_t errlen);
+static int load_text(const char *text, const char *name, const char *base_dir, cfg_ctx *c0,
+                     psf_config *cfg, char *err, size_t errlen);
+
+/* The keys a map in memory may stand for (config_load_maps). */
+static const char *const map_keys[] = {"optics.aperture.file", "aberrations.opd_map.file"};
+
+int cfg_check_maps(cfg_ctx *c)
+{
+    for (int i = 0; i < c->nmaps; ++i) {
+        const cfg_map_input *m = &c->maps[i];
+        const char *key = m->key ? m->key : "(NULL)";
+        int known = 0;
+        for (size_t k = 0; k < sizeof map_keys / sizeof *map_keys; ++k)
+            known |= m->key && strcmp(m->key, map_keys[k]) == 0;
+        if (!known)
+            return cfg_error(c, NULL, key,
+                             "takes no array (a map in memory stands for optics.aperture.file or "
+                             "aberrations.opd_map.file)");
+        for (int j = 0; j < i; ++j)
+            if (strcmp(c->maps[j].key, m->key) == 0)
+                return cfg_error(c, NULL, key, "given twice as an array (maps %d and %d)", j, i);
+        if (!m->values) return cfg_error(c, NULL, key, "the array has no values (NULL)");
+        if (m->rows < 1 || m->cols < 1 || (long long)m->rows * m->cols > CFG_MAX_MAP_PIXELS)
+            return cfg_error(c, NULL, key,
+                             "an array of %d x %d pixels is empty or too large (a map holds 1 to "
+                             "%lld pixels)",
+                             m->rows, m->cols, CFG_MAX_MAP_PIXELS);
+    }
+    return 0;
+}
+
+const cfg_map_input *cfg_map_for(const cfg_ctx *c, const char *key)
+{
+    for (int i = 0; i < c->nmaps; ++i)
+        if (strcmp(c->maps[i].key, key) == 0) return &c->maps[i];
+    return NULL;
+}
+
+int cfg_take_map(cfg_ctx *c, const config_setting_t *s, const char *key, cfg_map_array *out)
+{
+    const cfg_map_input *m = cfg_map_for(c, key);
+    if (!m) return 0;
+    if (s)
+        return cfg_error(c, s, key,
+                         "given both as a file in the config and as an array; give one (leave "
+                         "the key out of the config to use the array)");
+    size_t n = (size_t)m->rows * (size_t)m->cols;
+    out->values = malloc(n * sizeof *out->values);
+    if (!out->values) return cfg_error(c, NULL, key, "out of memory for the array");
+    memcpy(out->values, m->values, n * sizeof *out->values);
+    out->rows = m->rows;
+    out->cols = m->cols;
+    return 0;
+}
+
 int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
+{
+    cfg_ctx c0 = {0};
+    return load_file(path, &c0, cfg, err, errlen);
+}
+
+/* config_load of path with c's maps. */
+static int load_file(const char *path, cfg_ctx *c0, psf_config *cfg, char *err, size_t errlen)
 {
     char dummy[1];
     load_begin(cfg, &err, &errlen, dummy);
@@ -111,7 +174,11 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
         return -1;
     }
     /* "-": standard input, named so in messages. */
-    cfg_ctx c = {.file = strcmp(path, "-") ? path : "<stdin>", .err = err, .errlen = errlen};
+    cfg_ctx c = {.file = strcmp(path, "-") ? path : "<stdin>",
+                 .err = err,
+                 .errlen = errlen,
+                 .maps = c0->maps,
+                 .nmaps = c0->nmaps};
     size_t len = strlen(c.file);
     if (len >= CFG_PATH_MAX) {
         snprintf(err, errlen, "%.64s...: path too long (more than %d characters)", path,
@@ -135,6 +202,14 @@ int config_load(const char *path, psf_config *cfg, char *err, size_t errlen)
 int config_load_text(const char *text, const char *name, const char *base_dir, psf_config *cfg,
                      char *err, size_t errlen)
 {
+    cfg_ctx c0 = {0};
+    return load_text(text, name, base_dir, &c0, cfg, err, errlen);
+}
+
+/* config_load_text with c's maps. */
+static int load_text(const char *text, const char *name, const char *base_dir, cfg_ctx *c0,
+                     psf_config *cfg, char *err, size_t errlen)
+{
     char dummy[1];
     load_begin(cfg, &err, &errlen, dummy);
     if (!name || !name[0]) name = "<config>";
@@ -148,17 +223,29 @@ int config_load_text(const char *text, const char *name, const char *base_dir, p
         return -1;
     }
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
-    cfg_ctx c = {.file = cfg->path, .err = err, .errlen = errlen};
+    cfg_ctx c = {
+        .file = cfg->path, .err = err, .errlen = errlen, .maps = c0->maps, .nmaps = c0->nmaps};
     if (base_dir) snprintf(c.dir, sizeof c.dir, "%s", base_dir);
     cfg_text t;
     if (cfg_text_copy(text, name, CFG_MAX_TEXT_BYTES, &t, err, errlen) != 0) return -1;
     return load_bytes(&c, cfg, &t);
 }
 
+int config_load_maps(const char *path, const char *text, const char *name, const char *base_dir,
+                     const cfg_map_input *maps, int nmaps, psf_config *cfg, char *err,
+                     size_t errlen)
+{
+    cfg_ctx c = {.maps = maps, .nmaps = maps && nmaps > 0 ? nmaps : 0};
+    return path ? load_file(path, &c, cfg, err, errlen)
+                : load_text(text, name, base_dir, &c, cfg, err, errlen);
+}
+
 void config_free(psf_config *cfg)
 {
     if (!cfg) return;
     free(cfg->text);
+    free(cfg->aperture_array.values);
+    free(cfg->opd_array.values);
     free(cfg->wavelengths_nm);
     free(cfg->weights);
     free(cfg->zernike);

@@ -52,6 +52,8 @@ typedef struct {
     config_t lc;
     char *err;
     size_t errlen;
+    const cfg_map_input *maps; /* config_load_maps' maps in memory, nmaps of them */
+    int nmaps;
 } cfg_ctx;
 
 /* What a key holds (config_schema.c checks it before anything reads it). */
@@ -122,6 +124,19 @@ int cfg_read_numbers(cfg_ctx *c, const char *path, int positive, double **out, i
  * naming the resolved path and the system's reason. */
 int cfg_resolve_file(cfg_ctx *c, const config_setting_t *s, const char *key, const char *given,
                      char *resolved, size_t len);
+
+/* ---- config_load.c: maps given in memory (config_load_maps) ---- */
+
+/* Check c->maps: each key one that takes an array, given once, with
+ * values, 1 x 1 .. CFG_MAX_MAP_PIXELS pixels. 0, or -1 with "NAME: KEY:
+ * why" (NAME the config's). */
+int cfg_check_maps(cfg_ctx *c);
+/* The map given in memory for key, or NULL. */
+const cfg_map_input *cfg_map_for(const cfg_ctx *c, const char *key);
+/* The map for key copied into *out (nothing when none is given). s: the
+ * setting of key when the config writes it too, refused ("given both").
+ * 0, or -1 with a message (both, out of memory). */
+int cfg_take_map(cfg_ctx *c, const config_setting_t *s, const char *key, cfg_map_array *out);
 
 /* ---- config_text.c ---- */
 

@@ -119,13 +119,18 @@ int cfg_read_aberrations(cfg_ctx *c, psf_config *cfg)
     cfg->zunits = v == 1 ? ZUNITS_NM : ZUNITS_WAVES;
     if (read_terms(c, cfg)) return -1;
 
-    if (!cfg_get(c, "aberrations.opd_map")) return 0;
     const char *fkey = "aberrations.opd_map.file";
+    /* A map given in memory stands for the file key, and for the group when
+     * the config has none (config_load_maps). */
+    if (!cfg_get(c, "aberrations.opd_map") && !cfg_map_for(c, fkey)) return 0;
+    if (cfg_take_map(c, cfg_get(c, fkey), fkey, &cfg->opd_array)) return -1;
     char given[CFG_PATH_MAX];
-    int r = cfg_read_string(c, fkey, given, sizeof given);
+    int r = cfg->opd_array.values ? 0 : cfg_read_string(c, fkey, given, sizeof given);
     if (r < 0) return -1;
-    if (r == 0) return cfg_missing(c, fkey, "(aberrations.opd_map is given)");
-    if (cfg_resolve_file(c, cfg_get(c, fkey), fkey, given, cfg->opd_file, sizeof cfg->opd_file))
+    if (r == 0 && !cfg->opd_array.values)
+        return cfg_missing(c, fkey, "(aberrations.opd_map is given)");
+    if (r == 1 &&
+        cfg_resolve_file(c, cfg_get(c, fkey), fkey, given, cfg->opd_file, sizeof cfg->opd_file))
         return -1;
     if (cfg_read_enum(c, "aberrations.opd_map.units", opd_units, 2, 0, &v) < 0) return -1;
     cfg->opd_units = v == 1 ? ZUNITS_WAVES : ZUNITS_NM;

@@ -109,12 +109,18 @@ static int load_aperture_map(image_set *s, const psf_config *cfg, char *err, siz
 {
     if (cfg->aperture.shape != APERTURE_FILE) return 0;
     const char *fkey = "optics.aperture.file", *skey = "optics.aperture.pixel_scale_m";
-    const char *path = cfg->aperture_file;
+    const cfg_map_array *array = &cfg->aperture_array; /* given in memory instead */
+    const char *path = maps_name(cfg->aperture_file, array);
     char why[1024];
     map_placement pl;
-    if (map_pixel_scale(path, cfg->aperture_pixel_scale_m, skey, &pl, why, sizeof why) ||
-        (pl.scale_m > 0.0 ? maps_load_transmission_placed : maps_load_transmission)(
-            path, &s->aperture_map, &s->map_rows, &s->map_cols, why, sizeof why))
+    /* An array has no header: its scale is the config's or none. */
+    if (map_pixel_scale(array->values ? "" : path, cfg->aperture_pixel_scale_m, skey, &pl, why,
+                        sizeof why) ||
+        (array->values
+             ? maps_transmission_array(array, path, pl.scale_m == 0.0, &s->aperture_map,
+                                       &s->map_rows, &s->map_cols, why, sizeof why)
+             : (pl.scale_m > 0.0 ? maps_load_transmission_placed : maps_load_transmission)(
+                   path, &s->aperture_map, &s->map_rows, &s->map_cols, why, sizeof why)))
         return map_error(cfg, fkey, why, err, errlen);
     if (map_place(cfg, fkey, skey, path, cfg->aperture_pixel_scale_m, s->map_rows, s->map_cols, &pl,
                   err, errlen))
@@ -130,15 +136,21 @@ static int load_aperture_map(image_set *s, const psf_config *cfg, char *err, siz
 /* aberrations.opd_map.file, placed (app/set/map_place.h). */
 static int load_opd_map(image_set *s, const psf_config *cfg, char *err, size_t errlen)
 {
-    if (!cfg->opd_file[0]) return 0;
+    const cfg_map_array *array = &cfg->opd_array; /* given in memory instead */
+    if (!cfg->opd_file[0] && !array->values) return 0;
     const char *fkey = "aberrations.opd_map.file", *skey = "aberrations.opd_map.pixel_scale_m";
-    const char *path = cfg->opd_file;
+    const char *path = maps_name(cfg->opd_file, array);
     char why[1024];
     map_placement pl;
-    if (map_pixel_scale(path, cfg->opd_pixel_scale_m, skey, &pl, why, sizeof why) ||
-        (pl.scale_m > 0.0 ? maps_load_opd_placed : maps_load_opd)(
-            path, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows, &s->opd_cols,
-            &s->opd_units, why, sizeof why))
+    /* An array has no header: its scale is the config's or none. */
+    if (map_pixel_scale(array->values ? "" : path, cfg->opd_pixel_scale_m, skey, &pl, why,
+                        sizeof why) ||
+        (array->values ? maps_opd_array(array, path, pl.scale_m == 0.0, cfg->opd_scale,
+                                        cfg->opd_units, &s->opd_map, &s->opd_rows, &s->opd_cols,
+                                        &s->opd_units, why, sizeof why)
+                       : (pl.scale_m > 0.0 ? maps_load_opd_placed : maps_load_opd)(
+                             path, cfg->opd_scale, cfg->opd_units, &s->opd_map, &s->opd_rows,
+                             &s->opd_cols, &s->opd_units, why, sizeof why)))
         return map_error(cfg, fkey, why, err, errlen);
     if (map_place(cfg, fkey, skey, path, cfg->opd_pixel_scale_m, s->opd_rows, s->opd_cols, &pl, err,
                   errlen))

@@ -68,6 +68,11 @@ static int map_read(const char *path, float **data, int *rows, int *cols, int *m
     }
 }
 
+const char *maps_name(const char *file, const cfg_map_array *array)
+{
+    return array->values ? MAPS_ARRAY_LABEL : file;
+}
+
 int maps_is_fits(const char *path)
 {
     return map_format_of(path) == MAP_FITS;
@@ -90,12 +95,29 @@ static void warn_if_stretched(const char *path, int rows, int cols)
                  path, rows, cols, cols, rows);
 }
 
-/* maps_load_transmission; stretched: warn when non-square. */
-static int load_transmission(const char *path, int stretched, float **data, int *rows, int *cols,
-                             char *err, size_t errlen)
+/* A map given in memory (config.h, cfg_map_array) copied into *data, as
+ * map_read leaves a FITS map (maxval 0). */
+static int map_copy(const cfg_map_array *a, const char *label, float **data, int *rows, int *cols,
+                    char *err, size_t errlen)
 {
-    int maxval = 0;
-    if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
+    const size_t n = (size_t)a->rows * (size_t)a->cols;
+    *data = malloc(n * sizeof **data);
+    if (!*data) {
+        *rows = *cols = 0;
+        snprintf(err, errlen, "%s: out of memory for %d x %d pixels", label, a->cols, a->rows);
+        return -1;
+    }
+    memcpy(*data, a->values, n * sizeof **data);
+    *rows = a->rows;
+    *cols = a->cols;
+    return 0;
+}
+
+/* The transmission of a map read into *data (maxval: map_read's); path
+ * names it. stretched: warn when non-square. */
+static int transmission_values(const char *path, int stretched, int maxval, float **data, int *rows,
+                               int *cols, char *err, size_t errlen)
+{
     float *t = *data;
     const size_t n = (size_t)*rows * (size_t)*cols;
     if (maxval > 0) {
@@ -119,6 +141,22 @@ static int load_transmission(const char *path, int stretched, float **data, int 
     }
     if (stretched) warn_if_stretched(path, *rows, *cols);
     return 0;
+}
+
+/* maps_load_transmission; stretched: warn when non-square. */
+static int load_transmission(const char *path, int stretched, float **data, int *rows, int *cols,
+                             char *err, size_t errlen)
+{
+    int maxval = 0;
+    if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
+    return transmission_values(path, stretched, maxval, data, rows, cols, err, errlen);
+}
+
+int maps_transmission_array(const cfg_map_array *a, const char *label, int stretched, float **data,
+                            int *rows, int *cols, char *err, size_t errlen)
+{
+    if (map_copy(a, label, data, rows, cols, err, errlen)) return -1;
+    return transmission_values(label, stretched, 0, data, rows, cols, err, errlen);
 }
 
 int maps_load_transmission(const char *path, float **data, int *rows, int *cols, char *err,
@@ -207,20 +245,23 @@ static int opd_unit_of(const char *path, zernike_units fallback, double *factor,
     return 0;
 }
 
-/* maps_load_opd; stretched: warn when non-square. */
-static int load_opd(const char *path, int stretched, double scale, zernike_units fallback,
-                    float **data, int *rows, int *cols, maps_opd_units *units, char *err,
-                    size_t errlen)
+/* maps_load_opd, of the file at path or (path NULL) of the array a,
+ * named label; stretched: warn when non-square. */
+static int load_opd(const char *path, const cfg_map_array *a, const char *label, int stretched,
+                    double scale, zernike_units fallback, float **data, int *rows, int *cols,
+                    maps_opd_units *units, char *err, size_t errlen)
 {
     *data = NULL;
     *rows = *cols = 0;
     memset(units, 0, sizeof *units);
     if (!isfinite(scale)) {
-        snprintf(err, errlen, "%s: OPD scale %g is not finite", path, scale);
+        snprintf(err, errlen, "%s: OPD scale %g is not finite", label, scale);
         return -1;
     }
     int maxval = 0;
-    if (map_read(path, data, rows, cols, &maxval, err, errlen)) return -1;
+    if (path ? map_read(path, data, rows, cols, &maxval, err, errlen)
+             : map_copy(a, label, data, rows, cols, err, errlen))
+        return -1;
     if (maxval > 0 && maxval != 65535) { /* 1, 2, 4 or 8 bits */
         snprintf(err, errlen,
                  "%s: an OPD map PNG must be 16-bit grayscale (this one has 8 bits or fewer: at "
@@ -230,7 +271,12 @@ static int load_opd(const char *path, int stretched, double scale, zernike_units
         return -1;
     }
     double factor = 1.0;
-    if (opd_unit_of(path, fallback, &factor, units, err, errlen)) {
+    if (!path) { /* an array has no header: the config's unit */
+        units->units = fallback;
+        snprintf(units->what, sizeof units->what,
+                 "%s (aberrations.opd_map.units; an array has no BUNIT)",
+                 fallback == ZUNITS_WAVES ? "waves" : "nm");
+    } else if (opd_unit_of(path, fallback, &factor, units, err, errlen)) {
         give_up(data, rows, cols);
         return -1;
     }
@@ -247,27 +293,35 @@ static int load_opd(const char *path, int stretched, double scale, zernike_units
                 if (factor != 1.0) snprintf(unit, sizeof unit, ", x %g for its unit", factor);
                 snprintf(err, errlen,
                          "%s: OPD value %g at row %zu, column %zu is not finite (times scale %g%s)",
-                         path, (double)o[i], i / (size_t)*cols, i % (size_t)*cols, scale, unit);
+                         label, (double)o[i], i / (size_t)*cols, i % (size_t)*cols, scale, unit);
                 give_up(data, rows, cols);
                 return -1;
             }
             o[i] = v;
         }
     }
-    log_info("%s: OPD map of %d x %d pixels, OPD = %g x value in %s", path, *rows, *cols, scale,
+    log_info("%s: OPD map of %d x %d pixels, OPD = %g x value in %s", label, *rows, *cols, scale,
              units->what);
-    if (stretched) warn_if_stretched(path, *rows, *cols);
+    if (stretched) warn_if_stretched(label, *rows, *cols);
     return 0;
 }
 
 int maps_load_opd(const char *path, double scale, zernike_units fallback, float **data, int *rows,
                   int *cols, maps_opd_units *units, char *err, size_t errlen)
 {
-    return load_opd(path, 1, scale, fallback, data, rows, cols, units, err, errlen);
+    return load_opd(path, NULL, path, 1, scale, fallback, data, rows, cols, units, err, errlen);
 }
 
 int maps_load_opd_placed(const char *path, double scale, zernike_units fallback, float **data,
                          int *rows, int *cols, maps_opd_units *units, char *err, size_t errlen)
 {
-    return load_opd(path, 0, scale, fallback, data, rows, cols, units, err, errlen);
+    return load_opd(path, NULL, path, 0, scale, fallback, data, rows, cols, units, err, errlen);
+}
+
+int maps_opd_array(const cfg_map_array *a, const char *label, int stretched, double scale,
+                   zernike_units fallback, float **data, int *rows, int *cols,
+                   maps_opd_units *units, char *err, size_t errlen)
+{
+    return load_opd(NULL, a, label, stretched, scale, fallback, data, rows, cols, units, err,
+                    errlen);
 }

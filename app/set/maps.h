@@ -61,4 +61,24 @@ int maps_load_opd(const char *path, double scale, zernike_units fallback, float 
 int maps_load_opd_placed(const char *path, double scale, zernike_units fallback, float **data,
                          int *rows, int *cols, maps_opd_units *units, char *err, size_t errlen);
 
+/* How messages name a map given in memory, where a file's path goes. */
+#define MAPS_ARRAY_LABEL "<array>"
+
+/* The name of a map in messages: MAPS_ARRAY_LABEL when array holds values,
+ * else file (the resolved path). */
+const char *maps_name(const char *file, const cfg_map_array *array);
+
+/* A map given in memory for its file key (config.h, cfg_map_array: the
+ * library's psfsim_map), copied into *data and read as a FITS map of the
+ * same values is (float32 as they are, NaN -> 0), with the same checks and
+ * messages, label ("<array>") standing for the file's path in them;
+ * stretched: warn when non-square, as the unplaced loaders do. An OPD
+ * array has no BUNIT: its unit is fallback (aberrations.opd_map.units).
+ * Returns 0, or -1 with err. */
+int maps_transmission_array(const cfg_map_array *a, const char *label, int stretched, float **data,
+                            int *rows, int *cols, char *err, size_t errlen);
+int maps_opd_array(const cfg_map_array *a, const char *label, int stretched, double scale,
+                   zernike_units fallback, float **data, int *rows, int *cols,
+                   maps_opd_units *units, char *err, size_t errlen);
+
 #endif

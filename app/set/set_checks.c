@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/set/maps.h"
 #include "optics/wavefront.h"
 
 /* "WHERE: key: message" into out, WHERE the key's "FILE:LINE" (the
@@ -397,8 +398,9 @@ static int check_opd_bound(const image_set *s, char *err, size_t errlen)
     return map_fail(cfg, key, err, errlen,
                     "%s: the OPD reaches %g %s at row %zu, column %zu (the map's value times "
                     "scale %g), more than %g waves at %g nm, the shortest wavelength",
-                    cfg->opd_file, big, nm ? "nm" : "waves", at / (size_t)s->opd_cols,
-                    at % (size_t)s->opd_cols, cfg->opd_scale, CFG_MAX_WAVES, wl_lo);
+                    maps_name(cfg->opd_file, &cfg->opd_array), big, nm ? "nm" : "waves",
+                    at / (size_t)s->opd_cols, at % (size_t)s->opd_cols, cfg->opd_scale,
+                    CFG_MAX_WAVES, wl_lo);
 }
 
 /* 1 when every value of the rows x cols map is 0 (the readers have made
@@ -417,14 +419,14 @@ int set_checks_maps(const image_set *s, char *err, size_t errlen)
         return map_fail(cfg, "optics.aperture.file", err, errlen,
                         "%s: every transmission of the map is 0 (NaN and BLANK pixels read as "
                         "0): the aperture is closed",
-                        cfg->aperture_file);
+                        maps_name(cfg->aperture_file, &cfg->aperture_array));
     if (s->opd_map && all_zero(s->opd_map, s->opd_rows, s->opd_cols)) {
         int zero_scale = cfg->opd_scale == 0.0 && written(cfg, "aberrations.opd_map.scale");
         return map_fail(cfg, zero_scale ? "aberrations.opd_map.scale" : "aberrations.opd_map.file",
                         err, errlen,
                         "%s: every OPD value of the map is 0 (NaN and BLANK pixels read as 0; "
                         "times scale %g): a map that adds nothing is a wrong file or scale",
-                        cfg->opd_file, cfg->opd_scale);
+                        maps_name(cfg->opd_file, &cfg->opd_array), cfg->opd_scale);
     }
     if (s->opd_map && check_opd_bound(s, err, errlen)) return -1;
     return 0;

@@ -39,8 +39,8 @@ static int fingerprint(engine *e, char *err, size_t errlen)
 
 int engine_open(engine *e, const engine_open_args *a, char *err, size_t errlen)
 {
-    int bad = a->path ? config_load(a->path, &e->cfg, err, errlen)
-                      : config_load_text(a->text, a->name, a->base_dir, &e->cfg, err, errlen);
+    int bad = config_load_maps(a->path, a->text, a->name, a->base_dir, a->maps, a->nmaps, &e->cfg,
+                               err, errlen);
     if (bad) return ENGINE_ERR_CONFIG;
     if (a->backend_given) e->cfg.backend = a->backend;
     if (step(a, e, ENGINE_AT_LOADED, err, errlen) != 0) return ENGINE_ERR_CONFIG;

@@ -40,11 +40,13 @@ typedef enum {
 
 /* What differs between the clients' opening of a set. */
 typedef struct {
-    const char *path;     /* the config file; NULL: text */
-    const char *text;     /* the config's text (path NULL) */
-    const char *name;     /* text: the name messages give it (NULL: "<text>") */
-    const char *base_dir; /* text: relative paths' directory (NULL: the working one) */
-    int backend_given;    /* backend replaces the config's backend key (--backend) */
+    const char *path;          /* the config file; NULL: text */
+    const char *text;          /* the config's text (path NULL) */
+    const char *name;          /* text: the name messages give it (NULL: "<text>") */
+    const char *base_dir;      /* text: relative paths' directory (NULL: the working one) */
+    const cfg_map_input *maps; /* maps given in memory (config_load_maps); NULL: none */
+    int nmaps;
+    int backend_given; /* backend replaces the config's backend key (--backend) */
     backend_choice backend;
     const gpu_list *gpus; /* the devices a GPU decision may use (--gpus) */
     int writers;          /* backend_select's writers (0: one per CPU) */
@@ -73,8 +75,8 @@ enum {
     ENGINE_ERR_BACKEND = -2, /* backend_select failed */
 };
 
-/* Open the set of args into e (zeroed): config_load or config_load_text,
- * the backend override, the fingerprint, image_set_init (the fingerprint
+/* Open the set of args into e (zeroed): config_load_maps (path or text,
+ * with args' maps), the backend override, the fingerprint, image_set_init (the fingerprint
  * copied into e->set.config_hash), image_set_check_open (check_open), then
  * backend_select (e->decision, e->select_us), with args->step at each
  * engine_at point. ENGINE_OK, or an ENGINE_ERR_* with the message (FILE:

@@ -40,13 +40,14 @@ import threading
 import numpy as np
 
 from . import _device, _lib
+from ._config import (MapArrayError, config_text, config_text_maps, config_text_paths,
+                      dict_message)
 from ._device import DeviceArray
-from ._config import config_text, config_text_paths, dict_message
 from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
                       ConfigError, Error, RangeError, _check)
 
-__all__ = ["compute", "Set", "Batch", "DeviceArray", "config_text", "config_text_paths", "Error", "ConfigError",
-           "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
+__all__ = ["compute", "Set", "Batch", "DeviceArray", "config_text", "config_text_paths", "Error",
+           "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
 
 
@@ -106,8 +107,14 @@ class Set:
     relative map files are found (default: the current directory) and how
     messages name the config (default "<config>", "<dict>" for a dict).
     A dict's errors name its key paths ("<dict>: optics.aperture.diameter_m:
-    why"), not lines of the text made from it. threads: 0 (one per CPU) or
-    1..1024 CPU threads.
+    why"), not lines of the text made from it. In a dict the map file keys
+    optics.aperture.file and aberrations.opd_map.file take a 2-D array
+    (rows, columns; NumPy or what numpy.asarray takes) instead of a path:
+    the map itself, read as the same values in a FITS file are (float32,
+    row 0 the file's first row), copied when the Set opens; a value there
+    that is no 2-D array of real numbers raises ConfigError ("<dict>:
+    aberrations.opd_map.file: why"). threads: 0 (one per CPU) or 1..1024
+    CPU threads.
     One call at a time: a call while another runs on this Set raises
     BusyError (the module's docstring); cancel() from any thread."""
 
@@ -117,7 +124,7 @@ class Set:
         # progress callback calling its own Set fails rather than deadlocks.
         self._lock = threading.Lock()
         opt = _lib.Options()
-        _lib.lib.psfsim_options_init(ctypes.byref(opt))
+        _lib.lib.psfsim_options_init_size(ctypes.byref(opt), ctypes.sizeof(opt))
         keep = [_b(backend, "backend"), _b(gpus, "gpus"), _b(name, "name"),
                 _b(base_dir, "base_dir")]
         opt.backend, opt.gpus = keep[0], keep[1]
@@ -137,8 +144,17 @@ class Set:
         if isinstance(config, dict):
             opt.name = keep[2] or b"<dict>"
             opt.base_dir = keep[3]
-            text, paths = config_text_paths(config)
             shown = opt.name.decode("utf-8", "replace")
+            try:
+                text, paths, maps = config_text_maps(config)
+            except MapArrayError as e:
+                raise ConfigError("config", "%s: %s" % (shown, e)) from None
+            if maps:  # the arrays at map keys: alive until the open returns (it copies them)
+                cmaps = (_lib.Map * len(maps))(*[
+                    _lib.Map(k.encode(), a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                             a.shape[0], a.shape[1]) for k, a in maps.items()])
+                opt.maps, opt.nmaps = cmaps, len(maps)
+                keep += [cmaps, maps]
             rewrite = lambda msg: dict_message(msg, shown, paths)  # noqa: E731
             rc = _lib.lib.psfsim_open_text(text.encode(), ctypes.byref(opt),
                                            ctypes.byref(h), err, _ERRLEN)

@@ -10,13 +10,63 @@ dict -> group "key: { ... };"; str -> "..."; bool -> true/false; int, float
 as they are (a float keeps its point: 2.0 stays 2.0); a list of numbers of
 one type -> an array [a, b]; any other list and every tuple -> a list
 (a, b), so a Zernike term (j, coeff) keeps its integer j. NumPy scalars and
-arrays count as their Python values."""
+arrays count as their Python values.
+
+A map file key (MAP_KEYS: optics.aperture.file, aberrations.opd_map.file)
+takes a path (a str or os.PathLike) or a 2-D array, the map itself
+(docs/config.md, "Maps"): config_text_maps leaves such a key out of the
+text and gives the array (_map_array: float32, C order) for the library's
+psfsim_options.maps."""
 import math
 import numbers
+import os
 import re
+
+import numpy as np
 
 _KEY = re.compile(r"^[A-Za-z*][-A-Za-z0-9_*]*$")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+
+
+# The keys whose value may be a map given as an array (lib/psfsim.h, psfsim_map).
+MAP_KEYS = ("optics.aperture.file", "aberrations.opd_map.file")
+
+# The most pixels a map holds (the library's and the map readers' cap, 2^28).
+_MAX_MAP_PIXELS = 1 << 28
+
+
+class MapArrayError(ValueError):
+    """A value at a map file key that is no 2-D array of real numbers:
+    "KEY: why" (Set raises it as ConfigError, "NAME: KEY: why")."""
+
+
+def _map_array(value, where):
+    """The map given at the key path where (a MAP_KEYS key) as the array the
+    library reads: 2-D, rows x columns, float32 in C order (row 0 first: a
+    FITS file's first stored row), converted as a float64 FITS map is read
+    (rounded to the nearest float32; NaN stays NaN, which the library reads
+    as 0). value: a NumPy array or anything numpy.asarray takes (nested
+    lists), of booleans, integers or floats. MapArrayError naming where for
+    complex values, strings and other non-numbers, 1-D, 3-D or larger
+    arrays, no pixel or more than 2^28 (the library's own message)."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise MapArrayError("%s: not an array of numbers (%s)" % (where, e)) from None
+    if a.dtype.kind == "c":
+        raise MapArrayError("%s: complex values (dtype %s): a map is real (a transmission or "
+                            "an OPD); give its real part or modulus as meant" % (where, a.dtype))
+    if a.dtype.kind not in "biuf":
+        raise MapArrayError("%s: expected a path or a 2-D array of real numbers, got %s of dtype "
+                            "%s" % (where, type(value).__name__, a.dtype))
+    if a.ndim != 2:
+        raise MapArrayError("%s: expected a 2-D array (rows, columns), got %d-D of shape %s"
+                            % (where, a.ndim, tuple(a.shape)))
+    if a.size == 0 or a.size > _MAX_MAP_PIXELS:
+        raise MapArrayError("%s: an array of %d x %d pixels is empty or too large (a map holds 1 "
+                            "to %d pixels)" % (where, a.shape[0], a.shape[1], _MAX_MAP_PIXELS))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf, as the file's reader gives it
+        return np.ascontiguousarray(a, dtype=np.float32)
 
 
 def _plain(v):
@@ -85,11 +135,11 @@ class _Text:
                 self.path = self.path or path
 
 
-def _value(v, where, indent, out):
+def _value(v, where, indent, out, maps):
     v = _plain(v)
     if isinstance(v, dict):
         out.write("{\n", where)
-        _settings(v, where + ".", indent + "  ", out)
+        _settings(v, where + ".", indent + "  ", out, maps)
         out.write(indent + "}", where)
         return
     if isinstance(v, (list, tuple)):
@@ -100,31 +150,54 @@ def _value(v, where, indent, out):
         for i, x in enumerate(items):
             if i:
                 out.write(", ", where)
-            _value(x, "%s[%d]" % (where, i), indent, out)
+            _value(x, "%s[%d]" % (where, i), indent, out, maps)
         out.write("]" if square else ")", where)
         return
     out.write(_scalar(v, where), where)
 
 
-def _settings(d, prefix, indent, out):
+def _settings(d, prefix, indent, out, maps):
     for key, v in d.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise ValueError("%s%s: not a config key name" % (prefix, key))
         if v is None:
             continue  # an unset key: the default
+        if prefix + key in MAP_KEYS:
+            if isinstance(v, os.PathLike):
+                v = os.fsdecode(v)  # a path, as a str is
+            elif not isinstance(v, str):  # the map itself: not in the text
+                if maps is None:
+                    raise ValueError("%s%s: an array (a map given in memory) has no config "
+                                     "text: open the dict with psfsim.Set or psfsim.compute"
+                                     % (prefix, key))
+                maps[prefix + key] = _map_array(v, prefix + key)
+                continue
         out.write("%s%s = " % (indent, key), prefix + key)
-        _value(v, prefix + key, indent, out)
+        _value(v, prefix + key, indent, out, maps)
         out.write(";\n", prefix + key)
+
+
+def config_text_maps(config):
+    """(text, paths, maps): config_text_paths' text and paths, and maps,
+    {key path: float32 2-D array} of the maps the dict gives as arrays at
+    MAP_KEYS (left out of the text; _map_array), for psfsim_options.maps.
+    MapArrayError for a value there that is no such array."""
+    if not isinstance(config, dict):
+        raise TypeError("config_text: expected a dict, got %s" % type(config).__name__)
+    out, maps = _Text(), {}
+    _settings(config, "", "", out, maps)
+    return "".join(line + "\n" for line in out.lines), out.paths, maps
 
 
 def config_text_paths(config):
     """(text, paths): the libconfig text of a nested dict and the key path
     of each of its lines (paths[i] for line i + 1: "optics.aperture.diameter_m"),
-    for messages that name the dict's keys, not lines the user never saw."""
+    for messages that name the dict's keys, not lines the user never saw.
+    A map given as an array has no text: ValueError (config_text_maps)."""
     if not isinstance(config, dict):
         raise TypeError("config_text: expected a dict, got %s" % type(config).__name__)
     out = _Text()
-    _settings(config, "", "", out)
+    _settings(config, "", "", out, None)
     return "".join(line + "\n" for line in out.lines), out.paths
 
 

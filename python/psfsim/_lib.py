@@ -48,9 +48,15 @@ def _load():
                       " (set PSFSIM_LIBRARY to its path)")
 
 
+class Map(ctypes.Structure):
+    _fields_ = [("key", c_char_p), ("values", ctypes.POINTER(ctypes.c_float)), ("rows", c_int),
+                ("cols", c_int)]
+
+
 class Options(ctypes.Structure):
     _fields_ = [("size", c_size_t), ("backend", c_char_p), ("gpus", c_char_p),
-                ("threads", c_int), ("name", c_char_p), ("base_dir", c_char_p)]
+                ("threads", c_int), ("name", c_char_p), ("base_dir", c_char_p),
+                ("maps", ctypes.POINTER(Map)), ("nmaps", c_int)]
 
 
 class Info(ctypes.Structure):
@@ -92,7 +98,7 @@ P = ctypes.POINTER
 _SIGS = {
     "psfsim_status_name": (c_char_p, [c_int]),
     "psfsim_version": (c_char_p, []),
-    "psfsim_options_init": (None, [P(Options)]),
+    "psfsim_options_init_size": (None, [P(Options), c_size_t]),
     "psfsim_open_file": (c_int, [c_char_p, P(Options), P(c_void_p), c_char_p, c_size_t]),
     "psfsim_open_text": (c_int, [c_char_p, P(Options), P(c_void_p), c_char_p, c_size_t]),
     "psfsim_close": (None, [c_void_p]),

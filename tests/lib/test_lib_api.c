@@ -177,6 +177,32 @@ static void test_open_bad_arguments(void **state)
     assert_int_equal(psfsim_open_text("x", NULL, &s, NULL, 0), PSFSIM_ERR_CONFIG);
 }
 
+/* A program built against API version 2 calls the symbol
+ * psfsim_options_init with a struct that ends at base_dir: it must fill
+ * no byte past it (version 3's maps and nmaps are not in that struct).
+ * The parenthesised name calls the symbol, not version 3's macro. */
+static void test_options_init_v2(void **state)
+{
+    (void)state;
+    psfsim_options o;
+    memset(&o, 0xAB, sizeof o);
+    (psfsim_options_init)(&o);
+    size_t v2 = offsetof(psfsim_options, base_dir) + sizeof(const char *);
+    assert_int_equal(o.size, v2);
+    assert_null(o.backend);
+    assert_null(o.base_dir);
+    const unsigned char *tail = (const unsigned char *)&o + v2;
+    for (size_t i = 0; i < sizeof o - v2; ++i)
+        assert_int_equal(tail[i], 0xAB);
+    psfsim_set *s = NULL;
+    assert_int_equal(psfsim_open_text(SMALL, &o, &s, NULL, 0), PSFSIM_OK); /* no maps read */
+    psfsim_close(s);
+    psfsim_options_init(&o); /* version 3's macro: the whole struct */
+    assert_int_equal(o.size, sizeof o);
+    assert_null(o.maps);
+    assert_int_equal(o.nmaps, 0);
+}
+
 /* "gpu" on a machine without a usable GPU (or a build without one): the
  * command's usage error, at open or at the first compute. */
 static void test_forced_gpu(void **state)
@@ -728,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_open_file),
         cmocka_unit_test(test_open_text_errors),
         cmocka_unit_test(test_open_bad_arguments),
+        cmocka_unit_test(test_options_init_v2),
         cmocka_unit_test(test_forced_gpu),
         cmocka_unit_test(test_describe_and_params),
         cmocka_unit_test(test_describe_nwavelengths),
