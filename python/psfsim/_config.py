@@ -50,7 +50,7 @@ def _map_array(value, where):
     complex values, strings and other non-numbers, 1-D, 3-D or larger
     arrays, no pixel or more than 2^28 (the library's own message)."""
     try:
-        a = np.asarray(value)
+        a = _device_to_host(value, where) if _on_device(value) else np.asarray(value)
     except (TypeError, ValueError) as e:
         raise MapArrayError("%s: not an array of numbers (%s)" % (where, e)) from None
     if a.dtype.kind == "c":
@@ -67,6 +67,36 @@ def _map_array(value, where):
                             "to %d pixels)" % (where, a.shape[0], a.shape[1], _MAX_MAP_PIXELS))
     with np.errstate(over="ignore", invalid="ignore"):  # inf, as the file's reader gives it
         return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _on_device(value):
+    """A CUDA array (a torch.cuda tensor, a CuPy array, a DeviceArray):
+    the CUDA array interface, and not a NumPy array."""
+    return hasattr(type(value), "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+
+
+def _device_to_host(value, where):
+    """A CUDA array's values copied to a host array of its dtype and
+    shape (psfsim_device_copy: the GPU module's; its strides kept by
+    copying the span and viewing it strided)."""
+    from . import _device  # the library's device copy: loaded only for device arrays
+    try:
+        cai = value.__cuda_array_interface__
+    except Exception as e:  # noqa: BLE001 (torch raises RuntimeError for a grad tensor)
+        raise MapArrayError("%s: a CUDA array without its interface (%s)" % (where, e)) from None
+    dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
+    strides = cai.get("strides") or tuple(
+        int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize for i in range(len(shape)))
+    if any(st < 0 for st in strides):
+        raise MapArrayError("%s: a CUDA array with negative strides" % where)
+    span = 0 if 0 in shape else sum((n - 1) * st for n, st in zip(shape, strides)) + dtype.itemsize
+    raw = np.empty(span, np.uint8)
+    ptr = cai["data"][0]
+    if span:
+        device = _device.pointer_device(ptr)
+        _device.copy(0 if device is None else device, raw.ctypes.data, ptr, span)
+    return np.lib.stride_tricks.as_strided(raw.view(dtype) if span % dtype.itemsize == 0 and span
+                                           else np.empty(0, dtype), shape, strides)
 
 
 def _plain(v):

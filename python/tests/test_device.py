@@ -190,3 +190,27 @@ def test_jax_dlpack():
         except RuntimeError as e:  # a JAX without a CUDA backend
             pytest.skip("JAX cannot take CUDA arrays here: %s" % e)
         assert np.array_equal(np.asarray(arr), host)
+
+
+def test_device_arrays_as_maps():
+    """A CUDA array at a map key (issue 27, "arrays as inputs") is the same
+    map as the NumPy array of its values, strided views included."""
+    torch = need("torch")
+    i, j = np.mgrid[0:30, 0:22]
+    t = (0.2 + 0.8 * (i + 2.0 * j) / 74.0).astype(np.float32)
+    w = ((0.7 * i * i - 0.4 * j) / 2000.0)
+    cfg = {"name": "maps",
+           "optics": {"wavelength_nm": 600.0, "f_number": 10.0,
+                      "aperture": {"diameter_m": 1.0, "shape": "file", "file": t}},
+           "sampling": {"pupil_samples": 40, "padding": 2.0},
+           "aberrations": {"opd_map": {"file": w, "units": "waves"}},
+           "sweep": {"defocus": [0.0, 0.3]}}
+    with psfsim.Set(cfg, backend="cpu") as s:
+        host, _ = s.compute()
+    cfg["optics"]["aperture"]["file"] = torch.as_tensor(t, device="cuda")
+    wide = torch.zeros((30, 44), dtype=torch.float64, device="cuda")
+    wide[:, ::2] = torch.as_tensor(w)
+    cfg["aberrations"]["opd_map"]["file"] = wide[:, ::2]  # a strided view
+    with psfsim.Set(cfg, backend="cpu") as s:
+        dev, _ = s.compute()
+    assert dev.tobytes() == host.tobytes()
