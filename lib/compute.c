@@ -95,7 +95,13 @@ static int on_levels(const work *w, const lib_lane *ln)
  * computes them), with no host stop. */
 static int direct_out(const work *w, const lib_lane *ln)
 {
-    return w->mem && ln->eng.ops != &psf_backend_cpu && (w->images || on_levels(w, ln));
+    if (!w->mem || ln->eng.ops == &psf_backend_cpu) return 0;
+    if (on_levels(w, ln)) return 1; /* the levels kernel finishes them (the turn included) */
+    /* Floats the host finishes (image_set_measure_scanned: an MFT set's
+     * sum normalisation, the "poppy" turn) come through the host. */
+    const image_set *set = &w->s->e.set;
+    return w->images && !(set->mft && set->cfg->normalization == NORM_SUM) &&
+           set->cfg->orientation != ORIENT_POPPY;
 }
 
 /* Where lane ln's backend writes a batch in slot sl: a device output's
@@ -231,6 +237,10 @@ static void finish_device(const batch_part *p)
     void *dst = w->images ? (void *)(w->images + at) : (void *)(w->levels + at);
     size_t bytes = n * (w->images ? sizeof(float) : sizeof(uint16_t));
     uint16_t *lev = NULL;
+    double strehl, axial; /* unused: no metrics for device outputs */
+    for (int i = p->i0; i < p->i1 && !p->levels; ++i) /* finished as psfsim_compute's */
+        image_set_measure_scanned(&w->s->e.set, &p->ln->infos[p->slot + i],
+                                  p->out + (size_t)i * plane, NULL, &strehl, &axial);
     if (p->levels)
         src = (const uint16_t *)p->out + (size_t)p->i0 * plane;
     else if (w->levels) {

@@ -30,15 +30,23 @@ static int alloc_jobs(psfsim_set *s, lib_lane *ln)
     return ln->jobs && ln->infos && ln->storage && ln->measures ? 0 : -1;
 }
 
-/* The GPU lanes, one per device (engine_lanes_open_gpus). Returns the
- * number started. */
-static int open_gpu_lanes(psfsim_set *s, char *err, size_t errlen)
+/* Lanes per GPU: PSFSIM_GPU_LANES (1..4; bench/), else 1. */
+static int lanes_per_gpu(void)
+{
+    const char *env = getenv("PSFSIM_GPU_LANES");
+    int n = env ? atoi(env) : 1;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/* The GPU lanes, lanes_per_gpu per device (engine_lanes_open_gpus).
+ * Returns the number started. */
+static int open_gpu_lanes(psfsim_set *s, int want, char *err, size_t errlen)
 {
     const backend_decision *d = &s->e.decision;
     engine_lane *lanes[LIB_MAX_LANES];
-    int n = d->ndevices < LIB_MAX_LANES ? d->ndevices : LIB_MAX_LANES;
+    int n = want < LIB_MAX_LANES ? want : LIB_MAX_LANES;
     for (int i = 0; i < n; ++i) {
-        s->lanes[i].eng.device = d->devices[i];
+        s->lanes[i].eng.device = d->devices[i % d->ndevices];
         lanes[i] = &s->lanes[i].eng;
     }
     return engine_lanes_open_gpus(&s->el, lanes, n, err, errlen);
@@ -74,7 +82,7 @@ int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
                            .threads = s->threads,
                            .lock = lib_lock,
                            .unlock = lib_unlock};
-    int want = gpu ? s->e.decision.ndevices : 1;
+    int want = gpu ? s->e.decision.ndevices * lanes_per_gpu() : 1;
     for (int l = 0; l < want && l < LIB_MAX_LANES; ++l)
         if (alloc_jobs(s, &s->lanes[l]) != 0) {
             lib_lanes_stop(s);
@@ -90,7 +98,7 @@ int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
         return PSFSIM_OK;
     }
     err[0] = '\0';
-    s->nlanes = open_gpu_lanes(s, err, errlen);
+    s->nlanes = open_gpu_lanes(s, want, err, errlen);
     int rc = s->nlanes > 0 ? PSFSIM_OK : gpu_failed(s, err, errlen);
     if (rc != PSFSIM_OK) lib_lanes_stop(s);
     return rc;

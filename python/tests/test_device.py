@@ -27,6 +27,11 @@ def config(count=12, kind="fft"):
         cfg["output"] = {"npix": 50, "pixel_scale": 0.37}
     if kind == "detector":
         cfg["detector"] = {"oversample": 2, "jitter_lambda_d": 0.1}
+    if kind == "mft-sum":  # the host rescales each image by its sum
+        cfg["output"] = {"npix": 50, "pixel_scale": 0.37}
+        cfg["normalization"] = "sum"
+    if kind == "poppy":  # the host turns each image by 180 degrees
+        cfg["output"] = {"orientation": "poppy"}
     if kind == "broadband":
         cfg["optics"]["wavelengths_nm"] = [550.0, 600.0, 650.0]
         del cfg["optics"]["wavelength_nm"]
@@ -79,7 +84,7 @@ def test_device_argument_checked(bad):
 
 
 @pytest.mark.parametrize("backend", ["gpu", "cpu"])
-@pytest.mark.parametrize("kind", ["fft", "mft", "detector", "broadband"])
+@pytest.mark.parametrize("kind", ["fft", "mft", "mft-sum", "poppy", "detector", "broadband"])
 @pytest.mark.parametrize("dtype", [np.float32, np.uint16])
 def test_device_equals_host(backend, kind, dtype):
     need_gpu()
