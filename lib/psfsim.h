@@ -129,7 +129,8 @@ typedef struct {
     const char *gpus;       /* NULL or "all": every visible GPU; else CUDA device indices,
                                "0,2", as --gpus (used when the GPU computes) */
     int threads;            /* CPU threads of the CPU backend: 1 .. 1024, or 0 = one per
-                               CPU (the default); else PSFSIM_ERR_ARGUMENT at open */
+                               CPU (the default); else PSFSIM_ERR_ARGUMENT at open.
+                               Started at the first compute, kept until psfsim_close */
     const char *name;       /* config text only: how messages name it; NULL = "<config>" */
     const char *base_dir;   /* config text only: the directory @include and relative map
                                files are resolved against; NULL = the current one */
@@ -300,7 +301,8 @@ typedef struct {
     const char *backend;    /* "cpu" or "gpu" (static) */
 } psfsim_metrics;
 
-/* Progress: called after each batch with the images of this compute call
+/* Progress: called after each batch (the CPU's: 64 images, or 16 a thread
+ * with more than 4 threads) with the images of this compute call
  * done so far and its count, from the thread that computed the batch
  * (with several GPUs their threads, one call at a time). A non-zero return
  * cancels, as psfsim_cancel. NULL removes it. */

@@ -254,7 +254,8 @@ print(n, before, after)
 
 
 def test_progress_cancel_and_gil():
-    with psfsim.Set(SWEEP, backend="cpu") as s:
+    # 4 threads: the CPU's batch of 64 on any machine (16 images a thread)
+    with psfsim.Set(SWEEP, backend="cpu", threads=4) as s:
         calls = []
 
         def progress(done, total):
@@ -285,6 +286,17 @@ def test_progress_cancel_and_gil():
             threading.Timer(0.05, b.cancel).start()
             with pytest.raises(psfsim.Cancelled):
                 b.compute()
+
+
+def test_cpu_batch_grows_with_threads():
+    """A CPU set's batch (a progress call after each) is 64 images, or 16
+    per thread with more than 4 threads (lib/lanes.c, cpu_batch: the
+    threads' wait for a batch's last image spread over more images)."""
+    for threads, batch in ((1, 64), (4, 64), (8, 128), (12, 192)):
+        with psfsim.Set(SWEEP, backend="cpu", threads=threads) as s:
+            calls = []
+            s.compute(0, 400, progress=lambda done, total: calls.append(done))
+            assert calls == list(range(batch, 400, batch)) + [400], threads
 
 
 def test_decision_and_frames():

@@ -54,6 +54,7 @@ static psfsim_set *open_text(const char *text)
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = "cpu";
+    o.threads = 4; /* the CPU's batch of 64 on any machine (lib/lanes.c, cpu_batch) */
     psfsim_set *s = NULL;
     char err[1024] = "";
     if (psfsim_open_text(text, &o, &s, err, sizeof err) != PSFSIM_OK) fail_msg("open: %s", err);
