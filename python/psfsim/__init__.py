@@ -45,8 +45,10 @@ from ._config import (MapArrayError, config_text, config_text_maps, config_text_
 from ._device import DeviceArray
 from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
                       ConfigError, Error, RangeError, _check)
+from ._stream import Stream, StreamBatch, epoch_seed, shard_range
 
-__all__ = ["compute", "Set", "Batch", "DeviceArray", "config_text", "config_text_paths", "Error",
+__all__ = ["compute", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
+           "shard_range", "config_text", "config_text_paths", "Error",
            "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
 
