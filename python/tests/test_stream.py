@@ -432,7 +432,9 @@ def test_torch_dataloader_workers():
     whole, lab, _, _ = collect(st)
     ds = st.as_torch_dataset()
     assert isinstance(ds, torch.utils.data.IterableDataset)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=3)
+    # spawn: the workers unpickle the stream (no CUDA state forked from this process)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=3,
+                                         multiprocessing_context="spawn")
     seen = []
     for images, labels, indices in loader:
         assert images.dtype == torch.float32 and labels.shape == (len(indices), 3)
