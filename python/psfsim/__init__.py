@@ -10,6 +10,10 @@
         for batch in s.batches(256):
             use(batch.first, batch.images, batch.params)
 
+    stream = psfsim.Stream(random_config_dict, batch_size=256, device="cuda")
+    for images, labels, indices in stream:       # one epoch; set_epoch(e) for the next
+        train(images, labels)                    # computed ahead on a thread (_stream.py)
+
 config: a path (str or os.PathLike) to a config file, config text (a str
 holding a newline or a '{'), or a nested dict (converted to libconfig
 syntax, psfsim._config). The images are the psfsim command's FITS pixels
@@ -45,8 +49,10 @@ from ._config import (MapArrayError, config_text, config_text_maps, config_text_
 from ._device import DeviceArray
 from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
                       ConfigError, Error, RangeError, _check)
+from ._stream import Stream, StreamBatch, epoch_seed, shard_range
 
-__all__ = ["compute", "Set", "Batch", "DeviceArray", "config_text", "config_text_paths", "Error",
+__all__ = ["compute", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
+           "shard_range", "config_text", "config_text_paths", "Error",
            "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
 

@@ -1,0 +1,538 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Streams for training loops (issue 27): batches of seeded random PSFs and
+their labels, epoch after epoch, the next batch computed on a background
+thread while the consumer uses this one, sharded over DataLoader workers
+and distributed ranks so that no two shards repeat a draw.
+
+The key. A stream's images are those of a random set (a config dict with
+sweep.random): epoch e is the set whose sweep.random.seed is
+epoch_seed(seed, e) (below) and whose sweep.random.count is epoch_size
+(default: the config's count); image i of epoch e is image i of that set.
+So (seed, epoch, index) names one image, and Stream.image(epoch, index),
+Stream.epoch_set(epoch) or a psfsim.Set of Stream.epoch_config(epoch)
+regenerate it: the same bits on one machine and build (README,
+"Reproducibility": an image's bits are its own whatever the batch).
+
+Shards. Epoch e's K images are split into num_shards contiguous blocks:
+shard s takes images [s K // S, (s + 1) K // S) (S = num_shards; the
+blocks' sizes differ by at most one; a shard may be empty when K < S), in
+batches of batch_size from the block's first image (the last batch may be
+short; drop_last=True leaves it out). The blocks are disjoint and their
+union is the epoch. Each draw is already an independent random sample, so
+the order needs no shuffling; a new epoch is new draws.
+
+None of torch is imported here: shard and num_shards default, when the
+iteration starts, from torch.utils.data.get_worker_info() and an
+initialised torch.distributed, read only when the user's program has
+imported torch already (sys.modules).
+"""
+import copy
+import queue
+import sys
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from . import _device
+from ._errors import ArgumentError
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    """SplitMix64's output function of state x (Steele, Lea and Flood 2014,
+    "Fast splittable pseudorandom number generators"; Vigna's splitmix64.c):
+    z = x + 0x9E3779B97F4A7C15, then the two xor-shift-multiplies and the
+    final xor-shift, all mod 2^64. A bijection of 64-bit integers."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def epoch_seed(seed, epoch):
+    """The sweep.random.seed of a stream's epoch: seed itself for epoch 0
+    (the stream's first epoch is the config's own set, the one the psfsim
+    command writes), else splitmix64(splitmix64(seed) XOR epoch) >> 1 (a
+    63-bit seed, in the config's range 0 .. 2^63 - 1; _splitmix64). seed
+    and epoch: integers in 0 .. 2^63 - 1 (ValueError otherwise). A pure
+    function of (seed, epoch), stable across versions: distinct epochs of
+    one seed get distinct seeds (splitmix64 is a bijection) but for the
+    dropped bit (a chance of 2^-63 per pair)."""
+    for name, v in (("seed", seed), ("epoch", epoch)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < 1 << 63:
+            raise ValueError("%s: an integer in 0 .. 2^63 - 1, not %r" % (name, v))
+    seed, epoch = int(seed), int(epoch)
+    if epoch == 0:
+        return seed
+    return _splitmix64(_splitmix64(seed) ^ epoch) >> 1
+
+
+def shard_range(count, shard, num_shards):
+    """Shard shard's images of an epoch of count images: (first, end), the
+    contiguous block [shard count // num_shards, (shard + 1) count //
+    num_shards)."""
+    if not 1 <= num_shards or not 0 <= shard < num_shards:
+        raise ArgumentError("argument", "shard: %r is not a shard of %r (0 .. num_shards - 1)"
+                            % (shard, num_shards))
+    return shard * count // num_shards, (shard + 1) * count // num_shards
+
+
+def _torch_shard(rank, world_size):
+    """(shard, num_shards) from DataLoader's worker and the distributed
+    rank, reading torch only when it is imported already."""
+    worker, workers = 0, 1
+    data = sys.modules.get("torch.utils.data")
+    if data is not None and hasattr(data, "get_worker_info"):
+        info = data.get_worker_info()
+        if info is not None:
+            worker, workers = int(info.id), int(info.num_workers)
+    if rank is None or world_size is None:
+        dist = sys.modules.get("torch.distributed")
+        r, w = 0, 1
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            r, w = int(dist.get_rank()), int(dist.get_world_size())
+        rank = r if rank is None else rank
+        world_size = w if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ArgumentError("argument", "rank: %r is not a rank of world_size %r" % (rank,
+                                                                                  world_size))
+    return rank * workers + worker, world_size * workers
+
+
+class StreamBatch(tuple):
+    """One batch of a Stream: (images, labels, indices).
+    images: [n, M, M] (float32 or uint16; a psfsim.DeviceArray with device=,
+    else NumPy); labels: [n, L] float32 (Stream.label_names; a DeviceArray
+    on the same device with device=, else NumPy; None with labels=None);
+    indices: [n] int64 NumPy, the images' indices in the epoch. epoch and
+    seed (epoch_seed's, the epoch set's sweep.random.seed) as attributes:
+    image indices[i] of epoch is Stream.image(epoch, indices[i])."""
+
+    def __new__(cls, images, labels, indices, epoch, seed):
+        self = tuple.__new__(cls, (images, labels, indices))
+        self.epoch, self.seed = epoch, seed
+        return self
+
+    images = property(lambda self: self[0])
+    labels = property(lambda self: self[1])
+    indices = property(lambda self: self[2])
+
+
+class _Stats:
+    """One iteration's times (time.perf_counter seconds)."""
+
+    def __init__(self):
+        self.batches = self.images = 0
+        self.wait_s = self.first_wait_s = self.produce_s = 0.0
+        self.start = self.end = None
+
+    def as_dict(self):
+        now = self.end if self.end is not None else time.perf_counter()
+        total = now - self.start if self.start is not None else 0.0
+        steady = total - self.first_wait_s
+        return {"batches": self.batches, "images": self.images, "wait_s": self.wait_s,
+                "first_wait_s": self.first_wait_s, "total_s": total,
+                "produce_s": self.produce_s,
+                "wait_fraction": self.wait_s / total if total > 0 else 0.0,
+                "steady_wait_fraction": (self.wait_s - self.first_wait_s) / steady
+                if steady > 0 else 0.0,
+                "images_per_s": self.images / total if total > 0 else 0.0}
+
+
+class Stream:
+    """Stream(config, batch_size, epoch_size=None, seed=None, epoch=0,
+    shard=None, num_shards=None, rank=None, world_size=None, device=None,
+    dtype=numpy.float32, labels="zernike", backend=None, gpus=None,
+    threads=0, prefetch=1, drop_last=False, stream=None, base_dir=None)
+
+    An iterable over batches of a random set's images and labels, one
+    epoch per iteration: `for images, labels, indices in stream` (a
+    StreamBatch each; the module's docstring gives the key and the shards).
+
+    config: a dict with sweep.random (psfsim.Set's dict; its seed is
+    replaced by each epoch's, epoch_seed()). batch_size: images per batch
+    (>= 1). epoch_size: the draws of an epoch (sweep.random.count; default
+    the config's); the epoch is the set's count images (epoch_size times
+    the other sweep axes' images, if any). seed: the stream's seed
+    (default the config's sweep.random.seed), 0 .. 2^63 - 1. epoch: the
+    epoch iterated (set_epoch changes it, as for PyTorch's
+    DistributedSampler).
+    shard, num_shards: this stream's part of each epoch (both or neither);
+    default at each iteration: shard = rank * workers + worker_id,
+    num_shards = world_size * workers, from torch.utils.data's
+    get_worker_info() inside a DataLoader worker (else one worker), and
+    rank, world_size: given, else those of an initialised
+    torch.distributed, else 0 and 1.
+    device: None (NumPy arrays) or "cuda", "cuda:N", N: images and labels
+    as psfsim.DeviceArray on that GPU (DLPack: torch.from_dlpack). dtype:
+    images float32 or uint16 (the PNG levels). labels: "zernike" (the
+    manifest's z<j> of every label term, Set.label_j: each term's total),
+    a list of numeric Set.params columns ("z4", "wavelength_nm", ...), or
+    None. backend, gpus, threads, base_dir: psfsim.Set's. stream: the CUDA
+    stream each batch's compute first waits for (Set.compute's).
+    prefetch: batches computed ahead on a background thread (0: each
+    batch computed in __next__, no thread); at most prefetch batches are
+    computed or waiting while the consumer holds one. Each batch is a new
+    array (the consumer may keep it). drop_last: leave out a shard's short
+    last batch.
+
+    Errors: a bad config raises psfsim.ConfigError here; an error while
+    computing (in the thread) is raised by the consumer's next(). Breaking
+    out of the loop, close() on the iterator or on the stream, or the
+    iterator's garbage collection stop the thread (its compute in flight
+    cancelled) and free its batches. stats: the current (or last)
+    iteration's times: wait_s (the consumer blocked in next()),
+    first_wait_s (the first batch's), total_s (from the first next() to
+    the end or now), wait_fraction = wait_s / total_s,
+    steady_wait_fraction (the first batch's wait left out of both),
+    produce_s (the thread computing), batches, images, images_per_s.
+    A Stream pickles (for DataLoader workers) without its iteration."""
+
+    def __init__(self, config, batch_size, epoch_size=None, seed=None, epoch=0, shard=None,
+                 num_shards=None, rank=None, world_size=None, device=None, dtype=np.float32,
+                 labels="zernike", backend=None, gpus=None, threads=0, prefetch=1,
+                 drop_last=False, stream=None, base_dir=None):
+        from . import Set, _int  # noqa: circular at import time
+        if not isinstance(config, dict):
+            raise TypeError("psfsim.Stream: config: a dict with sweep.random (each epoch's seed "
+                            "is written into sweep.random.seed), not %s" % type(config).__name__)
+        rnd = config.get("sweep", {}).get("random") if isinstance(config.get("sweep"), dict) \
+            else None
+        if not isinstance(rnd, dict):
+            raise ArgumentError("argument", "psfsim.Stream: config: no sweep.random group (a "
+                                "stream draws a random set's images)")
+        self.batch_size = _int(batch_size, "batch_size")
+        if self.batch_size < 1:
+            raise ValueError("batch_size: images per batch must be 1 or more (got %d)"
+                             % self.batch_size)
+        self.prefetch = _int(prefetch, "prefetch")
+        if self.prefetch < 0:
+            raise ValueError("prefetch: batches computed ahead, 0 or more (got %d)"
+                             % self.prefetch)
+        if seed is None:
+            seed = rnd.get("seed")
+        if seed is None:
+            raise ArgumentError("argument", "psfsim.Stream: no seed: give seed= or "
+                                "sweep.random.seed")
+        epoch_seed(seed, 0)  # checks seed
+        self.seed = int(seed)
+        self.epoch_size = None if epoch_size is None else _int(epoch_size, "epoch_size")
+        self.epoch = 0
+        self.set_epoch(epoch)
+        if (shard is None) != (num_shards is None):
+            raise ArgumentError("argument", "shard, num_shards: give both or neither")
+        if shard is not None:
+            shard_range(0, _int(shard, "shard"), _int(num_shards, "num_shards"))
+        self.shard, self.num_shards = shard, num_shards
+        if (rank is None) != (world_size is None):
+            raise ArgumentError("argument", "rank, world_size: give both or neither")
+        if rank is not None and not 0 <= _int(rank, "rank") < _int(world_size, "world_size"):
+            raise ArgumentError("argument", "rank: %r is not a rank of world_size %r"
+                                % (rank, world_size))
+        self.rank, self.world_size = rank, world_size
+        self.device = None if device is None else _device.device_index(device)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float32), np.dtype(np.uint16)):
+            raise TypeError("dtype: float32 or uint16, not %s" % self.dtype)
+        self.drop_last = bool(drop_last)
+        self.cuda_stream = stream
+        self._config = copy.deepcopy(config)
+        self._open = {"backend": backend, "gpus": gpus, "threads": threads,
+                      "base_dir": base_dir}
+        with Set(self.epoch_config(0), **self._open) as s:  # the config checked here
+            self.count, self.npix = s.count, s.npix
+            self._label_j = list(s.label_j)
+            self.label_names, self._label_cols = self._labels(s, labels)
+        self._labels_arg = labels
+        self._iters = weakref.WeakSet()
+        self._stats = _Stats()
+
+    # -- the key --
+    def epoch_config(self, epoch):
+        """The config dict of epoch's set: the stream's config with
+        sweep.random.seed = epoch_seed(seed, epoch) (and .count =
+        epoch_size when given)."""
+        cfg = copy.deepcopy(self._config)
+        cfg["sweep"]["random"]["seed"] = epoch_seed(self.seed, epoch)
+        if self.epoch_size is not None:
+            cfg["sweep"]["random"]["count"] = self.epoch_size
+        return cfg
+
+    def epoch_set(self, epoch):
+        """An open psfsim.Set of epoch's images (the caller closes it)."""
+        from . import Set
+        return Set(self.epoch_config(epoch), **self._open)
+
+    def image(self, epoch, index):
+        """(image [M, M], labels [L] float32 or None) of image index of
+        epoch, on the host, computed alone (a fresh Set): the bits the
+        stream gave (on one machine and build)."""
+        images, labels = self.images(epoch, index, 1)
+        return images[0], None if labels is None else labels[0]
+
+    def images(self, epoch, first, count, device=None):
+        """(images [count, M, M], labels [count, L]) of images [first, first
+        + count) of epoch, as the stream's batches (NumPy, or DeviceArrays
+        with device=)."""
+        with self.epoch_set(epoch) as s:
+            self._check_labels(s)
+            return self._compute(s, first, count, None if device is None else
+                                 _device.device_index(device))
+
+    # -- epochs and shards --
+    def set_epoch(self, epoch):
+        """The epoch the next iteration gives (PyTorch's DistributedSampler's
+        set_epoch): every shard of every rank sets the same one."""
+        epoch_seed(0, epoch)  # checks epoch
+        self.epoch = int(epoch)
+
+    def shard_info(self):
+        """(shard, num_shards) an iteration started now takes (the class's
+        docstring: given, or from torch's worker and rank)."""
+        if self.shard is not None:
+            return self.shard, self.num_shards
+        return _torch_shard(self.rank, self.world_size)
+
+    def _plan(self):
+        """[(first, n)] of this shard's batches."""
+        first, end = shard_range(self.count, *self.shard_info())
+        out = []
+        while first < end:
+            n = min(self.batch_size, end - first)
+            if n < self.batch_size and self.drop_last:
+                break
+            out.append((first, n))
+            first += n
+        return out
+
+    def __len__(self):
+        """Batches an iteration started now gives (shard_info's shard)."""
+        return len(self._plan())
+
+    # -- labels --
+    def _labels(self, s, labels):
+        """(names, columns) of the labels: columns None for "zernike"
+        (Set.zernike's totals at the label terms), else params columns."""
+        if labels is None:
+            return [], []
+        if isinstance(labels, str) and labels == "zernike":
+            if not s.label_j:
+                raise ArgumentError("argument", "labels: the set has no label terms (no "
+                                    "Zernike term is non-zero): give params columns or None")
+            return ["z%d" % j for j in s.label_j], None
+        if isinstance(labels, str):
+            raise ArgumentError("argument", "labels: \"zernike\", a list of Set.params columns "
+                                "or None, not %r" % labels)
+        names = list(labels)
+        dt = s.params_dtype()
+        for n in names:
+            if n not in dt.names or dt[n].kind not in "iuf":
+                raise ArgumentError("argument", "labels: %r is not a numeric Set.params column "
+                                    "(%s)" % (n, ", ".join(k for k in dt.names
+                                                           if dt[k].kind in "iuf")))
+        if not names:
+            raise ArgumentError("argument", "labels: an empty list (None for no labels)")
+        return names, names
+
+    def _check_labels(self, s):
+        if self._label_cols is None and list(s.label_j) != self._label_j:
+            raise ArgumentError("argument", "labels: the epoch's label terms %s differ from "
+                                "the first epoch's %s" % (s.label_j, self._label_j))
+
+    def _compute(self, s, first, count, device):
+        """(images, labels) of [first, first + count) of the open set s."""
+        images, metrics = s.compute(first, count, dtype=self.dtype, device=device,
+                                    stream=self.cuda_stream)
+        if not self.label_names:
+            return images, None
+        if self._label_cols is None:
+            total = s.zernike(first, count)
+            host = np.ascontiguousarray(total[:, s._label_mode], dtype=np.float32)
+        else:
+            p = s.params(first, count, metrics, frame=False)
+            host = np.ascontiguousarray(np.stack([p[c] for c in self._label_cols], axis=1),
+                                        dtype=np.float32)
+        if device is None:
+            return images, host
+        labels = _device.DeviceArray(host.shape, np.float32, device)
+        _device.copy(device, labels.ptr, host.ctypes.data, host.nbytes)
+        return images, labels
+
+    # -- iterating --
+    def __iter__(self):
+        it = _StreamIter(self)
+        self._iters.add(it)
+        return it
+
+    @property
+    def stats(self):
+        """The current (or last) iteration's times (the class's docstring)."""
+        return self._stats.as_dict()
+
+    def close(self):
+        """Stop every iteration of this stream still running."""
+        for it in list(self._iters):
+            it.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_iters"] = None
+        state["_stats"] = _Stats()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._iters = weakref.WeakSet()
+
+    def as_torch_dataset(self):
+        """This stream as a torch.utils.data.IterableDataset (imports torch
+        now): each item the tuple of tensors (images, labels, indices),
+        images and labels on the stream's device (torch.from_dlpack, no
+        copy) or the CPU (torch.from_numpy), indices int64 on the CPU. Give
+        it to DataLoader with batch_size=None (the stream batches); each
+        worker takes its shard (the class's docstring); set_epoch as the
+        stream's. With device=, keep num_workers=0: the stream computes
+        ahead on its own thread and a forked worker cannot use CUDA."""
+        from ._torch import StreamDataset
+        return StreamDataset(self)
+
+    def __repr__(self):
+        return ("psfsim.Stream(count=%d, batch_size=%d, seed=%d, epoch=%d, labels=%s, "
+                "device=%s)" % (self.count, self.batch_size, self.seed, self.epoch,
+                                self.label_names, self.device))
+
+
+def _produce(stream, s, plan, epoch, seed, out, slots, stop, stats):
+    """The background thread: each batch of plan computed once a slot is
+    free, put on out as ("batch", StreamBatch); ("end", None) after the
+    last, ("error", exception) on an error. Holds no reference to the
+    iterator, so that the consumer dropping it stops the thread."""
+    try:
+        for first, n in plan:
+            while not slots.acquire(timeout=0.05):
+                if stop.is_set():
+                    return
+            if stop.is_set():
+                return
+            t0 = time.perf_counter()
+            images, labels = stream._compute(s, first, n, stream.device)
+            stats.produce_s += time.perf_counter() - t0
+            out.put(("batch", StreamBatch(images, labels, np.arange(first, first + n,
+                                                                    dtype=np.int64),
+                                          epoch, seed)))
+        out.put(("end", None))
+    except BaseException as e:  # noqa: BLE001 (re-raised by the consumer)
+        if not stop.is_set():
+            out.put(("error", e))
+
+
+class _StreamIter:
+    """One epoch of a Stream (its __iter__): the epoch's Set, opened here,
+    and the thread computing ahead (prefetch >= 1)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.epoch = stream.epoch
+        self.seed = epoch_seed(stream.seed, self.epoch)
+        self._plan = stream._plan()
+        self._set = stream.epoch_set(self.epoch)
+        self._stats = stream._stats = _Stats()
+        self._next = 0
+        self._done = False
+        self._thread = None
+        try:
+            stream._check_labels(self._set)
+            if self._set.count != stream.count:
+                raise ArgumentError("argument", "psfsim.Stream: epoch %d has %d images, not %d"
+                                    % (self.epoch, self._set.count, stream.count))
+        except BaseException:
+            self._set.close()
+            raise
+        if stream.prefetch > 0 and self._plan:
+            self._queue = queue.Queue()
+            self._slots = threading.Semaphore(stream.prefetch)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=_produce, name="psfsim.Stream", daemon=True,
+                args=(stream, self._set, self._plan, self.epoch, self.seed, self._queue,
+                      self._slots, self._stop, self._stats))
+            self._thread.start()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        st = self._stats
+        t0 = time.perf_counter()
+        if st.start is None:
+            st.start = t0
+        if self._done:
+            raise StopIteration
+        try:
+            if self._thread is None:
+                if self._next >= len(self._plan):
+                    raise StopIteration
+                first, n = self._plan[self._next]
+                images, labels = self._stream._compute(self._set, first, n, self._stream.device)
+                st.produce_s += time.perf_counter() - t0
+                batch = StreamBatch(images, labels,
+                                    np.arange(first, first + n, dtype=np.int64), self.epoch,
+                                    self.seed)
+            else:
+                kind, batch = self._queue.get()
+                if kind == "end":
+                    raise StopIteration
+                if kind == "error":
+                    raise batch
+                self._slots.release()  # one more batch may start
+        except BaseException:
+            self.close()
+            raise
+        self._next += 1
+        wait = time.perf_counter() - t0
+        st.wait_s += wait
+        if st.batches == 0:
+            st.first_wait_s = wait
+        st.batches += 1
+        st.images += len(batch[2])
+        return batch
+
+    def close(self):
+        """Stop the thread (cancelling its compute in flight), free the
+        batches not taken and close the epoch's Set."""
+        if self._done:
+            return
+        self._done = True
+        if self._stats.end is None and self._stats.start is not None:
+            self._stats.end = time.perf_counter()
+        if self._thread is not None:
+            self._stop.set()
+            self._set.cancel()
+            self._thread.join()
+            while True:
+                try:
+                    self._queue.get_nowait()
+                except queue.Empty:
+                    break
+        self._set.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
