@@ -253,6 +253,16 @@ typedef struct {
      * run's errors). */
     int (*run_levels)(psf_backend *b, const psf_job *jobs, int njobs, unsigned short *levels,
                       double *measures, char *err, size_t errlen);
+    /* As run, and each image's measures (backend/levels.h) into
+     * measures[njobs * PSF_MEASURES] (image k's at k PSF_MEASURES), made
+     * where the images are: the GPU's on the device, so that the caller
+     * need not read the images back to measure them (issue 27: a host
+     * copy at the link's rate), its total summed in another order than the
+     * pixel order (as run_levels'). Problems with a detector stage are
+     * refused (-1). NULL: the backend has none (the CPU, whose done hooks
+     * measure each image in its cache). */
+    int (*run_measured)(psf_backend *b, const psf_job *jobs, int njobs, float *images,
+                        double *measures, char *err, size_t errlen);
 } psf_backend_ops;
 
 extern const psf_backend_ops psf_backend_cpu;

@@ -22,7 +22,8 @@ extern "C" {
 /* Raised whenever the table, gpu_basics, gpu_versions or psf_backend_ops
  * (with the problem and options it takes) changes, so a stale module is refused. */
 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
- * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory (issue 27) */
+ * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory,
+ * psf_backend_ops.run_measured (issue 27) */
 #define GPU_MODULE_ABI 8
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
@@ -58,8 +59,10 @@ typedef struct {
  * in err (errlen bytes). */
 typedef struct {
     /* Where p points: *kind 1 device memory of CUDA device *device (managed
-     * memory counts: the GPU writes it), 0 host memory (pinned or not;
-     * *device -1). Never fails for a host pointer CUDA does not know. */
+     * memory counts: the GPU writes it), 2 pinned host memory (cudaHostAlloc,
+     * cudaHostRegister: the GPU's copies reach it at the link's rate), 0
+     * other host memory (*device -1 for both). Never fails for a host
+     * pointer CUDA does not know. */
     int (*pointer)(const void *p, int *kind, int *device, char *err, size_t errlen);
     /* bytes of device memory on device (cudaMallocAsync from the device's
      * default pool on a stream of the module's, waited for, so it is ready

@@ -345,6 +345,7 @@ static psf_backend_ops make_ops(void)
     o.device_count = gpu_device_count;
     o.memory_need = gpu_memory_need;
     o.run_levels = gpu_run_levels;
+    o.run_measured = gpu_run_measured;
     return o;
 }
 

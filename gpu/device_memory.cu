@@ -33,6 +33,8 @@ static int pointer_kind(const void *p, int *kind, int *device, char *err, size_t
     if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
         *kind = 1;
         *device = a.device;
+    } else if (a.type == cudaMemoryTypeHost) {
+        *kind = 2; /* pinned: cudaHostAlloc'd or registered */
     }
     return 0;
 }

@@ -12,6 +12,10 @@
 #include <math.h>
 #include <string.h>
 
+extern "C" {
+#include "backend/detector.h"
+}
+
 #define LEVELS_THREADS 256
 #define LEVELS_PER_THREAD 16
 #define LEVELS_MAX_SLICES 64
@@ -74,26 +78,45 @@ __global__ void __launch_bounds__(LEVELS_THREADS)
     if (threadIdx.x == 0) parts[(size_t)blockIdx.y * slices + blockIdx.x] = s[0];
 }
 
-__global__ void __launch_bounds__(LEVELS_THREADS)
-    levels_kernel(const float *img, size_t plane, size_t axis, int slices, psf_levels_map map,
-                  int rotate_180, const slice_part *parts, unsigned short *lev, double *meas)
+/* Image blockIdx.y's S partials reduced in a fixed order into s[0] (so
+ * the total is the same run after run), and its measures written by
+ * block 0's thread 0. */
+__device__ static void image_measures(const float *img, size_t plane, size_t axis, int slices,
+                                      const slice_part *parts, double *meas, slice_part *s)
 {
-    __shared__ slice_part s[LEVELS_MAX_SLICES];
     const slice_part none = {-INFINITY, 0.0, 0, 0, 0};
     const int t = threadIdx.x;
     if (t < LEVELS_MAX_SLICES) s[t] = t < slices ? parts[(size_t)blockIdx.y * slices + t] : none;
     __syncthreads();
     reduce(s, LEVELS_MAX_SLICES);
-    const float *p = img + (size_t)blockIdx.y * plane;
     if (blockIdx.x == 0 && t == 0) {
         double *m = meas + (size_t)blockIdx.y * PSF_MEASURES;
         m[PSF_MEASURE_PEAK] = s[0].peak;
-        m[PSF_MEASURE_AXIS] = p[axis];
+        m[PSF_MEASURE_AXIS] = img[(size_t)blockIdx.y * plane + axis];
         m[PSF_MEASURE_TOTAL] = s[0].total;
         m[PSF_MEASURE_NAN] = (double)s[0].nan;
         m[PSF_MEASURE_INF] = (double)s[0].inf;
         m[PSF_MEASURE_NEG] = (double)s[0].neg;
     }
+}
+
+/* The measures alone: one block per image (grid 1 x n). */
+__global__ void __launch_bounds__(LEVELS_THREADS)
+    measures_kernel(const float *img, size_t plane, size_t axis, int slices,
+                    const slice_part *parts, double *meas)
+{
+    __shared__ slice_part s[LEVELS_MAX_SLICES];
+    image_measures(img, plane, axis, slices, parts, meas, s);
+}
+
+__global__ void __launch_bounds__(LEVELS_THREADS)
+    levels_kernel(const float *img, size_t plane, size_t axis, int slices, psf_levels_map map,
+                  int rotate_180, const slice_part *parts, unsigned short *lev, double *meas)
+{
+    __shared__ slice_part s[LEVELS_MAX_SLICES];
+    const int t = threadIdx.x;
+    image_measures(img, plane, axis, slices, parts, meas, s);
+    const float *p = img + (size_t)blockIdx.y * plane;
     const double pk = s[0].peak; /* read by all after the last barrier, written by none */
     const int blank = psf_levels_blank(pk);
     unsigned short *o = lev + (size_t)blockIdx.y * plane;
@@ -110,36 +133,47 @@ static int slices_for(size_t plane)
     return s < 1 ? 1 : s > LEVELS_MAX_SLICES ? LEVELS_MAX_SLICES : (int)s;
 }
 
+/* Whether problem gets the measures' buffers: no detector stage (the
+ * images' side is then npix). */
+static int has_measures(const psf_problem *problem)
+{
+    return problem->levels.bits != 0 || !psf_detector_active(&problem->detector);
+}
+
 size_t gpu_levels_bytes(const psf_problem *problem, long long capacity, int nbuf)
 {
-    if (problem->levels.bits == 0 || capacity < 1) return 0;
-    size_t plane = (size_t)problem->npix * (size_t)problem->npix;
-    return (size_t)capacity *
-           ((nbuf == 1 ? 1 : 2) * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double)) +
-            (size_t)slices_for(plane) * sizeof(slice_part));
+    if (!has_measures(problem) || capacity < 1) return 0;
+    size_t plane = (size_t)problem->npix * (size_t)problem->npix,
+           lev = problem->levels.bits != 0 ? plane * sizeof(unsigned short) : 0;
+    return (size_t)capacity * ((nbuf == 1 ? 1 : 2) * (lev + PSF_MEASURES * sizeof(double)) +
+                               (size_t)slices_for(plane) * sizeof(slice_part));
 }
 
 int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, int nbuf,
                       gpu_check *chk)
 {
     memset(l, 0, sizeof *l);
-    if (problem->levels.bits == 0) return 0;
-    l->active = 1;
+    if (!has_measures(problem)) return 0;
+    l->active = problem->levels.bits != 0;
+    l->measures = 1;
     l->plane = (size_t)problem->npix * (size_t)problem->npix;
     l->axis = (size_t)(problem->npix / 2) * (size_t)problem->npix + (size_t)(problem->npix / 2);
     l->rotate_180 = problem->levels.rotate_180 != 0;
     l->slices = slices_for(l->plane);
-    l->map = psf_levels_map_make(problem->levels.bits, problem->levels.stretch,
-                                 problem->levels.dynamic_range);
+    if (l->active)
+        l->map = psf_levels_map_make(problem->levels.bits, problem->levels.stretch,
+                                     problem->levels.dynamic_range);
     cudaFuncAttributes a; /* load the kernels now, not in the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, measure_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, measures_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, levels_kernel)))
         return -1;
     size_t cap = (size_t)capacity;
     if (GPU_CUDA(chk, cudaMalloc(&l->parts, cap * (size_t)l->slices * sizeof(slice_part))))
         return -1;
     for (int q = 0; q < (nbuf == 1 ? 1 : 2); ++q)
-        if (GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short))) ||
+        if ((l->active &&
+             GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short)))) ||
             GPU_CUDA(chk, cudaMalloc(&l->meas[q], cap * PSF_MEASURES * sizeof(double))))
             return -1;
     if (nbuf == 1) { /* one sub-batch at a time: q is always 0, [1] an alias */
@@ -167,6 +201,7 @@ void gpu_levels_destroy(gpu_levels *l)
         l->meas[q] = NULL;
     }
     l->active = 0;
+    l->measures = 0;
 }
 
 int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
@@ -180,4 +215,17 @@ int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaSt
     levels_kernel<<<grid, LEVELS_THREADS, 0, stream>>>(img, l->plane, l->axis, l->slices, l->map,
                                                        l->rotate_180, parts, l->lev[q], l->meas[q]);
     return GPU_LAUNCH(chk, "levels_kernel");
+}
+
+int gpu_levels_measure(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
+                       gpu_check *chk)
+{
+    if (n < 1) return 0;
+    slice_part *parts = (slice_part *)l->parts;
+    measure_kernel<<<dim3((unsigned)l->slices, (unsigned)n), LEVELS_THREADS, 0, stream>>>(
+        img, l->plane, l->slices, parts);
+    if (GPU_LAUNCH(chk, "measure_kernel")) return -1;
+    measures_kernel<<<dim3(1, (unsigned)n), LEVELS_THREADS, 0, stream>>>(
+        img, l->plane, l->axis, l->slices, parts, l->meas[q]);
+    return GPU_LAUNCH(chk, "measures_kernel");
 }

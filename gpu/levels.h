@@ -21,6 +21,8 @@ extern "C" {
 
 typedef struct {
     int active;     /* problem->levels.bits != 0 */
+    int measures;   /* the measures' buffers are made (gpu_levels_measure): every problem
+                       without a detector stage */
     size_t plane;   /* N^2 */
     size_t axis;    /* index of pixel (N/2, N/2) */
     int rotate_180; /* problem->levels.rotate_180 */
@@ -42,10 +44,10 @@ typedef struct {
  * levels output. */
 size_t gpu_levels_bytes(const psf_problem *problem, long long capacity, int nbuf);
 
-/* Make l for problem at capacity C (a zeroed l, inactive, without a
- * levels output), with nbuf buffers: 2, one per sub-batch parity q; 1 for
- * a backend whose sub-batches are all q = 0, one at a time (lev[1] and
- * meas[1] are then aliases of [0]). Returns 0, or -1 with chk's message. */
+/* Make l for problem at capacity C (inactive without a levels output;
+ * the measures' buffers without a detector stage), with nbuf buffers: 2, one per sub-batch parity
+ * q; 1 for a backend whose sub-batches are all q = 0, one at a time (lev[1] and meas[1] are then
+ * aliases of [0]). Returns 0, or -1 with chk's message. */
 int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, int nbuf,
                       gpu_check *chk);
 void gpu_levels_destroy(gpu_levels *l);
@@ -55,5 +57,11 @@ void gpu_levels_destroy(gpu_levels *l);
  * message. */
 int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
                      gpu_check *chk);
+
+/* The measures alone of the n <= C images in img into meas[q] (the float
+ * output's, psf_backend_ops.run_measured), enqueued on stream. Returns 0,
+ * or -1 with chk's message. */
+int gpu_levels_measure(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
+                       gpu_check *chk);
 
 #endif

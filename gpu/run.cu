@@ -98,12 +98,20 @@ static int subbatch_size(const psf_backend *b, int njobs)
  * images and levels may be host or device memory (the library's device
  * outputs, psfsim_compute_device): cudaMemcpyDefault tells them apart. */
 static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q, float *images,
-                         unsigned short *levels)
+                         unsigned short *levels, int measured)
 {
     if (!levels)
         return GPU_CUDA(&b->chk, cudaMemcpyAsync(images + (size_t)j0 * b->out_plane, src,
                                                  (size_t)n * b->out_plane * sizeof(float),
-                                                 cudaMemcpyDefault, b->copy));
+                                                 cudaMemcpyDefault, b->copy)) ||
+                       (measured &&
+                        GPU_CUDA(&b->chk,
+                                 cudaMemcpyAsync(b->lev.host_meas + (size_t)j0 * PSF_MEASURES,
+                                                 b->lev.meas[q],
+                                                 (size_t)n * PSF_MEASURES * sizeof(double),
+                                                 cudaMemcpyDeviceToHost, b->copy)))
+                   ? -1
+                   : 0;
     return GPU_CUDA(&b->chk, cudaMemcpyAsync(levels + (size_t)j0 * b->plane, b->lev.lev[q],
                                              (size_t)n * b->plane * sizeof(unsigned short),
                                              cudaMemcpyDefault, b->copy)) ||
@@ -118,12 +126,13 @@ static int subbatch_copy(psf_backend *b, const float *src, int j0, int n, int q,
 /* The batched path: sub-batches computed on the compute stream, copied on
  * the copy stream while the next computes; with levels (a levels run,
  * images NULL) each sub-batch's levels and measures are made on the
- * device (gpu/levels.h) and copied instead of its floats. */
+ * device (gpu/levels.h) and copied instead of its floats; with images and
+ * measures (run_measured), its floats and their measures. */
 static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *images,
                        unsigned short *levels, double *measures)
 {
-    int per = subbatch_size(b, njobs);
-    if (levels && (size_t)njobs > b->lev.host_meas_jobs) {
+    int per = subbatch_size(b, njobs), measured = !levels && measures;
+    if (measures && (size_t)njobs > b->lev.host_meas_jobs) {
         snprintf(b->chk.err, b->chk.errlen, "gpu: %d images in one call, past max_batch %zu", njobs,
                  b->lev.host_meas_jobs);
         return -1;
@@ -143,17 +152,18 @@ static int run_batched(psf_backend *b, const psf_job *jobs, int njobs, float *im
         if (rc ||
             (fused ? gpu_detector_finish(&b->det, b->dimg[q], n, q, &src, &b->chk)
                    : gpu_detector_apply(&b->det, b->dimg[q], n, b->spec, q, &src, &b->chk)) ||
-            (levels && gpu_levels_apply(&b->lev, src, n, q, b->compute, &b->chk)))
+            (levels && gpu_levels_apply(&b->lev, src, n, q, b->compute, &b->chk)) ||
+            (measured && gpu_levels_measure(&b->lev, src, n, q, b->compute, &b->chk)))
             return -1;
         if (GPU_CUDA(&b->chk, cudaEventRecord(b->ev_done[q], b->compute)) ||
             GPU_CUDA(&b->chk, cudaStreamWaitEvent(b->copy, b->ev_done[q], 0)) ||
-            subbatch_copy(b, src, j0, n, q, images, levels) ||
+            subbatch_copy(b, src, j0, n, q, images, levels, measured) ||
             GPU_CUDA(&b->chk, cudaEventRecord(b->ev_copied[q], b->copy)))
             return -1;
         b->copy_pending[q] = 1;
     }
     if (GPU_CUDA(&b->chk, cudaStreamSynchronize(b->copy))) return -1;
-    if (levels) /* the measures came to the pinned staging (gpu/levels.h) */
+    if (measures) /* the measures came to the pinned staging (gpu/levels.h) */
         memcpy(measures, b->lev.host_meas, (size_t)njobs * PSF_MEASURES * sizeof(double));
     return 0;
 }
@@ -276,7 +286,7 @@ static int run_any(psf_backend *b, const psf_job *jobs, int njobs, float *images
      * the stage with the intensity (subbatch_fuses), the graph does not, and
      * the two round differently; a single image then takes the batched path,
      * so that it is the same bits as in any batch (issue 26). */
-    if (rc == 0 && !levels && !b->mft && !b->lean && !b->det.active && njobs == 1 &&
+    if (rc == 0 && !levels && !measures && !b->mft && !b->lean && !b->det.active && njobs == 1 &&
         jobs[0].ncomp >= 1 && jobs[0].ncomp <= b->capacity)
         rc = run_single(b, &jobs[0], images);
     else if (rc == 0 && njobs > 0)
@@ -308,4 +318,16 @@ int gpu_run_levels(psf_backend *b, const psf_job *jobs, int njobs, unsigned shor
         return -1;
     }
     return run_any(b, jobs, njobs, NULL, levels, measures, err, errlen);
+}
+
+/* psf_backend_ops.run_measured (backend/backend.h): the batched path with
+ * the measures kernels; a single image goes that way too. */
+int gpu_run_measured(psf_backend *b, const psf_job *jobs, int njobs, float *images,
+                     double *measures, char *err, size_t errlen)
+{
+    if (!b->lev.measures || b->det.active) {
+        snprintf(err, errlen, "gpu: no measures of the floats for a set with a detector stage");
+        return -1;
+    }
+    return run_any(b, jobs, njobs, images, NULL, measures, err, errlen);
 }

@@ -18,5 +18,8 @@ int gpu_run(psf_backend *b, const psf_job *jobs, int njobs, float *images, char 
 /* psf_backend_ops.run_levels (backend/backend.h). */
 int gpu_run_levels(psf_backend *b, const psf_job *jobs, int njobs, unsigned short *levels,
                    double *measures, char *err, size_t errlen);
+/* psf_backend_ops.run_measured: the floats and their measures. */
+int gpu_run_measured(psf_backend *b, const psf_job *jobs, int njobs, float *images,
+                     double *measures, char *err, size_t errlen);
 
 #endif

@@ -47,6 +47,11 @@ typedef struct {
      * (direct_out) or uploaded by mem->copy from the host; NULL: host. */
     const gpu_memory_ops *mem;
     int dev_id;
+    /* Host floats of a set whose images the GPU may measure (gpu_measures):
+     * a GPU lane's run_measured gives their measures, so that no image is
+     * read back to measure it; pinned: the caller's floats are pinned host
+     * memory, which those lanes' copies fill straight (direct_out). */
+    int gpu_meas, pinned;
     int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
     atomic_int stop; /* a lane failed: the others stop too */
@@ -90,12 +95,21 @@ static int on_levels(const work *w, const lib_lane *ln)
     return w->levels && engine_lane_on_levels(&ln->eng, w->s->levels_lanes);
 }
 
-/* Whether lane ln's backend writes a device output itself: a GPU's
+/* Whether lane ln computes w's floats with their measures
+ * (run_measured): host floats of a gpu_meas set on a backend that has it. */
+static int on_measured(const work *w, const lib_lane *ln)
+{
+    return w->gpu_meas && w->images && !w->mem && ln->eng.ops->run_measured != NULL;
+}
+
+/* Whether lane ln's backend writes the caller's buffer itself: a GPU's
  * copies land in the caller's device memory (floats, or levels when it
- * computes them), with no host stop. */
+ * computes them), or in the caller's pinned host floats with their
+ * measures, with no host stop. */
 static int direct_out(const work *w, const lib_lane *ln)
 {
-    if (!w->mem || ln->eng.ops == &psf_backend_cpu) return 0;
+    if (ln->eng.ops == &psf_backend_cpu) return 0;
+    if (!w->mem) return w->pinned && on_measured(w, ln);
     if (on_levels(w, ln)) return 1; /* the levels kernel finishes them (the turn included) */
     /* Floats the host finishes (image_set_measure_scanned: an MFT set's
      * sum normalisation, the "poppy" turn) come through the host. */
@@ -199,7 +213,8 @@ typedef struct {
     float *out;
     const image_hook *hooks; /* [the slot's images] or NULL */
     int levels;              /* out holds levels, the lane's measures their measures */
-    int direct;              /* out is the caller's device memory (direct_out) */
+    int measured;            /* out holds floats, the lane's measures theirs (on_measured) */
+    int direct;              /* out is the caller's buffer (direct_out) */
 } batch_part;
 
 /* finish_part for a levels batch: metrics from the backend's measures,
@@ -237,7 +252,7 @@ static void finish_device(const batch_part *p)
     void *dst = w->images ? (void *)(w->images + at) : (void *)(w->levels + at);
     size_t bytes = n * (w->images ? sizeof(float) : sizeof(uint16_t));
     uint16_t *lev = NULL;
-    double strehl, axial; /* unused: no metrics for device outputs */
+    double strehl, axial;                             /* unused: no metrics for device outputs */
     for (int i = p->i0; i < p->i1 && !p->levels; ++i) /* finished as psfsim_compute's */
         image_set_measure_scanned(&w->s->e.set, &p->ln->infos[p->slot + i],
                                   p->out + (size_t)i * plane, NULL, &strehl, &axial);
@@ -261,12 +276,36 @@ static void finish_device(const batch_part *p)
     free(lev);
 }
 
+/* finish_part for floats the backend measured (on_measured): metrics
+ * from the measures, the floats copied unless the backend wrote them in
+ * the caller's buffer. */
+static void finish_measured(const batch_part *p)
+{
+    work *w = p->w;
+    const image_set *set = &w->s->e.set;
+    size_t plane = (size_t)set->samp.npix * set->samp.npix;
+    for (int i = p->i0; i < p->i1; ++i) {
+        size_t j = (size_t)(p->slot + i);
+        psfsim_metrics m = {.backend = p->ln->eng.ops->name};
+        image_set_measure_levels(set, &p->ln->infos[j], p->ln->measures + j * PSF_MEASURES,
+                                 &m.strehl, &m.axial_intensity);
+        if (w->metrics) w->metrics[p->k0 + i - w->first] = m;
+    }
+    if (p->direct) return;
+    memcpy(w->images + (size_t)(p->k0 + p->i0 - w->first) * plane, p->out + (size_t)p->i0 * plane,
+           (size_t)(p->i1 - p->i0) * plane * sizeof *p->out);
+}
+
 static void *finish_part(void *arg)
 {
     const batch_part *p = arg;
     work *w = p->w;
     if (w->mem) {
         finish_device(p);
+        return NULL;
+    }
+    if (p->measured) {
+        finish_measured(p);
         return NULL;
     }
     if (p->levels) {
@@ -390,7 +429,7 @@ static image_hook *slot_hooks(work *w, lib_lane *ln, const lane_slot *sl, long l
         ln->jobs[i].done = NULL;
         ln->jobs[i].stream = 0;
     }
-    if (!hooks || on_levels(w, ln) || w->mem) return NULL;
+    if (!hooks || on_levels(w, ln) || on_measured(w, ln) || w->mem) return NULL;
     set_hooks(w, ln, sl->first, k0, nb, hooks + sl->first);
     return hooks + sl->first;
 }
@@ -459,6 +498,7 @@ static int sink_buffer(void *user, int l, int q, long long k0, engine_batch *b, 
     if (rc != PSFSIM_OK) return rc;
     b->jobs = st->ln->jobs + sl->first;
     b->on_levels = on_levels(w, st->ln);
+    b->measured = !b->on_levels && on_measured(w, st->ln);
     b->images = st->out;
     b->levels = (unsigned short *)st->out;
     b->measures = st->ln->measures + (size_t)sl->first * PSF_MEASURES;
@@ -497,6 +537,7 @@ static int sink_done(void *user, int l, int q, long long k0, int nb, double run_
                                    .out = st->out,
                                    .hooks = st->sh,
                                    .levels = on_levels(w, st->ln),
+                                   .measured = !on_levels(w, st->ln) && on_measured(w, st->ln),
                                    .direct = direct_out(w, st->ln)}};
     pending_start(&st->prev, st->nslots == 2);
     if (st->nslots == 1) pending_join(&st->prev);
@@ -608,6 +649,25 @@ typedef struct {
     int dev_id;
 } compute_out;
 
+/* Whether the GPU's measures of a set's floats are its metrics: images
+ * the host neither finishes nor turns (the conditions of the levels
+ * kernels, image_set_levels_stretch, and not the "poppy" turn). */
+static int gpu_measures(const image_set *set)
+{
+    psf_levels_out lo;
+    return image_set_levels_stretch(set, &lo) && set->cfg->orientation != ORIENT_POPPY;
+}
+
+/* Whether host floats at p are pinned (psfsim_device_pointer's kind 2)
+ * for a set the GPU computes: its copies can then fill them straight. */
+static int host_pinned(const psfsim_set *s, const void *p)
+{
+    if (s->e.decision.ops == &psf_backend_cpu) return 0;
+    const gpu_memory_ops *mem = gpu_module_memory();
+    int kind = 0, dev = -1;
+    return mem && mem->pointer(p, &kind, &dev, NULL, 0) == 0 && kind == 2;
+}
+
 static int compute(psfsim_set *s, long long first, long long count, const compute_out *o,
                    size_t capacity, psfsim_metrics *metrics, char *err, size_t errlen)
 {
@@ -631,9 +691,10 @@ static int compute(psfsim_set *s, long long first, long long count, const comput
     char why[LIB_ERRLEN] = "";
     prefault_part parts[FINISH_MAX_THREADS];
     size_t bytes = (size_t)count * plane * (images ? sizeof *images : sizeof *levels);
-    int np = o->mem ? 0
-                    : prefault_start(s, images ? (void *)images : (void *)levels, bytes,
-                                     finishers(), parts);
+    int pinned = !o->mem && images && host_pinned(s, images);
+    int np = o->mem || pinned ? 0
+                              : prefault_start(s, images ? (void *)images : (void *)levels, bytes,
+                                               finishers(), parts);
     rc = lib_lanes_start(s, why, sizeof why);
     prefault_join(parts, np);
     if (rc != PSFSIM_OK) return lib_fail(err, errlen, rc, "%s", why);
@@ -645,6 +706,8 @@ static int compute(psfsim_set *s, long long first, long long count, const comput
               .metrics = metrics,
               .mem = o->mem,
               .dev_id = o->dev_id,
+              .gpu_meas = gpu_measures(&s->e.set),
+              .pinned = pinned,
               .finishers = finishers()};
     pthread_mutex_init(&w.mu, NULL);
     atomic_init(&w.stop, 0);

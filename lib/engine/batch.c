@@ -16,9 +16,12 @@
  * so that no caller skips the GPU-failure rule. */
 static int engine_lane_run(engine_lane *ln, const engine_batch *b, char *err, size_t errlen)
 {
-    int rc = b->on_levels ? ln->ops->run_levels(ln->backend, b->jobs, b->n, b->levels, b->measures,
-                                                err, errlen)
-                          : ln->ops->run(ln->backend, b->jobs, b->n, b->images, err, errlen);
+    int rc =
+        b->on_levels
+            ? ln->ops->run_levels(ln->backend, b->jobs, b->n, b->levels, b->measures, err, errlen)
+        : b->measured && ln->ops->run_measured
+            ? ln->ops->run_measured(ln->backend, b->jobs, b->n, b->images, b->measures, err, errlen)
+            : ln->ops->run(ln->backend, b->jobs, b->n, b->images, err, errlen);
     return rc == 0 ? 0 : ENGINE_RUN_FAILED;
 }
 

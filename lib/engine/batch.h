@@ -26,8 +26,11 @@ typedef struct {
     int n;                  /* images, >= 1 */
     float *images;          /* run(): n * N * N floats (N: the backend's image side) */
     unsigned short *levels; /* run_levels(): n * N * N grey levels (on_levels) */
-    double *measures;       /* run_levels(): n * PSF_MEASURES (backend/levels.h) */
+    double *measures;       /* run_levels(), run_measured(): n * PSF_MEASURES
+                               (backend/levels.h) */
     int on_levels;          /* 1: run_levels (engine_lane_on_levels), else run */
+    int measured;           /* 1 (not on_levels): run_measured, the floats and their
+                               measures (a backend that has it) */
 } engine_batch;
 
 /* The client's part of engine_lane_run_or_fall_back. */

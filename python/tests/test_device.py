@@ -219,3 +219,26 @@ def test_device_arrays_as_maps():
     with psfsim.Set(cfg, backend="cpu") as s:
         dev, _ = s.compute()
     assert dev.tobytes() == host.tobytes()
+
+
+@pytest.mark.parametrize("kind", ["fft", "mft", "detector", "poppy"])
+def test_gpu_metrics_and_pinned_host(kind):
+    """Host floats from the GPU: the metrics (from the GPU's measures where
+    the host does not finish the images) are the images' own peak and axis
+    over the unaberrated peak; into pinned host memory (a pinned torch
+    tensor's NumPy view: the copies land there straight) the same bits and
+    metrics as into a NumPy array."""
+    torch = need("torch")
+    with psfsim.Set(config(1100, kind), backend="gpu") as s:
+        host, met = s.compute()
+        m = s.npix
+        ref = host.reshape(len(host), -1).max(axis=1) / met["strehl"]
+        assert np.allclose(ref, ref[0], rtol=1e-6), "strehl is the image's peak / one reference"
+        axis = host[:, m // 2, m // 2] if kind != "poppy" else host[:, (m - 1) - m // 2,
+                                                                      (m - 1) - m // 2]
+        assert np.allclose(axis / met["axial_intensity"], ref[0], rtol=1e-6)
+        pinned = torch.empty((len(host), m, m), pin_memory=True)
+        got, met2 = s.compute(out=pinned.numpy())
+        assert got.tobytes() == host.tobytes()
+        assert np.array_equal(met2["strehl"], met["strehl"])
+        assert np.array_equal(met2["axial_intensity"], met["axial_intensity"])
