@@ -35,7 +35,7 @@ void cfg_set_defaults(psf_config *cfg)
     cfg->hdf5_dtype = HDF5_FLOAT32;
     cfg->hdf5_compression = HDF5_NONE;
     cfg->hdf5_level = 4;
-    cfg->hdf5_chunk_images = 0; /* the module's: whole images in 1 MiB */
+    cfg->hdf5_chunk_images = 0; /* h5set_auto_chunk_images: whole images in 64 KiB */
     cfg->backend = BACKEND_AUTO;
 }
 

@@ -387,7 +387,7 @@ int hdf5_set_describe(const image_set *s, int dirfd, const char *dir, const hdf5
         .npix = s->samp.npix,
         .dtype = cfg->hdf5_dtype == HDF5_UINT16 ? H5SET_UINT16 : H5SET_FLOAT32,
         .gzip = cfg->hdf5_compression == HDF5_GZIP ? cfg->hdf5_level : 0,
-        /* 0: the module's choice, as hdf5_writer_chunk_images's */
+        /* 0: h5set_auto_chunk_images, as hdf5_writer_chunk_images's */
         .chunk_images =
             (int)(cfg->hdf5_chunk_images < s->nimages ? cfg->hdf5_chunk_images : s->nimages),
         .resume_key = pv->config_hash,

@@ -717,11 +717,11 @@ static unsigned long long extra_bytes(const image_set *s)
 unsigned long long hdf5_writer_chunk_images(const image_set *s)
 {
     unsigned long long c = (unsigned long long)s->cfg->hdf5_chunk_images;
-    if (c == 0) { /* unset: the module's choice, the whole images in 1 MiB */
+    if (c == 0) { /* unset: the module's rule, over the largest image dataset's image */
         unsigned long long big = hdf5_writer_image_bytes(s);
         big = hdf5_writer_over_bytes(s) > big ? hdf5_writer_over_bytes(s)
                                               : big; /* noisy's is never larger than images' */
-        c = (1ULL << 20) / big;
+        c = (unsigned long long)h5set_auto_chunk_images((size_t)big, s->nimages);
     }
     if (c < 1) c = 1;
     return c < (unsigned long long)s->nimages ? c : (unsigned long long)s->nimages;
@@ -775,8 +775,11 @@ unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int la
     unsigned long long queue = bytes_mul((HDF5_QUEUE_BATCHES + 1) * b, row);
     queue = bytes_add(queue, bytes_mul(group_rows_of((size_t)row, batch, s->nimages), row));
     unsigned long long stages = bytes_mul(WRITER_SLOTS * l + 2, chunk_bytes(s));
-    unsigned long long gzip =
-        s->cfg->hdf5_compression == HDF5_GZIP ? bytes_mul(8ULL * 2, chunk_bytes(s)) : 0;
+    unsigned long long run =
+        chunk_bytes(s) > H5SET_GZIP_RUN_BYTES ? chunk_bytes(s) : H5SET_GZIP_RUN_BYTES;
+    unsigned long long gzip = s->cfg->hdf5_compression == HDF5_GZIP
+                                  ? bytes_mul(8ULL, bytes_add(2 * run, run / 512 + 1024))
+                                  : 0;
     unsigned long long flags = bytes_mul(3ULL, (unsigned long long)s->nimages);
     unsigned long long levels =
         s->cfg->hdf5_dtype == HDF5_UINT16 ? bytes_mul(WRITER_SLOTS * l * b, image) : 0;

@@ -103,8 +103,9 @@ unsigned long long hdf5_writer_image_bytes(const image_set *s);
 unsigned long long hdf5_writer_over_bytes(const image_set *s);
 
 /* Images per chunk of NAME.h5's image datasets: output.hdf5.chunk_images,
- * or unset the module's choice (the whole images of the largest image
- * dataset in 1 MiB), at most K (nimages), at least 1. */
+ * or unset the module's rule, h5set_auto_chunk_images (app/formats/h5set.h:
+ * the whole images of the largest image dataset in 64 KiB, at least 1), at
+ * most K (nimages), at least 1. */
 unsigned long long hdf5_writer_chunk_images(const image_set *s);
 
 /* Host memory writing NAME.h5 takes for set s with batches of batch images
@@ -115,10 +116,10 @@ unsigned long long hdf5_writer_chunk_images(const image_set *s);
  * the writer thread is writing, and its group (up to 16 MiB of rows, where
  * that holds more than a batch); the module's stages (every image
  * dataset's chunk), a chunk given in part each (at most one per batch buffer, WRITER_SLOTS per
- * lane, and two more), its gzip threads' buffers (at most 8 threads, a chunk twice each: shuffled
- * and deflated); the written flags (3 bytes an image); for uint16 the slots' stretch levels
- * (WRITER_SLOTS batches of 2 M^2 per lane). A chunk is the module's: c = max(1, 1 MiB / the largest
- * image) images (app/formats/hdf5_params.c). */
+ * lane, and two more), its gzip threads' buffers (at most 8 threads, each a chunk shuffled and
+ * its run deflated: 2 max(chunk, H5SET_GZIP_RUN_BYTES), with zlib's margin); the written flags
+ * (3 bytes an image); for uint16 the slots' stretch levels (WRITER_SLOTS batches of 2 M^2 per
+ * lane). A chunk is hdf5_writer_chunk_images's c images of every image dataset. */
 unsigned long long hdf5_writer_memory_need(const image_set *s, int batch, int lanes);
 
 /* Disk space of NAME.h5 for set s, bytes (saturating), as if uncompressed

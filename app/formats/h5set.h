@@ -12,8 +12,8 @@
  * The file (h5py: f["images"][k] is image k, row 0 first as given):
  *   images          [K, M, M] float32 or uint16 (little-endian), chunks of
  *                   [c, M, M] whole images (c: chunk_images, the caller's,
- *                   or 0: the whole images in 1 MiB, so h5py's default
- *                   chunk cache holds one); gzip: the shuffle
+ *                   or 0: h5set_auto_chunk_images, the whole images in
+ *                   64 KiB, at least one, for shuffled readers); gzip: the shuffle
  *                   and deflate filters (h5py reads them with no plugin; a
  *                   chunk deflate cannot shrink is stored unfiltered, as
  *                   HDF5 itself does)
@@ -88,6 +88,38 @@ typedef struct {
 /* Most image datasets beside images (h5set_params.extra). */
 #define H5SET_MAX_EXTRA 2
 
+/* The automatic chunk (chunk_images 0): the whole images that fit in
+ * 64 KiB, at least one (issue 27). A shuffled reader (h5py f["images"][k]
+ * over a random permutation) reads, and with gzip inflates, a whole chunk
+ * per image: for 64 x 64 float32, 64 KiB chunks read single images
+ * shuffled at 0.5-0.8x the rate of one-image chunks (the 1 MiB chunks of
+ * before: 0.04-0.09x; 128 KiB: 0.2-0.45x), while the uncompressed writer,
+ * one H5Dwrite_chunk a chunk, keeps 0.5-0.8x its rate with 1 MiB chunks
+ * (one-image chunks: 0.35-0.6x) and gzip's the same CPU time
+ * (bench/RESULTS.md, "Issue 27: the default chunk"). */
+#define H5SET_CHUNK_AUTO_BYTES ((size_t)64 << 10)
+
+/* With gzip each thread deflates a run of consecutive chunks of about
+ * this many bytes (at least one chunk, at most 64) before they are written:
+ * a thread holds a chunk shuffled and its run deflated, at most
+ * 2 max(chunk, H5SET_GZIP_RUN_BYTES) bytes and zlib's compressBound margin
+ * (under 1/1024 of them and 1 KiB). */
+#define H5SET_GZIP_RUN_BYTES ((size_t)1 << 20)
+
+/* Images per chunk for chunk_images 0, the one rule the module and the
+ * command's sizing (app/dataset/hdf5_writer.c) share: largest_image the
+ * bytes of one image of the largest image dataset (images or an extra;
+ * M^2 x 4 for float32, x 2 for uint16), nimages the set's K >= 1;
+ * max(1, H5SET_CHUNK_AUTO_BYTES / largest_image), at most K. 64 x 64
+ * float32 (16 KiB): 4; 64 x 64 uint16: 8; 128 x 128 float32 and larger: 1.
+ * No errors (largest_image 0 counts as 1 byte). */
+static inline long long h5set_auto_chunk_images(size_t largest_image, long long nimages)
+{
+    size_t c = H5SET_CHUNK_AUTO_BYTES / (largest_image ? largest_image : 1);
+    long long n = c < 1 ? 1 : (long long)c;
+    return n < nimages ? n : nimages;
+}
+
 /* A second image dataset [K, npix, npix] at the root, chunked as images
  * (the same c images a chunk, its own filters as images'), written with
  * images: image k's written flag covers it too. */
@@ -105,8 +137,9 @@ typedef struct {
     int npix;                  /* M >= 1 (an image < 4 GiB) */
     h5set_dtype dtype;         /* uint16: the PNG stretch values, as given */
     int gzip;                  /* 0: none; 1..9: shuffle + deflate at that level */
-    int chunk_images;          /* c, 1..K; 0: the largest with a chunk <= 1 MiB
-                                  (of the largest image of images and extra) */
+    int chunk_images;          /* c, 1..K; 0: h5set_auto_chunk_images (the whole
+                                  images of the largest of images and extra in
+                                  64 KiB, at least 1) */
     int threads;               /* gzip threads; 0: the online CPUs, at most 8 */
     int nzernike;              /* J >= 0 */
     const int *noll_j;         /* J Noll indices j >= 1, the columns of labels/zernike */

@@ -56,14 +56,27 @@ CFG
 expect_exit 0 "random set drawing its wavelengths" -- "$PSFSIM" -q --backend cpu -c r.cfg -o r
 h5_ok check r r none
 h5_ok sidecar r r
-# output.hdf5.chunk_images (issue 27): by default the whole images in 1 MiB
-# (64 of 64 x 64 float32, here all 60), the key's c images otherwise (1: a
-# shuffled reader's f["images"][k] reads and inflates one image), at most
-# K; 0 refused naming file:line:key, nothing written.
+# output.hdf5.chunk_images (issue 27): by default the whole images in
+# 64 KiB, at least one (h5set_auto_chunk_images: 4 of 64 x 64 float32, 16
+# of 32 x 32, 1 of 128 x 128), for shuffled readers; the key's c images
+# otherwise (1: a shuffled reader's f["images"][k] reads and inflates one
+# image), at most K; 0 refused naming file:line:key, nothing written.
 chunks() { "$PY" -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r")
 print(*(f[n].chunks for n in ("images",)), f.attrs["chunk_images"])' "$1" 2>&1; }
-[ "$(chunks r/r.h5)" = "(60, 64, 64) 60" ] && pass "default: the whole images in 1 MiB" ||
+[ "$(chunks r/r.h5)" = "(4, 64, 64) 4" ] && pass "default: 64 x 64 float32, 4 images (64 KiB) a chunk" ||
   fail "default chunks: $(chunks r/r.h5)"
+for m in 16 64; do # pupil_samples: 32 x 32 and 128 x 128 images
+  sed -e 's/name = "r"/name = "rp'$m'"/' -e 's/pupil_samples = 32;/pupil_samples = '$m';/' r.cfg >rp$m.cfg
+  expect_exit 0 "default chunks, pupil_samples = $m" -- "$PSFSIM" -q --backend cpu -c rp$m.cfg -o rp$m
+done
+[ "$(chunks rp16/rp16.h5)" = "(16, 32, 32) 16" ] && pass "default: 32 x 32 float32, 16 images (64 KiB) a chunk" ||
+  fail "default chunks of 32 x 32: $(chunks rp16/rp16.h5)"
+[ "$(chunks rp64/rp64.h5)" = "(1, 128, 128) 1" ] && pass "default: 128 x 128 float32, 1 image (64 KiB) a chunk" ||
+  fail "default chunks of 128 x 128: $(chunks rp64/rp64.h5)"
+sed -e 's/name = "rp64"/name = "rp64c"/' -e 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = 3; }/' rp64.cfg >rp64c.cfg
+expect_exit 0 "chunk_images = 3 of 128 x 128" -- "$PSFSIM" -q --backend cpu -c rp64c.cfg -o rp64c
+[ "$(chunks rp64c/rp64c.h5)" = "(3, 128, 128) 3" ] && pass "chunk_images = 3 wins over the default's 1 for 128 x 128" ||
+  fail "chunk_images = 3 of 128 x 128: $(chunks rp64c/rp64c.h5)"
 for c in 1 7 1000; do
   sed -e 's/name = "r"/name = "r'$c'"/' -e 's/hdf5: { enabled = true; }/hdf5: { enabled = true; chunk_images = '$c'; }/' r.cfg >r$c.cfg
   expect_exit 0 "chunk_images = $c" -- "$PSFSIM" -q --backend cpu -c r$c.cfg -o r$c

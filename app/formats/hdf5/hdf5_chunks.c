@@ -3,7 +3,7 @@
  * images and of each extra image dataset) goes into its chunk, a chunk only partly given waits in a
  * stage, whole chunks are written, then come the flush and their written flags. With gzip each
  * chunk is shuffled and deflated here, by up to s->threads threads at
- * once, as HDF5's shuffle and deflate filters do (H5Zshuffle.c,
+ * once, each a run of consecutive chunks, as HDF5's shuffle and deflate filters do (H5Zshuffle.c,
  * H5Zdeflate.c: compress2 at the level), so HDF5 and h5py read it back
  * through those filters; it is then written with H5Dwrite_chunk.
  * Compressing inside H5Dwrite would use one core (libhdf5 serialises its
@@ -26,6 +26,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
  * shrink (both filters are optional). */
 #define SKIP_FILTERS 0x3u
 
+/* Most chunks in a thread's run (with H5SET_GZIP_RUN_BYTES). */
+#define RUN_CHUNKS 64
+
 /* One chunk to write: chunk q of dataset d, bytes long, values of esize. */
 typedef struct {
     hid_t d;
@@ -34,13 +37,16 @@ typedef struct {
     size_t bytes, esize;
 } chunk;
 
+/* A thread's run: consecutive chunks of a round, compressed one after
+ * another into out (issue 27: small chunks, one thread start per run, not
+ * per chunk). */
 typedef struct {
     const h5set *s;
-    const chunk *c;
-    unsigned char *scratch; /* c->bytes: the shuffled chunk */
-    unsigned char *out;     /* deflated, or NULL: store raw */
-    size_t outlen;
-    int failed; /* out of memory */
+    const chunk *c; /* [n] */
+    int n;
+    unsigned char *scratch; /* the largest chunk's bytes: a chunk shuffled */
+    unsigned char *out;     /* the run's deflated chunks, one after another */
+    size_t *len;            /* [n]: chunk i's deflated bytes, or 0: store it raw */
 } job;
 
 /* HDF5's shuffle: byte b of value i goes to b * n + i (n values). */
@@ -55,23 +61,24 @@ static void shuffle(const unsigned char *in, unsigned char *out, size_t nbytes, 
     }
 }
 
+/* Shuffle and deflate the run's chunks into out, which holds
+ * compressBound(the largest chunk) bytes for each: a chunk kept deflated
+ * is shorter than itself, so the next always has its bound left. */
 static void *compress_job(void *arg)
 {
     job *j = arg;
-    const chunk *c = j->c;
-    shuffle(c->raw, j->scratch, c->bytes, c->esize);
-    uLongf len = compressBound((uLong)c->bytes);
-    if (!(j->out = malloc(len))) {
-        j->failed = 1;
-        return NULL;
+    size_t off = 0;
+    for (int i = 0; i < j->n; ++i) {
+        const chunk *c = &j->c[i];
+        shuffle(c->raw, j->scratch, c->bytes, c->esize);
+        uLongf len = compressBound((uLong)c->bytes);
+        j->len[i] =
+            compress2(j->out + off, &len, j->scratch, (uLong)c->bytes, j->s->gzip) == Z_OK &&
+                    len < c->bytes
+                ? (size_t)len
+                : 0;
+        off += j->len[i];
     }
-    if (compress2(j->out, &len, j->scratch, (uLong)c->bytes, j->s->gzip) != Z_OK ||
-        len >= c->bytes) {
-        free(j->out);
-        j->out = NULL;
-        return NULL;
-    }
-    j->outlen = len;
     return NULL;
 }
 
@@ -98,39 +105,53 @@ static void compress_all(job *jobs, int m)
     }
 }
 
-/* Rounds of up to s->threads chunks: compress them, then write them in order. */
+/* Rounds of up to s->threads runs of up to r chunks each (r: the chunks in
+ * H5SET_GZIP_RUN_BYTES, 1..RUN_CHUNKS): the threads compress their runs,
+ * then the chunks are written in order. */
 static int write_gzip(h5set *s, const chunk *ch, int n, char *err, size_t errlen)
 {
-    int t = s->threads < n ? s->threads : n, rc = 0;
     size_t most = s->chunk_bytes;
     for (int i = 0; i < s->nextra; ++i)
         most = s->extra[i].chunk_bytes > most ? s->extra[i].chunk_bytes : most;
+    size_t r = H5SET_GZIP_RUN_BYTES / most;
+    r = r < 1 ? 1 : r > RUN_CHUNKS ? RUN_CHUNKS : r;
+    int t = s->threads < n ? s->threads : n, rc = 0;
+    size_t bound = compressBound((uLong)most);
     job jobs[64] = {{0}};
     unsigned char *scratch = malloc((size_t)t * most);
-    if (!scratch) {
+    unsigned char *out = malloc((size_t)t * r * bound);
+    size_t *lens = malloc((size_t)t * r * sizeof *lens);
+    if (!scratch || !out || !lens) {
         h5l_error(s, "out of memory", err, errlen);
-        return -1;
+        rc = -1;
     }
-    for (int i0 = 0; i0 < n && !rc; i0 += t) {
-        int m = n - i0 < t ? n - i0 : t;
-        for (int i = 0; i < m; ++i)
-            jobs[i] = (job){.s = s, .c = &ch[i0 + i], .scratch = scratch + i * most};
-        compress_all(jobs, m);
-        for (int i = 0; i < m; ++i) {
-            const job *j = &jobs[i];
-            if (!rc && j->failed) {
-                h5l_error(s, "out of memory", err, errlen);
-                rc = -1;
-            }
-            if (!rc && (j->out ? put(s, j->c, j->out, j->outlen, 0)
-                               : put(s, j->c, j->c->raw, j->c->bytes, SKIP_FILTERS))) {
-                h5l_error(s, "cannot write images", err, errlen);
-                rc = -1;
-            }
-            free(j->out);
+    for (int i0 = 0, m; i0 < n && !rc; i0 += m) {
+        m = (size_t)(n - i0) < (size_t)t * r ? n - i0 : (int)((size_t)t * r);
+        int u = t < m ? t : m; /* runs of m / u chunks, or one more: <= r */
+        for (int w = 0; w < u; ++w) {
+            int a = (int)((long long)w * m / u), b = (int)((long long)(w + 1) * m / u);
+            jobs[w] = (job){.s = s,
+                            .c = &ch[i0 + a],
+                            .n = b - a,
+                            .scratch = scratch + (size_t)w * most,
+                            .out = out + (size_t)w * r * bound,
+                            .len = lens + (size_t)w * r};
+        }
+        compress_all(jobs, u);
+        for (int w = 0; w < u && !rc; ++w) {
+            const job *j = &jobs[w];
+            size_t off = 0;
+            for (int i = 0; i < j->n && !rc; off += j->len[i++])
+                if (j->len[i] ? put(s, &j->c[i], j->out + off, j->len[i], 0)
+                              : put(s, &j->c[i], j->c[i].raw, j->c[i].bytes, SKIP_FILTERS)) {
+                    h5l_error(s, "cannot write images", err, errlen);
+                    rc = -1;
+                }
         }
     }
     free(scratch);
+    free(out);
+    free(lens);
     return rc;
 }
 

@@ -12,8 +12,6 @@
 
 /* HDF5 stores a chunk's size in 32 bits. */
 #define CHUNK_MAX ((size_t)0xffffffffu)
-/* The automatic chunk: at most 1 MiB, h5py's default chunk cache. */
-#define CHUNK_AUTO_BYTES ((size_t)1 << 20)
 #define THREADS_MAX 64
 #define THREADS_AUTO_MAX 8
 
@@ -232,9 +230,8 @@ static void sizes(h5set *s, const h5set_params *p)
 {
     s->esize = p->dtype == H5SET_FLOAT32 ? 4 : 2;
     s->image_bytes = (size_t)p->npix * (size_t)p->npix * s->esize;
-    long long c = p->chunk_images;
-    size_t largest = largest_image(p);
-    if (!c) c = CHUNK_AUTO_BYTES / largest ? (long long)(CHUNK_AUTO_BYTES / largest) : 1;
+    long long c =
+        p->chunk_images ? p->chunk_images : h5set_auto_chunk_images(largest_image(p), p->nimages);
     s->chunk = (int)(c < p->nimages ? c : p->nimages);
     s->chunk_bytes = (size_t)s->chunk * s->image_bytes;
     s->stage_bytes = s->chunk_bytes;

@@ -370,7 +370,7 @@ static void test_hdf5_values(void **state)
     assert_int_equal(c.hdf5_dtype, HDF5_FLOAT32);
     assert_int_equal(c.hdf5_compression, HDF5_NONE);
     assert_int_equal(c.hdf5_level, 4);
-    assert_int_equal(c.hdf5_chunk_images, 0); /* unset: the whole images in 1 MiB */
+    assert_int_equal(c.hdf5_chunk_images, 0); /* unset: h5set_auto_chunk_images */
     config_free(&c);
     c = load_ok(MINIMAL "output: { hdf5: { chunk_images = 64; }; };\n");
     assert_int_equal(c.hdf5_chunk_images, 64);

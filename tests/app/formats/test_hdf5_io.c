@@ -367,6 +367,58 @@ static void test_uint16_gzip(void **state)
     round_trip(H5SET_UINT16, 1);
 }
 
+/* gzip's runs (hdf5_chunks.c: each thread deflates a run of consecutive
+ * chunks into one buffer): one image a chunk, all K images in one write, 2
+ * threads (runs of 18 and 19 chunks), smooth and random images alternating
+ * so that chunks stored unfiltered fall between deflated ones in a run;
+ * every chunk's filter mask (0: deflated, smaller; 3: stored as given) and
+ * the values bit for bit. */
+static void test_gzip_runs(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp("h5");
+    char path[4096], err[512] = "";
+    snprintf(path, sizeof path, "%s/runs.h5", dir);
+    static set_data src, d;
+    make_data(&src, H5SET_FLOAT32);
+    d = src;
+    int smooth[K];
+    for (int k = 0, a = 0, b = 16; k < K; ++k) { /* images 0..15 of src are smooth */
+        smooth[k] = k % 2 == 0 && a < 16;
+        int from = smooth[k] ? a++ : b++;
+        memcpy(d.images + (size_t)k * NPIX * 4, src.images + (size_t)from * NPIX * 4, NPIX * 4);
+    }
+    h5set_params p = params(path, &d, 4);
+    p.chunk_images = 1;
+    p.threads = 2;
+    h5set *s = h5set_open(&p, H5SET_NEW, NULL, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(write_images(s, &d, 0, K, err, sizeof err), 0);
+    assert_int_equal(h5set_close(s, H5SET_COMPLETE, err, sizeof err), 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t img = H5Dopen2(f, "images", H5P_DEFAULT);
+    assert_true(img >= 0);
+    for (int k = 0; k < K; ++k) {
+        unsigned mask = 9;
+        hsize_t off[3] = {(hsize_t)k, 0, 0}, size = 0;
+        haddr_t addr;
+        assert_true(H5Dget_chunk_info_by_coord(img, off, &mask, &addr, &size) >= 0);
+        assert_int_equal(mask, smooth[k] ? 0 : 3);
+        if (smooth[k])
+            assert_true(size < NPIX * 4);
+        else
+            assert_int_equal(size, NPIX * 4);
+    }
+    unsigned char *back = calloc(K * NPIX, 4);
+    assert_true(H5Dread(img, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+    assert_memory_equal(back, d.images, K * NPIX * 4);
+    free(back);
+    H5Dclose(img);
+    H5Fclose(f);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* A set with no labels, for the tests of names and chunks. */
 static h5set_params bare(const char *name, int npix, long long nimages, h5set_dtype dtype)
 {
@@ -385,10 +437,13 @@ static void test_auto_chunk(void **state)
         long long nimages;
         h5set_dtype dtype;
         int want;
-    } cases[] = {{16, 37, H5SET_FLOAT32, 37},     /* 1 KiB images: all 37 in 1 MiB */
-                 {16, 5000, H5SET_FLOAT32, 1024}, /* 1 MiB / 1 KiB */
-                 {512, 5, H5SET_UINT16, 2},       /* 512 KiB images */
-                 {600, 2, H5SET_FLOAT32, 1}};     /* an image over 1 MiB: one a chunk */
+    } cases[] = {{16, 37, H5SET_FLOAT32, 37},   /* 1 KiB images: all 37 in 64 KiB */
+                 {16, 5000, H5SET_FLOAT32, 64}, /* 64 KiB / 1 KiB */
+                 {64, 100, H5SET_FLOAT32, 4},   /* 16 KiB images */
+                 {64, 100, H5SET_UINT16, 8},    /* 8 KiB images */
+                 {128, 5, H5SET_UINT16, 2},     /* 32 KiB images */
+                 {128, 5, H5SET_FLOAT32, 1},    /* 64 KiB images: one a chunk */
+                 {600, 2, H5SET_FLOAT32, 1}};   /* an image over 64 KiB: one a chunk */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         h5set_params p = bare(path, cases[i].npix, cases[i].nimages, cases[i].dtype);
         h5set *s = h5set_open(&p, H5SET_NEW, NULL, err, sizeof err);
@@ -917,6 +972,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_locked_and_link), cmocka_unit_test(test_incomplete),
         cmocka_unit_test(test_write_error),     cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_dir_fd),          cmocka_unit_test(test_module_abi),
+        cmocka_unit_test(test_gzip_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -390,9 +390,9 @@ static void test_hdf5_disk_by_hand(void **state)
     limits_disk d;
     limits_disk_need(&l.set, 10, 4096, &d);
     /* 10 images of 65536 bytes, labels (1 term + 10 columns) x 8 + 1 flag,
-     * one chunk (16 images would fit in 1 MiB: all 10) of 256 bytes of
-     * index, 1 MiB of metadata and 1 MiB for the sidecar. */
-    unsigned long long h5 = 10 * 65536ULL + 10 * 89 + 256 + 2 * MIB;
+     * 10 chunks (one 64 KiB image a chunk) of 256 bytes of index, 1 MiB of
+     * metadata and 1 MiB for the sidecar. */
+    unsigned long long h5 = 10 * 65536ULL + 10 * 89 + 10 * 256 + 2 * MIB;
     assert_int_equal(d.hdf5_bytes, h5);
     assert_int_equal(d.png_bytes, 0);
     /* The journals twice (set_limits_disk.c: 10 rows of at most 268 + 151
@@ -425,21 +425,22 @@ static void test_hdf5_memory_by_hand(void **state)
     assert_int_equal(m.batch, 10);
     /* Queue: 2 batches of 10 rows (image, labels, 2 x 8 bytes of backend),
      * the batch being written and the group (all 10 rows: 16 MiB would
-     * hold more than a batch); stages: (2 slots + 2) chunks of 10 images;
-     * 3 flag bytes an image. */
+     * hold more than a batch); stages: (2 slots + 2) chunks of one 64 KiB
+     * image; 3 flag bytes an image. */
     unsigned long long row = 65536 + 89 + 16;
-    assert_int_equal(m.hdf5, (2 + 1 + 1) * 10 * row + 4 * 655360ULL + 30);
+    assert_int_equal(m.hdf5, (2 + 1 + 1) * 10 * row + 4 * 65536ULL + 30);
     assert_int_equal(m.total,
                      m.fft + m.images + m.pupils + m.scratch + m.writers + m.base + m.hdf5);
     unload(&l);
-    /* uint16 with gzip: half the bytes, the deflate buffers (8 threads, a
-     * chunk twice each; a chunk is now all 10 images of 32768) and the
-     * slots' levels. */
+    /* uint16 with gzip: half the bytes, chunks of 2 images of 32768, the
+     * deflate buffers (8 threads, each a chunk shuffled and a 1 MiB run
+     * deflated: 2 MiB, and zlib's margin, 1/512 of a run and 1 KiB) and
+     * the slots' levels. */
     load(H5_CFG("dtype = \"uint16\"; compression = \"gzip\";"), &l);
     limits_memory_need(&l.set, 1, 10, &m);
     row = 32768 + 89 + 16;
-    assert_int_equal(m.hdf5,
-                     (2 + 1 + 1) * 10 * row + 4 * 327680ULL + 16 * 327680ULL + 30 + 2 * 10 * 32768);
+    assert_int_equal(m.hdf5, (2 + 1 + 1) * 10 * row + 4 * 65536ULL +
+                                 8 * (2 * MIB + MIB / 512 + 1024) + 30 + 2 * 10 * 32768);
     unload(&l);
     /* Without output.hdf5: nothing. */
     load("name = \"n\";\n"
