@@ -31,26 +31,45 @@ static int alloc_jobs(psfsim_set *s, lib_lane *ln)
     return ln->jobs && ln->infos && ln->storage && ln->measures ? 0 : -1;
 }
 
-/* Lanes per GPU: PSFSIM_GPU_LANES (1..4; bench/), else 1. */
-static int lanes_per_gpu(void)
+/* Lanes per GPU (each a thread with its own backend and streams on the
+ * device): PSFSIM_GPU_LANES (1..4, bench/), else GPU_LANES_DEFAULT for a
+ * set of more than one batch of images of at most GPU_LANES_MAX_NPIX
+ * (memory: each lane holds a batch's device buffers), else 1. With two,
+ * one lane's host work (its jobs, the passes' tables) runs while the
+ * other's kernels do. */
+#define GPU_LANES_DEFAULT 1
+#define GPU_LANES_MAX_NPIX 1024
+static int lanes_per_gpu(const psfsim_set *s)
 {
     const char *env = getenv("PSFSIM_GPU_LANES");
-    int n = env ? atoi(env) : 1;
+    int n = env && *env ? atoi(env)
+            : s->e.set.nimages > s->batch && s->e.set.samp.npix <= GPU_LANES_MAX_NPIX
+                ? GPU_LANES_DEFAULT
+                : 1;
     return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
-/* The GPU lanes, lanes_per_gpu per device (engine_lanes_open_gpus).
- * Returns the number started. */
-static int open_gpu_lanes(psfsim_set *s, int want, char *err, size_t errlen)
+/* The GPU lanes: one per device (engine_lanes_open_gpus, which says a
+ * device that does not start), then per more lanes per GPU one more each,
+ * quietly left out when it does not start (its memory). Returns the
+ * number started. */
+static int open_gpu_lanes(psfsim_set *s, int per_gpu, char *err, size_t errlen)
 {
     const backend_decision *d = &s->e.decision;
     engine_lane *lanes[LIB_MAX_LANES];
-    int n = want < LIB_MAX_LANES ? want : LIB_MAX_LANES;
+    int n = d->ndevices < LIB_MAX_LANES ? d->ndevices : LIB_MAX_LANES;
     for (int i = 0; i < n; ++i) {
-        s->lanes[i].eng.device = d->devices[i % d->ndevices];
+        s->lanes[i].eng.device = d->devices[i];
         lanes[i] = &s->lanes[i].eng;
     }
-    return engine_lanes_open_gpus(&s->el, lanes, n, err, errlen);
+    int kept = engine_lanes_open_gpus(&s->el, lanes, n, err, errlen), primaries = kept;
+    for (int i = primaries; i < primaries * per_gpu && kept < LIB_MAX_LANES; ++i) {
+        engine_lane *ln = &s->lanes[kept].eng;
+        char why[LIB_ERRLEN];
+        ln->device = s->lanes[i % primaries].eng.device;
+        if (engine_lane_open(&s->el, ln, d->ops, why, sizeof why) == 0) ++kept;
+    }
+    return kept;
 }
 
 /* No GPU lane started: "gpu" asked for is an error (the command's exit
@@ -106,7 +125,8 @@ int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
                            .threads = s->threads,
                            .lock = lib_lock,
                            .unlock = lib_unlock};
-    int want = gpu ? s->e.decision.ndevices * lanes_per_gpu() : 1;
+    int per_gpu = gpu ? lanes_per_gpu(s) : 1;
+    int want = gpu ? s->e.decision.ndevices * per_gpu : 1;
     for (int l = 0; l < want && l < LIB_MAX_LANES; ++l)
         if (alloc_jobs(s, &s->lanes[l]) != 0) {
             lib_lanes_stop(s);
@@ -122,7 +142,7 @@ int lib_lanes_start(psfsim_set *s, char *err, size_t errlen)
         return PSFSIM_OK;
     }
     err[0] = '\0';
-    s->nlanes = open_gpu_lanes(s, want, err, errlen);
+    s->nlanes = open_gpu_lanes(s, per_gpu, err, errlen);
     int rc = s->nlanes > 0 ? PSFSIM_OK : gpu_failed(s, err, errlen);
     if (rc != PSFSIM_OK) lib_lanes_stop(s);
     return rc;
