@@ -142,11 +142,27 @@ static int has_measures(const psf_problem *problem)
 
 size_t gpu_levels_bytes(const psf_problem *problem, long long capacity, int nbuf)
 {
-    if (!has_measures(problem) || capacity < 1) return 0;
-    size_t plane = (size_t)problem->npix * (size_t)problem->npix,
-           lev = problem->levels.bits != 0 ? plane * sizeof(unsigned short) : 0;
-    return (size_t)capacity * ((nbuf == 1 ? 1 : 2) * (lev + PSF_MEASURES * sizeof(double)) +
-                               (size_t)slices_for(plane) * sizeof(slice_part));
+    /* Without levels, the measures' buffers (run_measured's, made at its
+     * first call) are not counted: C (2 PSF_MEASURES doubles + S partials),
+     * 2 MiB at C = 1024 and S = 64, inside the plan's margins. */
+    if (problem->levels.bits == 0 || capacity < 1) return 0;
+    size_t plane = (size_t)problem->npix * (size_t)problem->npix;
+    return (size_t)capacity *
+           ((nbuf == 1 ? 1 : 2) * (plane * sizeof(unsigned short) + PSF_MEASURES * sizeof(double)) +
+            (size_t)slices_for(plane) * sizeof(slice_part));
+}
+
+/* The measures' buffers (parts, meas[], host_meas) for l's capacity. */
+static int measures_alloc(gpu_levels *l, gpu_check *chk)
+{
+    size_t cap = (size_t)l->capacity;
+    if (GPU_CUDA(chk, cudaMalloc(&l->parts, cap * (size_t)l->slices * sizeof(slice_part))))
+        return -1;
+    for (int q = 0; q < (l->nbuf == 1 ? 1 : 2); ++q)
+        if (GPU_CUDA(chk, cudaMalloc(&l->meas[q], cap * PSF_MEASURES * sizeof(double)))) return -1;
+    if (l->nbuf == 1) l->meas[1] = l->meas[0]; /* one sub-batch at a time: q is always 0 */
+    return GPU_CUDA(
+        chk, cudaMallocHost(&l->host_meas, l->host_meas_jobs * PSF_MEASURES * sizeof(double)));
 }
 
 int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, int nbuf,
@@ -160,29 +176,25 @@ int gpu_levels_create(gpu_levels *l, const psf_problem *problem, int capacity, i
     l->axis = (size_t)(problem->npix / 2) * (size_t)problem->npix + (size_t)(problem->npix / 2);
     l->rotate_180 = problem->levels.rotate_180 != 0;
     l->slices = slices_for(l->plane);
-    if (l->active)
-        l->map = psf_levels_map_make(problem->levels.bits, problem->levels.stretch,
-                                     problem->levels.dynamic_range);
+    l->capacity = capacity;
+    l->nbuf = nbuf;
+    l->host_meas_jobs = (size_t)(problem->max_batch > capacity ? problem->max_batch : capacity);
+    /* Without levels nothing is made now: the measures' buffers come at
+     * run_measured's first call, so that a backend that never measures
+     * (the command's) makes the CUDA calls it always made. */
+    if (!l->active) return 0;
+    l->map = psf_levels_map_make(problem->levels.bits, problem->levels.stretch,
+                                 problem->levels.dynamic_range);
     cudaFuncAttributes a; /* load the kernels now, not in the first run */
     if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, measure_kernel)) ||
-        GPU_CUDA(chk, cudaFuncGetAttributes(&a, measures_kernel)) ||
         GPU_CUDA(chk, cudaFuncGetAttributes(&a, levels_kernel)))
         return -1;
     size_t cap = (size_t)capacity;
-    if (GPU_CUDA(chk, cudaMalloc(&l->parts, cap * (size_t)l->slices * sizeof(slice_part))))
-        return -1;
     for (int q = 0; q < (nbuf == 1 ? 1 : 2); ++q)
-        if ((l->active &&
-             GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short)))) ||
-            GPU_CUDA(chk, cudaMalloc(&l->meas[q], cap * PSF_MEASURES * sizeof(double))))
+        if (GPU_CUDA(chk, cudaMalloc(&l->lev[q], cap * l->plane * sizeof(unsigned short))))
             return -1;
-    if (nbuf == 1) { /* one sub-batch at a time: q is always 0, [1] an alias */
-        l->lev[1] = l->lev[0];
-        l->meas[1] = l->meas[0];
-    }
-    l->host_meas_jobs = (size_t)(problem->max_batch > capacity ? problem->max_batch : capacity);
-    return GPU_CUDA(
-        chk, cudaMallocHost(&l->host_meas, l->host_meas_jobs * PSF_MEASURES * sizeof(double)));
+    if (nbuf == 1) l->lev[1] = l->lev[0]; /* one sub-batch at a time: q is always 0 */
+    return measures_alloc(l, chk);
 }
 
 void gpu_levels_destroy(gpu_levels *l)
@@ -215,6 +227,17 @@ int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaSt
     levels_kernel<<<grid, LEVELS_THREADS, 0, stream>>>(img, l->plane, l->axis, l->slices, l->map,
                                                        l->rotate_180, parts, l->lev[q], l->meas[q]);
     return GPU_LAUNCH(chk, "levels_kernel");
+}
+
+int gpu_levels_measure_ready(gpu_levels *l, gpu_check *chk)
+{
+    if (!l->measures) return -1;
+    if (l->host_meas) return 0;
+    cudaFuncAttributes a; /* the kernels loaded now, as create does for levels */
+    if (GPU_CUDA(chk, cudaFuncGetAttributes(&a, measure_kernel)) ||
+        GPU_CUDA(chk, cudaFuncGetAttributes(&a, measures_kernel)))
+        return -1;
+    return measures_alloc(l, chk);
 }
 
 int gpu_levels_measure(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,

@@ -20,9 +20,11 @@ extern "C" {
 #include "gpu/cuda_check.h"
 
 typedef struct {
-    int active;     /* problem->levels.bits != 0 */
-    int measures;   /* the measures' buffers are made (gpu_levels_measure): every problem
-                       without a detector stage */
+    int active;   /* problem->levels.bits != 0 */
+    int measures; /* gpu_levels_measure may be used (gpu_levels_measure_ready makes its
+                     buffers): every problem without a detector stage */
+    int capacity; /* C, and the buffers' count (1 or 2), for the measures' buffers */
+    int nbuf;
     size_t plane;   /* N^2 */
     size_t axis;    /* index of pixel (N/2, N/2) */
     int rotate_180; /* problem->levels.rotate_180 */
@@ -57,6 +59,11 @@ void gpu_levels_destroy(gpu_levels *l);
  * message. */
 int gpu_levels_apply(const gpu_levels *l, const float *img, int n, int q, cudaStream_t stream,
                      gpu_check *chk);
+
+/* The measures' buffers made if they are not (a problem without levels
+ * makes them at run_measured's first call). Returns 0, or -1 with chk's
+ * message (or a problem with a detector stage: l->measures 0). */
+int gpu_levels_measure_ready(gpu_levels *l, gpu_check *chk);
 
 /* The measures alone of the n <= C images in img into meas[q] (the float
  * output's, psf_backend_ops.run_measured), enqueued on stream. Returns 0,

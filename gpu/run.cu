@@ -329,5 +329,10 @@ int gpu_run_measured(psf_backend *b, const psf_job *jobs, int njobs, float *imag
         snprintf(err, errlen, "gpu: no measures of the floats for a set with a detector stage");
         return -1;
     }
-    return run_any(b, jobs, njobs, images, NULL, measures, err, errlen);
+    b->chk.err = err;
+    b->chk.errlen = errlen;
+    int rc =
+        GPU_CUDA(&b->chk, cudaSetDevice(b->device)) || gpu_levels_measure_ready(&b->lev, &b->chk);
+    b->chk.err = NULL;
+    return rc ? -1 : run_any(b, jobs, njobs, images, NULL, measures, err, errlen);
 }

@@ -36,8 +36,10 @@ static int alloc_jobs(psfsim_set *s, lib_lane *ln)
  * set of more than one batch of images of at most GPU_LANES_MAX_NPIX
  * (memory: each lane holds a batch's device buffers), else 1. With two,
  * one lane's host work (its jobs, the passes' tables) runs while the
- * other's kernels do. */
-#define GPU_LANES_DEFAULT 1
+ * other's kernels do: 10,000 PSFs of 256^2 into a torch tensor, 355,000
+ * -> 639,000/s on the H200 (three lanes: 579,000/s; bench/RESULTS.md,
+ * run 44). */
+#define GPU_LANES_DEFAULT 2
 #define GPU_LANES_MAX_NPIX 1024
 static int lanes_per_gpu(const psfsim_set *s)
 {
