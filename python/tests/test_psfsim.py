@@ -282,7 +282,7 @@ def test_progress_cancel_and_gil():
         assert len(ticks) > 3
         # cancel from another thread
         big = dict(SWEEP, sampling={"pupil_samples": 128})
-        with psfsim.Set(big, backend="cpu") as b:
+        with psfsim.Set(big, backend="cpu", threads=2) as b:  # ~0.5 s or more anywhere
             threading.Timer(0.05, b.cancel).start()
             with pytest.raises(psfsim.Cancelled):
                 b.compute()
