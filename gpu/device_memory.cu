@@ -9,13 +9,21 @@
 
 #include <cuda_runtime.h>
 
+#include "gpu/cuda_check.h"
 #include "gpu/device_memory.h"
 
 static int failed(cudaError_t e, const char *what, char *err, size_t errlen)
 {
     if (e == cudaSuccess) return 0;
     (void)cudaGetLastError(); /* not the next call's error */
-    if (err && errlen) snprintf(err, errlen, "gpu: %s: %s", what, cudaGetErrorString(e));
+    if (!err || !errlen) return 1;
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+        char why[128]; /* no driver at all reads as an old one in CUDA's words */
+        gpu_no_device_reason(e, why, sizeof why);
+        snprintf(err, errlen, "no CUDA device: %s (%s)", why, what);
+    } else {
+        snprintf(err, errlen, "gpu: %s: %s", what, cudaGetErrorString(e));
+    }
     return 1;
 }
 

@@ -753,8 +753,8 @@ static int device_out(psfsim_set *s, int dtype, void *dst, void *stream, compute
                         gpu_module_error());
     int kind = 0, dev = -1;
     char why[LIB_ERRLEN];
-    if (mem->pointer(dst, &kind, &dev, why, sizeof why) != 0)
-        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%s", why);
+    if (mem->pointer(dst, &kind, &dev, why, sizeof why) != 0) /* CUDA is not usable */
+        return lib_fail(err, errlen, PSFSIM_ERR_BACKEND, "%s", why);
     if (kind != 1)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                         "the output is not CUDA device memory (psfsim_compute and "

@@ -22,7 +22,7 @@ int psfsim_device_pointer(const void *p, int *kind, int *device, char *err, size
     if (!kind) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no kind given");
     const gpu_memory_ops *mem = memory(err, errlen);
     if (!mem) return PSFSIM_ERR_BACKEND;
-    if (mem->pointer(p, &k, &dev, err, errlen) != 0) return PSFSIM_ERR_COMPUTE;
+    if (mem->pointer(p, &k, &dev, err, errlen) != 0) return PSFSIM_ERR_BACKEND;
     *kind = k;
     if (device) *device = dev;
     return PSFSIM_OK;

@@ -377,8 +377,8 @@ PSFSIM_API int psfsim_compute_device(psfsim_set *set, long long first, long long
  * (device or managed memory) with its device in *device (may be NULL),
  * 2 pinned host memory (cudaHostAlloc'd or registered: psfsim_compute's
  * GPU copies land there straight), 0 other host memory (*device -1). PSFSIM_OK,
- * PSFSIM_ERR_ARGUMENT (kind NULL), PSFSIM_ERR_BACKEND (no GPU module),
- * PSFSIM_ERR_COMPUTE (CUDA's error) with err. */
+ * PSFSIM_ERR_ARGUMENT (kind NULL), PSFSIM_ERR_BACKEND (no GPU module, or
+ * CUDA not usable: "no CUDA device: no NVIDIA driver ...") with err. */
 PSFSIM_API int psfsim_device_pointer(const void *p, int *kind, int *device, char *err,
                                      size_t errlen);
 

@@ -423,9 +423,14 @@ class Set:
             return self._compute_device(first, count, out, dtype, progress, device, stream)
         if out is None:
             out = np.empty(shape, dtype=dtype)
-        elif not isinstance(out, np.ndarray) or out.dtype != dtype or \
-                not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("out: a writeable C-contiguous %s array" % dtype)
+        elif not isinstance(out, np.ndarray):
+            raise ArgumentError("argument", "out: a NumPy array or a CUDA array, not %s"
+                                % type(out).__name__)
+        elif out.dtype != dtype:
+            raise ArgumentError("argument", "out: dtype %s, expected %s (dtype=)" % (out.dtype,
+                                                                                    dtype))
+        elif not out.flags.c_contiguous or not out.flags.writeable:
+            raise ArgumentError("argument", "out: a writeable C-contiguous %s array" % dtype)
         met = (_lib.Metrics * max(count, 1))()
         err = ctypes.create_string_buffer(_ERRLEN)
         with self._busy("compute"):  # the progress callback too is this call's
