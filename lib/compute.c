@@ -741,8 +741,7 @@ static int compute_entered(const char *what, psfsim_set *s, long long first, lon
 
 /* psfsim_compute_device's checks (lib/psfsim.h): the module, dst on a
  * device, the caller's stream waited for. */
-static int device_out(psfsim_set *s, int dtype, void *dst, void *stream, compute_out *o, char *err,
-                      size_t errlen)
+static int device_out(int dtype, void *dst, void *stream, compute_out *o, char *err, size_t errlen)
 {
     if (dtype != PSFSIM_FLOAT32 && dtype != PSFSIM_UINT16)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
@@ -761,7 +760,6 @@ static int device_out(psfsim_set *s, int dtype, void *dst, void *stream, compute
                         "psfsim_compute_u16 write host memory)");
     if (mem->wait_stream(dev, stream, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
-    (void)s;
     *o = (compute_out){dtype == PSFSIM_FLOAT32 ? dst : NULL, dtype == PSFSIM_UINT16 ? dst : NULL,
                        mem, dev};
     return PSFSIM_OK;
@@ -777,7 +775,7 @@ int psfsim_compute_device(psfsim_set *set, long long first, long long count, int
     if (rc != PSFSIM_OK) return rc;
     compute_out o;
     rc = lib_check_range(set, first, count, err, errlen);
-    if (rc == PSFSIM_OK && count > 0) rc = device_out(set, dtype, dst, stream, &o, err, errlen);
+    if (rc == PSFSIM_OK && count > 0) rc = device_out(dtype, dst, stream, &o, err, errlen);
     if (rc == PSFSIM_OK && count > 0)
         rc = compute(set, first, count, &o, capacity, NULL, err, errlen);
     lib_leave(set);

@@ -85,8 +85,7 @@ def _device_to_host(value, where):
     except Exception as e:  # noqa: BLE001 (torch raises RuntimeError for a grad tensor)
         raise MapArrayError("%s: a CUDA array without its interface (%s)" % (where, e)) from None
     dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
-    strides = cai.get("strides") or tuple(
-        int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize for i in range(len(shape)))
+    strides = cai.get("strides") or _device.c_strides(shape, dtype.itemsize)
     if any(st < 0 for st in strides):
         raise MapArrayError("%s: a CUDA array with negative strides" % where)
     span = 0 if 0 in shape else sum((n - 1) * st for n, st in zip(shape, strides)) + dtype.itemsize

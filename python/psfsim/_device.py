@@ -96,6 +96,12 @@ def device_index(device):
     return index
 
 
+def c_strides(shape, itemsize):
+    """The byte strides of a C-contiguous array of shape."""
+    return tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * itemsize
+                 for i in range(len(shape)))
+
+
 def pointer_device(ptr):
     """The CUDA device of device memory at ptr, or None for host memory."""
     kind, dev = ctypes.c_int(), ctypes.c_int()
@@ -219,7 +225,7 @@ def out_target(out, shape, dtype, stream):
     strides = cai.get("strides")
     item = np.dtype(dtype).itemsize
     if strides is not None:
-        want = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * item for i in range(len(shape)))
+        want = c_strides(shape, item)
         if tuple(strides) != want and int(np.prod(shape)) > 1:
             raise ArgumentError("argument", "out: not C-contiguous (strides %s, expected %s)"
                                 % (list(strides), list(want)))

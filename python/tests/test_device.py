@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import psfsim
+import gpu_probe
 
 
 def config(count=12, kind="fft"):
@@ -38,20 +39,9 @@ def config(count=12, kind="fft"):
     return cfg
 
 
-_GPU = []
-
-
 def gpu_missing():
     """Why no device output can be made here, or None."""
-    if not _GPU:
-        try:
-            psfsim.DeviceArray((1,), np.float32, 0)
-            with psfsim.Set(config(1), backend="gpu") as s:
-                s.compute(0, 1)
-            _GPU.append(None)
-        except psfsim.BackendError as e:
-            _GPU.append(str(e))
-    return _GPU[0]
+    return gpu_probe.gpu_missing(config(1))
 
 
 def need_gpu():

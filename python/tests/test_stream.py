@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import psfsim
+import gpu_probe
 
 
 def config(count=11, seed=7, wavelengths=False):
@@ -449,20 +450,10 @@ def test_torch_dataloader_workers():
 
 # -- the device (skipped without a GPU) --
 
-_GPU = []
-
-
 def need_gpu():
-    if not _GPU:
-        try:
-            psfsim.DeviceArray((1,), np.float32, 0)
-            with psfsim.Set(config(1), backend="gpu") as s:
-                s.compute(0, 1)
-            _GPU.append(None)
-        except psfsim.BackendError as e:
-            _GPU.append(str(e))
-    if _GPU[0]:
-        pytest.skip("no GPU here: %s" % _GPU[0])
+    why = gpu_probe.gpu_missing(config(1))
+    if why:
+        pytest.skip("no GPU here: %s" % why)
 
 
 def test_device_stream_equals_the_host():
