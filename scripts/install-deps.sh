@@ -9,6 +9,7 @@ pkgs=(build-essential cmake ninja-build pkg-config python3 libconfig-dev libpng-
       python3-pandas python3-astropy # its optional DataFrame and HDUList, tested when there
       valgrind clang libclang-rt-dev clang-format
       openmpi-bin libopenmpi-dev # openmpi: the MPI build (test.sh stage mpi)
+      liblbfgs-dev libqhull-dev liblapack-dev # phase retrieval (L-BFGS), field tables (Delaunay), eigen-PSFs (SVD)
       fitsverify pngcheck) # tests/e2e/e2e_fitsverify.sh, e2e_pngcheck.sh
 missing=()
 for p in "${pkgs[@]}"; do
