@@ -12,8 +12,10 @@ images' mean, a 3x3 convolution to C channels, then `reps` more C -> C 3x3
 convolutions (the load), a sum with the labels', torch.cuda.synchronize().
 Rows (CSV: what,images,seconds,psfs_per_s,producer_ms,consumer_ms,
 wait_fraction,steady_wait_fraction), each one epoch after a warm-up epoch:
-  produce_alone     Set.compute(device="cuda") batch after batch, no
-                    consumer: psfsim's own rate (producer_ms per batch)
+  produce_alone     Set.compute(device="cuda") a call of the stream's
+                    batches_per_call batches after another, no consumer:
+                    psfsim's own rate (producer_ms per batch)
+  produce_alone_batch  the same, a batch a call
   consume_alone_R   the consumer alone on one batch, R reps (consumer_ms)
   stream_R          the stream feeding the consumer with R reps
   stream_R_noprefetch  the same with prefetch=0 (computed in next())
@@ -28,7 +30,7 @@ ratio >= 1 the stream keeps up when the consumer waits <= 10% of the time
 together than alone.
 Without torch, CUDA or psfsim's GPU backend: prints why and exits 0.
 Usage: stream_bench.py [--count 8192] [--batch 256] [--prefetch 2]
-       [--ratios 1.25,2] [--channels 8]"""
+       [--ratios 1.25,2] [--channels 8] [--per-call N]"""
 import argparse
 import math
 import os
@@ -63,6 +65,8 @@ def main():
     ap.add_argument("--ratios", default="1.25,2", help="consumer loads, x the producer's time")
     ap.add_argument("--channels", type=int, default=8)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--per-call", type=int, default=None,
+                    help="Stream's batches_per_call (default: the Stream's own)")
     a = ap.parse_args()
     try:
         import torch
@@ -87,20 +91,25 @@ def main():
     print("what,images,seconds,psfs_per_s,producer_ms,consumer_ms,wait_fraction,"
           "steady_wait_fraction", flush=True)
 
-    # The producer alone: Set.compute batch after batch.
+    # The producer alone: Set.compute a call (the stream's batches_per_call
+    # batches) after another, and a batch a call for comparison.
+    per_call = psfsim.Stream(config(a.count), a.batch, backend=backend,
+                             batches_per_call=a.per_call).batches_per_call
+    nbatch = math.ceil(a.count / a.batch)
     with psfsim.Set(config(a.count), backend=backend) as s:
-        def produce():
-            for first in range(0, a.count, a.batch):
-                s.compute(first, min(a.batch, a.count - first), device=device)
-        produce()
-        t0 = time.perf_counter()
-        produce()
-        t_prod = time.perf_counter() - t0
+        def produce(n):
+            for first in range(0, a.count, n):
+                s.compute(first, min(n, a.count - first), device=device)
+        for what, n in (("produce_alone_batch", a.batch),
+                        ("produce_alone", a.batch * per_call)):
+            produce(n)
+            t0 = time.perf_counter()
+            produce(n)
+            t_prod = time.perf_counter() - t0
+            producer_ms = 1e3 * t_prod / nbatch
+            row(what, a.count, t_prod, producer_ms, 0.0, 0.0, 0.0)
         batch, _ = s.compute(0, a.batch, device=device)
         labels = np.zeros((a.batch, 8), np.float32)
-    nbatch = math.ceil(a.count / a.batch)
-    producer_ms = 1e3 * t_prod / nbatch
-    row("produce_alone", a.count, t_prod, producer_ms, 0.0, 0.0, 0.0)
 
     gen = torch.Generator(device=tdev).manual_seed(1)
     w1 = 0.1 * torch.randn(a.channels, 1, 3, 3, device=tdev, generator=gen)
@@ -143,7 +152,7 @@ def main():
         row("consume_alone_%d" % reps, a.batch, c_ms / 1e3, producer_ms, c_ms, 0.0, 0.0)
         for prefetch in (a.prefetch, 0):
             st = psfsim.Stream(config(a.count), a.batch, device=device, backend=backend,
-                               prefetch=prefetch)
+                               prefetch=prefetch, batches_per_call=per_call)
             loader = torch.utils.data.DataLoader(st.as_torch_dataset(), batch_size=None)
             for epoch in (0, 1):  # epoch 0 warms up (plans, allocator)
                 st.set_epoch(epoch)
@@ -154,8 +163,8 @@ def main():
             row(what, s["images"], s["total_s"], producer_ms, c_ms, s["wait_fraction"],
                 s["steady_wait_fraction"])
             results[(reps, prefetch)] = (c_ms, s)
-    print("# producer %.3f ms per batch of %d alone (%.0f PSFs/s)" % (
-        producer_ms, a.batch, 1e3 * a.batch / producer_ms))
+    print("# producer %.3f ms per batch of %d alone (%.0f PSFs/s), %d batches a call" % (
+        producer_ms, a.batch, 1e3 * a.batch / producer_ms, per_call))
     for reps in loads:
         c_ms, s = results[(reps, a.prefetch)]
         _, s0 = results[(reps, 0)]

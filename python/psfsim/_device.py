@@ -133,8 +133,24 @@ class DeviceArray:
 
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", None), None
-        if ptr:
+        if ptr and getattr(self, "_base", None) is None:
             self._free(self.device, ctypes.c_void_p(ptr))
+
+    def rows(self, first, count):
+        """Entries [first, first + count) along the first axis as a
+        DeviceArray sharing this one's memory (no copy; this array lives
+        while the view does). IndexError outside the array."""
+        if not 0 <= first <= first + count <= self.shape[0]:
+            raise IndexError("psfsim.DeviceArray: rows [%d, %d) of %d"
+                             % (first, first + count, self.shape[0]))
+        view = DeviceArray.__new__(DeviceArray)
+        view.shape = (int(count),) + self.shape[1:]
+        view.dtype, view.device = self.dtype, self.device
+        row = self.nbytes // self.shape[0] if self.shape[0] else 0
+        view.nbytes = row * int(count)
+        view.ptr = self.ptr + row * int(first)
+        view._base = self if getattr(self, "_base", None) is None else self._base
+        return view
 
     def __len__(self):
         return self.shape[0]

@@ -39,6 +39,7 @@ from . import _device
 from ._errors import ArgumentError
 
 _MASK64 = (1 << 64) - 1
+_CALL_BYTES = 256 << 20  # images one call computes by default (batches_per_call)
 
 
 def _splitmix64(x):
@@ -146,7 +147,8 @@ class Stream:
     """Stream(config, batch_size, epoch_size=None, seed=None, epoch=0,
     shard=None, num_shards=None, rank=None, world_size=None, device=None,
     dtype=numpy.float32, labels="zernike", backend=None, gpus=None,
-    threads=0, prefetch=1, drop_last=False, stream=None, base_dir=None)
+    threads=0, prefetch=1, drop_last=False, stream=None, base_dir=None,
+    batches_per_call=None)
 
     An iterable over batches of a random set's images and labels, one
     epoch per iteration: `for images, labels, indices in stream` (a
@@ -173,11 +175,17 @@ class Stream:
     a list of numeric Set.params columns ("z4", "wavelength_nm", ...), or
     None. backend, gpus, threads, base_dir: psfsim.Set's. stream: the CUDA
     stream each batch's compute first waits for (Set.compute's).
-    prefetch: batches computed ahead on a background thread (0: each
-    batch computed in __next__, no thread); at most prefetch batches are
-    computed or waiting while the consumer holds one. Each batch is a new
-    array (the consumer may keep it). drop_last: leave out a shard's short
-    last batch.
+    batches_per_call: consecutive batches of the shard computed by one
+    call (Set.compute) into one array, each batch a view of it: one call
+    of many images keeps the GPU's lanes busy and allocates once, where a
+    call per batch leaves the GPU idle between calls (bench/stream_bench.py).
+    Default (None): as many as hold 256 MiB of images, 1 to 32.
+    prefetch: calls computed ahead on a background thread (0: computed in
+    __next__, no thread); at most prefetch calls are computed or waiting
+    beyond the one whose batches the consumer is taking. Each batch is a
+    new array or a view of a call's (the consumer may keep it: the call's
+    array lives while a view of it does). drop_last: leave out a shard's
+    short last batch.
 
     Errors: a bad config raises psfsim.ConfigError here; an error while
     computing (in the thread) is raised by the consumer's next(). Breaking
@@ -194,7 +202,7 @@ class Stream:
     def __init__(self, config, batch_size, epoch_size=None, seed=None, epoch=0, shard=None,
                  num_shards=None, rank=None, world_size=None, device=None, dtype=np.float32,
                  labels="zernike", backend=None, gpus=None, threads=0, prefetch=1,
-                 drop_last=False, stream=None, base_dir=None):
+                 drop_last=False, stream=None, base_dir=None, batches_per_call=None):
         from . import Set, _int  # noqa: circular at import time
         if not isinstance(config, dict):
             raise TypeError("psfsim.Stream: config: a dict with sweep.random (each epoch's seed "
@@ -238,6 +246,11 @@ class Stream:
         if self.dtype not in (np.dtype(np.float32), np.dtype(np.uint16)):
             raise TypeError("dtype: float32 or uint16, not %s" % self.dtype)
         self.drop_last = bool(drop_last)
+        if batches_per_call is not None:
+            batches_per_call = _int(batches_per_call, "batches_per_call")
+            if batches_per_call < 1:
+                raise ValueError("batches_per_call: batches computed by one call, 1 or more "
+                                 "(got %d)" % batches_per_call)
         self.cuda_stream = stream
         self._config = copy.deepcopy(config)
         self._open = {"backend": backend, "gpus": gpus, "threads": threads,
@@ -246,6 +259,10 @@ class Stream:
             self.count, self.npix = s.count, s.npix
             self._label_j = list(s.label_j)
             self.label_names, self._label_cols = self._labels(s, labels)
+        if batches_per_call is None:
+            batch_bytes = self.batch_size * self.npix * self.npix * self.dtype.itemsize
+            batches_per_call = max(1, min(32, _CALL_BYTES // batch_bytes))
+        self.batches_per_call = batches_per_call
         self._labels_arg = labels
         self._iters = weakref.WeakSet()
         self._stats = _Stats()
@@ -306,6 +323,16 @@ class Stream:
                 break
             out.append((first, n))
             first += n
+        return out
+
+    def _calls(self, plan):
+        """plan's batches grouped into calls: [(first, n, [(first, n), ...])],
+        batches_per_call consecutive batches each (they are contiguous)."""
+        k = self.batches_per_call
+        out = []
+        for i in range(0, len(plan), k):
+            part = plan[i:i + k]
+            out.append((part[0][0], sum(n for _, n in part), part))
         return out
 
     def __len__(self):
@@ -411,28 +438,46 @@ class Stream:
                                 self.label_names, self.device))
 
 
-def _produce(stream, s, plan, epoch, seed, out, slots, stop, stats):
-    """The background thread: each batch of plan computed once a slot is
-    free, put on out as ("batch", StreamBatch); ("end", None) after the
-    last, ("error", exception) on an error. Holds no reference to the
+def _rows(a, first, count):
+    """Entries [first, first + count) of a call's array: a view (NumPy or
+    DeviceArray), None for None."""
+    if a is None:
+        return None
+    if isinstance(a, np.ndarray):
+        return a[first:first + count]
+    return a.rows(first, count)
+
+
+def _batches(call, images, labels, epoch, seed):
+    """A computed call's batches: StreamBatch views of its arrays."""
+    first, _, parts = call
+    return [StreamBatch(_rows(images, f - first, n), _rows(labels, f - first, n),
+                        np.arange(f, f + n, dtype=np.int64), epoch, seed) for f, n in parts]
+
+
+def _produce(stream, s, calls, epoch, seed, out, slots, stop, stats):
+    """The background thread: each call of calls computed once a slot is
+    free, its batches put on out as ("batch", StreamBatch, first), first
+    true for a call's first batch (whose taking frees the call's slot); ("end", None, 0) after the last call,
+    ("error", exception, 0) on an error. Holds no reference to the
     iterator, so that the consumer dropping it stops the thread."""
     try:
-        for first, n in plan:
+        for call in calls:
             while not slots.acquire(timeout=0.05):
                 if stop.is_set():
                     return
             if stop.is_set():
                 return
             t0 = time.perf_counter()
-            images, labels = stream._compute(s, first, n, stream.device)
+            images, labels = stream._compute(s, call[0], call[1], stream.device)
             stats.produce_s += time.perf_counter() - t0
-            out.put(("batch", StreamBatch(images, labels, np.arange(first, first + n,
-                                                                    dtype=np.int64),
-                                          epoch, seed)))
-        out.put(("end", None))
+            batches = _batches(call, images, labels, epoch, seed)
+            for i, batch in enumerate(batches):
+                out.put(("batch", batch, i == 0))
+        out.put(("end", None, 0))
     except BaseException as e:  # noqa: BLE001 (re-raised by the consumer)
         if not stop.is_set():
-            out.put(("error", e))
+            out.put(("error", e, 0))
 
 
 class _StreamIter:
@@ -444,6 +489,9 @@ class _StreamIter:
         self.epoch = stream.epoch
         self.seed = epoch_seed(stream.seed, self.epoch)
         self._plan = stream._plan()
+        self._calls = stream._calls(self._plan)
+        self._next_call = 0
+        self._ready = []  # prefetch 0: the current call's batches not yet taken
         self._set = stream.epoch_set(self.epoch)
         self._stats = stream._stats = _Stats()
         self._next = 0
@@ -463,7 +511,7 @@ class _StreamIter:
             self._stop = threading.Event()
             self._thread = threading.Thread(
                 target=_produce, name="psfsim.Stream", daemon=True,
-                args=(stream, self._set, self._plan, self.epoch, self.seed, self._queue,
+                args=(stream, self._set, self._calls, self.epoch, self.seed, self._queue,
                       self._slots, self._stop, self._stats))
             self._thread.start()
 
@@ -479,21 +527,15 @@ class _StreamIter:
             raise StopIteration
         try:
             if self._thread is None:
-                if self._next >= len(self._plan):
-                    raise StopIteration
-                first, n = self._plan[self._next]
-                images, labels = self._stream._compute(self._set, first, n, self._stream.device)
-                st.produce_s += time.perf_counter() - t0
-                batch = StreamBatch(images, labels,
-                                    np.arange(first, first + n, dtype=np.int64), self.epoch,
-                                    self.seed)
+                batch = self._compute_next(t0)
             else:
-                kind, batch = self._queue.get()
+                kind, batch, first = self._queue.get()
                 if kind == "end":
                     raise StopIteration
                 if kind == "error":
                     raise batch
-                self._slots.release()  # one more batch may start
+                if first:
+                    self._slots.release()  # a call taken: one more may start
         except BaseException:
             self.close()
             raise
@@ -505,6 +547,20 @@ class _StreamIter:
         st.batches += 1
         st.images += len(batch[2])
         return batch
+
+    def _compute_next(self, t0):
+        """prefetch 0: the next batch, its call computed now when the
+        previous call's batches are all taken."""
+        if not self._ready:
+            if self._next_call >= len(self._calls):
+                raise StopIteration
+            call = self._calls[self._next_call]
+            self._next_call += 1
+            images, labels = self._stream._compute(self._set, call[0], call[1],
+                                                   self._stream.device)
+            self._stats.produce_s += time.perf_counter() - t0
+            self._ready = _batches(call, images, labels, self.epoch, self.seed)
+        return self._ready.pop(0)
 
     def close(self):
         """Stop the thread (cancelling its compute in flight), free the

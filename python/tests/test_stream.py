@@ -299,7 +299,7 @@ def test_prefetch_bound():
             time.sleep(0.01)
         time.sleep(0.2)  # time to start one more, were it allowed
 
-    st = Counting(config(count=20), 2, prefetch=2)
+    st = Counting(config(count=20), 2, prefetch=2, batches_per_call=1)
     it = iter(st)
     next(it)
     settle(3)
@@ -308,6 +308,39 @@ def test_prefetch_bound():
     settle(4)
     assert calls == [0, 2, 4, 6]
     it.close()
+    # Two batches a call: the call being taken and prefetch calls ahead.
+    calls.clear()
+    st = Counting(config(count=20), 2, prefetch=1, batches_per_call=2)
+    it = iter(st)
+    next(it)  # the first call's first batch: one more call may start
+    settle(2)
+    assert calls == [0, 4]
+    next(it)  # its last batch
+    settle(2)
+    assert calls == [0, 4]
+    next(it)  # the second call's first: a third may start
+    settle(3)
+    assert calls == [0, 4, 8]
+    it.close()
+
+
+@pytest.mark.parametrize("per_call", [1, 2, 3, 5])
+@pytest.mark.parametrize("prefetch", [0, 1])
+def test_batches_per_call_gives_the_same_batches(per_call, prefetch):
+    """Batches cut from one call's arrays are the batches computed alone."""
+    base = collect(psfsim.Stream(config(), 3, epoch=2, prefetch=0, batches_per_call=1))
+    st = psfsim.Stream(config(), 3, epoch=2, prefetch=prefetch, batches_per_call=per_call)
+    assert st.batches_per_call == per_call
+    got = collect(st)
+    assert got[0].tobytes() == base[0].tobytes() and got[1].tobytes() == base[1].tobytes()
+    assert list(got[2]) == list(base[2]) and got[3] == base[3] == [3, 3, 3, 2]
+
+
+def test_batches_per_call_default_and_bad():
+    # 48 x 48 float32 images, 3 a batch: 256 MiB holds far more than 32 batches.
+    assert psfsim.Stream(config(), 3).batches_per_call == 32
+    with pytest.raises(ValueError, match="batches_per_call"):
+        psfsim.Stream(config(), 3, batches_per_call=0)
 
 
 def test_bad_config_raises():
@@ -333,7 +366,7 @@ def test_error_in_thread_raised_in_consumer(monkeypatch):
         return orig(self, s, first, count, device)
 
     monkeypatch.setattr(psfsim.Stream, "_compute", failing)
-    st = psfsim.Stream(config(), 4)
+    st = psfsim.Stream(config(), 4, batches_per_call=1)
     got = []
     with pytest.raises(psfsim.ComputeError, match="boom at 4"):
         for b in st:
@@ -472,6 +505,26 @@ def test_device_stream_equals_the_host():
     im, lab = st.images(3, 2, 3, device="cuda")
     assert im.numpy().tobytes() == want[0][2:5].tobytes()
     assert lab.numpy().tobytes() == want[1][2:5].tobytes()
+
+
+@pytest.mark.parametrize("per_call", [1, 3])
+def test_device_batches_per_call(per_call):
+    """Device batches cut from one call's DeviceArray (views) are the host's."""
+    need_gpu()
+    want = collect(psfsim.Stream(config(), 3, epoch=1, backend="gpu", batches_per_call=1))
+    st = psfsim.Stream(config(), 3, epoch=1, device="cuda", backend="gpu",
+                       batches_per_call=per_call)
+    kept = list(st)
+    assert all(isinstance(b.images, psfsim.DeviceArray) for b in kept)
+    assert [len(b.indices) for b in kept] == [3, 3, 3, 2]
+    got = np.concatenate([b.images.numpy() for b in kept])
+    labs = np.concatenate([b.labels.numpy() for b in kept])
+    assert got.tobytes() == want[0].tobytes() and labs.tobytes() == want[1].tobytes()
+    # a view outlives the call's array it was cut from
+    last = kept[-1].images
+    del kept
+    gc.collect()
+    assert last.numpy().tobytes() == want[0][9:].tobytes()
 
 
 def test_device_break_stops_the_thread():
