@@ -179,7 +179,9 @@ class Stream:
     call (Set.compute) into one array, each batch a view of it: one call
     of many images keeps the GPU's lanes busy and allocates once, where a
     call per batch leaves the GPU idle between calls (bench/stream_bench.py).
-    Default (None): as many as hold 256 MiB of images, 1 to 32.
+    Default (None): as many as hold 256 MiB of images, 1 to 32. An
+    iteration's calls ramp up, 1, 2, 4, ... batches, to it, so that the
+    first batch waits for one batch's compute.
     prefetch: calls computed ahead on a background thread (0: computed in
     __next__, no thread); at most prefetch calls are computed or waiting
     beyond the one whose batches the consumer is taking. Each batch is a
@@ -327,12 +329,16 @@ class Stream:
 
     def _calls(self, plan):
         """plan's batches grouped into calls: [(first, n, [(first, n), ...])],
-        batches_per_call consecutive batches each (they are contiguous)."""
-        k = self.batches_per_call
-        out = []
-        for i in range(0, len(plan), k):
+        consecutive batches (they are contiguous), 1, 2, 4, ... a call up
+        to batches_per_call: the consumer's first batch waits for one
+        batch's compute, not a whole call's, and each call is computed
+        while the consumer takes the previous ones."""
+        out, i, k = [], 0, 1
+        while i < len(plan):
             part = plan[i:i + k]
             out.append((part[0][0], sum(n for _, n in part), part))
+            i += len(part)
+            k = min(2 * k, self.batches_per_call)
         return out
 
     def __len__(self):

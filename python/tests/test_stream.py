@@ -308,20 +308,28 @@ def test_prefetch_bound():
     settle(4)
     assert calls == [0, 2, 4, 6]
     it.close()
-    # Two batches a call: the call being taken and prefetch calls ahead.
+    # Calls of 1, then 2 batches: the call being taken and prefetch calls ahead.
     calls.clear()
     st = Counting(config(count=20), 2, prefetch=1, batches_per_call=2)
     it = iter(st)
-    next(it)  # the first call's first batch: one more call may start
+    next(it)  # the first call's (only) batch: one more call may start
     settle(2)
-    assert calls == [0, 4]
-    next(it)  # its last batch
-    settle(2)
-    assert calls == [0, 4]
-    next(it)  # the second call's first: a third may start
+    assert calls == [0, 2]
+    next(it)  # the second call's first batch: a third may start
     settle(3)
-    assert calls == [0, 4, 8]
+    assert calls == [0, 2, 6]
+    next(it)  # its last batch
+    settle(3)
+    assert calls == [0, 2, 6]
     it.close()
+
+
+def test_calls_ramp_up():
+    st = psfsim.Stream(config(count=40), 2, batches_per_call=4)
+    calls = st._calls(st._plan())
+    assert [len(c[2]) for c in calls] == [1, 2, 4, 4, 4, 4, 1]
+    assert [c[0] for c in calls] == [0, 2, 6, 14, 22, 30, 38]
+    assert [c[1] for c in calls] == [2, 4, 8, 8, 8, 8, 2]
 
 
 @pytest.mark.parametrize("per_call", [1, 2, 3, 5])
