@@ -394,6 +394,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
+    if (cfg_read_field(c, cfg)) return -1;
     if (config_noise_read(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
     cfg->backend = (backend_choice)v; /* same order as backend_choice */
@@ -411,5 +412,6 @@ long long config_image_count(const psf_config *cfg)
     for (int i = 0; i < cfg->n_sweep_seg_zernike; ++i)
         if (cfg->sweep_seg_zernike[i].nvalues > 0) k *= cfg->sweep_seg_zernike[i].nvalues;
     if (cfg->random.count > 0) k *= cfg->random.count;
+    if (cfg->field.npos > 0) k *= cfg->field.npos; /* the field axis */
     return k;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's labels and attributes from the image set (app/dataset/hdf5_labels.h). */
 #include "app/dataset/hdf5_labels.h"
+#include "app/set/field_grid.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -158,13 +159,24 @@ static int columns(const image_set *s, hdf5_set_desc *d)
         {"backend", H5SET_STRING, HDF5_BACKEND_WIDTH, NULL, "cpu or gpu: which computed it"},
     };
     d->nseg = s->segterms.nlabels;
-    d->cols = calloc((size_t)(HDF5_NCOLS + d->nseg), sizeof *d->cols);
+    double fx, fy;
+    d->nfc =
+        2 * field_grid_position(&s->axes, 0, &fx, &fy) + 2 * field_grid_h(&s->axes, 0, &fx, &fy);
+    d->cols = calloc((size_t)(HDF5_NCOLS + d->nseg + d->nfc), sizeof *d->cols);
     d->seg_names = calloc((size_t)(d->nseg > 0 ? d->nseg : 1), sizeof *d->seg_names);
     if (!d->cols || !d->seg_names) return -1;
     memcpy(d->cols, base, sizeof base);
     d->cols[HDF5_COL_DEFOCUS].units = zu;
     segment_columns(s, d, zu);
-    d->p.ncolumns = HDF5_NCOLS + d->nseg;
+    static const h5set_column field[4] = {
+        {"field_x_px", H5SET_DOUBLE, 0, "pixel", "the PSF's detector position x"},
+        {"field_y_px", H5SET_DOUBLE, 0, "pixel", "the PSF's detector position y"},
+        {"field_hx", H5SET_DOUBLE, 0, NULL,
+         "normalised field x: (field_x_px - field.centre_px[0]) / field.radius_px"},
+        {"field_hy", H5SET_DOUBLE, 0, NULL,
+         "normalised field y: (field_y_px - field.centre_px[1]) / field.radius_px"}};
+    memcpy(d->cols + HDF5_NCOLS + d->nseg, field, (size_t)d->nfc * sizeof *field);
+    d->p.ncolumns = HDF5_NCOLS + d->nseg + d->nfc;
     d->p.columns = d->cols;
     return 0;
 }

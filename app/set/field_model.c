@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The field model (see field_model.h). */
+#include "app/set/field_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/set/field_table.h"
+
+void field_model_h(const psf_config *cfg, long long f, double *hx, double *hy)
+{
+    const cfg_field *fd = &cfg->field;
+    *hx = (fd->x_px[f] - fd->centre_px[0]) / fd->radius_px;
+    *hy = (fd->y_px[f] - fd->centre_px[1]) / fd->radius_px;
+}
+
+/* The polynomials of field.zernike at every position. */
+static void eval_polynomials(set_axes *ax)
+{
+    const cfg_field *fd = &ax->cfg->field;
+    for (long long f = 0; f < ax->nfield; ++f) {
+        double hx, hy;
+        field_model_h(ax->cfg, f, &hx, &hy);
+        for (int i = 0; i < fd->nterms; ++i) {
+            const cfg_field_term *t = &fd->terms[i];
+            double v = 0.0;
+            for (int k = 0; k < t->nmono; ++k)
+                v += t->mono[k].c * pow(hx, t->mono[k].p) * pow(hy, t->mono[k].q);
+            ax->fvalues[f * fd->nterms + i] = v;
+        }
+    }
+}
+
+/* Every value within the coefficient bound. */
+static int check_values(set_axes *ax, const char *key, char *err, size_t errlen)
+{
+    char why[256];
+    double lim = config_coeff_limit(ax->cfg, axes_shortest_wavelength(ax), why, sizeof why);
+    for (long long f = 0; f < ax->nfield; ++f)
+        for (int i = 0; i < ax->nfterms; ++i) {
+            double v = ax->fvalues[f * ax->nfterms + i];
+            if (fabs(v) <= lim) continue;
+            double hx, hy;
+            field_model_h(ax->cfg, f, &hx, &hy);
+            return axes_fail(ax->cfg, key, err, errlen,
+                             "term j = %d at the position (%.17g, %.17g) px (hx %.6g, hy %.6g) "
+                             "is %.6g: must be in [%.6g, %.6g] (%s)",
+                             ax->fterms[i].j, ax->cfg->field.x_px[f], ax->cfg->field.y_px[f], hx,
+                             hy, v, -lim, lim, why);
+        }
+    return 0;
+}
+
+int field_model_init(set_axes *ax, char *err, size_t errlen)
+{
+    const psf_config *cfg = ax->cfg;
+    const cfg_field *fd = &cfg->field;
+    if (!fd->enabled) return 0;
+    if (fd->table_file[0]) {
+        if (field_table_interpolate(ax, err, errlen) != 0) return -1;
+        return check_values(ax, "field.table", err, errlen);
+    }
+    if (fd->nterms == 0) return 0;
+    ax->fterms = calloc((size_t)fd->nterms, sizeof *ax->fterms);
+    ax->fvalues = malloc((size_t)ax->nfield * (size_t)fd->nterms * sizeof *ax->fvalues);
+    if (!ax->fterms || !ax->fvalues)
+        return axes_fail(cfg, "field.zernike", err, errlen, "out of memory for %lld positions",
+                         ax->nfield);
+    ax->nfterms = fd->nterms;
+    for (int i = 0; i < fd->nterms; ++i)
+        ax->fterms[i] = (axes_table_term){-1, fd->terms[i].j, fd->terms[i].n, fd->terms[i].m};
+    eval_polynomials(ax);
+    return check_values(ax, "field.zernike", err, errlen);
+}

@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Field-dependent aberrations (docs/config.md, "Field-dependent
+aberrations"): the field group's positions as the set's outermost axis,
+the polynomial model (field.zernike) and the measured one (field.table,
+linear over Qhull's Delaunay triangles). End to end through the psfsim
+command: every image's labels (manifest, HDF5, FITS) equal the model at
+its position (the polynomial bit for bit, as Python's float ** int
+computes it; the table exact at its points and linear fields exact
+inside), a rotationally symmetric model gives images related by the
+rotation and the reflection, and each bad value is refused with
+FILE:LINE: KEY and nothing written. Run with PSFSIM_BIN, the psfsim
+command."""
+import csv
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+BIN = os.environ.get("PSFSIM_BIN")
+pytestmark = pytest.mark.skipif(not BIN, reason="PSFSIM_BIN (the psfsim command) not given")
+
+CENTRE = (1023.5, 1023.5)
+RADIUS = 1448.2
+# (j, [(p, q, c), ...]): defocus with a field curvature, coma linear in h
+TERMS = [(4, [(0, 0, 0.02), (2, 0, 0.05), (0, 2, 0.05)]), (7, [(1, 0, 0.03)]),
+         (11, [(1, 1, -0.013), (3, 0, 0.007)])]
+
+
+def field_block(positions, terms=TERMS, table=None, extra=""):
+    if isinstance(positions, dict):
+        g = positions
+        pos = "grid = { nx = %d; ny = %d; x_px = [%r, %r]; y_px = [%r, %r]; };" % (
+            g["nx"], g["ny"], g["x"][0], g["x"][1], g["y"][0], g["y"][1])
+    else:
+        pos = "positions_px = ( %s );" % ", ".join("(%r, %r)" % p for p in positions)
+    model = ""
+    if terms:
+        model = "zernike = ( %s );" % ", ".join(
+            "(%d, ( %s ))" % (j, ", ".join("(%d, %d, %r)" % m for m in mono)) for j, mono in terms)
+    if table:
+        model = 'table = "%s";' % table
+    return ("field: {\n  %s\n  centre_px = [%r, %r];\n  radius_px = %r;\n  %s\n%s};\n"
+            % (pos, CENTRE[0], CENTRE[1], RADIUS, model, extra))
+
+
+def write_cfg(tmp_path, name, field, output="fits: { enabled = true; }; hdf5: { enabled = true; };",
+              extra=""):
+    cfg = tmp_path / (name + ".cfg")
+    cfg.write_text(
+        'name = "%s";\n'
+        "optics: { wavelength_nm = 1000.0; aperture: { diameter_m = 2.0; }; };\n"
+        "sampling: { pupil_samples = 32; padding = 2.0; };\n"
+        'aberrations: { units = "waves"; };\n'
+        "%s"
+        'output: { png: { enabled = false; }; %s };\n%s'
+        % (name, extra, output, field))
+    return cfg
+
+
+def run(cfg, out):
+    return subprocess.run([BIN, "-c", str(cfg), "-o", str(out), "-q", "--backend", "cpu",
+                           "--force"], capture_output=True, text=True)
+
+
+def poly(mono, x, y):
+    """The model's value, as docs/config.md states it: sum of c hx^p hy^q in
+    the order written, from 0.0 (C's pow and Python's ** are one libm pow)."""
+    hx, hy = (x - CENTRE[0]) / RADIUS, (y - CENTRE[1]) / RADIUS
+    v = 0.0
+    for p, q, c in mono:
+        v += c * hx ** p * hy ** q
+    return v
+
+
+def manifest(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_polynomial_labels(tmp_path):
+    """Each image's z<j>, position and (hx, hy) in the manifest, NAME.h5 and
+    its FITS header equal the polynomial at its position, bit for bit; the
+    positions are the grid's, x fastest, the field axis outermost."""
+    grid = {"nx": 3, "ny": 2, "x": (0.0, 2047.0), "y": (10.0, 2000.0)}
+    cfg = write_cfg(tmp_path, "poly", field_block(grid), extra="sweep: { defocus = [0.0, 0.1]; };\n")
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    xs, ys = [0.0, 1023.5, 2047.0], [10.0, 2000.0]
+    want = [(x, y) for y in ys for x in xs for _ in range(2)]  # defocus innermost
+    rows = manifest(tmp_path / "o" / "poly_manifest.csv")
+    assert len(rows) == 12
+    assert [k for k in rows[0] if k.startswith("z") or k.startswith("field")] == \
+        ["zernike_j", "zernike_coeff", "z4", "z7", "z11", "field_x_px", "field_y_px", "field_hx",
+         "field_hy"]
+    h5py = pytest.importorskip("h5py")
+    fits = pytest.importorskip("astropy.io.fits")
+    with h5py.File(tmp_path / "o" / "poly.h5") as f:
+        zl = f["labels/zernike"][:]
+        assert list(f["labels/zernike"].attrs["noll_j"]) == [4, 7, 11]
+        fx, fy = f["labels/field_x_px"][:], f["labels/field_y_px"][:]
+        hx, hy = f["labels/field_hx"][:], f["labels/field_hy"][:]
+    for k, (row, (x, y)) in enumerate(zip(rows, want)):
+        defocus = 0.1 if k % 2 else 0.0
+        z = {j: poly(m, x, y) for j, m in TERMS}
+        z[4] = 0.0 + defocus + z[4]  # jobs_coefficients: the sweep, then the field
+        assert (float(row["field_x_px"]), float(row["field_y_px"])) == (x, y)
+        assert float(row["field_hx"]) == (x - CENTRE[0]) / RADIUS
+        assert float(row["field_hy"]) == (y - CENTRE[1]) / RADIUS
+        for j in (4, 7, 11):
+            assert float(row["z%d" % j]) == z[j], (k, j)
+        assert list(zl[k]) == [z[4], z[7], z[11]]
+        assert (fx[k], fy[k]) == (x, y)
+        assert (hx[k], hy[k]) == ((x - CENTRE[0]) / RADIUS, (y - CENTRE[1]) / RADIUS)
+        h = fits.getheader(tmp_path / "o" / ("poly_%02d.fits" % k))
+        assert (h["FIELDX"], h["FIELDY"]) == (x, y)
+        assert h["FIELDHX"] == (x - CENTRE[0]) / RADIUS and h["Z7"] == z[7]
+
+
+def images(tmp_path, name, positions, terms):
+    fits = pytest.importorskip("astropy.io.fits")
+    cfg = write_cfg(tmp_path, name, field_block(positions, terms),
+                    output="npix = 63; pixel_scale = 0.4; fits: { enabled = true; };")
+    r = run(cfg, tmp_path / name)
+    assert r.returncode == 0, r.stderr
+    return [fits.getdata(tmp_path / name / ("%s_%d.fits" % (name, k)))
+            for k in range(len(positions))]
+
+
+def test_rotational_symmetry(tmp_path):
+    """A rotationally symmetric field (field curvature c |h|^2 on Z4 and
+    Seidel coma, Z8 (x, cos) ~ hx and Z7 (y, sin) ~ hy, i.e. (h . rho) rho^2)
+    makes the wavefront at the field point rotated by 90 degrees the pupil's
+    rotation of the first: its PSF is the first's turned by 90 degrees in
+    the image; the point mirrored in y gives the image mirrored in y."""
+    terms = [(4, [(2, 0, 0.2), (0, 2, 0.2)]), (8, [(1, 0, 0.3)]), (7, [(0, 1, 0.3)])]
+    dx, dy = 500.0, 200.0
+    pos = [(CENTRE[0] + dx, CENTRE[1] + dy),   # h
+           (CENTRE[0] - dy, CENTRE[1] + dx),   # h turned by +90 degrees
+           (CENTRE[0] + dx, CENTRE[1] - dy),   # h mirrored in y
+           (CENTRE[0] + dy, CENTRE[1] - dx)]   # h turned by -90 degrees
+    a, b, c, d = images(tmp_path, "rot", pos, terms)
+    peak = a.max()
+    assert np.abs(a - np.rot90(a)).max() > 0.05 * peak  # not symmetric by itself
+    # image rows are y, columns x: +90 degrees in (x, y) is np.rot90(a, k=1)
+    # of a [y, x] array read with y upwards (rot90 turns row-major arrays
+    # counter-clockwise as displayed with row 0 at the top, clockwise with
+    # y up: psfsim's images have y up, the optical axis at pixel 31)
+    turned = [np.abs(b - np.rot90(a, k)).max() for k in (1, 3)]
+    assert min(turned) < 1e-6 * peak and max(turned) > 0.05 * peak
+    k = (1, 3)[int(np.argmin(turned))]
+    assert np.abs(d - np.rot90(a, 4 - k)).max() < 1e-6 * peak  # the other way: the inverse
+    assert np.abs(c - a[::-1, :]).max() < 1e-6 * peak  # y mirrored: rows reversed
+
+
+TABLE_PTS = [(0.0, 0.0), (2047.0, 0.0), (0.0, 2047.0), (2047.0, 2047.0), (1023.5, 1023.5),
+             (300.0, 1700.0), (1500.0, 400.0)]
+
+
+def linear(x, y):
+    return {4: 0.01 + 2e-5 * x - 1e-5 * y, 8: -0.02 + 1.5e-5 * y}
+
+
+def write_table(tmp_path, pts, f, name="field.csv"):
+    lines = ["x_px,y_px,z4,z8"] + ["%r,%r,%r,%r" % (x, y, f(x, y)[4], f(x, y)[8]) for x, y in pts]
+    (tmp_path / name).write_text("\n".join(lines) + "\n")
+    return name
+
+
+def test_table_exact_and_linear(tmp_path):
+    """field.table: at the table's points the row's values exactly; a field
+    linear in (x, y) is reproduced everywhere inside the hull (to 1e-12);
+    a regular grid of points (Qhull's cocircular case) too."""
+    write_table(tmp_path, TABLE_PTS, linear)
+    inside = [(10.0, 20.0), (2000.0, 1000.0), (700.5, 1800.25), (1023.5, 0.0), (2047.0, 2047.0)]
+    pos = TABLE_PTS + inside
+    cfg = write_cfg(tmp_path, "tab", field_block(pos, terms=None, table="field.csv"),
+                    output="fits: { enabled = true; };")
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    rows = manifest(tmp_path / "o" / "tab_manifest.csv")
+    text = (tmp_path / "field.csv").read_text().splitlines()[1:]
+    for k, (x, y) in enumerate(pos):
+        got = (float(rows[k]["z4"]), float(rows[k]["z8"]))
+        if k < len(TABLE_PTS):
+            cells = text[k].split(",")
+            assert got == (float(cells[2]), float(cells[3]))  # exact at the points
+        want = linear(x, y)
+        assert abs(got[0] - want[4]) < 1e-12 and abs(got[1] - want[8]) < 1e-12, (x, y, got)
+    # a regular 4 x 4 grid of points: every 4 of a cell on one circle
+    grid = [(x, y) for y in (0.0, 700.0, 1400.0, 2100.0) for x in (0.0, 700.0, 1400.0, 2100.0)]
+    write_table(tmp_path, grid, linear, "grid.csv")
+    pos = [(350.0, 350.0), (1000.0, 1234.5), (2099.0, 1.0), (700.0, 700.0)]
+    cfg = write_cfg(tmp_path, "tg", field_block(pos, terms=None, table="grid.csv"),
+                    output="fits: { enabled = true; };")
+    r = run(cfg, tmp_path / "g")
+    assert r.returncode == 0, r.stderr
+    for row, (x, y) in zip(manifest(tmp_path / "g" / "tg_manifest.csv"), pos):
+        assert abs(float(row["z4"]) - linear(x, y)[4]) < 1e-12
+        assert abs(float(row["z8"]) - linear(x, y)[8]) < 1e-12
+
+
+BAD = [
+    # (description, field block, expected stderr)
+    ("nx zero", "grid = { nx = 0; ny = 2; x_px = [0.0, 1.0]; y_px = [0.0, 1.0]; };",
+     "field.grid.nx: must be >= 1"),
+    ("x_px one value", "grid = { nx = 2; ny = 2; x_px = [0.0]; y_px = [0.0, 1.0]; };",
+     "field.grid.x_px: expected \\[first, last\\], two numbers \\(got 1\\)"),
+    ("x_px reversed", "grid = { nx = 2; ny = 2; x_px = [5.0, 1.0]; y_px = [0.0, 1.0]; };",
+     "field.grid.x_px: must be \\[first, last\\] with first < last"),
+    ("nx 1 span", "grid = { nx = 1; ny = 2; x_px = [0.0, 1.0]; y_px = [0.0, 1.0]; };",
+     "field.grid.x_px: nx = 1 makes one position"),
+    ("ny missing", "grid = { nx = 2; x_px = [0.0, 1.0]; y_px = [0.0, 1.0]; };",
+     "field.grid.ny: required key missing"),
+    ("radius missing", "positions_px = ((1.0, 2.0)); radius_px = None;",
+     "field.radius_px: required key missing"),
+    ("both", "grid = { nx = 1; ny = 1; x_px = [0.0, 0.0]; y_px = [0.0, 0.0]; };\n"
+     "positions_px = ((1.0, 2.0));", "field.positions_px: give field.grid or field.positions_px"),
+    ("position triple", "positions_px = ((1.0, 2.0, 3.0));",
+     "field.positions_px\\[0\\]: expected a position \\(x, y\\)"),
+    ("position huge", "positions_px = ((1e9, 2.0));",
+     "field.positions_px\\[0\\]\\[0\\]: must be in \\[-10000000, 10000000\\]"),
+    ("radius zero", "positions_px = ((1.0, 2.0)); radius_px = 0.0;", "field.radius_px: must be > 0"),
+    ("power", "positions_px = ((1.0, 2.0)); zernike = ((4, ((11, 0, 0.1))));",
+     "field.zernike\\[0\\]\\[0\\]: the power p must be an integer in \\[0, 10\\] \\(got 11\\)"),
+    ("j", "positions_px = ((1.0, 2.0)); zernike = ((0, ((1, 0, 0.1))));",
+     "field.zernike\\[0\\]: j must be >= 1 in the noll convention"),
+    ("dup j", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.1))), (4, ((0, 1, 0.1))));",
+     "field.zernike\\[1\\]: duplicate term j = 4"),
+    ("dup pq", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.1), (1, 0, 0.2))));",
+     "field.zernike\\[0\\]\\[1\\]: duplicate monomial \\(p, q\\) = \\(1, 0\\)"),
+    ("coefficient", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 1e9))));",
+     "field.zernike\\[0\\]\\[0\\]: the coefficient c must be in"),
+    ("value at a position", "positions_px = ((1e6, 2.0)); zernike = ((4, ((4, 0, 100.0))));",
+     "field.zernike: term j = 4 at the position \\(1000000, 2\\) px"),
+    ("both models", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.1)))); "
+     'table = "t.csv";', "field.table: give field.zernike or field.table, not both"),
+    ("table missing", 'positions_px = ((1.0, 2.0)); table = "nope.csv";', "field.table: .*nope.csv"),
+    ("table outside", 'positions_px = ((3000.0, 2.0)); table = "t.csv";',
+     "field.table: .*t.csv: the position \\(3000, 2\\) px is outside the convex hull of the "
+     "table's 7 points"),
+    ("table column", 'positions_px = ((1.0, 2.0)); table = "u.csv";',
+     "field.table: .*u.csv:1:3 \\(defocus\\): unknown column \\(allowed: x_px, y_px, z<j>"),
+    ("table line", 'positions_px = ((1.0, 2.0)); table = "l.csv";',
+     "field.table: .*l.csv: 3 points do not span an area"),
+    ("unknown key", "positions_px = ((1.0, 2.0)); radius = 3.0;",
+     "field.radius: unknown key \\(did you mean field.radius_px\\?\\)"),
+]
+
+
+@pytest.mark.parametrize("case", [b[0] for b in BAD])
+def test_bad_values(tmp_path, case):
+    import re
+    _, block, want = next(b for b in BAD if b[0] == case)
+    write_table(tmp_path, TABLE_PTS, linear, "t.csv")
+    (tmp_path / "u.csv").write_text("x_px,y_px,defocus\n0,0,1\n1,0,1\n0,1,1\n")
+    (tmp_path / "l.csv").write_text("x_px,y_px,z4\n0,0,1\n1,1,1\n2,2,1\n")
+    if "radius_px" not in block:
+        block += " radius_px = 100.0;"
+    block = block.replace("radius_px = None;", "")
+    body = "field: {\n  centre_px = [0.0, 0.0];\n  %s\n};\n" % block.replace(";", ";\n  ")
+    cfg = write_cfg(tmp_path, "bad", body)
+    line = None
+    key = re.match(r"([a-z_.]+)", want).group(1).rstrip(".")
+    for i, text in enumerate(cfg.read_text().splitlines(), 1):
+        leaf = key.split(".")[-1]
+        if re.search(r"\b%s\b\s*[=:]" % re.escape(leaf), text) or (
+                leaf in ("grid", "field") and text.strip().startswith(leaf)):
+            line = i
+            break
+    for i, text in enumerate(cfg.read_text().splitlines(), 1):  # a missing key: its group
+        if line is None and text.strip().startswith(
+                "grid" if key.startswith("field.grid.") else "field"):
+            line = i
+            break
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode != 0
+    assert re.search("bad.cfg:%d: %s" % (line, want), r.stderr), (line, r.stderr)
+    assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_table_columns_with_field(tmp_path):
+    """A sweep.table's field_x_px column and the field group: one place."""
+    (tmp_path / "s.csv").write_text("field_x_px,field_y_px,z5\n1,2,0.1\n")
+    cfg = write_cfg(tmp_path, "bad", field_block([(1.0, 2.0)]),
+                    extra='sweep: { table = "s.csv"; };\n')
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode != 0
+    assert "bad.cfg:5: sweep.table: %s:1:1 (field_x_px): the positions are also given by field " \
+        "(%s:7)" % (tmp_path / "s.csv", tmp_path / "bad.cfg") in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_library_positions_and_labels(tmp_path):
+    """The library (psfsim.Set): params()' field_x_px, field_y_px
+    (psfsim_field_positions) and zernike totals equal the manifest's."""
+    psfsim = pytest.importorskip("psfsim")
+    pos = [(100.0, 200.0), (1500.5, 30.0), (1023.5, 1023.5)]
+    cfg = write_cfg(tmp_path, "lib", field_block(pos), output="fits: { enabled = true; };")
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    rows = manifest(tmp_path / "o" / "lib_manifest.csv")
+    with psfsim.Set(str(cfg), backend="cpu") as s:
+        assert s.count == 3 and s.has_field
+        p = s.params()
+        np.testing.assert_array_equal(p["field_x_px"], [x for x, _ in pos])
+        np.testing.assert_array_equal(p["field_y_px"], [y for _, y in pos])
+        for k, (x, y) in enumerate(pos):
+            for j, mono in TERMS:
+                assert float(rows[k]["z%d" % j]) == poly(mono, x, y)
