@@ -124,6 +124,31 @@ static void attr_i(hdf5_set_desc *d, const char *obj, const char *key, long long
             (h5set_attr){.object = obj, .key = key, .type = H5SET_INT64, .i = v};
 }
 
+/* The field group's axis and output.psf_grid (docs/config.md, "field" and
+ * "PSF grids"): field_npos, field_centre_x_px, field_centre_y_px,
+ * field_radius_px, field_grid_nx and field_grid_ny (a grid only); psf_grid
+ * (1) and psf_grid_oversampling (the images' pixels per detector pixel: s
+ * for detector.write = "oversampled", else 1). */
+static void field_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    const cfg_field *f = &cfg->field;
+    if (f->enabled) {
+        attr_i(d, NULL, "field_npos", f->npos);
+        attr_d(d, NULL, "field_centre_x_px", f->centre_px[0]);
+        attr_d(d, NULL, "field_centre_y_px", f->centre_px[1]);
+        attr_d(d, NULL, "field_radius_px", f->radius_px);
+        if (f->grid) {
+            attr_i(d, NULL, "field_grid_nx", f->nx);
+            attr_i(d, NULL, "field_grid_ny", f->ny);
+        }
+    }
+    if (!cfg->psf_grid) return;
+    attr_i(d, NULL, "psf_grid", 1);
+    int over = cfg->detector.enabled && cfg->detector.write == DET_WRITE_OVERSAMPLED;
+    attr_i(d, NULL, "psf_grid_oversampling", over ? cfg->detector.oversample : 1);
+}
+
 /* The segment label terms' columns labels/s<k>_z<j> after the base ones. */
 static void segment_columns(const image_set *s, hdf5_set_desc *d, const char *units)
 {
@@ -234,6 +259,7 @@ static void constants(const image_set *s, hdf5_set_desc *d)
         attr_i(d, NULL, "random_count", cfg->random.count);
         attr_i(d, NULL, "random_seed", (long long)cfg->random.seed);
     }
+    field_attrs(s, d);
     if (w.per_image) return; /* the pixel is per image */
     image_info info;
     image_set_common_info(s, &info);

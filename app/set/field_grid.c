@@ -62,10 +62,11 @@ static int field_set_grid_check(const set_axes *ax, char *err, size_t errlen)
                          "the other axes make %lld images per field position: their positions "
                          "repeat (a grid holds one PSF per position)",
                          ax->ninner);
-    if (fd->npos > FIELD_GRID_MAX)
+    if (fd->npos > FIELD_GRID_MAX && cfg->fits_enabled && cfg->fits_cube)
         return axes_fail(cfg, "output.psf_grid", err, errlen,
-                         "%lld field positions, more than the %d positions a grid file holds "
-                         "(DET_YX0 .. DET_YX99)",
+                         "%lld field positions, more than the %d positions a FITS grid file "
+                         "holds (DET_YX0 .. DET_YX99): give output.hdf5.enabled = true without "
+                         "output.fits.cube (NAME.h5 holds any number)",
                          fd->npos, FIELD_GRID_MAX);
     long long *order = malloc((size_t)fd->npos * sizeof *order);
     if (!order) return axes_fail(cfg, "output.psf_grid", err, errlen, "out of memory");
