@@ -422,3 +422,31 @@ def test_psf_grid_photutils(tmp_path):
     img = model.evaluate(x + x0, y + y0, 1.0, x0, y0)
     assert np.abs(img - bilinear).max() < 1e-3 * direct.max()
     assert np.abs(img - direct).max() < 0.06 * direct.max()
+
+
+def test_shipped_imager(tmp_path):
+    """configs/wide_field_imager.cfg: its cited figures at the corner (Z4
+    159 nm RMS x |h|^2, coma 750 nm RMS x h) and each coma flare pointing
+    away from the axis (the light's centroid beyond the peak, outwards)."""
+    src = os.environ.get("PSFSIM_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+    cfg = os.path.join(src, "configs", "wide_field_imager.cfg")
+    fits = pytest.importorskip("astropy.io.fits")
+    text = open(cfg).read().replace("png: { stretch = \"sqrt\"; };",
+                                    "png: { enabled = false; }; fits: { enabled = true; };")
+    (tmp_path / "w.cfg").write_text(text)
+    r = run(tmp_path / "w.cfg", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    rows = manifest(tmp_path / "o" / "wide_field_imager_manifest.csv")
+    assert len(rows) == 25
+    corner = rows[24]  # (2047, 2047): h = (0.7071, 0.7071), |h| = 1
+    assert abs(float(corner["z4"]) - 159.0) < 0.01
+    assert abs(float(corner["z8"]) - 750.0 / 2 ** 0.5) < 0.01
+    assert abs(float(corner["z7"]) - 750.0 / 2 ** 0.5) < 0.01
+    y, x = np.mgrid[:64, :64]
+    for k in (14, 22, 10, 2):  # +x, +y, -x, -y of the axis, h = 0.71
+        with fits.open(tmp_path / "o" / ("wide_field_imager_%02d.fits" % k)) as h:
+            d, hdr = h[0].data.astype(np.float64), h[0].header
+        r0, c0 = np.unravel_index(d.argmax(), d.shape)
+        cx, cy = (d * x).sum() / d.sum(), (d * y).sum() / d.sum()
+        out = np.array([hdr["FIELDHX"], hdr["FIELDHY"]])
+        assert np.dot([cx - c0, cy - r0], out) > 1.0  # pixels, outwards
