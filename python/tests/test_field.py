@@ -450,3 +450,77 @@ def test_shipped_imager(tmp_path):
         cx, cy = (d * x).sum() / d.sum(), (d * y).sum() / d.sum()
         out = np.array([hdr["FIELDHX"], hdr["FIELDHY"]])
         assert np.dot([cx - c0, cy - r0], out) > 1.0  # pixels, outwards
+
+
+def big_grid(tmp_path, n=11):
+    grid = {"nx": n, "ny": n, "x": (0.0, 2000.0), "y": (0.0, 2000.0)}
+    det = 'detector: { oversample = 2; write = "oversampled"; };\n'
+    cfg = grid_cfg(tmp_path, "big", grid, "psf_grid = true; hdf5: { enabled = true; };",
+                   extra=det)
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "o" / "big.h5"
+
+
+def test_fits_grid_tiles(tmp_path):
+    """psfsim.grid.write_fits_grids: 121 positions as 4 FITS grid files of
+    at most 10 x 10 positions sharing their edges; every position in one
+    at least, each plane the NAME.h5 image x s^2, DET_YX its position."""
+    fits = pytest.importorskip("astropy.io.fits")
+    pytest.importorskip("h5py")
+    from psfsim.grid import psf_grid_nddata, write_fits_grids
+    path = big_grid(tmp_path)
+    nd = psf_grid_nddata(path)
+    files = write_fits_grids(path, tmp_path)
+    assert [os.path.basename(f) for f in files] == ["big_grid_%d_%d.fits" % t
+                                                    for t in ((0, 0), (0, 1), (1, 0), (1, 1))]
+    seen = set()
+    pos = [tuple(p) for p in nd.meta["grid_xypos"]]
+    for f in files:
+        with fits.open(f) as h:
+            hdr, data = h[0].header, h[0].data
+        assert hdr["NUM_PSFS"] == data.shape[0] <= 100 and hdr["OVERSAMP"] == 2
+        assert hdr["FOVPIXEL"] == 25
+        for i in range(hdr["NUM_PSFS"]):
+            y, x = (float(v) for v in hdr["DET_YX%d" % i].strip("()").split(","))
+            k = pos.index((x, y))
+            np.testing.assert_array_equal(data[i], nd.data[k].astype(np.float32))
+            seen.add(k)
+    assert seen == set(range(121))
+    with fits.open(files[0]) as h:  # tile (0, 0): columns 0..9 and rows 0..9
+        assert (h[0].header["XMAX_PX"], h[0].header["YMAX_PX"]) == (1800.0, 1800.0)
+    with fits.open(files[3]) as h:  # tile (1, 1): the shared edge 9, and 10
+        assert h[0].header["NUM_PSFS"] == 4 and h[0].header["XMIN_PX"] == 1800.0
+
+
+def test_fits_grid_tiles_photutils(tmp_path):
+    """photutils reads a tile written by write_fits_grids: its 100 PSFs."""
+    psf = pytest.importorskip("photutils.psf")
+    pytest.importorskip("h5py")
+    from psfsim.grid import write_fits_grids
+    files = write_fits_grids(big_grid(tmp_path), tmp_path)
+    model = psf.GriddedPSFModel.read(files[0], format="webbpsf")
+    assert len(model.grid_xypos) == 100
+
+
+def test_eigen_psfs(tmp_path):
+    """psfsim.grid.eigen_psfs: an orthonormal basis, weights that rebuild
+    the images exactly with every term and, with fewer, to the error the
+    dropped singular values give (Eckart-Young), written to NAME_eigen.h5."""
+    h5py = pytest.importorskip("h5py")
+    from psfsim.grid import eigen_psfs
+    path = big_grid(tmp_path, n=4)
+    with h5py.File(path) as f:
+        x = f["images"][:].astype(np.float64)
+    b, w, sv = eigen_psfs(path, 16)
+    flat = b.reshape(16, -1)
+    np.testing.assert_allclose(flat @ flat.T, np.eye(16), atol=1e-12)
+    np.testing.assert_allclose(np.einsum("ki,imn->kmn", w, b), x, atol=1e-12 * x.max())
+    b3, w3, _ = eigen_psfs(path, 3)
+    err = np.sqrt(((np.einsum("ki,imn->kmn", w3, b3) - x) ** 2).sum())
+    assert abs(err - np.sqrt((sv[3:] ** 2).sum())) < 1e-9 * np.sqrt((sv ** 2).sum())
+    assert sv[0] ** 2 / (sv ** 2).sum() > 0.5  # the mean PSF's share
+    with h5py.File(tmp_path / "o" / "big_eigen.h5") as f:
+        np.testing.assert_array_equal(f["basis"][:], b3)
+        np.testing.assert_array_equal(f["weights"][:], w3)
+        assert f.attrs["count"] == 3
