@@ -162,6 +162,15 @@ typedef struct {
     cfg_field_monomial *mono; /* [nmono], distinct (p, q) */
 } cfg_field_term;
 
+/* A segment's term over the field (field.segment_zernike): segmented
+ * apertures, j of radial order <= CFG_SEG_MAX_ORDER. */
+typedef struct {
+    int segment; /* a present segment */
+    int j, n, m; /* j in the config's convention */
+    int nmono;
+    cfg_field_monomial *mono; /* [nmono], distinct (p, q) */
+} cfg_field_segterm;
+
 typedef struct {
     int enabled;         /* 1: the field group is given */
     int grid;            /* 1: field.grid, 0: field.positions_px */
@@ -171,7 +180,9 @@ typedef struct {
     double centre_px[2]; /* the optical axis on the detector, pixels */
     double radius_px;    /* > 0: the pixel distance of |h| = 1 */
     int nterms;
-    cfg_field_term *terms;         /* [nterms] field.zernike, distinct j, as written */
+    cfg_field_term *terms; /* [nterms] field.zernike, distinct j, as written */
+    int nsegterms;
+    cfg_field_segterm *segterms;   /* [nsegterms] field.segment_zernike, distinct (segment, j) */
     char table_file[CFG_PATH_MAX]; /* field.table resolved, "" = none */
 } cfg_field;
 

@@ -163,6 +163,37 @@ static int read_monomial(cfg_ctx *c, const config_setting_t *e, const char *key,
     return 0;
 }
 
+/* The monomials ( (p, q, c), ... ) at ml (key names the term) into
+ * *mono, *nmono (j: the term's, for messages). */
+static int read_monomials(cfg_ctx *c, const config_setting_t *ml, const char *key, int j,
+                          double lim, const char *why, cfg_field_monomial **mono, int *nmono)
+{
+    int mt = config_setting_type(ml);
+    if (mt != CONFIG_TYPE_LIST && mt != CONFIG_TYPE_ARRAY)
+        return cfg_error(c, ml, key, "expected the monomials ( (p, q, c), ... ) (got %s)",
+                         cfg_type_name(mt));
+    int single = config_setting_length(ml) == 3 && cfg_is_number(config_setting_get_elem(ml, 0));
+    int nm = single ? 1 : config_setting_length(ml);
+    if (nm == 0) return cfg_error(c, ml, key, "must hold at least one monomial (p, q, c)");
+    if (nm > CFG_FIELD_MAX_MONOMIALS)
+        return cfg_error(c, ml, key, "more than %d monomials (every p + q <= %d)",
+                         CFG_FIELD_MAX_MONOMIALS, CFG_FIELD_MAX_POWER);
+    *mono = calloc((size_t)nm, sizeof **mono);
+    if (!*mono) return cfg_error(c, ml, key, "out of memory");
+    for (int i = 0; i < nm; ++i) {
+        const config_setting_t *e = single ? ml : config_setting_get_elem(ml, (unsigned)i);
+        char k[120];
+        snprintf(k, sizeof k, "%s[%d]", key, i);
+        if (read_monomial(c, e, k, lim, why, &(*mono)[i])) return -1;
+        for (int q = 0; q < i; ++q)
+            if ((*mono)[q].p == (*mono)[i].p && (*mono)[q].q == (*mono)[i].q)
+                return cfg_error(c, e, k, "duplicate monomial (p, q) = (%d, %d) of term j = %d",
+                                 (*mono)[i].p, (*mono)[i].q, j);
+        *nmono = i + 1;
+    }
+    return 0;
+}
+
 /* Term i of field.zernike: (j, ( (p, q, c), ... )). */
 static int read_term(cfg_ctx *c, psf_config *cfg, const config_setting_t *p, const char *key,
                      double lim, const char *why, cfg_field_term *t)
@@ -177,29 +208,51 @@ static int read_term(cfg_ctx *c, psf_config *cfg, const config_setting_t *p, con
     long long j = cfg_integer(js);
     if (cfg_zernike_j(c, js, key, cfg->zconv, j, &t->n, &t->m)) return -1;
     t->j = (int)j;
-    const config_setting_t *ml = config_setting_get_elem(p, 1);
-    int mt = config_setting_type(ml);
-    if (mt != CONFIG_TYPE_LIST && mt != CONFIG_TYPE_ARRAY)
-        return cfg_error(c, ml, key, "expected the monomials ( (p, q, c), ... ) (got %s)",
-                         cfg_type_name(mt));
-    int single = config_setting_length(ml) == 3 && cfg_is_number(config_setting_get_elem(ml, 0));
-    int nm = single ? 1 : config_setting_length(ml);
-    if (nm == 0) return cfg_error(c, ml, key, "must hold at least one monomial (p, q, c)");
-    if (nm > CFG_FIELD_MAX_MONOMIALS)
-        return cfg_error(c, ml, key, "more than %d monomials (every p + q <= %d)",
-                         CFG_FIELD_MAX_MONOMIALS, CFG_FIELD_MAX_POWER);
-    t->mono = calloc((size_t)nm, sizeof *t->mono);
-    if (!t->mono) return cfg_error(c, ml, key, "out of memory");
-    for (int i = 0; i < nm; ++i) {
-        const config_setting_t *e = single ? ml : config_setting_get_elem(ml, (unsigned)i);
-        char k[120];
-        snprintf(k, sizeof k, "%s[%d]", key, i);
-        if (read_monomial(c, e, k, lim, why, &t->mono[i])) return -1;
+    return read_monomials(c, config_setting_get_elem(p, 1), key, t->j, lim, why, &t->mono,
+                          &t->nmono);
+}
+
+/* field.segment_zernike: ( (segment, j, ( (p, q, c), ... )), ... ). */
+static int read_segment_terms(cfg_ctx *c, psf_config *cfg)
+{
+    const char *path = FLD ".segment_zernike";
+    cfg_field *f = &cfg->field;
+    const config_setting_t *l = cfg_get(c, path);
+    if (!l) return 0;
+    if (cfg->aperture.shape != APERTURE_SEGMENTED)
+        return cfg_error(c, l, path, "only used with optics.aperture.shape = \"segmented\"");
+    int single = config_setting_length(l) == 3 && cfg_is_integer(config_setting_get_elem(l, 0));
+    int n = single ? 1 : config_setting_length(l);
+    if (n == 0)
+        return cfg_error(c, l, path, "must hold at least one (segment, j, ( (p, q, c), ... ))");
+    f->segterms = calloc((size_t)n, sizeof *f->segterms);
+    if (!f->segterms) return cfg_error(c, l, path, "out of memory");
+    char why[256];
+    double lim = cfg_coeff_bound(cfg, why, sizeof why);
+    for (int i = 0; i < n; ++i) {
+        const config_setting_t *p = single ? l : config_setting_get_elem(l, (unsigned)i);
+        char key[80];
+        if (single)
+            snprintf(key, sizeof key, "%s", path);
+        else
+            snprintf(key, sizeof key, "%s[%d]", path, i);
+        cfg_field_segterm *t = &f->segterms[i];
+        f->nsegterms = i + 1;
+        int type = config_setting_type(p);
+        if ((type != CONFIG_TYPE_LIST && type != CONFIG_TYPE_ARRAY) ||
+            config_setting_length(p) != 3)
+            return cfg_error(c, p, key, "expected a term (segment, j, ( (p, q, c), ... ))");
+        if (cfg_read_segment(c, &cfg->aperture, p, key, &t->segment) ||
+            cfg_segment_j(c, config_setting_get_elem(p, 1), key, cfg->zconv, &t->j, &t->n, &t->m))
+            return -1;
         for (int q = 0; q < i; ++q)
-            if (t->mono[q].p == t->mono[i].p && t->mono[q].q == t->mono[i].q)
-                return cfg_error(c, e, k, "duplicate monomial (p, q) = (%d, %d) of term j = %d",
-                                 t->mono[i].p, t->mono[i].q, t->j);
-        t->nmono = i + 1;
+            if (f->segterms[q].segment == t->segment && f->segterms[q].j == t->j)
+                return cfg_error(
+                    c, p, key, "duplicate term (segment %d, j = %d) (first on line %u)", t->segment,
+                    t->j, config_setting_source_line(config_setting_get_elem(l, (unsigned)q)));
+        if (read_monomials(c, config_setting_get_elem(p, 2), key, t->j, lim, why, &t->mono,
+                           &t->nmono))
+            return -1;
     }
     return 0;
 }
@@ -262,7 +315,7 @@ int cfg_read_field(cfg_ctx *c, psf_config *cfg)
     if (cfg_bound_key(c, FLD ".radius_px", f->radius_px, 0.0, CFG_FIELD_MAX_PX,
                       "a sanity bound on detector pixels"))
         return -1;
-    if (read_terms(c, cfg)) return -1;
+    if (read_terms(c, cfg) || read_segment_terms(c, cfg)) return -1;
     char given[CFG_PATH_MAX];
     rc = cfg_read_string(c, FLD ".table", given, sizeof given);
     if (rc < 0) return -1;
@@ -291,5 +344,8 @@ void cfg_field_free(cfg_field *f)
     for (int i = 0; f->terms && i < f->nterms; ++i)
         free(f->terms[i].mono);
     free(f->terms);
+    for (int i = 0; f->segterms && i < f->nsegterms; ++i)
+        free(f->segterms[i].mono);
+    free(f->segterms);
     memset(f, 0, sizeof *f);
 }

@@ -305,6 +305,10 @@ int cfg_read_segment_terms(cfg_ctx *c, psf_config *cfg);
 /* config_coeff_limit at the config's shortest wavelength
  * (config_wavelength_span). */
 double cfg_coeff_bound(const psf_config *cfg, char *why, size_t whylen);
+/* The segment of a triple p (its element 0): an integer index of a present
+ * segment of a's rings, into *segment. Returns 0 or -1 with a message. */
+int cfg_read_segment(cfg_ctx *c, const psf_aperture *a, const config_setting_t *p, const char *key,
+                     int *segment);
 /* A segment term's index j at s: an integer j of the convention conv of
  * radial order <= CFG_SEG_MAX_ORDER, into *j, *n, *m. Returns 0 or -1. */
 int cfg_segment_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,

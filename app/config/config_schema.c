@@ -125,6 +125,7 @@ static const cfg_key schema[] = {
     {"field.centre_px", CFG_K_NUMBERS},
     {"field.radius_px", CFG_K_FLOAT},
     {"field.zernike", CFG_K_FIELDTERMS},
+    {"field.segment_zernike", CFG_K_FIELDTERMS},
     {"field.table", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
@@ -253,7 +254,8 @@ static const char *kind_expected(cfg_kind k)
     case CFG_K_POSITIONS:
         return "a list of positions ( (x, y), ... )";
     case CFG_K_FIELDTERMS:
-        return "a list of terms ( (j, ( (p, q, c), ... )), ... )";
+        return "a list of terms ( (j, ( (p, q, c), ... )), ... ) (segment_zernike: ( (segment, "
+               "j, ( (p, q, c), ... )), ... ))";
     }
     return "?";
 }

@@ -267,6 +267,7 @@ void axes_free(set_axes *ax)
     free(ax->random);
     free(ax->fterms);
     free(ax->fvalues);
+    free(ax->fsegvalues);
     memset(ax, 0, sizeof *ax);
 }
 

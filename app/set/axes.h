@@ -51,6 +51,8 @@ typedef struct {
     int nfterms;
     axes_table_term *fterms; /* [nfterms] (col unused: -1) */
     double *fvalues;         /* [nfield * nfterms] */
+    double *fsegvalues;      /* [nfield * cfg->field.nsegterms] field.segment_zernike's
+                                values at each position, config units; NULL without */
     long long nimages;       /* nfield * ncart * nrows * ndraws */
 } set_axes;
 

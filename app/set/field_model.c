@@ -16,6 +16,8 @@ void field_model_h(const psf_config *cfg, long long f, double *hx, double *hy)
     *hy = (fd->y_px[f] - fd->centre_px[1]) / fd->radius_px;
 }
 
+static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double hy);
+
 /* The polynomials of field.zernike at every position. */
 static void eval_polynomials(set_axes *ax)
 {
@@ -23,14 +25,49 @@ static void eval_polynomials(set_axes *ax)
     for (long long f = 0; f < ax->nfield; ++f) {
         double hx, hy;
         field_model_h(ax->cfg, f, &hx, &hy);
-        for (int i = 0; i < fd->nterms; ++i) {
-            const cfg_field_term *t = &fd->terms[i];
-            double v = 0.0;
-            for (int k = 0; k < t->nmono; ++k)
-                v += t->mono[k].c * pow(hx, t->mono[k].p) * pow(hy, t->mono[k].q);
-            ax->fvalues[f * fd->nterms + i] = v;
+        for (int i = 0; i < fd->nterms; ++i)
+            ax->fvalues[f * fd->nterms + i] =
+                eval_mono(fd->terms[i].mono, fd->terms[i].nmono, hx, hy);
+    }
+}
+
+/* The monomials of t at (hx, hy): 0.0 + c pow(hx, p) pow(hy, q) ... */
+static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double hy)
+{
+    double v = 0.0;
+    for (int k = 0; k < n; ++k)
+        v += mono[k].c * pow(hx, mono[k].p) * pow(hy, mono[k].q);
+    return v;
+}
+
+/* field.segment_zernike at every position, each value within the bound. */
+static int eval_segment_terms(set_axes *ax, char *err, size_t errlen)
+{
+    const cfg_field *fd = &ax->cfg->field;
+    int n = fd->nsegterms;
+    if (n == 0) return 0;
+    ax->fsegvalues = malloc((size_t)ax->nfield * (size_t)n * sizeof *ax->fsegvalues);
+    if (!ax->fsegvalues)
+        return axes_fail(ax->cfg, "field.segment_zernike", err, errlen,
+                         "out of memory for %lld positions", ax->nfield);
+    char why[256];
+    double lim = config_coeff_limit(ax->cfg, axes_shortest_wavelength(ax), why, sizeof why);
+    for (long long f = 0; f < ax->nfield; ++f) {
+        double hx, hy;
+        field_model_h(ax->cfg, f, &hx, &hy);
+        for (int i = 0; i < n; ++i) {
+            const cfg_field_segterm *t = &fd->segterms[i];
+            double v = eval_mono(t->mono, t->nmono, hx, hy);
+            ax->fsegvalues[f * n + i] = v;
+            if (fabs(v) > lim)
+                return axes_fail(ax->cfg, "field.segment_zernike", err, errlen,
+                                 "segment %d's term j = %d at the position (%.17g, %.17g) px (hx "
+                                 "%.6g, hy %.6g) is %.6g: must be in [%.6g, %.6g] (%s)",
+                                 t->segment, t->j, fd->x_px[f], fd->y_px[f], hx, hy, v, -lim, lim,
+                                 why);
         }
     }
+    return 0;
 }
 
 /* Every value within the coefficient bound. */
@@ -58,6 +95,7 @@ int field_model_init(set_axes *ax, char *err, size_t errlen)
     const psf_config *cfg = ax->cfg;
     const cfg_field *fd = &cfg->field;
     if (!fd->enabled) return 0;
+    if (eval_segment_terms(ax, err, errlen) != 0) return -1;
     if (fd->table_file[0]) {
         if (field_table_interpolate(ax, err, errlen) != 0) return -1;
         return check_values(ax, "field.table", err, errlen);

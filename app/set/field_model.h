@@ -5,6 +5,9 @@
  * the set's axes are built and added to every image of the position
  * (jobs_coefficients).
  *
+ * Segment terms (field.segment_zernike) are polynomials too, evaluated the
+ * same way into ax->fsegvalues, added by segterms_coefficients.
+ *
  * Polynomial: at (x, y) pixels, (hx, hy) = ((x, y) - centre_px) / radius_px
  * and term j's value is the sum, in the order written and starting from 0,
  * of c * pow(hx, p) * pow(hy, q) (C's pow: Python's float ** int gives the

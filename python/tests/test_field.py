@@ -524,3 +524,65 @@ def test_eigen_psfs(tmp_path):
         np.testing.assert_array_equal(f["basis"][:], b3)
         np.testing.assert_array_equal(f["weights"][:], w3)
         assert f.attrs["count"] == 3
+
+
+SEG = ('optics: { wavelength_nm = 1000.0; aperture: { shape = "segmented";\n'
+       '  segments: { flat_to_flat_m = 1.0; gap_m = 0.01; rings = 1;%s }; }; };\n'
+       'sampling: { pupil_samples = 32; };\n'
+       'output: { npix = 32; png: { enabled = false; }; fits: { enabled = true; }; };\n')
+
+
+def seg_cfg(tmp_path, name, fixed="", field=""):
+    cfg = tmp_path / (name + ".cfg")
+    cfg.write_text('name = "%s";\n' % name + SEG % fixed + field)
+    return cfg
+
+
+def test_segment_terms_over_field(tmp_path):
+    """field.segment_zernike: segment 2's piston c hx and segment 5's
+    tilt c' hy, added after the fixed terms: the manifest's s<k>_z<j> equal
+    the polynomials bit for bit, and the image where the field gives
+    segment 2 a piston of 0.2 equals the set with that piston fixed."""
+    fits = pytest.importorskip("astropy.io.fits")
+    pos = [(1023.5 + 0.2 * RADIUS / 0.5, 1023.5), (1023.5, 1023.5 - 300.0)]
+    field = ("field: { positions_px = ( %s ); centre_px = [1023.5, 1023.5]; radius_px = %r;\n"
+             "  segment_zernike = ( (2, 1, ( (1, 0, 0.5) )), (5, 3, ( (0, 1, 0.04), (0, 0, 0.01) )) ); };\n"
+             % (", ".join("(%r, %r)" % p for p in pos), RADIUS))
+    cfg = seg_cfg(tmp_path, "sf", fixed=" zernike = ( (2, 1, 0.03) );", field=field)
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    rows = manifest(tmp_path / "o" / "sf_manifest.csv")
+    for row, (x, y) in zip(rows, pos):
+        assert float(row["s2_z1"]) == 0.0 + 0.03 + poly([(1, 0, 0.5)], x, y)
+        assert float(row["s5_z3"]) == 0.0 + poly([(0, 1, 0.04), (0, 0, 0.01)], x, y)
+    assert abs(float(rows[0]["s2_z1"]) - 0.23) < 1e-12
+    ref = seg_cfg(tmp_path, "sr", fixed=" zernike = ( (2, 1, %r), (5, 3, %r) );"
+                  % (float(rows[0]["s2_z1"]), float(rows[0]["s5_z3"])))
+    r = run(ref, tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+    a = fits.getdata(tmp_path / "o" / "sf_0.fits")
+    b = fits.getdata(tmp_path / "r" / "sr_0.fits")
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * b.max())
+    c = fits.getdata(tmp_path / "o" / "sf_1.fits")
+    assert np.abs(a - c).max() > 0.01 * b.max()  # the other position's segments differ
+
+
+@pytest.mark.parametrize("case", ["circular", "segment", "order", "dup"])
+def test_segment_terms_errors(tmp_path, case):
+    terms = {"circular": "(2, 1, ((1, 0, 0.1)))", "segment": "(9, 1, ((1, 0, 0.1)))",
+             "order": "(2, 16, ((1, 0, 0.1)))",
+             "dup": "(2, 1, ((1, 0, 0.1))), (2, 1, ((0, 1, 0.1)))"}[case]
+    field = ("field: { positions_px = ((1.0, 2.0)); centre_px = [0.0, 0.0]; radius_px = 10.0;\n"
+             "  segment_zernike = ( %s ); };\n" % terms)
+    if case == "circular":
+        cfg = write_cfg(tmp_path, "bad", field)
+        want = 'bad.cfg:7: field.segment_zernike: only used with optics.aperture.shape = "segmented"'
+    else:
+        cfg = seg_cfg(tmp_path, "bad", field=field)
+        want = {"segment": "bad.cfg:7: field.segment_zernike[0]: the segment must be an index, "
+                           "an integer in [0, 6]",
+                "order": "bad.cfg:7: field.segment_zernike[0]: j = 16 is of radial order 5",
+                "dup": "bad.cfg:7: field.segment_zernike[1]: duplicate term (segment 2, j = 1)"}[case]
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 2 and want in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
