@@ -115,6 +115,12 @@ def test_polynomial_labels(tmp_path):
         h = fits.getheader(tmp_path / "o" / ("poly_%02d.fits" % k))
         assert (h["FIELDX"], h["FIELDY"]) == (x, y)
         assert h["FIELDHX"] == (x - CENTRE[0]) / RADIUS and h["Z7"] == z[7]
+    import json
+    side = json.load(open(tmp_path / "o" / "poly.json"))["config"]["field"]
+    assert side == {"grid": {"nx": 3, "ny": 2, "x_px": [0.0, 2047.0], "y_px": [10.0, 2000.0]},
+                    "centre_px": list(CENTRE), "radius_px": RADIUS,
+                    "zernike": [[j, [list(m) for m in mono]] for j, mono in TERMS],
+                    "segment_zernike": [], "table": None}
 
 
 def images(tmp_path, name, positions, terms):
