@@ -744,11 +744,15 @@ static unsigned long long chunk_bytes(const image_set *s)
            (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
 }
 
-/* Label bytes of one image: the terms, the columns and the written flag. */
+/* Label bytes of one image: the terms, the columns (the field's too) and
+ * the written flag. */
 static unsigned long long label_bytes(const image_set *s)
 {
+    double x, y; /* the field columns: 2 with positions, 2 more with (hx, hy) */
+    unsigned long long nfc = 2ULL * (unsigned long long)field_grid_position(&s->axes, 0, &x, &y) +
+                             2ULL * (unsigned long long)field_grid_h(&s->axes, 0, &x, &y);
     return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS +
-            (unsigned long long)s->segterms.nlabels + 4ULL) *
+            (unsigned long long)s->segterms.nlabels + nfc) *
                8ULL +
            1ULL;
 }
