@@ -268,6 +268,7 @@ void axes_free(set_axes *ax)
     free(ax->fterms);
     free(ax->fvalues);
     free(ax->fsegvalues);
+    free(ax->fsegs);
     memset(ax, 0, sizeof *ax);
 }
 

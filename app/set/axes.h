@@ -24,6 +24,12 @@ typedef struct {
     double width;   /* sigma or half-width, in the config's units */
 } axes_random_term;
 
+/* A segment's term over the field (field_model.h). */
+typedef struct {
+    int segment, j, n, m; /* j in the config's convention */
+    int col;              /* its field.table column, or -1 (field.segment_zernike) */
+} axes_field_segterm;
+
 /* A z<j> column of the table. */
 typedef struct {
     int col;     /* its column in the table */
@@ -51,9 +57,14 @@ typedef struct {
     int nfterms;
     axes_table_term *fterms; /* [nfterms] (col unused: -1) */
     double *fvalues;         /* [nfield * nfterms] */
-    double *fsegvalues;      /* [nfield * cfg->field.nsegterms] field.segment_zernike's
-                                values at each position, config units; NULL without */
-    long long nimages;       /* nfield * ncart * nrows * ndraws */
+    /* Segment terms over the field: field.table's s<segment>_z<j> columns
+     * (col >= 0), then field.segment_zernike's polynomials (col -1, in
+     * the order written); position f's values fsegvalues[f * nfsegs + i],
+     * config units (NULL without). */
+    int nfsegs;
+    axes_field_segterm *fsegs; /* [nfsegs] */
+    double *fsegvalues;        /* [nfield * nfsegs] */
+    long long nimages;         /* nfield * ncart * nrows * ndraws */
 } set_axes;
 
 /* Build ax for cfg (kept by pointer: it must outlive ax): load and check

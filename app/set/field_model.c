@@ -40,16 +40,35 @@ static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double
     return v;
 }
 
-/* field.segment_zernike at every position, each value within the bound. */
+/* field.segment_zernike at every position, after the table's segment
+ * columns (field_table_interpolate makes room for them: nfsegs counts
+ * both), each value within the bound; a (segment, j) the table gives too
+ * is refused. */
 static int eval_segment_terms(set_axes *ax, char *err, size_t errlen)
 {
     const cfg_field *fd = &ax->cfg->field;
     int n = fd->nsegterms;
     if (n == 0) return 0;
-    ax->fsegvalues = malloc((size_t)ax->nfield * (size_t)n * sizeof *ax->fsegvalues);
-    if (!ax->fsegvalues)
-        return axes_fail(ax->cfg, "field.segment_zernike", err, errlen,
-                         "out of memory for %lld positions", ax->nfield);
+    if (!ax->fsegs) {
+        ax->fsegs = calloc((size_t)n, sizeof *ax->fsegs);
+        ax->fsegvalues = malloc((size_t)ax->nfield * (size_t)n * sizeof *ax->fsegvalues);
+        ax->nfsegs = n;
+        if (!ax->fsegs || !ax->fsegvalues)
+            return axes_fail(ax->cfg, "field.segment_zernike", err, errlen,
+                             "out of memory for %lld positions", ax->nfield);
+    }
+    int base = ax->nfsegs - n, stride = ax->nfsegs;
+    for (int i = 0; i < n; ++i) {
+        const cfg_field_segterm *t = &fd->segterms[i];
+        for (int q = 0; q < base; ++q)
+            if (ax->fsegs[q].segment == t->segment && ax->fsegs[q].j == t->j)
+                return axes_fail(
+                    ax->cfg, "field.segment_zernike", err, errlen,
+                    "segment %d's term j = %d is also a column of field.table (s%d_z%d):"
+                    " give a term's field in one place",
+                    t->segment, t->j, t->segment, t->j);
+        ax->fsegs[base + i] = (axes_field_segterm){t->segment, t->j, t->n, t->m, -1};
+    }
     char why[256];
     double lim = config_coeff_limit(ax->cfg, axes_shortest_wavelength(ax), why, sizeof why);
     for (long long f = 0; f < ax->nfield; ++f) {
@@ -58,7 +77,7 @@ static int eval_segment_terms(set_axes *ax, char *err, size_t errlen)
         for (int i = 0; i < n; ++i) {
             const cfg_field_segterm *t = &fd->segterms[i];
             double v = eval_mono(t->mono, t->nmono, hx, hy);
-            ax->fsegvalues[f * n + i] = v;
+            ax->fsegvalues[f * stride + base + i] = v;
             if (fabs(v) > lim)
                 return axes_fail(ax->cfg, "field.segment_zernike", err, errlen,
                                  "segment %d's term j = %d at the position (%.17g, %.17g) px (hx "
@@ -87,6 +106,17 @@ static int check_values(set_axes *ax, const char *key, char *err, size_t errlen)
                              ax->fterms[i].j, ax->cfg->field.x_px[f], ax->cfg->field.y_px[f], hx,
                              hy, v, -lim, lim, why);
         }
+    int nts = ax->nfsegs - ax->cfg->field.nsegterms; /* the table's segment columns */
+    for (long long f = 0; f < ax->nfield; ++f)
+        for (int i = 0; i < nts; ++i) {
+            double v = ax->fsegvalues[f * ax->nfsegs + i];
+            if (fabs(v) <= lim) continue;
+            return axes_fail(ax->cfg, key, err, errlen,
+                             "segment %d's term j = %d at the position (%.17g, %.17g) px is %.6g: "
+                             "must be in [%.6g, %.6g] (%s)",
+                             ax->fsegs[i].segment, ax->fsegs[i].j, ax->cfg->field.x_px[f],
+                             ax->cfg->field.y_px[f], v, -lim, lim, why);
+        }
     return 0;
 }
 
@@ -95,11 +125,13 @@ int field_model_init(set_axes *ax, char *err, size_t errlen)
     const psf_config *cfg = ax->cfg;
     const cfg_field *fd = &cfg->field;
     if (!fd->enabled) return 0;
-    if (eval_segment_terms(ax, err, errlen) != 0) return -1;
     if (fd->table_file[0]) {
-        if (field_table_interpolate(ax, err, errlen) != 0) return -1;
-        return check_values(ax, "field.table", err, errlen);
+        if (field_table_interpolate(ax, err, errlen) != 0 ||
+            check_values(ax, "field.table", err, errlen) != 0)
+            return -1;
+        return eval_segment_terms(ax, err, errlen);
     }
+    if (eval_segment_terms(ax, err, errlen) != 0) return -1;
     if (fd->nterms == 0) return 0;
     ax->fterms = calloc((size_t)fd->nterms, sizeof *ax->fterms);
     ax->fvalues = malloc((size_t)ax->nfield * (size_t)fd->nterms * sizeof *ax->fvalues);

@@ -10,6 +10,7 @@
 #include <libqhull_r/qhull_ra.h>
 
 #include "app/set/table.h"
+#include "optics/aperture.h"
 
 #define KEY "field.table"
 /* A barycentric weight this far below 0 still counts as inside (rounding). */
@@ -144,9 +145,65 @@ static int locate(const field_mesh *m, double x, double y, double w[3])
 
 static int name_ok(const char *name, void *ctx)
 {
-    zernike_convention conv = *(const zernike_convention *)ctx;
+    const psf_config *cfg = ctx;
+    int k;
     return strcmp(name, "x_px") == 0 || strcmp(name, "y_px") == 0 ||
-           table_zernike_index(name, conv) >= 0;
+           table_zernike_index(name, cfg->zconv) >= 0 ||
+           (cfg->aperture.shape == APERTURE_SEGMENTED &&
+            table_segment_index(name, cfg->zconv, &k) >= 0);
+}
+
+/* Column c, s<k>_z<j>: a present segment of the rings, radial order <= 4. */
+static int segment_column(set_axes *ax, const psf_table *t, int c, int k, int j, int n, char *err,
+                          size_t errlen)
+{
+    const psf_config *cfg = ax->cfg;
+    int nseg = aperture_segment_count(cfg->aperture.seg.rings);
+    const char *why = NULL;
+    char msg[160];
+    if (k >= nseg) {
+        snprintf(msg, sizeof msg, "segment %d is outside the %d ring%s (0 .. %d)", k,
+                 cfg->aperture.seg.rings, cfg->aperture.seg.rings == 1 ? "" : "s", nseg - 1);
+        why = msg;
+    } else if ((cfg->aperture.seg.missing[k / 64] >> (k % 64)) & 1ULL) {
+        why = "the segment is left out (optics.aperture.segments.missing)";
+    } else if (n > CFG_SEG_MAX_ORDER) {
+        snprintf(msg, sizeof msg,
+                 "j = %d is of radial order %d: a segment's terms go up to radial order %d", j, n,
+                 CFG_SEG_MAX_ORDER);
+        why = msg;
+    }
+    if (why)
+        return axes_fail(cfg, KEY, err, errlen, "%s:%zu:%d (%.200s): %s", t->path, t->header_line,
+                         c + 1, t->names[c], why);
+    return 0;
+}
+
+/* The table's s<k>_z<j> columns into ax->fsegs, with room after them for
+ * field.segment_zernike's terms (eval_segment_terms). */
+static int segment_columns(set_axes *ax, const psf_table *t, char *err, size_t errlen)
+{
+    const psf_config *cfg = ax->cfg;
+    if (cfg->aperture.shape != APERTURE_SEGMENTED) return 0;
+    int ntab = 0, cap = t->ncols + cfg->field.nsegterms;
+    ax->fsegs = calloc((size_t)cap, sizeof *ax->fsegs);
+    if (!ax->fsegs) return axes_fail(cfg, KEY, err, errlen, "out of memory");
+    for (int c = 0; c < t->ncols; ++c) {
+        int k, n, m, j = table_segment_index(t->names[c], cfg->zconv, &k);
+        if (j < 0) continue;
+        zernike_index_to_nm(cfg->zconv, j, &n, &m);
+        if (segment_column(ax, t, c, k, j, n, err, errlen)) return -1;
+        ax->fsegs[ntab++] = (axes_field_segterm){k, j, n, m, c};
+    }
+    if (ntab == 0) {
+        free(ax->fsegs);
+        ax->fsegs = NULL;
+        return 0;
+    }
+    ax->nfsegs = ntab + cfg->field.nsegterms;
+    ax->fsegvalues = malloc((size_t)ax->nfield * (size_t)ax->nfsegs * sizeof *ax->fsegvalues);
+    if (!ax->fsegvalues) return axes_fail(cfg, KEY, err, errlen, "out of memory");
+    return 0;
 }
 
 /* The columns: x_px, y_px, z<j> into ax->fterms. */
@@ -154,11 +211,12 @@ static int columns(set_axes *ax, const psf_table *t, int *cx, int *cy, char *err
 {
     const psf_config *cfg = ax->cfg;
     static const char *const conv_names[] = {"Noll", "ANSI", "Fringe"};
-    char allowed[128], why[2048];
+    char allowed[160], why[2048];
     zernike_convention conv = cfg->zconv;
-    snprintf(allowed, sizeof allowed, "x_px, y_px, z<j> with j an index in the %s convention",
+    snprintf(allowed, sizeof allowed, "x_px, y_px, z<j>%s with j an index in the %s convention",
+             cfg->aperture.shape == APERTURE_SEGMENTED ? " and s<segment>_z<j>" : "",
              conv_names[conv]);
-    if (table_check_names(t, name_ok, &conv, allowed, why, sizeof why) != 0)
+    if (table_check_names(t, name_ok, (void *)cfg, allowed, why, sizeof why) != 0)
         return axes_fail(cfg, KEY, err, errlen, "%s", why);
     *cx = table_column(t, "x_px");
     *cy = table_column(t, "y_px");
@@ -172,7 +230,8 @@ static int columns(set_axes *ax, const psf_table *t, int *cx, int *cy, char *err
         z->j = j;
         zernike_index_to_nm(conv, j, &z->n, &z->m);
     }
-    if (*cx < 0 || *cy < 0 || ax->nfterms == 0)
+    if (segment_columns(ax, t, err, errlen)) return -1;
+    if (*cx < 0 || *cy < 0 || ax->nfterms + ax->nfsegs == 0)
         return axes_fail(cfg, KEY, err, errlen,
                          "%s: needs the columns x_px, y_px and at least one z<j> (the measured "
                          "points' positions, pixels, and their terms)",
@@ -200,10 +259,14 @@ static int interpolate(set_axes *ax, const psf_table *t, field_mesh *m, char *er
     const cfg_field *fd = &ax->cfg->field;
     for (long long f = 0; f < ax->nfield; ++f) {
         double x = fd->x_px[f], y = fd->y_px[f], *out = ax->fvalues + f * ax->nfterms;
+        double *sout = ax->fsegvalues ? ax->fsegvalues + f * ax->nfsegs : NULL;
+        int nts = ax->nfsegs - ax->cfg->field.nsegterms; /* the table's segment columns */
         long long r = exact_row(m, x, y);
         if (r >= 0) {
             for (int i = 0; i < ax->nfterms; ++i)
                 out[i] = t->cols[ax->fterms[i].col][r];
+            for (int i = 0; sout && i < nts; ++i)
+                sout[i] = t->cols[ax->fsegs[i].col][r];
             continue;
         }
         double w[3] = {0.0, 0.0, 0.0};
@@ -218,6 +281,10 @@ static int interpolate(set_axes *ax, const psf_table *t, field_mesh *m, char *er
         for (int i = 0; i < ax->nfterms; ++i) {
             const double *z = t->cols[ax->fterms[i].col];
             out[i] = w[0] * z[v[0]] + w[1] * z[v[1]] + w[2] * z[v[2]];
+        }
+        for (int i = 0; sout && i < nts; ++i) {
+            const double *z = t->cols[ax->fsegs[i].col];
+            sout[i] = w[0] * z[v[0]] + w[1] * z[v[1]] + w[2] * z[v[2]];
         }
     }
     return 0;
@@ -237,7 +304,7 @@ int field_table_interpolate(set_axes *ax, char *err, size_t errlen)
         m.x = t->cols[cx];
         m.y = t->cols[cy];
         m.order = malloc(m.npts * sizeof *m.order);
-        ax->fvalues = malloc((size_t)ax->nfield * (size_t)ax->nfterms * sizeof *ax->fvalues);
+        ax->fvalues = malloc(((size_t)ax->nfield * (size_t)ax->nfterms + 1) * sizeof *ax->fvalues);
         if (!m.order || !ax->fvalues) rc = axes_fail(cfg, KEY, err, errlen, "out of memory");
     }
     if (rc == 0) {

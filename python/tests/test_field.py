@@ -592,3 +592,38 @@ def test_segment_terms_errors(tmp_path, case):
     r = run(cfg, tmp_path / "o")
     assert r.returncode == 2 and want in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_segment_terms_table(tmp_path):
+    """field.table's s<segment>_z<j> columns (segmented apertures): the
+    segment's term interpolated as the z<j> are, exact at the points and
+    linear inside, beside field.segment_zernike's polynomial of another
+    term; the same (segment, j) in both is refused."""
+    pts = [(0.0, 0.0), (2000.0, 0.0), (0.0, 2000.0), (2000.0, 2000.0)]
+    lines = ["x_px,y_px,z4,s3_z1"] + ["%r,%r,%r,%r" % (x, y, 0.01 + 1e-5 * x, 0.02 - 2e-5 * y)
+                                      for x, y in pts]
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    pos = [(0.0, 2000.0), (500.0, 1500.0), (1999.0, 3.0)]
+    field = ("field: { positions_px = ( %s ); centre_px = [1000.0, 1000.0]; radius_px = 1000.0;\n"
+             '  table = "s.csv"; segment_zernike = ( (4, 2, ( (1, 0, 0.01) )) ); };\n'
+             % ", ".join("(%r, %r)" % p for p in pos))
+    cfg = seg_cfg(tmp_path, "st", field=field)
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    rows = manifest(tmp_path / "o" / "st_manifest.csv")
+    assert float(rows[0]["s3_z1"]) == 0.0 + float(lines[3].split(",")[3])  # a table point
+    for row, (x, y) in zip(rows, pos):
+        assert abs(float(row["s3_z1"]) - (0.02 - 2e-5 * y)) < 1e-12
+        assert abs(float(row["z4"]) - (0.01 + 1e-5 * x)) < 1e-12
+        assert float(row["s4_z2"]) == 0.0 + 0.01 * ((x - 1000.0) / 1000.0)
+    bad = seg_cfg(tmp_path, "bad", field=field.replace("(4, 2,", "(3, 1,"))
+    r = run(bad, tmp_path / "b")
+    assert r.returncode == 2
+    assert "bad.cfg:7: field.segment_zernike: segment 3's term j = 1 is also a column of " \
+        "field.table (s3_z1)" in r.stderr, r.stderr
+    (tmp_path / "s.csv").write_text("x_px,y_px,s9_z1\n0,0,1\n1,0,1\n0,1,1\n")
+    r = run(cfg, tmp_path / "c")
+    assert r.returncode == 2
+    assert "st.cfg:7: field.table: %s:1:3 (s9_z1): segment 9 is outside the 1 ring (0 .. 6)" % (
+        tmp_path / "s.csv") in r.stderr, r.stderr
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
