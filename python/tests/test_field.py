@@ -332,7 +332,8 @@ def test_psf_grid_fits(tmp_path):
     r = run(cfg, tmp_path / "o")
     assert r.returncode == 0, r.stderr
     with fits.open(tmp_path / "o" / "gf_cube.fits") as h:
-        hdr, cube = h[0].header, h[0].data
+        hdr, cube, planes = h[0].header, h[0].data, h["PLANES"].data
+    assert "FIELDHX" not in hdr  # per plane: the PLANES table's
     with h5py.File(tmp_path / "o" / "gf.h5") as f:
         images = f["images"][:]
         assert f.attrs["psf_grid"] == 1 and f.attrs["psf_grid_oversampling"] == 1
@@ -343,6 +344,10 @@ def test_psf_grid_fits(tmp_path):
         yx = hdr["DET_YX%d" % i].strip("()").split(",")
         assert (float(yx[0]), float(yx[1])) == (y, x)
         assert np.array_equal(cube[i], images[i])
+        assert (planes["FIELDX"][i], planes["FIELDY"][i]) == (x, y)
+        assert planes["FIELDHX"][i] == (x - CENTRE[0]) / RADIUS
+        assert planes["FIELDHY"][i] == (y - CENTRE[1]) / RADIUS
+        assert planes["Z7"][i] == poly(TERMS[1][1], x, y)
 
 
 def test_psf_grid_beyond_100(tmp_path):
