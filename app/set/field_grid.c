@@ -40,13 +40,14 @@ int field_grid_h(const set_axes *ax, long long k, double *hx, double *hy)
     return 1;
 }
 
-static const double *pos_x, *pos_y; /* qsort's context */
-
-static int cmp_pos(const void *a, const void *b)
+/* Positions a, b by (x, y), then by index (qsort_r: the field group is
+ * the context, so sets opened on several threads sort apart). */
+static int cmp_pos(const void *a, const void *b, void *ctx)
 {
+    const cfg_field *fd = ctx;
     long long i = *(const long long *)a, j = *(const long long *)b;
-    if (pos_x[i] != pos_x[j]) return pos_x[i] < pos_x[j] ? -1 : 1;
-    if (pos_y[i] != pos_y[j]) return pos_y[i] < pos_y[j] ? -1 : 1;
+    if (fd->x_px[i] != fd->x_px[j]) return fd->x_px[i] < fd->x_px[j] ? -1 : 1;
+    if (fd->y_px[i] != fd->y_px[j]) return fd->y_px[i] < fd->y_px[j] ? -1 : 1;
     return i < j ? -1 : (i > j);
 }
 
@@ -72,9 +73,7 @@ static int field_set_grid_check(const set_axes *ax, char *err, size_t errlen)
     if (!order) return axes_fail(cfg, "output.psf_grid", err, errlen, "out of memory");
     for (long long i = 0; i < fd->npos; ++i)
         order[i] = i;
-    pos_x = fd->x_px;
-    pos_y = fd->y_px;
-    qsort(order, (size_t)fd->npos, sizeof *order, cmp_pos);
+    qsort_r(order, (size_t)fd->npos, sizeof *order, cmp_pos, (void *)fd);
     int rc = 0;
     for (long long i = 1; i < fd->npos && rc == 0; ++i) {
         long long a = order[i - 1], b = order[i];

@@ -16,7 +16,14 @@ void field_model_h(const psf_config *cfg, long long f, double *hx, double *hy)
     *hy = (fd->y_px[f] - fd->centre_px[1]) / fd->radius_px;
 }
 
-static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double hy);
+/* The monomials of t at (hx, hy): 0.0 + c pow(hx, p) pow(hy, q) ... */
+static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double hy)
+{
+    double v = 0.0;
+    for (int k = 0; k < n; ++k)
+        v += mono[k].c * pow(hx, mono[k].p) * pow(hy, mono[k].q);
+    return v;
+}
 
 /* The polynomials of field.zernike at every position. */
 static void eval_polynomials(set_axes *ax)
@@ -29,15 +36,6 @@ static void eval_polynomials(set_axes *ax)
             ax->fvalues[f * fd->nterms + i] =
                 eval_mono(fd->terms[i].mono, fd->terms[i].nmono, hx, hy);
     }
-}
-
-/* The monomials of t at (hx, hy): 0.0 + c pow(hx, p) pow(hy, q) ... */
-static double eval_mono(const cfg_field_monomial *mono, int n, double hx, double hy)
-{
-    double v = 0.0;
-    for (int k = 0; k < n; ++k)
-        v += mono[k].c * pow(hx, mono[k].p) * pow(hy, mono[k].q);
-    return v;
 }
 
 /* field.segment_zernike at every position, after the table's segment

@@ -24,13 +24,14 @@ typedef struct {
     int (*tri)[3]; /* [ntri] row indices */
 } field_mesh;
 
-static const double *sort_x, *sort_y; /* qsort's context */
-
-static int cmp_xy(const void *a, const void *b)
+/* Rows a, b by (x, y), then by row (qsort_r: the mesh is the context, so
+ * sets opened on several threads sort apart). */
+static int cmp_xy(const void *a, const void *b, void *ctx)
 {
+    const field_mesh *m = ctx;
     size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    if (sort_x[i] != sort_x[j]) return sort_x[i] < sort_x[j] ? -1 : 1;
-    if (sort_y[i] != sort_y[j]) return sort_y[i] < sort_y[j] ? -1 : 1;
+    if (m->x[i] != m->x[j]) return m->x[i] < m->x[j] ? -1 : 1;
+    if (m->y[i] != m->y[j]) return m->y[i] < m->y[j] ? -1 : 1;
     return i < j ? -1 : (i > j);
 }
 
@@ -310,9 +311,7 @@ int field_table_interpolate(set_axes *ax, char *err, size_t errlen)
     if (rc == 0) {
         for (size_t i = 0; i < m.npts; ++i)
             m.order[i] = i;
-        sort_x = m.x;
-        sort_y = m.y;
-        qsort(m.order, m.npts, sizeof *m.order, cmp_xy);
+        qsort_r(m.order, m.npts, sizeof *m.order, cmp_xy, &m);
         rc = check_distinct(ax, t, &m, err, errlen);
     }
     if (rc == 0 && triangulate(&m, why, sizeof why) != 0)

@@ -632,3 +632,19 @@ def test_segment_terms_table(tmp_path):
     assert "st.cfg:7: field.table: %s:1:3 (s9_z1): segment 9 is outside the 1 ring (0 .. 6)" % (
         tmp_path / "s.csv") in r.stderr, r.stderr
     assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("case", ["repeat", "other_axis"])
+def test_psf_grid_field_errors(tmp_path, case):
+    """output.psf_grid over a field set: a position given twice, or other
+    axes making several images a position, refused before any work."""
+    pos = [(1.0, 2.0), (3.0, 4.0), (1.0, 2.0)] if case == "repeat" else [(1.0, 2.0)]
+    extra = "sweep: { defocus = [0.0, 0.1]; };\n" if case == "other_axis" else ""
+    cfg = grid_cfg(tmp_path, "bad", pos, "psf_grid = true; hdf5: { enabled = true; };",
+                   extra=extra)
+    r = run(cfg, tmp_path / "o")
+    want = {"repeat": "output.psf_grid: the field position 2 (1, 2) repeats position 0",
+            "other_axis": "output.psf_grid: the other axes make 2 images per field position"}[case]
+    assert r.returncode == 2 and want in r.stderr, r.stderr
+    assert "bad.cfg:%d: output.psf_grid" % (6 if case == "repeat" else 7) in r.stderr
+    assert not (tmp_path / "o").exists()
