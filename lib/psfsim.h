@@ -266,9 +266,9 @@ PSFSIM_API int psfsim_segment_zernike(psfsim_set *set, long long first, long lon
                                       double *total, char *err, size_t errlen);
 
 /* The detector positions of images [first, first + count) (the manifest's
- * field_x_px, field_y_px: a sweep.table's label columns, pixels,
- * docs/config.md "output.psf_grid") into xy[2 * count], x then y per
- * image; NaN when the set has no field columns. *present (may be NULL)
+ * field_x_px, field_y_px: the field group's positions, docs/config.md
+ * "field", or a sweep.table's label columns, pixels) into xy[2 * count],
+ * x then y per image; NaN when the set has neither. *present (may be NULL)
  * gets 1 when it has them, else 0; xy may be NULL only when count is 0.
  * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL set or xy). */
 PSFSIM_API int psfsim_field_positions(const psfsim_set *set, long long first, long long count,

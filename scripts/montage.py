@@ -36,9 +36,10 @@ def write_png(p, img):
     raw = b''.join(b'\0' + img[y].tobytes() for y in range(h))
     def chunk(t, b): return struct.pack('>I', len(b)) + t + b + struct.pack('>I', zlib.crc32(t + b) & 0xffffffff)
     open(p, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw, 9)) + chunk(b'IEND', b''))
-tiles = []
-for p in sys.argv[2:]:
-    im = read_png(p); f = 2; o = (im.shape[0] - 320) // 2; im = im[o:o+320, o:o+320]
-    im = im[:160*f, :160*f].reshape(160, f, 160, f).mean(axis=(1, 3))
-    t = np.zeros((164, 164)); t[2:162, 2:162] = im; tiles.append(t)
-write_png(sys.argv[1], np.clip(np.hstack(tiles) * 255 + 0.5, 0, 255).astype(np.uint8))
+if __name__ == "__main__":
+    tiles = []
+    for p in sys.argv[2:]:
+        im = read_png(p); f = 2; o = (im.shape[0] - 320) // 2; im = im[o:o+320, o:o+320]
+        im = im[:160*f, :160*f].reshape(160, f, 160, f).mean(axis=(1, 3))
+        t = np.zeros((164, 164)); t[2:162, 2:162] = im; tiles.append(t)
+    write_png(sys.argv[1], np.clip(np.hstack(tiles) * 255 + 0.5, 0, 255).astype(np.uint8))

@@ -365,10 +365,11 @@ static int read_output(cfg_ctx *c, psf_config *cfg)
     if (cfg_read_enum(c, "output.orientation", orients, 2, 0, &v) < 0) return -1;
     cfg->orientation = (image_orientation)v; /* same order as image_orientation */
     if (cfg_read_bool(c, "output.psf_grid", &cfg->psf_grid) < 0) return -1;
-    if (cfg->psf_grid && !(cfg->fits_enabled && cfg->fits_cube))
+    if (cfg->psf_grid && !(cfg->fits_enabled && cfg->fits_cube) && !cfg->hdf5_enabled)
         return cfg_error(c, cfg_get(c, "output.psf_grid"), "output.psf_grid",
-                         "needs output.fits.enabled = true and output.fits.cube = true: the grid "
-                         "is the set's cube, NAME_cube.fits");
+                         "needs output.fits.enabled = true and output.fits.cube = true (the grid "
+                         "is the set's cube, NAME_cube.fits) or output.hdf5.enabled = true (the "
+                         "grid is NAME.h5)");
     if (!cfg->png_enabled && !cfg->fits_enabled && !cfg->hdf5_enabled) {
         const config_setting_t *s = cfg_get(c, "output.png.enabled");
         if (!s) s = cfg_get(c, "output.fits.enabled");
@@ -394,6 +395,7 @@ int cfg_read_all(cfg_ctx *c, psf_config *cfg)
     cfg->normalization = (psf_normalization)v; /* same order as psf_normalization */
     if (cfg_read_sweep(c, cfg)) return -1;
     if (read_output(c, cfg)) return -1;
+    if (cfg_read_field(c, cfg)) return -1;
     if (config_noise_read(c, cfg)) return -1;
     if (cfg_read_enum(c, "backend", backends, 3, 0, &v) < 0) return -1;
     cfg->backend = (backend_choice)v; /* same order as backend_choice */
@@ -411,5 +413,6 @@ long long config_image_count(const psf_config *cfg)
     for (int i = 0; i < cfg->n_sweep_seg_zernike; ++i)
         if (cfg->sweep_seg_zernike[i].nvalues > 0) k *= cfg->sweep_seg_zernike[i].nvalues;
     if (cfg->random.count > 0) k *= cfg->random.count;
+    if (cfg->field.npos > 0) k *= cfg->field.npos; /* the field axis */
     return k;
 }

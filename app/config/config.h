@@ -141,6 +141,51 @@ typedef struct {
     double *wavelength_nm; /* [n_wavelength] nm, one chosen per draw */
 } cfg_random;
 
+/* field (docs/config.md, "Field-dependent aberrations"): the detector
+ * positions of the set's field axis (the outermost) and the model of the
+ * aberrations over them. A position (x, y), detector pixels, has the
+ * normalised field coordinates (hx, hy) = ((x, y) - centre_px) / radius_px.
+ * Term j's polynomial is sum over its monomials of c hx^p hy^q, in the
+ * config's units; app/set/field_model.c evaluates it (and interpolates the
+ * table) at each position. */
+#define CFG_FIELD_MAX_POWER 10     /* p, q of a monomial */
+#define CFG_FIELD_MAX_PX 1e7       /* |x|, |y|, |centre| and radius, pixels */
+#define CFG_FIELD_MAX_MONOMIALS 66 /* per term: every (p, q) with p + q <= 10 */
+typedef struct {
+    int p, q;
+    double c; /* in units */
+} cfg_field_monomial;
+
+typedef struct {
+    int j, n, m; /* j in the config's convention */
+    int nmono;
+    cfg_field_monomial *mono; /* [nmono], distinct (p, q) */
+} cfg_field_term;
+
+/* A segment's term over the field (field.segment_zernike): segmented
+ * apertures, j of radial order <= CFG_SEG_MAX_ORDER. */
+typedef struct {
+    int segment; /* a present segment */
+    int j, n, m; /* j in the config's convention */
+    int nmono;
+    cfg_field_monomial *mono; /* [nmono], distinct (p, q) */
+} cfg_field_segterm;
+
+typedef struct {
+    int enabled;         /* 1: the field group is given */
+    int grid;            /* 1: field.grid, 0: field.positions_px */
+    int nx, ny;          /* field.grid's counts (x fastest); 0 with positions_px */
+    long long npos;      /* positions, >= 1 */
+    double *x_px, *y_px; /* [npos] detector positions, pixels, grid x fastest */
+    double centre_px[2]; /* the optical axis on the detector, pixels */
+    double radius_px;    /* > 0: the pixel distance of |h| = 1 */
+    int nterms;
+    cfg_field_term *terms; /* [nterms] field.zernike, distinct j, as written */
+    int nsegterms;
+    cfg_field_segterm *segterms;   /* [nsegterms] field.segment_zernike, distinct (segment, j) */
+    char table_file[CFG_PATH_MAX]; /* field.table resolved, "" = none */
+} cfg_field;
+
 /* Where a key of the config is written, recorded by config_load. */
 /* detector.noise (docs/config.md): a simulated exposure of each image,
  * app/set/noise.h's model. */
@@ -262,6 +307,7 @@ typedef struct {
 
     backend_choice backend;
     cfg_detector detector; /* the detector group */
+    cfg_field field;       /* the field group; field.enabled 0 without */
 
     /* Every key of the file, in file order, and where it is: messages
      * after loading name the line without parsing the file again. */
@@ -334,6 +380,8 @@ int config_load_maps(const char *path, const char *text, const char *name, const
 /* Free what config_load allocated (after success or an error) and zero cfg;
  * a second call is harmless. Does not free aperture.map (the app's). */
 void config_free(psf_config *cfg);
+/* Free f's arrays and zero it (config_free's part for the field group). */
+void cfg_field_free(cfg_field *f);
 
 /* Where key (a dotted path as in the messages, "output.npix", or a group,
  * "sweep"; not a list element) is written in the loaded config: "FILE:LINE"

@@ -107,6 +107,7 @@ int config_fingerprint(const psf_config *cfg, char out[24], char *err, size_t er
     /* The table's rows are images: one replaced before --resume must not
      * pass for the same set. */
     if (cfg->table_file[0] && add_file(&fp, cfg->table_file) != 0) return -1;
+    if (cfg->field.table_file[0] && add_file(&fp, cfg->field.table_file) != 0) return -1;
     fp.h = fnv(fp.h, PSFSIM_VERSION, strlen(PSFSIM_VERSION));
     snprintf(out, 24, "%016llx", (unsigned long long)fp.h);
     return 0;

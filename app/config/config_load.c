@@ -267,6 +267,7 @@ void config_free(psf_config *cfg)
         free(cfg->keys[i].where);
     }
     free(cfg->keys);
+    cfg_field_free(&cfg->field);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -58,17 +58,19 @@ typedef struct {
 
 /* What a key holds (config_schema.c checks it before anything reads it). */
 typedef enum {
-    CFG_K_GROUP,            /* { ... } */
-    CFG_K_INT,              /* integer (32- or 64-bit literal) */
-    CFG_K_FLOAT,            /* any number; integers accepted */
-    CFG_K_STRING,           /* "..." */
-    CFG_K_BOOL,             /* true | false */
-    CFG_K_NUMBERS,          /* [a, b, ...] or (a, b, ...) of numbers */
-    CFG_K_PAIRS,            /* ( (j, x), ... ): elements checked by the reader */
-    CFG_K_TRIPLES,          /* ( (j, "name", x), ... ): elements checked by the reader */
-    CFG_K_GROUPS,           /* ( { ... }, ... ): elements checked by the reader */
-    CFG_K_SEGTERMS,         /* ( (segment, j, x), ... ): elements checked by the reader */
-    CFG_K_NUMBER_OR_NUMBERS /* a number, or a list of numbers as CFG_K_NUMBERS */
+    CFG_K_GROUP,             /* { ... } */
+    CFG_K_INT,               /* integer (32- or 64-bit literal) */
+    CFG_K_FLOAT,             /* any number; integers accepted */
+    CFG_K_STRING,            /* "..." */
+    CFG_K_BOOL,              /* true | false */
+    CFG_K_NUMBERS,           /* [a, b, ...] or (a, b, ...) of numbers */
+    CFG_K_PAIRS,             /* ( (j, x), ... ): elements checked by the reader */
+    CFG_K_TRIPLES,           /* ( (j, "name", x), ... ): elements checked by the reader */
+    CFG_K_GROUPS,            /* ( { ... }, ... ): elements checked by the reader */
+    CFG_K_SEGTERMS,          /* ( (segment, j, x), ... ): elements checked by the reader */
+    CFG_K_NUMBER_OR_NUMBERS, /* a number, or a list of numbers as CFG_K_NUMBERS */
+    CFG_K_POSITIONS,         /* ( (x, y), ... ): elements checked by the reader */
+    CFG_K_FIELDTERMS         /* ( (j, ( (p, q, c), ... )), ... ): checked by the reader */
 } cfg_kind;
 
 /* ---- config_read.c ---- */
@@ -287,6 +289,13 @@ int cfg_read_detector(cfg_ctx *c, psf_config *cfg);
 int cfg_zernike_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,
                   long long j, int *n, int *m);
 
+/* ---- config_field.c ---- */
+/* The field group (docs/config.md, "Field-dependent aberrations") into
+ * cfg->field, after the sweep and the output (its bounds use the set's
+ * wavelengths; its positions multiply the images). Returns 0, or -1 with a
+ * FILE:LINE: key message; what it allocates is in cfg for config_free. */
+int cfg_read_field(cfg_ctx *c, psf_config *cfg);
+
 /* ---- config_segterms.c ---- */
 
 /* optics.aperture.segments.zernike and sweep.segment_zernike (after the
@@ -296,6 +305,10 @@ int cfg_read_segment_terms(cfg_ctx *c, psf_config *cfg);
 /* config_coeff_limit at the config's shortest wavelength
  * (config_wavelength_span). */
 double cfg_coeff_bound(const psf_config *cfg, char *why, size_t whylen);
+/* The segment of a triple p (its element 0): an integer index of a present
+ * segment of a's rings, into *segment. Returns 0 or -1 with a message. */
+int cfg_read_segment(cfg_ctx *c, const psf_aperture *a, const config_setting_t *p, const char *key,
+                     int *segment);
 /* A segment term's index j at s: an integer j of the convention conv of
  * radial order <= CFG_SEG_MAX_ORDER, into *j, *n, *m. Returns 0 or -1. */
 int cfg_segment_j(cfg_ctx *c, const config_setting_t *s, const char *key, zernike_convention conv,

@@ -115,6 +115,18 @@ static const cfg_key schema[] = {
     {"detector.charge_diffusion_px", CFG_K_FLOAT},
     {"detector.ipc", CFG_K_NUMBERS},
     {"detector.write", CFG_K_STRING},
+    {"field", CFG_K_GROUP},
+    {"field.grid", CFG_K_GROUP},
+    {"field.grid.nx", CFG_K_INT},
+    {"field.grid.ny", CFG_K_INT},
+    {"field.grid.x_px", CFG_K_NUMBERS},
+    {"field.grid.y_px", CFG_K_NUMBERS},
+    {"field.positions_px", CFG_K_POSITIONS},
+    {"field.centre_px", CFG_K_NUMBERS},
+    {"field.radius_px", CFG_K_FLOAT},
+    {"field.zernike", CFG_K_FIELDTERMS},
+    {"field.segment_zernike", CFG_K_FIELDTERMS},
+    {"field.table", CFG_K_STRING},
 };
 #define NSCHEMA (sizeof schema / sizeof schema[0])
 
@@ -239,6 +251,11 @@ static const char *kind_expected(cfg_kind k)
         return "a list of triples ( (segment, j, value), ... )";
     case CFG_K_NUMBER_OR_NUMBERS:
         return "a number or a list of numbers [a, b, ...]";
+    case CFG_K_POSITIONS:
+        return "a list of positions ( (x, y), ... )";
+    case CFG_K_FIELDTERMS:
+        return "a list of terms ( (j, ( (p, q, c), ... )), ... ) (segment_zernike: ( (segment, "
+               "j, ( (p, q, c), ... )), ... ))";
     }
     return "?";
 }
@@ -262,6 +279,9 @@ static int kind_matches(cfg_kind k, const config_setting_t *s)
     case CFG_K_TRIPLES:
     case CFG_K_SEGTERMS:
         return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
+    case CFG_K_POSITIONS:
+    case CFG_K_FIELDTERMS:
+        return t == CONFIG_TYPE_LIST || t == CONFIG_TYPE_ARRAY;
     case CFG_K_GROUPS:
         return t == CONFIG_TYPE_LIST;
     case CFG_K_NUMBER_OR_NUMBERS:

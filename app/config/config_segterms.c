@@ -31,9 +31,8 @@ static const config_setting_t *triple_at(const config_setting_t *l, int single, 
     return config_setting_get_elem(l, (unsigned)i);
 }
 
-/* The segment of triple p: an integer index of a present segment. */
-static int read_segment(cfg_ctx *c, const psf_aperture *a, const config_setting_t *p,
-                        const char *key, int *segment)
+int cfg_read_segment(cfg_ctx *c, const psf_aperture *a, const config_setting_t *p, const char *key,
+                     int *segment)
 {
     const config_setting_t *s = config_setting_get_elem(p, 0);
     int nseg = aperture_segment_count(a->seg.rings);
@@ -137,7 +136,7 @@ static int read_list(cfg_ctx *c, psf_config *cfg, const char *path, int swept,
                              config_setting_length(p));
         cfg_segment_term *t = &(*out)[i];
         *n = i + 1; /* values freed by config_free from here on */
-        if (read_segment(c, &cfg->aperture, p, key, &t->segment) ||
+        if (cfg_read_segment(c, &cfg->aperture, p, key, &t->segment) ||
             cfg_segment_j(c, config_setting_get_elem(p, 1), key, cfg->zconv, &t->j, &t->n, &t->m))
             return -1;
         for (int k = 0; k < i; ++k)

@@ -220,6 +220,63 @@ static json_t *output(const psf_config *cfg)
     return output_more(o, cfg);
 }
 
+/* Monomials [[p, q, c], ...]. */
+static json_t *monomials(const cfg_field_monomial *m, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; ++i)
+        if (json_array_append_new(a, json_pack("[i, i, f]", m[i].p, m[i].q, m[i].c)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* The field group in the schema's names: null without it; grid {nx, ny,
+ * x_px, y_px} or positions_px [[x, y], ...], centre_px, radius_px, zernike
+ * [[j, [[p, q, c], ...]], ...], segment_zernike [[segment, j, [...]], ...],
+ * table (the resolved path) or null. */
+static json_t *field(const psf_config *cfg)
+{
+    const cfg_field *f = &cfg->field;
+    if (!f->enabled) return json_null();
+    json_t *o = json_object(), *pos = NULL;
+    if (f->grid) {
+        double xs[2] = {f->x_px[0], f->x_px[f->npos - 1]},
+               ys[2] = {f->y_px[0], f->y_px[f->npos - 1]};
+        pos = json_pack("{s:i, s:i, s:o, s:o}", "nx", f->nx, "ny", f->ny, "x_px", cj_reals(xs, 2),
+                        "y_px", cj_reals(ys, 2));
+    } else {
+        pos = json_array();
+        for (long long k = 0; pos && k < f->npos; ++k)
+            if (json_array_append_new(pos, json_pack("[f, f]", f->x_px[k], f->y_px[k])) != 0) {
+                json_decref(pos);
+                pos = NULL;
+            }
+    }
+    o = cj_set(o, f->grid ? "grid" : "positions_px", pos);
+    o = cj_set(o, "centre_px", cj_reals(f->centre_px, 2));
+    o = cj_set(o, "radius_px", json_real(f->radius_px));
+    json_t *z = json_array(), *sz = json_array();
+    for (int i = 0; z && i < f->nterms; ++i)
+        if (json_array_append_new(z, json_pack("[i, o]", f->terms[i].j,
+                                               monomials(f->terms[i].mono, f->terms[i].nmono)))) {
+            json_decref(z);
+            z = NULL;
+        }
+    for (int i = 0; sz && i < f->nsegterms; ++i) {
+        const cfg_field_segterm *t = &f->segterms[i];
+        if (json_array_append_new(
+                sz, json_pack("[i, i, o]", t->segment, t->j, monomials(t->mono, t->nmono)))) {
+            json_decref(sz);
+            sz = NULL;
+        }
+    }
+    o = cj_set(o, "zernike", z);
+    o = cj_set(o, "segment_zernike", sz);
+    return cj_set(o, "table", path_or_null(f->table_file));
+}
+
 json_t *config_to_json(const psf_config *cfg)
 {
     static const char *const backends[] = {"auto", "cpu", "gpu"};
@@ -230,5 +287,6 @@ json_t *config_to_json(const psf_config *cfg)
                           "padding", cfg->padding, "aberrations", aberrations(cfg), "normalization",
                           norms[cfg->normalization], "sweep", sweep(cfg), "output", output(cfg),
                           "backend", backends[cfg->backend]);
-    return cj_set(o, "detector", cj_detector(cfg));
+    o = cj_set(o, "detector", cj_detector(cfg));
+    return cj_set(o, "field", field(cfg));
 }

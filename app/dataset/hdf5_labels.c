@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* NAME.h5's labels and attributes from the image set (app/dataset/hdf5_labels.h). */
 #include "app/dataset/hdf5_labels.h"
+#include "app/set/field_grid.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -123,6 +124,31 @@ static void attr_i(hdf5_set_desc *d, const char *obj, const char *key, long long
             (h5set_attr){.object = obj, .key = key, .type = H5SET_INT64, .i = v};
 }
 
+/* The field group's axis and output.psf_grid (docs/config.md, "field" and
+ * "PSF grids"): field_npos, field_centre_x_px, field_centre_y_px,
+ * field_radius_px, field_grid_nx and field_grid_ny (a grid only); psf_grid
+ * (1) and psf_grid_oversampling (the images' pixels per detector pixel: s
+ * for detector.write = "oversampled", else 1). */
+static void field_attrs(const image_set *s, hdf5_set_desc *d)
+{
+    const psf_config *cfg = s->cfg;
+    const cfg_field *f = &cfg->field;
+    if (f->enabled) {
+        attr_i(d, NULL, "field_npos", f->npos);
+        attr_d(d, NULL, "field_centre_x_px", f->centre_px[0]);
+        attr_d(d, NULL, "field_centre_y_px", f->centre_px[1]);
+        attr_d(d, NULL, "field_radius_px", f->radius_px);
+        if (f->grid) {
+            attr_i(d, NULL, "field_grid_nx", f->nx);
+            attr_i(d, NULL, "field_grid_ny", f->ny);
+        }
+    }
+    if (!cfg->psf_grid) return;
+    attr_i(d, NULL, "psf_grid", 1);
+    int over = cfg->detector.enabled && cfg->detector.write == DET_WRITE_OVERSAMPLED;
+    attr_i(d, NULL, "psf_grid_oversampling", over ? cfg->detector.oversample : 1);
+}
+
 /* The segment label terms' columns labels/s<k>_z<j> after the base ones. */
 static void segment_columns(const image_set *s, hdf5_set_desc *d, const char *units)
 {
@@ -158,13 +184,24 @@ static int columns(const image_set *s, hdf5_set_desc *d)
         {"backend", H5SET_STRING, HDF5_BACKEND_WIDTH, NULL, "cpu or gpu: which computed it"},
     };
     d->nseg = s->segterms.nlabels;
-    d->cols = calloc((size_t)(HDF5_NCOLS + d->nseg), sizeof *d->cols);
+    double fx, fy;
+    d->nfc =
+        2 * field_grid_position(&s->axes, 0, &fx, &fy) + 2 * field_grid_h(&s->axes, 0, &fx, &fy);
+    d->cols = calloc((size_t)(HDF5_NCOLS + d->nseg + d->nfc), sizeof *d->cols);
     d->seg_names = calloc((size_t)(d->nseg > 0 ? d->nseg : 1), sizeof *d->seg_names);
     if (!d->cols || !d->seg_names) return -1;
     memcpy(d->cols, base, sizeof base);
     d->cols[HDF5_COL_DEFOCUS].units = zu;
     segment_columns(s, d, zu);
-    d->p.ncolumns = HDF5_NCOLS + d->nseg;
+    static const h5set_column field[4] = {
+        {"field_x_px", H5SET_DOUBLE, 0, "pixel", "the PSF's detector position x"},
+        {"field_y_px", H5SET_DOUBLE, 0, "pixel", "the PSF's detector position y"},
+        {"field_hx", H5SET_DOUBLE, 0, NULL,
+         "normalised field x: (field_x_px - field.centre_px[0]) / field.radius_px"},
+        {"field_hy", H5SET_DOUBLE, 0, NULL,
+         "normalised field y: (field_y_px - field.centre_px[1]) / field.radius_px"}};
+    memcpy(d->cols + HDF5_NCOLS + d->nseg, field, (size_t)d->nfc * sizeof *field);
+    d->p.ncolumns = HDF5_NCOLS + d->nseg + d->nfc;
     d->p.columns = d->cols;
     return 0;
 }
@@ -222,6 +259,7 @@ static void constants(const image_set *s, hdf5_set_desc *d)
         attr_i(d, NULL, "random_count", cfg->random.count);
         attr_i(d, NULL, "random_seed", (long long)cfg->random.seed);
     }
+    field_attrs(s, d);
     if (w.per_image) return; /* the pixel is per image */
     image_info info;
     image_set_common_info(s, &info);

@@ -78,9 +78,13 @@ typedef struct {
     int *term;          /* [J] index into s->modes of each label term */
     int *noll_j;        /* [J] */
     char *conv_j;       /* "4,5,6": the terms' j in aberrations.convention */
-    h5set_column *cols; /* [HDF5_NCOLS + nseg]: the columns above, then the segment
-                           label terms' labels/s<k>_z<j> (app/set/segterms.h) */
+    h5set_column *cols; /* [HDF5_NCOLS + nseg + nfc]: the columns above, then the segment
+                           label terms' labels/s<k>_z<j> (app/set/segterms.h), then the
+                           field columns */
     int nseg;           /* segment label columns */
+    int nfc;            /* field columns after them: labels/field_x_px, field_y_px (a field
+                           group's or a table's positions), then field_hx, field_hy (the
+                           field group's); 0, 2 or 4 */
     char (*seg_names)[24];
     h5set_images extra[H5SET_MAX_EXTRA]; /* p.extra: "oversampled", "noisy" */
     int over, noisy;                     /* their indices in extra, or -1 when not written */

@@ -4,6 +4,7 @@
  * point into the caller's slots (and the slots they hold) and the memory
  * the writer needs (its sizes, at the end) are one account of its bytes. */
 #include "app/dataset/hdf5_writer.h"
+#include "app/set/field_grid.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,7 +49,7 @@ typedef struct block {
     double *zernike; /* count x J */
     int64_t *index;
     double *d[HDF5_NDOUBLES]; /* the float64 columns, HDF5_COL_WAVELENGTH on */
-    double *seg;              /* desc.nseg segment columns, column c at c * cap */
+    double *seg; /* desc.nseg segment columns, then desc.nfc field ones, column c at c * cap */
     char (*backend)[HDF5_BACKEND_WIDTH + 1];
     const char **backend_at; /* [count] -> backend[i] */
 } block;
@@ -131,7 +132,7 @@ static block *block_new(const hdf5_writer *w, long long first, int count)
         ok &= (b->d[c] = malloc(n * sizeof(double))) != NULL;
     b->backend = calloc(n, sizeof *b->backend);
     b->backend_at = malloc(n * sizeof *b->backend_at);
-    b->seg = malloc(((size_t)w->desc.nseg * n + 1) * sizeof *b->seg);
+    b->seg = malloc(((size_t)(w->desc.nseg + w->desc.nfc) * n + 1) * sizeof *b->seg);
     ok &= b->seg != NULL;
     if (!ok || !b->backend || !b->backend_at) {
         block_free(b);
@@ -208,13 +209,22 @@ static void fill_row(const hdf5_writer *w, block *b, int i, const write_job *j)
     const set_segterms *st = &w->set->segterms;
     for (int c = 0; c < w->desc.nseg; ++c)
         b->seg[(size_t)c * b->cap + i] = info->seg_units[st->label_index[c]];
+    double *fc = b->seg + (size_t)w->desc.nseg * b->cap + i, x, y;
+    if (w->desc.nfc >= 2 && field_grid_position(&w->set->axes, j->k, &x, &y)) {
+        fc[0] = x;
+        fc[b->cap] = y;
+    }
+    if (w->desc.nfc == 4 && field_grid_h(&w->set->axes, j->k, &x, &y)) {
+        fc[2 * b->cap] = x;
+        fc[3 * b->cap] = y;
+    }
 }
 
 /* h5set_write of b's images a .. a + n - 1. */
 static int write_part(hdf5_writer *w, const block *b, int a, int n, char *err, size_t errlen)
 {
     const void **cols = w->cols;
-    for (int c = 0; c < w->desc.nseg; ++c)
+    for (int c = 0; c < w->desc.nseg + w->desc.nfc; ++c)
         cols[HDF5_NCOLS + c] = b->seg + (size_t)c * b->cap + a;
     cols[HDF5_COL_INDEX] = b->index + a;
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
@@ -258,7 +268,7 @@ static void group_add(const hdf5_writer *w, block *g, const block *b)
     for (int c = 0; c < HDF5_NDOUBLES; ++c)
         memcpy(g->d[c] + i, b->d[c], n * sizeof(double));
     memcpy(g->backend + i, b->backend, n * sizeof *b->backend);
-    for (int c = 0; c < w->desc.nseg; ++c)
+    for (int c = 0; c < w->desc.nseg + w->desc.nfc; ++c)
         memcpy(g->seg + (size_t)c * g->cap + i, b->seg + (size_t)c * b->cap, n * sizeof(double));
     for (size_t r = 0; r < n; ++r)
         g->backend_at[i + r] = g->backend[i + r];
@@ -734,11 +744,15 @@ static unsigned long long chunk_bytes(const image_set *s)
            (hdf5_writer_image_bytes(s) + extra_bytes(s)); /* < 12 GiB + 3 MiB */
 }
 
-/* Label bytes of one image: the terms, the columns and the written flag. */
+/* Label bytes of one image: the terms, the columns (the field's too) and
+ * the written flag. */
 static unsigned long long label_bytes(const image_set *s)
 {
+    double x, y; /* the field columns: 2 with positions, 2 more with (hx, hy) */
+    unsigned long long nfc = 2ULL * (unsigned long long)field_grid_position(&s->axes, 0, &x, &y) +
+                             2ULL * (unsigned long long)field_grid_h(&s->axes, 0, &x, &y);
     return ((unsigned long long)hdf5_label_terms(s, NULL) + HDF5_NCOLS +
-            (unsigned long long)s->segterms.nlabels) *
+            (unsigned long long)s->segterms.nlabels + nfc) *
                8ULL +
            1ULL;
 }

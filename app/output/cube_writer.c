@@ -27,8 +27,8 @@ int cube_writer_common_keys(const image_set *s, fits_kv *kvs, char (*zkeys)[12])
     fits_kv all[FITS_HEADER_MAX];
     int n = fits_header_build(s, &info, &res, all, zkeys), m = 0;
     static const char *const per_plane[] = {
-        "WAVELEN", "PIXELSCL", "PIXSCLUM", "STREHL",  "AXIALINT", "BACKEND", "CDELT1",
-        "CDELT2",  "DIFFLMT",  "FOV",      "REFWAVE", "FIELDX",   "FIELDY"};
+        "WAVELEN", "PIXELSCL", "PIXSCLUM", "STREHL", "AXIALINT", "BACKEND", "CDELT1", "CDELT2",
+        "DIFFLMT", "FOV",      "REFWAVE",  "FIELDX", "FIELDY",   "FIELDHX", "FIELDHY"};
     for (int i = 0; i < n; ++i) {
         int skip = all[i].key[0] == 'Z' && all[i].key[1] >= '0' && all[i].key[1] <= '9';
         for (size_t j = 0; j < sizeof per_plane / sizeof *per_plane; ++j)
@@ -116,6 +116,10 @@ int cube_writer_open(cube_writer *w, const image_set *s, int dirfd, const char *
         add_col(w, "FIELDX", "pixel");
         add_col(w, "FIELDY", "pixel");
     }
+    if (field_grid_h(&s->axes, 0, &fx, &fy)) { /* the field group's (hx, hy) */
+        add_col(w, "FIELDHX", "");
+        add_col(w, "FIELDHY", "");
+    }
     cube_grid_text grid;
     if (s->cfg->psf_grid) nkv = grid_keys(s, kvs, nkv, &grid);
     w->plane_gain = cube_grid_gain(s);
@@ -150,7 +154,7 @@ int cube_writer_columns(const image_set *s)
 {
     double x, y;
     int n = 7 + s->cfg->n_sweep_zernike + s->modes.nterms +
-            2 * field_grid_position(&s->axes, 0, &x, &y);
+            2 * field_grid_position(&s->axes, 0, &x, &y) + 2 * field_grid_h(&s->axes, 0, &x, &y);
     return n < CUBE_MAX_COLS ? n : CUBE_MAX_COLS;
 }
 
@@ -179,6 +183,10 @@ int cube_writer_add(cube_writer *w, const image_set *s, const image_info *info,
         w->cols[c++][k] = info->coeff_units[t];
     double fx, fy;
     if (c + 2 <= w->ncols && field_grid_position(&s->axes, k, &fx, &fy)) {
+        w->cols[c++][k] = fx;
+        w->cols[c++][k] = fy;
+    }
+    if (c + 2 <= w->ncols && field_grid_h(&s->axes, k, &fx, &fy)) {
         w->cols[c++][k] = fx;
         w->cols[c++][k] = fy;
     }

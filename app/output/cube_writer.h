@@ -18,7 +18,7 @@
 
 /* The PLANES table's columns: 7 and, per mode (at most FITS_HEADER_ZMAX:
  * fits_header_check), its total and, when swept, its swept value. */
-#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX + 2) /* + FIELDX, FIELDY */
+#define CUBE_MAX_COLS (7 + 2 * FITS_HEADER_ZMAX + 4) /* + FIELDX, FIELDY, FIELDHX, FIELDHY */
 
 /* output.psf_grid's DET_YX<i> keywords and values while the header is made. */
 typedef struct {

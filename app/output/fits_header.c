@@ -191,6 +191,10 @@ int fits_header_build(const image_set *s, const image_info *info, const image_re
         kvs[n++] = kv_d("FIELDX", fx, "detector position of this PSF, x [pixel]");
         kvs[n++] = kv_d("FIELDY", fy, "detector position of this PSF, y [pixel]");
     }
+    if (field_grid_h(&s->axes, info->params.index, &fx, &fy)) { /* the field group's */
+        kvs[n++] = kv_d("FIELDHX", fx, "normalised field x: (x - centre_px) / radius_px");
+        kvs[n++] = kv_d("FIELDHY", fy, "normalised field y: (y - centre_px) / radius_px");
+    }
     n = wcs_keys(info, sp, s->date_utc, s->config_hash, kvs, n);
     n = history_keys(s, kvs, n);
     n = wave_keys(info, kvs, n, zkeys + FITS_HEADER_ZMAX);

@@ -7,7 +7,7 @@
 #include "app/set/image_set.h"
 #include "app/output/image_result.h"
 
-#define FITS_HEADER_FIXED 52
+#define FITS_HEADER_FIXED 54
 /* Z<j> keywords one header holds: one per mode of the set (docs/config.md). */
 #define FITS_HEADER_ZMAX 256
 #define FITS_HEADER_MAX (FITS_HEADER_FIXED + FITS_HEADER_ZMAX + 2 * PSF_MAX_COMPONENTS)

@@ -60,6 +60,8 @@ static char *header_for(const image_set *s)
     double fx, fy; /* the table's detector positions, labels too */
     if (field_grid_position(&s->axes, 0, &fx, &fy))
         at += (size_t)snprintf(h + at, len - at, ",field_x_px,field_y_px");
+    if (field_grid_h(&s->axes, 0, &fx, &fy)) /* the field group's (hx, hy) */
+        at += (size_t)snprintf(h + at, len - at, ",field_hx,field_hy");
     /* normalization "pupil": captured_fraction last, after the label columns */
     if (pupil) at += (size_t)snprintf(h + at, len - at, ",captured_fraction");
     snprintf(h + at, len - at, "\n");
@@ -87,10 +89,10 @@ size_t manifest_label_bytes(const image_set *s)
     int dataset = axes_is_dataset(&s->axes);
     if (!dataset && s->segterms.nlabels == 0) return 1;
     /* ,draw,seed: 2 x (comma + 20 digits); a z<j> or s<k>_z<j> cell: comma
-     * + 24; the field positions 2 x 25; and the 32 bytes csv_exact wants
-     * for its fast path at the last cell */
-    return 42 + 25 * ((size_t)(dataset ? s->labels.nterms : 0) + (size_t)s->segterms.nlabels) + 50 +
-           32;
+     * + 24; the field positions and (hx, hy) 4 x 25; and the 32 bytes
+     * csv_exact wants for its fast path at the last cell */
+    return 42 + 25 * ((size_t)(dataset ? s->labels.nterms : 0) + (size_t)s->segterms.nlabels) +
+           100 + 32;
 }
 
 /* One exact cell ",v" at out + *at (room checked by manifest_label_bytes). */
@@ -118,6 +120,10 @@ void manifest_label_text(const image_set *s, const image_info *info, char *out, 
         exact_cell(out, outlen, &at, info->seg_units[st->label_index[i]]);
     double fx, fy; /* the table's detector positions */
     if (field_grid_position(&s->axes, info->params.index, &fx, &fy)) {
+        exact_cell(out, outlen, &at, fx);
+        exact_cell(out, outlen, &at, fy);
+    }
+    if (field_grid_h(&s->axes, info->params.index, &fx, &fy)) {
         exact_cell(out, outlen, &at, fx);
         exact_cell(out, outlen, &at, fy);
     }

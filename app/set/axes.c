@@ -239,12 +239,23 @@ int axes_init(set_axes *ax, const psf_config *cfg, char *err, size_t errlen)
     ax->ndraws = cfg->random.count > 0 ? cfg->random.count : 1;
     ax->ncart = config_image_count(cfg) / ax->ndraws;
     ax->nrows = 1;
+    ax->nfield = cfg->field.enabled ? cfg->field.npos : 1;
+    ax->ncart /= ax->nfield;
     if (expand_random(ax, err, errlen) != 0 ||
         (cfg->table_file[0] && load_table(ax, err, errlen))) {
         axes_free(ax);
         return -1;
     }
-    ax->nimages = ax->ncart * ax->nrows * ax->ndraws;
+    ax->ninner = ax->ncart * ax->nrows * ax->ndraws;
+    ax->nimages = ax->nfield * ax->ninner;
+    if ((double)ax->nfield * (double)ax->ninner > (double)AXES_MAX_IMAGES) {
+        axes_fail(cfg, cfg->field.grid ? "field.grid" : "field.positions_px", err, errlen,
+                  "%lld positions make %.0f images with the other axes (x %lld), more than the "
+                  "limit of %lld",
+                  ax->nfield, (double)ax->nfield * (double)ax->ninner, ax->ninner, AXES_MAX_IMAGES);
+        axes_free(ax);
+        return -1;
+    }
     return 0;
 }
 
@@ -254,17 +265,29 @@ void axes_free(set_axes *ax)
     table_free(ax->table);
     free(ax->zcols);
     free(ax->random);
+    free(ax->fterms);
+    free(ax->fvalues);
+    free(ax->fsegvalues);
+    free(ax->fsegs);
     memset(ax, 0, sizeof *ax);
 }
 
 int axes_is_dataset(const set_axes *ax)
 {
-    return ax->table != NULL || ax->cfg->random.count > 0;
+    return ax->table != NULL || ax->cfg->random.count > 0 || ax->cfg->field.enabled;
+}
+
+long long axes_field(const set_axes *ax, long long k)
+{
+    if (!ax->cfg->field.enabled) return -1;
+    long long rest = k < 0 ? 0 : k;
+    return (rest / ax->ninner) % ax->nfield;
 }
 
 void axes_split(const set_axes *ax, long long k, long long *cart, long long *row, long long *draw)
 {
     long long rest = k < 0 ? 0 : k;
+    if (ax->cfg->field.enabled) rest %= ax->ninner; /* the field position is axes_field's */
     *draw = ax->cfg->random.count > 0 ? rest % ax->ndraws : -1;
     rest /= ax->ndraws;
     *row = ax->table ? rest % ax->nrows : -1;

@@ -3,7 +3,8 @@
  * set's table (sweep.table, loaded and checked here) and the random set's
  * terms (sweep.random, the spectrum expanded into per-term sigmas). The
  * image index k splits as
- *     k = (c * nrows + r) * ndraws + d
+ *     k = ((f * ncart + c) * nrows + r) * ndraws + d
+ * f the field position (the field group's, the outermost axis; 0 without),
  * c the Cartesian index (jobs.h: wavelength outermost .. the last
  * sweep.segment_zernike entry), r the table row, d the draw, the innermost
  * (docs/config.md, "Axis order"). */
@@ -23,6 +24,12 @@ typedef struct {
     double width;   /* sigma or half-width, in the config's units */
 } axes_random_term;
 
+/* A segment's term over the field (field_model.h). */
+typedef struct {
+    int segment, j, n, m; /* j in the config's convention */
+    int col;              /* its field.table column, or -1 (field.segment_zernike) */
+} axes_field_segterm;
+
 /* A z<j> column of the table. */
 typedef struct {
     int col;     /* its column in the table */
@@ -41,7 +48,23 @@ typedef struct {
     long long ndraws;       /* sweep.random.count; 1 without */
     int nrandom;
     axes_random_term *random; /* [nrandom] */
-    long long nimages;        /* ncart * nrows * ndraws */
+    /* The field axis (cfg->field, the outermost): position f's terms
+     * fvalues[f * nfterms + i], term fterms[i], in the config's units
+     * (app/set/field_model.h's field_model_init evaluates the model once,
+     * image_set_init's step right after axes_init; 0 terms until then). */
+    long long nfield; /* cfg->field.npos; 1 without the field group */
+    long long ninner; /* ncart * nrows * ndraws: the images of one position */
+    int nfterms;
+    axes_table_term *fterms; /* [nfterms] (col unused: -1) */
+    double *fvalues;         /* [nfield * nfterms] */
+    /* Segment terms over the field: field.table's s<segment>_z<j> columns
+     * (col >= 0), then field.segment_zernike's polynomials (col -1, in
+     * the order written); position f's values fsegvalues[f * nfsegs + i],
+     * config units (NULL without). */
+    int nfsegs;
+    axes_field_segterm *fsegs; /* [nfsegs] */
+    double *fsegvalues;        /* [nfield * nfsegs] */
+    long long nimages;         /* nfield * ncart * nrows * ndraws */
 } set_axes;
 
 /* Build ax for cfg (kept by pointer: it must outlive ax): load and check
@@ -79,8 +102,13 @@ __attribute__((format(printf, 5, 6))) int axes_fail(const psf_config *cfg, const
 int axes_is_dataset(const set_axes *ax);
 
 /* k -> (Cartesian index, table row or -1, draw or -1); k in 0..nimages-1
- * (a negative k reads as 0). */
+ * (a negative k reads as 0; the field position is axes_field's). */
 void axes_split(const set_axes *ax, long long k, long long *cart, long long *row, long long *draw);
+
+/* Image k's field position f (0..nfield-1; cfg->field.x_px[f]), or -1
+ * without the field group (a k past the set wraps; a negative k reads
+ * as 0). */
+long long axes_field(const set_axes *ax, long long k);
 
 /* Row r's cell of the table's column col within [lo, hi], as the config's
  * keys are held (cfg_check_bounds' wording): 0, or -1 with "CFG:LINE:

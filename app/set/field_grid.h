@@ -16,8 +16,9 @@
 
 /* The columns and output.psf_grid of ax's set, before any work
  * (image_set_init, right after axes_init): field_x_px and field_y_px come
- * together; output.psf_grid needs them, one image per row (no other axis),
- * distinct positions and at most FIELD_GRID_MAX rows.
+ * together, and not with the field group; output.psf_grid needs them (or
+ * the field group), one image per row (position; no other axis),
+ * distinct positions and at most FIELD_GRID_MAX rows (positions).
  * Returns 0, or -1 with "CFG:LINE: KEY: WHY" in err:
  *   sweep.table: PATH:H:C (field_x_px): needs a field_y_px column too (...)
  *   output.psf_grid: needs a sweep.table with field_x_px and field_y_px columns ...
@@ -27,7 +28,11 @@
 int field_grid_check(const set_axes *ax, char *err, size_t errlen);
 
 /* Image k's detector position (pixels): 1 with *x, *y, or 0 when the set
- * has no field columns. */
+ * has no field columns nor field group (the field group's position first). */
 int field_grid_position(const set_axes *ax, long long k, double *x, double *y);
+
+/* Image k's normalised field coordinates (hx, hy) (field_model_h): 1 with
+ * *hx, *hy, or 0 without the field group. */
+int field_grid_h(const set_axes *ax, long long k, double *hx, double *hy);
 
 #endif

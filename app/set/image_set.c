@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "app/set/field_grid.h"
+#include "app/set/field_model.h"
 #include "app/set/map_place.h"
 #include "app/set/maps.h"
 #include "app/set/set_checks.h"
@@ -199,10 +200,12 @@ int image_set_init(image_set *s, const psf_config *cfg, char *err, size_t errlen
     s->aperture = cfg->aperture;
     /* The axes, then output.psf_grid over them: field_grid reads the axes,
      * so its check is the set's step and the rooms go one way (image_set ->
-     * field_grid -> axes -> table); the axes are freed on its error as on
-     * their own. */
+     * field_grid -> field_model -> axes -> table); the field model's terms
+     * at each position first (field_model.h); the axes are freed on their
+     * errors as on their own. */
     if (axes_init(&s->axes, cfg, err, errlen) != 0) return -1;
-    if (field_grid_check(&s->axes, err, errlen) != 0) {
+    if (field_model_init(&s->axes, err, errlen) != 0 ||
+        field_grid_check(&s->axes, err, errlen) != 0) {
         axes_free(&s->axes);
         return -1;
     }

@@ -35,7 +35,7 @@ int jobs_modeset(const set_axes *ax, psf_modeset *ms, char *err, size_t errlen)
 {
     const psf_config *cfg = ax->cfg;
     size_t cap = (size_t)cfg->nzernike + (size_t)cfg->n_sweep_zernike + 1 + (size_t)ax->nrandom +
-                 (size_t)ax->nzcols;
+                 (size_t)ax->nzcols + (size_t)ax->nfterms;
     ms->nterms = 0;
     ms->n = malloc(cap * sizeof *ms->n);
     ms->m = malloc(cap * sizeof *ms->m);
@@ -55,6 +55,8 @@ int jobs_modeset(const set_axes *ax, psf_modeset *ms, char *err, size_t errlen)
     for (int i = 0; i < ax->nzcols; ++i)
         add_mode(ms, ax->zcols[i].n, ax->zcols[i].m);
     if (listed_focus(ax)) add_mode(ms, 2, 0);
+    for (int i = 0; i < ax->nfterms; ++i)
+        add_mode(ms, ax->fterms[i].n, ax->fterms[i].m);
     return 0;
 }
 
@@ -172,10 +174,11 @@ void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_ima
     cartesian_params(cfg, c, scratch, seg_scratch, p);
     table_params(ax, row, p);
     draw_params(ax, d, scratch ? scratch + cfg->n_sweep_zernike : NULL, p);
+    p->field = axes_field(ax, k);
 }
 
-/* total plus the table row's and then the draw's part of mode (n, m), in
- * the config's units. */
+/* total plus the table row's, the draw's and then the field position's
+ * part of mode (n, m), in the config's units. */
 static double add_listed(const set_axes *ax, const psf_image_params *p, int n, int m, double total)
 {
     if (p->table_row >= 0)
@@ -185,6 +188,10 @@ static double add_listed(const set_axes *ax, const psf_image_params *p, int n, i
     if (p->drawn)
         for (int i = 0; i < ax->nrandom; ++i)
             if (ax->random[i].n == n && ax->random[i].m == m) total += p->drawn[i];
+    if (p->field >= 0)
+        for (int i = 0; i < ax->nfterms; ++i)
+            if (ax->fterms[i].n == n && ax->fterms[i].m == m)
+                total += ax->fvalues[p->field * ax->nfterms + i];
     return total;
 }
 
@@ -209,7 +216,7 @@ void jobs_coefficients(const set_axes *ax, const psf_modeset *ms, const psf_imag
                 total += nm_units ? z4_nm : z4_nm / wl_nm;
             }
         }
-        if (p->table_row >= 0 || p->drawn) total = add_listed(ax, p, n, m, total);
+        if (p->table_row >= 0 || p->drawn || p->field >= 0) total = add_listed(ax, p, n, m, total);
         out_waves[t] = nm_units ? total / wl_nm : total;
         if (out_units) out_units[t] = total;
     }

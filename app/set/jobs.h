@@ -29,6 +29,7 @@ typedef struct {
     long long draw;                  /* the draw index d of sweep.random, or -1 */
     const double *drawn;             /* [ax->nrandom] drawn values in the config's units
                                         (draw_zernike(seed, d, j, ...)), NULL without */
+    long long field;                 /* the field position f (axes_field), or -1 */
 } psf_image_params;
 
 /* The set of modes (distinct (n, m) pairs) every image uses, in this order:
@@ -37,7 +38,8 @@ typedef struct {
  * then the drawn terms (sweep.random.zernike as written, the spectrum's
  * j_min..j_max), the table's z<j> columns in column order, and Noll 4 when
  * the table lists defocus or focus shifts or the draws choose focus shifts
- * (each only when not already there).
+ * (each only when not already there), then the field model's terms
+ * (field.zernike as written, field.table's z<j> in column order).
  * n, m, noll are malloc'd arrays of nterms (nterms may be 0); free with
  * jobs_modeset_free. Returns 0, or -1 with err on allocation failure (ms
  * then holds nothing). */
@@ -70,7 +72,8 @@ void jobs_image_params(const set_axes *ax, long long k, double *scratch, psf_ima
  * wl_nm, in waves: config terms + swept Zernike values + defocus (Noll 4)
  * + focus shift (converted per docs/design.md: wavefront_focus_shift_to_z4_um,
  * um -> nm; skipped without f_number) + the table row's z<j> cells + the
- * drawn values, summed in that order in the config's units,
+ * drawn values + the field position's model value (field_model.h), summed
+ * in that order in the config's units,
  * then converted from cfg->zunits (waves as they are, nm / wl_nm).
  * out_waves has ms->nterms entries. Also fills out_units[ms->nterms] (may
  * be NULL) with the same totals in the config's units, for the FITS header

@@ -42,6 +42,10 @@ static int term_nonzero(const set_axes *ax, int n, int m)
             return 1;
     for (int i = 0; i < ax->nrandom; ++i)
         if (ax->random[i].n == n && ax->random[i].m == m && ax->random[i].width > 0.0) return 1;
+    for (int i = 0; i < ax->nfterms; ++i)
+        if (ax->fterms[i].n == n && ax->fterms[i].m == m)
+            for (long long f = 0; f < ax->nfield; ++f)
+                if (ax->fvalues[f * ax->nfterms + i] != 0.0) return 1;
     return n == 2 && m == 0 && focus_nonzero(ax);
 }
 

@@ -6,7 +6,8 @@
  *   a term counts when its aberrations.zernike value is non-zero, or any of
  *   its sweep.zernike values is, or any cell of its table column z<j> is,
  *   or its sweep.random width (sigma, half-width, the spectrum's sigma_j)
- *   is > 0; Z(2, 0) (index 4 in every convention) also counts when any
+ *   is > 0, or its field model's value at any field position is;
+ *   Z(2, 0) (index 4 in every convention) also counts when any
  *   sweep.defocus or sweep.focus_shift_um value, any cell of the table's
  *   defocus or focus_shift_um column, or any sweep.random.focus_shift_um
  *   value is non-zero.

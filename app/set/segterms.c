@@ -57,6 +57,12 @@ static int label_nonzero(const set_axes *ax, const set_segterms *st, int k, int 
         if (cfg->random.seg_zernike[i].j == j && cfg->random.seg_zernike[i].width > 0.0 &&
             present(&cfg->aperture.seg, k))
             return 1;
+    for (int i = 0; i < ax->nfsegs; ++i) {
+        const axes_field_segterm *z = &ax->fsegs[i];
+        if (z->segment != k || z->j != j) continue;
+        for (long long f = 0; f < ax->nfield; ++f)
+            if (ax->fsegvalues[f * ax->nfsegs + i] != 0.0) return 1;
+    }
     return 0;
 }
 
@@ -176,6 +182,8 @@ int segterms_init(set_segterms *st, const set_axes *ax, char *err, size_t errlen
     for (int i = 0; i < cfg->random.nseg_zernike; ++i)
         add_mode(st, cfg->random.seg_zernike[i].j, cfg->random.seg_zernike[i].n,
                  cfg->random.seg_zernike[i].m);
+    for (int i = 0; i < ax->nfsegs; ++i)
+        add_mode(st, ax->fsegs[i].j, ax->fsegs[i].n, ax->fsegs[i].m);
     if (st->nterms == 0) return 0;
     st->nseg = aperture_segment_count(cfg->aperture.seg.rings);
     return init_labels(st, ax, err, errlen);
@@ -219,6 +227,11 @@ void segterms_coefficients(const set_axes *ax, const set_segterms *st, const psf
             ax->table->cols[st->table_col[i]][p->table_row];
     for (size_t i = 0; drawn && i < n; ++i)
         out_waves[i] += drawn[i];
+    for (int i = 0; p->field >= 0 && i < ax->nfsegs; ++i) {
+        const axes_field_segterm *z = &ax->fsegs[i];
+        out_waves[(size_t)z->segment * st->nterms + mode_of(st, z->j)] +=
+            ax->fsegvalues[p->field * ax->nfsegs + i];
+    }
     int nm_units = cfg->zunits == ZUNITS_NM;
     for (size_t i = 0; i < n; ++i) {
         if (out_units) out_units[i] = out_waves[i];

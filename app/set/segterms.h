@@ -9,8 +9,9 @@
  * the layout the backends read after the global terms (backend/backend.h,
  * psf_component.coeff_waves). Its total for (s, j) is the sum of
  * optics.aperture.segments.zernike's (s, j), sweep.segment_zernike's
- * value of the image, the sweep.table row's s<s>_z<j> cell and
- * sweep.random.segment_zernike's draw of j for s, in that order, in
+ * value of the image, the sweep.table row's s<s>_z<j> cell,
+ * sweep.random.segment_zernike's draw of j for s and field.segment_zernike's
+ * value at the image's field position (field_model.h), in that order, in
  * aberrations.units. */
 #ifndef PSFSIM_SEGTERMS_H
 #define PSFSIM_SEGTERMS_H
