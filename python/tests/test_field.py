@@ -424,6 +424,7 @@ def test_psf_grid_between_points(tmp_path):
 def test_psf_grid_photutils(tmp_path):
     """photutils' GriddedPSFModel of NAME.h5 (psfsim.grid.psf_grid_model)
     gives that interpolation, within 6% of the direct PSF."""
+    pytest.importorskip("photutils", minversion="1.10")  # the "webbpsf" reader
     psf = pytest.importorskip("photutils.psf")
     from psfsim.grid import psf_grid_model
     path, x0, y0, bilinear, direct, _ = between_points(tmp_path)
@@ -506,6 +507,7 @@ def test_fits_grid_tiles(tmp_path):
 
 def test_fits_grid_tiles_photutils(tmp_path):
     """photutils reads a tile written by write_fits_grids: its 100 PSFs."""
+    pytest.importorskip("photutils", minversion="1.10")  # the "webbpsf" reader
     psf = pytest.importorskip("photutils.psf")
     pytest.importorskip("h5py")
     from psfsim.grid import write_fits_grids
