@@ -413,8 +413,9 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * detector.noise (the gradient is the noiseless mean image's; a set with
  * noise is computed without it here), the detector stage's clamp at 0
  * (the double model has no rounding negatives to clamp), the
- * transmission map's gradient (refused). The first calls build the
- * pupils and plans, kept until psfsim_close. */
+ * transmission map's gradient (refused: the normalisation depends on the
+ * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE) and
+ * frees them when it returns. */
 
 /* What a call adds to each image's own aberrations (its totals, as
  * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /
@@ -426,7 +427,7 @@ typedef struct {
                                   (aberrations.convention), each valid and listed once */
     const double *zernike;     /* [count][nterms] RMS coefficients, aberrations.units (nm or
                                   waves), added to image k's (row k - first); NULL = none */
-    int seg_nterms;            /* segmented apertures: per-segment terms given, 0 .. 64 */
+    int seg_nterms;            /* segmented apertures: per-segment terms given, 0 .. 15 */
     const int *seg_j;          /* [seg_nterms] their j (radial order <= 4), listed once */
     const double *seg_zernike; /* [count][S][seg_nterms] (S: psfsim_segment_modes), added
                                   to every segment's own (missing segments' unused); NULL */
