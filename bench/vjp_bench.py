@@ -3,12 +3,13 @@
 """Gradients against the forward (issue 28): for a set of 256 x 256 FFT
 images (128 pupil samples, padding 2, an obscured aperture, 3 Zernike
 terms), the seconds per image of
-  forward_f32   Set.compute(): the CPU backend's float images (--threads)
-  forward_f64   Set.compute_inputs(): the double model (one thread)
+  forward_f32   Set.compute(): the CPU backend's float images
+  forward_f64   Set.compute_inputs(): the double model
   vjp           Set.vjp(cot, terms=..., zernike=...): the double forward and
-                its adjoint for 3 Zernike terms (one thread)
+                its adjoint for 3 Zernike terms
   vjp_opd       the same with the OPD map's gradient too (a 64 x 64 map)
-each the best of --repeat rounds of --count images, and their ratios.
+each the best of --repeat rounds of --count images on --threads CPU
+threads (the Set's threads=), and their ratios.
 
     PSFSIM_LIBRARY=build/libpsfsim.so.0 PYTHONPATH=python \\
         python3 bench/vjp_bench.py [--count 8] [--repeat 3] [--threads 1]
@@ -59,7 +60,7 @@ def main():
                                           zernike=z), a.repeat),
         }
     base = rows["forward_f32"]
-    print("%d images of %d x %d, backend cpu (%d threads for forward_f32)" %
+    print("%d images of %d x %d, backend cpu, %d threads" %
           (a.count, s.npix, s.npix, a.threads))
     for k, v in rows.items():
         print("%-12s %9.3f ms/image  %6.1fx forward_f32" % (k, 1e3 * v / a.count, v / base))

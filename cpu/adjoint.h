@@ -14,7 +14,10 @@
  *
  * The normalisation and the orientation, which are the image set's (not
  * the CPU's), are lib/vjp_image.c's. Everything here is double: FFTW's
- * double plans (fftw3), planned under cpu_fft_planner_enter. */
+ * double plans (fftw3, FFTW_ESTIMATE). FFTW's planner is not thread-safe
+ * (FFTW manual 5.4): the _init and _free functions, which plan and destroy
+ * plans, must be serialised by the caller (lib/vjp_image.c: lib_lock);
+ * the rest runs on any thread, one per struct. */
 #ifndef PSFSIM_CPU_ADJOINT_H
 #define PSFSIM_CPU_ADJOINT_H
 
@@ -98,6 +101,7 @@ typedef struct {
     int half_pixel;          /* MFT: the grid's axis half a pixel before n/2 */
     fftw_complex *buf;       /* FFT: [N N] the transform's input and output */
     fftw_plan fwd, bwd;      /* FFT: in place on buf, FFTW_FORWARD and FFTW_BACKWARD */
+    unsigned *shift;         /* FFT: [N N] the image pixel of each output index (fftshift) */
     double complex *e;       /* [n n] E of the last forward (FFT: zero frequency at 0) */
     double complex *box;     /* MFT: [R C] the pupil box, then B's */
     double complex *t;       /* MFT: [R M] the intermediate product */

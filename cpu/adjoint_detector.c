@@ -15,7 +15,6 @@
 
 #include "backend/detector.h"
 #include "cpu/adjoint.h"
-#include "cpu/plan_cache.h"
 
 void adj_detector_free(adj_detector *d)
 {
@@ -53,10 +52,8 @@ int adj_detector_init(adj_detector *d, const psf_problem *problem, char *err, si
         return -1;
     }
     psf_detector_otf_double(det, n, d->otf);
-    cpu_fft_planner_enter();
     d->r2c = fftw_plan_dft_r2c_2d(n, n, d->real, d->spec, FFTW_ESTIMATE);
     d->c2r = fftw_plan_dft_c2r_2d(n, n, d->spec, d->real, FFTW_ESTIMATE);
-    cpu_fft_planner_leave();
     if (!d->r2c || !d->c2r) {
         adj_detector_free(d);
         snprintf(err, errlen, "cpu: FFTW could not plan the gradients' %d x %d detector", n, n);

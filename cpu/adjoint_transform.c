@@ -7,19 +7,28 @@
 #include <string.h>
 
 #include "cpu/adjoint.h"
-#include "cpu/plan_cache.h"
 
 void adj_transform_free(adj_transform *t)
 {
     if (t->fwd) fftw_destroy_plan(t->fwd);
     if (t->bwd) fftw_destroy_plan(t->bwd);
     fftw_free(t->buf);
+    free(t->shift);
     free(t->e);
     free(t->box);
     free(t->t);
     free(t->wr);
     free(t->wc);
     memset(t, 0, sizeof *t);
+}
+
+/* shift[i] = the image pixel of the FFT's output index i (fftshift:
+ * frequency (u, v) on pixel ((u + N/2) mod N, (v + N/2) mod N)). */
+static void shift_table(int n, unsigned *shift)
+{
+    for (int u = 0; u < n; ++u)
+        for (int v = 0; v < n; ++v)
+            shift[(size_t)u * n + v] = (unsigned)(((u + n / 2) % n) * n + (v + n / 2) % n);
 }
 
 int adj_transform_init(adj_transform *t, const psf_problem *problem, char *err, size_t errlen)
@@ -36,15 +45,15 @@ int adj_transform_init(adj_transform *t, const psf_problem *problem, char *err, 
     }
     if (t->mft) return 0;
     t->buf = fftw_malloc(nn * sizeof *t->buf);
-    if (!t->buf) {
+    t->shift = malloc(nn * sizeof *t->shift);
+    if (!t->buf || !t->shift) {
         adj_transform_free(t);
         snprintf(err, errlen, "cpu: cannot allocate the gradients' %d x %d FFT", t->n, t->n);
         return -1;
     }
-    cpu_fft_planner_enter(); /* FFTW's planner is not thread-safe (cpu/plan_cache.h) */
+    shift_table(t->n, t->shift);
     t->fwd = fftw_plan_dft_2d(t->n, t->n, t->buf, t->buf, FFTW_FORWARD, FFTW_ESTIMATE);
     t->bwd = fftw_plan_dft_2d(t->n, t->n, t->buf, t->buf, FFTW_BACKWARD, FFTW_ESTIMATE);
-    cpu_fft_planner_leave();
     if (!t->fwd || !t->bwd) {
         adj_transform_free(t);
         snprintf(err, errlen, "cpu: FFTW could not plan the gradients' %d x %d FFT", t->n, t->n);
@@ -130,20 +139,12 @@ int adj_transform_forward(adj_transform *t, const adj_pupil *pp, const psf_compo
     return 0;
 }
 
-/* The image pixel of the FFT's output index i (fftshift): frequency (u, v)
- * on pixel ((u + N/2) mod N, (v + N/2) mod N). */
-static size_t shifted(int n, size_t i)
-{
-    size_t u = i / (size_t)n, v = i % (size_t)n, h = (size_t)(n / 2);
-    return ((u + h) % (size_t)n) * (size_t)n + (v + h) % (size_t)n;
-}
-
 void adj_transform_intensity(const adj_transform *t, double scale, double *image)
 {
     size_t nn = (size_t)t->n * t->n;
     for (size_t i = 0; i < nn; ++i) {
         double p = scale * (creal(t->e[i]) * creal(t->e[i]) + cimag(t->e[i]) * cimag(t->e[i]));
-        image[t->mft ? i : shifted(t->n, i)] += p;
+        image[t->mft ? i : t->shift[i]] += p;
     }
 }
 
@@ -180,7 +181,7 @@ void adj_transform_adjoint(adj_transform *t, const adj_pupil *pp, const double *
         return;
     }
     for (size_t i = 0; i < nn; ++i) {
-        double complex v = scale * g[shifted(t->n, i)] * t->e[i];
+        double complex v = scale * g[t->shift[i]] * t->e[i];
         t->buf[i][0] = creal(v);
         t->buf[i][1] = cimag(v);
     }

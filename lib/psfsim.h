@@ -405,8 +405,9 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
 
 /* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
  * products)"). Whatever backend the set chose, these run on the CPU, in
- * double precision (FFTW's double plans), one image at a time on the
- * calling thread: the set's own model (its jobs: components, pupil
+ * double precision (FFTW's double plans), the images spread over the
+ * set's CPU threads (psfsim_options.threads; 0: one per CPU), one image
+ * per thread at a time: the set's own model (its jobs: components, pupil
  * samples, Zernike basis, OPD map, normalisation, detector stage,
  * orientation) recomputed in double, whose images equal psfsim_compute's
  * to float rounding (the tests: within 1e-5 of the peak). Not covered:
@@ -414,8 +415,10 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * noise is computed without it here), the detector stage's clamp at 0
  * (the double model has no rounding negatives to clamp), the
  * transmission map's gradient (refused: the normalisation depends on the
- * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE) and
- * frees them when it returns. */
+ * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE, one
+ * set per thread) and frees them when it returns. Each image's values and
+ * gradients are the same bits whatever the thread count, but for the OPD
+ * map's, summed over the images thread by thread (its last bits). */
 
 /* What a call adds to each image's own aberrations (its totals, as
  * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /

@@ -18,6 +18,7 @@
 
 struct vjp_model {
     psfsim_set *set;
+    pthread_mutex_t *jobs; /* held around image_set_job, or NULL */
     psf_problem problem;
     adj_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
@@ -38,8 +39,10 @@ void vjp_model_free(vjp_model *v)
     if (!v) return;
     for (int i = 0; i < v->npupils; ++i)
         adj_pupil_free(&v->pupils[i]);
+    lib_lock(); /* FFTW's planner state: plans are destroyed one at a time */
     adj_transform_free(&v->tr);
     adj_detector_free(&v->det);
+    lib_unlock();
     free(v->grid);
     free(v->out);
     free(v->g);
@@ -50,17 +53,22 @@ void vjp_model_free(vjp_model *v)
     free(v);
 }
 
-int vjp_model_create(psfsim_set *set, const vjp_args *a, vjp_model **out, char *err, size_t errlen)
+int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
+                     char *err, size_t errlen)
 {
     (void)a;
     *out = NULL;
     vjp_model *v = calloc(1, sizeof *v);
     if (!v) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     v->set = set;
+    v->jobs = jobs;
     image_set_problem(&set->e.set, 1, &v->problem);
     char why[LIB_ERRLEN];
-    if (adj_transform_init(&v->tr, &v->problem, why, sizeof why) != 0 ||
-        adj_detector_init(&v->det, &v->problem, why, sizeof why) != 0) {
+    lib_lock(); /* FFTW's planner is not thread-safe (FFTW manual 5.4) */
+    int rc = adj_transform_init(&v->tr, &v->problem, why, sizeof why) != 0 ||
+             adj_detector_init(&v->det, &v->problem, why, sizeof why) != 0;
+    lib_unlock();
+    if (rc) {
         vjp_model_free(v);
         return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
     }
@@ -214,8 +222,10 @@ int vjp_model_image(vjp_model *v, const vjp_args *a, long long k, long long i,
     psf_job job;
     image_info info;
     char why[LIB_ERRLEN];
-    if (image_set_job(&v->set->e.set, k, v->storage, &job, &info, why, sizeof why) != 0)
-        return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
+    if (v->jobs) pthread_mutex_lock(v->jobs);
+    int rc = image_set_job(&v->set->e.set, k, v->storage, &job, &info, why, sizeof why);
+    if (v->jobs) pthread_mutex_unlock(v->jobs);
+    if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
     size_t nn = (size_t)v->det.n * v->det.n, mm = (size_t)v->det.m * v->det.m;
     memset(v->grid, 0, nn * sizeof *v->grid);
     for (int c = 0; c < job.ncomp; ++c) {

@@ -6,6 +6,8 @@
 #ifndef PSFSIM_LIB_VJP_PRIV_H
 #define PSFSIM_LIB_VJP_PRIV_H
 
+#include <pthread.h>
+
 #include "cpu/adjoint.h"
 #include "lib/set_priv.h"
 
@@ -32,9 +34,11 @@ int vjp_args_get(const psfsim_set *set, const psfsim_inputs *inputs, const psfsi
 /* The per-image model (lib/vjp_image.c). */
 typedef struct vjp_model vjp_model;
 
-/* For set and a's terms. PSFSIM_OK, or PSFSIM_ERR_MEMORY / _COMPUTE with
- * err (*out NULL). */
-int vjp_model_create(psfsim_set *set, const vjp_args *a, vjp_model **out, char *err, size_t errlen);
+/* For set and a's terms; jobs (may be NULL) held while an image's job is
+ * made (image_set_job is not thread-safe: its aperture sums). PSFSIM_OK,
+ * or PSFSIM_ERR_MEMORY / _COMPUTE with err (*out NULL). */
+int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
+                     char *err, size_t errlen);
 void vjp_model_free(vjp_model *v);
 
 /* Image k (row i = k - first of the call's inputs) into image[M M] as
