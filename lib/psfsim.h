@@ -411,8 +411,9 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * samples, Zernike basis, OPD map, normalisation, detector stage,
  * orientation) recomputed in double, whose images equal psfsim_compute's
  * to float rounding (the tests: within 1e-5 of the peak). Not covered:
- * detector.noise (the gradient is the noiseless mean image's; a set with
- * noise is computed without it here), the detector stage's clamp at 0
+ * detector.noise (random, and never in the library's images: the
+ * gradient is the noiseless image's, psfsim_compute's, the mean of the
+ * command's noisy exposures), the detector stage's clamp at 0
  * (the double model has no rounding negatives to clamp), the
  * transmission map's gradient (refused: the normalisation depends on the
  * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE, one

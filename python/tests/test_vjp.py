@@ -38,6 +38,8 @@ CASES = {
     "fft_sum": {"normalization": "sum"},
     "fft_pupil": {"normalization": "pupil"},
     "fft_nm": {"aberrations.units": "nm", "aberrations.zernike": [[5, 20.0]]},
+    "wl_sweep_nm": {"aberrations.units": "nm", "aberrations.zernike": [[5, 20.0]],
+                    "sweep.wavelength_nm": [500.0, 700.0]},
     "broadband": {"optics.wavelengths_nm": [550.0, 600.0, 650.0],
                   "optics.weights": [0.2, 0.5, 0.3], "optics.wavelength_nm": None},
     "mft": {"output.npix": 40, "output.pixel_scale": 0.4},
@@ -109,7 +111,7 @@ def test_forward_equals_compute(name):
 def test_zernike_gradient_matches_differences(name):
     """Terms the set has (5) and has not (4, 7, 11), at non-zero inputs."""
     with psfsim.Set(config(name), backend="cpu") as s:
-        unit = 600.0 if name == "fft_nm" else 1.0  # the step in the set's unit
+        unit = 600.0 if name.endswith("_nm") else 1.0  # the step in the set's unit
         terms = [4, 5, 7, 11]
         cot = cotangent(s)
         z0 = np.array([[0.02, -0.01, 0.03, 0.01]] * s.count) * unit
@@ -190,11 +192,15 @@ def opd_config(units="nm", **over):
     return cfg
 
 
-@pytest.mark.parametrize("over", [{}, {"output.npix": 40, "output.pixel_scale": 0.4,
-                                       "normalization": "sum"},
-                                  {"optics.wavelengths_nm": [550.0, 650.0]}])
-def test_opd_map_gradient_matches_differences(over):
-    cfg = opd_config(**over)
+@pytest.mark.parametrize("units,over", [
+    ("nm", {}),
+    ("nm", {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "sum"}),
+    ("nm", {"optics.wavelengths_nm": [550.0, 650.0]}),
+    ("waves", {"optics.wavelengths_nm": [550.0, 650.0], "normalization": "pupil"})])
+def test_opd_map_gradient_matches_differences(units, over):
+    cfg = opd_config(units, **over)
+    if units == "waves":
+        cfg["aberrations"]["opd_map"]["scale"] = 0.002  # 0.04 waves RMS
     if "optics.wavelengths_nm" in over:
         del cfg["optics"]["wavelength_nm"]
     with psfsim.Set(cfg, backend="cpu") as s:
