@@ -148,6 +148,16 @@ void adj_transform_intensity(const adj_transform *t, double scale, double *image
     }
 }
 
+double adj_transform_dot(const adj_transform *t, const double *g)
+{
+    size_t nn = (size_t)t->n * t->n;
+    double sum = 0.0;
+    for (size_t i = 0; i < nn; ++i)
+        sum += g[t->mft ? i : t->shift[i]] *
+               (creal(t->e[i]) * creal(t->e[i]) + cimag(t->e[i]) * cimag(t->e[i]));
+    return sum;
+}
+
 /* B = Wr^H G conj(Wc) into t->box (G = scale g .* E in t->e). */
 static void mft_adjoint(adj_transform *t)
 {

@@ -22,7 +22,8 @@ typedef struct {
     long long first, count, next; /* next: under mu */
     const double *cotangent;
     double *images;
-    size_t mm, map; /* M M; the OPD map's values (0: no map gradient) */
+    size_t mm;
+    size_t map, tmap; /* the OPD and aperture maps' values (0: no such gradient) */
     pthread_mutex_t mu;
     int rc; /* the first failure, under mu */
     char err[LIB_ERRLEN];
@@ -30,8 +31,8 @@ typedef struct {
 
 typedef struct {
     vjp_work *w;
-    vjp_args a;  /* the call's, its OPD gradient this worker's */
-    double *opd; /* [map] this worker's OPD-map gradient */
+    vjp_args a;   /* the call's, its maps' gradients this worker's */
+    double *maps; /* [map + tmap] this worker's OPD-map, then transmission, gradients */
     pthread_t thread;
     int started;
 } vjp_worker;
@@ -87,18 +88,21 @@ static void run_workers(vjp_work *w, vjp_worker *k, int nt)
         else
             worker_run(&k[t]);
     }
-    for (size_t q = 0; q < w->map; ++q) {
+    for (size_t q = 0; q < w->map + w->tmap; ++q) {
         double sum = 0.0;
         for (int t = 0; t < nt; ++t)
-            sum += k[t].opd[q];
-        w->a->gr.opd_map[q] = sum;
+            sum += k[t].maps[q];
+        if (q < w->map)
+            w->a->gr.opd_map[q] = sum;
+        else
+            w->a->gr.transmission[q - w->map] = sum;
     }
 }
 
 /* The images [first, first + count) through the model, spread over
  * threads: images (or NULL) gets them; with cotangent the gradients of
- * a->gr too. The OPD map's gradient is each thread's sum over its images,
- * then the threads' in order: its last bits depend on the thread count. */
+ * a->gr too. The maps' gradients are each thread's sums over its images,
+ * then the threads' in order: their last bits depend on the thread count. */
 static int run(psfsim_set *set, long long first, long long count, const vjp_args *a,
                const double *cotangent, double *images, char *err, size_t errlen)
 {
@@ -112,24 +116,28 @@ static int run(psfsim_set *set, long long first, long long count, const vjp_args
                   .cotangent = cotangent,
                   .images = images,
                   .mm = (size_t)s->samp.npix * s->samp.npix,
-                  .map = a->gr.opd_map ? (size_t)s->opd_rows * s->opd_cols : 0};
+                  .map = a->gr.opd_map ? (size_t)s->opd_rows * s->opd_cols : 0,
+                  .tmap =
+                      a->gr.transmission ? (size_t)s->aperture.map_rows * s->aperture.map_cols : 0};
     int nt = thread_count(set, count);
+    size_t per = w.map + w.tmap;
     vjp_worker *k = calloc((size_t)nt, sizeof *k);
-    double *opd = calloc((size_t)nt * (w.map ? w.map : 1), sizeof *opd);
-    if (!k || !opd) {
+    double *maps = calloc((size_t)nt * (per ? per : 1), sizeof *maps);
+    if (!k || !maps) {
         free(k);
-        free(opd);
+        free(maps);
         return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory for %d threads", nt);
     }
     pthread_mutex_init(&w.mu, NULL);
     for (int t = 0; t < nt; ++t) {
-        k[t] = (vjp_worker){.w = &w, .a = *a, .opd = opd + (size_t)t * w.map};
-        k[t].a.gr.opd_map = w.map ? k[t].opd : NULL;
+        k[t] = (vjp_worker){.w = &w, .a = *a, .maps = maps + (size_t)t * per};
+        k[t].a.gr.opd_map = w.map ? k[t].maps : NULL;
+        k[t].a.gr.transmission = w.tmap ? k[t].maps + w.map : NULL;
     }
     run_workers(&w, k, nt);
     pthread_mutex_destroy(&w.mu);
     free(k);
-    free(opd);
+    free(maps);
     return w.rc == PSFSIM_OK ? PSFSIM_OK : lib_fail(err, errlen, w.rc, "%s", w.err);
 }
 

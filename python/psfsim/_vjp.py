@@ -55,6 +55,9 @@ class Layout:
         _check(_lib.lib.psfsim_map_shape(h, b"aberrations.opd_map.file", ctypes.byref(r),
                                          ctypes.byref(c), err, _ERRLEN), err)
         self.opd_shape = (r.value, c.value)
+        _check(_lib.lib.psfsim_map_shape(h, b"optics.aperture.file", ctypes.byref(r),
+                                         ctypes.byref(c), err, _ERRLEN), err)
+        self.aperture_shape = (r.value, c.value)
         self.label_j = list(s.label_j)
 
 
@@ -123,7 +126,7 @@ def vjp(s, cotangent, wrt, images, first, count, **inputs):
     _lib.lib.psfsim_gradients_init_size(ctypes.byref(grads), ctypes.sizeof(grads))
     shapes = {"zernike": (count, len(call.terms)),
               "segment_zernike": (count, lay.segments, len(call.segment_terms)),
-              "opd_map": lay.opd_shape, "transmission": (1, 1)}
+              "opd_map": lay.opd_shape, "transmission": lay.aperture_shape}
     out = {w: np.zeros(shapes[w], dtype=np.float64) for w in wrt}
     for w, arr in out.items():
         setattr(grads, _FIELD[w], arr.ctypes.data_as(_DP))
