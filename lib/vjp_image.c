@@ -199,8 +199,8 @@ static void finish_adjoint(vjp_model *v, const double *cot, const double *img, d
     if (poppy) rotate_180(v->g, mm);
 }
 
-/* Image row i's gradient destinations (its rows zeroed; the OPD map's
- * shared). */
+/* Image row i's gradient destinations (its rows zeroed; the maps' shared
+ * by the images, summed). */
 static adj_grads grads_of(const vjp_args *a, long long i)
 {
     adj_grads g = {0};
