@@ -400,6 +400,12 @@ def test_errors():
             s.vjp(cot, wrt="transmission")
         with pytest.raises(psfsim.ArgumentError, match="cotangent: shape"):
             s.vjp(cot[:2])
+        with pytest.raises(psfsim.ArgumentError, match="zernike"):
+            s.vjp(cot, terms=[4], zernike=np.zeros((4, 1)))
+        # one row of inputs stands for every image
+        one = s.vjp(cot, terms=[4, 6], zernike=[0.01, 0.02])["zernike"]
+        assert np.array_equal(one, s.vjp(cot, terms=[4, 6],
+                                         zernike=np.tile([0.01, 0.02], (3, 1)))["zernike"])
         with pytest.raises(psfsim.ArgumentError, match="wrt"):
             s.vjp(cot, wrt="tilt")
         with pytest.raises(psfsim.RangeError):
