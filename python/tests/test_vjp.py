@@ -371,8 +371,9 @@ def test_gradient_is_linear_in_the_cotangent():
 def test_threads_give_the_same_gradients():
     """Images spread over threads (the Set's threads=): each image's values
     and Zernike gradients are the same bits whatever the thread count; the
-    OPD map's gradient, summed over the images thread by thread, to
-    rounding."""
+    OPD map's gradient, summed over fixed blocks of images thread by
+    thread, to rounding (and the same bits again for the same count:
+    test_kept_models_give_the_same_values)."""
     cfg = opd_config()
     out = []
     for threads in (1, 3):
@@ -383,6 +384,26 @@ def test_threads_give_the_same_gradients():
     assert np.array_equal(out[0]["zernike"], out[1]["zernike"])
     assert np.allclose(out[0]["opd_map"], out[1]["opd_map"], rtol=1e-12,
                        atol=1e-12 * np.abs(out[0]["opd_map"]).max())
+
+
+def test_kept_models_give_the_same_values():
+    """The models kept on the set between calls (lib/vjp_cache.c: made for
+    one list of terms, replaced by a call with others) give the values a
+    fresh set gives, whatever came before."""
+    cfg = opd_config()
+    with psfsim.Set(cfg, backend="cpu") as fresh:
+        cot = cotangent(fresh)
+        ref = fresh.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    with psfsim.Set(cfg, backend="cpu") as s:
+        for _ in range(2):
+            s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+            s.vjp(cot, terms=[5], zernike=[0.03])     # other terms: the models replaced
+            s.compute_inputs()                         # the label terms, no map gradient
+        out = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+        again = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    for k in ("zernike", "opd_map"):
+        assert np.array_equal(out[k], ref[k])
+        assert np.array_equal(again[k], ref[k])
 
 
 def test_errors():
