@@ -56,6 +56,8 @@ CASES = {
                                "normalization": "sum",
                                "optics.wavelengths_nm": [550.0, 650.0],
                                "optics.wavelength_nm": None},
+    "detector_oversampled": {"detector.oversample": 2, "detector.write": "oversampled",
+                             "detector.jitter_lambda_d": 0.3, "normalization": "pupil"},
     "mft_detector_sum": {"output.npix": 20, "output.pixel_scale": 0.8,
                          "normalization": "sum", "detector.oversample": 2,
                          "detector.ipc": [0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0]},
