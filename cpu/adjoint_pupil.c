@@ -221,11 +221,10 @@ void adj_pupil_field(const adj_pupil *pp, const psf_problem *problem, const adj_
     }
 }
 
-void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_terms *terms,
-                     const psf_component *comp, const adj_input *in, const double complex *b,
-                     const double complex *u, const adj_grads *g)
+void adj_pupil_grads(const adj_pupil *pp, const adj_terms *terms, const psf_component *comp,
+                     const adj_input *in, const double complex *b, const double complex *u,
+                     const adj_grads *g)
 {
-    (void)problem;
     size_t nopen = pp->p.nopen;
     double f = in->units_to_waves;
     for (size_t k = 0; k < nopen; ++k) {

@@ -244,7 +244,7 @@ static void transmission_scales(vjp_model *v, const vjp_args *a, const psf_job *
     double r = peak_share(v, job, c);
     adj_grads tq = {
         .transmission = v->tq, .t_alpha = 2.0 * r / pp->s2, .t_beta = -2.0 * r / pp->s1};
-    adj_pupil_grads(pp, &v->problem, &a->terms, comp, in, NULL, NULL, &tq);
+    adj_pupil_grads(pp, &a->terms, comp, in, NULL, NULL, &tq);
 }
 
 static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const image_info *info,
@@ -261,7 +261,7 @@ static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const i
         if (component(v, a, job, info, c, i, &pp, &in, err, errlen) != 0) return -1;
         if (g.transmission) transmission_scales(v, a, job, c, pp, &in, &g, &q);
         adj_transform_adjoint(&v->tr, pp, v->grid, job->comp[c].scale, v->b);
-        adj_pupil_grads(pp, &v->problem, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
+        adj_pupil_grads(pp, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
     }
     for (size_t p = 0; g.transmission && p < map; ++p)
         g.transmission[p] += q * v->tq[p];
