@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* psfsim_vjp and psfsim_compute_inputs (lib/psfsim.h, API version 4): the
+ * arguments checked (lib/vjp_args.c), then the images through the double
+ * model (lib/vjp_image.c), spread over the set's CPU threads. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu_count.h"
+#include "lib/vjp_priv.h"
+
+/* One call: the images [first, first + count) in nt fixed blocks, each
+ * worker thread with its model (its own pupils, plans and buffers, kept
+ * on the set: lib/vjp_cache.c) and its own maps' gradients, summed at the
+ * end. */
+typedef struct {
+    psfsim_set *set;
+    const vjp_args *a;
+    long long first, count;
+    const double *cotangent;
+    double *images;
+    size_t mm;
+    size_t map, tmap; /* the OPD and aperture maps' values (0: no such gradient) */
+    pthread_mutex_t mu;
+    int rc;          /* the first failure, under mu */
+    atomic_int stop; /* a worker failed: the others stop after their image */
+    char err[LIB_ERRLEN];
+} vjp_work;
+
+typedef struct {
+    vjp_work *w;
+    vjp_args a;        /* the call's, its maps' gradients this worker's */
+    vjp_model **model; /* its slot of the set's kept models (lib/vjp_cache.c) */
+    long long i0, i1;  /* its images: rows [i0, i1) of the call, a fixed block */
+    double *maps;      /* [map + tmap] this worker's OPD-map, then transmission, gradients */
+    pthread_t thread;
+    int started;
+} vjp_worker;
+
+static void *worker_run(void *arg)
+{
+    vjp_worker *k = arg;
+    vjp_work *w = k->w;
+    char err[LIB_ERRLEN];
+    int rc = *k->model ? PSFSIM_OK : vjp_model_create(w->set, &k->a, k->model, err, sizeof err);
+    for (long long i = k->i0; rc == PSFSIM_OK && i < k->i1 && !atomic_load(&w->stop); ++i)
+        rc = vjp_model_image(*k->model, &k->a, &w->mu, w->first + i, i,
+                             w->cotangent ? w->cotangent + (size_t)i * w->mm : NULL,
+                             w->images ? w->images + (size_t)i * w->mm : NULL, err, sizeof err);
+    if (rc != PSFSIM_OK) {
+        atomic_store(&w->stop, 1);
+        pthread_mutex_lock(&w->mu);
+        if (w->rc == PSFSIM_OK) {
+            w->rc = rc;
+            snprintf(w->err, sizeof w->err, "%s", err);
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    return NULL;
+}
+
+/* Threads for count images: the set's psfsim_options.threads (0: one per
+ * CPU), at most one per image and VJP_MAX_THREADS. */
+static int thread_count(const psfsim_set *set, long long count)
+{
+    long long n = set->threads > 0 ? set->threads : psf_cpu_count();
+    n = n < count ? n : count;
+    n = n < VJP_MAX_THREADS ? n : VJP_MAX_THREADS;
+    return n > 1 ? (int)n : 1;
+}
+
+/* Start nt workers (the first on this thread, last), join them, sum
+ * their OPD gradients in worker order into the call's. */
+static void run_workers(vjp_work *w, vjp_worker *k, int nt)
+{
+    for (int t = 1; t < nt; ++t)
+        k[t].started = pthread_create(&k[t].thread, NULL, worker_run, &k[t]) == 0;
+    worker_run(&k[0]);
+    for (int t = 1; t < nt; ++t) {
+        if (k[t].started)
+            pthread_join(k[t].thread, NULL);
+        else
+            worker_run(&k[t]);
+    }
+    for (size_t q = 0; q < w->map + w->tmap; ++q) {
+        double sum = 0.0;
+        for (int t = 0; t < nt; ++t)
+            sum += k[t].maps[q];
+        if (q < w->map)
+            w->a->gr.opd_map[q] = sum;
+        else
+            w->a->gr.transmission[q - w->map] = sum;
+    }
+}
+
+/* The images [first, first + count) through the model, spread over
+ * threads: images (or NULL) gets them; with cotangent the gradients of
+ * a->gr too. The maps' gradients are each thread's sums over its block of
+ * images, then the threads' in order: the same bits for the same thread
+ * count, their last bits another for another. */
+static int run(psfsim_set *set, long long first, long long count, const vjp_args *a,
+               const double *cotangent, double *images, char *err, size_t errlen)
+{
+    int rc = lib_check_range(set, first, count, err, errlen);
+    if (rc != PSFSIM_OK || count == 0) return rc;
+    const image_set *s = &set->e.set;
+    vjp_work w = {.set = set,
+                  .a = a,
+                  .first = first,
+                  .count = count,
+                  .cotangent = cotangent,
+                  .images = images,
+                  .mm = (size_t)s->samp.npix * s->samp.npix,
+                  .map = a->gr.opd_map ? (size_t)s->opd_rows * s->opd_cols : 0,
+                  .tmap =
+                      a->gr.transmission ? (size_t)s->aperture.map_rows * s->aperture.map_cols : 0};
+    int nt = thread_count(set, count);
+    size_t per = w.map + w.tmap;
+    vjp_model **models;
+    if ((rc = vjp_cache_models(set, a, &models, err, errlen)) != PSFSIM_OK) return rc;
+    vjp_worker *k = calloc((size_t)nt, sizeof *k);
+    double *maps = calloc((size_t)nt * (per ? per : 1), sizeof *maps);
+    if (!k || !maps) {
+        free(k);
+        free(maps);
+        return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory for %d threads", nt);
+    }
+    pthread_mutex_init(&w.mu, NULL);
+    for (int t = 0; t < nt; ++t) {
+        k[t] = (vjp_worker){.w = &w,
+                            .a = *a,
+                            .model = &models[t],
+                            .i0 = count * t / nt,
+                            .i1 = count * (t + 1) / nt,
+                            .maps = maps + (size_t)t * per};
+        k[t].a.gr.opd_map = w.map ? k[t].maps : NULL;
+        k[t].a.gr.transmission = w.tmap ? k[t].maps + w.map : NULL;
+    }
+    run_workers(&w, k, nt);
+    pthread_mutex_destroy(&w.mu);
+    free(k);
+    free(maps);
+    return w.rc == PSFSIM_OK ? PSFSIM_OK : lib_fail(err, errlen, w.rc, "%s", w.err);
+}
+
+int psfsim_compute_inputs(psfsim_set *set, long long first, long long count,
+                          const psfsim_inputs *inputs, double *images, char *err, size_t errlen)
+{
+    if (!set || (!images && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no images given");
+    lib_messages_init();
+    vjp_args *a = malloc(sizeof *a);
+    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
+    int rc = vjp_args_get(set, inputs, NULL, a, err, errlen);
+    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_compute_inputs", err, errlen);
+    if (rc == PSFSIM_OK) {
+        rc = run(set, first, count, a, NULL, images, err, errlen);
+        lib_leave(set);
+    }
+    free(a);
+    return rc;
+}
+
+int psfsim_vjp(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
+               const double *cotangent, double *images, psfsim_gradients *grads, char *err,
+               size_t errlen)
+{
+    if (!set || !grads || (!cotangent && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, cotangent or grads given");
+    lib_messages_init();
+    vjp_args *a = malloc(sizeof *a);
+    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
+    int rc = vjp_args_get(set, inputs, grads, a, err, errlen);
+    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_vjp", err, errlen);
+    if (rc == PSFSIM_OK) {
+        rc = run(set, first, count, a, cotangent, images, err, errlen);
+        lib_leave(set);
+    }
+    free(a);
+    return rc;
+}
