@@ -179,9 +179,10 @@ class Stream:
     call (Set.compute) into one array, each batch a view of it: one call
     of many images keeps the GPU's lanes busy and allocates once, where a
     call per batch leaves the GPU idle between calls (bench/stream_bench.py).
-    Default (None): as many as hold 256 MiB of images, 1 to 32. An
-    iteration's calls ramp up, 1, 2, 4, ... batches, to it, so that the
-    first batch waits for one batch's compute.
+    Default (None): as many as hold 256 MiB of images, 1 to 32. After an
+    epoch's last call the thread opens the next epoch's Set and starts its
+    backend, which that epoch's iteration takes (a Set's start is not
+    waited for between epochs).
     prefetch: calls computed ahead on a background thread (0: computed in
     __next__, no thread); at most prefetch calls are computed or waiting
     beyond the one whose batches the consumer is taking. Each batch is a
@@ -268,6 +269,8 @@ class Stream:
         self._labels_arg = labels
         self._iters = weakref.WeakSet()
         self._stats = _Stats()
+        self._warm_lock = threading.Lock()
+        self._warm_set = None  # (epoch, Set) opened ahead (_warm)
 
     # -- the key --
     def epoch_config(self, epoch):
@@ -329,17 +332,46 @@ class Stream:
 
     def _calls(self, plan):
         """plan's batches grouped into calls: [(first, n, [(first, n), ...])],
-        consecutive batches (they are contiguous), 1, 2, 4, ... a call up
-        to batches_per_call: the consumer's first batch waits for one
-        batch's compute, not a whole call's, and each call is computed
-        while the consumer takes the previous ones."""
-        out, i, k = [], 0, 1
-        while i < len(plan):
+        batches_per_call consecutive batches each (they are contiguous)."""
+        k = self.batches_per_call
+        out = []
+        for i in range(0, len(plan), k):
             part = plan[i:i + k]
             out.append((part[0][0], sum(n for _, n in part), part))
-            i += len(part)
-            k = min(2 * k, self.batches_per_call)
         return out
+
+    def _warm(self, epoch):
+        """Open epoch's Set and start its backend (one image computed and
+        dropped), kept for the iteration of that epoch (_take_warm): the
+        producer does it after its last call, so that the next epoch's
+        first batch does not wait for a Set's start (its GPU backend's
+        plans and buffers). A failure leaves nothing: the iteration opens
+        its Set then, and raises there."""
+        try:
+            s = self.epoch_set(epoch)
+        except Exception:  # noqa: BLE001 (raised again by the iteration)
+            return
+        try:
+            s.compute(0, 1, dtype=self.dtype, device=self.device, stream=self.cuda_stream)
+        except Exception:  # noqa: BLE001
+            s.close()
+            return
+        with self._warm_lock:
+            old, self._warm_set = self._warm_set, (epoch, s)
+        if old is not None:
+            old[1].close()
+
+    def _take_warm(self, epoch):
+        """The Set _warm opened for epoch, or None (closing one of another
+        epoch)."""
+        with self._warm_lock:
+            warm, self._warm_set = self._warm_set, None
+        if warm is None:
+            return None
+        if warm[0] != epoch:
+            warm[1].close()
+            return None
+        return warm[1]
 
     def __len__(self):
         """Batches an iteration started now gives (shard_info's shard)."""
@@ -406,9 +438,14 @@ class Stream:
         return self._stats.as_dict()
 
     def close(self):
-        """Stop every iteration of this stream still running."""
+        """Stop every iteration of this stream still running, and close the
+        next epoch's Set opened ahead."""
         for it in list(self._iters):
             it.close()
+        with self._warm_lock:
+            warm, self._warm_set = self._warm_set, None
+        if warm is not None:
+            warm[1].close()
 
     def __enter__(self):
         return self
@@ -420,11 +457,13 @@ class Stream:
         state = self.__dict__.copy()
         state["_iters"] = None
         state["_stats"] = _Stats()
+        state["_warm_lock"] = state["_warm_set"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._iters = weakref.WeakSet()
+        self._warm_lock = threading.Lock()
 
     def as_torch_dataset(self):
         """This stream as a torch.utils.data.IterableDataset (imports torch
@@ -480,6 +519,8 @@ def _produce(stream, s, calls, epoch, seed, out, slots, stop, stats):
             batches = _batches(call, images, labels, epoch, seed)
             for i, batch in enumerate(batches):
                 out.put(("batch", batch, i == 0))
+        if not stop.is_set():
+            stream._warm(epoch + 1)  # while the consumer takes the last call's batches
         out.put(("end", None, 0))
     except BaseException as e:  # noqa: BLE001 (re-raised by the consumer)
         if not stop.is_set():
@@ -498,7 +539,9 @@ class _StreamIter:
         self._calls = stream._calls(self._plan)
         self._next_call = 0
         self._ready = []  # prefetch 0: the current call's batches not yet taken
-        self._set = stream.epoch_set(self.epoch)
+        self._set = stream._take_warm(self.epoch)
+        if self._set is None:
+            self._set = stream.epoch_set(self.epoch)
         self._stats = stream._stats = _Stats()
         self._next = 0
         self._done = False

@@ -308,28 +308,43 @@ def test_prefetch_bound():
     settle(4)
     assert calls == [0, 2, 4, 6]
     it.close()
-    # Calls of 1, then 2 batches: the call being taken and prefetch calls ahead.
+    # Two batches a call: the call being taken and prefetch calls ahead.
     calls.clear()
     st = Counting(config(count=20), 2, prefetch=1, batches_per_call=2)
     it = iter(st)
-    next(it)  # the first call's (only) batch: one more call may start
+    next(it)  # the first call's first batch: one more call may start
     settle(2)
-    assert calls == [0, 2]
-    next(it)  # the second call's first batch: a third may start
-    settle(3)
-    assert calls == [0, 2, 6]
+    assert calls == [0, 4]
     next(it)  # its last batch
+    settle(2)
+    assert calls == [0, 4]
+    next(it)  # the second call's first: a third may start
     settle(3)
-    assert calls == [0, 2, 6]
+    assert calls == [0, 4, 8]
     it.close()
 
 
-def test_calls_ramp_up():
-    st = psfsim.Stream(config(count=40), 2, batches_per_call=4)
-    calls = st._calls(st._plan())
-    assert [len(c[2]) for c in calls] == [1, 2, 4, 4, 4, 4, 1]
-    assert [c[0] for c in calls] == [0, 2, 6, 14, 22, 30, 38]
-    assert [c[1] for c in calls] == [2, 4, 8, 8, 8, 8, 2]
+def test_next_epoch_opened_ahead():
+    """After an epoch's last call the thread opens the next epoch's Set,
+    which the next iteration takes; its batches are a fresh stream's."""
+    st = psfsim.Stream(config(), 3, batches_per_call=2)
+    first = collect(st)
+    assert st._warm_set is not None and st._warm_set[0] == 1
+    warm = st._warm_set[1]
+    st.set_epoch(1)
+    it = iter(st)
+    assert it._set is warm and st._warm_set is None
+    got = collect(it)
+    want = collect(psfsim.Stream(config(), 3, epoch=1, prefetch=0))
+    assert got[0].tobytes() == want[0].tobytes() and got[0].tobytes() != first[0].tobytes()
+    # another epoch than the one opened ahead: that Set closed, a new one opened
+    st.set_epoch(5)
+    it = iter(st)
+    assert it._set is not None and st._warm_set is None
+    assert collect(it)[0].tobytes() == collect(psfsim.Stream(config(), 3, epoch=5,
+                                                             prefetch=0))[0].tobytes()
+    st.close()
+    assert st._warm_set is None
 
 
 @pytest.mark.parametrize("per_call", [1, 2, 3, 5])
