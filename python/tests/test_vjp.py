@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import psfsim
+from gpu_probe import gpu_missing
 
 H = 1e-5  # central-difference step (config units: waves)
 
@@ -406,9 +407,11 @@ def test_errors():
             s.vjp(cot[:1], first=3, count=1)
 
 
-def test_module_functions_and_gpu_sets():
+def test_module_functions_and_gpu_sets(monkeypatch):
     """psfsim.vjp / compute_inputs take a config or an open Set; a Set of
-    backend "auto" computes its gradients on the CPU all the same."""
+    backend "auto" computes its gradients on the CPU with
+    PSFSIM_VJP_BACKEND=cpu (the same bits as a CPU Set's)."""
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "cpu")
     cfg = config("fft")
     with psfsim.Set(cfg, backend="cpu") as s:
         cot = cotangent(s)
@@ -420,3 +423,104 @@ def test_module_functions_and_gpu_sets():
     part = psfsim.vjp(cfg, cot[1:], first=1, count=2)
     assert np.array_equal(part["zernike"], ref["zernike"][1:])
     assert np.array_equal(psfsim.compute_inputs(cfg, first=1, count=1)[0], ref["images"][1])
+
+
+# The GPU's gradients (lib/vjp_gpu.c, gpu/adjoint.cu): FFT sets without a
+# detector stage, global Zernike terms and the OPD map, equal to the CPU's
+# in double. Skipped without a CUDA device.
+GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband"]
+
+
+def gpu_or_skip():
+    why = gpu_missing(config("fft"))
+    if why:
+        pytest.skip("no GPU: " + why)
+
+
+def gpu_and_cpu(cfg):
+    return psfsim.Set(cfg, backend="gpu"), psfsim.Set(cfg, backend="cpu")
+
+
+@pytest.mark.parametrize("name", GPU_CASES + ["poppy_fft"])
+def test_gpu_gradients_equal_the_cpus(name, monkeypatch):
+    """Images and Zernike gradients (given terms at non-zero inputs, and the
+    label terms by default) to 1e-10 relative; compute_inputs too."""
+    gpu_or_skip()
+    cfg = config(name) if name != "poppy_fft" else base(**{"output.orientation": "poppy"})
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")  # no silent fall-back to the CPU
+    g, c = gpu_and_cpu(cfg)
+    with g, c:
+        unit = 600.0 if name.endswith("_nm") else 1.0
+        terms = [4, 5, 7, 11]
+        cot = cotangent(c)
+        z0 = np.array([[0.02, -0.01, 0.03, 0.01]] * c.count) * unit
+        rg = g.vjp(cot, terms=terms, zernike=z0, images=True)
+        rc = c.vjp(cot, terms=terms, zernike=z0, images=True)
+        assert rel(rg["images"], rc["images"]) < 1e-10
+        assert rel(rg["zernike"], rc["zernike"]) < 1e-10
+        assert rel(g.vjp(cot)["zernike"], c.vjp(cot)["zernike"]) < 1e-10
+        assert rel(g.compute_inputs(terms=terms, zernike=z0),
+                   c.compute_inputs(terms=terms, zernike=z0)) < 1e-10
+        part = g.vjp(cot[1:], terms=terms, zernike=z0[1:], first=1, count=2)
+        assert rel(part["zernike"], rc["zernike"][1:]) < 1e-10
+
+
+@pytest.mark.parametrize("units,over", [
+    ("nm", {}),
+    ("nm", {"optics.wavelengths_nm": [550.0, 650.0]}),
+    ("waves", {"optics.wavelengths_nm": [550.0, 650.0], "normalization": "pupil"})])
+def test_gpu_opd_map_gradient_equals_the_cpus(units, over, monkeypatch):
+    gpu_or_skip()
+    cfg = opd_config(units, **over)
+    if units == "waves":
+        cfg["aberrations"]["opd_map"]["scale"] = 0.002
+    if "optics.wavelengths_nm" in over:
+        del cfg["optics"]["wavelength_nm"]
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+    g, c = gpu_and_cpu(cfg)
+    with g, c:
+        cot = cotangent(c)
+        d0 = np.random.default_rng(9).standard_normal((9, 11))
+        rg = g.vjp(cot, wrt=("opd_map", "zernike"), opd_map=d0, images=True)
+        rc = c.vjp(cot, wrt=("opd_map", "zernike"), opd_map=d0, images=True)
+        for k in ("images", "zernike", "opd_map"):
+            assert rel(rg[k], rc[k]) < 1e-10, k
+
+
+def test_gpu_scope_and_errors(monkeypatch):
+    """Out of scope (MFT, the detector stage): the CPU's path, the same bits;
+    PSFSIM_VJP_BACKEND=gpu refuses them (BackendError). Each checked CUDA,
+    cuFFT and cuBLAS call failing in turn (PSFSIM_GPU_FAIL_AT) is a
+    ComputeError naming it, or without PSFSIM_VJP_BACKEND the CPU's result."""
+    gpu_or_skip()
+    for name in ("mft", "detector"):
+        g, c = gpu_and_cpu(config(name))
+        with g, c:
+            cot = cotangent(c)
+            assert np.array_equal(g.vjp(cot)["zernike"], c.vjp(cot)["zernike"])
+            monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+            with pytest.raises(psfsim.BackendError, match="cannot run on the GPU"):
+                g.vjp(cot)
+            monkeypatch.delenv("PSFSIM_VJP_BACKEND")
+    g, c = gpu_and_cpu(config("broadband"))
+    with g, c:
+        cot = cotangent(c)
+        ref = c.vjp(cot)["zernike"]
+        failed = 0
+        for n in range(1, 200):
+            monkeypatch.setenv("PSFSIM_GPU_FAIL_AT", str(n))
+            monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+            try:
+                got = g.vjp(cot)["zernike"]
+            except psfsim.ComputeError as e:
+                assert "injected fault at CUDA call %d" % n in str(e)
+                failed += 1
+                monkeypatch.delenv("PSFSIM_VJP_BACKEND")
+                assert np.array_equal(g.vjp(cot)["zernike"], ref)  # the CPU's fall-back
+                continue
+            assert rel(got, ref) < 1e-10
+            break
+        assert failed >= 10
+        monkeypatch.delenv("PSFSIM_GPU_FAIL_AT")
+        monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+        assert rel(g.vjp(cot)["zernike"], ref) < 1e-10
