@@ -98,7 +98,9 @@ typedef struct {
  *         (a DGEMV).
  * Everything in double. Every function makes the instance's device
  * current first; each that can fail returns 0, or -1 with a message
- * naming the CUDA, cuFFT or cuBLAS call in err. */
+ * naming the CUDA, cuFFT or cuBLAS call in err. PSFSIM_GPU_FAIL_AT=n
+ * (gpu/cuda_check.h) fails the n-th checked call of each create,
+ * add_pupil, set_row and run. An instance is one caller's at a time. */
 typedef struct gpu_vjp gpu_vjp;
 
 typedef struct {
@@ -117,6 +119,9 @@ typedef struct {
      * *index gets its number (0, 1, ...; at most 64 pupils). */
     int (*add_pupil)(gpu_vjp *v, size_t nopen, const unsigned *dest, const double *amp,
                      const double *basis, int *index, char *err, size_t errlen);
+    /* Replace row `row` of pupil pupil's basis with values [nopen] (the
+     * OPD row when the call's OPD map input changes). */
+    int (*set_row)(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen);
     /* nrows rows (coeff [nrows][K]) adding to nimages images: images (NULL:
      * not wanted) gets [nimages][N][N]; with cotangent [nimages][N][N]
      * (NULL: a forward only) gcoeff [nrows][K] gets each row's gradient

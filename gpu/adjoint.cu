@@ -95,8 +95,7 @@ static void vjp_destroy(gpu_vjp *v)
 /* Point the checker at this call's err and make the device current. */
 static int enter(gpu_vjp *v, char *err, size_t errlen)
 {
-    v->chk.err = err;
-    v->chk.errlen = errlen;
+    gpu_check_init(&v->chk, v->device, err, errlen); /* each entry's calls counted afresh */
     return GPU_CUDA(&v->chk, cudaSetDevice(v->device));
 }
 
@@ -184,6 +183,20 @@ fail:
     cudaFree(p->dopd);
     memset(p, 0, sizeof *p);
     return -1;
+}
+
+static int vjp_set_row(gpu_vjp *v, int pupil, int row, const double *values, char *err,
+                       size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    if (pupil < 0 || pupil >= v->npupils || row < 0 || row >= v->k) {
+        snprintf(err, errlen, "gpu: gradients' basis row %d of pupil %d: out of range", row, pupil);
+        return -1;
+    }
+    size_t n = v->pup[pupil].nopen;
+    if (n == 0) return 0;
+    return GPU_CUDA(&v->chk, cudaMemcpy(v->pup[pupil].basis + (size_t)row * n, values,
+                                        n * sizeof *values, cudaMemcpyHostToDevice));
 }
 
 /* The batch buffers for rows rows of nopen samples. */
@@ -376,4 +389,4 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
     return GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream));
 }
 
-const gpu_vjp_ops gpu_vjp_table = {vjp_create, vjp_add_pupil, vjp_run, vjp_destroy};
+const gpu_vjp_ops gpu_vjp_table = {vjp_create, vjp_add_pupil, vjp_set_row, vjp_run, vjp_destroy};

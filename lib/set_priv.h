@@ -45,6 +45,7 @@ struct psfsim_set {
     psfsim_progress_fn progress;
     void *progress_user;
     atomic_int cancel; /* psfsim_cancel: the next batch boundary stops */
+    void *vjp_gpu;     /* lib/vjp_gpu.c's kept state (the GPU's gradients), or NULL */
     atomic_flag busy;  /* a call is using the set (lib_enter): the lanes, the backends'
                           FFT plans and buffers, query_storage are one call's at a time */
 };
@@ -85,6 +86,9 @@ int lib_lane_fall_back(psfsim_set *s, lib_lane *ln, const char *why, char *err, 
 /* The float buffer of lane ln's batch (made once). PSFSIM_OK or
  * PSFSIM_ERR_MEMORY. */
 int lib_lane_scratch(psfsim_set *s, lib_lane *ln, char *err, size_t errlen);
+
+/* Free what the GPU's gradients keep on s (lib/vjp_gpu.c; psfsim_close). */
+void vjp_gpu_close(psfsim_set *s);
 
 /* Stop every lane and free its buffers. */
 void lib_lanes_stop(psfsim_set *s);

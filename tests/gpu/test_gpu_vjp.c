@@ -3,8 +3,9 @@
  * API, against the same set on the CPU: a broadband FFT set in nm with an
  * OPD map in memory and "sum" normalisation, its
  * images, Zernike and OPD-map gradients equal to 1e-10 relative with
- * PSFSIM_VJP_BACKEND=gpu (no fall-back), over two chunks' worth of calls
- * (first 1, count 2, then all); an MFT set refused with PSFSIM_ERR_BACKEND
+ * PSFSIM_VJP_BACKEND=gpu (no fall-back), for part of the set (first 1,
+ * count 2) and after the OPD map input changes or goes (the kept state's
+ * OPD rows rewritten); an MFT set refused with PSFSIM_ERR_BACKEND
  * under PSFSIM_VJP_BACKEND=gpu and computed on the CPU without it (the same
  * bits). Links libpsfsim.so as a user does. Skipped (exit 77) without a
  * CUDA device (psfsim_device_alloc fails), except with
@@ -122,6 +123,17 @@ static void test_fft_broadband_opd(void **state)
     expect_rel("images 1..2", rg.img, rc.img, 2 * 64 * 64, 1e-10);
     expect_rel("zernike 1..2", rg.z, rc.z, 6, 1e-10);
     expect_rel("opd_map 1..2", rg.opd, rc.opd, 63, 1e-10);
+    for (int i = 0; i < 63; ++i) /* another OPD map input: the kept pupils' OPD rows */
+        opd_in[i] *= -2.0;
+    vjp(g, 0, 3, cot, zin, opd_in, &rg);
+    vjp(c, 0, 3, cot, zin, opd_in, &rc);
+    expect_rel("images, map 2", rg.img, rc.img, 3 * 64 * 64, 1e-10);
+    expect_rel("zernike, map 2", rg.z, rc.z, 9, 1e-10);
+    expect_rel("opd_map, map 2", rg.opd, rc.opd, 63, 1e-10);
+    vjp(g, 0, 3, cot, zin, NULL, &rg); /* none: the set's own map again */
+    vjp(c, 0, 3, cot, zin, NULL, &rc);
+    expect_rel("images, no map", rg.img, rc.img, 3 * 64 * 64, 1e-10);
+    expect_rel("opd_map, no map", rg.opd, rc.opd, 63, 1e-10);
     unsetenv("PSFSIM_VJP_BACKEND");
     free(cot);
     psfsim_close(g);

@@ -87,6 +87,17 @@ static int add_pupil(gpu_vjp *v, size_t nopen, const unsigned *dest, const doubl
     return 0;
 }
 
+static int set_row(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen)
+{
+    if (pupil < 0 || pupil >= v->npupils || row < 0 || row >= v->k) {
+        snprintf(err, errlen, "host: row %d of pupil %d: out of range", row, pupil);
+        return -1;
+    }
+    host_pupil *p = &v->pup[pupil];
+    memcpy(p->basis + (size_t)row * p->nopen, values, p->nopen * sizeof *values);
+    return 0;
+}
+
 static size_t shift_of(size_t q, int n)
 {
     size_t u = q / (size_t)n, w = q % (size_t)n, h = (size_t)(n / 2);
@@ -157,7 +168,7 @@ static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images,
     return rc;
 }
 
-static const gpu_vjp_ops host_vjp = {create, add_pupil, run, destroy};
+static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row, run, destroy};
 
 __attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
     .abi = GPU_MODULE_ABI,
