@@ -104,9 +104,9 @@ typedef struct {
  * transmission[pixel] += sum_n dA_n tg_n weight(n, pixel) with dL/dA_n =
  * t_direct 2 Re(conj(B_n) u_n) / A_n + t_alpha A_n + t_beta (dU_n/dA_n =
  * u_n / A_n; b and u are not read without t_direct). */
-void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_terms *terms,
-                     const psf_component *comp, const adj_input *in, const double complex *b,
-                     const double complex *u, const adj_grads *g);
+void adj_pupil_grads(const adj_pupil *pp, const adj_terms *terms, const psf_component *comp,
+                     const adj_input *in, const double complex *b, const double complex *u,
+                     const adj_grads *g);
 
 /* The transform of a problem: the FFT of the N x N grid (zero frequency
  * moved to N/2), or the MFT onto the M x M grid (cpu/mft.h's matrices, in

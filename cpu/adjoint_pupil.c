@@ -221,15 +221,16 @@ void adj_pupil_field(const adj_pupil *pp, const psf_problem *problem, const adj_
     }
 }
 
-void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_terms *terms,
-                     const psf_component *comp, const adj_input *in, const double complex *b,
-                     const double complex *u, const adj_grads *g)
+void adj_pupil_grads(const adj_pupil *pp, const adj_terms *terms, const psf_component *comp,
+                     const adj_input *in, const double complex *b, const double complex *u,
+                     const adj_grads *g)
 {
-    (void)problem;
     size_t nopen = pp->p.nopen;
     double f = in->units_to_waves;
     for (size_t k = 0; k < nopen; ++k) {
-        double dw = b ? 4.0 * M_PI * cimag(b[k] * conj(u[k])) : 0.0; /* dL/dW_k */
+        /* dL/dW_k = 4 pi Im(b conj(u)), written out (C's complex product
+         * is a library call: cpu/adjoint_transform.c, cmul) */
+        double dw = b ? 4.0 * M_PI * (cimag(b[k]) * creal(u[k]) - creal(b[k]) * cimag(u[k])) : 0.0;
         for (int t = 0; g->zernike && t < terms->nterms; ++t)
             g->zernike[t] += f * dw * pp->zb[(size_t)t * nopen + k];
         if (g->seg_zernike && terms->seg_nterms > 0 && pp->seg[k] >= 0) {
@@ -242,7 +243,7 @@ void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_
         if (!g->transmission || !pp->tg) continue;
         double a = pp->p.amp[k];
         double da = g->t_alpha * a + g->t_beta;
-        if (g->t_direct) da += 2.0 * creal(conj(b[k]) * u[k]) / a;
+        if (g->t_direct) da += 2.0 * (creal(b[k]) * creal(u[k]) + cimag(b[k]) * cimag(u[k])) / a;
         for (int q = 0; q < 4; ++q)
             g->transmission[pp->aw_idx[4 * k + q]] += da * pp->tg[k] * pp->aw[4 * k + q];
     }

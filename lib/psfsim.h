@@ -427,10 +427,14 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * command's noisy exposures), the detector stage's clamp at 0
  * (the double model has no rounding negatives to clamp), and the
  * transmission gradient at samples where the aperture is 0 (not in the
- * pupil: raising the map there is not seen). Each call builds its pupils and plans (FFTW_ESTIMATE,
- * one set per thread) and frees them when it returns. Each image's values and gradients are the
- * same bits whatever the thread count, but for the maps' (OPD, transmission), summed over the
- * images thread by thread (their last bits). */
+ * pupil: raising the map there is not seen). Each thread's pupils, plans
+ * (FFTW_ESTIMATE) and buffers are kept on the set for the next call with
+ * the same terms (a call with other terms makes new ones) until
+ * psfsim_close. Each image's values and gradients are the same bits
+ * whatever the thread count, but for the maps' (OPD, transmission):
+ * each thread sums a fixed block of the images, then the threads' sums
+ * are added in order (the same bits for the same thread count, the last
+ * bits another for another). */
 
 /* What a call adds to each image's own aberrations (its totals, as
  * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /

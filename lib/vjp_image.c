@@ -18,7 +18,6 @@
 
 struct vjp_model {
     psfsim_set *set;
-    pthread_mutex_t *jobs; /* held around image_set_job, or NULL */
     psf_problem problem;
     adj_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
@@ -55,14 +54,12 @@ void vjp_model_free(vjp_model *v)
     free(v);
 }
 
-int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
-                     char *err, size_t errlen)
+int vjp_model_create(psfsim_set *set, const vjp_args *a, vjp_model **out, char *err, size_t errlen)
 {
     *out = NULL;
     vjp_model *v = calloc(1, sizeof *v);
     if (!v) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     v->set = set;
-    v->jobs = jobs;
     image_set_problem(&set->e.set, 1, &v->problem);
     char why[LIB_ERRLEN];
     lib_lock(); /* FFTW's planner is not thread-safe (FFTW manual 5.4) */
@@ -247,7 +244,7 @@ static void transmission_scales(vjp_model *v, const vjp_args *a, const psf_job *
     double r = peak_share(v, job, c);
     adj_grads tq = {
         .transmission = v->tq, .t_alpha = 2.0 * r / pp->s2, .t_beta = -2.0 * r / pp->s1};
-    adj_pupil_grads(pp, &v->problem, &a->terms, comp, in, NULL, NULL, &tq);
+    adj_pupil_grads(pp, &a->terms, comp, in, NULL, NULL, &tq);
 }
 
 static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const image_info *info,
@@ -264,22 +261,22 @@ static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const i
         if (component(v, a, job, info, c, i, &pp, &in, err, errlen) != 0) return -1;
         if (g.transmission) transmission_scales(v, a, job, c, pp, &in, &g, &q);
         adj_transform_adjoint(&v->tr, pp, v->grid, job->comp[c].scale, v->b);
-        adj_pupil_grads(pp, &v->problem, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
+        adj_pupil_grads(pp, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
     }
     for (size_t p = 0; g.transmission && p < map; ++p)
         g.transmission[p] += q * v->tq[p];
     return 0;
 }
 
-int vjp_model_image(vjp_model *v, const vjp_args *a, long long k, long long i,
-                    const double *cotangent, double *image, char *err, size_t errlen)
+int vjp_model_image(vjp_model *v, const vjp_args *a, pthread_mutex_t *jobs, long long k,
+                    long long i, const double *cotangent, double *image, char *err, size_t errlen)
 {
     psf_job job;
     image_info info;
     char why[LIB_ERRLEN];
-    if (v->jobs) pthread_mutex_lock(v->jobs);
+    if (jobs) pthread_mutex_lock(jobs);
     int rc = image_set_job(&v->set->e.set, k, v->storage, &job, &info, why, sizeof why);
-    if (v->jobs) pthread_mutex_unlock(v->jobs);
+    if (jobs) pthread_mutex_unlock(jobs);
     if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
     size_t nn = (size_t)v->det.n * v->det.n, mm = (size_t)v->det.m * v->det.m;
     memset(v->grid, 0, nn * sizeof *v->grid);

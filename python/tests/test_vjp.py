@@ -59,6 +59,8 @@ CASES = {
                                "normalization": "sum",
                                "optics.wavelengths_nm": [550.0, 650.0],
                                "optics.wavelength_nm": None},
+    "detector_oversampled": {"detector.oversample": 2, "detector.write": "oversampled",
+                             "detector.jitter_lambda_d": 0.3, "normalization": "pupil"},
     "mft_detector_sum": {"output.npix": 20, "output.pixel_scale": 0.8,
                          "normalization": "sum", "detector.oversample": 2,
                          "detector.ipc": [0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0]},
@@ -374,8 +376,9 @@ def test_gradient_is_linear_in_the_cotangent():
 def test_threads_give_the_same_gradients():
     """Images spread over threads (the Set's threads=): each image's values
     and Zernike gradients are the same bits whatever the thread count; the
-    OPD map's gradient, summed over the images thread by thread, to
-    rounding."""
+    OPD map's gradient, summed over fixed blocks of images thread by
+    thread, to rounding (and the same bits again for the same count:
+    test_kept_models_give_the_same_values)."""
     cfg = opd_config()
     out = []
     for threads in (1, 3):
@@ -386,6 +389,26 @@ def test_threads_give_the_same_gradients():
     assert np.array_equal(out[0]["zernike"], out[1]["zernike"])
     assert np.allclose(out[0]["opd_map"], out[1]["opd_map"], rtol=1e-12,
                        atol=1e-12 * np.abs(out[0]["opd_map"]).max())
+
+
+def test_kept_models_give_the_same_values():
+    """The models kept on the set between calls (lib/vjp_cache.c: made for
+    one list of terms, replaced by a call with others) give the values a
+    fresh set gives, whatever came before."""
+    cfg = opd_config()
+    with psfsim.Set(cfg, backend="cpu") as fresh:
+        cot = cotangent(fresh)
+        ref = fresh.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    with psfsim.Set(cfg, backend="cpu") as s:
+        for _ in range(2):
+            s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+            s.vjp(cot, terms=[5], zernike=[0.03])     # other terms: the models replaced
+            s.compute_inputs()                         # the label terms, no map gradient
+        out = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+        again = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    for k in ("zernike", "opd_map"):
+        assert np.array_equal(out[k], ref[k])
+        assert np.array_equal(again[k], ref[k])
 
 
 def test_errors():
@@ -403,6 +426,12 @@ def test_errors():
             s.vjp(cot, wrt="transmission")
         with pytest.raises(psfsim.ArgumentError, match="cotangent: shape"):
             s.vjp(cot[:2])
+        with pytest.raises(psfsim.ArgumentError, match="zernike"):
+            s.vjp(cot, terms=[4], zernike=np.zeros((4, 1)))
+        # one row of inputs stands for every image
+        one = s.vjp(cot, terms=[4, 6], zernike=[0.01, 0.02])["zernike"]
+        assert np.array_equal(one, s.vjp(cot, terms=[4, 6],
+                                         zernike=np.tile([0.01, 0.02], (3, 1)))["zernike"])
         with pytest.raises(psfsim.ArgumentError, match="wrt"):
             s.vjp(cot, wrt="tilt")
         with pytest.raises(psfsim.RangeError):
