@@ -122,12 +122,13 @@ typedef struct {
     /* Replace row `row` of pupil pupil's basis with values [nopen] (the
      * OPD row when the call's OPD map input changes). */
     int (*set_row)(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen);
-    /* nrows rows (coeff [nrows][K]) adding to nimages images: images (NULL:
-     * not wanted) gets [nimages][N][N]; with cotangent [nimages][N][N]
-     * (NULL: a forward only) gcoeff [nrows][K] gets each row's gradient
-     * and d_opd (NULL, or one pointer per pupil, each NULL or [nopen]) is
-     * added to. Rows run grouped by pupil, in batches of the instance's
-     * size (its buffers and cuFFT plans made on first need). */
+    /* nrows rows (coeff [nrows][K]), their images non-decreasing, adding
+     * to nimages images: images (NULL: not wanted) gets [nimages][N][N];
+     * with cotangent [nimages][N][N] (NULL: a forward only) gcoeff
+     * [nrows][K] gets each row's gradient and d_opd (NULL, or one pointer
+     * per pupil, each NULL or [nopen]) is added to. Rows run grouped by
+     * pupil, in batches of the instance's size (its buffers and cuFFT
+     * plans made on first need). */
     int (*run)(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
                const gpu_vjp_row *rows, const double *coeff, double *gcoeff, double *const *d_opd,
                char *err, size_t errlen);

@@ -348,6 +348,10 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
             snprintf(err, errlen, "gpu: gradients' row %d: pupil %d or image %d out of range", r,
                      rows[r].pupil, rows[r].image);
             return -1;
+        } else if (r > 0 && rows[r].image < rows[r - 1].image) {
+            snprintf(err, errlen, "gpu: gradients' row %d: image %d after image %d", r,
+                     rows[r].image, rows[r - 1].image);
+            return -1;
         }
     if (nimages < 1) return 0;
     if (!v->h_rows) {

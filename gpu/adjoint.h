@@ -63,7 +63,8 @@ typedef struct {
 
 /* grid = U (zeroed, then the samples' A exp(i 2 pi W)). 0 or -1. */
 int gpu_vjp_field(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
-/* images[image[r]][shift q] += scale[r] |grid[r][q]|^2 over r in order. */
+/* images[image[r]][shift q] += scale[r] |grid[r][q]|^2 over r in order
+ * (image[] non-decreasing). */
 int gpu_vjp_intensity(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 /* grid[r][q] *= scale[r] cotangent[image[r]][shift q]. */
 int gpu_vjp_cotangent(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);

@@ -75,15 +75,22 @@ __global__ static void k_field(gpu_vjp_batch b)
     b.grid[r * nn + b.dest[k]] = field_of(b.amp[k], b.w[r * b.nopen + k]);
 }
 
+/* One thread per pixel q and run of rows of one image (the rows' images
+ * are non-decreasing: gpu_vjp_ops.run checks), the run's first row's
+ * thread adding the run's rows in order: no two threads write one pixel,
+ * and the sums' order is fixed. */
 __global__ static void k_intensity(gpu_vjp_batch b)
 {
     size_t nn = (size_t)b.n * b.n, q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= nn) return;
-    size_t p = shift_of(q, b.n);
-    for (int r = 0; r < b.rows; ++r) {
+    int r = blockIdx.y, img = b.image[r];
+    if (q >= nn || (r > 0 && b.image[r - 1] == img)) return;
+    double *out = b.images + (size_t)img * nn + shift_of(q, b.n);
+    double v = *out;
+    for (; r < b.rows && b.image[r] == img; ++r) {
         cuDoubleComplex e = b.grid[r * nn + q];
-        b.images[(size_t)b.image[r] * nn + p] += b.scale[r] * (e.x * e.x + e.y * e.y);
+        v += b.scale[r] * (e.x * e.x + e.y * e.y);
     }
+    *out = v;
 }
 
 __global__ static void k_cotangent(gpu_vjp_batch b)
@@ -126,7 +133,7 @@ int gpu_vjp_field(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
 
 int gpu_vjp_intensity(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
 {
-    k_intensity<<<blocks((size_t)b->n * b->n), THREADS, 0, s>>>(*b);
+    k_intensity<<<dim3(blocks((size_t)b->n * b->n), (unsigned)b->rows), THREADS, 0, s>>>(*b);
     return GPU_LAUNCH(chk, "k_intensity");
 }
 
