@@ -91,7 +91,9 @@ typedef struct {
  *         the zeroed N x N grid, E_r = FFT(U_r) (cuFFT Z2Z, forward),
  *   image[row's image][shift(q)] += scale_r |E_r[q]|^2 (shift: the zero
  *         frequency to (N/2, N/2), cpu/adjoint_transform.c's table),
- * and with a cotangent g (per image, N x N, as the images):
+ *         then the detector stage (gpu_vjp_detector) if set,
+ * and with a cotangent (per image, as the images; g its transpose through
+ * the detector stage, N x N):
  *   B_r = F^H(scale_r g[shift(q)] E_r[q]) (the inverse Z2Z, unnormalised),
  *   dW_r[k] = 4 pi Im(B_r[dest k] conj(U_r[k])),
  *   gcoeff_r = B_p dW_r (a DGEMM), d_opd_p[k] += sum_r opd_weight_r dW_r[k]
@@ -110,6 +112,19 @@ typedef struct {
     double opd_weight; /* its factor in d_opd (the component's opd_to_waves) */
 } gpu_vjp_row;
 
+/* The detector stage (cpu/adjoint_detector.c's, backend/detector.h): the
+ * N x N grid image I becomes D = S(h * I) [M][M], h * I = C2R(R2C(I) T),
+ * S the sampling: D[i][j] = the sum of the s x s block at (i s + off,
+ * j s + off) (bins), or s^2 I there; its transpose scatters, then
+ * convolves with conj(T). */
+typedef struct {
+    int m;             /* M: N / s when sampled, else N */
+    int s, off;        /* the oversampling, the first sample's offset */
+    int sample, bins;  /* 1: sampled; 1: WebbPSF's blocks summed */
+    int convolve;      /* 1: the convolution (otf given) */
+    const double *otf; /* [N][N/2 + 1] complex (re, im): T / N^2 (psf_detector_otf_double) */
+} gpu_vjp_detector;
+
 typedef struct {
     /* An instance on CUDA device `device` for N x N grids (n) and K basis
      * rows per pupil (nbasis >= 1). */
@@ -122,9 +137,14 @@ typedef struct {
     /* Replace row `row` of pupil pupil's basis with values [nopen] (the
      * OPD row when the call's OPD map input changes). */
     int (*set_row)(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen);
+    /* The detector stage d (copied) from now on: the images and the
+     * cotangents of run are then [M][M]. */
+    int (*set_detector)(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen);
     /* nrows rows (coeff [nrows][K]), their images non-decreasing, adding
-     * to nimages images: images (NULL: not wanted) gets [nimages][N][N];
-     * with cotangent [nimages][N][N] (NULL: a forward only) gcoeff
+     * to nimages images: images (NULL: not wanted) gets [nimages][M][M]
+     * (M = N without a detector stage, which each image's grid then goes
+     * through); with cotangent [nimages][M][M] (NULL: a forward only; its
+     * transpose through the stage first) gcoeff
      * [nrows][K] gets each row's gradient and d_opd (NULL, or one pointer
      * per pupil, each NULL or [nopen]) is added to. Rows run grouped by
      * pupil, in batches of the instance's size (its buffers and cuFFT

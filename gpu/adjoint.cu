@@ -7,7 +7,9 @@
  * coefficients copied in, W = C B (DGEMM), the field, the forward Z2Z,
  * the intensities into the run's images, and with a cotangent its product,
  * the inverse Z2Z, dL/dW, dL/dc = dW B^T (DGEMM, copied out) and the OPD
- * samples' sum (DGEMV). Every call is checked (gpu/cuda_check.h). */
+ * samples' sum (DGEMV). With a detector stage (gpu/adjoint_detector.cu)
+ * the cotangents' transpose through it comes first and the images go
+ * through it last. Every call is checked (gpu/cuda_check.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@ struct gpu_vjp {
     cublasHandle_t blas;
     int have_stream, have_blas;
     gpu_vjp_plans plans;
+    gpu_vjp_det det;
     vjp_pupil pup[VJP_PUPILS];
     int npupils;
     /* the batch's device buffers, for cap_rows rows of cap_nopen samples */
@@ -80,6 +83,7 @@ static void vjp_destroy(gpu_vjp *v)
         cudaFree(v->pup[p].dopd);
     }
     gpu_vjp_plans_free(&v->plans);
+    gpu_vjp_det_free(&v->det);
     if (v->have_blas) cublasDestroy(v->blas);
     if (v->have_stream) cudaStreamDestroy(v->stream);
     free(v->h_coef);
@@ -197,6 +201,12 @@ static int vjp_set_row(gpu_vjp *v, int pupil, int row, const double *values, cha
     if (n == 0) return 0;
     return GPU_CUDA(&v->chk, cudaMemcpy(v->pup[pupil].basis + (size_t)row * n, values,
                                         n * sizeof *values, cudaMemcpyHostToDevice));
+}
+
+static int vjp_set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    return gpu_vjp_det_set(&v->det, &v->chk, v->n, d);
 }
 
 /* The batch buffers for rows rows of nopen samples. */
@@ -362,11 +372,15 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
         }
     }
     size_t plane = (size_t)v->n * v->n * sizeof(double);
-    int backward = cotangent != NULL;
+    int backward = cotangent != NULL, det = v->det.active;
+    size_t out = det ? (size_t)v->det.m * v->det.m * sizeof(double) : plane; /* an output's bytes */
     if (reserve_images(v, nimages) ||
+        (det && gpu_vjp_det_reserve(&v->det, &v->chk, nimages, v->stream)) ||
         GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream)) ||
-        (backward && GPU_CUDA(&v->chk, cudaMemcpyAsync(v->cot, cotangent, nimages * plane,
-                                                       cudaMemcpyHostToDevice, v->stream))))
+        (backward &&
+         GPU_CUDA(&v->chk, cudaMemcpyAsync(det ? v->det.cot : v->cot, cotangent, nimages * out,
+                                           cudaMemcpyHostToDevice, v->stream))) ||
+        (backward && det && gpu_vjp_det_adjoint(&v->det, &v->chk, v->stream, v->cot, nimages)))
         return -1;
     for (int p = 0; p < v->npupils; ++p) {
         double *dopd = backward && d_opd ? d_opd[p] : NULL;
@@ -387,10 +401,14 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
         }
         if (dopd && used && add_dopd(v, p, dopd)) return -1;
     }
-    if (images && GPU_CUDA(&v->chk, cudaMemcpyAsync(images, v->images, nimages * plane,
-                                                    cudaMemcpyDeviceToHost, v->stream)))
+    if (det && images && gpu_vjp_det_forward(&v->det, &v->chk, v->stream, v->images, nimages))
+        return -1;
+    if (images &&
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(images, det ? v->det.out : v->images, nimages * out,
+                                          cudaMemcpyDeviceToHost, v->stream)))
         return -1;
     return GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream));
 }
 
-const gpu_vjp_ops gpu_vjp_table = {vjp_create, vjp_add_pupil, vjp_set_row, vjp_run, vjp_destroy};
+const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil, vjp_set_row,
+                                   vjp_set_detector, vjp_run,       vjp_destroy};

@@ -7,7 +7,9 @@
  *                       samples' sum);
  *   gpu/adjoint_fft.cu  the kernels of one batch (the field, the
  *                       intensity, the cotangent's product, dL/dW) and the
- *                       batched double-complex cuFFT plans.
+ *                       batched double-complex cuFFT plans;
+ *   gpu/adjoint_detector.cu  the detector stage (D2Z, T, Z2D, sampling)
+ *                       and its transpose.
  *
  * The model and its adjoint are cpu/adjoint.h's (FFT sets), in double. */
 #ifndef PSFSIM_GPU_ADJOINT_H
@@ -45,6 +47,26 @@ void gpu_vjp_plans_init(gpu_vjp_plans *pc, int n, cudaStream_t stream);
  * -1 with chk's message. */
 int gpu_vjp_plan(gpu_vjp_plans *pc, gpu_check *chk, int batch, cufftHandle *out);
 void gpu_vjp_plans_free(gpu_vjp_plans *pc);
+
+/* The detector stage on the device (gpu/adjoint_detector.cu). */
+typedef struct {
+    int active, n, m, s, off, sample, bins, convolve;
+    cuDoubleComplex *otf;  /* [N][N/2 + 1] T / N^2 */
+    cuDoubleComplex *spec; /* [cap][N][N/2 + 1] */
+    double *out, *cot;     /* [cap][M][M] the stage's images, the cotangents */
+    int cap, plan_batch;   /* plan_batch: the plans' batch count (0: none) */
+    cufftHandle d2z, z2d;
+} gpu_vjp_det;
+
+/* d for N = n from desc (the transfer function copied). 0 or -1. */
+int gpu_vjp_det_set(gpu_vjp_det *d, gpu_check *chk, int n, const gpu_vjp_detector *desc);
+/* Buffers and plans for nimages images on stream s. 0 or -1. */
+int gpu_vjp_det_reserve(gpu_vjp_det *d, gpu_check *chk, int nimages, cudaStream_t s);
+/* d->out = the stage of grid [nimages][N][N] (grid overwritten). */
+int gpu_vjp_det_forward(gpu_vjp_det *d, gpu_check *chk, cudaStream_t s, double *grid, int nimages);
+/* grid [nimages][N][N] = the stage's transpose of d->cot. */
+int gpu_vjp_det_adjoint(gpu_vjp_det *d, gpu_check *chk, cudaStream_t s, double *grid, int nimages);
+void gpu_vjp_det_free(gpu_vjp_det *d);
 
 /* One batch of rows on one pupil, on the device (gpu/adjoint_fft.cu). */
 typedef struct {

@@ -23,13 +23,14 @@
  * coefficients are the component's coeff_waves, the inputs' times
  * units_to_waves, and opd_to_waves, so W = C B is the CPU's phase.
  *
- * Scope (else the CPU's path, lib/vjp.c): an FFT set (not the MFT), no
- * active detector stage, no segment inputs or gradients, no transmission
- * gradient. A set whose backend is the CPU always takes the CPU's path.
- * For a GPU set, PSFSIM_VJP_BACKEND: "cpu" the CPU; "gpu" the GPU or an
- * error (PSFSIM_ERR_BACKEND: out of scope, no module; the GPU's error as
- * PSFSIM_ERR_COMPUTE); unset or "auto": the GPU in scope, the CPU out of
- * it or when the GPU fails (the reason logged at debug level). */
+ * Scope (else the CPU's path, lib/vjp.c): an FFT set (not the MFT), with
+ * or without the detector stage (the module's, gpu_vjp_detector: the
+ * transfer function psf_detector_otf_double, the sampling), no segment
+ * inputs or gradients, no transmission gradient. A set whose backend is the CPU always takes the
+ * CPU's path. For a GPU set, PSFSIM_VJP_BACKEND: "cpu" the CPU; "gpu" the GPU or an error
+ * (PSFSIM_ERR_BACKEND: out of scope, no module; the GPU's error as PSFSIM_ERR_COMPUTE); unset or
+ * "auto": the GPU in scope, the CPU out of it or when the GPU fails (the reason logged at debug
+ * level). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,8 @@ typedef struct {
     gpu_vjp *g;
     int device;
     psf_problem problem;
-    int n, own, k; /* N; the set's coefficients; basis rows K = own + nterms + 1 */
+    int n, m, own, k; /* N, M (the detector stage's output); the set's coefficients;
+                         basis rows K = own + nterms + 1 */
     int nterms, tn[VJP_MAX_TERMS], tm[VJP_MAX_TERMS], opd; /* the terms it was made for */
     int opd_input;                                         /* the OPD rows hold an input map */
     adj_pupil pupils[PSF_MAX_COMPONENTS];
@@ -70,9 +72,6 @@ static const char *out_of_scope(const psfsim_set *set, const vjp_args *a)
 {
     const image_set *s = &set->e.set;
     if (s->mft) return "an MFT set (the GPU's gradients are the FFT's)";
-    psf_problem p;
-    image_set_problem(s, 1, &p);
-    if (psf_detector_active(&p.detector)) return "a detector stage";
     if (a->in.seg_zernike || a->gr.seg_zernike) return "segment inputs or gradients";
     if (a->gr.transmission) return "the transmission gradient";
     return NULL;
@@ -189,7 +188,7 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
                  const double *cotangent, double *images, char *err, size_t errlen)
 {
     image_set *s = &set->e.set;
-    size_t mm = (size_t)v->n * v->n, K = (size_t)v->k;
+    size_t mm = (size_t)v->m * v->m, K = (size_t)v->k;
     int poppy = s->cfg->orientation == ORIENT_POPPY, nrows = 0;
     char why[LIB_ERRLEN];
     for (int j = 0; j < nc; ++j) {
@@ -262,6 +261,36 @@ static int state_fits(const vjp_gpu *v, const vjp_args *a, int device)
     return 1;
 }
 
+/* The problem's detector stage to the module (cpu/adjoint_detector.c's
+ * description: backend/detector.h), v->m its output. 0, or -1 with err. */
+static int detector(vjp_gpu *v, char *err, size_t errlen)
+{
+    const psf_detector *det = &v->problem.detector;
+    v->m = v->n;
+    if (!psf_detector_active(det)) return 0;
+    if (psf_detector_check(det, v->n, err, errlen) != 0) return -1;
+    gpu_vjp_detector d = {.m = psf_detector_out_npix(&v->problem),
+                          .s = det->oversample > 1 ? det->oversample : 1,
+                          .off = psf_detector_sample_offset(det, v->n),
+                          .sample = det->sample,
+                          .bins = psf_detector_bins(det),
+                          .convolve = psf_detector_convolves(det)};
+    double *otf = NULL;
+    if (d.convolve) {
+        otf = malloc(2 * (size_t)v->n * (size_t)(v->n / 2 + 1) * sizeof *otf);
+        if (!otf) {
+            snprintf(err, errlen, "out of memory for a %d x %d transfer function", v->n, v->n);
+            return -1;
+        }
+        psf_detector_otf_double(det, v->n, otf);
+    }
+    d.otf = otf;
+    int rc = v->ops->set_detector(v->g, &d, err, errlen);
+    free(otf);
+    v->m = d.m;
+    return rc;
+}
+
 /* A new state for a's terms: the module's instance on device. */
 static int state_new(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, int device,
                      vjp_gpu **out, char *err, size_t errlen)
@@ -286,7 +315,8 @@ static int state_new(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops,
         return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     }
     char why[LIB_ERRLEN];
-    if (ops->create(device, v->n, v->k, &v->g, why, sizeof why) != 0) {
+    if (ops->create(device, v->n, v->k, &v->g, why, sizeof why) != 0 ||
+        detector(v, why, sizeof why) != 0) {
         state_free(v);
         return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
     }
@@ -314,8 +344,9 @@ static int reserve(vjp_gpu *v, const psfsim_set *set, long long count, char *err
     v->coeff = malloc(r * K * sizeof *v->coeff);
     v->gcoeff = malloc(r * K * sizeof *v->gcoeff);
     v->utw = malloc(r * sizeof *v->utw);
-    v->cot = poppy ? malloc((size_t)v->chunk * mm * sizeof *v->cot) : NULL;
-    v->img = poppy ? malloc((size_t)v->chunk * mm * sizeof *v->img) : NULL;
+    size_t out = (size_t)v->m * v->m;
+    v->cot = poppy ? malloc((size_t)v->chunk * out * sizeof *v->cot) : NULL;
+    v->img = poppy ? malloc((size_t)v->chunk * out * sizeof *v->img) : NULL;
     v->cap_images = 0;
     if (!v->rows || !v->coeff || !v->gcoeff || !v->utw || (poppy && (!v->cot || !v->img)))
         return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory for %d images of %d x %d",
@@ -364,7 +395,7 @@ static int run_gpu(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, l
     v = set->vjp_gpu;
     rc = reserve(v, set, count, err, errlen);
     if (rc == PSFSIM_OK) rc = opd_rows(v, a, err, errlen);
-    size_t mm = (size_t)v->n * v->n;
+    size_t mm = (size_t)v->m * v->m;
     for (long long i = 0; rc == PSFSIM_OK && i < count; i += v->chunk) {
         int nc = (int)(count - i < v->chunk ? count - i : v->chunk);
         rc = chunk(v, set, a, first + i, i, nc, cotangent ? cotangent + (size_t)i * mm : NULL,

@@ -456,10 +456,12 @@ def test_module_functions_and_gpu_sets(monkeypatch):
     assert np.array_equal(psfsim.compute_inputs(cfg, first=1, count=1)[0], ref["images"][1])
 
 
-# The GPU's gradients (lib/vjp_gpu.c, gpu/adjoint.cu): FFT sets without a
-# detector stage, global Zernike terms and the OPD map, equal to the CPU's
-# in double. Skipped without a CUDA device.
-GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband"]
+# The GPU's gradients (lib/vjp_gpu.c, gpu/adjoint.cu): FFT sets with and
+# without the detector stage, global Zernike terms and the OPD map, equal
+# to the CPU's in double. Skipped without a CUDA device.
+GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband", "detector",
+             "detector_sum_broadband", "detector_oversampled", "poppy_blocks_fft",
+             "detector_ipc_asymmetric"]
 
 
 def gpu_or_skip():
@@ -481,7 +483,15 @@ def test_gpu_gradients_equal_the_cpus(name, monkeypatch):
     """Images and Zernike gradients (given terms at non-zero inputs, and the
     label terms by default) to 1e-10 relative; compute_inputs too."""
     gpu_or_skip()
-    cfg = config(name)
+    if name == "poppy_blocks_fft":  # an odd frame (297 -> 99) on the FFT: turned, blocks
+        cfg = base(**{"output.orientation": "poppy", "detector.oversample": 3,
+                      "detector.pixel_response": True, "sampling.pupil_samples": 33,
+                      "sampling.padding": 3.0})
+    elif name == "detector_ipc_asymmetric":  # T complex: the transpose's conj(T) seen
+        cfg = base(**{"detector.oversample": 3, "detector.jitter_lambda_d": 0.2,
+                      "detector.ipc": [0.0, 0.05, 0.0, 0.01, 0.9, 0.0, 0.0, 0.03, 0.01]})
+    else:
+        cfg = config(name)
     monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")  # no silent fall-back to the CPU
     g, c = gpu_and_cpu(cfg)
     with g, c:
@@ -523,12 +533,13 @@ def test_gpu_opd_map_gradient_equals_the_cpus(units, over, monkeypatch):
 
 
 def test_gpu_scope_and_errors(monkeypatch):
-    """Out of scope (MFT, the detector stage): the CPU's path, the same bits;
+    """Out of scope (the MFT, with and without the detector stage; segment
+    gradients): the CPU's path, the same bits;
     PSFSIM_VJP_BACKEND=gpu refuses them (BackendError). Each checked CUDA,
     cuFFT and cuBLAS call failing in turn (PSFSIM_GPU_FAIL_AT) is a
     ComputeError naming it, or without PSFSIM_VJP_BACKEND the CPU's result."""
     gpu_or_skip()
-    for name in ("mft", "detector"):
+    for name in ("mft", "mft_detector_sum"):
         g, c = gpu_and_cpu(config(name))
         with g, c:
             cot = cotangent(c)

@@ -28,6 +28,8 @@ typedef struct {
 struct gpu_vjp {
     int n, k, npupils;
     host_pupil pup[64];
+    gpu_vjp_detector det; /* det.m 0: none */
+    double *otf;          /* [N][N/2 + 1] complex, or NULL */
 };
 
 static int device_count(char *err, size_t errlen)
@@ -55,6 +57,7 @@ static int create(int device, int n, int nbasis, gpu_vjp **out, char *err, size_
 
 static void destroy(gpu_vjp *v)
 {
+    if (v) free(v->otf);
     for (int p = 0; v && p < v->npupils; ++p) {
         free(v->pup[p].dest);
         free(v->pup[p].amp);
@@ -98,6 +101,91 @@ static int set_row(gpu_vjp *v, int pupil, int row, const double *values, char *e
     return 0;
 }
 
+static int set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen)
+{
+    size_t nc = (size_t)v->n * (size_t)(v->n / 2 + 1);
+    v->det = *d;
+    free(v->otf);
+    v->otf = d->convolve ? malloc(2 * nc * sizeof *v->otf) : NULL;
+    if (d->convolve && !v->otf) {
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    if (d->convolve) memcpy(v->otf, d->otf, 2 * nc * sizeof *v->otf);
+    return 0;
+}
+
+/* g[N N] = C2R(R2C(g) T) (or conj T): cpu/adjoint_detector.c's convolve. */
+static void convolve(const gpu_vjp *v, double *g, int conj)
+{
+    int n = v->n;
+    size_t nc = (size_t)n * (size_t)(n / 2 + 1);
+    fftw_complex *spec = fftw_malloc(nc * sizeof *spec);
+    double *real = fftw_malloc((size_t)n * n * sizeof *real);
+    fftw_plan r2c = fftw_plan_dft_r2c_2d(n, n, real, spec, FFTW_ESTIMATE);
+    fftw_plan c2r = fftw_plan_dft_c2r_2d(n, n, spec, real, FFTW_ESTIMATE);
+    memcpy(real, g, (size_t)n * n * sizeof *real);
+    fftw_execute(r2c);
+    for (size_t i = 0; i < nc; ++i) {
+        double a = spec[i][0], b = spec[i][1];
+        double c = v->otf[2 * i], e = conj ? -v->otf[2 * i + 1] : v->otf[2 * i + 1];
+        spec[i][0] = a * c - b * e;
+        spec[i][1] = a * e + b * c;
+    }
+    fftw_execute(c2r);
+    memcpy(g, real, (size_t)n * n * sizeof *real);
+    fftw_destroy_plan(r2c);
+    fftw_destroy_plan(c2r);
+    fftw_free(spec);
+    fftw_free(real);
+}
+
+/* out[M M] = the stage of grid[N N] (grid overwritten). */
+static void det_forward(const gpu_vjp *v, double *grid, double *out)
+{
+    const gpu_vjp_detector *d = &v->det;
+    int n = v->n, s = d->s, m = d->m;
+    if (d->convolve) convolve(v, grid, 0);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j) {
+            if (!d->sample) {
+                out[(size_t)i * m + j] = grid[(size_t)i * n + j];
+                continue;
+            }
+            const double *p = grid + (size_t)(i * s + d->off) * n + (size_t)(j * s + d->off);
+            double t = 0.0;
+            for (int a = 0; d->bins && a < s; ++a)
+                for (int b = 0; b < s; ++b)
+                    t += p[(size_t)a * n + b];
+            out[(size_t)i * m + j] = d->bins ? t : (double)s * s * p[0];
+        }
+}
+
+/* grid[N N] = the stage's transpose of cot[M M]. */
+static void det_adjoint(const gpu_vjp *v, const double *cot, double *grid)
+{
+    const gpu_vjp_detector *d = &v->det;
+    int n = v->n, s = d->s, m = d->m;
+    memset(grid, 0, (size_t)n * n * sizeof *grid);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j) {
+            double c = cot[(size_t)i * m + j];
+            if (!d->sample) {
+                grid[(size_t)i * n + j] = c;
+                continue;
+            }
+            double *p = grid + (size_t)(i * s + d->off) * n + (size_t)(j * s + d->off);
+            if (!d->bins) {
+                p[0] += (double)s * s * c;
+                continue;
+            }
+            for (int a = 0; a < s; ++a)
+                for (int b = 0; b < s; ++b)
+                    p[(size_t)a * n + b] += c;
+        }
+    if (d->convolve) convolve(v, grid, 1);
+}
+
 static size_t shift_of(size_t q, int n)
 {
     size_t u = q / (size_t)n, w = q % (size_t)n, h = (size_t)(n / 2);
@@ -109,7 +197,12 @@ static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images,
                char *err, size_t errlen)
 {
     size_t nn = (size_t)v->n * v->n, K = (size_t)v->k;
+    size_t mm = v->det.m ? (size_t)v->det.m * v->det.m : nn;
     double *img = calloc((size_t)nimages * nn, sizeof *img);
+    double *gcot = cotangent && v->det.m ? malloc((size_t)nimages * nn * sizeof *gcot) : NULL;
+    for (int i = 0; gcot && i < nimages; ++i)
+        det_adjoint(v, cotangent + (size_t)i * mm, gcot + (size_t)i * nn);
+    if (gcot) cotangent = gcot;
     fftw_complex *buf = fftw_malloc(nn * sizeof *buf), *e = fftw_malloc(nn * sizeof *e);
     size_t most = 1;
     for (int p = 0; p < v->npupils; ++p)
@@ -158,7 +251,13 @@ static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images,
             if (d_opd && d_opd[rows[r].pupil]) d_opd[rows[r].pupil][k] += rows[r].opd_weight * dw;
         }
     }
-    if (rc == 0 && images) memcpy(images, img, (size_t)nimages * nn * sizeof *img);
+    for (int i = 0; rc == 0 && images && i < nimages; ++i) {
+        if (v->det.m)
+            det_forward(v, img + (size_t)i * nn, images + (size_t)i * mm);
+        else
+            memcpy(images + (size_t)i * nn, img + (size_t)i * nn, nn * sizeof *img);
+    }
+    free(gcot);
     if (fwd) fftw_destroy_plan(fwd);
     if (bwd) fftw_destroy_plan(bwd);
     fftw_free(buf);
@@ -168,7 +267,7 @@ static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images,
     return rc;
 }
 
-static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row, run, destroy};
+static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row, set_detector, run, destroy};
 
 __attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
     .abi = GPU_MODULE_ABI,
