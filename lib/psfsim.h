@@ -407,8 +407,8 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * products)"). Where they run: a set whose backend is the GPU computes
  * them on its (first) GPU, in double (cuFFT Z2Z, cuBLAS DGEMM; equal to
  * the CPU's to rounding, the tests 1e-10 of the largest value), batched,
- * when the set is an FFT set (not the MFT) without an active detector
- * stage and the call has no segment inputs or gradients and no
+ * when the set is an FFT set (not the MFT; with or without the detector
+ * stage) and the call has no segment inputs or gradients and no
  * transmission gradient ("zernike" and "opd_map" inputs and gradients,
  * any wavelengths, every normalisation); the GPU's pupils, plans and
  * buffers are kept on the set between calls with the same input terms

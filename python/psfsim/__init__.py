@@ -451,8 +451,8 @@ class Set:
     def compute_inputs(self, terms=None, zernike=None, segment_terms=None,
                        segment_zernike=None, opd_map=None, first=0, count=None):
         """Images [first, first + count) with inputs added to each image's
-        own aberrations, in double (on the GPU for a GPU Set's FFT images
-        without a detector stage, else on the CPU: see vjp):
+        own aberrations, in double (on the GPU for a GPU Set's FFT images,
+        else on the CPU: see vjp):
         float64 [count, M, M], compute()'s images to float32 rounding.
         terms: Zernike j (the config's convention) with zernike [count,
         len(terms)] (or broadcastable: one row for all) in
@@ -478,8 +478,8 @@ class Set:
         "transmission" [rows, cols] of optics.aperture.file (shape
         "file"), summed over the images; and "images" (the forward,
         float64) when images=True. In double: on the Set's GPU for a GPU
-        Set of FFT images without a detector stage, segment terms or
-        "transmission" (equal to the CPU's to rounding;
+        Set of FFT images (with or without the detector stage) without
+        segment terms or "transmission" (equal to the CPU's to rounding;
         PSFSIM_VJP_BACKEND=cpu/gpu forces either), else on the CPU over
         the Set's threads."""
         first, count = self._range(first, count)

@@ -533,8 +533,8 @@ def test_gpu_opd_map_gradient_equals_the_cpus(units, over, monkeypatch):
 
 
 def test_gpu_scope_and_errors(monkeypatch):
-    """Out of scope (the MFT, with and without the detector stage; segment
-    gradients): the CPU's path, the same bits;
+    """Out of scope (the MFT, with and without the detector stage): the
+    CPU's path, the same bits;
     PSFSIM_VJP_BACKEND=gpu refuses them (BackendError). Each checked CUDA,
     cuFFT and cuBLAS call failing in turn (PSFSIM_GPU_FAIL_AT) is a
     ComputeError naming it, or without PSFSIM_VJP_BACKEND the CPU's result."""
