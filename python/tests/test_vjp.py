@@ -461,7 +461,7 @@ def test_module_functions_and_gpu_sets(monkeypatch):
 # to the CPU's in double. Skipped without a CUDA device.
 GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband", "detector",
              "detector_sum_broadband", "detector_oversampled", "poppy_blocks_fft",
-             "detector_ipc_asymmetric"]
+             "detector_ipc_asymmetric", "segmented_own_modes"]
 
 
 def gpu_or_skip():
@@ -487,6 +487,8 @@ def test_gpu_gradients_equal_the_cpus(name, monkeypatch):
         cfg = base(**{"output.orientation": "poppy", "detector.oversample": 3,
                       "detector.pixel_response": True, "sampling.pupil_samples": 33,
                       "sampling.padding": 3.0})
+    elif name == "segmented_own_modes":  # the set's segment modes: rows of the basis
+        cfg = dict(SEGMENTED, sweep={"defocus": [0.0, 0.05, -0.1]})
     elif name == "detector_ipc_asymmetric":  # T complex: the transpose's conj(T) seen
         cfg = base(**{"detector.oversample": 3, "detector.jitter_lambda_d": 0.2,
                       "detector.ipc": [0.0, 0.05, 0.0, 0.01, 0.9, 0.0, 0.0, 0.03, 0.01]})
@@ -530,6 +532,22 @@ def test_gpu_opd_map_gradient_equals_the_cpus(units, over, monkeypatch):
         rc = c.vjp(cot, wrt=("opd_map", "zernike"), opd_map=d0, images=True)
         for k in ("images", "zernike", "opd_map"):
             assert rel(rg[k], rc[k]) < 1e-10, k
+
+
+def test_gpu_segment_gradients_run_on_the_cpu(monkeypatch):
+    """Segment inputs or gradients: the CPU's path (the same bits), refused
+    under PSFSIM_VJP_BACKEND=gpu."""
+    gpu_or_skip()
+    g, c = gpu_and_cpu(SEGMENTED)
+    with g, c:
+        cot = cotangent(c)
+        wrt = ("zernike", "segment_zernike")
+        rg, rc = g.vjp(cot, wrt=wrt), c.vjp(cot, wrt=wrt)
+        for k in wrt:
+            assert np.array_equal(rg[k], rc[k])
+        monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+        with pytest.raises(psfsim.BackendError, match="segment inputs or gradients"):
+            g.vjp(cot, wrt=wrt)
 
 
 def test_gpu_scope_and_errors(monkeypatch):
