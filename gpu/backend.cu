@@ -354,6 +354,5 @@ static const psf_backend_ops gpu_ops = make_ops();
 
 /* The module's one exported symbol (the rest is built hidden). */
 extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
-    GPU_MODULE_ABI,   sizeof(gpu_module_ops), &gpu_ops,
-    gpu_probe_basics, gpu_library_versions,   &gpu_device_memory,
-    &gpu_vjp_table};
+    GPU_MODULE_ABI,       sizeof(gpu_module_ops), &gpu_ops,      gpu_probe_basics,
+    gpu_library_versions, &gpu_device_memory,     &gpu_vjp_table};
