@@ -23,8 +23,8 @@ extern "C" {
  * (with the problem and options it takes) changes, so a stale module is refused. */
 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
  * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory,
- * psf_backend_ops.run_measured (issue 27) */
-#define GPU_MODULE_ABI 8
+ * psf_backend_ops.run_measured (issue 27); 9: gpu_module_ops.vjp (issue 28) */
+#define GPU_MODULE_ABI 9
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -81,6 +81,81 @@ typedef struct {
     int (*wait_stream)(int device, void *stream, char *err, size_t errlen);
 } gpu_memory_ops;
 
+/* The gradients on the GPU (issue 28; gpu/adjoint.cu, lib/vjp_gpu.c,
+ * docs/design.md "Gradients on the GPU"): the double model of an FFT set's
+ * images (cpu/adjoint.h's) and its adjoint, for a batch of rows, each row
+ * one wavelength component of one image. Per row r on pupil p (nopen
+ * samples, basis B_p [K][nopen]):
+ *   W_r = coeff_r . B_p (waves; a cuBLAS DGEMM over the batch),
+ *   U_r = A exp(i 2 pi (W_r - floor W_r)) at the samples' FFT indices of
+ *         the zeroed N x N grid, E_r = FFT(U_r) (cuFFT Z2Z, forward),
+ *   image[row's image][shift(q)] += scale_r |E_r[q]|^2 (shift: the zero
+ *         frequency to (N/2, N/2), cpu/adjoint_transform.c's table),
+ *         then the detector stage (gpu_vjp_detector) if set,
+ * and with a cotangent (per image, as the images; g its transpose through
+ * the detector stage, N x N):
+ *   B_r = F^H(scale_r g[shift(q)] E_r[q]) (the inverse Z2Z, unnormalised),
+ *   dW_r[k] = 4 pi Im(B_r[dest k] conj(U_r[k])),
+ *   gcoeff_r = B_p dW_r (a DGEMM), d_opd_p[k] += sum_r opd_weight_r dW_r[k]
+ *         (a DGEMV).
+ * Everything in double. Every function makes the instance's device
+ * current first; each that can fail returns 0, or -1 with a message
+ * naming the CUDA, cuFFT or cuBLAS call in err. PSFSIM_GPU_FAIL_AT=n
+ * (gpu/cuda_check.h) fails the n-th checked call of each create,
+ * add_pupil, set_row and run. An instance is one caller's at a time. */
+typedef struct gpu_vjp gpu_vjp;
+
+typedef struct {
+    int pupil;         /* add_pupil's index */
+    int image;         /* the image of the run it adds to, 0 .. nimages - 1 */
+    double scale;      /* the component's intensity scale */
+    double opd_weight; /* its factor in d_opd (the component's opd_to_waves) */
+} gpu_vjp_row;
+
+/* The detector stage (cpu/adjoint_detector.c's, backend/detector.h): the
+ * N x N grid image I becomes D = S(h * I) [M][M], h * I = C2R(R2C(I) T),
+ * S the sampling: D[i][j] = the sum of the s x s block at (i s + off,
+ * j s + off) (bins), or s^2 I there; its transpose scatters, then
+ * convolves with conj(T). */
+typedef struct {
+    int m;             /* M: N / s when sampled, else N */
+    int s, off;        /* the oversampling, the first sample's offset */
+    int sample, bins;  /* 1: sampled; 1: WebbPSF's blocks summed */
+    int convolve;      /* 1: the convolution (otf given) */
+    const double *otf; /* [N][N/2 + 1] complex (re, im): T / N^2 (psf_detector_otf_double) */
+} gpu_vjp_detector;
+
+typedef struct {
+    /* An instance on CUDA device `device` for N x N grids (n) and K basis
+     * rows per pupil (nbasis >= 1). */
+    int (*create)(int device, int n, int nbasis, gpu_vjp **out, char *err, size_t errlen);
+    /* A pupil: nopen samples, dest[k] the FFT index (< N N) of sample k,
+     * amp[k] its transmission, basis [nbasis][nopen] (row-major); copied.
+     * *index gets its number (0, 1, ...; at most 64 pupils). */
+    int (*add_pupil)(gpu_vjp *v, size_t nopen, const unsigned *dest, const double *amp,
+                     const double *basis, int *index, char *err, size_t errlen);
+    /* Replace row `row` of pupil pupil's basis with values [nopen] (the
+     * OPD row when the call's OPD map input changes). */
+    int (*set_row)(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen);
+    /* The detector stage d (copied) from now on: the images and the
+     * cotangents of run are then [M][M]. */
+    int (*set_detector)(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen);
+    /* nrows rows (coeff [nrows][K]), their images non-decreasing, adding
+     * to nimages images: images (NULL: not wanted) gets [nimages][M][M]
+     * (M = N without a detector stage, which each image's grid then goes
+     * through); with cotangent [nimages][M][M] (NULL: a forward only; its
+     * transpose through the stage first) gcoeff
+     * [nrows][K] gets each row's gradient and d_opd (NULL, or one pointer
+     * per pupil, each NULL or [nopen]) is added to. Rows run grouped by
+     * pupil, in batches of the instance's size (its buffers and cuFFT
+     * plans made on first need). */
+    int (*run)(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
+               const gpu_vjp_row *rows, const double *coeff, double *gcoeff, double *const *d_opd,
+               char *err, size_t errlen);
+    /* Free everything (NULL: nothing). */
+    void (*destroy)(gpu_vjp *v);
+} gpu_vjp_ops;
+
 typedef struct {
     int abi;     /* GPU_MODULE_ABI */
     size_t size; /* sizeof(gpu_module_ops) */
@@ -95,6 +170,9 @@ typedef struct {
     void (*versions)(gpu_versions *out);
     /* Device memory for device outputs (gpu/device_memory.cu). */
     const gpu_memory_ops *memory;
+    /* The gradients (gpu/adjoint.cu); NULL: the library computes them on
+     * the CPU. */
+    const gpu_vjp_ops *vjp;
 } gpu_module_ops;
 
 /* Marks the entry (the module is built with hidden visibility). */

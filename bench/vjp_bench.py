@@ -13,7 +13,26 @@ threads (the Set's threads=), and their ratios.
 
     PSFSIM_LIBRARY=build/libpsfsim.so.0 PYTHONPATH=python \\
         python3 bench/vjp_bench.py [--count 8] [--repeat 3] [--threads 1]
+
+--backend gpu (the GPU's gradients, lib/vjp_gpu.c; issue 28's "a gradient
+costs <= 2x a forward image, batched, 256 x 256"): a Set of backend "gpu",
+--count images (default 256) per call, the best of --repeat rounds after
+one warm-up call of each (the backend started, the gradients' pupils,
+plans and buffers kept), in one run:
+  forward_host    Set.compute(): the GPU's float images into host memory
+  forward_device  Set.compute(device="cuda"): kept in device memory
+  forward_f64     Set.compute_inputs(): the GPU's double model, to the host
+  vjp             Set.vjp(cot, terms=[4, 5, 8], zernike=...) (double cotangents
+                  in, 3 gradients per image out)
+  vjp_opd         the same with the OPD map's gradient too
+and each one's ratio to forward_host and forward_device.
+PSFSIM_VJP_BACKEND=gpu is set, so a gradient that cannot run on the GPU
+fails instead of timing the CPU.
+
+    PSFSIM_LIBRARY=build/libpsfsim.so.0 PYTHONPATH=python \\
+        python3 bench/vjp_bench.py --backend gpu [--count 256] [--repeat 5]
 """
+import os
 import argparse
 import time
 
@@ -42,12 +61,43 @@ def best(fn, repeat):
     return min(times)
 
 
+def gpu_rows(a):
+    """The GPU's forward and gradients, each once first (warm-up)."""
+    os.environ["PSFSIM_VJP_BACKEND"] = "gpu"
+    with psfsim.Set(config(a.count), backend="gpu") as s:
+        cot = np.random.default_rng(2).standard_normal((s.count, s.npix, s.npix))
+        z = np.zeros((s.count, 3))
+        calls = {
+            "forward_host": lambda: s.compute(),
+            "forward_device": lambda: s.compute(device="cuda"),
+            "forward_f64": lambda: s.compute_inputs(),
+            "vjp": lambda: s.vjp(cot, terms=[4, 5, 8], zernike=z),
+            "vjp_opd": lambda: s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 5, 8], zernike=z),
+        }
+        rows = {}
+        for k, fn in calls.items():
+            fn()
+            rows[k] = best(fn, a.repeat)
+        return rows, s.npix
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--count", type=int, default=8)
+    ap.add_argument("--count", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     a = ap.parse_args()
+    if a.backend == "gpu":
+        a.count = a.count or 256
+        rows, npix = gpu_rows(a)
+        print("%d images of %d x %d per call, backend gpu (best of %d)" %
+              (a.count, npix, npix, a.repeat))
+        for k, v in rows.items():
+            print("%-15s %9.3f us/image  %6.2fx forward_host  %6.2fx forward_device" %
+                  (k, 1e6 * v / a.count, v / rows["forward_host"], v / rows["forward_device"]))
+        return
+    a.count = a.count or 8
     with psfsim.Set(config(a.count), backend="cpu", threads=a.threads) as s:
         cot = np.random.default_rng(2).standard_normal((s.count, s.npix, s.npix))
         z = np.zeros((s.count, 3))

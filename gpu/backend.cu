@@ -62,6 +62,7 @@ extern "C" {
 }
 #include "backend/gpu_abi.h"
 
+#include "gpu/adjoint.h"
 #include "gpu/backend_state.h"
 #include "gpu/batch.h"
 #include "gpu/cuda_check.h"
@@ -353,5 +354,5 @@ static const psf_backend_ops gpu_ops = make_ops();
 
 /* The module's one exported symbol (the rest is built hidden). */
 extern "C" GPU_MODULE_EXPORT const gpu_module_ops psf_gpu_module_entry = {
-    GPU_MODULE_ABI,   sizeof(gpu_module_ops), &gpu_ops,
-    gpu_probe_basics, gpu_library_versions,   &gpu_device_memory};
+    GPU_MODULE_ABI,       sizeof(gpu_module_ops), &gpu_ops,      gpu_probe_basics,
+    gpu_library_versions, &gpu_device_memory,     &gpu_vjp_table};

@@ -404,8 +404,19 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
                                   size_t errlen);
 
 /* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
- * products)"). Whatever backend the set chose, these run on the CPU, in
- * double precision (FFTW's double plans), the images spread over the
+ * products)"). Where they run: a set whose backend is the GPU computes
+ * them on its (first) GPU, in double (cuFFT Z2Z, cuBLAS DGEMM; equal to
+ * the CPU's to rounding, the tests 1e-10 of the largest value), batched,
+ * when the set is an FFT set (not the MFT; with or without the detector
+ * stage) and the call has no segment inputs or gradients and no
+ * transmission gradient ("zernike" and "opd_map" inputs and gradients,
+ * any wavelengths, every normalisation); the GPU's pupils, plans and
+ * buffers are kept on the set between calls with the same input terms
+ * (psfsim_close frees them). Everything else, and a GPU that fails, runs
+ * on the CPU as below; the environment's PSFSIM_VJP_BACKEND=cpu forces the
+ * CPU, =gpu the GPU (out of scope: PSFSIM_ERR_BACKEND; the GPU's failure:
+ * PSFSIM_ERR_COMPUTE naming the CUDA call) (docs/config.md). On the CPU:
+ * in double precision (FFTW's double plans), the images spread over the
  * set's CPU threads (psfsim_options.threads; 0: one per CPU), one image
  * per thread at a time: the set's own model (its jobs: components, pupil
  * samples, Zernike basis, OPD map, normalisation, detector stage,

@@ -48,6 +48,7 @@ struct psfsim_set {
     atomic_flag busy;      /* a call is using the set (lib_enter): the lanes, the backends'
                               FFT plans and buffers, query_storage are one call's at a time */
     struct vjp_cache *vjp; /* the gradients' models kept (lib/vjp_cache.c), or NULL */
+    void *vjp_gpu;         /* lib/vjp_gpu.c's kept state (the GPU's gradients), or NULL */
 };
 
 /* Free a set's gradient models (lib/vjp_cache.c); NULL is harmless. */
@@ -89,6 +90,9 @@ int lib_lane_fall_back(psfsim_set *s, lib_lane *ln, const char *why, char *err, 
 /* The float buffer of lane ln's batch (made once). PSFSIM_OK or
  * PSFSIM_ERR_MEMORY. */
 int lib_lane_scratch(psfsim_set *s, lib_lane *ln, char *err, size_t errlen);
+
+/* Free what the GPU's gradients keep on s (lib/vjp_gpu.c; psfsim_close). */
+void vjp_gpu_close(psfsim_set *s);
 
 /* Stop every lane and free its buffers. */
 void lib_lanes_stop(psfsim_set *s);

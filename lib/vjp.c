@@ -105,6 +105,9 @@ static int run(psfsim_set *set, long long first, long long count, const vjp_args
 {
     int rc = lib_check_range(set, first, count, err, errlen);
     if (rc != PSFSIM_OK || count == 0) return rc;
+    int done = 0;
+    rc = vjp_gpu_run(set, first, count, a, cotangent, images, &done, err, errlen);
+    if (done) return rc;
     const image_set *s = &set->e.set;
     vjp_work w = {.set = set,
                   .a = a,

@@ -58,4 +58,12 @@ int vjp_model_image(vjp_model *v, const vjp_args *a, pthread_mutex_t *jobs, long
 int vjp_cache_models(psfsim_set *set, const vjp_args *a, vjp_model ***models, char *err,
                      size_t errlen);
 
+/* The call on the GPU (lib/vjp_gpu.c) when the set's backend is the GPU
+ * and the call is in its scope: *done 1 and the call's status, or *done 0
+ * (PSFSIM_OK) when the CPU's path is to run it (out of scope, no module,
+ * PSFSIM_VJP_BACKEND=cpu, or the GPU failed unless PSFSIM_VJP_BACKEND=gpu).
+ * The arguments as lib/vjp.c's run. */
+int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_args *a,
+                const double *cotangent, double *images, int *done, char *err, size_t errlen);
+
 #endif

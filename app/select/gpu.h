@@ -29,6 +29,10 @@ const psf_backend_ops *psf_backend_gpu(void);
  * (gpu_module_error says why). */
 const gpu_memory_ops *gpu_module_memory(void);
 
+/* The module's gradients (gpu_vjp_ops, lib/vjp_gpu.c), loading it on first
+ * use; NULL when it cannot be used or has none. */
+const gpu_vjp_ops *gpu_module_vjp(void);
+
 /* 1 when a module file is present (stat only: nothing is loaded). */
 int gpu_module_present(void);
 

@@ -86,6 +86,12 @@ const gpu_memory_ops *gpu_module_memory(void)
     return m->ops ? m->ops->memory : NULL;
 }
 
+const gpu_vjp_ops *gpu_module_vjp(void)
+{
+    const gpu_module *m = module();
+    return m->ops ? m->ops->vjp : NULL;
+}
+
 int gpu_module_probe(gpu_basics *out, char *err, size_t errlen)
 {
     const gpu_module *m = module();

@@ -451,7 +451,8 @@ class Set:
     def compute_inputs(self, terms=None, zernike=None, segment_terms=None,
                        segment_zernike=None, opd_map=None, first=0, count=None):
         """Images [first, first + count) with inputs added to each image's
-        own aberrations, in double on the CPU (whatever the Set's backend):
+        own aberrations, in double (on the GPU for a GPU Set's FFT images,
+        else on the CPU: see vjp):
         float64 [count, M, M], compute()'s images to float32 rounding.
         terms: Zernike j (the config's convention) with zernike [count,
         len(terms)] (or broadcastable: one row for all) in
@@ -476,8 +477,11 @@ class Set:
         segment modes); "opd_map" [rows, cols] summed over the images;
         "transmission" [rows, cols] of optics.aperture.file (shape
         "file"), summed over the images; and "images" (the forward,
-        float64) when images=True. On the CPU in double, whatever the
-        Set's backend, over the Set's threads."""
+        float64) when images=True. In double: on the Set's GPU for a GPU
+        Set of FFT images (with or without the detector stage) without
+        segment terms or "transmission" (equal to the CPU's to rounding;
+        PSFSIM_VJP_BACKEND=cpu/gpu forces either), else on the CPU over
+        the Set's threads."""
         first, count = self._range(first, count)
         with self._busy("vjp"):
             return _vjp.vjp(self, cotangent, wrt, images, first, count, terms=terms,
@@ -678,7 +682,7 @@ def vjp(config, cotangent, wrt=("zernike",), terms=None, zernike=None, segment_t
     keyed by wrt names ("zernike", "segment_zernike", "opd_map",
     "transmission"; "images"
     with images=True). config may be an open Set. backend= is the Set's
-    (it decides nothing here: the gradients run on the CPU)."""
+    (a GPU Set's FFT gradients run on the GPU: Set.vjp)."""
     with _set_of(config, backend, base_dir, name) as s:
         return s.vjp(cotangent, wrt=wrt, terms=terms, zernike=zernike,
                      segment_terms=segment_terms, segment_zernike=segment_zernike,

@@ -8,10 +8,13 @@ segmented aperture's segment terms, an OPD map, POPPY's orientation; and
 two gradients known without psfsim: the peak pixel's gradient in defocus
 at zero aberration (0: the peak is a maximum over defocus, even in it) and
 the centroid's in tilt (an independent NumPy model of the same pupil)."""
+import os
+
 import numpy as np
 import pytest
 
 import psfsim
+from gpu_probe import gpu_missing
 
 H = 1e-5  # central-difference step (config units: waves)
 
@@ -435,9 +438,11 @@ def test_errors():
             s.vjp(cot[:1], first=3, count=1)
 
 
-def test_module_functions_and_gpu_sets():
+def test_module_functions_and_gpu_sets(monkeypatch):
     """psfsim.vjp / compute_inputs take a config or an open Set; a Set of
-    backend "auto" computes its gradients on the CPU all the same."""
+    backend "auto" computes its gradients on the CPU with
+    PSFSIM_VJP_BACKEND=cpu (the same bits as a CPU Set's)."""
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "cpu")
     cfg = config("fft")
     with psfsim.Set(cfg, backend="cpu") as s:
         cot = cotangent(s)
@@ -449,3 +454,139 @@ def test_module_functions_and_gpu_sets():
     part = psfsim.vjp(cfg, cot[1:], first=1, count=2)
     assert np.array_equal(part["zernike"], ref["zernike"][1:])
     assert np.array_equal(psfsim.compute_inputs(cfg, first=1, count=1)[0], ref["images"][1])
+
+
+# The GPU's gradients (lib/vjp_gpu.c, gpu/adjoint.cu): FFT sets with and
+# without the detector stage, global Zernike terms and the OPD map, equal
+# to the CPU's in double. Skipped without a CUDA device.
+GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband", "detector",
+             "detector_sum_broadband", "detector_oversampled", "poppy_blocks_fft",
+             "detector_ipc_asymmetric", "segmented_own_modes"]
+
+
+def gpu_or_skip():
+    """Skip without a device, unless the module is the host's
+    (tests/support/host_vjp_module.c, PSFSIM_VJP_HOST_MODULE=1)."""
+    if os.environ.get("PSFSIM_VJP_HOST_MODULE") == "1":
+        return
+    why = gpu_missing(config("fft"))
+    if why:
+        pytest.skip("no GPU: " + why)
+
+
+def gpu_and_cpu(cfg):
+    return psfsim.Set(cfg, backend="gpu"), psfsim.Set(cfg, backend="cpu")
+
+
+@pytest.mark.parametrize("name", GPU_CASES)
+def test_gpu_gradients_equal_the_cpus(name, monkeypatch):
+    """Images and Zernike gradients (given terms at non-zero inputs, and the
+    label terms by default) to 1e-10 relative; compute_inputs too."""
+    gpu_or_skip()
+    if name == "poppy_blocks_fft":  # an odd frame (297 -> 99) on the FFT: turned, blocks
+        cfg = base(**{"output.orientation": "poppy", "detector.oversample": 3,
+                      "detector.pixel_response": True, "sampling.pupil_samples": 33,
+                      "sampling.padding": 3.0})
+    elif name == "segmented_own_modes":  # the set's segment modes: rows of the basis
+        cfg = dict(SEGMENTED, sweep={"defocus": [0.0, 0.05, -0.1]})
+    elif name == "detector_ipc_asymmetric":  # T complex: the transpose's conj(T) seen
+        cfg = base(**{"detector.oversample": 3, "detector.jitter_lambda_d": 0.2,
+                      "detector.ipc": [0.0, 0.05, 0.0, 0.01, 0.9, 0.0, 0.0, 0.03, 0.01]})
+    else:
+        cfg = config(name)
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")  # no silent fall-back to the CPU
+    g, c = gpu_and_cpu(cfg)
+    with g, c:
+        unit = 600.0 if name.endswith("_nm") else 1.0
+        terms = [4, 5, 7, 11]
+        cot = cotangent(c)
+        z0 = np.array([[0.02, -0.01, 0.03, 0.01]] * c.count) * unit
+        rg = g.vjp(cot, terms=terms, zernike=z0, images=True)
+        rc = c.vjp(cot, terms=terms, zernike=z0, images=True)
+        assert rel(rg["images"], rc["images"]) < 1e-10
+        assert rel(rg["zernike"], rc["zernike"]) < 1e-10
+        assert rel(g.vjp(cot)["zernike"], c.vjp(cot)["zernike"]) < 1e-10
+        assert rel(g.compute_inputs(terms=terms, zernike=z0),
+                   c.compute_inputs(terms=terms, zernike=z0)) < 1e-10
+        part = g.vjp(cot[1:3], terms=terms, zernike=z0[1:3], first=1, count=2)
+        assert rel(part["zernike"], rc["zernike"][1:3]) < 1e-10
+
+
+@pytest.mark.parametrize("units,over", [
+    ("nm", {}),
+    ("nm", {"optics.wavelengths_nm": [550.0, 650.0]}),
+    ("waves", {"optics.wavelengths_nm": [550.0, 650.0], "normalization": "pupil"})])
+def test_gpu_opd_map_gradient_equals_the_cpus(units, over, monkeypatch):
+    gpu_or_skip()
+    cfg = opd_config(units, **over)
+    if units == "waves":
+        cfg["aberrations"]["opd_map"]["scale"] = 0.002
+    if "optics.wavelengths_nm" in over:
+        del cfg["optics"]["wavelength_nm"]
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+    g, c = gpu_and_cpu(cfg)
+    with g, c:
+        cot = cotangent(c)
+        d0 = np.random.default_rng(9).standard_normal((9, 11))
+        rg = g.vjp(cot, wrt=("opd_map", "zernike"), opd_map=d0, images=True)
+        rc = c.vjp(cot, wrt=("opd_map", "zernike"), opd_map=d0, images=True)
+        for k in ("images", "zernike", "opd_map"):
+            assert rel(rg[k], rc[k]) < 1e-10, k
+
+
+def test_gpu_segment_gradients_run_on_the_cpu(monkeypatch):
+    """Segment inputs or gradients: the CPU's path (the same bits), refused
+    under PSFSIM_VJP_BACKEND=gpu."""
+    gpu_or_skip()
+    g, c = gpu_and_cpu(SEGMENTED)
+    with g, c:
+        cot = cotangent(c)
+        wrt = ("zernike", "segment_zernike")
+        rg, rc = g.vjp(cot, wrt=wrt), c.vjp(cot, wrt=wrt)
+        for k in wrt:
+            assert np.array_equal(rg[k], rc[k])
+        monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+        with pytest.raises(psfsim.BackendError, match="segment inputs or gradients"):
+            g.vjp(cot, wrt=wrt)
+
+
+def test_gpu_scope_and_errors(monkeypatch):
+    """Out of scope (the MFT, with and without the detector stage): the
+    CPU's path, the same bits;
+    PSFSIM_VJP_BACKEND=gpu refuses them (BackendError). Each checked CUDA,
+    cuFFT and cuBLAS call failing in turn (PSFSIM_GPU_FAIL_AT) is a
+    ComputeError naming it, or without PSFSIM_VJP_BACKEND the CPU's result."""
+    gpu_or_skip()
+    for name in ("mft", "mft_detector_sum"):
+        g, c = gpu_and_cpu(config(name))
+        with g, c:
+            cot = cotangent(c)
+            assert np.array_equal(g.vjp(cot)["zernike"], c.vjp(cot)["zernike"])
+            monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+            with pytest.raises(psfsim.BackendError, match="cannot run on the GPU"):
+                g.vjp(cot)
+            monkeypatch.delenv("PSFSIM_VJP_BACKEND")
+    if os.environ.get("PSFSIM_VJP_HOST_MODULE") == "1":
+        return  # the host's module injects no faults
+    g, c = gpu_and_cpu(config("broadband"))
+    with g, c:
+        cot = cotangent(c)
+        ref = c.vjp(cot)["zernike"]
+        failed = 0
+        for n in range(1, 200):
+            monkeypatch.setenv("PSFSIM_GPU_FAIL_AT", str(n))
+            monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+            try:
+                got = g.vjp(cot)["zernike"]
+            except psfsim.ComputeError as e:
+                assert "injected fault at CUDA call %d" % n in str(e)
+                failed += 1
+                monkeypatch.delenv("PSFSIM_VJP_BACKEND")
+                assert np.array_equal(g.vjp(cot)["zernike"], ref)  # the CPU's fall-back
+                continue
+            assert rel(got, ref) < 1e-10
+            break
+        assert failed >= 10
+        monkeypatch.delenv("PSFSIM_GPU_FAIL_AT")
+        monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+        assert rel(g.vjp(cot)["zernike"], ref) < 1e-10

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The GPU's gradients: gpu_vjp_ops (backend/gpu_abi.h; gpu/adjoint.h).
+ * An instance holds its device's stream, cuBLAS handle, Z2Z plans, the
+ * pupils (samples' FFT indices, transmissions, basis [K][nopen], each with
+ * its OPD samples' gradient) and the batch buffers, grown on need. A run
+ * takes the rows pupil by pupil, in batches of at most max_rows: the
+ * coefficients copied in, W = C B (DGEMM), the field, the forward Z2Z,
+ * the intensities into the run's images, and with a cotangent its product,
+ * the inverse Z2Z, dL/dW, dL/dc = dW B^T (DGEMM, copied out) and the OPD
+ * samples' sum (DGEMV). With a detector stage (gpu/adjoint_detector.cu)
+ * the cotangents' transpose through it comes first and the images go
+ * through it last. Every call is checked (gpu/cuda_check.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+
+#include "gpu/adjoint.h"
+
+#define VJP_PUPILS 64
+/* Bytes of complex grids per batch: the batch's rows. */
+#define VJP_GRID_BYTES ((size_t)512 << 20)
+
+typedef struct {
+    size_t nopen;
+    unsigned *dest;
+    double *amp, *basis, *dopd; /* [nopen], [nopen], [K][nopen], [nopen] */
+} vjp_pupil;
+
+struct gpu_vjp {
+    int device, n, k, max_rows;
+    gpu_check chk;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    int have_stream, have_blas;
+    gpu_vjp_plans plans;
+    gpu_vjp_det det;
+    vjp_pupil pup[VJP_PUPILS];
+    int npupils;
+    /* the batch's device buffers, for cap_rows rows of cap_nopen samples */
+    cuDoubleComplex *grid;
+    double *w, *coef, *gcoef, *scale, *ow;
+    int *image;
+    int cap_rows;
+    size_t cap_nopen;
+    double *images, *cot; /* [cap_images][N N] */
+    int cap_images;
+    /* host staging for max_rows rows */
+    double *h_coef, *h_gcoef, *h_scale, *h_ow, *h_dopd;
+    int *h_image, *h_rows;
+    size_t cap_h_dopd;
+};
+
+static void free_batch(gpu_vjp *v)
+{
+    cudaFree(v->grid);
+    cudaFree(v->w);
+    cudaFree(v->coef);
+    cudaFree(v->gcoef);
+    cudaFree(v->scale);
+    cudaFree(v->ow);
+    cudaFree(v->image);
+    v->grid = NULL;
+    v->w = v->coef = v->gcoef = v->scale = v->ow = NULL;
+    v->image = NULL;
+    v->cap_rows = 0;
+    v->cap_nopen = 0;
+}
+
+static void vjp_destroy(gpu_vjp *v)
+{
+    if (!v) return;
+    cudaSetDevice(v->device);
+    if (v->have_stream) cudaStreamSynchronize(v->stream);
+    free_batch(v);
+    cudaFree(v->images);
+    cudaFree(v->cot);
+    for (int p = 0; p < v->npupils; ++p) {
+        cudaFree(v->pup[p].dest);
+        cudaFree(v->pup[p].amp);
+        cudaFree(v->pup[p].basis);
+        cudaFree(v->pup[p].dopd);
+    }
+    gpu_vjp_plans_free(&v->plans);
+    gpu_vjp_det_free(&v->det);
+    if (v->have_blas) cublasDestroy(v->blas);
+    if (v->have_stream) cudaStreamDestroy(v->stream);
+    free(v->h_coef);
+    free(v->h_gcoef);
+    free(v->h_scale);
+    free(v->h_ow);
+    free(v->h_dopd);
+    free(v->h_image);
+    free(v->h_rows);
+    free(v);
+}
+
+/* Point the checker at this call's err and make the device current. */
+static int enter(gpu_vjp *v, char *err, size_t errlen)
+{
+    gpu_check_init(&v->chk, v->device, err, errlen); /* each entry's calls counted afresh */
+    return GPU_CUDA(&v->chk, cudaSetDevice(v->device));
+}
+
+static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (n < 1 || nbasis < 1 || (long long)n * n > (1LL << 30)) {
+        snprintf(err, errlen, "gpu: gradients of a %d x %d grid with %d basis rows: out of range",
+                 n, n, nbasis);
+        return -1;
+    }
+    gpu_vjp *v = (gpu_vjp *)calloc(1, sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "gpu: out of host memory for the gradients' instance");
+        return -1;
+    }
+    v->device = device;
+    v->n = n;
+    v->k = nbasis;
+    size_t nn = (size_t)n * n;
+    size_t rows = VJP_GRID_BYTES / (nn * sizeof(cuDoubleComplex));
+    rows = rows < 1 ? 1 : rows > 1024 ? 1024 : rows;
+    while (rows > 1 && rows * nn >= ((size_t)1 << 31)) /* cufftPlanMany's int sizes */
+        rows /= 2;
+    v->max_rows = (int)rows;
+    gpu_check_init(&v->chk, device, err, errlen);
+    v->h_coef = (double *)malloc(rows * nbasis * sizeof(double));
+    v->h_gcoef = (double *)malloc(rows * nbasis * sizeof(double));
+    v->h_scale = (double *)malloc(rows * sizeof(double));
+    v->h_ow = (double *)malloc(rows * sizeof(double));
+    v->h_image = (int *)malloc(rows * sizeof(int));
+    if (!v->h_coef || !v->h_gcoef || !v->h_scale || !v->h_ow || !v->h_image) {
+        vjp_destroy(v);
+        snprintf(err, errlen, "gpu: out of host memory for the gradients' batch of %zu rows", rows);
+        return -1;
+    }
+    if (GPU_CUDA(&v->chk, cudaSetDevice(device))) goto fail;
+    if (GPU_CUDA(&v->chk, cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking))) goto fail;
+    v->have_stream = 1;
+    if (GPU_CUBLAS(&v->chk, cublasCreate(&v->blas))) goto fail;
+    v->have_blas = 1;
+    if (GPU_CUBLAS(&v->chk, cublasSetStream(v->blas, v->stream))) goto fail;
+    gpu_vjp_plans_init(&v->plans, n, v->stream);
+    *out = v;
+    return 0;
+fail:
+    vjp_destroy(v);
+    return -1;
+}
+
+static int vjp_add_pupil(gpu_vjp *v, size_t nopen, const unsigned *dest, const double *amp,
+                         const double *basis, int *index, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    if (v->npupils == VJP_PUPILS) {
+        snprintf(err, errlen, "gpu: more than %d pupils for the gradients", VJP_PUPILS);
+        return -1;
+    }
+    if (nopen >= ((size_t)1 << 31) / (size_t)v->k) {
+        snprintf(err, errlen, "gpu: a pupil of %zu samples is too large for the gradients", nopen);
+        return -1;
+    }
+    vjp_pupil *p = &v->pup[v->npupils];
+    memset(p, 0, sizeof *p);
+    size_t m = nopen ? nopen : 1;
+    if (GPU_CUDA(&v->chk, cudaMalloc(&p->dest, m * sizeof *p->dest)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&p->amp, m * sizeof *p->amp)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&p->basis, m * v->k * sizeof *p->basis)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&p->dopd, m * sizeof *p->dopd)))
+        goto fail;
+    p->nopen = nopen;
+    if (nopen &&
+        (GPU_CUDA(&v->chk,
+                  cudaMemcpy(p->dest, dest, nopen * sizeof *dest, cudaMemcpyHostToDevice)) ||
+         GPU_CUDA(&v->chk, cudaMemcpy(p->amp, amp, nopen * sizeof *amp, cudaMemcpyHostToDevice)) ||
+         GPU_CUDA(&v->chk, cudaMemcpy(p->basis, basis, nopen * v->k * sizeof *basis,
+                                      cudaMemcpyHostToDevice))))
+        goto fail;
+    *index = v->npupils++;
+    return 0;
+fail:
+    cudaFree(p->dest);
+    cudaFree(p->amp);
+    cudaFree(p->basis);
+    cudaFree(p->dopd);
+    memset(p, 0, sizeof *p);
+    return -1;
+}
+
+static int vjp_set_row(gpu_vjp *v, int pupil, int row, const double *values, char *err,
+                       size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    if (pupil < 0 || pupil >= v->npupils || row < 0 || row >= v->k) {
+        snprintf(err, errlen, "gpu: gradients' basis row %d of pupil %d: out of range", row, pupil);
+        return -1;
+    }
+    size_t n = v->pup[pupil].nopen;
+    if (n == 0) return 0;
+    return GPU_CUDA(&v->chk, cudaMemcpy(v->pup[pupil].basis + (size_t)row * n, values,
+                                        n * sizeof *values, cudaMemcpyHostToDevice));
+}
+
+static int vjp_set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    return gpu_vjp_det_set(&v->det, &v->chk, v->n, d);
+}
+
+/* The batch buffers for rows rows of nopen samples. */
+static int reserve_batch(gpu_vjp *v, int rows, size_t nopen)
+{
+    if (rows <= v->cap_rows && nopen <= v->cap_nopen) return 0;
+    int r = rows > v->cap_rows ? rows : v->cap_rows;
+    size_t m = nopen > v->cap_nopen ? nopen : v->cap_nopen;
+    m = m ? m : 1;
+    free_batch(v);
+    size_t nn = (size_t)v->n * v->n;
+    if (GPU_CUDA(&v->chk, cudaMalloc(&v->grid, (size_t)r * nn * sizeof *v->grid)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->w, (size_t)r * m * sizeof *v->w)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->coef, (size_t)r * v->k * sizeof *v->coef)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->gcoef, (size_t)r * v->k * sizeof *v->gcoef)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->scale, (size_t)r * sizeof *v->scale)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->ow, (size_t)r * sizeof *v->ow)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->image, (size_t)r * sizeof *v->image))) {
+        free_batch(v);
+        return -1;
+    }
+    v->cap_rows = r;
+    v->cap_nopen = m;
+    return 0;
+}
+
+/* The run's image and cotangent buffers for nimages images. */
+static int reserve_images(gpu_vjp *v, int nimages)
+{
+    if (nimages <= v->cap_images) return 0;
+    cudaFree(v->images);
+    cudaFree(v->cot);
+    v->images = v->cot = NULL;
+    v->cap_images = 0;
+    size_t bytes = (size_t)nimages * v->n * v->n * sizeof(double);
+    if (GPU_CUDA(&v->chk, cudaMalloc(&v->images, bytes)) ||
+        GPU_CUDA(&v->chk, cudaMalloc(&v->cot, bytes))) {
+        cudaFree(v->images);
+        v->images = NULL;
+        return -1;
+    }
+    v->cap_images = nimages;
+    return 0;
+}
+
+/* One batch: rows v->h_rows[0 .. count) of the run, all on pupil p. */
+static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, const double *coeff,
+                     int backward, double *gcoeff, double *dopd)
+{
+    vjp_pupil *pp = &v->pup[p];
+    size_t K = (size_t)v->k;
+    if (reserve_batch(v, count, pp->nopen)) return -1;
+    for (int j = 0; j < count; ++j) {
+        int r = v->h_rows[j];
+        memcpy(v->h_coef + j * K, coeff + (size_t)r * K, K * sizeof *coeff);
+        v->h_image[j] = rows[r].image;
+        v->h_scale[j] = rows[r].scale;
+        v->h_ow[j] = rows[r].opd_weight;
+    }
+    cudaStream_t s = v->stream;
+    if (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->coef, v->h_coef, count * K * sizeof(double),
+                                          cudaMemcpyHostToDevice, s)) ||
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->image, v->h_image, count * sizeof(int),
+                                          cudaMemcpyHostToDevice, s)) ||
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->scale, v->h_scale, count * sizeof(double),
+                                          cudaMemcpyHostToDevice, s)) ||
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->ow, v->h_ow, count * sizeof(double),
+                                          cudaMemcpyHostToDevice, s)))
+        return -1;
+    const double one = 1.0, zero = 0.0;
+    int m = (int)pp->nopen;
+    /* W (col-major nopen x R) = B (nopen x K, the row-major [K][nopen]) C (K x R) */
+    if (m > 0 &&
+        GPU_CUBLAS(&v->chk, cublasDgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, count, (int)K, &one,
+                                        pp->basis, m, v->coef, (int)K, &zero, v->w, m)))
+        return -1;
+    gpu_vjp_batch b = {v->n,
+                       count,
+                       pp->nopen,
+                       pp->dest,
+                       pp->amp,
+                       v->w,
+                       v->grid,
+                       v->image,
+                       v->scale,
+                       v->images,
+                       backward ? v->cot : NULL};
+    cufftHandle plan;
+    if (gpu_vjp_field(&v->chk, s, &b) || gpu_vjp_plan(&v->plans, &v->chk, count, &plan) ||
+        GPU_CUFFT(&v->chk, cufftExecZ2Z(plan, v->grid, v->grid, CUFFT_FORWARD)) ||
+        gpu_vjp_intensity(&v->chk, s, &b))
+        return -1;
+    if (!backward) return 0;
+    if (gpu_vjp_cotangent(&v->chk, s, &b) ||
+        GPU_CUFFT(&v->chk, cufftExecZ2Z(plan, v->grid, v->grid, CUFFT_INVERSE)) ||
+        gpu_vjp_dw(&v->chk, s, &b))
+        return -1;
+    if (m == 0) {
+        if (GPU_CUDA(&v->chk, cudaMemsetAsync(v->gcoef, 0, count * K * sizeof(double), s)))
+            return -1;
+    } else if (GPU_CUBLAS(&v->chk, cublasDgemm(v->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, count, m,
+                                               &one, pp->basis, m, v->w, m, &zero, v->gcoef,
+                                               (int)K))) /* G (K x R) = B^T dW */
+        return -1;
+    if (dopd && m > 0 &&
+        GPU_CUBLAS(&v->chk, cublasDgemv(v->blas, CUBLAS_OP_N, m, count, &one, v->w, m, v->ow, 1,
+                                        &one, pp->dopd, 1)))
+        return -1;
+    if (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->h_gcoef, v->gcoef, count * K * sizeof(double),
+                                          cudaMemcpyDeviceToHost, s)) ||
+        GPU_CUDA(&v->chk, cudaStreamSynchronize(s)))
+        return -1;
+    for (int j = 0; j < count; ++j)
+        memcpy(gcoeff + (size_t)v->h_rows[j] * K, v->h_gcoef + j * K, K * sizeof(double));
+    return 0;
+}
+
+/* Add pupil p's OPD samples' gradient into dopd. */
+static int add_dopd(gpu_vjp *v, int p, double *dopd)
+{
+    size_t n = v->pup[p].nopen;
+    if (n == 0) return 0;
+    if (n > v->cap_h_dopd) {
+        free(v->h_dopd);
+        v->h_dopd = (double *)malloc(n * sizeof(double));
+        v->cap_h_dopd = v->h_dopd ? n : 0;
+        if (!v->h_dopd) {
+            snprintf(v->chk.err, v->chk.errlen, "gpu: out of host memory for %zu OPD samples", n);
+            return -1;
+        }
+    }
+    if (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->h_dopd, v->pup[p].dopd, n * sizeof(double),
+                                          cudaMemcpyDeviceToHost, v->stream)) ||
+        GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream)))
+        return -1;
+    for (size_t k = 0; k < n; ++k)
+        dopd[k] += v->h_dopd[k];
+    return 0;
+}
+
+static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
+                   const gpu_vjp_row *rows, const double *coeff, double *gcoeff,
+                   double *const *d_opd, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    for (int r = 0; r < nrows; ++r)
+        if (rows[r].pupil < 0 || rows[r].pupil >= v->npupils || rows[r].image < 0 ||
+            rows[r].image >= nimages) {
+            snprintf(err, errlen, "gpu: gradients' row %d: pupil %d or image %d out of range", r,
+                     rows[r].pupil, rows[r].image);
+            return -1;
+        } else if (r > 0 && rows[r].image < rows[r - 1].image) {
+            snprintf(err, errlen, "gpu: gradients' row %d: image %d after image %d", r,
+                     rows[r].image, rows[r - 1].image);
+            return -1;
+        }
+    if (nimages < 1) return 0;
+    if (!v->h_rows) {
+        v->h_rows = (int *)malloc((size_t)v->max_rows * sizeof(int));
+        if (!v->h_rows) {
+            snprintf(err, errlen, "gpu: out of host memory for the gradients' rows");
+            return -1;
+        }
+    }
+    size_t plane = (size_t)v->n * v->n * sizeof(double);
+    int backward = cotangent != NULL, det = v->det.active;
+    size_t out = det ? (size_t)v->det.m * v->det.m * sizeof(double) : plane; /* an output's bytes */
+    if (reserve_images(v, nimages) ||
+        (det && gpu_vjp_det_reserve(&v->det, &v->chk, nimages, v->stream)) ||
+        GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream)) ||
+        (backward &&
+         GPU_CUDA(&v->chk, cudaMemcpyAsync(det ? v->det.cot : v->cot, cotangent, nimages * out,
+                                           cudaMemcpyHostToDevice, v->stream))) ||
+        (backward && det && gpu_vjp_det_adjoint(&v->det, &v->chk, v->stream, v->cot, nimages)))
+        return -1;
+    for (int p = 0; p < v->npupils; ++p) {
+        double *dopd = backward && d_opd ? d_opd[p] : NULL;
+        if (dopd && v->pup[p].nopen &&
+            GPU_CUDA(&v->chk, cudaMemsetAsync(v->pup[p].dopd, 0, v->pup[p].nopen * sizeof(double),
+                                              v->stream)))
+            return -1;
+        int count = 0, used = 0;
+        for (int r = 0; r <= nrows; ++r) {
+            if (r < nrows && rows[r].pupil == p) {
+                v->h_rows[count++] = r;
+                used = 1;
+            }
+            if (count == v->max_rows || (r == nrows && count > 0)) {
+                if (run_batch(v, p, count, rows, coeff, backward, gcoeff, dopd)) return -1;
+                count = 0;
+            }
+        }
+        if (dopd && used && add_dopd(v, p, dopd)) return -1;
+    }
+    if (det && images && gpu_vjp_det_forward(&v->det, &v->chk, v->stream, v->images, nimages))
+        return -1;
+    if (images &&
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(images, det ? v->det.out : v->images, nimages * out,
+                                          cudaMemcpyDeviceToHost, v->stream)))
+        return -1;
+    return GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream));
+}
+
+const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil, vjp_set_row,
+                                   vjp_set_detector, vjp_run,       vjp_destroy};

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The kernels of one batch of the GPU's gradients (gpu/adjoint.h) and its
+ * batched Z2Z cuFFT plans: the field, the intensity, the cotangent's
+ * product and dL/dW, each the CPU's arithmetic (cpu/adjoint_pupil.c,
+ * cpu/adjoint_transform.c) in double. */
+#include <math.h>
+
+#include "gpu/adjoint.h"
+
+void gpu_vjp_plans_init(gpu_vjp_plans *pc, int n, cudaStream_t stream)
+{
+    memset(pc, 0, sizeof *pc);
+    pc->n = n;
+    pc->stream = stream;
+}
+
+int gpu_vjp_plan(gpu_vjp_plans *pc, gpu_check *chk, int batch, cufftHandle *out)
+{
+    int slot = 0;
+    for (int i = 0; i < GPU_VJP_PLANS; ++i) {
+        if (pc->batch[i] == batch) {
+            pc->used[i] = ++pc->tick;
+            *out = pc->plan[i];
+            return 0;
+        }
+        if (pc->used[i] < pc->used[slot]) slot = i;
+    }
+    if (pc->batch[slot]) cufftDestroy(pc->plan[slot]);
+    pc->batch[slot] = 0;
+    pc->used[slot] = 0;
+    int dims[2] = {pc->n, pc->n}, nn = pc->n * pc->n;
+    cufftHandle p;
+    if (GPU_CUFFT(chk, cufftPlanMany(&p, 2, dims, NULL, 1, nn, NULL, 1, nn, CUFFT_Z2Z, batch)))
+        return -1;
+    if (GPU_CUFFT(chk, cufftSetStream(p, pc->stream))) {
+        cufftDestroy(p);
+        return -1;
+    }
+    pc->batch[slot] = batch;
+    pc->plan[slot] = p;
+    pc->used[slot] = ++pc->tick;
+    *out = p;
+    return 0;
+}
+
+void gpu_vjp_plans_free(gpu_vjp_plans *pc)
+{
+    for (int i = 0; i < GPU_VJP_PLANS; ++i)
+        if (pc->batch[i]) cufftDestroy(pc->plan[i]);
+    memset(pc, 0, sizeof *pc);
+}
+
+/* The image pixel of FFT output index q (fftshift: cpu/adjoint_transform.c,
+ * shift_table). */
+__device__ static inline size_t shift_of(size_t q, int n)
+{
+    size_t u = q / (size_t)n, v = q % (size_t)n, h = (size_t)(n / 2);
+    return ((u + h) % (size_t)n) * (size_t)n + (v + h) % (size_t)n;
+}
+
+/* A exp(i 2 pi (w - floor w)) (cpu/adjoint_pupil.c, adj_pupil_field). */
+__device__ static inline cuDoubleComplex field_of(double a, double w)
+{
+    double s, c;
+    sincos(2.0 * M_PI * (w - floor(w)), &s, &c);
+    return make_cuDoubleComplex(a * c, a * s);
+}
+
+__global__ static void k_field(gpu_vjp_batch b)
+{
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y;
+    if (k >= b.nopen) return;
+    size_t nn = (size_t)b.n * b.n;
+    b.grid[r * nn + b.dest[k]] = field_of(b.amp[k], b.w[r * b.nopen + k]);
+}
+
+/* One thread per pixel q and run of rows of one image (the rows' images
+ * are non-decreasing: gpu_vjp_ops.run checks), the run's first row's
+ * thread adding the run's rows in order: no two threads write one pixel,
+ * and the sums' order is fixed. */
+__global__ static void k_intensity(gpu_vjp_batch b)
+{
+    size_t nn = (size_t)b.n * b.n, q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y, img = b.image[r];
+    if (q >= nn || (r > 0 && b.image[r - 1] == img)) return;
+    double *out = b.images + (size_t)img * nn + shift_of(q, b.n);
+    double v = *out;
+    for (; r < b.rows && b.image[r] == img; ++r) {
+        cuDoubleComplex e = b.grid[r * nn + q];
+        v += b.scale[r] * (e.x * e.x + e.y * e.y);
+    }
+    *out = v;
+}
+
+__global__ static void k_cotangent(gpu_vjp_batch b)
+{
+    size_t nn = (size_t)b.n * b.n, q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y;
+    if (q >= nn) return;
+    double v = b.scale[r] * b.cotangent[(size_t)b.image[r] * nn + shift_of(q, b.n)];
+    cuDoubleComplex e = b.grid[r * nn + q];
+    b.grid[r * nn + q] = make_cuDoubleComplex(v * e.x, v * e.y);
+}
+
+__global__ static void k_dw(gpu_vjp_batch b)
+{
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y;
+    if (k >= b.nopen) return;
+    size_t nn = (size_t)b.n * b.n;
+    double *w = b.w + r * b.nopen + k;
+    cuDoubleComplex u = field_of(b.amp[k], *w), g = b.grid[r * nn + b.dest[k]];
+    *w = 4.0 * M_PI * (g.y * u.x - g.x * u.y); /* Im(B conj(U)) */
+}
+
+#define THREADS 256
+
+static unsigned blocks(size_t n)
+{
+    return (unsigned)((n + THREADS - 1) / THREADS);
+}
+
+int gpu_vjp_field(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
+{
+    size_t nn = (size_t)b->n * b->n;
+    if (GPU_CUDA(chk, cudaMemsetAsync(b->grid, 0, (size_t)b->rows * nn * sizeof *b->grid, s)))
+        return -1;
+    if (b->nopen == 0) return 0;
+    k_field<<<dim3(blocks(b->nopen), (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    return GPU_LAUNCH(chk, "k_field");
+}
+
+int gpu_vjp_intensity(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
+{
+    k_intensity<<<dim3(blocks((size_t)b->n * b->n), (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    return GPU_LAUNCH(chk, "k_intensity");
+}
+
+int gpu_vjp_cotangent(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
+{
+    k_cotangent<<<dim3(blocks((size_t)b->n * b->n), (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    return GPU_LAUNCH(chk, "k_cotangent");
+}
+
+int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
+{
+    if (b->nopen == 0) return 0;
+    k_dw<<<dim3(blocks(b->nopen), (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    return GPU_LAUNCH(chk, "k_dw");
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A GPU module whose gradients (gpu_vjp_ops, backend/gpu_abi.h) run on the
+ * host: gpu/adjoint.cu's arithmetic row by row, in double with FFTW (the
+ * forward and backward DFTs, unnormalised), no CUDA. It lets machines
+ * without a GPU test the library's side of the GPU's gradients
+ * (lib/vjp_gpu.c: the rows, the stacked basis, the coefficients, the
+ * chain to the inputs, the turn, the chunks) against the CPU's path
+ * (tests/gpu/test_gpu_vjp.c run with PSFSIM_GPU_MODULE naming this file,
+ * and python/tests/test_vjp.py's GPU cases with PSFSIM_VJP_HOST_MODULE=1).
+ * Its backend only counts one device, so that a set opens with backend
+ * "gpu"; nothing computes images through it. */
+#include <fftw3.h>
+
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/gpu_abi.h"
+
+typedef struct {
+    size_t nopen;
+    unsigned *dest;
+    double *amp, *basis;
+} host_pupil;
+
+struct gpu_vjp {
+    int n, k, npupils;
+    host_pupil pup[64];
+    gpu_vjp_detector det; /* det.m 0: none */
+    double *otf;          /* [N][N/2 + 1] complex, or NULL */
+};
+
+static int device_count(char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    return 1;
+}
+
+static const psf_backend_ops host_backend = {
+    .name = "host-vjp", .preferred_batch = 1, .device_count = device_count};
+
+static int create(int device, int n, int nbasis, gpu_vjp **out, char *err, size_t errlen)
+{
+    (void)device;
+    *out = calloc(1, sizeof **out);
+    if (!*out) {
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    (*out)->n = n;
+    (*out)->k = nbasis;
+    return 0;
+}
+
+static void destroy(gpu_vjp *v)
+{
+    if (v) free(v->otf);
+    for (int p = 0; v && p < v->npupils; ++p) {
+        free(v->pup[p].dest);
+        free(v->pup[p].amp);
+        free(v->pup[p].basis);
+    }
+    free(v);
+}
+
+static int add_pupil(gpu_vjp *v, size_t nopen, const unsigned *dest, const double *amp,
+                     const double *basis, int *index, char *err, size_t errlen)
+{
+    if (v->npupils == 64) {
+        snprintf(err, errlen, "host: more than 64 pupils");
+        return -1;
+    }
+    host_pupil *p = &v->pup[v->npupils];
+    size_t m = nopen ? nopen : 1;
+    p->nopen = nopen;
+    p->dest = malloc(m * sizeof *dest);
+    p->amp = malloc(m * sizeof *amp);
+    p->basis = malloc(m * v->k * sizeof *basis);
+    if (!p->dest || !p->amp || !p->basis) {
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    memcpy(p->dest, dest, nopen * sizeof *dest);
+    memcpy(p->amp, amp, nopen * sizeof *amp);
+    memcpy(p->basis, basis, nopen * v->k * sizeof *basis);
+    *index = v->npupils++;
+    return 0;
+}
+
+static int set_row(gpu_vjp *v, int pupil, int row, const double *values, char *err, size_t errlen)
+{
+    if (pupil < 0 || pupil >= v->npupils || row < 0 || row >= v->k) {
+        snprintf(err, errlen, "host: row %d of pupil %d: out of range", row, pupil);
+        return -1;
+    }
+    host_pupil *p = &v->pup[pupil];
+    memcpy(p->basis + (size_t)row * p->nopen, values, p->nopen * sizeof *values);
+    return 0;
+}
+
+static int set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen)
+{
+    size_t nc = (size_t)v->n * (size_t)(v->n / 2 + 1);
+    v->det = *d;
+    free(v->otf);
+    v->otf = d->convolve ? malloc(2 * nc * sizeof *v->otf) : NULL;
+    if (d->convolve && !v->otf) {
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    if (d->convolve) memcpy(v->otf, d->otf, 2 * nc * sizeof *v->otf);
+    return 0;
+}
+
+/* g[N N] = C2R(R2C(g) T) (or conj T): cpu/adjoint_detector.c's convolve. */
+static void convolve(const gpu_vjp *v, double *g, int conj)
+{
+    int n = v->n;
+    size_t nc = (size_t)n * (size_t)(n / 2 + 1);
+    fftw_complex *spec = fftw_malloc(nc * sizeof *spec);
+    double *real = fftw_malloc((size_t)n * n * sizeof *real);
+    fftw_plan r2c = fftw_plan_dft_r2c_2d(n, n, real, spec, FFTW_ESTIMATE);
+    fftw_plan c2r = fftw_plan_dft_c2r_2d(n, n, spec, real, FFTW_ESTIMATE);
+    memcpy(real, g, (size_t)n * n * sizeof *real);
+    fftw_execute(r2c);
+    for (size_t i = 0; i < nc; ++i) {
+        double a = spec[i][0], b = spec[i][1];
+        double c = v->otf[2 * i], e = conj ? -v->otf[2 * i + 1] : v->otf[2 * i + 1];
+        spec[i][0] = a * c - b * e;
+        spec[i][1] = a * e + b * c;
+    }
+    fftw_execute(c2r);
+    memcpy(g, real, (size_t)n * n * sizeof *real);
+    fftw_destroy_plan(r2c);
+    fftw_destroy_plan(c2r);
+    fftw_free(spec);
+    fftw_free(real);
+}
+
+/* out[M M] = the stage of grid[N N] (grid overwritten). */
+static void det_forward(const gpu_vjp *v, double *grid, double *out)
+{
+    const gpu_vjp_detector *d = &v->det;
+    int n = v->n, s = d->s, m = d->m;
+    if (d->convolve) convolve(v, grid, 0);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j) {
+            if (!d->sample) {
+                out[(size_t)i * m + j] = grid[(size_t)i * n + j];
+                continue;
+            }
+            const double *p = grid + (size_t)(i * s + d->off) * n + (size_t)(j * s + d->off);
+            double t = 0.0;
+            for (int a = 0; d->bins && a < s; ++a)
+                for (int b = 0; b < s; ++b)
+                    t += p[(size_t)a * n + b];
+            out[(size_t)i * m + j] = d->bins ? t : (double)s * s * p[0];
+        }
+}
+
+/* grid[N N] = the stage's transpose of cot[M M]. */
+static void det_adjoint(const gpu_vjp *v, const double *cot, double *grid)
+{
+    const gpu_vjp_detector *d = &v->det;
+    int n = v->n, s = d->s, m = d->m;
+    memset(grid, 0, (size_t)n * n * sizeof *grid);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < m; ++j) {
+            double c = cot[(size_t)i * m + j];
+            if (!d->sample) {
+                grid[(size_t)i * n + j] = c;
+                continue;
+            }
+            double *p = grid + (size_t)(i * s + d->off) * n + (size_t)(j * s + d->off);
+            if (!d->bins) {
+                p[0] += (double)s * s * c;
+                continue;
+            }
+            for (int a = 0; a < s; ++a)
+                for (int b = 0; b < s; ++b)
+                    p[(size_t)a * n + b] += c;
+        }
+    if (d->convolve) convolve(v, grid, 1);
+}
+
+static size_t shift_of(size_t q, int n)
+{
+    size_t u = q / (size_t)n, w = q % (size_t)n, h = (size_t)(n / 2);
+    return ((u + h) % (size_t)n) * (size_t)n + (w + h) % (size_t)n;
+}
+
+static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
+               const gpu_vjp_row *rows, const double *coeff, double *gcoeff, double *const *d_opd,
+               char *err, size_t errlen)
+{
+    size_t nn = (size_t)v->n * v->n, K = (size_t)v->k;
+    size_t mm = v->det.m ? (size_t)v->det.m * v->det.m : nn;
+    double *img = calloc((size_t)nimages * nn, sizeof *img);
+    double *gcot = cotangent && v->det.m ? malloc((size_t)nimages * nn * sizeof *gcot) : NULL;
+    for (int i = 0; gcot && i < nimages; ++i)
+        det_adjoint(v, cotangent + (size_t)i * mm, gcot + (size_t)i * nn);
+    if (gcot) cotangent = gcot;
+    fftw_complex *buf = fftw_malloc(nn * sizeof *buf), *e = fftw_malloc(nn * sizeof *e);
+    size_t most = 1;
+    for (int p = 0; p < v->npupils; ++p)
+        most = v->pup[p].nopen > most ? v->pup[p].nopen : most;
+    double *w = malloc(most * sizeof *w);
+    fftw_plan fwd = buf ? fftw_plan_dft_2d(v->n, v->n, buf, buf, FFTW_FORWARD, FFTW_ESTIMATE) : 0;
+    fftw_plan bwd = buf ? fftw_plan_dft_2d(v->n, v->n, buf, buf, FFTW_BACKWARD, FFTW_ESTIMATE) : 0;
+    int rc = img && buf && e && w && fwd && bwd ? 0 : -1;
+    if (rc) snprintf(err, errlen, "host: out of memory");
+    for (int r = 0; rc == 0 && r < nrows; ++r) {
+        const host_pupil *p = &v->pup[rows[r].pupil];
+        const double *c = coeff + (size_t)r * K;
+        double *im = img + (size_t)rows[r].image * nn;
+        for (size_t k = 0; k < p->nopen; ++k) {
+            w[k] = 0.0;
+            for (size_t t = 0; t < K; ++t)
+                w[k] += c[t] * p->basis[t * p->nopen + k];
+        }
+        memset(buf, 0, nn * sizeof *buf);
+        for (size_t k = 0; k < p->nopen; ++k) {
+            double ph = 2.0 * M_PI * (w[k] - floor(w[k]));
+            buf[p->dest[k]][0] = p->amp[k] * cos(ph);
+            buf[p->dest[k]][1] = p->amp[k] * sin(ph);
+        }
+        fftw_execute(fwd);
+        memcpy(e, buf, nn * sizeof *buf);
+        for (size_t q = 0; q < nn; ++q)
+            im[shift_of(q, v->n)] += rows[r].scale * (e[q][0] * e[q][0] + e[q][1] * e[q][1]);
+        if (!cotangent) continue;
+        const double *g = cotangent + (size_t)rows[r].image * nn;
+        for (size_t q = 0; q < nn; ++q) {
+            double s = rows[r].scale * g[shift_of(q, v->n)];
+            buf[q][0] = s * e[q][0];
+            buf[q][1] = s * e[q][1];
+        }
+        fftw_execute(bwd);
+        double *gc = gcoeff + (size_t)r * K;
+        memset(gc, 0, K * sizeof *gc);
+        for (size_t k = 0; k < p->nopen; ++k) {
+            double ph = 2.0 * M_PI * (w[k] - floor(w[k]));
+            double complex u = p->amp[k] * (cos(ph) + I * sin(ph));
+            double complex b = buf[p->dest[k]][0] + I * buf[p->dest[k]][1];
+            double dw = 4.0 * M_PI * cimag(b * conj(u));
+            for (size_t t = 0; t < K; ++t)
+                gc[t] += dw * p->basis[t * p->nopen + k];
+            if (d_opd && d_opd[rows[r].pupil]) d_opd[rows[r].pupil][k] += rows[r].opd_weight * dw;
+        }
+    }
+    for (int i = 0; rc == 0 && images && i < nimages; ++i) {
+        if (v->det.m)
+            det_forward(v, img + (size_t)i * nn, images + (size_t)i * mm);
+        else
+            memcpy(images + (size_t)i * nn, img + (size_t)i * nn, nn * sizeof *img);
+    }
+    free(gcot);
+    if (fwd) fftw_destroy_plan(fwd);
+    if (bwd) fftw_destroy_plan(bwd);
+    fftw_free(buf);
+    fftw_free(e);
+    free(w);
+    free(img);
+    return rc;
+}
+
+static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row, set_detector, run, destroy};
+
+__attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
+    .abi = GPU_MODULE_ABI,
+    .size = sizeof(gpu_module_ops),
+    .backend = &host_backend,
+    .vjp = &host_vjp,
+};
