@@ -97,8 +97,7 @@ def test_torch_dtype_and_only_what_needs_grad(torch):
         assert z.grad.dtype == torch.float32 and opd.grad is None
         f64 = s.compute_inputs(terms=[4], zernike=np.zeros((3, 1)))
         assert np.array_equal(img.detach().numpy(), f64.astype(np.float32))
-        # d(sum I)/dz4 is 0 for normalisation "peak"? no: the sum changes; it
-        # equals Set.vjp's with a cotangent of ones, rounded to float32
+        # the float32 gradient is Set.vjp's (a cotangent of ones) rounded once
         g = s.vjp(np.ones((3, s.npix, s.npix)), terms=[4], zernike=np.zeros((3, 1)))["zernike"]
         assert np.array_equal(z.grad.numpy(), g.astype(np.float32))
 
