@@ -702,6 +702,15 @@ class _Borrowed:
         return False
 
 
+def __getattr__(name):
+    """psfsim.torch and psfsim.jax (the differentiable wrappers) import
+    torch or jax when first used, never at psfsim's import."""
+    if name in ("torch", "jax"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'psfsim' has no attribute %r" % name)
+
+
 def _set_of(config, backend, base_dir, name):
     if isinstance(config, Set):
         return _Borrowed(config)
