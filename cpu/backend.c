@@ -13,6 +13,7 @@
  * component. A problem with a detector stage (psf_detector) computes its
  * grid images into a scratch buffer and passes each through
  * cpu/detector.h into the caller's images. */
+#include <fenv.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,17 +57,37 @@ typedef struct {
     int current;                         /* pupil whose samples are in `in`, -1 = none */
 } cpu_lane;
 
-/* One run's images for the lanes (lane_main): each lane takes the next
- * image from `next` until none is left. */
+/* How a run's images are handed to its lanes (cpu_run_fft). The default,
+ * HAND_SHARE: lane t takes the t-th, (t + T)-th, ... image of the run's
+ * order (fault_order), fixed before the lanes start, so which lane computes
+ * which image, and so each lane's sequence of pupils, depends on the run's
+ * jobs and lane count alone, never on the threads' timing. The others are
+ * test hooks (PSFSIM_TEST_CPU_HANDOUT, read at create: hand_out_from_env):
+ * HAND_NEXT each lane taking the next image not taken (the hand-out of
+ * commit 518d173, timing-dependent: bench/ compares it), HAND_REVERSE the
+ * share over the order reversed, HAND_SHUFFLE over a permutation drawn
+ * anew each run (a fixed seed: the same runs give the same draws),
+ * HAND_LAST the run's last lane taking every image (a pool thread sees
+ * every pupil change). tests/cpu/test_cpu_lanes.c: the images are the same
+ * bytes under each. */
+typedef enum { HAND_SHARE, HAND_NEXT, HAND_REVERSE, HAND_SHUFFLE, HAND_LAST } cpu_hand_out;
+
+/* One run's images for the lanes (lane_main). */
 typedef struct {
     psf_backend *b;
     int nlanes, njobs;
     int call_done; /* 1: each job's done hook after its image (no detector stage) */
+    int next_free; /* 1: HAND_NEXT (next); else lane t takes order[t], order[t + T], ... */
+    int last_only; /* 1: HAND_LAST: lane nlanes - 1 takes every image */
     const psf_job *jobs;
     const int *pupil_index;
-    const int *order; /* [njobs]: the n-th image taken is order[n] (fault_order) */
+    const int *order; /* [njobs]: the run's images in the order they are handed out */
     float *images;
-    _Alignas(64) atomic_int next; /* the next image to take: its own cache line */
+    fenv_t env; /* the caller's floating-point environment, the pool's threads' too */
+#ifdef __SSE2__
+    unsigned csr; /* its MXCSR (flush-to-zero, denormals-are-zero, rounding) */
+#endif
+    _Alignas(64) atomic_int next; /* HAND_NEXT: the next image to take: its own cache line */
     _Alignas(64) char pad;
 } lane_task;
 
@@ -77,7 +98,10 @@ typedef struct {
  * A run: the caller fills task, raises gen (under mu), works as lane 0,
  * then waits for busy to reach 0. An idle thread polls gen for
  * CPU_POOL_SPIN_NS before it sleeps on go, so that the next batch, which
- * comes after the library's short hand-over, finds it awake. */
+ * comes after the library's short hand-over, finds it awake. Each run's
+ * threads take the caller's floating-point environment (task.env), as
+ * threads started by the caller did: a kept thread would otherwise keep
+ * the one of the run that started it. */
 #define CPU_POOL_SPIN_NS 200000L
 typedef struct {
     pthread_mutex_t mu;
@@ -97,6 +121,8 @@ struct psf_backend {
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
     cpu_pool *pool;                /* their threads (cpu_pool), NULL until needed */
+    cpu_hand_out hand_out;         /* HAND_SHARE, or a test's (PSFSIM_TEST_CPU_HANDOUT) */
+    unsigned long long draws;      /* HAND_SHUFFLE's generator state */
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
     int pupil_full[PSF_MAX_COMPONENTS]; /* 1: samples outside fft.band: 2D plan */
     int npupils;
@@ -264,6 +290,19 @@ static int detector_create(psf_backend *b, char *err, size_t errlen)
     return 0;
 }
 
+/* PSFSIM_TEST_CPU_HANDOUT (tests and bench/ only): "next", "reverse",
+ * "shuffle" or "last" (cpu_hand_out); unset or anything else: the share. */
+static cpu_hand_out hand_out_from_env(void)
+{
+    const char *e = getenv("PSFSIM_TEST_CPU_HANDOUT");
+    if (!e) return HAND_SHARE;
+    return strcmp(e, "next") == 0      ? HAND_NEXT
+           : strcmp(e, "reverse") == 0 ? HAND_REVERSE
+           : strcmp(e, "shuffle") == 0 ? HAND_SHUFFLE
+           : strcmp(e, "last") == 0    ? HAND_LAST
+                                       : HAND_SHARE;
+}
+
 static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
                       char *err, size_t errlen)
 {
@@ -302,6 +341,7 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         return -1;
     }
     b->nlanes = image_lanes(set, opt);
+    b->hand_out = hand_out_from_env();
     if (detector_create(b, err, errlen) != 0) {
         cpu_destroy(b);
         return -1;
@@ -469,24 +509,40 @@ static int build_pupils(psf_backend *b, const psf_job *jobs, int njobs, int *pup
     return 0;
 }
 
-/* Lane `lane` takes the run's images one after the other (the next not
- * taken, t->next) until none is left: a thread that was late or slowed
- * takes fewer, where a fixed share (t, t + T, ...) made every run wait
- * for the slowest. Each image is computed the same whatever the lane, so
- * the images do not depend on the thread count or on who took which. */
-static void lane_main(lane_task *t, int lane)
+/* Image k of the run through lane `lane`, then its done hook. */
+static void lane_image(const lane_task *t, int lane, int k)
 {
     size_t plane = (size_t)t->b->set.npix * t->b->set.npix;
-    for (int n; (n = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < t->njobs;) {
-        int k = t->order[n];
-        const psf_job *job = &t->jobs[k];
-        float *image = t->images + (size_t)k * plane;
-        int hook = t->call_done && job->done;
-        psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
-        fft_image(t->b, &t->b->lanes[lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS,
-                  image, want);
-        if (hook) job->done(job->done_ctx, image, want);
+    const psf_job *job = &t->jobs[k];
+    float *image = t->images + (size_t)k * plane;
+    int hook = t->call_done && job->done;
+    psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
+    fft_image(t->b, &t->b->lanes[lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS, image,
+              want);
+    if (hook) job->done(job->done_ctx, image, want);
+}
+
+/* Lane `lane`'s images of the run (cpu_hand_out): by default order[lane],
+ * order[lane + T], ... (T = nlanes), the share fixed before the lanes
+ * start, as the threads started for each run had it (t, t + T, ... in image
+ * order) before issue 27. Each image is computed the same whatever the
+ * lane and whatever that lane computed before (the pupil it holds is
+ * cleared first: fft_image), so the images do not depend on the thread
+ * count either (tests/cpu/test_cpu_lanes.c, python/tests/test_repro.py). */
+static void lane_main(lane_task *t, int lane)
+{
+    if (t->next_free) {
+        for (int n; (n = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < t->njobs;)
+            lane_image(t, lane, t->order[n]);
+        return;
     }
+    if (t->last_only) {
+        for (int n = 0; lane == t->nlanes - 1 && n < t->njobs; ++n)
+            lane_image(t, lane, t->order[n]);
+        return;
+    }
+    for (int n = lane; n < t->njobs; n += t->nlanes)
+        lane_image(t, lane, t->order[n]);
 }
 
 static long elapsed_ns(const struct timespec *t0)
@@ -535,7 +591,13 @@ static void *pool_main(void *arg)
         int quit = p->quit;
         pthread_mutex_unlock(&p->mu);
         if (quit) return NULL;
-        if (a.lane < p->task.nlanes) lane_main(&p->task, a.lane);
+        if (a.lane < p->task.nlanes) {
+            fesetenv(&p->task.env); /* the caller's rounding and exception modes */
+#ifdef __SSE2__
+            _mm_setcsr(p->task.csr); /* its flush-to-zero and denormals-are-zero too */
+#endif
+            lane_main(&p->task, a.lane);
+        }
         pthread_mutex_lock(&p->mu);
         if (--p->busy == 0) pthread_cond_signal(&p->idle);
         pthread_mutex_unlock(&p->mu);
@@ -652,6 +714,29 @@ static void fault_order(int npix, int njobs, int *order)
             if (span * per + i < njobs) order[n++] = span * per + i;
 }
 
+/* order[0 .. njobs) as b's hand-out has it (cpu_hand_out): fault_order,
+ * reversed, or shuffled (Fisher-Yates, splitmix64 draws from b->draws). */
+static void hand_out_order(psf_backend *b, int njobs, int *order)
+{
+    fault_order(b->set.npix, njobs, order);
+    if (b->hand_out == HAND_REVERSE)
+        for (int i = 0, j = njobs - 1; i < j; ++i, --j) {
+            int x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+    if (b->hand_out == HAND_SHUFFLE)
+        for (int i = njobs - 1; i > 0; --i) {
+            unsigned long long z = (b->draws += 0x9e3779b97f4a7c15ULL);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            z ^= z >> 31;
+            int j = (int)(z % (unsigned long long)(i + 1)), x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+}
+
 static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
                        size_t errlen)
 {
@@ -661,7 +746,7 @@ static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *im
         return -1;
     }
     int *order = pupil_index + (size_t)njobs * PSF_MAX_COMPONENTS; /* [njobs] */
-    fault_order(b->set.npix, njobs, order);
+    hand_out_order(b, njobs, order);
     int rc = build_pupils(b, jobs, njobs, pupil_index, err, errlen);
     int nl = njobs < b->nlanes ? njobs : b->nlanes;
     if (rc == 0) nl = ready_lanes(b, nl);
@@ -673,10 +758,16 @@ static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *im
         p->task.nlanes = nl;
         p->task.njobs = njobs;
         p->task.call_done = !b->det_grid;
+        p->task.next_free = b->hand_out == HAND_NEXT;
+        p->task.last_only = b->hand_out == HAND_LAST;
         p->task.jobs = jobs;
         p->task.pupil_index = pupil_index;
         p->task.order = order;
         p->task.images = images;
+        fegetenv(&p->task.env);
+#ifdef __SSE2__
+        p->task.csr = _mm_getcsr();
+#endif
         atomic_store_explicit(&p->task.next, 0, memory_order_relaxed);
         p->busy = p->started;
         atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
@@ -696,7 +787,6 @@ static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *im
                          .pupil_index = pupil_index,
                          .order = order,
                          .images = images};
-        atomic_init(&one.next, 0);
         lane_main(&one, 0);
     }
     if (rc == 0) b->current = b->lanes[0].current;
