@@ -13,12 +13,18 @@
  * component. A problem with a detector stage (psf_detector) computes its
  * grid images into a scratch buffer and passes each through
  * cpu/detector.h into the caller's images. */
+#include <fenv.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "backend/backend.h"
 #include "backend/cpu_count.h"
@@ -51,11 +57,72 @@ typedef struct {
     int current;                         /* pupil whose samples are in `in`, -1 = none */
 } cpu_lane;
 
+/* How a run's images are handed to its lanes (cpu_run_fft). The default,
+ * HAND_SHARE: lane t takes the t-th, (t + T)-th, ... image of the run's
+ * order (fault_order), fixed before the lanes start, so which lane computes
+ * which image, and so each lane's sequence of pupils, depends on the run's
+ * jobs and lane count alone, never on the threads' timing. The others are
+ * test hooks (PSFSIM_TEST_CPU_HANDOUT, read at create: hand_out_from_env):
+ * HAND_NEXT each lane taking the next image not taken (the hand-out of
+ * commit 518d173, timing-dependent: bench/ compares it), HAND_REVERSE the
+ * share over the order reversed, HAND_SHUFFLE over a permutation drawn
+ * anew each run (a fixed seed: the same runs give the same draws),
+ * HAND_LAST the run's last lane taking every image (a pool thread sees
+ * every pupil change). tests/cpu/test_cpu_lanes.c: the images are the same
+ * bytes under each. */
+typedef enum { HAND_SHARE, HAND_NEXT, HAND_REVERSE, HAND_SHUFFLE, HAND_LAST } cpu_hand_out;
+
+/* One run's images for the lanes (lane_main). */
+typedef struct {
+    psf_backend *b;
+    int nlanes, njobs;
+    int call_done; /* 1: each job's done hook after its image (no detector stage) */
+    int next_free; /* 1: HAND_NEXT (next); else lane t takes order[t], order[t + T], ... */
+    int last_only; /* 1: HAND_LAST: lane nlanes - 1 takes every image */
+    const psf_job *jobs;
+    const int *pupil_index;
+    const int *order; /* [njobs]: the run's images in the order they are handed out */
+    float *images;
+    fenv_t env; /* the caller's floating-point environment, the pool's threads' too */
+#ifdef __SSE2__
+    unsigned csr; /* its MXCSR (flush-to-zero, denormals-are-zero, rounding) */
+#endif
+    _Alignas(64) atomic_int next; /* HAND_NEXT: the next image to take: its own cache line */
+    _Alignas(64) char pad;
+} lane_task;
+
+/* The image-parallel lanes' threads, started at the first run that needs
+ * them and kept until the backend ends (lanes 1 .. started; lane 0 is the
+ * caller's thread), where a run started and joined them (15 threads at
+ * each run of 64 images: a quarter of a 16-thread run's time; issue 27).
+ * A run: the caller fills task, raises gen (under mu), works as lane 0,
+ * then waits for busy to reach 0. An idle thread polls gen for
+ * CPU_POOL_SPIN_NS before it sleeps on go, so that the next batch, which
+ * comes after the library's short hand-over, finds it awake. Each run's
+ * threads take the caller's floating-point environment (task.env), as
+ * threads started by the caller did: a kept thread would otherwise keep
+ * the one of the run that started it. */
+#define CPU_POOL_SPIN_NS 200000L
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go, idle;
+    atomic_uint gen; /* raised for each run (and for quit), under mu */
+    int quit;        /* under mu */
+    int busy;        /* threads still in the run, under mu */
+    int started;     /* threads running, lanes 1 .. started */
+    pid_t pid;       /* the process that started them (a fork's child has none) */
+    pthread_t threads[CPU_MAX_LANES];
+    lane_task task;
+} cpu_pool;
+
 struct psf_backend {
     psf_problem set;
     cpu_fft_plan fft;
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
+    cpu_pool *pool;                /* their threads (cpu_pool), NULL until needed */
+    cpu_hand_out hand_out;         /* HAND_SHARE, or a test's (PSFSIM_TEST_CPU_HANDOUT) */
+    unsigned long long draws;      /* HAND_SHUFFLE's generator state */
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
     int pupil_full[PSF_MAX_COMPONENTS]; /* 1: samples outside fft.band: 2D plan */
     int npupils;
@@ -171,9 +238,12 @@ static int transpose_dest(cpu_pupil *pp, int nterms, int npix, char *err, size_t
     return 0;
 }
 
+static void pool_end(cpu_pool *p);
+
 static void cpu_destroy(psf_backend *b)
 {
     if (!b) return;
+    pool_end(b->pool); /* its threads use the lanes' buffers */
     for (int i = 1; i < CPU_MAX_LANES; ++i) {
         fftwf_free(b->lanes[i].in);
         fftwf_free(b->lanes[i].out);
@@ -220,6 +290,19 @@ static int detector_create(psf_backend *b, char *err, size_t errlen)
     return 0;
 }
 
+/* PSFSIM_TEST_CPU_HANDOUT (tests and bench/ only): "next", "reverse",
+ * "shuffle" or "last" (cpu_hand_out); unset or anything else: the share. */
+static cpu_hand_out hand_out_from_env(void)
+{
+    const char *e = getenv("PSFSIM_TEST_CPU_HANDOUT");
+    if (!e) return HAND_SHARE;
+    return strcmp(e, "next") == 0      ? HAND_NEXT
+           : strcmp(e, "reverse") == 0 ? HAND_REVERSE
+           : strcmp(e, "shuffle") == 0 ? HAND_SHUFFLE
+           : strcmp(e, "last") == 0    ? HAND_LAST
+                                       : HAND_SHARE;
+}
+
 static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
                       char *err, size_t errlen)
 {
@@ -258,6 +341,7 @@ static int cpu_create(const psf_problem *set, const psf_backend_options *options
         return -1;
     }
     b->nlanes = image_lanes(set, opt);
+    b->hand_out = hand_out_from_env();
     if (detector_create(b, err, errlen) != 0) {
         cpu_destroy(b);
         return -1;
@@ -425,31 +509,156 @@ static int build_pupils(psf_backend *b, const psf_job *jobs, int njobs, int *pup
     return 0;
 }
 
-typedef struct {
-    psf_backend *b;
-    int lane, nlanes, njobs;
-    int call_done; /* 1: each job's done hook after its image (no detector stage) */
-    const psf_job *jobs;
-    const int *pupil_index;
-    float *images;
-} lane_task;
-
-/* Lane t computes images t, t + T, t + 2T, ...: each image is computed the
- * same whatever the lane, so results do not depend on the thread count. */
-static void *lane_main(void *arg)
+/* Image k of the run through lane `lane`, then its done hook. */
+static void lane_image(const lane_task *t, int lane, int k)
 {
-    const lane_task *t = arg;
     size_t plane = (size_t)t->b->set.npix * t->b->set.npix;
-    for (int k = t->lane; k < t->njobs; k += t->nlanes) {
-        const psf_job *job = &t->jobs[k];
-        float *image = t->images + (size_t)k * plane;
-        int hook = t->call_done && job->done;
-        psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
-        fft_image(t->b, &t->b->lanes[t->lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS,
-                  image, want);
-        if (hook) job->done(job->done_ctx, image, want);
+    const psf_job *job = &t->jobs[k];
+    float *image = t->images + (size_t)k * plane;
+    int hook = t->call_done && job->done;
+    psf_image_scan scan = {-INFINITY, 1}, *want = hook && job->ncomp > 0 ? &scan : NULL;
+    fft_image(t->b, &t->b->lanes[lane], job, t->pupil_index + (size_t)k * PSF_MAX_COMPONENTS, image,
+              want);
+    if (hook) job->done(job->done_ctx, image, want);
+}
+
+/* Lane `lane`'s images of the run (cpu_hand_out): by default order[lane],
+ * order[lane + T], ... (T = nlanes), the share fixed before the lanes
+ * start, as the threads started for each run had it (t, t + T, ... in image
+ * order) before issue 27. Each image is computed the same whatever the
+ * lane and whatever that lane computed before (the pupil it holds is
+ * cleared first: fft_image), so the images do not depend on the thread
+ * count either (tests/cpu/test_cpu_lanes.c, python/tests/test_repro.py). */
+static void lane_main(lane_task *t, int lane)
+{
+    if (t->next_free) {
+        for (int n; (n = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < t->njobs;)
+            lane_image(t, lane, t->order[n]);
+        return;
     }
-    return NULL;
+    if (t->last_only) {
+        for (int n = 0; lane == t->nlanes - 1 && n < t->njobs; ++n)
+            lane_image(t, lane, t->order[n]);
+        return;
+    }
+    for (int n = lane; n < t->njobs; n += t->nlanes)
+        lane_image(t, lane, t->order[n]);
+}
+
+static long elapsed_ns(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+
+static void spin_pause(void)
+{
+#ifdef __SSE2__
+    _mm_pause();
+#endif
+}
+
+/* Wait until gen differs from seen: polled for CPU_POOL_SPIN_NS, then
+ * asleep on go. Returns with mu held. */
+static void pool_wait_gen(cpu_pool *p, unsigned seen)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; atomic_load_explicit(&p->gen, memory_order_acquire) == seen; ++i) {
+        spin_pause();
+        if (i % 64 == 63 && elapsed_ns(&t0) > CPU_POOL_SPIN_NS) break;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load_explicit(&p->gen, memory_order_relaxed) == seen)
+        pthread_cond_wait(&p->go, &p->mu);
+}
+
+typedef struct {
+    cpu_pool *p;
+    int lane;
+} pool_arg;
+
+static void *pool_main(void *arg)
+{
+    pool_arg a = *(pool_arg *)arg;
+    free(arg);
+    cpu_pool *p = a.p;
+    unsigned seen = 0;
+    for (;;) {
+        pool_wait_gen(p, seen);
+        seen = atomic_load_explicit(&p->gen, memory_order_relaxed);
+        int quit = p->quit;
+        pthread_mutex_unlock(&p->mu);
+        if (quit) return NULL;
+        if (a.lane < p->task.nlanes) {
+            fesetenv(&p->task.env); /* the caller's rounding and exception modes */
+#ifdef __SSE2__
+            _mm_setcsr(p->task.csr); /* its flush-to-zero and denormals-are-zero too */
+#endif
+            lane_main(&p->task, a.lane);
+        }
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0) pthread_cond_signal(&p->idle);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* End the pool's threads and free it. */
+static void pool_end(cpu_pool *p)
+{
+    if (!p) return;
+    if (p->pid == getpid()) { /* a fork's child has no threads to end */
+        pthread_mutex_lock(&p->mu);
+        p->quit = 1;
+        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+        pthread_cond_broadcast(&p->go);
+        pthread_mutex_unlock(&p->mu);
+        for (int t = 1; t <= p->started; ++t)
+            pthread_join(p->threads[t], NULL);
+        pthread_cond_destroy(&p->go);
+        pthread_cond_destroy(&p->idle);
+        pthread_mutex_destroy(&p->mu);
+    }
+    free(p);
+}
+
+/* b's pool with up to want - 1 threads (lanes 1 .. want - 1), started
+ * here on first use (and again in a fork's child, which has none of its
+ * parent's threads). NULL when none could be made: lane 0 then takes
+ * every image. */
+static cpu_pool *pool_for(psf_backend *b, int want)
+{
+    if (b->pool && b->pool->pid != getpid()) { /* the parent's: its threads are not here */
+        free(b->pool);
+        b->pool = NULL;
+    }
+    if (b->pool) return b->pool;
+    size_t size = (sizeof(cpu_pool) + 63) / 64 * 64;       /* aligned_alloc's multiple */
+    cpu_pool *p = aligned_alloc(_Alignof(cpu_pool), size); /* task.next's 64 bytes */
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return NULL;
+    }
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->idle, NULL);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->task.next, 0);
+    p->pid = getpid();
+    for (int t = 1; t < want; ++t) {
+        pool_arg *a = malloc(sizeof *a);
+        if (!a) break;
+        *a = (pool_arg){p, t};
+        if (pthread_create(&p->threads[t], NULL, pool_main, a) != 0) {
+            free(a);
+            break;
+        }
+        p->started = t;
+    }
+    b->pool = p;
+    return p;
 }
 
 /* Lane buffers beyond lane 0, zeroed (pupil samples are written, the rest
@@ -481,41 +690,105 @@ static int ready_lanes(psf_backend *b, int want)
     return got;
 }
 
+/* The span of memory one page fault of a fresh buffer maps with
+ * transparent huge pages (NumPy asks for them: madvise(MADV_HUGEPAGE)),
+ * the x86-64 PMD's 2 MiB. */
+#define CPU_FAULT_SPAN ((size_t)2 << 20)
+
+/* order[0 .. njobs): the order the lanes take a run's images in: the
+ * first image of each CPU_FAULT_SPAN of the output, then the second of
+ * each, ..., so that threads taking images one after the other write into
+ * different huge pages. In a fresh buffer the first write into a huge page
+ * faults it in (the kernel zeroes its 2 MiB, ~0.2 ms) and every other
+ * thread writing into the same page waits for that fault: in image order
+ * the 16 threads' first images are in 2 pages (8 images of 256^2 a page).
+ * Two threads writing 256^2 images into a fresh buffer took 48-51 us an
+ * image adjacent, 40-41 in different pages (bench/RESULTS.md, issue 27). */
+static void fault_order(int npix, int njobs, int *order)
+{
+    size_t bytes = (size_t)npix * npix * sizeof(float);
+    int per = bytes < CPU_FAULT_SPAN ? (int)(CPU_FAULT_SPAN / bytes) : 1;
+    int spans = (njobs + per - 1) / per, n = 0;
+    for (int i = 0; i < per; ++i)
+        for (int span = 0; span < spans; ++span)
+            if (span * per + i < njobs) order[n++] = span * per + i;
+}
+
+/* order[0 .. njobs) as b's hand-out has it (cpu_hand_out): fault_order,
+ * reversed, or shuffled (Fisher-Yates, splitmix64 draws from b->draws). */
+static void hand_out_order(psf_backend *b, int njobs, int *order)
+{
+    fault_order(b->set.npix, njobs, order);
+    if (b->hand_out == HAND_REVERSE)
+        for (int i = 0, j = njobs - 1; i < j; ++i, --j) {
+            int x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+    if (b->hand_out == HAND_SHUFFLE)
+        for (int i = njobs - 1; i > 0; --i) {
+            unsigned long long z = (b->draws += 0x9e3779b97f4a7c15ULL);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            z ^= z >> 31;
+            int j = (int)(z % (unsigned long long)(i + 1)), x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+}
+
 static int cpu_run_fft(psf_backend *b, const psf_job *jobs, int njobs, float *images, char *err,
                        size_t errlen)
 {
-    int *pupil_index = malloc((size_t)njobs * PSF_MAX_COMPONENTS * sizeof *pupil_index);
+    int *pupil_index = malloc((size_t)njobs * (PSF_MAX_COMPONENTS + 1) * sizeof *pupil_index);
     if (!pupil_index) {
         snprintf(err, errlen, "cpu: out of memory");
         return -1;
     }
+    int *order = pupil_index + (size_t)njobs * PSF_MAX_COMPONENTS; /* [njobs] */
+    hand_out_order(b, njobs, order);
     int rc = build_pupils(b, jobs, njobs, pupil_index, err, errlen);
     int nl = njobs < b->nlanes ? njobs : b->nlanes;
     if (rc == 0) nl = ready_lanes(b, nl);
-    lane_task tasks[CPU_MAX_LANES];
-    pthread_t threads[CPU_MAX_LANES];
-    int started = 1;
-    for (int t = 0; rc == 0 && t < nl; ++t)
-        tasks[t] = (lane_task){.b = b,
-                               .lane = t,
-                               .nlanes = nl,
-                               .njobs = njobs,
-                               .call_done = !b->det_grid,
-                               .jobs = jobs,
-                               .pupil_index = pupil_index,
-                               .images = images};
-    for (int t = 1; rc == 0 && t < nl; ++t, ++started)
-        if (pthread_create(&threads[t], NULL, lane_main, &tasks[t]) != 0) break;
-    if (rc == 0 && started < nl) { /* fewer threads than planned: redo the split */
-        for (int t = 1; t < started; ++t)
-            pthread_join(threads[t], NULL);
-        nl = 1;
-        tasks[0].nlanes = 1;
-        started = 1;
+    cpu_pool *p = rc == 0 && nl > 1 ? pool_for(b, b->nlanes) : NULL;
+    if (rc == 0 && p) { /* the pool's threads 1 .. nl - 1 and this one as lane 0 */
+        if (nl > p->started + 1) nl = p->started + 1;
+        pthread_mutex_lock(&p->mu);
+        p->task.b = b;
+        p->task.nlanes = nl;
+        p->task.njobs = njobs;
+        p->task.call_done = !b->det_grid;
+        p->task.next_free = b->hand_out == HAND_NEXT;
+        p->task.last_only = b->hand_out == HAND_LAST;
+        p->task.jobs = jobs;
+        p->task.pupil_index = pupil_index;
+        p->task.order = order;
+        p->task.images = images;
+        fegetenv(&p->task.env);
+#ifdef __SSE2__
+        p->task.csr = _mm_getcsr();
+#endif
+        atomic_store_explicit(&p->task.next, 0, memory_order_relaxed);
+        p->busy = p->started;
+        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+        pthread_cond_broadcast(&p->go);
+        pthread_mutex_unlock(&p->mu);
+        lane_main(&p->task, 0);
+        pthread_mutex_lock(&p->mu);
+        while (p->busy > 0)
+            pthread_cond_wait(&p->idle, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    } else if (rc == 0) {
+        lane_task one = {.b = b,
+                         .nlanes = 1,
+                         .njobs = njobs,
+                         .call_done = !b->det_grid,
+                         .jobs = jobs,
+                         .pupil_index = pupil_index,
+                         .order = order,
+                         .images = images};
+        lane_main(&one, 0);
     }
-    if (rc == 0) lane_main(&tasks[0]);
-    for (int t = 1; rc == 0 && t < started; ++t)
-        pthread_join(threads[t], NULL);
     if (rc == 0) b->current = b->lanes[0].current;
     free(pupil_index);
     return rc;

@@ -134,7 +134,8 @@ typedef struct {
     const char *gpus;       /* NULL or "all": every visible GPU; else CUDA device indices,
                                "0,2", as --gpus (used when the GPU computes) */
     int threads;            /* CPU threads of the CPU backend: 1 .. 1024, or 0 = one per
-                               CPU (the default); else PSFSIM_ERR_ARGUMENT at open */
+                               CPU (the default); else PSFSIM_ERR_ARGUMENT at open.
+                               Started at the first compute, kept until psfsim_close */
     const char *name;       /* config text only: how messages name it; NULL = "<config>" */
     const char *base_dir;   /* config text only: the directory @include and relative map
                                files are resolved against; NULL = the current one */

@@ -5,8 +5,13 @@ that computes it (the whole set, one image, the last few), so whatever
 the batch it lands in and the size of that batch: on the CPU and, where
 a GPU is, on the GPU, for an FFT set, an MFT set and a set with the
 detector stage (its cuFFT paths, its separable path fused with the
-intensity, and unfused for images of several wavelengths). Run by ctest (test_python); the GPU cases skip without a
-GPU."""
+intensity, and unfused for images of several wavelengths), and whatever
+the CPU's threads (issue 27). Run by ctest (test_python); the GPU cases
+skip without a GPU."""
+import os
+import signal
+import time
+
 import numpy as np
 import pytest
 
@@ -72,3 +77,58 @@ def test_image_is_its_own_job(backend, kind):
         assert np.array_equal(whole[ks], singles), "one image a call against the whole set"
         assert np.array_equal(whole[-10:], tail), "the last images alone against the whole set"
         assert float(whole.max()) > 0
+
+
+@pytest.mark.parametrize("hand_out", [None, "next", "shuffle"])
+@pytest.mark.parametrize("kind", ["fft", "detector-broadband"])
+def test_same_bytes_whatever_the_threads(kind, hand_out, monkeypatch):
+    """The CPU's image-parallel lanes (cpu/backend.c's pool: threads kept
+    from call to call, a fixed share of each run's images each) give the
+    same bytes at 1, 2, 3 and 8 threads, for a set whose images switch
+    pupils (two drawn wavelengths; three components an image), and the
+    same again from the kept threads at a second call; and so under the
+    test hook's other hand-outs (PSFSIM_TEST_CPU_HANDOUT: each thread the
+    next image not taken, the share over a shuffled order)."""
+    if hand_out:
+        monkeypatch.setenv("PSFSIM_TEST_CPU_HANDOUT", hand_out)
+    else:
+        monkeypatch.delenv("PSFSIM_TEST_CPU_HANDOUT", raising=False)
+    ref = None
+    for t in (1, 2, 3, 8):
+        with psfsim.Set(config(300, kind), backend="cpu", threads=t) as s:
+            first, _ = s.compute()
+            again, _ = s.compute(5, 200)
+        if ref is None:
+            ref = first
+        assert np.array_equal(first, ref), "threads %d against one thread" % t
+        assert np.array_equal(again, ref[5:205]), "threads %d, a second call" % t
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_fork_child_computes():
+    """A fork's child has none of its parent's threads: a Set whose CPU
+    threads started in the parent computes in the child (its own threads
+    started there) the parent's bytes, and does not wait for the parent's
+    threads."""
+    with psfsim.Set(config(200, "fft"), backend="cpu", threads=3) as s:
+        ref, _ = s.compute()
+        rd, wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: compute, say whether the bytes agree, leave at once
+            ok = b"0"
+            try:
+                ok = b"1" if np.array_equal(s.compute()[0], ref) else b"2"
+            finally:
+                os.write(wr, ok)
+                os._exit(0)
+        os.close(wr)
+        deadline = time.monotonic() + 120
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the fork's child did not finish its compute in 120 s")
+            time.sleep(0.05)
+        got = os.read(rd, 1)
+        os.close(rd)
+        assert got == b"1", "the child's images %s" % ("differ" if got == b"2" else "failed")

@@ -169,9 +169,15 @@ sampling: { pupil_samples = 32; padding = 2.0; };
 aberrations: { zernike = ((11, 0.03), (8, $v8), (5, $z5), (7, $z7), (4, $df)); };
 output: { png: { bits = 16; }; fits: { enabled = true; }; };
 CFG
-    "$PSFSIM" -q --backend cpu --force -c fix.cfg -o fix >/dev/null 2>&1 || bad=$((bad + 1))
-    cmp -s fix/f_0.png lsout/ls_$k.png || bad=$((bad + 1))
-    cmp -s <(tail -c 17280 fix/f_0.fits) <(tail -c 17280 lsout/ls_$k.fits) || bad=$((bad + 1))
+    # Each failure named (the run's exit, or which file differs), and the
+    # files kept beside the set's for a look after a failure.
+    "$PSFSIM" -q --backend cpu --force -c fix.cfg -o fix >fix_$k.log 2>&1 ||
+      { bad=$((bad + 1)); echo "note: listed image $k: the fixed config's run failed: $(tail -3 fix_$k.log)"; }
+    cmp -s fix/f_0.png lsout/ls_$k.png || { bad=$((bad + 1)); echo "note: listed image $k: PNG differs"; }
+    cmp -s <(tail -c 17280 fix/f_0.fits) <(tail -c 17280 lsout/ls_$k.fits) ||
+      { bad=$((bad + 1)); echo "note: listed image $k: FITS data differ"; }
+    cp fix/f_0.png fix_$k.png 2>/dev/null
+    cp fix/f_0.fits fix_$k.fits 2>/dev/null
     k=$((k + 1))
   done < <(tail -n +2 rows.csv | tr -d ' ')
 done
