@@ -178,7 +178,13 @@ static int graph_make(psf_backend *b, int nfields, int dense, size_t max_open)
     /* Plan first: planning allocates, which a capturing stream forbids. */
     if (gpu_plan_cache_get(&b->plans, &b->chk, nfields, &plan)) return -1;
     gpu_pass_layout l = gpu_pass_layout_for(nfields, 1, b->ncoeff, 0);
-    if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeThreadLocal)))
+    /* Relaxed: a thread of the caller's program in CUDA's default (global)
+     * mode is refused "potentially unsafe" calls (cudaMalloc, a synchronous
+     * copy: cudaErrorStreamCaptureUnsupported) while any capture begun in
+     * another mode runs; PyTorch's thread was, while psfsim.Stream's thread
+     * started a set (H200, bench/stream_bench.py). This capture makes no
+     * such call itself (the plan is made first). */
+    if (GPU_CUDA(&b->chk, cudaStreamBeginCapture(b->compute, cudaStreamCaptureModeRelaxed)))
         return -1;
     int rc = GPU_CUDA(&b->chk, cudaMemcpyAsync(b->dstage[0], b->stage[0], l.bytes,
                                                cudaMemcpyHostToDevice, b->compute));

@@ -244,3 +244,41 @@ def test_gpu_metrics_and_pinned_host(kind):
         assert got.tobytes() == host.tobytes()
         assert np.array_equal(met2["strehl"], met["strehl"])
         assert np.array_equal(met2["axial_intensity"], met["axial_intensity"])
+
+
+def test_set_start_beside_a_thread_using_cuda():
+    """A GPU set's first compute (it captures a CUDA graph) on one thread
+    while another thread allocates and copies synchronously (what PyTorch
+    does in a training step): the capture must not refuse the other
+    thread's calls (cudaErrorStreamCaptureUnsupported, seen when psfsim's
+    capture was thread-local: a thread in CUDA's default mode is refused
+    unsafe calls during any capture not begun relaxed)."""
+    need_gpu()
+    import threading
+    stop = threading.Event()
+    errors = []
+
+    def starter():
+        try:
+            for seed in range(40):
+                cfg = config()
+                cfg["aberrations"] = {"units": "waves", "zernike": [(5, 0.01 * seed)]}
+                with psfsim.Set(cfg, backend="gpu") as s:  # one image: the graph's path
+                    s.compute(0, 1, device="cuda" if seed % 2 else None)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            stop.set()
+
+    t = threading.Thread(target=starter)
+    t.start()
+    copies = 0
+    try:
+        while not stop.is_set():
+            a = psfsim.DeviceArray((64, 64), np.float32, 0)  # cudaMalloc
+            assert a.numpy().shape == (64, 64)  # a synchronous copy
+            copies += 1
+    finally:
+        t.join()
+    assert not errors, errors
+    assert copies > 0
