@@ -58,18 +58,20 @@ typedef struct {
 } cpu_lane;
 
 /* How a run's images are handed to its lanes (cpu_run_fft). The default,
- * HAND_SHARE: lane t takes the t-th, (t + T)-th, ... image of the run's
- * order (fault_order), fixed before the lanes start, so which lane computes
- * which image, and so each lane's sequence of pupils, depends on the run's
- * jobs and lane count alone, never on the threads' timing. The others are
- * test hooks (PSFSIM_TEST_CPU_HANDOUT, read at create: hand_out_from_env):
- * HAND_NEXT each lane taking the next image not taken (the hand-out of
- * commit 518d173, timing-dependent: bench/ compares it), HAND_REVERSE the
- * share over the order reversed, HAND_SHUFFLE over a permutation drawn
- * anew each run (a fixed seed: the same runs give the same draws),
- * HAND_LAST the run's last lane taking every image (a pool thread sees
- * every pupil change). tests/cpu/test_cpu_lanes.c: the images are the same
- * bytes under each. */
+ * HAND_NEXT: each lane takes the next image of the run's order
+ * (fault_order) not taken yet, so a lane that finishes early takes more
+ * (the balance the 16-core host needs: 0.67-0.69 of 16x one thread against
+ * the share's 0.42-0.47, bench/RESULTS.md run 50). Which lane computes an
+ * image then depends on timing, and nothing else does: an image's bytes
+ * are its own whatever the lane and what it computed before
+ * (tests/cpu/test_cpu_lanes.c under every hand-out). The others are test
+ * hooks (PSFSIM_TEST_CPU_HANDOUT, read at create: hand_out_from_env):
+ * HAND_SHARE lane t taking the t-th, (t + T)-th, ... image, fixed before
+ * the lanes start (the threads started per run had it before issue 27),
+ * HAND_REVERSE the share over the order reversed, HAND_SHUFFLE over a
+ * permutation drawn anew each run (a fixed seed: the same runs give the
+ * same draws), HAND_LAST the run's last lane taking every image (a pool
+ * thread sees every pupil change). */
 typedef enum { HAND_SHARE, HAND_NEXT, HAND_REVERSE, HAND_SHUFFLE, HAND_LAST } cpu_hand_out;
 
 /* One run's images for the lanes (lane_main). */
@@ -121,7 +123,7 @@ struct psf_backend {
     cpu_lane lanes[CPU_MAX_LANES]; /* [1 .. nlanes) own their buffers */
     int nlanes;                    /* image-parallel threads, 1 = none */
     cpu_pool *pool;                /* their threads (cpu_pool), NULL until needed */
-    cpu_hand_out hand_out;         /* HAND_SHARE, or a test's (PSFSIM_TEST_CPU_HANDOUT) */
+    cpu_hand_out hand_out;         /* HAND_NEXT, or a test's (PSFSIM_TEST_CPU_HANDOUT) */
     unsigned long long draws;      /* HAND_SHUFFLE's generator state */
     cpu_pupil pupils[PSF_MAX_COMPONENTS];
     int pupil_full[PSF_MAX_COMPONENTS]; /* 1: samples outside fft.band: 2D plan */
@@ -290,17 +292,18 @@ static int detector_create(psf_backend *b, char *err, size_t errlen)
     return 0;
 }
 
-/* PSFSIM_TEST_CPU_HANDOUT (tests and bench/ only): "next", "reverse",
- * "shuffle" or "last" (cpu_hand_out); unset or anything else: the share. */
+/* PSFSIM_TEST_CPU_HANDOUT (tests and bench/ only): "share", "reverse",
+ * "shuffle" or "last" (cpu_hand_out); unset or anything else: the next
+ * free image. */
 static cpu_hand_out hand_out_from_env(void)
 {
     const char *e = getenv("PSFSIM_TEST_CPU_HANDOUT");
-    if (!e) return HAND_SHARE;
-    return strcmp(e, "next") == 0      ? HAND_NEXT
+    if (!e) return HAND_NEXT;
+    return strcmp(e, "share") == 0     ? HAND_SHARE
            : strcmp(e, "reverse") == 0 ? HAND_REVERSE
            : strcmp(e, "shuffle") == 0 ? HAND_SHUFFLE
            : strcmp(e, "last") == 0    ? HAND_LAST
-                                       : HAND_SHARE;
+                                       : HAND_NEXT;
 }
 
 static int cpu_create(const psf_problem *set, const psf_backend_options *options, psf_backend **out,
@@ -522,13 +525,12 @@ static void lane_image(const lane_task *t, int lane, int k)
     if (hook) job->done(job->done_ctx, image, want);
 }
 
-/* Lane `lane`'s images of the run (cpu_hand_out): by default order[lane],
- * order[lane + T], ... (T = nlanes), the share fixed before the lanes
- * start, as the threads started for each run had it (t, t + T, ... in image
- * order) before issue 27. Each image is computed the same whatever the
- * lane and whatever that lane computed before (the pupil it holds is
- * cleared first: fft_image), so the images do not depend on the thread
- * count either (tests/cpu/test_cpu_lanes.c, python/tests/test_repro.py). */
+/* Lane `lane`'s images of the run (cpu_hand_out): by default the next of
+ * order[] not taken (one atomic counter), else a test hook's. Each image
+ * is computed the same whatever the lane and whatever that lane computed
+ * before (the pupil it holds is cleared first: fft_image), so the images
+ * depend neither on the hand-out nor on the thread count
+ * (tests/cpu/test_cpu_lanes.c, python/tests/test_repro.py). */
 static void lane_main(lane_task *t, int lane)
 {
     if (t->next_free) {

@@ -79,16 +79,16 @@ def test_image_is_its_own_job(backend, kind):
         assert float(whole.max()) > 0
 
 
-@pytest.mark.parametrize("hand_out", [None, "next", "shuffle"])
+@pytest.mark.parametrize("hand_out", [None, "share", "shuffle"])
 @pytest.mark.parametrize("kind", ["fft", "detector-broadband"])
 def test_same_bytes_whatever_the_threads(kind, hand_out, monkeypatch):
     """The CPU's image-parallel lanes (cpu/backend.c's pool: threads kept
-    from call to call, a fixed share of each run's images each) give the
+    from call to call, each taking the next image not taken) give the
     same bytes at 1, 2, 3 and 8 threads, for a set whose images switch
     pupils (two drawn wavelengths; three components an image), and the
     same again from the kept threads at a second call; and so under the
-    test hook's other hand-outs (PSFSIM_TEST_CPU_HANDOUT: each thread the
-    next image not taken, the share over a shuffled order)."""
+    test hook's other hand-outs (PSFSIM_TEST_CPU_HANDOUT: a fixed share
+    of the images each, the share over a shuffled order)."""
     if hand_out:
         monkeypatch.setenv("PSFSIM_TEST_CPU_HANDOUT", hand_out)
     else:

@@ -8,8 +8,8 @@
  *    backend (the lanes keep their pupils from run to run), equals the
  *    image computed alone by a fresh one-thread backend, byte for byte,
  *    under every hand-out of cpu/backend.c's test hook
- *    PSFSIM_TEST_CPU_HANDOUT: the default share, the next free image, the
- *    share over the images reversed or shuffled, and one pool thread
+ *    PSFSIM_TEST_CPU_HANDOUT: the default next free image, the fixed share,
+ *    the share over the images reversed or shuffled, and one pool thread
  *    taking every image;
  *  - a run's threads compute in the caller's floating-point environment
  *    (its rounding mode here), as threads started by the caller for each
@@ -113,7 +113,7 @@ static void test_same_bytes_whatever_the_hand_out(void **state)
     /* the images are not all alike (the pupils and coefficients matter) */
     assert_true(memcmp(ref, ref + plane, plane * sizeof *ref) != 0);
     assert_true(memcmp(ref + 3 * plane, ref + 7 * plane, plane * sizeof *ref) != 0);
-    static const char *hand_outs[] = {NULL, "next", "reverse", "shuffle", "last"};
+    static const char *hand_outs[] = {NULL, "share", "reverse", "shuffle", "last"};
     static const int threads[] = {2, 3, 8};
     /* runs of one backend: the whole list, then parts (the lanes keep what
      * they held), then the whole list again */
