@@ -374,8 +374,8 @@ typedef enum {
  * may read them then. The library computes on streams of its own, none
  * of them the legacy default stream. No metrics: they need the images on
  * the host (psfsim_compute gives them). Errors as psfsim_compute, and
- * PSFSIM_ERR_ARGUMENT (dst not device memory, a dtype not of
- * psfsim_dtype), PSFSIM_ERR_BACKEND (no GPU module), PSFSIM_ERR_COMPUTE
+ * PSFSIM_ERR_ARGUMENT (dst not device memory, a dtype other than
+ * PSFSIM_FLOAT32 and PSFSIM_UINT16), PSFSIM_ERR_BACKEND (no GPU module), PSFSIM_ERR_COMPUTE
  * (a CUDA call failed, named in err). count 0 does nothing. */
 PSFSIM_API int psfsim_compute_device(psfsim_set *set, long long first, long long count, int dtype,
                                      void *dst, size_t capacity, void *stream, char *err,
@@ -406,7 +406,8 @@ PSFSIM_API void psfsim_device_free(int device, void *p);
 PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
                                   size_t errlen);
 
-/* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
+/* Gradients (API version 4; psfsim_vjp_device, with the cotangent in
+ * device memory, 5; docs/design.md, "Gradients (vector-Jacobian
  * products)"). Where they run: a set whose backend is the GPU computes
  * them on its (first) GPU, in double (cuFFT Z2Z, cuBLAS DGEMM; equal to
  * the CPU's to rounding, the tests 1e-10 of the largest value), batched,
