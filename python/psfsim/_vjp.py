@@ -132,7 +132,7 @@ def vjp(s, cotangent, wrt, images, first, count, stream=None, **inputs):
     shape = (count, s.npix, s.npix)
     dev = _device.in_array(cotangent, shape, "cotangent") \
         if _device.is_device_array(cotangent) else None
-    cot = None if dev else _f64(cotangent, shape, "cotangent")
+    cot = None if dev is not None else _f64(cotangent, shape, "cotangent")
     grads = _lib.Gradients()
     _lib.lib.psfsim_gradients_init_size(ctypes.byref(grads), ctypes.sizeof(grads))
     shapes = {"zernike": (count, len(call.terms)),
@@ -142,7 +142,7 @@ def vjp(s, cotangent, wrt, images, first, count, stream=None, **inputs):
     for w, arr in out.items():
         setattr(grads, _FIELD[w], arr.ctypes.data_as(_DP))
     err = ctypes.create_string_buffer(_ERRLEN)
-    if dev:
+    if dev is not None:
         img = _device.DeviceArray(shape, dev.dtype, dev.device) if images else None
         code = 0 if dev.dtype == np.float32 else 2  # PSFSIM_FLOAT32, PSFSIM_FLOAT64
         if count > 0:
