@@ -23,8 +23,9 @@ extern "C" {
  * (with the problem and options it takes) changes, so a stale module is refused. */
 /* 5: psf_problem.levels, psf_backend_ops.run_levels (issue 17); 6: psf_job.done's scan,
  * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory,
- * psf_backend_ops.run_measured (issue 27); 9: gpu_module_ops.vjp (issue 28) */
-#define GPU_MODULE_ABI 9
+ * psf_backend_ops.run_measured (issue 27); 9: gpu_module_ops.vjp (issue 28); 10:
+ * gpu_vjp_ops.run_device (device cotangents) */
+#define GPU_MODULE_ABI 10
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -154,6 +155,16 @@ typedef struct {
                char *err, size_t errlen);
     /* Free everything (NULL: nothing). */
     void (*destroy)(gpu_vjp *v);
+    /* As run, with cotangent (NULL: a forward) and images (NULL: not
+     * wanted) in device memory (reachable from the instance's device),
+     * dtype 0 float (converted to double on the device: the model and the
+     * gradients stay double) or 1 double, each [nimages][M][M]; turn 1:
+     * each image's M M values read and written in reverse order (the
+     * "poppy" orientation's 180-degree turn), on the device. Nothing
+     * crosses to the host but the rows' coefficients and gradients. */
+    int (*run_device)(gpu_vjp *v, int nimages, int dtype, int turn, const void *cotangent,
+                      void *images, int nrows, const gpu_vjp_row *rows, const double *coeff,
+                      double *gcoeff, double *const *d_opd, char *err, size_t errlen);
 } gpu_vjp_ops;
 
 typedef struct {

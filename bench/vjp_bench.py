@@ -25,6 +25,11 @@ plans and buffers kept), in one run:
   vjp             Set.vjp(cot, terms=[4, 5, 8], zernike=...) (double cotangents
                   in, 3 gradients per image out)
   vjp_opd         the same with the OPD map's gradient too
+  vjp_dev_f64     Set.vjp with the cotangent a psfsim.DeviceArray, float64
+                  (psfsim_vjp_device: no host copy of it)
+  vjp_dev_f32     the same, float32 (widened to double on the device)
+  vjp_dev_f32_img the same with images=True (a float32 DeviceArray)
+  vjp_torch_f32   the same from a torch CUDA tensor (when torch has CUDA)
 and each one's ratio to forward_host and forward_device.
 PSFSIM_VJP_BACKEND=gpu is set, so a gradient that cannot run on the GPU
 fails instead of timing the CPU.
@@ -61,19 +66,44 @@ def best(fn, repeat):
     return min(times)
 
 
+def on_device(a, dtype):
+    """Host array a as a psfsim.DeviceArray of dtype on device 0."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    d = psfsim.DeviceArray(a.shape, dtype, 0)
+    psfsim._device.copy(0, d.ptr, a.ctypes.data, a.nbytes)
+    return d
+
+
+def torch_cuda(a):
+    """a as a float32 torch CUDA tensor, or None without torch's CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return torch.as_tensor(a, dtype=torch.float32, device="cuda")
+
+
 def gpu_rows(a):
     """The GPU's forward and gradients, each once first (warm-up)."""
     os.environ["PSFSIM_VJP_BACKEND"] = "gpu"
     with psfsim.Set(config(a.count), backend="gpu") as s:
         cot = np.random.default_rng(2).standard_normal((s.count, s.npix, s.npix))
         z = np.zeros((s.count, 3))
+        d64, d32, t32 = on_device(cot, np.float64), on_device(cot, np.float32), torch_cuda(cot)
         calls = {
             "forward_host": lambda: s.compute(),
             "forward_device": lambda: s.compute(device="cuda"),
             "forward_f64": lambda: s.compute_inputs(),
             "vjp": lambda: s.vjp(cot, terms=[4, 5, 8], zernike=z),
             "vjp_opd": lambda: s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 5, 8], zernike=z),
+            "vjp_dev_f64": lambda: s.vjp(d64, terms=[4, 5, 8], zernike=z),
+            "vjp_dev_f32": lambda: s.vjp(d32, terms=[4, 5, 8], zernike=z),
+            "vjp_dev_f32_img": lambda: s.vjp(d32, terms=[4, 5, 8], zernike=z, images=True),
         }
+        if t32 is not None:
+            calls["vjp_torch_f32"] = lambda: s.vjp(t32, terms=[4, 5, 8], zernike=z)
         rows = {}
         for k, fn in calls.items():
             fn()

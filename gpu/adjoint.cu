@@ -9,7 +9,10 @@
  * the inverse Z2Z, dL/dW, dL/dc = dW B^T (DGEMM, copied out) and the OPD
  * samples' sum (DGEMV). With a detector stage (gpu/adjoint_detector.cu)
  * the cotangents' transpose through it comes first and the images go
- * through it last. Every call is checked (gpu/cuda_check.h). */
+ * through it last. run_device takes the cotangents from device memory and
+ * writes the images there (float or double, turned or not: one conversion
+ * kernel each way) instead of the host copies. Every call is checked
+ * (gpu/cuda_check.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,9 +350,17 @@ static int add_dopd(gpu_vjp *v, int p, double *dopd)
     return 0;
 }
 
-static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
-                   const gpu_vjp_row *rows, const double *coeff, double *gcoeff,
-                   double *const *d_opd, char *err, size_t errlen)
+/* Where a run's cotangents and images are: the host (double), or the
+ * device (dtype 0 float, 1 double; turn: each image reversed). */
+typedef struct {
+    int device, dtype, turn;
+    const void *cotangent;
+    void *images;
+} run_io;
+
+static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const gpu_vjp_row *rows,
+                   const double *coeff, double *gcoeff, double *const *d_opd, char *err,
+                   size_t errlen)
 {
     if (enter(v, err, errlen)) return -1;
     for (int r = 0; r < nrows; ++r)
@@ -372,15 +383,23 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
         }
     }
     size_t plane = (size_t)v->n * v->n * sizeof(double);
-    int backward = cotangent != NULL, det = v->det.active;
-    size_t out = det ? (size_t)v->det.m * v->det.m * sizeof(double) : plane; /* an output's bytes */
+    int backward = io->cotangent != NULL, det = v->det.active;
+    size_t mm = det ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n; /* an output's values */
+    size_t out = mm * sizeof(double);
     if (reserve_images(v, nimages) ||
         (det && gpu_vjp_det_reserve(&v->det, &v->chk, nimages, v->stream)) ||
-        GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream)) ||
-        (backward &&
-         GPU_CUDA(&v->chk, cudaMemcpyAsync(det ? v->det.cot : v->cot, cotangent, nimages * out,
-                                           cudaMemcpyHostToDevice, v->stream))) ||
-        (backward && det && gpu_vjp_det_adjoint(&v->det, &v->chk, v->stream, v->cot, nimages)))
+        GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream)))
+        return -1;
+    double *cot_in = det ? v->det.cot : v->cot; /* after the reserves: their buffers */
+    if (backward && !io->device &&
+        GPU_CUDA(&v->chk, cudaMemcpyAsync(cot_in, io->cotangent, nimages * out,
+                                          cudaMemcpyHostToDevice, v->stream)))
+        return -1;
+    if (backward && io->device &&
+        gpu_vjp_convert(&v->chk, v->stream, cot_in, 1, io->cotangent, io->dtype == 1, nimages, mm,
+                        io->turn))
+        return -1;
+    if (backward && det && gpu_vjp_det_adjoint(&v->det, &v->chk, v->stream, v->cot, nimages))
         return -1;
     for (int p = 0; p < v->npupils; ++p) {
         double *dopd = backward && d_opd ? d_opd[p] : NULL;
@@ -401,14 +420,40 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
         }
         if (dopd && used && add_dopd(v, p, dopd)) return -1;
     }
+    void *images = io->images;
     if (det && images && gpu_vjp_det_forward(&v->det, &v->chk, v->stream, v->images, nimages))
         return -1;
-    if (images &&
-        GPU_CUDA(&v->chk, cudaMemcpyAsync(images, det ? v->det.out : v->images, nimages * out,
-                                          cudaMemcpyDeviceToHost, v->stream)))
+    const double *result = det ? v->det.out : v->images;
+    if (images && !io->device &&
+        GPU_CUDA(&v->chk,
+                 cudaMemcpyAsync(images, result, nimages * out, cudaMemcpyDeviceToHost, v->stream)))
+        return -1;
+    if (images && io->device &&
+        gpu_vjp_convert(&v->chk, v->stream, images, io->dtype == 1, result, 1, nimages, mm,
+                        io->turn))
         return -1;
     return GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream));
 }
 
-const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil, vjp_set_row,
-                                   vjp_set_detector, vjp_run,       vjp_destroy};
+static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,
+                   const gpu_vjp_row *rows, const double *coeff, double *gcoeff,
+                   double *const *d_opd, char *err, size_t errlen)
+{
+    run_io io = {0, 1, 0, cotangent, images};
+    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
+}
+
+static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const void *cotangent,
+                          void *images, int nrows, const gpu_vjp_row *rows, const double *coeff,
+                          double *gcoeff, double *const *d_opd, char *err, size_t errlen)
+{
+    if (dtype != 0 && dtype != 1) {
+        snprintf(err, errlen, "gpu: gradients' dtype %d: 0 (float) or 1 (double)", dtype);
+        return -1;
+    }
+    run_io io = {1, dtype, turn != 0, cotangent, images};
+    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
+}
+
+const gpu_vjp_ops gpu_vjp_table = {vjp_create, vjp_add_pupil, vjp_set_row,   vjp_set_detector,
+                                   vjp_run,    vjp_destroy,   vjp_run_device};

@@ -92,5 +92,10 @@ int gpu_vjp_intensity(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 int gpu_vjp_cotangent(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 /* w[r][k] = 4 pi Im(grid[r][dest k] conj(U_r[k])), U from w. */
 int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
+/* dst[i][p] = src[i][turn ? mm - 1 - p : p] for nimages images of mm
+ * values, each array double (*_double 1) or float (0), converted as a
+ * cast (device run's cotangents in, images out). 0 or -1. */
+int gpu_vjp_convert(gpu_check *chk, cudaStream_t s, void *dst, int dst_double, const void *src,
+                    int src_double, int nimages, size_t mm, int turn);
 
 #endif

@@ -149,3 +149,36 @@ int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
     k_dw<<<dim3(blocks(b->nopen), (unsigned)b->rows), THREADS, 0, s>>>(*b);
     return GPU_LAUNCH(chk, "k_dw");
 }
+
+/* dst[i][p] = src[i][turn ? mm - 1 - p : p] over nimages images of mm
+ * values, converted (float to double, double to float: rounded to
+ * nearest, as a cast). */
+template <typename D, typename S>
+__global__ static void k_convert(D *dst, const S *src, size_t mm, size_t total, int turn)
+{
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= total) return;
+    size_t i = t / mm, p = t % mm;
+    dst[t] = (D)src[i * mm + (turn ? mm - 1 - p : p)];
+}
+
+int gpu_vjp_convert(gpu_check *chk, cudaStream_t s, void *dst, int dst_double, const void *src,
+                    int src_double, int nimages, size_t mm, int turn)
+{
+    size_t total = (size_t)nimages * mm;
+    if (total == 0) return 0;
+    unsigned nb = blocks(total);
+    if (dst_double && src_double)
+        k_convert<double, double>
+            <<<nb, THREADS, 0, s>>>((double *)dst, (const double *)src, mm, total, turn);
+    else if (dst_double)
+        k_convert<double, float>
+            <<<nb, THREADS, 0, s>>>((double *)dst, (const float *)src, mm, total, turn);
+    else if (src_double)
+        k_convert<float, double>
+            <<<nb, THREADS, 0, s>>>((float *)dst, (const double *)src, mm, total, turn);
+    else
+        k_convert<float, float>
+            <<<nb, THREADS, 0, s>>>((float *)dst, (const float *)src, mm, total, turn);
+    return GPU_LAUNCH(chk, "k_convert");
+}

@@ -65,8 +65,9 @@ extern "C" {
  * psfsim_options' maps and nmaps (maps given in memory), and the device
  * outputs (psfsim_compute_device, psfsim_device_*); 4 adds the gradients
  * (psfsim_vjp, psfsim_compute_inputs, psfsim_inputs, psfsim_gradients,
- * psfsim_map_shape, psfsim_segment_modes). */
-#define PSFSIM_API_VERSION 4
+ * psfsim_map_shape, psfsim_segment_modes); 5 adds psfsim_vjp_device and
+ * PSFSIM_FLOAT64. */
+#define PSFSIM_API_VERSION 5
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -354,7 +355,8 @@ PSFSIM_API int psfsim_compute_u16(psfsim_set *set, long long first, long long co
  * used (a build without CUDA, no driver). */
 typedef enum {
     PSFSIM_FLOAT32 = 0, /* psfsim_compute's intensities */
-    PSFSIM_UINT16 = 1   /* psfsim_compute_u16's grey levels */
+    PSFSIM_UINT16 = 1,  /* psfsim_compute_u16's grey levels */
+    PSFSIM_FLOAT64 = 2  /* double: psfsim_vjp_device's cotangents and images only */
 } psfsim_dtype;
 
 /* Images [first, first + count) into dst, device memory of a CUDA device
@@ -372,8 +374,8 @@ typedef enum {
  * may read them then. The library computes on streams of its own, none
  * of them the legacy default stream. No metrics: they need the images on
  * the host (psfsim_compute gives them). Errors as psfsim_compute, and
- * PSFSIM_ERR_ARGUMENT (dst not device memory, a dtype not of
- * psfsim_dtype), PSFSIM_ERR_BACKEND (no GPU module), PSFSIM_ERR_COMPUTE
+ * PSFSIM_ERR_ARGUMENT (dst not device memory, a dtype other than
+ * PSFSIM_FLOAT32 and PSFSIM_UINT16), PSFSIM_ERR_BACKEND (no GPU module), PSFSIM_ERR_COMPUTE
  * (a CUDA call failed, named in err). count 0 does nothing. */
 PSFSIM_API int psfsim_compute_device(psfsim_set *set, long long first, long long count, int dtype,
                                      void *dst, size_t capacity, void *stream, char *err,
@@ -404,7 +406,8 @@ PSFSIM_API void psfsim_device_free(int device, void *p);
 PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
                                   size_t errlen);
 
-/* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
+/* Gradients (API version 4; psfsim_vjp_device, with the cotangent in
+ * device memory, 5; docs/design.md, "Gradients (vector-Jacobian
  * products)"). Where they run: a set whose backend is the GPU computes
  * them on its (first) GPU, in double (cuFFT Z2Z, cuBLAS DGEMM; equal to
  * the CPU's to rounding, the tests 1e-10 of the largest value), batched,
@@ -538,6 +541,42 @@ PSFSIM_API int psfsim_compute_inputs(psfsim_set *set, long long first, long long
 PSFSIM_API int psfsim_vjp(psfsim_set *set, long long first, long long count,
                           const psfsim_inputs *inputs, const double *cotangent, double *images,
                           psfsim_gradients *grads, char *err, size_t errlen);
+
+/* psfsim_vjp with the cotangent, and the images when wanted, in CUDA
+ * device memory (API version 5): for GPU programs (PyTorch, CuPy) whose
+ * dL/dI is on the device, so that neither crosses to the host.
+ * cotangent: [count][M][M] values of cot_dtype (PSFSIM_FLOAT32 or
+ * PSFSIM_FLOAT64), psfsim_vjp's layout, in device (or managed) memory;
+ * images: NULL or [count][M][M] of the same dtype on the same device,
+ * the forward images (psfsim_compute_inputs' values; float: rounded once
+ * from the double). grads: host memory, double, as psfsim_vjp's: the
+ * gradients are computed in double whatever cot_dtype (a float
+ * cotangent is widened exactly; its gradients equal psfsim_vjp's with
+ * that float cotangent given as double, to the double rounding).
+ * Where it runs: in the GPU's scope (psfsim_vjp's "Gradients" above: a
+ * GPU set, FFT, no segment inputs or gradients, no transmission
+ * gradient, and the arrays on the set's first GPU) the module reads the
+ * cotangent and writes the images on the device (float widened and the
+ * "poppy" turn there); only the rows' coefficients and gradients cross
+ * the bus. Any other call (a CPU set, an MFT set, segment or
+ * transmission gradients, the arrays on another device,
+ * PSFSIM_VJP_BACKEND=cpu, or the GPU failing under "auto") goes through
+ * the host: the cotangent copied down (widened to double), psfsim_vjp's
+ * CPU path, the images narrowed to cot_dtype and copied up; the same
+ * values, at the bus's cost. Synchronisation as psfsim_compute_device:
+ * the call first waits for the work queued on stream (the caller's
+ * cudaStream_t on the cotangent's device, NULL = the legacy default
+ * stream), and returns once the gradients and images are complete.
+ * Errors as psfsim_vjp, and PSFSIM_ERR_ARGUMENT (cot_dtype not
+ * PSFSIM_FLOAT32 or PSFSIM_FLOAT64; the cotangent or the images in host
+ * memory, pageable or pinned: psfsim_vjp takes those; the two on
+ * different devices), nothing written then; PSFSIM_ERR_BACKEND (no GPU
+ * module or CUDA not usable), PSFSIM_ERR_COMPUTE (a CUDA call failed,
+ * named in err). count 0 does nothing (and checks no pointer). */
+PSFSIM_API int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
+                                 const psfsim_inputs *inputs, const void *cotangent, int cot_dtype,
+                                 void *images, psfsim_gradients *grads, void *stream, char *err,
+                                 size_t errlen);
 
 /* One keyword of the FITS header of an image, as the command writes it. */
 typedef struct {

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* psfsim_vjp and psfsim_compute_inputs (lib/psfsim.h, API version 4): the
- * arguments checked (lib/vjp_args.c), then the images through the double
- * model (lib/vjp_image.c), spread over the set's CPU threads. */
+/* psfsim_vjp and psfsim_compute_inputs (lib/psfsim.h, API version 4) and
+ * psfsim_vjp_device (5): the arguments checked (lib/vjp_args.c), then the
+ * GPU's gradients (lib/vjp_gpu.c) or the images through the double model
+ * (lib/vjp_image.c), spread over the set's CPU threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/select/gpu.h"
 #include "backend/cpu_count.h"
 #include "lib/vjp_priv.h"
 
@@ -100,14 +102,10 @@ static void run_workers(vjp_work *w, vjp_worker *k, int nt)
  * a->gr too. The maps' gradients are each thread's sums over its block of
  * images, then the threads' in order: the same bits for the same thread
  * count, their last bits another for another. */
-static int run(psfsim_set *set, long long first, long long count, const vjp_args *a,
-               const double *cotangent, double *images, char *err, size_t errlen)
+static int run_cpu(psfsim_set *set, long long first, long long count, const vjp_args *a,
+                   const double *cotangent, double *images, char *err, size_t errlen)
 {
-    int rc = lib_check_range(set, first, count, err, errlen);
-    if (rc != PSFSIM_OK || count == 0) return rc;
-    int done = 0;
-    rc = vjp_gpu_run(set, first, count, a, cotangent, images, &done, err, errlen);
-    if (done) return rc;
+    int rc;
     const image_set *s = &set->e.set;
     vjp_work w = {.set = set,
                   .a = a,
@@ -148,6 +146,17 @@ static int run(psfsim_set *set, long long first, long long count, const vjp_args
     return w.rc == PSFSIM_OK ? PSFSIM_OK : lib_fail(err, errlen, w.rc, "%s", w.err);
 }
 
+static int run(psfsim_set *set, long long first, long long count, const vjp_args *a,
+               const double *cotangent, double *images, char *err, size_t errlen)
+{
+    int rc = lib_check_range(set, first, count, err, errlen);
+    if (rc != PSFSIM_OK || count == 0) return rc;
+    int done = 0;
+    rc = vjp_gpu_run(set, first, count, a, cotangent, images, NULL, &done, err, errlen);
+    if (done) return rc;
+    return run_cpu(set, first, count, a, cotangent, images, err, errlen);
+}
+
 int psfsim_compute_inputs(psfsim_set *set, long long first, long long count,
                           const psfsim_inputs *inputs, double *images, char *err, size_t errlen)
 {
@@ -181,6 +190,116 @@ int psfsim_vjp(psfsim_set *set, long long first, long long count, const psfsim_i
         rc = run(set, first, count, a, cotangent, images, err, errlen);
         lib_leave(set);
     }
+    free(a);
+    return rc;
+}
+
+/* psfsim_vjp_device's arrays through the host (a call the GPU's gradients
+ * do not take): the cotangents copied down and widened to double, the
+ * CPU's path, the images narrowed to the call's dtype and copied up. */
+static int run_staged(psfsim_set *set, long long first, long long count, const vjp_args *a,
+                      const gpu_memory_ops *mem, const vjp_device_io *dev, char *err, size_t errlen)
+{
+    size_t n = (size_t)count * (size_t)set->e.set.samp.npix * (size_t)set->e.set.samp.npix;
+    int wide = dev->dtype == 1;
+    double *cot = malloc(n * sizeof *cot);
+    double *img = dev->images ? malloc(n * sizeof *img) : NULL;
+    float *f = wide ? NULL : malloc(n * sizeof *f); /* a float call's arrays as they travel */
+    int rc = PSFSIM_OK;
+    char why[LIB_ERRLEN];
+    if (!cot || (dev->images && !img) || (!wide && !f))
+        rc = lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory for %lld images", count);
+    else if (mem->copy(dev->device, wide ? (void *)cot : (void *)f, dev->cotangent,
+                       n * (wide ? sizeof(double) : sizeof(float)), why, sizeof why) != 0)
+        rc = lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+    for (size_t i = 0; rc == PSFSIM_OK && !wide && i < n; ++i)
+        cot[i] = (double)f[i];
+    if (rc == PSFSIM_OK) rc = run_cpu(set, first, count, a, cot, img, err, errlen);
+    if (rc == PSFSIM_OK && img) {
+        for (size_t i = 0; !wide && i < n; ++i)
+            f[i] = (float)img[i];
+        if (mem->copy(dev->device, dev->images, wide ? (void *)img : (void *)f,
+                      n * (wide ? sizeof(double) : sizeof(float)), why, sizeof why) != 0)
+            rc = lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+    }
+    free(cot);
+    free(img);
+    free(f);
+    return rc;
+}
+
+/* Where p is: PSFSIM_OK with *device when CUDA device memory, else
+ * PSFSIM_ERR_ARGUMENT (host memory) or PSFSIM_ERR_BACKEND (CUDA not
+ * usable) naming what. */
+static int on_device(const gpu_memory_ops *mem, const void *p, const char *what, int *device,
+                     char *err, size_t errlen)
+{
+    int kind = 0;
+    char why[LIB_ERRLEN];
+    if (mem->pointer(p, &kind, device, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_BACKEND, "%s", why);
+    if (kind != 1)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "psfsim_vjp_device: the %s is not CUDA device memory (%s host memory: "
+                        "psfsim_vjp takes host arrays)",
+                        what, kind == 2 ? "pinned" : "pageable");
+    return PSFSIM_OK;
+}
+
+/* psfsim_vjp_device's arrays checked and the caller's stream waited for. */
+static int device_args(const void *cotangent, int dtype, void *images, void *stream,
+                       const gpu_memory_ops **mem, vjp_device_io *dev, char *err, size_t errlen)
+{
+    if (dtype != PSFSIM_FLOAT32 && dtype != PSFSIM_FLOAT64)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "psfsim_vjp_device: dtype %d: PSFSIM_FLOAT32 (0) or PSFSIM_FLOAT64 (2)",
+                        dtype);
+    *mem = gpu_module_memory();
+    if (!*mem)
+        return lib_fail(err, errlen, PSFSIM_ERR_BACKEND,
+                        "psfsim_vjp_device needs the GPU module: %s", gpu_module_error());
+    int dc = -1, di = -1;
+    int rc = on_device(*mem, cotangent, "cotangent", &dc, err, errlen);
+    if (rc == PSFSIM_OK && images) rc = on_device(*mem, images, "images array", &di, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    if (images && di != dc)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "psfsim_vjp_device: the cotangent is on CUDA device %d, the images "
+                        "array on %d (one device for both)",
+                        dc, di);
+    char why[LIB_ERRLEN];
+    if ((*mem)->wait_stream(dc, stream, why, sizeof why) != 0)
+        return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+    *dev = (vjp_device_io){dc, dtype == PSFSIM_FLOAT64 ? 1 : 0, cotangent, images};
+    return PSFSIM_OK;
+}
+
+int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
+                      const psfsim_inputs *inputs, const void *cotangent, int cot_dtype,
+                      void *images, psfsim_gradients *grads, void *stream, char *err, size_t errlen)
+{
+    if (!set || !grads || (!cotangent && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, cotangent or grads given");
+    lib_messages_init();
+    vjp_args *a = malloc(sizeof *a);
+    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
+    int rc = vjp_args_get(set, inputs, grads, a, err, errlen);
+    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_vjp_device", err, errlen);
+    if (rc != PSFSIM_OK) {
+        free(a);
+        return rc;
+    }
+    rc = lib_check_range(set, first, count, err, errlen);
+    const gpu_memory_ops *mem = NULL;
+    vjp_device_io dev;
+    if (rc == PSFSIM_OK && count > 0)
+        rc = device_args(cotangent, cot_dtype, images, stream, &mem, &dev, err, errlen);
+    if (rc == PSFSIM_OK && count > 0) {
+        int done = 0;
+        rc = vjp_gpu_run(set, first, count, a, NULL, NULL, &dev, &done, err, errlen);
+        if (!done) rc = run_staged(set, first, count, a, mem, &dev, err, errlen);
+    }
+    lib_leave(set);
     free(a);
     return rc;
 }

@@ -30,7 +30,9 @@
  * CPU's path. For a GPU set, PSFSIM_VJP_BACKEND: "cpu" the CPU; "gpu" the GPU or an error
  * (PSFSIM_ERR_BACKEND: out of scope, no module; the GPU's error as PSFSIM_ERR_COMPUTE); unset or
  * "auto": the GPU in scope, the CPU out of it or when the GPU fails (the reason logged at debug
- * level). */
+ * level). psfsim_vjp_device's device arrays (vjp_device_io) go to the module's run_device, which
+ * reads and writes them on the device (the "poppy" turn and float's conversion there); out of
+ * scope (or on another device than the set's first GPU) lib/vjp.c takes them through the host. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +187,8 @@ static void turned(const double *img, double *out, size_t mm)
 /* Images [k0, k0 + nc) (rows i0 .. of the call's inputs): their rows, the
  * run, the gradients. Returns PSFSIM_OK or an error with err. */
 static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, long long i0, int nc,
-                 const double *cotangent, double *images, char *err, size_t errlen)
+                 const double *cotangent, double *images, const vjp_device_io *dev, char *err,
+                 size_t errlen)
 {
     image_set *s = &set->e.set;
     size_t mm = (size_t)v->m * v->m, K = (size_t)v->k;
@@ -212,18 +215,29 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
             cr[K - 1] = comp->opd_to_waves;
             nrows++;
         }
-        if (cotangent && poppy) turned(cotangent + (size_t)j * mm, v->cot + (size_t)j * mm, mm);
+        if (cotangent && poppy && !dev)
+            turned(cotangent + (size_t)j * mm, v->cot + (size_t)j * mm, mm);
     }
     double *dopd[PSF_MAX_COMPONENTS] = {0};
     for (int p = 0; a->gr.opd_map && p < v->npupils; ++p)
         dopd[p] = v->opd_sum[p];
-    const double *cot = cotangent && poppy ? v->cot : cotangent;
-    double *img = images && poppy ? v->img : images;
-    if (v->ops->run(v->g, nc, cot, img, nrows, v->rows, v->coeff, v->gcoeff, dopd, why,
-                    sizeof why) != 0)
-        return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
-    for (int j = 0; images && poppy && j < nc; ++j)
-        turned(v->img + (size_t)j * mm, images + (size_t)j * mm, mm);
+    if (dev) { /* the device's arrays, turned there; chunk i0's rows at their offset */
+        size_t off = (size_t)i0 * mm * (dev->dtype == 1 ? sizeof(double) : sizeof(float));
+        const char *dc = dev->cotangent ? (const char *)dev->cotangent + off : NULL;
+        char *di = dev->images ? (char *)dev->images + off : NULL;
+        if (v->ops->run_device(v->g, nc, dev->dtype, poppy, dc, di, nrows, v->rows, v->coeff,
+                               v->gcoeff, dopd, why, sizeof why) != 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+        cotangent = dc ? (const double *)dc : NULL; /* only tested for NULL below */
+    } else {
+        const double *cot = cotangent && poppy ? v->cot : cotangent;
+        double *img = images && poppy ? v->img : images;
+        if (v->ops->run(v->g, nc, cot, img, nrows, v->rows, v->coeff, v->gcoeff, dopd, why,
+                        sizeof why) != 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+        for (int j = 0; images && poppy && j < nc; ++j)
+            turned(v->img + (size_t)j * mm, images + (size_t)j * mm, mm);
+    }
     if (!cotangent || !a->gr.zernike) return PSFSIM_OK;
     size_t nt = (size_t)a->terms.nterms;
     memset(a->gr.zernike + (size_t)i0 * nt, 0, (size_t)nc * nt * sizeof(double));
@@ -379,8 +393,8 @@ static int opd_rows(vjp_gpu *v, const vjp_args *a, char *err, size_t errlen)
 }
 
 static int run_gpu(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, long long first,
-                   long long count, const double *cotangent, double *images, char *err,
-                   size_t errlen)
+                   long long count, const double *cotangent, double *images,
+                   const vjp_device_io *dev, char *err, size_t errlen)
 {
     const backend_decision *d = &set->e.decision;
     int device = d->ndevices > 0 ? d->devices[0] : 0;
@@ -399,15 +413,17 @@ static int run_gpu(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, l
     for (long long i = 0; rc == PSFSIM_OK && i < count; i += v->chunk) {
         int nc = (int)(count - i < v->chunk ? count - i : v->chunk);
         rc = chunk(v, set, a, first + i, i, nc, cotangent ? cotangent + (size_t)i * mm : NULL,
-                   images ? images + (size_t)i * mm : NULL, err, errlen);
+                   images ? images + (size_t)i * mm : NULL, dev, err, errlen);
     }
-    if (rc == PSFSIM_OK && cotangent && a->gr.opd_map) opd_scatter(v, set, a);
+    int backward = dev ? dev->cotangent != NULL : cotangent != NULL;
+    if (rc == PSFSIM_OK && backward && a->gr.opd_map) opd_scatter(v, set, a);
     if (rc != PSFSIM_OK) vjp_gpu_close(set); /* its state unknown: made afresh next time */
     return rc;
 }
 
 int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_args *a,
-                const double *cotangent, double *images, int *done, char *err, size_t errlen)
+                const double *cotangent, double *images, const vjp_device_io *dev, int *done,
+                char *err, size_t errlen)
 {
     *done = 0;
     const char *mode = getenv("PSFSIM_VJP_BACKEND");
@@ -415,8 +431,12 @@ int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_arg
     if ((mode && strcmp(mode, "cpu") == 0) || set->e.decision.ops == &psf_backend_cpu)
         return PSFSIM_OK;
     const char *why = out_of_scope(set, a);
+    const backend_decision *d = &set->e.decision;
+    if (!why && dev && dev->device != (d->ndevices > 0 ? d->devices[0] : 0))
+        why = "the device arrays are on another CUDA device than the set's first GPU";
     const gpu_vjp_ops *ops = why ? NULL : gpu_module_vjp();
     if (!why && !ops) why = "the GPU module has no gradients (gpu_module_ops.vjp)";
+    if (!why && dev && !ops->run_device) why = "the GPU module has no device gradients";
     if (why) {
         if (!required) return PSFSIM_OK;
         *done = 1;
@@ -424,7 +444,7 @@ int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_arg
                         "PSFSIM_VJP_BACKEND=gpu: the gradients cannot run on the GPU: %s", why);
     }
     char msg[LIB_ERRLEN] = "";
-    int rc = run_gpu(set, a, ops, first, count, cotangent, images, msg, sizeof msg);
+    int rc = run_gpu(set, a, ops, first, count, cotangent, images, dev, msg, sizeof msg);
     if (rc == PSFSIM_OK || required) {
         *done = 1;
         return rc == PSFSIM_OK ? rc : lib_fail(err, errlen, rc, "%s", msg);

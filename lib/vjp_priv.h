@@ -63,7 +63,20 @@ int vjp_cache_models(psfsim_set *set, const vjp_args *a, vjp_model ***models, ch
  * (PSFSIM_OK) when the CPU's path is to run it (out of scope, no module,
  * PSFSIM_VJP_BACKEND=cpu, or the GPU failed unless PSFSIM_VJP_BACKEND=gpu).
  * The arguments as lib/vjp.c's run. */
+/* A psfsim_vjp_device call's cotangents and images: CUDA device memory of
+ * device `device`, dtype 0 float or 1 double (the module's run_device). */
+typedef struct {
+    int device, dtype;
+    const void *cotangent;
+    void *images; /* NULL: not wanted */
+} vjp_device_io;
+
+/* dev: NULL, or the call's device arrays (cotangent and images then
+ * ignored); *done 0 for them too when out of the GPU's scope, on another
+ * device than the set's first GPU, or the GPU failed (auto): the caller
+ * then goes through the host. */
 int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_args *a,
-                const double *cotangent, double *images, int *done, char *err, size_t errlen);
+                const double *cotangent, double *images, const vjp_device_io *dev, int *done,
+                char *err, size_t errlen);
 
 #endif

@@ -467,7 +467,7 @@ class Set:
                                        segment_zernike=segment_zernike, opd_map=opd_map)
 
     def vjp(self, cotangent, wrt=("zernike",), terms=None, zernike=None, segment_terms=None,
-            segment_zernike=None, opd_map=None, images=False, first=0, count=None):
+            segment_zernike=None, opd_map=None, images=False, first=0, count=None, stream=None):
         """The vector-Jacobian product of images [first, first + count)
         (compute_inputs' with the same inputs) with cotangent [count, M,
         M] (dL/dI): a dict of float64 arrays, one per wrt name:
@@ -481,12 +481,20 @@ class Set:
         Set of FFT images (with or without the detector stage) without
         segment terms or "transmission" (equal to the CPU's to rounding;
         PSFSIM_VJP_BACKEND=cpu/gpu forces either), else on the CPU over
-        the Set's threads."""
+        the Set's threads. A cotangent in CUDA device memory (the CUDA
+        array interface: a torch.cuda tensor, a CuPy array, a
+        psfsim.DeviceArray; float32 or float64, C-contiguous) goes
+        through psfsim_vjp_device: no host copy of it on the GPU's path
+        (the work queued on stream waited for first: a cudaStream_t int,
+        a torch.cuda.Stream or a CuPy stream; None: the CUDA array
+        interface's "stream", else the legacy default stream), the gradients
+        still float64 NumPy arrays, "images" a psfsim.DeviceArray of the
+        cotangent's dtype and device."""
         first, count = self._range(first, count)
         with self._busy("vjp"):
             return _vjp.vjp(self, cotangent, wrt, images, first, count, terms=terms,
                             zernike=zernike, segment_terms=segment_terms,
-                            segment_zernike=segment_zernike, opd_map=opd_map)
+                            segment_zernike=segment_zernike, opd_map=opd_map, stream=stream)
 
     def _compute_device(self, first, count, out, dtype, progress, device, stream):
         shape = (count, self.npix, self.npix)

@@ -14,7 +14,8 @@ import numpy as np
 from . import _lib
 from ._errors import _ERRLEN, ArgumentError, _check
 
-_DTYPES = {np.dtype(np.float32): (2, 32, "<f4"), np.dtype(np.uint16): (1, 16, "<u2")}
+_DTYPES = {np.dtype(np.float32): (2, 32, "<f4"), np.dtype(np.uint16): (1, 16, "<u2"),
+           np.dtype(np.float64): (2, 64, "<f8")}  # float64: Set.vjp's device images
 _KDLCUDA = 2  # DLDeviceType kDLCUDA
 
 
@@ -113,7 +114,7 @@ def pointer_device(ptr):
 
 class DeviceArray:
     """A C-contiguous array in CUDA device memory that psfsim allocated:
-    shape, dtype (float32 or uint16), device (the CUDA index), ptr. Give it
+    shape, dtype (float32 or uint16; float64 for Set.vjp's images), device (the CUDA index), ptr. Give it
     to torch.from_dlpack, cupy.from_dlpack, jax.dlpack.from_dlpack (no
     copy: DLPack), or torch.as_tensor / cupy.asarray (the CUDA array
     interface). The images are complete when it is returned, so no stream
@@ -274,3 +275,35 @@ def stream_handle(stream):
         raise ArgumentError("argument", "stream: a cudaStream_t (an int), a torch.cuda.Stream or "
                             "a CuPy stream, not %r" % (stream,))
     return stream
+
+
+def in_array(arr, shape, what):
+    """The caller's device array arr read by psfsim (a cotangent): the CUDA
+    array interface's shape, typestr float32 or float64, C-contiguous
+    strides, data on a CUDA device. A Target (its dtype, stream: the
+    producer's, CAI v3's "stream", else the legacy default), or
+    ArgumentError naming what is wrong."""
+    try:
+        cai = arr.__cuda_array_interface__
+    except Exception as e:  # noqa: BLE001 (torch raises RuntimeError for a grad tensor)
+        raise ArgumentError("argument", "%s: no CUDA array interface (%s)" % (what, e)) from None
+    got_shape = tuple(cai.get("shape", ()))
+    if got_shape != tuple(shape):
+        raise ArgumentError("argument", "%s: shape %s, expected %s" % (what, list(got_shape),
+                                                                     list(shape)))
+    dtype = np.dtype(cai.get("typestr", "V"))
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ArgumentError("argument", "%s: dtype %s, expected float32 or float64" % (what,
+                                                                                      dtype))
+    strides = cai.get("strides")
+    if strides is not None and int(np.prod(shape)) > 1 and \
+            tuple(strides) != c_strides(shape, dtype.itemsize):
+        raise ArgumentError("argument", "%s: not C-contiguous (strides %s, expected %s)"
+                            % (what, list(strides), list(c_strides(shape, dtype.itemsize))))
+    ptr = cai["data"][0]
+    if not ptr and int(np.prod(shape)) > 0:
+        raise ArgumentError("argument", "%s: no data pointer" % what)
+    device = pointer_device(ptr) if ptr else 0
+    if device is None:
+        raise ArgumentError("argument", "%s: host memory, not a CUDA device array" % what)
+    return Target(arr, ptr, device, stream_handle(cai.get("stream")), dtype)

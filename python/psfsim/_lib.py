@@ -153,6 +153,8 @@ _SIGS = {
                                       c_size_t]),
     "psfsim_vjp": (c_int, [c_void_p, c_ll, c_ll, P(Inputs), P(c_double), P(c_double),
                            P(Gradients), c_char_p, c_size_t]),
+    "psfsim_vjp_device": (c_int, [c_void_p, c_ll, c_ll, P(Inputs), c_void_p, c_int, c_void_p,
+                                  P(Gradients), c_void_p, c_char_p, c_size_t]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

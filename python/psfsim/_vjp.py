@@ -2,12 +2,15 @@
 """Gradients of a set's images (psfsim_vjp, psfsim_compute_inputs in
 lib/psfsim.h; docs/design.md, "Gradients (vector-Jacobian products)"):
 the call's inputs as a psfsim_inputs struct, the gradients' arrays, and
-the Set methods that call them. Always on the CPU, in double precision."""
+the Set methods that call them. In double precision (on the GPU for a GPU
+set's FFT images, else on the CPU); a cotangent in CUDA device memory (the
+CUDA array interface: a torch.cuda tensor, a CuPy array, a DeviceArray)
+goes to psfsim_vjp_device, its images coming back as a DeviceArray."""
 import ctypes
 
 import numpy as np
 
-from . import _lib
+from . import _device, _lib
 from ._errors import _ERRLEN, ArgumentError, _check
 
 WRT = ("zernike", "segment_zernike", "opd_map", "transmission")
@@ -118,7 +121,7 @@ def compute_inputs(s, first, count, **inputs):
     return out
 
 
-def vjp(s, cotangent, wrt, images, first, count, **inputs):
+def vjp(s, cotangent, wrt, images, first, count, stream=None, **inputs):
     """Set.vjp's work (s taken for the call)."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     for w in wrt:
@@ -126,7 +129,10 @@ def vjp(s, cotangent, wrt, images, first, count, **inputs):
             raise ArgumentError("argument", "wrt: %r is not one of %s" % (w, ", ".join(WRT)))
     call = Call(s, count, **inputs)
     lay = call.layout
-    cot = _f64(cotangent, (count, s.npix, s.npix), "cotangent")
+    shape = (count, s.npix, s.npix)
+    dev = _device.in_array(cotangent, shape, "cotangent") \
+        if _device.is_device_array(cotangent) else None
+    cot = None if dev is not None else _f64(cotangent, shape, "cotangent")
     grads = _lib.Gradients()
     _lib.lib.psfsim_gradients_init_size(ctypes.byref(grads), ctypes.sizeof(grads))
     shapes = {"zernike": (count, len(call.terms)),
@@ -135,8 +141,20 @@ def vjp(s, cotangent, wrt, images, first, count, **inputs):
     out = {w: np.zeros(shapes[w], dtype=np.float64) for w in wrt}
     for w, arr in out.items():
         setattr(grads, _FIELD[w], arr.ctypes.data_as(_DP))
-    img = np.zeros((count, s.npix, s.npix), dtype=np.float64) if images else None
     err = ctypes.create_string_buffer(_ERRLEN)
+    if dev is not None:
+        img = _device.DeviceArray(shape, dev.dtype, dev.device) if images else None
+        code = 0 if dev.dtype == np.float32 else 2  # PSFSIM_FLOAT32, PSFSIM_FLOAT64
+        if count > 0:
+            _check(_lib.lib.psfsim_vjp_device(
+                s._handle(), first, count, ctypes.byref(call.inputs), ctypes.c_void_p(dev.ptr),
+                code, ctypes.c_void_p(img.ptr) if images else None, ctypes.byref(grads),
+                ctypes.c_void_p(dev.stream if stream is None else _device.stream_handle(stream)),
+                err, _ERRLEN), err)
+        if images:
+            out["images"] = img
+        return out
+    img = np.zeros(shape, dtype=np.float64) if images else None
     _check(_lib.lib.psfsim_vjp(s._handle(), first, count, ctypes.byref(call.inputs),
                                cot.ctypes.data_as(_DP),
                                img.ctypes.data_as(_DP) if images else None,

@@ -11,10 +11,13 @@ psfsim.torch, which imports it then); psfsim itself never does.
     loss.backward()                              # z.grad: psfsim's adjoint
 
 The images are Set.compute_inputs' (the set's images with the inputs
-added to each image's own aberrations) and the backward pass is Set.vjp:
-both on the CPU in double precision, whatever the set's backend, so a
-CUDA tensor's values go to the host and back (the GPU's gradients are
-later work). The result has the dtype and device of the inputs given
+added to each image's own aberrations) and the backward pass is Set.vjp,
+both in double precision (on the GPU for a GPU set's FFT images, else on
+the CPU). The forward's images are made on the host and moved to the
+inputs' device; the backward's cotangent, a CUDA tensor when the images
+are, stays on the device (Set.vjp's device path, psfsim_vjp_device: no
+host copy of it, float32 or float64 as it comes) and only the small
+gradients come back from the host to the inputs' device. The result has the dtype and device of the inputs given
 (float32 or float64: the double images rounded once). Gradients flow to
 zernike [K, J] (aberrations.units), segment_zernike [K, S, Js] and
 opd_map [rows, cols] (the OPD map's units); the images' own
@@ -31,6 +34,18 @@ _NAMES = ("zernike", "segment_zernike", "opd_map")
 def _host(t):
     """A tensor's values as a C-contiguous float64 NumPy array (a copy)."""
     return None if t is None else t.detach().to("cpu", torch.float64).contiguous().numpy()
+
+
+def _cotangent(grad):
+    """The images' gradient as Set.vjp takes it: a CUDA tensor stays on its
+    device (float32 or float64, contiguous: psfsim_vjp_device reads it
+    there, no host copy), anything else a float64 NumPy copy."""
+    if grad.is_cuda:
+        g = grad.detach()
+        if g.dtype not in (torch.float32, torch.float64):
+            g = g.to(torch.float64)
+        return g.contiguous()
+    return _host(grad)
 
 
 class Images(torch.autograd.Function):
@@ -59,8 +74,10 @@ class Images(torch.autograd.Function):
         out = [None] * 8
         if not wrt:
             return tuple(out)
-        g = ctx.s.vjp(_host(grad), wrt=wrt, terms=ctx.terms, segment_terms=ctx.segment_terms,
-                      first=ctx.first, count=ctx.count, **ctx.host)
+        cot = _cotangent(grad)
+        stream = torch.cuda.current_stream(grad.device) if grad.is_cuda else None
+        g = ctx.s.vjp(cot, wrt=wrt, terms=ctx.terms, segment_terms=ctx.segment_terms,
+                      first=ctx.first, count=ctx.count, stream=stream, **ctx.host)
         for i, n in enumerate(_NAMES):
             if n in wrt:
                 dtype, device = ctx.kinds[n]

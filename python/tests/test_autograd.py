@@ -113,18 +113,35 @@ def test_torch_errors(torch):
             pt.images(s, zernike=torch.zeros(3, 2), terms=[4])
 
 
-def test_torch_cuda_tensors_stay_on_the_device(torch):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_torch_cuda_tensors_stay_on_the_device(torch, dtype, monkeypatch):
+    """CUDA inputs: the images and z.grad on the device; the backward's
+    cotangent passed to psfsim_vjp_device as the CUDA tensor it is (of the
+    images' dtype: PSFSIM_FLOAT64 2, PSFSIM_FLOAT32 0), never through
+    psfsim_vjp; z.grad equal to the host cotangent's (1e-12 relative for
+    float64, the float32 rounding of it for float32)."""
     import psfsim.torch as pt
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device for torch")
+    calls = []
+    lib = psfsim._lib.lib
+    real = lib.psfsim_vjp_device
+    monkeypatch.setattr(lib, "psfsim_vjp_device", lambda *a: calls.append(a[5]) or real(*a))
     with psfsim.Set(opd_set()) as s:
-        z = torch.zeros(3, 1, dtype=torch.float64, device="cuda", requires_grad=True)
+        t = getattr(torch, dtype)
+        z = torch.full((3, 1), 0.01, dtype=t, device="cuda", requires_grad=True)
         img = pt.images(s, zernike=z, terms=[4])
-        assert img.is_cuda
+        assert img.is_cuda and img.dtype == t
+        monkeypatch.setattr(lib, "psfsim_vjp", None)  # the backward must not take the host path
         (img * img).sum().backward()
-        assert z.grad.is_cuda
-        want = s.vjp(2 * img.detach().cpu().numpy(), terms=[4], zernike=np.zeros((3, 1)))
-        assert np.array_equal(z.grad.cpu().numpy(), want["zernike"])
+        monkeypatch.undo()
+        assert z.grad.is_cuda and z.grad.dtype == t
+        assert calls == [2 if dtype == "float64" else 0]
+        cot = (2 * img.detach()).cpu().numpy().astype(np.float64)
+        want = s.vjp(cot, terms=[4], zernike=np.full((3, 1), 0.01))["zernike"]
+        got = z.grad.cpu().numpy().astype(np.float64)
+        tol = 1e-12 if dtype == "float64" else 1e-6
+        assert np.abs(got - want).max() <= tol * np.abs(want).max()
 
 
 # -- jax --

@@ -590,3 +590,64 @@ def test_gpu_scope_and_errors(monkeypatch):
         monkeypatch.delenv("PSFSIM_GPU_FAIL_AT")
         monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
         assert rel(g.vjp(cot)["zernike"], ref) < 1e-10
+
+
+def device_copy(a, dtype):
+    """a (host) as a psfsim.DeviceArray of dtype on device 0."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    d = psfsim.DeviceArray(a.shape, dtype, 0)
+    psfsim._device.copy(0, d.ptr, a.ctypes.data, a.nbytes)
+    return d
+
+
+@pytest.mark.parametrize("name", ["broadband", "detector", "poppy_blocks_fft", "mft"])
+def test_gpu_device_cotangent_equals_the_hosts(name, monkeypatch):
+    """Set.vjp with the cotangent in device memory (a DeviceArray: the CUDA
+    array interface): psfsim_vjp_device, its images a DeviceArray of the
+    cotangent's dtype; float64 equal to the host cotangent's (1e-12), float32
+    equal to the host path's of the float cotangent widened (the images to
+    float rounding). The MFT: through the host (out of the GPU's scope)."""
+    gpu_or_skip()
+    if name == "poppy_blocks_fft":
+        cfg = base(**{"output.orientation": "poppy", "detector.oversample": 3,
+                      "detector.pixel_response": True, "sampling.pupil_samples": 33,
+                      "sampling.padding": 3.0})
+    else:
+        cfg = config(name)
+    if name != "mft":
+        monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+    calls = []
+    real = psfsim._lib.lib.psfsim_vjp_device
+    monkeypatch.setattr(psfsim._lib.lib, "psfsim_vjp_device",
+                        lambda *a: calls.append(a[5]) or real(*a))
+    with psfsim.Set(cfg, backend="gpu") as g:
+        terms, z0 = [4, 5, 7], np.array([[0.02, -0.01, 0.03]] * g.count)
+        cot = cotangent(g)
+        ref = g.vjp(cot, terms=terms, zernike=z0, images=True)
+        got = g.vjp(device_copy(cot, np.float64), terms=terms, zernike=z0, images=True)
+        assert isinstance(got["images"], psfsim.DeviceArray)
+        assert got["images"].dtype == np.float64 and got["images"].shape == cot.shape
+        assert rel(got["images"].numpy(), ref["images"]) < 1e-12
+        assert rel(got["zernike"], ref["zernike"]) < 1e-12
+        c32 = cot.astype(np.float32)
+        ref = g.vjp(c32.astype(np.float64), terms=terms, zernike=z0, images=True)
+        got = g.vjp(device_copy(c32, np.float32), terms=terms, zernike=z0, images=True)
+        assert got["images"].dtype == np.float32
+        assert rel(got["zernike"], ref["zernike"]) < 1e-12
+        assert rel(got["images"].numpy().astype(np.float64), ref["images"]) < 1e-7
+        part = g.vjp(device_copy(c32[1:], np.float32), terms=terms, zernike=z0[1:], first=1,
+                     count=2)
+        assert rel(part["zernike"], ref["zernike"][1:]) < 1e-12
+    assert calls == [2, 0, 0]  # PSFSIM_FLOAT64, then PSFSIM_FLOAT32 twice
+
+
+def test_gpu_device_cotangent_errors():
+    """A device cotangent of another shape or dtype, or not C-contiguous:
+    ArgumentError before the call."""
+    gpu_or_skip()
+    with psfsim.Set(config("fft"), backend="gpu") as g:
+        n = g.npix
+        with pytest.raises(psfsim.ArgumentError, match="shape"):
+            g.vjp(psfsim.DeviceArray((2, n, n), np.float64, 0))
+        with pytest.raises(psfsim.ArgumentError, match="dtype uint16, expected float32"):
+            g.vjp(psfsim.DeviceArray((3, n, n), np.uint16, 0))

@@ -140,6 +140,10 @@ static void test_refusals(void **state)
     assert_int_equal(psfsim_compute_device(s, 0, K, 7, dev, N, NULL, err, sizeof err),
                      PSFSIM_ERR_ARGUMENT);
     assert_non_null(strstr(err, "dtype 7"));
+    assert_int_equal(/* double: psfsim_vjp_device's only */
+                     psfsim_compute_device(s, 0, K, PSFSIM_FLOAT64, dev, N, NULL, err, sizeof err),
+                     PSFSIM_ERR_ARGUMENT);
+    assert_non_null(strstr(err, "dtype 2"));
     assert_int_equal(
         psfsim_compute_device(s, 0, K, PSFSIM_FLOAT32, sentinel, N, NULL, err, sizeof err),
         PSFSIM_ERR_ARGUMENT);

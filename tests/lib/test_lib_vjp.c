@@ -8,8 +8,8 @@
  * normalisation, an OPD map given in memory, a segmented aperture's
  * per-segment terms, the aperture's transmission map (in memory, "peak");
  * the shape queries; the refusals, each with its code
- * and the name of what is wrong. (python/tests/test_vjp.py covers every
- * normalisation and stage.) */
+ * and the name of what is wrong (psfsim_vjp_device's too, API 5). (python/tests/test_vjp.py covers
+ * every normalisation and stage.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +354,55 @@ static void test_refusals(void **state)
     psfsim_close(s);
 }
 
+/* psfsim_vjp_device's checks on any machine (a CPU set): a dtype not
+ * float, no cotangent, a bad input term and an out-of-range call refused
+ * (PSFSIM_ERR_ARGUMENT, _RANGE) with the gradients untouched; host memory
+ * refused too: PSFSIM_ERR_BACKEND without a usable GPU module (a build
+ * without CUDA, no driver), PSFSIM_ERR_ARGUMENT where CUDA runs; count 0
+ * does nothing. (tests/gpu/test_gpu_vjp.c: its values.) */
+static void test_device_refusals(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_set(FFT_DETECTOR, NULL, 0);
+    size_t mm = 32 * 32;
+    double *cot = random_cot(2 * mm), g[8];
+    char err[1024] = "";
+    psfsim_gradients gr;
+    psfsim_gradients_init(&gr);
+    gr.zernike = g;
+    for (int i = 0; i < 8; ++i)
+        g[i] = 42.0;
+    expect_fail(
+        psfsim_vjp_device(s, 0, 1, NULL, cot, PSFSIM_UINT16, NULL, &gr, NULL, err, sizeof err),
+        PSFSIM_ERR_ARGUMENT, err, "dtype 1: PSFSIM_FLOAT32 (0) or PSFSIM_FLOAT64 (2)");
+    expect_fail(
+        psfsim_vjp_device(s, 0, 1, NULL, NULL, PSFSIM_FLOAT64, NULL, &gr, NULL, err, sizeof err),
+        PSFSIM_ERR_ARGUMENT, err, "cotangent");
+    expect_fail(
+        psfsim_vjp_device(s, 1, 2, NULL, cot, PSFSIM_FLOAT64, NULL, &gr, NULL, err, sizeof err),
+        PSFSIM_ERR_RANGE, err, "");
+    psfsim_inputs in;
+    psfsim_inputs_init(&in);
+    int bad[1] = {0};
+    in.nterms = 1, in.j = bad;
+    expect_fail(
+        psfsim_vjp_device(s, 0, 1, &in, cot, PSFSIM_FLOAT64, NULL, &gr, NULL, err, sizeof err),
+        PSFSIM_ERR_ARGUMENT, err, "inputs.j[0] = 0");
+    int rc =
+        psfsim_vjp_device(s, 0, 1, NULL, cot, PSFSIM_FLOAT64, NULL, &gr, NULL, err, sizeof err);
+    if (rc == PSFSIM_ERR_BACKEND)
+        assert_true(strstr(err, "GPU module") || strstr(err, "CUDA") || strstr(err, "driver"));
+    else
+        expect_fail(rc, PSFSIM_ERR_ARGUMENT, err, "the cotangent is not CUDA device memory");
+    for (int i = 0; i < 8; ++i)
+        assert_true(g[i] == 42.0);
+    assert_int_equal(
+        psfsim_vjp_device(s, 0, 0, NULL, cot, PSFSIM_FLOAT64, NULL, &gr, NULL, err, sizeof err),
+        PSFSIM_OK);
+    free(cot);
+    psfsim_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_segments),
         cmocka_unit_test(test_transmission),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_device_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,11 @@
  * (tests/gpu/test_gpu_vjp.c run with PSFSIM_GPU_MODULE naming this file,
  * and python/tests/test_vjp.py's GPU cases with PSFSIM_VJP_HOST_MODULE=1).
  * Its backend only counts one device, so that a set opens with backend
- * "gpu"; nothing computes images through it. */
+ * "gpu"; nothing computes images through it. Its memory table calls the
+ * blocks its alloc gives "device memory of device 0" (the rest host
+ * memory) and copies with memmove, so that psfsim_vjp_device's checks
+ * and both of its paths (run_device here; the host staging) run without
+ * a GPU. */
 #include <fftw3.h>
 
 #include <complex.h>
@@ -267,11 +271,123 @@ static int run(gpu_vjp *v, int nimages, const double *cotangent, double *images,
     return rc;
 }
 
-static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row, set_detector, run, destroy};
+/* The "device" memory: blocks alloc gave, each [base, base + bytes). */
+#define HOST_BLOCKS 256
+static struct {
+    const char *base;
+    size_t bytes;
+} blocks[HOST_BLOCKS];
+static int waits; /* wait_stream's calls (psfsim_host_module_waits) */
+
+static int pointer(const void *p, int *kind, int *device, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    *kind = 0;
+    *device = -1;
+    for (int i = 0; p && i < HOST_BLOCKS; ++i)
+        if (blocks[i].base && (const char *)p >= blocks[i].base &&
+            (const char *)p < blocks[i].base + blocks[i].bytes) {
+            *kind = 1;
+            *device = 0;
+        }
+    return 0;
+}
+
+static void *alloc(int device, size_t bytes, char *err, size_t errlen)
+{
+    (void)device;
+    for (int i = 0; i < HOST_BLOCKS; ++i)
+        if (!blocks[i].base) {
+            char *p = malloc(bytes ? bytes : 1);
+            if (!p) break;
+            blocks[i].base = p;
+            blocks[i].bytes = bytes ? bytes : 1;
+            return p;
+        }
+    snprintf(err, errlen, "host: no \"device\" memory for %zu bytes", bytes);
+    return NULL;
+}
+
+static void release(int device, void *p)
+{
+    (void)device;
+    for (int i = 0; p && i < HOST_BLOCKS; ++i)
+        if (blocks[i].base == p) {
+            blocks[i].base = NULL;
+            free(p);
+        }
+}
+
+static int copy(int device, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    (void)device;
+    (void)err;
+    (void)errlen;
+    memmove(dst, src, bytes);
+    return 0;
+}
+
+static int wait_stream(int device, void *stream, char *err, size_t errlen)
+{
+    (void)device;
+    (void)stream;
+    (void)err;
+    (void)errlen;
+    waits++;
+    return 0;
+}
+
+/* wait_stream's calls so far (tests: psfsim_vjp_device waits once). */
+__attribute__((visibility("default"))) int psfsim_host_module_waits(void);
+int psfsim_host_module_waits(void)
+{
+    return waits;
+}
+
+static const gpu_memory_ops host_memory = {pointer, alloc, release, copy, wait_stream};
+
+/* run on "device" arrays (host memory here): the cotangent widened (and
+ * turned) into double, run, the images narrowed (and turned) back. */
+static int run_device(gpu_vjp *v, int nimages, int dtype, int turn, const void *cotangent,
+                      void *images, int nrows, const gpu_vjp_row *rows, const double *coeff,
+                      double *gcoeff, double *const *d_opd, char *err, size_t errlen)
+{
+    size_t mm = v->det.m ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n;
+    size_t n = (size_t)nimages * mm;
+    double *cot = cotangent ? malloc(n * sizeof *cot) : NULL;
+    double *img = images ? malloc(n * sizeof *img) : NULL;
+    if ((cotangent && !cot) || (images && !img)) {
+        free(cot);
+        free(img);
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    for (size_t t = 0; cot && t < n; ++t) {
+        size_t i = t / mm, p = t % mm, q = i * mm + (turn ? mm - 1 - p : p);
+        cot[t] =
+            dtype == 1 ? ((const double *)cotangent)[q] : (double)((const float *)cotangent)[q];
+    }
+    int rc = run(v, nimages, cot, img, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
+    for (size_t t = 0; rc == 0 && img && t < n; ++t) {
+        size_t i = t / mm, p = t % mm, q = i * mm + (turn ? mm - 1 - p : p);
+        if (dtype == 1)
+            ((double *)images)[t] = img[q];
+        else
+            ((float *)images)[t] = (float)img[q];
+    }
+    free(cot);
+    free(img);
+    return rc;
+}
+
+static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row,   set_detector,
+                                     run,    destroy,   run_device};
 
 __attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
     .abi = GPU_MODULE_ABI,
     .size = sizeof(gpu_module_ops),
     .backend = &host_backend,
+    .memory = &host_memory,
     .vjp = &host_vjp,
 };
