@@ -43,8 +43,20 @@ static int device_count(char *err, size_t errlen)
     return 1;
 }
 
+/* It computes no images: a set whose backend "auto" probes the GPU (on a
+ * machine with an NVIDIA driver) gets this error and takes the CPU. */
+static int no_create(const psf_problem *problem, const psf_backend_options *options,
+                     psf_backend **out, char *err, size_t errlen)
+{
+    (void)problem;
+    (void)options;
+    *out = NULL;
+    snprintf(err, errlen, "host-vjp: a test module that computes no images");
+    return -1;
+}
+
 static const psf_backend_ops host_backend = {
-    .name = "host-vjp", .preferred_batch = 1, .device_count = device_count};
+    .name = "host-vjp", .preferred_batch = 1, .device_count = device_count, .create = no_create};
 
 static int create(int device, int n, int nbasis, gpu_vjp **out, char *err, size_t errlen)
 {
