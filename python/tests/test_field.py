@@ -248,7 +248,17 @@ BAD = [
     ("table column", 'positions_px = ((1.0, 2.0)); table = "u.csv";',
      "field.table: .*u.csv:1:3 \\(defocus\\): unknown column \\(allowed: x_px, y_px, z<j>"),
     ("table line", 'positions_px = ((1.0, 2.0)); table = "l.csv";',
-     "field.table: .*l.csv: 3 points do not span an area"),
+     "field.table: .*l.csv: the table's 3 points are collinear \\(or coincide\\): a "
+     "triangulation needs three points not on one line \\(Qhull QH6154\\)$"),
+    ("table no rows", 'positions_px = ((1.0, 2.0)); table = "h.csv";',
+     "field.table: .*h.csv: no data rows after the header \\(one measured field point per "
+     "row\\)$"),
+    ("monomial short", "positions_px = ((1.0, 2.0)); zernike = ((4, ((0, 0, 0.1), (1, 0))));",
+     "field.zernike\\[0\\]\\[1\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
+     "values \\(got 2\\)$"),
+    ("monomial long", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.05, 1.0))));",
+     "field.zernike\\[0\\]\\[0\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
+     "values \\(got 4\\)$"),
     ("unknown key", "positions_px = ((1.0, 2.0)); radius = 3.0;",
      "field.radius: unknown key \\(did you mean field.radius_px\\?\\)"),
 ]
@@ -261,6 +271,7 @@ def test_bad_values(tmp_path, case):
     write_table(tmp_path, TABLE_PTS, linear, "t.csv")
     (tmp_path / "u.csv").write_text("x_px,y_px,defocus\n0,0,1\n1,0,1\n0,1,1\n")
     (tmp_path / "l.csv").write_text("x_px,y_px,z4\n0,0,1\n1,1,1\n2,2,1\n")
+    (tmp_path / "h.csv").write_text("x_px,y_px,z4\n")
     if "radius_px" not in block:
         block += " radius_px = 100.0;"
     block = block.replace("radius_px = None;", "")
@@ -281,7 +292,7 @@ def test_bad_values(tmp_path, case):
             break
     r = run(cfg, tmp_path / "o")
     assert r.returncode != 0
-    assert re.search("bad.cfg:%d: %s" % (line, want), r.stderr), (line, r.stderr)
+    assert re.search("bad.cfg:%d: %s" % (line, want), r.stderr, re.M), (line, r.stderr)
     assert not (tmp_path / "o").exists()  # nothing written
 
 
@@ -650,3 +661,40 @@ def test_psf_grid_field_errors(tmp_path, case):
     assert r.returncode == 2 and want in r.stderr, r.stderr
     assert "bad.cfg:%d: output.psf_grid" % (6 if case == "repeat" else 7) in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_field_montage_script(tmp_path):
+    """scripts/field_montage.py: --help prints its usage (argparse), too few
+    arguments are refused with it (exit 2), and a 2 x 2 grid's montage is
+    2 x 2 tiles of 40 x 40 pixels x 3 framed by 2: 248 x 248, the tile of
+    (x0, y1) top left (y up)."""
+    import sys
+    src = os.environ.get("PSFSIM_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+    script = os.path.join(src, "scripts", "field_montage.py")
+    sys.path.insert(0, os.path.join(src, "scripts"))
+    from montage import read_png
+    r = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: field_montage.py [-h] OUT.png DIR NAME")
+    r = subprocess.run([sys.executable, script, "a.png", "d"], capture_output=True, text=True)
+    assert r.returncode == 2 and "required: NAME" in r.stderr, r.stderr
+    grid = {"nx": 2, "ny": 2, "x": (0.0, 2047.0), "y": (0.0, 2047.0)}
+    cfg = write_cfg(tmp_path, "mt", field_block(grid), output="png: { enabled = true; };")
+    cfg.write_text(cfg.read_text().replace("png: { enabled = false; }; ", ""))
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "m.png"
+    r = subprocess.run([sys.executable, script, str(out), str(tmp_path / "o"), "mt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    img = read_png(str(out))
+    assert img.shape == (248, 248)
+    assert img[:2].max() == 0 and img[:, :2].max() == 0  # the frames
+    rows = manifest(tmp_path / "o" / "mt_manifest.csv")
+    k = next(i for i, row in enumerate(rows)
+             if float(row["field_x_px"]) == 0.0 and float(row["field_y_px"]) == 2047.0)
+    tile = read_png(str(tmp_path / "o" / rows[k]["png"]))
+    o = (tile.shape[0] - 40) // 2
+    want = np.kron(tile[o:o + 40, o:o + 40], np.ones((3, 3)))[::-1]
+    np.testing.assert_array_equal(np.round(img[2:122, 2:122] * 255),  # read_png: levels / 255
+                                  np.clip(want * 255 + 0.5, 0, 255).astype(np.uint8))
