@@ -310,7 +310,8 @@ def test_table_columns_with_field(tmp_path):
 
 def test_library_positions_and_labels(tmp_path):
     """The library (psfsim.Set): params()' field_x_px, field_y_px
-    (psfsim_field_positions) and zernike totals equal the manifest's."""
+    (psfsim_field_positions), field_hx, field_hy (psfsim_field_h) and
+    zernike totals equal the manifest's."""
     psfsim = pytest.importorskip("psfsim")
     pos = [(100.0, 200.0), (1500.5, 30.0), (1023.5, 1023.5)]
     cfg = write_cfg(tmp_path, "lib", field_block(pos), output="fits: { enabled = true; };")
@@ -322,6 +323,17 @@ def test_library_positions_and_labels(tmp_path):
         p = s.params()
         np.testing.assert_array_equal(p["field_x_px"], [x for x, _ in pos])
         np.testing.assert_array_equal(p["field_y_px"], [y for _, y in pos])
+        # field_hx, field_hy (psfsim_field_h): the manifest's, to its 17 digits, and
+        # ((x, y) - centre) / radius in binary64
+        np.testing.assert_array_equal(p["field_hx"], [float(r["field_hx"]) for r in rows])
+        np.testing.assert_array_equal(p["field_hy"], [float(r["field_hy"]) for r in rows])
+        np.testing.assert_array_equal(p["field_hx"], [(x - CENTRE[0]) / RADIUS for x, _ in pos])
+        np.testing.assert_array_equal(p["field_hy"], [(y - CENTRE[1]) / RADIUS for _, y in pos])
+        names = list(s.params_dtype().names)  # the manifest's order
+        assert names.index("field_hx") == names.index("field_y_px") + 1
+        assert names.index("field_hy") == names.index("field_hx") + 1
+        q = s.params(1, 2, frame=False)
+        np.testing.assert_array_equal(q["field_hx"], p["field_hx"][1:])
         for k, (x, y) in enumerate(pos):
             for j, mono in TERMS:
                 assert float(rows[k]["z%d" % j]) == poly(mono, x, y)
