@@ -710,3 +710,63 @@ def test_field_montage_script(tmp_path):
     want = np.kron(tile[o:o + 40, o:o + 40], np.ones((3, 3)))[::-1]
     np.testing.assert_array_equal(np.round(img[2:122, 2:122] * 255),  # read_png: levels / 255
                                   np.clip(want * 255 + 0.5, 0, 255).astype(np.uint8))
+
+
+def rect_grid(tmp_path):
+    """A 3 x 2 field.grid whose x and y positions differ (NAME.h5)."""
+    grid = {"nx": 3, "ny": 2, "x": (0.0, 2000.0), "y": (0.0, 1000.0)}
+    cfg = grid_cfg(tmp_path, "rect", grid, "psf_grid = true; hdf5: { enabled = true; };")
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "o" / "rect.h5"
+
+
+def test_fits_grid_yx_keywords(tmp_path):
+    """write_fits_grids' yx_keywords: "webbpsf" (the default) writes
+    DET_YX<i> = '(y, x)', "photutils" '(x, y)' of the same PSF plane;
+    anything else is refused."""
+    fits = pytest.importorskip("astropy.io.fits")
+    pytest.importorskip("h5py")
+    from psfsim.grid import psf_grid_nddata, write_fits_grids
+    path = rect_grid(tmp_path)
+    pos = [tuple(p) for p in psf_grid_nddata(path).meta["grid_xypos"]]
+    assert pos == [(0.0, 0.0), (1000.0, 0.0), (2000.0, 0.0), (0.0, 1000.0), (1000.0, 1000.0),
+                   (2000.0, 1000.0)]
+    (tmp_path / "w").mkdir()
+    (tmp_path / "p").mkdir()
+    [fw] = write_fits_grids(path, tmp_path / "w")
+    [fp] = write_fits_grids(path, tmp_path / "p", yx_keywords="photutils")
+    with fits.open(fw) as hw, fits.open(fp) as hp:
+        np.testing.assert_array_equal(hw[0].data, hp[0].data)
+        for i, (x, y) in enumerate(pos):
+            assert hw[0].header["DET_YX%d" % i] == "(%.17g, %.17g)" % (y, x)
+            assert hp[0].header["DET_YX%d" % i] == "(%.17g, %.17g)" % (x, y)
+    with pytest.raises(ValueError, match="yx_keywords must be \"webbpsf\" .* \\(got 'xy'\\)"):
+        write_fits_grids(path, tmp_path, yx_keywords="xy")
+
+
+def test_fits_grid_yx_keywords_photutils(tmp_path):
+    """photutils 1.12's webbpsf reader takes DET_YX's first value as x: a
+    grid whose x and y positions differ comes back transposed from the
+    default tiles (docs/config.md's warning) and right from
+    yx_keywords="photutils": each position's PSF the NAME.h5 image there."""
+    photutils = pytest.importorskip("photutils", minversion="1.10")
+    psf = pytest.importorskip("photutils.psf")
+    pytest.importorskip("h5py")
+    from psfsim.grid import psf_grid_nddata, write_fits_grids
+    path = rect_grid(tmp_path)
+    nd = psf_grid_nddata(path)
+    pos = [tuple(p) for p in nd.meta["grid_xypos"]]
+    (tmp_path / "p").mkdir()
+    [fw] = write_fits_grids(path, tmp_path)
+    [fp] = write_fits_grids(path, tmp_path / "p", yx_keywords="photutils")
+    mw = psf.GriddedPSFModel.read(fw, format="webbpsf")
+    mp = psf.GriddedPSFModel.read(fp, format="webbpsf")
+    got_w = {tuple(p) for p in np.asarray(mw.grid_xypos, dtype=float).tolist()}
+    if photutils.__version__.startswith("1."):  # 1.12 tested: the reader takes (x, y)
+        assert got_w == {(y, x) for x, y in pos}  # transposed
+    got = np.asarray(mp.grid_xypos, dtype=float).tolist()
+    assert {tuple(p) for p in got} == set(pos)
+    for i, p in enumerate(got):
+        np.testing.assert_array_equal(np.asarray(mp.data[i]),
+                                      nd.data[pos.index(tuple(p))].astype(np.float32))
