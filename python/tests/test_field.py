@@ -256,6 +256,9 @@ BAD = [
     ("monomial short", "positions_px = ((1.0, 2.0)); zernike = ((4, ((0, 0, 0.1), (1, 0))));",
      "field.zernike\\[0\\]\\[1\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
      "values \\(got 2\\)$"),
+    ("monomial number", "positions_px = ((1.0, 2.0)); zernike = ((4, (0.5)));",
+     "field.zernike\\[0\\]\\[0\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q \\(got a "
+     "float\\)$"),
     ("monomial long", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.05, 1.0))));",
      "field.zernike\\[0\\]\\[0\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
      "values \\(got 4\\)$"),
