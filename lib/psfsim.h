@@ -34,7 +34,7 @@
  * flag, atomic: a second call is refused, never queued). To compute in
  * parallel, open one set per thread (each computes with several threads
  * already). psfsim_describe, psfsim_zernike_terms, psfsim_label_terms,
- * psfsim_segment_terms, psfsim_field_positions, psfsim_map_shape and
+ * psfsim_segment_terms, psfsim_field_positions, psfsim_field_h, psfsim_map_shape and
  * psfsim_segment_modes read only what open
  * fixed and may be called at any time; psfsim_cancel from any thread while
  * the set is open. psfsim_set_progress and psfsim_close must not be called
@@ -280,6 +280,18 @@ PSFSIM_API int psfsim_segment_zernike(psfsim_set *set, long long first, long lon
  * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL set or xy). */
 PSFSIM_API int psfsim_field_positions(const psfsim_set *set, long long first, long long count,
                                       int *present, double *xy, char *err, size_t errlen);
+
+/* The normalised field coordinates of images [first, first + count) (the
+ * manifest's field_hx, field_hy, docs/config.md "field": hx = (x -
+ * field.centre_px[0]) / field.radius_px, hy = (y - field.centre_px[1]) /
+ * field.radius_px, binary64, x, y the image's position) into hxhy[2 *
+ * count], hx then hy per image; NaN when the set has no field group (a
+ * sweep.table's field_x_px, field_y_px columns have no centre nor radius,
+ * so no field_hx, field_hy). *present (may be NULL) gets 1 when it has
+ * them, else 0; hxhy may be NULL only when count is 0.
+ * PSFSIM_ERR_RANGE, PSFSIM_ERR_ARGUMENT (NULL set or hxhy). */
+PSFSIM_API int psfsim_field_h(const psfsim_set *set, long long first, long long count, int *present,
+                              double *hxhy, char *err, size_t errlen);
 
 /* The backend decision. */
 typedef struct {

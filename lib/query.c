@@ -176,6 +176,23 @@ int psfsim_field_positions(const psfsim_set *set, long long first, long long cou
     return PSFSIM_OK;
 }
 
+int psfsim_field_h(const psfsim_set *set, long long first, long long count, int *present,
+                   double *hxhy, char *err, size_t errlen)
+{
+    if (!set || (!hxhy && count > 0))
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no hxhy given");
+    int rc = lib_check_range(set, first, count, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    double hx, hy;
+    int has = field_grid_h(&set->e.set.axes, 0, &hx, &hy);
+    if (present) *present = has;
+    for (long long i = 0; i < count; ++i) {
+        if (!has || !field_grid_h(&set->e.set.axes, first + i, &hxhy[2 * i], &hxhy[2 * i + 1]))
+            hxhy[2 * i] = hxhy[2 * i + 1] = NAN;
+    }
+    return PSFSIM_OK;
+}
+
 int psfsim_decision_get(const psfsim_set *set, psfsim_decision *decision, char *err, size_t errlen)
 {
     if (!set || !decision)

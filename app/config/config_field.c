@@ -136,8 +136,13 @@ static int read_monomial(cfg_ctx *c, const config_setting_t *e, const char *key,
                          const char *why, cfg_field_monomial *mo)
 {
     int t = config_setting_type(e);
-    if ((t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) || config_setting_length(e) != 3)
-        return cfg_error(c, e, key, "expected a monomial (p, q, c): c hx^p hy^q");
+    if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST)
+        return cfg_error(c, e, key, "expected a monomial (p, q, c): c hx^p hy^q (got %s)",
+                         cfg_type_name(t));
+    if (config_setting_length(e) != 3)
+        return cfg_error(c, e, key,
+                         "expected a monomial (p, q, c): c hx^p hy^q, three values (got %d)",
+                         config_setting_length(e));
     int pq[2];
     for (int i = 0; i < 2; ++i) {
         const config_setting_t *s = config_setting_get_elem(e, (unsigned)i);

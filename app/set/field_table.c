@@ -104,13 +104,15 @@ static int triangulate(field_mesh *m, char *why, size_t whylen)
     if (rc == -2)
         snprintf(why, whylen, "out of memory");
     else if (rc != 0 || m->ntri == 0) {
-        /* Qhull's first line says why (QH6154 ... initial simplex is flat) */
-        char *nl = errtext ? strchr(errtext, '\n') : NULL;
-        if (nl) *nl = '\0';
+        /* psfsim's sentence, then Qhull's error code (QH6154, QH6214, ...)
+         * for whoever looks it up; Qhull's text is Qhull's options' talk. */
+        char code[16] = "";
+        const char *q = errtext ? strstr(errtext, "QH") : NULL;
+        if (q && strspn(q + 2, "0123456789") == 4) snprintf(code, sizeof code, "%.6s", q);
         snprintf(why, whylen,
-                 "%zu points do not span an area (at least 3 not on one line): "
-                 "Qhull: %.300s",
-                 m->npts, errtext && errtext[0] ? errtext : "no triangles");
+                 "the table's %zu points are collinear (or coincide): a triangulation needs "
+                 "three points not on one line (Qhull %s)",
+                 m->npts, code[0] ? code : "found no triangle");
         rc = -1;
     }
     free(errtext);
@@ -296,7 +298,8 @@ int field_table_interpolate(set_axes *ax, char *err, size_t errlen)
     const psf_config *cfg = ax->cfg;
     psf_table *t = NULL;
     char why[2048];
-    if (table_load(cfg->field.table_file, &t, why, sizeof why) != 0)
+    if (table_load_rows(cfg->field.table_file, "one measured field point per row", &t, why,
+                        sizeof why) != 0)
         return axes_fail(cfg, KEY, err, errlen, "%s", why);
     field_mesh m = {0};
     int cx = -1, cy = -1, rc = columns(ax, t, &cx, &cy, err, errlen);

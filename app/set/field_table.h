@@ -21,11 +21,14 @@
  *   outside the points' convex hull: refused.
  * The search is over every triangle for each position: O(positions x points).
  * Returns 0, or -1 with "CFG:LINE: field.table: WHY" in err:
- *   PATH...: table_load's messages (sweep.table's)
+ *   PATH...: table_load_rows' messages (sweep.table's, but "no data rows
+ *     after the header (one measured field point per row)")
  *   PATH:H:C (NAME): unknown column (allowed: x_px, y_px, z<j> with j an index in the C convention)
  *   PATH: needs the columns x_px, y_px and at least one z<j>
  *   PATH:L: the point (X, Y) repeats line L0's (one value per point)
- *   PATH: N points do not span an area (at least 3 not on one line): Qhull: ...
+ *   PATH: the table's N points are collinear (or coincide): a triangulation
+ *     needs three points not on one line (Qhull QH6154)  (Qhull's error
+ *     code, or "found no triangle")
  *   PATH: the position (X, Y) px is outside the convex hull of the table's N
  *     points (interpolated only inside them; measure the field out to the
  *     set's positions or move them in)

@@ -28,6 +28,7 @@ typedef struct {
     size_t cap;    /* rows allocated */
     int names_cap; /* names allocated */
     int failed;
+    const char *rows; /* what a row is, for "no data rows" */
     char *err;
     size_t errlen;
 } table_parse;
@@ -258,7 +259,7 @@ static void feed(table_parse *p, struct csv_parser *csv, const char *buf, size_t
     if (!p->header_done)
         fail(p, "%s: no header row (the file holds only blank lines)", p->t->path);
     else if (p->t->nrows == 0)
-        fail(p, "%s: no data rows after the header (one image per row)", p->t->path);
+        fail(p, "%s: no data rows after the header (%s)", p->t->path, p->rows);
 }
 
 /* The file whole into *buf (malloc'd, NUL-terminated), at most
@@ -325,14 +326,15 @@ static psf_table *table_new(const char *path)
     return t;
 }
 
-static int parse_text(psf_table *t, const char *text, size_t len, char *err, size_t errlen)
+static int parse_text(psf_table *t, const char *text, size_t len, const char *rows, char *err,
+                      size_t errlen)
 {
     struct csv_parser csv;
     if (csv_init(&csv, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
         snprintf(err, errlen, "%s: out of memory", t->path);
         return -1;
     }
-    table_parse p = {.t = t, .err = err, .errlen = errlen};
+    table_parse p = {.t = t, .rows = rows, .err = err, .errlen = errlen};
     /* A UTF-8 byte order mark (spreadsheets write one) is not part of the
      * first column's name: it showed as '???' in "unknown column". */
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
@@ -345,6 +347,11 @@ static int parse_text(psf_table *t, const char *text, size_t len, char *err, siz
 }
 
 int table_load(const char *path, psf_table **out, char *err, size_t errlen)
+{
+    return table_load_rows(path, "one image per row", out, err, errlen);
+}
+
+int table_load_rows(const char *path, const char *rows, psf_table **out, char *err, size_t errlen)
 {
     *out = NULL;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused). */
@@ -365,7 +372,7 @@ int table_load(const char *path, psf_table **out, char *err, size_t errlen)
     }
     psf_table *t = table_new(path);
     if (!t) snprintf(err, errlen, "%s: out of memory", path);
-    rc = t ? parse_text(t, text, len, err, errlen) : -1;
+    rc = t ? parse_text(t, text, len, rows, err, errlen) : -1;
     free(text);
     if (rc != 0) {
         table_free(t);

@@ -58,6 +58,13 @@ typedef struct {
  * Untrusted text in messages shows control characters as '?'. */
 int table_load(const char *path, psf_table **out, char *err, size_t errlen);
 
+/* table_load with rows, what one data row is, in the "no data rows" message
+ * instead of sweep.table's "one image per row" (field.table: "one measured
+ * field point per row"):
+ *   PATH: no data rows after the header (ROWS)
+ * Every other message is table_load's. */
+int table_load_rows(const char *path, const char *rows, psf_table **out, char *err, size_t errlen);
+
 /* Free t and all it holds; NULL is harmless. */
 void table_free(psf_table *t);
 

@@ -209,6 +209,8 @@ class Set:
         _check(_lib.lib.psfsim_field_positions(h, 0, 0, ctypes.byref(present), None, err,
                                                _ERRLEN), err)
         self.has_field = bool(present.value)  # field_x_px, field_y_px columns
+        _check(_lib.lib.psfsim_field_h(h, 0, 0, ctypes.byref(present), None, err, _ERRLEN), err)
+        self._has_field_h = bool(present.value)  # field_hx, field_hy: the field group's
 
     # -- life --
     def _busy(self, what):
@@ -297,6 +299,8 @@ class Set:
         fields += [("s%d_z%d" % sj, "f8") for sj in self.segment_terms]
         if self.has_field:
             fields += [("field_x_px", "f8"), ("field_y_px", "f8")]
+        if self._has_field_h:
+            fields += [("field_hx", "f8"), ("field_hy", "f8")]
         fields += [("pupil_samples", "i4"), ("npix", "i4"), ("pixel_scale_lambda_d", "f8"),
                    ("pixel_scale_arcsec", "f8"), ("pixel_scale_um", "f8"), ("sampling_q", "f8"),
                    ("strehl", "f8"), ("axial_intensity", "f8"), ("backend", "U3")]
@@ -308,9 +312,11 @@ class Set:
         z<j>: each label term's total, the manifest's z<j> (every term
         non-zero anywhere in the set: fixed, swept, table and drawn parts
         summed, the focus shift in Z4; self.label_j); s<segment>_z<j>: a segmented
-        aperture's per-segment totals; field_x_px, field_y_px: a table's
-        detector positions; strehl, axial_intensity, backend from metrics, else NaN and
-        ""), or a pandas DataFrame (frame=True, or None when pandas is
+        aperture's per-segment totals; field_x_px, field_y_px: the field
+        group's or a table's detector positions; field_hx, field_hy: the
+        field group's normalised coordinates ((x, y) - centre_px) /
+        radius_px, the manifest's; strehl, axial_intensity, backend from
+        metrics, else NaN and ""), or a pandas DataFrame (frame=True, or None when pandas is
         installed)."""
         first, count = self._range(first, count)
         with self._busy("params"):
@@ -346,7 +352,8 @@ class Set:
         return out
 
     def _segment_columns(self, out, first, count, err):
-        """params()' s<segment>_z<j> and field_x_px, field_y_px columns."""
+        """params()' s<segment>_z<j>, field_x_px, field_y_px, field_hx and
+        field_hy columns."""
         dp = ctypes.POINTER(ctypes.c_double)
         nl = len(self.segment_terms)
         if nl:
@@ -361,6 +368,12 @@ class Set:
                                                    xy.ctypes.data_as(dp), err, _ERRLEN), err)
             out["field_x_px"] = xy[:count, 0]
             out["field_y_px"] = xy[:count, 1]
+        if self._has_field_h:
+            h = np.zeros((max(count, 1), 2), dtype=np.float64)
+            _check(_lib.lib.psfsim_field_h(self._handle(), first, count, None,
+                                           h.ctypes.data_as(dp), err, _ERRLEN), err)
+            out["field_hx"] = h[:count, 0]
+            out["field_hy"] = h[:count, 1]
 
     def segment_zernike(self, first=0, count=None):
         """Each segment label term's total coefficient (config units; the

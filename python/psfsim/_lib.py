@@ -126,6 +126,7 @@ _SIGS = {
     "psfsim_segment_zernike": (c_int, [c_void_p, c_ll, c_ll, P(c_double), c_char_p, c_size_t]),
     "psfsim_field_positions": (c_int, [c_void_p, c_ll, c_ll, P(c_int), P(c_double), c_char_p,
                                        c_size_t]),
+    "psfsim_field_h": (c_int, [c_void_p, c_ll, c_ll, P(c_int), P(c_double), c_char_p, c_size_t]),
     "psfsim_decision_get": (c_int, [c_void_p, P(Decision), c_char_p, c_size_t]),
     "psfsim_set_progress": (None, [c_void_p, PROGRESS, c_void_p]),
     "psfsim_set_message_handler": (None, [MESSAGE, c_int, c_void_p]),

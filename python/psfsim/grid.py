@@ -42,7 +42,7 @@ def psf_grid_model(path):
     return GriddedPSFModel(psf_grid_nddata(path))
 
 
-def write_fits_grids(path, outdir, tile=10):
+def write_fits_grids(path, outdir, tile=10, yx_keywords="webbpsf"):
     """NAME.h5's grid as FITS grid files for readers that need FITS
     (photutils' GriddedPSFModel.read(..., format="webbpsf"), WebbPSF's
     layout, as psfsim's NAME_cube.fits grid): a field.grid set's nx x ny
@@ -51,10 +51,16 @@ def write_fits_grids(path, outdir, tile=10):
     rows and columns, so that every point between grid points lies inside
     one tile. Files outdir/NAME_grid_<ty>_<tx>.fits (NAME from the h5 file's
     name): a [n, M, M] float32 primary image (psf_grid_nddata's data) with
-    OVERSAMP, NUM_PSFS, FOVPIXEL, DET_YX<i> = '(y, x)' and the tile's
-    XMIN_PX, XMAX_PX, YMIN_PX, YMAX_PX. Returns the files' paths.
-    ValueError for a set without field.grid (field_grid_nx, field_grid_ny)
-    or a tile outside 2..10."""
+    OVERSAMP, NUM_PSFS, FOVPIXEL, DET_YX<i> and the tile's XMIN_PX,
+    XMAX_PX, YMIN_PX, YMAX_PX. Returns the files' paths.
+    yx_keywords: "webbpsf" (the default): DET_YX<i> = '(y, x)', as WebbPSF
+    writes it; "photutils": '(x, y)', for photutils' webbpsf reader up to
+    at least 1.12 (the version tested), which takes the first value as x
+    and so reads WebbPSF's layout transposed when the grid's x and y
+    positions differ (a reader that swaps them, as WebbPSF means, needs
+    "webbpsf").
+    ValueError for a set without field.grid (field_grid_nx, field_grid_ny),
+    a tile outside 2..10 or another yx_keywords."""
     import os
 
     import h5py
@@ -62,6 +68,12 @@ def write_fits_grids(path, outdir, tile=10):
 
     if not 2 <= tile <= 10:
         raise ValueError("tile must be in 2..10 (a FITS grid file holds 100 PSFs)")
+    if yx_keywords not in ("webbpsf", "photutils"):
+        raise ValueError("yx_keywords must be \"webbpsf\" ('(y, x)') or \"photutils\" "
+                         "('(x, y)') (got %r)" % (yx_keywords,))
+    swap = yx_keywords == "photutils"
+    what = ("(x,y) detector pixel position of this PSF" if swap else
+            "(y,x) detector pixel position of this PSF")
     nd = psf_grid_nddata(path)
     with h5py.File(path, "r") as f:
         if "field_grid_nx" not in f.attrs:
@@ -88,8 +100,8 @@ def write_fits_grids(path, outdir, tile=10):
             hdr["NUM_PSFS"] = (len(idx), "the number of fiducial PSFs")
             hdr["FOVPIXEL"] = (nd.data.shape[-1] // s, "field of view of each PSF [pixels]")
             for i, k in enumerate(idx):
-                hdr["DET_YX%d" % i] = ("(%.17g, %.17g)" % (xy[k][1], xy[k][0]),
-                                       "(y,x) detector pixel position of this PSF")
+                a, b = (xy[k][0], xy[k][1]) if swap else (xy[k][1], xy[k][0])
+                hdr["DET_YX%d" % i] = ("(%.17g, %.17g)" % (a, b), what)
             hdr["XMIN_PX"], hdr["XMAX_PX"] = xy[idx[0]][0], xy[idx[-1]][0]
             hdr["YMIN_PX"], hdr["YMAX_PX"] = xy[idx[0]][1], xy[idx[-1]][1]
             out = os.path.join(str(outdir), "%s_grid_%d_%d.fits" % (name, ty, tx))

@@ -248,7 +248,20 @@ BAD = [
     ("table column", 'positions_px = ((1.0, 2.0)); table = "u.csv";',
      "field.table: .*u.csv:1:3 \\(defocus\\): unknown column \\(allowed: x_px, y_px, z<j>"),
     ("table line", 'positions_px = ((1.0, 2.0)); table = "l.csv";',
-     "field.table: .*l.csv: 3 points do not span an area"),
+     "field.table: .*l.csv: the table's 3 points are collinear \\(or coincide\\): a "
+     "triangulation needs three points not on one line \\(Qhull QH6154\\)$"),
+    ("table no rows", 'positions_px = ((1.0, 2.0)); table = "h.csv";',
+     "field.table: .*h.csv: no data rows after the header \\(one measured field point per "
+     "row\\)$"),
+    ("monomial short", "positions_px = ((1.0, 2.0)); zernike = ((4, ((0, 0, 0.1), (1, 0))));",
+     "field.zernike\\[0\\]\\[1\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
+     "values \\(got 2\\)$"),
+    ("monomial number", "positions_px = ((1.0, 2.0)); zernike = ((4, (0.5)));",
+     "field.zernike\\[0\\]\\[0\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q \\(got a "
+     "float\\)$"),
+    ("monomial long", "positions_px = ((1.0, 2.0)); zernike = ((4, ((1, 0, 0.05, 1.0))));",
+     "field.zernike\\[0\\]\\[0\\]: expected a monomial \\(p, q, c\\): c hx\\^p hy\\^q, three "
+     "values \\(got 4\\)$"),
     ("unknown key", "positions_px = ((1.0, 2.0)); radius = 3.0;",
      "field.radius: unknown key \\(did you mean field.radius_px\\?\\)"),
 ]
@@ -261,6 +274,7 @@ def test_bad_values(tmp_path, case):
     write_table(tmp_path, TABLE_PTS, linear, "t.csv")
     (tmp_path / "u.csv").write_text("x_px,y_px,defocus\n0,0,1\n1,0,1\n0,1,1\n")
     (tmp_path / "l.csv").write_text("x_px,y_px,z4\n0,0,1\n1,1,1\n2,2,1\n")
+    (tmp_path / "h.csv").write_text("x_px,y_px,z4\n")
     if "radius_px" not in block:
         block += " radius_px = 100.0;"
     block = block.replace("radius_px = None;", "")
@@ -281,7 +295,7 @@ def test_bad_values(tmp_path, case):
             break
     r = run(cfg, tmp_path / "o")
     assert r.returncode != 0
-    assert re.search("bad.cfg:%d: %s" % (line, want), r.stderr), (line, r.stderr)
+    assert re.search("bad.cfg:%d: %s" % (line, want), r.stderr, re.M), (line, r.stderr)
     assert not (tmp_path / "o").exists()  # nothing written
 
 
@@ -299,7 +313,8 @@ def test_table_columns_with_field(tmp_path):
 
 def test_library_positions_and_labels(tmp_path):
     """The library (psfsim.Set): params()' field_x_px, field_y_px
-    (psfsim_field_positions) and zernike totals equal the manifest's."""
+    (psfsim_field_positions), field_hx, field_hy (psfsim_field_h) and
+    zernike totals equal the manifest's."""
     psfsim = pytest.importorskip("psfsim")
     pos = [(100.0, 200.0), (1500.5, 30.0), (1023.5, 1023.5)]
     cfg = write_cfg(tmp_path, "lib", field_block(pos), output="fits: { enabled = true; };")
@@ -311,6 +326,17 @@ def test_library_positions_and_labels(tmp_path):
         p = s.params()
         np.testing.assert_array_equal(p["field_x_px"], [x for x, _ in pos])
         np.testing.assert_array_equal(p["field_y_px"], [y for _, y in pos])
+        # field_hx, field_hy (psfsim_field_h): the manifest's, to its 17 digits, and
+        # ((x, y) - centre) / radius in binary64
+        np.testing.assert_array_equal(p["field_hx"], [float(r["field_hx"]) for r in rows])
+        np.testing.assert_array_equal(p["field_hy"], [float(r["field_hy"]) for r in rows])
+        np.testing.assert_array_equal(p["field_hx"], [(x - CENTRE[0]) / RADIUS for x, _ in pos])
+        np.testing.assert_array_equal(p["field_hy"], [(y - CENTRE[1]) / RADIUS for _, y in pos])
+        names = list(s.params_dtype().names)  # the manifest's order
+        assert names.index("field_hx") == names.index("field_y_px") + 1
+        assert names.index("field_hy") == names.index("field_hx") + 1
+        q = s.params(1, 2, frame=False)
+        np.testing.assert_array_equal(q["field_hx"], p["field_hx"][1:])
         for k, (x, y) in enumerate(pos):
             for j, mono in TERMS:
                 assert float(rows[k]["z%d" % j]) == poly(mono, x, y)
@@ -650,3 +676,100 @@ def test_psf_grid_field_errors(tmp_path, case):
     assert r.returncode == 2 and want in r.stderr, r.stderr
     assert "bad.cfg:%d: output.psf_grid" % (6 if case == "repeat" else 7) in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_field_montage_script(tmp_path):
+    """scripts/field_montage.py: --help prints its usage (argparse), too few
+    arguments are refused with it (exit 2), and a 2 x 2 grid's montage is
+    2 x 2 tiles of 40 x 40 pixels x 3 framed by 2: 248 x 248, the tile of
+    (x0, y1) top left (y up)."""
+    import sys
+    src = os.environ.get("PSFSIM_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+    script = os.path.join(src, "scripts", "field_montage.py")
+    sys.path.insert(0, os.path.join(src, "scripts"))
+    from montage import read_png
+    r = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: field_montage.py [-h] OUT.png DIR NAME")
+    r = subprocess.run([sys.executable, script, "a.png", "d"], capture_output=True, text=True)
+    assert r.returncode == 2 and "required: NAME" in r.stderr, r.stderr
+    grid = {"nx": 2, "ny": 2, "x": (0.0, 2047.0), "y": (0.0, 2047.0)}
+    cfg = write_cfg(tmp_path, "mt", field_block(grid), output="png: { enabled = true; };")
+    cfg.write_text(cfg.read_text().replace("png: { enabled = false; }; ", ""))
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "m.png"
+    r = subprocess.run([sys.executable, script, str(out), str(tmp_path / "o"), "mt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    img = read_png(str(out))
+    assert img.shape == (248, 248)
+    assert img[:2].max() == 0 and img[:, :2].max() == 0  # the frames
+    rows = manifest(tmp_path / "o" / "mt_manifest.csv")
+    k = next(i for i, row in enumerate(rows)
+             if float(row["field_x_px"]) == 0.0 and float(row["field_y_px"]) == 2047.0)
+    tile = read_png(str(tmp_path / "o" / rows[k]["png"]))
+    o = (tile.shape[0] - 40) // 2
+    want = np.kron(tile[o:o + 40, o:o + 40], np.ones((3, 3)))[::-1]
+    np.testing.assert_array_equal(np.round(img[2:122, 2:122] * 255),  # read_png: levels / 255
+                                  np.clip(want * 255 + 0.5, 0, 255).astype(np.uint8))
+
+
+def rect_grid(tmp_path):
+    """A 3 x 2 field.grid whose x and y positions differ (NAME.h5)."""
+    grid = {"nx": 3, "ny": 2, "x": (0.0, 2000.0), "y": (0.0, 1000.0)}
+    cfg = grid_cfg(tmp_path, "rect", grid, "psf_grid = true; hdf5: { enabled = true; };")
+    r = run(cfg, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "o" / "rect.h5"
+
+
+def test_fits_grid_yx_keywords(tmp_path):
+    """write_fits_grids' yx_keywords: "webbpsf" (the default) writes
+    DET_YX<i> = '(y, x)', "photutils" '(x, y)' of the same PSF plane;
+    anything else is refused."""
+    fits = pytest.importorskip("astropy.io.fits")
+    pytest.importorskip("h5py")
+    from psfsim.grid import psf_grid_nddata, write_fits_grids
+    path = rect_grid(tmp_path)
+    pos = [tuple(p) for p in psf_grid_nddata(path).meta["grid_xypos"]]
+    assert pos == [(0.0, 0.0), (1000.0, 0.0), (2000.0, 0.0), (0.0, 1000.0), (1000.0, 1000.0),
+                   (2000.0, 1000.0)]
+    (tmp_path / "w").mkdir()
+    (tmp_path / "p").mkdir()
+    [fw] = write_fits_grids(path, tmp_path / "w")
+    [fp] = write_fits_grids(path, tmp_path / "p", yx_keywords="photutils")
+    with fits.open(fw) as hw, fits.open(fp) as hp:
+        np.testing.assert_array_equal(hw[0].data, hp[0].data)
+        for i, (x, y) in enumerate(pos):
+            assert hw[0].header["DET_YX%d" % i] == "(%.17g, %.17g)" % (y, x)
+            assert hp[0].header["DET_YX%d" % i] == "(%.17g, %.17g)" % (x, y)
+    with pytest.raises(ValueError, match="yx_keywords must be \"webbpsf\" .* \\(got 'xy'\\)"):
+        write_fits_grids(path, tmp_path, yx_keywords="xy")
+
+
+def test_fits_grid_yx_keywords_photutils(tmp_path):
+    """photutils 1.12's webbpsf reader takes DET_YX's first value as x: a
+    grid whose x and y positions differ comes back transposed from the
+    default tiles (docs/config.md's warning) and right from
+    yx_keywords="photutils": each position's PSF the NAME.h5 image there."""
+    photutils = pytest.importorskip("photutils", minversion="1.10")
+    psf = pytest.importorskip("photutils.psf")
+    pytest.importorskip("h5py")
+    from psfsim.grid import psf_grid_nddata, write_fits_grids
+    path = rect_grid(tmp_path)
+    nd = psf_grid_nddata(path)
+    pos = [tuple(p) for p in nd.meta["grid_xypos"]]
+    (tmp_path / "p").mkdir()
+    [fw] = write_fits_grids(path, tmp_path)
+    [fp] = write_fits_grids(path, tmp_path / "p", yx_keywords="photutils")
+    mw = psf.GriddedPSFModel.read(fw, format="webbpsf")
+    mp = psf.GriddedPSFModel.read(fp, format="webbpsf")
+    got_w = {tuple(p) for p in np.asarray(mw.grid_xypos, dtype=float).tolist()}
+    if photutils.__version__.startswith("1."):  # 1.12 tested: the reader takes (x, y)
+        assert got_w == {(y, x) for x, y in pos}  # transposed
+    got = np.asarray(mp.grid_xypos, dtype=float).tolist()
+    assert {tuple(p) for p in got} == set(pos)
+    for i, p in enumerate(got):
+        np.testing.assert_array_equal(np.asarray(mp.data[i]),
+                                      nd.data[pos.index(tuple(p))].astype(np.float32))

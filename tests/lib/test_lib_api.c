@@ -423,6 +423,13 @@ static void test_field_positions(void **state)
     assert_string_equal(err, "no set or no xy given");
     assert_int_equal(psfsim_field_positions(NULL, 0, 1, &present, xy, err, sizeof err),
                      PSFSIM_ERR_ARGUMENT);
+    /* a table's positions have no centre nor radius: no (hx, hy), NaN */
+    present = -1;
+    double h[6] = {0};
+    assert_int_equal(psfsim_field_h(s, 0, 3, &present, h, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(present, 0);
+    for (int i = 0; i < 6; ++i)
+        assert_true(isnan(h[i]));
     /* no segment terms in a circular set */
     int n = -1;
     assert_int_equal(psfsim_segment_terms(s, &n, NULL, NULL, err, sizeof err), PSFSIM_OK);
@@ -430,6 +437,42 @@ static void test_field_positions(void **state)
     psfsim_close(s);
     tu_rmtree(dir);
     free(dir);
+}
+
+/* A field group's normalised coordinates (psfsim_field_h): ((x, y) -
+ * centre_px) / radius_px per image, binary64, the manifest's field_hx,
+ * field_hy; range and argument errors as psfsim_field_positions'. */
+static void test_field_h(void **state)
+{
+    (void)state;
+    psfsim_set *s = open_text("name = \"f\";\n"
+                              "optics: { wavelength_nm = 550.0; aperture: { diameter_m = 1.0; }; "
+                              "};\n"
+                              "sampling: { pupil_samples = 32; };\n"
+                              "field: { positions_px = ( (100.0, 200.0), (1500.5, 30.0) );\n"
+                              "  centre_px = [1023.5, 1000.0]; radius_px = 1448.2; };\n",
+                              "cpu");
+    char err[512] = "";
+    int present = -1;
+    double h[4], xy[4];
+    assert_int_equal(psfsim_field_h(s, 0, 2, &present, h, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(present, 1);
+    volatile double x0 = 100.0, y0 = 200.0, x1 = 1500.5, y1 = 30.0, r = 1448.2;
+    const double want[4] = {(x0 - 1023.5) / r, (y0 - 1000.0) / r, (x1 - 1023.5) / r,
+                            (y1 - 1000.0) / r};
+    for (int i = 0; i < 4; ++i)
+        assert_true(h[i] == want[i]);
+    assert_int_equal(psfsim_field_positions(s, 0, 2, &present, xy, err, sizeof err), PSFSIM_OK);
+    assert_true(present == 1 && xy[2] == 1500.5 && xy[3] == 30.0);
+    assert_int_equal(psfsim_field_h(s, 1, 1, NULL, h, err, sizeof err), PSFSIM_OK);
+    assert_true(h[0] == want[2] && h[1] == want[3]);
+    assert_int_equal(psfsim_field_h(s, 2, 0, &present, NULL, err, sizeof err), PSFSIM_OK);
+    assert_int_equal(psfsim_field_h(s, 1, 2, &present, h, err, sizeof err), PSFSIM_ERR_RANGE);
+    assert_string_equal(err, "images 1..2 (first 1, count 2) are not in the set of 2 (0..1)");
+    assert_int_equal(psfsim_field_h(s, 0, 1, &present, NULL, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "no set or no hxhy given");
+    assert_int_equal(psfsim_field_h(NULL, 0, 1, &present, h, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    psfsim_close(s);
 }
 
 /* psfsim_info.nwavelengths: the wavelengths summed into each image, 1 when
@@ -764,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_random_params),
         cmocka_unit_test(test_segment_terms),
         cmocka_unit_test(test_field_positions),
+        cmocka_unit_test(test_field_h),
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_busy_race),
         cmocka_unit_test(test_fits_header_eefield),

@@ -155,8 +155,10 @@ static void test_table_linear(void **state)
     config_free(&c);
 }
 
-/* A position outside the hull, collinear points, a repeated point, a
- * column of another name: refused, naming the key, file and position. */
+/* A position outside the hull, collinear points (psfsim's sentence, then
+ * Qhull's code), too few points, a header and no rows (a field table's
+ * rows are points, not images), a repeated point, a column of another name:
+ * refused, naming the key, file and position. */
 static void test_table_errors(void **state)
 {
     (void)state;
@@ -166,7 +168,14 @@ static void test_table_errors(void **state)
         {"x_px,y_px,z4\n0,0,1\n10,0,1\n0,10,1\n", "(6.0, 6.0)",
          ": the position (6, 6) px is outside the convex hull of the "
          "table's 3 points"},
-        {"x_px,y_px,z4\n0,0,1\n1,1,1\n2,2,1\n", "(1.0, 1.0)", ": 3 points do not span an area"},
+        {"x_px,y_px,z4\n0,0,1\n1,1,1\n2,2,1\n", "(1.0, 1.0)",
+         ": the table's 3 points are collinear (or coincide): a triangulation needs three "
+         "points not on one line (Qhull QH6154)"},
+        {"x_px,y_px,z4\n0,0,1\n1,0,1\n", "(0.5, 0.0)",
+         ": the table's 2 points are collinear (or coincide): a triangulation needs three "
+         "points not on one line (Qhull QH"},
+        {"x_px,y_px,z4\n", "(0.5, 0.0)",
+         ": no data rows after the header (one measured field point per row)"},
         {"x_px,y_px,z4\n0,0,1\n1,0,1\n0,1,1\n1,0,2\n", "(0.5, 0.0)",
          ":5: the point (1, 0) repeats line 3's"},
         {"x_px,y_px,defocus\n0,0,1\n1,0,1\n0,1,1\n", "(0.5, 0.0)",
