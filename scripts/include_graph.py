@@ -45,6 +45,7 @@ LAYERS = [
     ("app/set", 6),
     ("app/select", 7),
     ("app/select/plot", 7.5),
+    ("lib/fit", 8),  # weighted least-squares fitting of an image model (phase retrieval)
     ("lib/engine", 8),  # the engine under the command and the library: open, lanes
     ("app/output", 9),  # the set's files on disk
     ("app/dataset", 10),  # NAME.h5 and its sidecar NAME.json
