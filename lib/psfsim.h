@@ -27,20 +27,23 @@
  * must be: the FFT planner, the GPU module's loading, the latency probe).
  * One set takes one call at a time: psfsim_compute, psfsim_compute_u16,
  * psfsim_params_get, psfsim_zernike, psfsim_segment_zernike,
- * psfsim_fits_header(_image) and psfsim_decision_get called while another
+ * psfsim_fits_header(_image), psfsim_decision_get, psfsim_vjp and
+ * psfsim_compute_inputs called while another
  * of them runs on the same set (from another thread, or from the progress
  * callback) return PSFSIM_ERR_BUSY at once, doing nothing (the set's busy
  * flag, atomic: a second call is refused, never queued). To compute in
  * parallel, open one set per thread (each computes with several threads
  * already). psfsim_describe, psfsim_zernike_terms, psfsim_label_terms,
- * psfsim_segment_terms and psfsim_field_positions read only what open
+ * psfsim_segment_terms, psfsim_field_positions, psfsim_map_shape and
+ * psfsim_segment_modes read only what open
  * fixed and may be called at any time; psfsim_cancel from any thread while
  * the set is open. psfsim_set_progress and psfsim_close must not be called
  * while a call runs on the set. psfsim_set_message_handler is
  * process-wide: set it before opening sets.
  *
  * ABI: the structs are fixed for soname 0 (new quantities come as new
- * functions), except psfsim_options, which carries its size. */
+ * functions), except psfsim_options, psfsim_inputs and psfsim_gradients,
+ * which carry their size. */
 #ifndef PSFSIM_H
 #define PSFSIM_H
 
@@ -60,8 +63,10 @@ extern "C" {
 /* Functions of this header: 1 for libpsfsim.so.0's first release; 2 adds
  * psfsim_fits_header_image and PSFSIM_ERR_BUSY; 3 adds psfsim_map and
  * psfsim_options' maps and nmaps (maps given in memory), and the device
- * outputs (psfsim_compute_device, psfsim_device_*). */
-#define PSFSIM_API_VERSION 3
+ * outputs (psfsim_compute_device, psfsim_device_*); 4 adds the gradients
+ * (psfsim_vjp, psfsim_compute_inputs, psfsim_inputs, psfsim_gradients,
+ * psfsim_map_shape, psfsim_segment_modes). */
+#define PSFSIM_API_VERSION 4
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -397,6 +402,116 @@ PSFSIM_API void psfsim_device_free(int device, void *p);
  * PSFSIM_ERR_ARGUMENT (NULL), PSFSIM_ERR_BACKEND, PSFSIM_ERR_COMPUTE. */
 PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
                                   size_t errlen);
+
+/* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
+ * products)"). Whatever backend the set chose, these run on the CPU, in
+ * double precision (FFTW's double plans), one image at a time on the
+ * calling thread: the set's own model (its jobs: components, pupil
+ * samples, Zernike basis, OPD map, normalisation, detector stage,
+ * orientation) recomputed in double, whose images equal psfsim_compute's
+ * to float rounding (the tests: within 1e-5 of the peak). Not covered:
+ * detector.noise (the gradient is the noiseless mean image's; a set with
+ * noise is computed without it here), the detector stage's clamp at 0
+ * (the double model has no rounding negatives to clamp), the
+ * transmission map's gradient (refused). The first calls build the
+ * pupils and plans, kept until psfsim_close. */
+
+/* What a call adds to each image's own aberrations (its totals, as
+ * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /
+ * 0: nothing added). */
+typedef struct {
+    size_t size;               /* sizeof(psfsim_inputs), set by psfsim_inputs_init */
+    int nterms;                /* global Zernike terms given: 0 .. 1024 */
+    const int *j;              /* [nterms] their j, the config's convention
+                                  (aberrations.convention), each valid and listed once */
+    const double *zernike;     /* [count][nterms] RMS coefficients, aberrations.units (nm or
+                                  waves), added to image k's (row k - first); NULL = none */
+    int seg_nterms;            /* segmented apertures: per-segment terms given, 0 .. 64 */
+    const int *seg_j;          /* [seg_nterms] their j (radial order <= 4), listed once */
+    const double *seg_zernike; /* [count][S][seg_nterms] (S: psfsim_segment_modes), added
+                                  to every segment's own (missing segments' unused); NULL */
+    const double *opd_map;     /* [rows][cols] (psfsim_map_shape of "aberrations.opd_map.file")
+                                  added to the set's OPD map, in its values' unit (nm or waves
+                                  as the set holds it: after aberrations.opd_map.scale and the
+                                  file's BUNIT); the same for every image; NULL = none */
+} psfsim_inputs;
+
+/* Where the gradients go (dL/dx of L = sum cotangent * image): NULL
+ * fields are not computed. Call psfsim_gradients_init first. */
+typedef struct {
+    size_t size;          /* sizeof(psfsim_gradients), set by psfsim_gradients_init */
+    double *zernike;      /* [count][nterms]: dL/dc per aberrations.units, for the inputs'
+                             terms; with inputs nterms 0 (or no inputs) for the set's label
+                             terms (psfsim_label_terms' count and order) */
+    double *seg_zernike;  /* [count][S][seg_nterms]: per segment, for the inputs' seg_j; with
+                             seg_nterms 0 for the set's own segment modes
+                             (psfsim_segment_modes' nterms and j) */
+    double *opd_map;      /* [rows][cols] of the set's OPD map (psfsim_map_shape), per map
+                             unit, summed over the count images (the map is shared) */
+    double *transmission; /* [rows][cols] of optics.aperture.file: not implemented, must be
+                             NULL (PSFSIM_ERR_ARGUMENT) */
+} psfsim_gradients;
+
+/* Defaults (all NULL / 0) for a struct of size bytes (sizeof, from the
+ * header the caller was built with). */
+PSFSIM_API void psfsim_inputs_init_size(psfsim_inputs *inputs, size_t size);
+PSFSIM_API void psfsim_gradients_init_size(psfsim_gradients *grads, size_t size);
+#define psfsim_inputs_init(inputs) psfsim_inputs_init_size((inputs), sizeof *(inputs))
+#define psfsim_gradients_init(grads) psfsim_gradients_init_size((grads), sizeof *(grads))
+
+/* The shape of the set's map given as key ("aberrations.opd_map.file" or
+ * "optics.aperture.file", psfsim_map's keys): *rows, *cols (NAXIS2,
+ * NAXIS1: psfsim_map's layout), 0 and 0 when the set has none.
+ * PSFSIM_ERR_ARGUMENT (NULL, another key). Any time, as psfsim_describe. */
+PSFSIM_API int psfsim_map_shape(const psfsim_set *set, const char *key, int *rows, int *cols,
+                                char *err, size_t errlen);
+
+/* A segmented aperture's segments and per-segment modes: *segments S (1 +
+ * 3 r (r + 1) for r rings, missing segments counted; 0 when the aperture
+ * is not segmented), *nterms the set's own segment modes (0 without) and
+ * their j (the config's convention, in the order of the set's
+ * coefficients) into j (NULL, or *nterms entries; at most 15).
+ * Segment s is the manifest's s<s>. PSFSIM_ERR_ARGUMENT (NULL set,
+ * segments or nterms). Any time. */
+PSFSIM_API int psfsim_segment_modes(const psfsim_set *set, int *segments, int *nterms, int *j,
+                                    char *err, size_t errlen);
+
+/* The images [first, first + count) of the set with inputs added (NULL:
+ * none), in double, into images[count][M][M] (psfsim_compute's layout,
+ * values and normalisation; see "Gradients" above): the forward of
+ * psfsim_vjp. Errors: PSFSIM_ERR_ARGUMENT (NULL set or images, inputs of
+ * an unknown size, a term j that is not valid in the convention or given
+ * twice, nterms out of range, NULL j with nterms > 0, segment inputs for
+ * a set without segments, an OPD map input for a set without one),
+ * PSFSIM_ERR_RANGE, PSFSIM_ERR_MEMORY,
+ * PSFSIM_ERR_COMPUTE (FFTW could not plan, the aperture grid), and
+ * PSFSIM_ERR_BUSY (another call on the set). count 0 does nothing. */
+PSFSIM_API int psfsim_compute_inputs(psfsim_set *set, long long first, long long count,
+                                     const psfsim_inputs *inputs, double *images, char *err,
+                                     size_t errlen);
+
+/* The vector-Jacobian product: for L = sum_{k,p} cotangent[k][p] I_k[p]
+ * (cotangent [count][M][M], dL/dI of the images psfsim_compute_inputs
+ * gives), grads' fields (those not NULL) get dL/d(inputs' values) at the
+ * given inputs (NULL: at the set's own aberrations, the gradient then
+ * with respect to the label terms), the layouts of psfsim_gradients;
+ * images (NULL or [count][M][M]) gets the forward images on the way.
+ * The adjoint, step by step backwards (docs/design.md, "Gradients"): the
+ * orientation's turn, the MFT "sum" normalisation g' = (g - <g, I_n>)/S,
+ * the detector stage (the sampling's scatter, the convolution by the
+ * transfer function's conjugate), per wavelength component c the
+ * intensity's B = F^H (scale_c g .* E) (F the FFT or the MFT, F^H its
+ * adjoint) and dL/dW_n = 4 pi Im(B_n conj(U_n)) for the pupil field U =
+ * A exp(i 2 pi W) (W waves), then the chain to the coefficients (the
+ * basis, 1/lambda_nm for nm units) and to the OPD map (the bilinear
+ * sampling's scatter); Fienup 1982, Appl. Opt. 21, 2758; Jurling and
+ * Fienup 2014, JOSA A 31, 1348. Errors as psfsim_compute_inputs, and
+ * PSFSIM_ERR_ARGUMENT for a NULL cotangent or grads, a gradient the set
+ * lacks (seg_zernike: not segmented; opd_map: no OPD map), transmission
+ * not NULL. count 0 does nothing. */
+PSFSIM_API int psfsim_vjp(psfsim_set *set, long long first, long long count,
+                          const psfsim_inputs *inputs, const double *cotangent, double *images,
+                          psfsim_gradients *grads, char *err, size_t errlen);
 
 /* One keyword of the FITS header of an image, as the command writes it. */
 typedef struct {
