@@ -50,8 +50,9 @@ LAYERS = [
     ("app/output", 9),  # the set's files on disk
     ("app/dataset", 10),  # NAME.h5 and its sidecar NAME.json
     ("app/run", 11),  # a run of the command
-    ("app", 12),  # main.c
     ("lib", 13),  # libpsfsim: beside the command, linking app/output's FITS header
+    ("app/retrieve", 13.5),  # psfsim --retrieve: the command over libpsfsim's psfsim_retrieve
+    ("app", 14),  # main.c
 ]
 SOURCE_DIRS = [name for name, _ in LAYERS]
 EXTS = (".c", ".h", ".cu")
