@@ -93,21 +93,38 @@ static void ipc_tf(const psf_detector *d, double u, double v, double *re, double
     *re *= hr;
 }
 
+/* psf_detector_otf's value at row r, column c, in double. */
+static void otf_at(const psf_detector *d, int npix, int r, int c, double *re, double *im)
+{
+    int s = scale_of(d);
+    double norm = 1.0 / ((double)npix * (double)npix);
+    double v = (double)(r <= npix / 2 ? r : r - npix) * s / npix, u = (double)c * s / npix;
+    double ty = axis_tf(d, v, d->jitter_px[1]);
+    *re = norm * ty * axis_tf(d, u, d->jitter_px[0]);
+    *im = 0.0;
+    if (d->ipc) ipc_tf(d, u, v, re, im);
+}
+
+void psf_detector_otf_double(const psf_detector *d, int npix, double *otf)
+{
+    int nc = npix / 2 + 1;
+    for (int r = 0; r < npix; ++r)
+        for (int c = 0; c < nc; ++c) {
+            size_t i = 2 * ((size_t)r * nc + c);
+            otf_at(d, npix, r, c, &otf[i], &otf[i + 1]);
+        }
+}
+
 void psf_detector_otf(const psf_detector *d, int npix, float *otf)
 {
-    int s = scale_of(d), nc = npix / 2 + 1;
-    double norm = 1.0 / ((double)npix * (double)npix);
-    for (int r = 0; r < npix; ++r) {
-        double v = (double)(r <= npix / 2 ? r : r - npix) * s / npix;
-        double ty = axis_tf(d, v, d->jitter_px[1]);
+    int nc = npix / 2 + 1;
+    for (int r = 0; r < npix; ++r)
         for (int c = 0; c < nc; ++c) {
-            double u = (double)c * s / npix;
-            double re = norm * ty * axis_tf(d, u, d->jitter_px[0]), im = 0.0;
-            if (d->ipc) ipc_tf(d, u, v, &re, &im);
+            double re, im;
+            otf_at(d, npix, r, c, &re, &im);
             otf[2 * ((size_t)r * nc + c)] = (float)re;
             otf[2 * ((size_t)r * nc + c) + 1] = (float)im;
         }
-    }
 }
 
 void psf_detector_axis_tables(const psf_detector *d, int npix, float *tx, float *ty)

@@ -40,6 +40,10 @@ size_t psf_detector_otf_bytes(int npix);
  * Computed in double, stored as float. */
 void psf_detector_otf(const psf_detector *d, int npix, float *otf);
 
+/* The same table in double (the gradients' model, cpu/adjoint.h):
+ * psf_detector_otf's values before their rounding to float. */
+void psf_detector_otf_double(const psf_detector *d, int npix, double *otf);
+
 /* The transfer function's separable part as two axes (the GPU's
  * separable path, gpu/detector_sep.h): tx[k] = X(u_k) / npix and
  * ty[k] = Y(v_k) / npix for full-length DFT index k < npix, u_k = v_k =

@@ -405,16 +405,21 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
 
 /* Gradients (API version 4; docs/design.md, "Gradients (vector-Jacobian
  * products)"). Whatever backend the set chose, these run on the CPU, in
- * double precision (FFTW's double plans), one image at a time on the
- * calling thread: the set's own model (its jobs: components, pupil
+ * double precision (FFTW's double plans), the images spread over the
+ * set's CPU threads (psfsim_options.threads; 0: one per CPU), one image
+ * per thread at a time: the set's own model (its jobs: components, pupil
  * samples, Zernike basis, OPD map, normalisation, detector stage,
  * orientation) recomputed in double, whose images equal psfsim_compute's
  * to float rounding (the tests: within 1e-5 of the peak). Not covered:
- * detector.noise (the gradient is the noiseless mean image's; a set with
- * noise is computed without it here), the detector stage's clamp at 0
+ * detector.noise (random, and never in the library's images: the
+ * gradient is the noiseless image's, psfsim_compute's, the mean of the
+ * command's noisy exposures), the detector stage's clamp at 0
  * (the double model has no rounding negatives to clamp), the
- * transmission map's gradient (refused). The first calls build the
- * pupils and plans, kept until psfsim_close. */
+ * transmission map's gradient (refused: the normalisation depends on the
+ * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE, one
+ * set per thread) and frees them when it returns. Each image's values and
+ * gradients are the same bits whatever the thread count, but for the OPD
+ * map's, summed over the images thread by thread (its last bits). */
 
 /* What a call adds to each image's own aberrations (its totals, as
  * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /
@@ -426,7 +431,7 @@ typedef struct {
                                   (aberrations.convention), each valid and listed once */
     const double *zernike;     /* [count][nterms] RMS coefficients, aberrations.units (nm or
                                   waves), added to image k's (row k - first); NULL = none */
-    int seg_nterms;            /* segmented apertures: per-segment terms given, 0 .. 64 */
+    int seg_nterms;            /* segmented apertures: per-segment terms given, 0 .. 15 */
     const int *seg_j;          /* [seg_nterms] their j (radial order <= 4), listed once */
     const double *seg_zernike; /* [count][S][seg_nterms] (S: psfsim_segment_modes), added
                                   to every segment's own (missing segments' unused); NULL */

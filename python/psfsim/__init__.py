@@ -43,7 +43,7 @@ import threading
 
 import numpy as np
 
-from . import _device, _lib
+from . import _device, _lib, _vjp
 from ._config import (MapArrayError, config_text, config_text_maps, config_text_paths,
                       dict_message)
 from ._device import DeviceArray
@@ -53,7 +53,7 @@ from ._retrieve import Retrieval
 from ._retrieve import run as _retrieve_run
 from ._stream import Stream, StreamBatch, epoch_seed, shard_range
 
-__all__ = ["compute", "retrieve", "Retrieval", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
+__all__ = ["compute", "compute_inputs", "vjp", "retrieve", "Retrieval", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
            "shard_range", "config_text", "config_text_paths", "Error",
            "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
@@ -449,6 +449,42 @@ class Set:
         _check(rc, err)
         return out[:count] if out.shape[0] != count else out, _metrics(met, count)
 
+    # -- gradients (docs/design.md, "Gradients (vector-Jacobian products)") --
+    def compute_inputs(self, terms=None, zernike=None, segment_terms=None,
+                       segment_zernike=None, opd_map=None, first=0, count=None):
+        """Images [first, first + count) with inputs added to each image's
+        own aberrations, in double on the CPU (whatever the Set's backend):
+        float64 [count, M, M], compute()'s images to float32 rounding.
+        terms: Zernike j (the config's convention) with zernike [count,
+        len(terms)] (or broadcastable: one row for all) in
+        aberrations.units; segment_terms with segment_zernike [count, S,
+        len(segment_terms)] (S segments, segmented apertures); opd_map
+        [rows, cols] added to the set's OPD map (its values' unit).
+        ArgumentError for a bad term, shape, or an input the set lacks."""
+        first, count = self._range(first, count)
+        with self._busy("compute_inputs"):
+            return _vjp.compute_inputs(self, first, count, terms=terms, zernike=zernike,
+                                       segment_terms=segment_terms,
+                                       segment_zernike=segment_zernike, opd_map=opd_map)
+
+    def vjp(self, cotangent, wrt=("zernike",), terms=None, zernike=None, segment_terms=None,
+            segment_zernike=None, opd_map=None, images=False, first=0, count=None):
+        """The vector-Jacobian product of images [first, first + count)
+        (compute_inputs' with the same inputs) with cotangent [count, M,
+        M] (dL/dI): a dict of float64 arrays, one per wrt name:
+        "zernike" [count, len(terms)] dL/dc per aberrations.units (without
+        terms: the set's label terms, self.label_j); "segment_zernike"
+        [count, S, len(segment_terms)] (without segment_terms: the set's
+        segment modes); "opd_map" [rows, cols] summed over the images;
+        and "images" (the forward, float64) when images=True.
+        "transmission" raises ArgumentError (not implemented). On the CPU
+        in double, whatever the Set's backend."""
+        first, count = self._range(first, count)
+        with self._busy("vjp"):
+            return _vjp.vjp(self, cotangent, wrt, images, first, count, terms=terms,
+                            zernike=zernike, segment_terms=segment_terms,
+                            segment_zernike=segment_zernike, opd_map=opd_map)
+
     def _compute_device(self, first, count, out, dtype, progress, device, stream):
         shape = (count, self.npix, self.npix)
         if out is None:
@@ -624,6 +660,48 @@ def compute(config, backend=None, gpus=None, threads=0, dtype=np.float32, frame=
         images, metrics = s.compute(dtype=dtype, progress=progress, device=device, out=out,
                                     stream=stream)
         return images, s.params(0, s.count, metrics, frame=frame)
+
+
+def compute_inputs(config, terms=None, zernike=None, segment_terms=None, segment_zernike=None,
+                   opd_map=None, first=0, count=None, backend=None, base_dir=None, name=None):
+    """Set(config).compute_inputs(...): the images with inputs added, in
+    double (float64 [count, M, M]). config may be an open Set."""
+    with _set_of(config, backend, base_dir, name) as s:
+        return s.compute_inputs(terms=terms, zernike=zernike, segment_terms=segment_terms,
+                                segment_zernike=segment_zernike, opd_map=opd_map, first=first,
+                                count=count)
+
+
+def vjp(config, cotangent, wrt=("zernike",), terms=None, zernike=None, segment_terms=None,
+        segment_zernike=None, opd_map=None, images=False, first=0, count=None, backend=None,
+        base_dir=None, name=None):
+    """Set(config).vjp(cotangent, ...): a dict of float64 gradient arrays
+    keyed by wrt names ("zernike", "segment_zernike", "opd_map"; "images"
+    with images=True). config may be an open Set. backend= is the Set's
+    (it decides nothing here: the gradients run on the CPU)."""
+    with _set_of(config, backend, base_dir, name) as s:
+        return s.vjp(cotangent, wrt=wrt, terms=terms, zernike=zernike,
+                     segment_terms=segment_terms, segment_zernike=segment_zernike,
+                     opd_map=opd_map, images=images, first=first, count=count)
+
+
+class _Borrowed:
+    """An open Set used by a module function, not closed by it."""
+
+    def __init__(self, s):
+        self.s = s
+
+    def __enter__(self):
+        return self.s
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _set_of(config, backend, base_dir, name):
+    if isinstance(config, Set):
+        return _Borrowed(config)
+    return Set(config, backend=backend, base_dir=base_dir, name=name)
 
 
 def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,

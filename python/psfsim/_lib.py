@@ -90,6 +90,19 @@ class Card(ctypes.Structure):
                 ("i", c_ll), ("s", ctypes.c_char * 72), ("comment", ctypes.c_char * 72)]
 
 
+class Inputs(ctypes.Structure):
+    _fields_ = [("size", c_size_t), ("nterms", c_int), ("j", ctypes.POINTER(c_int)),
+                ("zernike", ctypes.POINTER(c_double)), ("seg_nterms", c_int),
+                ("seg_j", ctypes.POINTER(c_int)), ("seg_zernike", ctypes.POINTER(c_double)),
+                ("opd_map", ctypes.POINTER(c_double))]
+
+
+class Gradients(ctypes.Structure):
+    _fields_ = [("size", c_size_t), ("zernike", ctypes.POINTER(c_double)),
+                ("seg_zernike", ctypes.POINTER(c_double)), ("opd_map", ctypes.POINTER(c_double)),
+                ("transmission", ctypes.POINTER(c_double))]
+
+
 PROGRESS = ctypes.CFUNCTYPE(c_int, c_ll, c_ll, c_void_p)
 MESSAGE = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
@@ -131,6 +144,15 @@ _SIGS = {
                                    c_char_p, c_size_t]),
     "psfsim_fits_header_image": (c_int, [c_void_p, c_ll, P(Metrics), P(ctypes.c_float), c_size_t,
                                          P(Card), c_int, P(c_int), c_char_p, c_size_t]),
+    "psfsim_inputs_init_size": (None, [P(Inputs), c_size_t]),
+    "psfsim_gradients_init_size": (None, [P(Gradients), c_size_t]),
+    "psfsim_map_shape": (c_int, [c_void_p, c_char_p, P(c_int), P(c_int), c_char_p, c_size_t]),
+    "psfsim_segment_modes": (c_int, [c_void_p, P(c_int), P(c_int), P(c_int), c_char_p,
+                                     c_size_t]),
+    "psfsim_compute_inputs": (c_int, [c_void_p, c_ll, c_ll, P(Inputs), P(c_double), c_char_p,
+                                      c_size_t]),
+    "psfsim_vjp": (c_int, [c_void_p, c_ll, c_ll, P(Inputs), P(c_double), P(c_double),
+                           P(Gradients), c_char_p, c_size_t]),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What psfsim_vjp and psfsim_compute_inputs share (lib/vjp.c): a call's
+ * checked arguments (lib/vjp_args.c) and the per-image model
+ * (lib/vjp_image.c: the CPU's double model, cpu/adjoint.h, with the image
+ * set's normalisation and orientation). Not installed. */
+#ifndef PSFSIM_LIB_VJP_PRIV_H
+#define PSFSIM_LIB_VJP_PRIV_H
+
+#include <pthread.h>
+
+#include "cpu/adjoint.h"
+#include "lib/set_priv.h"
+
+#define VJP_MAX_TERMS 1024   /* psfsim_inputs.nterms at most */
+#define VJP_MAX_SEG_TERMS 15 /* per-segment terms: radial order <= 4 */
+
+/* A call's arguments, checked, the structs copied at their callers' sizes
+ * (fields past a smaller size: their defaults). */
+typedef struct {
+    psfsim_inputs in;    /* all zero for NULL inputs */
+    psfsim_gradients gr; /* all zero for no gradients (psfsim_compute_inputs) */
+    adj_terms terms;     /* the inputs' terms, or the defaults (the label terms, the
+                            set's segment modes) */
+    int n[VJP_MAX_TERMS], m[VJP_MAX_TERMS];
+    int seg_n[VJP_MAX_SEG_TERMS], seg_m[VJP_MAX_SEG_TERMS];
+    int segments; /* S, 0 when not segmented */
+} vjp_args;
+
+/* Check and resolve a call's inputs and grads (grads NULL: a forward).
+ * PSFSIM_OK, or PSFSIM_ERR_ARGUMENT with err naming what is wrong. */
+int vjp_args_get(const psfsim_set *set, const psfsim_inputs *inputs, const psfsim_gradients *grads,
+                 vjp_args *a, char *err, size_t errlen);
+
+/* The per-image model (lib/vjp_image.c). */
+typedef struct vjp_model vjp_model;
+
+/* For set and a's terms; jobs (may be NULL) held while an image's job is
+ * made (image_set_job is not thread-safe: its aperture sums). PSFSIM_OK,
+ * or PSFSIM_ERR_MEMORY / _COMPUTE with err (*out NULL). */
+int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
+                     char *err, size_t errlen);
+void vjp_model_free(vjp_model *v);
+
+/* Image k (row i = k - first of the call's inputs) into image[M M] as
+ * psfsim_compute writes it, in double; with cotangent (M M, not NULL) the
+ * gradients too: image i's rows of a->gr's zernike and seg_zernike
+ * (overwritten), the OPD map's (added). PSFSIM_OK or an error with err. */
+int vjp_model_image(vjp_model *v, const vjp_args *a, long long k, long long i,
+                    const double *cotangent, double *image, char *err, size_t errlen);
+
+#endif
