@@ -582,7 +582,9 @@ typedef struct {
     int iterations;   /* L-BFGS iterations, all passes */
     int evaluations;  /* image-and-gradient evaluations */
     int lbfgs_status; /* liblbfgs's return of the last pass (0 converged; < 0 other
-                         stops: -997 iterations exhausted, -998 rounding limit) */
+                         stops: -997 iterations exhausted; -1001, -1000, -998 a line
+                         search that made no progress: what a noiseless fit reaches at
+                         the rounding floor) */
     int fisher_ok;    /* 1: F positive definite, the uncertainties valid */
     double chi2;      /* sum w (d - m)^2 at the fit */
     double dof;       /* K M M - fitted parameters */

@@ -312,7 +312,9 @@ static int read_array(const char *path, int maxdim, float **data, int *planes, i
     /* The headers on the way to the image are checked before cfitsio
      * parses them (fits_scan.h: cfitsio trusts malformed table headers). */
     int hdu = 0, naxis = 0, type = 0;
-    if (fits_scan_first_image(path, &hdu, err, errlen) != 0) return -1;
+    if ((maxdim == 3 ? fits_scan_first_cube(path, &hdu, err, errlen)
+                     : fits_scan_first_image(path, &hdu, err, errlen)) != 0)
+        return -1;
     if (fits_open_diskfile(&f, path, READONLY, &status)) {
         fits_error_text(status, text, sizeof text);
         snprintf(err, errlen, "cannot open %s: %s%s", path, text,
