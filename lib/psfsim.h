@@ -531,7 +531,7 @@ PSFSIM_API int psfsim_vjp(psfsim_set *set, long long first, long long count,
  * uncertainty sqrt(diag(F^-1)), F = J^T W J the Fisher information of all
  * fitted parameters (the Cramer-Rao bound for Gaussian noise of the
  * weights' variances, and for photon noise with its weights), J by
- * central differences of psfsim_compute_inputs. Each function evaluation
+ * forward differences of psfsim_compute_inputs. Each function evaluation
  * computes the K images and one vector-Jacobian product on the CPU, in
  * double (see "Gradients" above). */
 typedef enum {
@@ -558,7 +558,7 @@ typedef struct {
     int max_iterations;       /* L-BFGS iterations per pass; 0 = 200 */
     double tolerance;         /* stop when the loss fell by less than this (relative) over 3
                                  iterations, or |gradient| < tolerance max(1, |c|); 0 = 1e-10 */
-    double fisher_step;       /* central differences' step (aberrations.units); 0 = 1e-3 waves */
+    double fisher_step;       /* forward differences' step (aberrations.units); 0 = 1e-5 waves */
 } psfsim_retrieve_options;
 
 /* Defaults (as above) for a struct of size bytes. */

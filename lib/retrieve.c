@@ -106,11 +106,11 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
     long long K = info.count;
     size_t npix = (size_t)info.npix * info.npix;
     double step = o.fisher_step;
-    if (step == 0) { /* 1e-3 waves: in nm, at the set's first image's wavelength */
+    if (step == 0) { /* 1e-5 waves: in nm, at the set's first image's wavelength */
         psfsim_params par;
         rc = psfsim_params_get(set, 0, 1, &par, err, errlen);
         if (rc != PSFSIM_OK) return rc;
-        step = set->e.cfg.zunits == ZUNITS_NM ? 1e-3 * par.wavelength_nm : 1e-3;
+        step = set->e.cfg.zunits == ZUNITS_NM ? 1e-5 * par.wavelength_nm : 1e-5;
     }
     set_model m = {.set = set, .count = K, .nterms = o.nterms, .status = PSFSIM_OK};
     psfsim_inputs_init(&m.inputs);

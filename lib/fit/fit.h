@@ -56,7 +56,7 @@ typedef struct {
     int max_iterations;                /* L-BFGS iterations per pass, >= 1 */
     double tolerance;   /* stop when the loss decreased by less than tolerance (relative)
                            over 3 iterations, or |grad| < tolerance max(1, |p|) */
-    double fisher_step; /* h of the central differences of the Fisher matrix (parameter
+    double fisher_step; /* h of the forward differences of the Fisher matrix (parameter
                            units) */
     int memory;         /* L-BFGS corrections kept (6 when 0) */
 } fit_options;
@@ -123,8 +123,9 @@ int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, in
 
 /* The Fisher information of (p, fitted fluxes, fitted backgrounds) at the
  * state's last fit_loss point: F = J^T W J, J the fitted images' Jacobian,
- * dm/dp_j = f_k dI_k/dp_j by central differences of the forward model
- * (step h: 2 P forward evaluations, error O(h^2)), dm/df_k = I_k,
+ * dm/dp_j = f_k dI_k/dp_j by forward differences of the forward model
+ * from the state's images (step h: P forward evaluations, error O(h)),
+ * dm/df_k = I_k,
  * dm/db_k = 1; W the weights. Inverted by Cholesky (LAPACK dpotrf,
  * dpotri) after a diagonal scaling to unit diagonal. Fills res's sigmas
  * (and covariance); p_sigma NaN and fisher_ok 0 when F is not positive

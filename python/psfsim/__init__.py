@@ -722,7 +722,7 @@ def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, ga
     2). fit_flux (default True) and fit_background (default False): else
     fixed at flux / background ([K]; None: 1 and 0). initial: [J] the start
     (None: 0). max_iterations (0: 200 per pass), tolerance (0: 1e-10),
-    fisher_step (0: 1e-3 waves) as psfsim_retrieve_options. The images are
+    fisher_step (0: 1e-5 waves) as psfsim_retrieve_options. The images are
     computed on the CPU in double (psfsim_vjp, psfsim_compute_inputs)."""
     kw = dict(initial=initial, noise=noise, sigma=sigma, gain=gain, passes=passes,
               fit_flux=fit_flux, fit_background=fit_background, flux=flux,
