@@ -38,6 +38,7 @@ typedef struct {
     int seg_nterms;           /* per-segment terms (segmented apertures) */
     const int *seg_n, *seg_m; /* [seg_nterms] */
     int opd;                  /* 1: an OPD map input (the set has a map) */
+    int transmission;         /* 1: the aperture map's gradient (shape "file") */
 } adj_terms;
 
 /* One pupil pitch's samples: the backend's (cpu_pupil_build for the FFT,
@@ -46,12 +47,18 @@ typedef struct {
 typedef struct {
     cpu_pupil p;    /* the backend's samples, in grid order (never transposed) */
     int grid;       /* the grid they were built on: N (FFT) or G (MFT) */
+    double s1, s2;  /* sum A, sum A^2 over the samples (the normalisation's sums) */
     int *row, *col; /* [nopen] each sample's grid row and column */
     double *zb;     /* [terms.nterms * nopen] Z_t (unit RMS) of the input terms */
     int *seg;       /* [nopen] each sample's segment, or -1 (input segment terms) */
     double *sb;     /* [terms.seg_nterms * nopen] segment term t over its segment */
     int *mw_idx;    /* [4 nopen] the OPD map pixels of each sample's bilinear value */
     double *mw;     /* [4 nopen] their weights (optics/map_sample.h's arithmetic) */
+    /* terms.transmission only: A_n = tg_n m(x_n), m the aperture map
+     * sampled bilinearly (optics/aperture.c, aperture_fill) */
+    double *tg;  /* [nopen] the geometry's factor (aperture_sample_index) */
+    int *aw_idx; /* [4 nopen] the aperture map pixels of each sample's m */
+    double *aw;  /* [4 nopen] their weights */
 } adj_pupil;
 
 /* Build pp for pitch dx_m of problem (mft: on the G = pupil_npix grid,
@@ -78,19 +85,28 @@ void adj_pupil_field(const adj_pupil *pp, const psf_problem *problem, const adj_
 
 /* Where one component's phase gradient goes (each NULL = not wanted). */
 typedef struct {
-    double *zernike;     /* [terms.nterms] += */
-    double *seg_zernike; /* [S][terms.seg_nterms] += */
-    double *opd_map;     /* [rows][cols] += */
+    double *zernike;      /* [terms.nterms] += */
+    double *seg_zernike;  /* [S][terms.seg_nterms] += */
+    double *opd_map;      /* [rows][cols] += */
+    double *transmission; /* [rows][cols] of the aperture map += */
+    /* The normalisation's part of dL/dA_n (A the transmission at sample n):
+     * t_alpha A_n + t_beta (lib/vjp_image.c: the scales' dependence on the
+     * pupil's sums S1 = sum A, S2 = sum A^2). */
+    double t_alpha, t_beta;
+    int t_direct; /* 1: the field's part 2 Re(conj(B_n) u_n) / A_n too */
 } adj_grads;
 
 /* From B = F^H(...) (adj_transform_adjoint) and the field u: dL/dW_n =
  * 4 pi Im(B_n conj(u_n)) (docs/design.md, "Gradients"), chained into g:
  * zernike[t] += f sum_n dW_n Z_t(n), seg_zernike[s][t] += f sum_{n in s}
  * dW_n Z_t(n) (f = in->units_to_waves), opd_map[pixel] += opd_to_waves
- * sum_n dW_n weight(n, pixel) (the bilinear sampling's transpose). */
-void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_terms *terms,
-                     const psf_component *comp, const adj_input *in, const double complex *b,
-                     const double complex *u, const adj_grads *g);
+ * sum_n dW_n weight(n, pixel) (the bilinear sampling's transpose);
+ * transmission[pixel] += sum_n dA_n tg_n weight(n, pixel) with dL/dA_n =
+ * t_direct 2 Re(conj(B_n) u_n) / A_n + t_alpha A_n + t_beta (dU_n/dA_n =
+ * u_n / A_n; b and u are not read without t_direct). */
+void adj_pupil_grads(const adj_pupil *pp, const adj_terms *terms, const psf_component *comp,
+                     const adj_input *in, const double complex *b, const double complex *u,
+                     const adj_grads *g);
 
 /* The transform of a problem: the FFT of the N x N grid (zero frequency
  * moved to N/2), or the MFT onto the M x M grid (cpu/mft.h's matrices, in
@@ -122,6 +138,10 @@ int adj_transform_forward(adj_transform *t, const adj_pupil *pp, const psf_compo
 
 /* image[n n] (centred, row-major) += scale |E|^2 (the FFT's shifted). */
 void adj_transform_intensity(const adj_transform *t, double scale, double *image);
+
+/* <g, |E|^2> (g[n n] centred, as adj_transform_intensity's image): the
+ * cotangent against the component's unscaled intensity, dL/dscale. */
+double adj_transform_dot(const adj_transform *t, const double *g);
 
 /* b[nopen] = (F^H (scale g .* E)) at pp's samples, g[n n] the image's
  * cotangent (centred, as adj_transform_intensity's image), E the last

@@ -22,6 +22,9 @@ void adj_pupil_free(adj_pupil *pp)
     free(pp->sb);
     free(pp->mw_idx);
     free(pp->mw);
+    free(pp->tg);
+    free(pp->aw_idx);
+    free(pp->aw);
     memset(pp, 0, sizeof *pp);
 }
 
@@ -108,6 +111,24 @@ static void input_map(adj_pupil *pp, const psf_problem *problem)
                     (pp->row[k] - pp->grid / 2) * dx, pp->mw_idx + 4 * k, pp->mw + 4 * k);
 }
 
+/* The aperture map's part of each sample's transmission: A_n = tg_n m(x_n)
+ * (optics/aperture.c, aperture_fill: the geometry's grey edge times the
+ * map's bilinear value). */
+static void input_transmission(adj_pupil *pp, const psf_problem *problem)
+{
+    const psf_aperture *a = &problem->aperture;
+    psf_aperture_geom g;
+    aperture_geom_init(a, &g);
+    double d = a->diameter_m, dx = pp->p.dx_m;
+    double wm = map_extent_m(a->map_width_m, d), hm = map_extent_m(a->map_height_m, d);
+    for (size_t k = 0; k < pp->p.nopen; ++k) {
+        int di = pp->row[k] - pp->grid / 2, dj = pp->col[k] - pp->grid / 2;
+        pp->tg[k] = aperture_sample_index(&g, di, dj, dx);
+        map_weights(a->map_rows, a->map_cols, wm, hm, dj * dx, di * dx, pp->aw_idx + 4 * k,
+                    pp->aw + 4 * k);
+    }
+}
+
 /* malloc of n (at least 1) items of size bytes. */
 static void *alloc(size_t n, size_t size)
 {
@@ -130,15 +151,25 @@ int adj_pupil_build(adj_pupil *pp, const psf_problem *problem, double dx_m, cons
     pp->sb = alloc(n * (size_t)terms->seg_nterms, sizeof *pp->sb);
     pp->mw_idx = alloc(4 * n, sizeof *pp->mw_idx);
     pp->mw = alloc(4 * n, sizeof *pp->mw);
-    if (!pp->row || !pp->col || !pp->zb || !pp->seg || !pp->sb || !pp->mw_idx || !pp->mw) {
+    int tr = terms->transmission && problem->aperture.map;
+    pp->tg = tr ? alloc(n, sizeof *pp->tg) : NULL;
+    pp->aw_idx = tr ? alloc(4 * n, sizeof *pp->aw_idx) : NULL;
+    pp->aw = tr ? alloc(4 * n, sizeof *pp->aw) : NULL;
+    if (!pp->row || !pp->col || !pp->zb || !pp->seg || !pp->sb || !pp->mw_idx || !pp->mw ||
+        (tr && (!pp->tg || !pp->aw_idx || !pp->aw))) {
         adj_pupil_free(pp);
         snprintf(err, errlen, "cpu: cannot allocate the gradients' pupil of %zu samples", n);
         return -1;
     }
     positions(pp, problem->mft);
+    for (size_t k = 0; k < n; ++k) {
+        pp->s1 += pp->p.amp[k];
+        pp->s2 += (double)pp->p.amp[k] * pp->p.amp[k];
+    }
     input_basis(pp, problem, terms);
     if (terms->seg_nterms > 0) input_segments(pp, problem, terms);
     if (terms->opd && problem->opd_map) input_map(pp, problem);
+    if (tr) input_transmission(pp, problem);
     return 0;
 }
 
@@ -190,15 +221,16 @@ void adj_pupil_field(const adj_pupil *pp, const psf_problem *problem, const adj_
     }
 }
 
-void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_terms *terms,
-                     const psf_component *comp, const adj_input *in, const double complex *b,
-                     const double complex *u, const adj_grads *g)
+void adj_pupil_grads(const adj_pupil *pp, const adj_terms *terms, const psf_component *comp,
+                     const adj_input *in, const double complex *b, const double complex *u,
+                     const adj_grads *g)
 {
-    (void)problem;
     size_t nopen = pp->p.nopen;
     double f = in->units_to_waves;
     for (size_t k = 0; k < nopen; ++k) {
-        double dw = 4.0 * M_PI * cimag(b[k] * conj(u[k])); /* dL/dW_k */
+        /* dL/dW_k = 4 pi Im(b conj(u)), written out (C's complex product
+         * is a library call: cpu/adjoint_transform.c, cmul) */
+        double dw = b ? 4.0 * M_PI * (cimag(b[k]) * creal(u[k]) - creal(b[k]) * cimag(u[k])) : 0.0;
         for (int t = 0; g->zernike && t < terms->nterms; ++t)
             g->zernike[t] += f * dw * pp->zb[(size_t)t * nopen + k];
         if (g->seg_zernike && terms->seg_nterms > 0 && pp->seg[k] >= 0) {
@@ -208,5 +240,11 @@ void adj_pupil_grads(const adj_pupil *pp, const psf_problem *problem, const adj_
         }
         for (int q = 0; g->opd_map && terms->opd && q < 4; ++q)
             g->opd_map[pp->mw_idx[4 * k + q]] += comp->opd_to_waves * dw * pp->mw[4 * k + q];
+        if (!g->transmission || !pp->tg) continue;
+        double a = pp->p.amp[k];
+        double da = g->t_alpha * a + g->t_beta;
+        if (g->t_direct) da += 2.0 * (creal(b[k]) * creal(u[k]) + cimag(b[k]) * cimag(u[k])) / a;
+        for (int q = 0; q < 4; ++q)
+            g->transmission[pp->aw_idx[4 * k + q]] += da * pp->tg[k] * pp->aw[4 * k + q];
     }
 }

@@ -62,6 +62,15 @@ int adj_transform_init(adj_transform *t, const psf_problem *problem, char *err, 
     return 0;
 }
 
+/* a b, the textbook product: C's own complex multiply checks for
+ * infinities and NaNs (C17 Annex G), a library call per product without
+ * -fcx-limited-range; the values here are finite. */
+static inline double complex cmul(double complex a, double complex b)
+{
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+}
+
 /* *p holds n items (growing it, contents lost). 0, or -1. */
 static int reserve(double complex **p, size_t *cap, size_t n)
 {
@@ -105,15 +114,16 @@ static int mft_forward(adj_transform *t, const adj_pupil *pp, const psf_componen
         for (int kc = 0; kc < m; ++kc) {
             double complex s = 0.0;
             for (int j = 0; j < c; ++j)
-                s += t->box[(size_t)i * c + j] * t->wc[(size_t)kc * c + j];
+                s += cmul(t->box[(size_t)i * c + j], t->wc[(size_t)kc * c + j]);
             t->t[(size_t)i * m + kc] = s;
         }
-    for (int kr = 0; kr < m; ++kr) /* E[kr][kc] = sum_i Wr[kr][i] T[i][kc] */
-        for (int kc = 0; kc < m; ++kc) {
-            double complex s = 0.0;
-            for (int i = 0; i < r; ++i)
-                s += t->wr[(size_t)kr * r + i] * t->t[(size_t)i * m + kc];
-            t->e[(size_t)kr * m + kc] = s;
+    memset(t->e, 0, (size_t)m * m * sizeof *t->e);
+    for (int kr = 0; kr < m; ++kr) /* E[kr][.] = sum_i Wr[kr][i] T[i][.] (rows: in cache) */
+        for (int i = 0; i < r; ++i) {
+            double complex w = t->wr[(size_t)kr * r + i], *e = t->e + (size_t)kr * m;
+            const double complex *row = t->t + (size_t)i * m;
+            for (int kc = 0; kc < m; ++kc)
+                e[kc] += cmul(w, row[kc]);
         }
     return 0;
 }
@@ -148,23 +158,35 @@ void adj_transform_intensity(const adj_transform *t, double scale, double *image
     }
 }
 
+double adj_transform_dot(const adj_transform *t, const double *g)
+{
+    size_t nn = (size_t)t->n * t->n;
+    double sum = 0.0;
+    for (size_t i = 0; i < nn; ++i)
+        sum += g[t->mft ? i : t->shift[i]] *
+               (creal(t->e[i]) * creal(t->e[i]) + cimag(t->e[i]) * cimag(t->e[i]));
+    return sum;
+}
+
 /* B = Wr^H G conj(Wc) into t->box (G = scale g .* E in t->e). */
 static void mft_adjoint(adj_transform *t)
 {
     int m = t->n, r = t->rows, c = t->cols;
-    for (int i = 0; i < r; ++i) /* V[i][kc] = sum_kr conj(Wr[kr][i]) G[kr][kc] */
-        for (int kc = 0; kc < m; ++kc) {
-            double complex s = 0.0;
-            for (int kr = 0; kr < m; ++kr)
-                s += conj(t->wr[(size_t)kr * r + i]) * t->e[(size_t)kr * m + kc];
-            t->t[(size_t)i * m + kc] = s;
-        }
-    for (int i = 0; i < r; ++i) /* B[i][j] = sum_kc V[i][kc] conj(Wc[kc][j]) */
-        for (int j = 0; j < c; ++j) {
-            double complex s = 0.0;
+    memset(t->t, 0, (size_t)r * m * sizeof *t->t);
+    for (int i = 0; i < r; ++i) /* V[i][.] = sum_kr conj(Wr[kr][i]) G[kr][.] */
+        for (int kr = 0; kr < m; ++kr) {
+            double complex w = conj(t->wr[(size_t)kr * r + i]), *v = t->t + (size_t)i * m;
+            const double complex *g = t->e + (size_t)kr * m;
             for (int kc = 0; kc < m; ++kc)
-                s += t->t[(size_t)i * m + kc] * conj(t->wc[(size_t)kc * c + j]);
-            t->box[(size_t)i * c + j] = s;
+                v[kc] += cmul(w, g[kc]);
+        }
+    memset(t->box, 0, (size_t)r * c * sizeof *t->box);
+    for (int i = 0; i < r; ++i) /* B[i][.] = sum_kc V[i][kc] conj(Wc[kc][.]) */
+        for (int kc = 0; kc < m; ++kc) {
+            double complex v = t->t[(size_t)i * m + kc], *b = t->box + (size_t)i * c;
+            const double complex *w = t->wc + (size_t)kc * c;
+            for (int j = 0; j < c; ++j)
+                b[j] += cmul(v, conj(w[j]));
         }
 }
 

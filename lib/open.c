@@ -179,6 +179,7 @@ void psfsim_close(psfsim_set *set)
 {
     if (!set) return;
     lib_lanes_stop(set);
+    vjp_cache_free(set->vjp);
     free(set->query_storage);
     engine_close(&set->e);
     free(set);

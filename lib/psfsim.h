@@ -414,12 +414,16 @@ PSFSIM_API int psfsim_device_copy(int device, void *dst, const void *src, size_t
  * detector.noise (random, and never in the library's images: the
  * gradient is the noiseless image's, psfsim_compute's, the mean of the
  * command's noisy exposures), the detector stage's clamp at 0
- * (the double model has no rounding negatives to clamp), the
- * transmission map's gradient (refused: the normalisation depends on the
- * aperture). Each call builds its pupils and plans (FFTW_ESTIMATE, one
- * set per thread) and frees them when it returns. Each image's values and
- * gradients are the same bits whatever the thread count, but for the OPD
- * map's, summed over the images thread by thread (its last bits). */
+ * (the double model has no rounding negatives to clamp), and the
+ * transmission gradient at samples where the aperture is 0 (not in the
+ * pupil: raising the map there is not seen). Each thread's pupils, plans
+ * (FFTW_ESTIMATE) and buffers are kept on the set for the next call with
+ * the same terms (a call with other terms makes new ones) until
+ * psfsim_close. Each image's values and gradients are the same bits
+ * whatever the thread count, but for the maps' (OPD, transmission):
+ * each thread sums a fixed block of the images, then the threads' sums
+ * are added in order (the same bits for the same thread count, the last
+ * bits another for another). */
 
 /* What a call adds to each image's own aberrations (its totals, as
  * psfsim_zernike gives them). Call psfsim_inputs_init first (all NULL /
@@ -453,8 +457,10 @@ typedef struct {
                              (psfsim_segment_modes' nterms and j) */
     double *opd_map;      /* [rows][cols] of the set's OPD map (psfsim_map_shape), per map
                              unit, summed over the count images (the map is shared) */
-    double *transmission; /* [rows][cols] of optics.aperture.file: not implemented, must be
-                             NULL (PSFSIM_ERR_ARGUMENT) */
+    double *transmission; /* [rows][cols] of optics.aperture.file (shape "file";
+                             psfsim_map_shape), per unit of transmission, summed over
+                             the images: through the field A exp(i 2 pi W) and the
+                             normalisation's sums of A (docs/design.md) */
 } psfsim_gradients;
 
 /* Defaults (all NULL / 0) for a struct of size bytes (sizeof, from the
@@ -508,12 +514,15 @@ PSFSIM_API int psfsim_compute_inputs(psfsim_set *set, long long first, long long
  * intensity's B = F^H (scale_c g .* E) (F the FFT or the MFT, F^H its
  * adjoint) and dL/dW_n = 4 pi Im(B_n conj(U_n)) for the pupil field U =
  * A exp(i 2 pi W) (W waves), then the chain to the coefficients (the
- * basis, 1/lambda_nm for nm units) and to the OPD map (the bilinear
- * sampling's scatter); Fienup 1982, Appl. Opt. 21, 2758; Jurling and
- * Fienup 2014, JOSA A 31, 1348. Errors as psfsim_compute_inputs, and
- * PSFSIM_ERR_ARGUMENT for a NULL cotangent or grads, a gradient the set
- * lacks (seg_zernike: not segmented; opd_map: no OPD map), transmission
- * not NULL. count 0 does nothing. */
+ * basis, 1/lambda_nm for nm units), to the OPD map (the bilinear
+ * sampling's scatter) and to the transmission map (dL/dA_n = 2 Re(conj(B_n)
+ * U_n) / A_n plus the scales' dependence on sum A and sum A^2, then the
+ * map's bilinear sampling's scatter); Fienup 1982, Appl. Opt. 21, 2758;
+ * Jurling and Fienup 2014, JOSA A 31, 1348. Errors as
+ * psfsim_compute_inputs, and PSFSIM_ERR_ARGUMENT for a NULL cotangent or
+ * grads, a gradient the set lacks (seg_zernike: not segmented; opd_map: no
+ * OPD map; transmission: no optics.aperture.file). count 0 does
+ * nothing. */
 PSFSIM_API int psfsim_vjp(psfsim_set *set, long long first, long long count,
                           const psfsim_inputs *inputs, const double *cotangent, double *images,
                           psfsim_gradients *grads, char *err, size_t errlen);

@@ -44,10 +44,14 @@ struct psfsim_set {
     double *query_storage; /* image_set_storage doubles for the queries */
     psfsim_progress_fn progress;
     void *progress_user;
-    atomic_int cancel; /* psfsim_cancel: the next batch boundary stops */
-    atomic_flag busy;  /* a call is using the set (lib_enter): the lanes, the backends'
-                          FFT plans and buffers, query_storage are one call's at a time */
+    atomic_int cancel;     /* psfsim_cancel: the next batch boundary stops */
+    atomic_flag busy;      /* a call is using the set (lib_enter): the lanes, the backends'
+                              FFT plans and buffers, query_storage are one call's at a time */
+    struct vjp_cache *vjp; /* the gradients' models kept (lib/vjp_cache.c), or NULL */
 };
+
+/* Free a set's gradient models (lib/vjp_cache.c); NULL is harmless. */
+void vjp_cache_free(struct vjp_cache *c);
 
 /* The library's lock: held for what is process-wide (the FFT planner,
  * the GPU module, the probe), never while computing. */

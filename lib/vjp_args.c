@@ -167,10 +167,12 @@ int vjp_args_get(const psfsim_set *set, const psfsim_inputs *inputs, const psfsi
     if (rc == PSFSIM_OK)
         rc = copy_sized(&a->gr, sizeof a->gr, grads, "psfsim_gradients", err, errlen);
     if (rc != PSFSIM_OK) return rc;
-    if (a->gr.transmission)
+    const image_set *s = &set->e.set;
+    if (a->gr.transmission && !(s->aperture.shape == APERTURE_FILE && s->aperture.map))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
-                        "gradients.transmission: the aperture map's gradient is not implemented "
-                        "(its normalisation depends on it); pass NULL");
+                        "gradients.transmission for a set without optics.aperture.file "
+                        "(shape = \"file\")");
+    a->terms.transmission = a->gr.transmission != NULL;
     if ((a->in.opd_map || a->gr.opd_map) && !set->e.set.opd_map)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                         "an OPD map input or gradient for a set without "

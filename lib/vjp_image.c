@@ -18,7 +18,6 @@
 
 struct vjp_model {
     psfsim_set *set;
-    pthread_mutex_t *jobs; /* held around image_set_job, or NULL */
     psf_problem problem;
     adj_pupil pupils[PSF_MAX_COMPONENTS];
     int npupils;
@@ -32,6 +31,7 @@ struct vjp_model {
     double complex *b; /* [cap] its B */
     size_t cap;
     double *storage; /* image_set_storage doubles */
+    double *tq;      /* [aperture map] the peak normalisation's part (transmission_scales) */
 };
 
 void vjp_model_free(vjp_model *v)
@@ -50,18 +50,16 @@ void vjp_model_free(vjp_model *v)
     free(v->u);
     free(v->b);
     free(v->storage);
+    free(v->tq);
     free(v);
 }
 
-int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
-                     char *err, size_t errlen)
+int vjp_model_create(psfsim_set *set, const vjp_args *a, vjp_model **out, char *err, size_t errlen)
 {
-    (void)a;
     *out = NULL;
     vjp_model *v = calloc(1, sizeof *v);
     if (!v) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
     v->set = set;
-    v->jobs = jobs;
     image_set_problem(&set->e.set, 1, &v->problem);
     char why[LIB_ERRLEN];
     lib_lock(); /* FFTW's planner is not thread-safe (FFTW manual 5.4) */
@@ -77,7 +75,9 @@ int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, 
     v->out = malloc(m * m * sizeof *v->out);
     v->g = malloc(m * m * sizeof *v->g);
     v->storage = malloc(image_set_storage(&set->e.set) * sizeof *v->storage);
-    if (!v->grid || !v->out || !v->g || !v->storage) {
+    size_t map = (size_t)v->problem.aperture.map_rows * v->problem.aperture.map_cols;
+    v->tq = a->gr.transmission ? malloc((map ? map : 1) * sizeof *v->tq) : NULL;
+    if (!v->grid || !v->out || !v->g || !v->storage || (a->gr.transmission && !v->tq)) {
         vjp_model_free(v);
         return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory for a %d x %d image", (int)n,
                         (int)n);
@@ -86,11 +86,19 @@ int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, 
     return PSFSIM_OK;
 }
 
-/* The pupil of pitch dx_m, built on first use (with its buffers' room). */
-static adj_pupil *pupil_for(vjp_model *v, const vjp_args *a, double dx_m, char *err, size_t errlen)
+/* The pupil of pitch dx_m built already, or NULL. */
+static adj_pupil *pupil_find(vjp_model *v, double dx_m)
 {
     for (int i = 0; i < v->npupils; ++i)
         if (fabs(v->pupils[i].p.dx_m - dx_m) <= 1e-12 * dx_m) return &v->pupils[i];
+    return NULL;
+}
+
+/* The pupil of pitch dx_m, built on first use (with its buffers' room). */
+static adj_pupil *pupil_for(vjp_model *v, const vjp_args *a, double dx_m, char *err, size_t errlen)
+{
+    adj_pupil *found = pupil_find(v, dx_m);
+    if (found) return found;
     if (v->npupils == PSF_MAX_COMPONENTS) {
         snprintf(err, errlen, "more than %d pupil pitches", PSF_MAX_COMPONENTS);
         return NULL;
@@ -188,8 +196,8 @@ static void finish_adjoint(vjp_model *v, const double *cot, const double *img, d
     if (poppy) rotate_180(v->g, mm);
 }
 
-/* Image row i's gradient destinations (its rows zeroed; the OPD map's
- * shared). */
+/* Image row i's gradient destinations (its rows zeroed; the maps' shared
+ * by the images, summed). */
 static adj_grads grads_of(const vjp_args *a, long long i)
 {
     adj_grads g = {0};
@@ -198,7 +206,45 @@ static adj_grads grads_of(const vjp_args *a, long long i)
     if (gr->zernike) g.zernike = memset(gr->zernike + i * nt, 0, nt * sizeof(double));
     if (gr->seg_zernike) g.seg_zernike = memset(gr->seg_zernike + i * ns, 0, ns * sizeof(double));
     g.opd_map = gr->opd_map;
+    g.transmission = gr->transmission;
     return g;
+}
+
+/* The peak normalisation's share r_c = P_c / P of component c (P_c =
+ * scale_c S1_c^2: its part of the unaberrated peak the scales divide by). */
+static double peak_share(vjp_model *v, const psf_job *job, int c)
+{
+    double total = 0.0, own = 0.0;
+    for (int e = 0; e < job->ncomp; ++e) {
+        const adj_pupil *pp = pupil_find(v, job->comp[e].dx_m);
+        double p = pp ? job->comp[e].scale * pp->s1 * pp->s1 : 0.0;
+        total += p;
+        own += e == c ? p : 0.0;
+    }
+    return total > 0.0 ? own / total : 0.0;
+}
+
+/* The transmission's gradient through the scales (docs/design.md,
+ * "Gradients"): scale_c = w_c / (n_c^2 S2_c) (over the unaberrated peak P
+ * for "peak"), so with G_c = dL/dscale_c = <g, |E_c|^2>, dL/dA_n gets
+ * -2 G_c scale_c A_n / S2_c from component c's own S2; "peak" adds, over
+ * log P, Q r_c (2 A_n / S2_c - 2 / S1_c) with Q = sum_e G_e scale_e (its
+ * part is scattered into v->tq and multiplied by Q once every G_e is
+ * known). */
+static void transmission_scales(vjp_model *v, const vjp_args *a, const psf_job *job, int c,
+                                const adj_pupil *pp, const adj_input *in, adj_grads *g, double *q)
+{
+    const psf_component *comp = &job->comp[c];
+    double gc = adj_transform_dot(&v->tr, v->grid);
+    *q += gc * comp->scale;
+    g->t_alpha = -2.0 * gc * comp->scale / pp->s2;
+    g->t_beta = 0.0;
+    g->t_direct = 1;
+    if (v->set->e.cfg.normalization != NORM_PEAK) return;
+    double r = peak_share(v, job, c);
+    adj_grads tq = {
+        .transmission = v->tq, .t_alpha = 2.0 * r / pp->s2, .t_beta = -2.0 * r / pp->s1};
+    adj_pupil_grads(pp, &a->terms, comp, in, NULL, NULL, &tq);
 }
 
 static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const image_info *info,
@@ -206,25 +252,31 @@ static int backward(vjp_model *v, const vjp_args *a, const psf_job *job, const i
 {
     adj_detector_adjoint(&v->det, v->g, v->grid);
     adj_grads g = grads_of(a, i);
+    size_t map = (size_t)v->problem.aperture.map_rows * v->problem.aperture.map_cols;
+    if (g.transmission) memset(v->tq, 0, map * sizeof *v->tq);
+    double q = 0.0;
     for (int c = 0; c < job->ncomp; ++c) { /* the forward field again, then B */
         adj_pupil *pp;
         adj_input in;
         if (component(v, a, job, info, c, i, &pp, &in, err, errlen) != 0) return -1;
+        if (g.transmission) transmission_scales(v, a, job, c, pp, &in, &g, &q);
         adj_transform_adjoint(&v->tr, pp, v->grid, job->comp[c].scale, v->b);
-        adj_pupil_grads(pp, &v->problem, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
+        adj_pupil_grads(pp, &a->terms, &job->comp[c], &in, v->b, v->u, &g);
     }
+    for (size_t p = 0; g.transmission && p < map; ++p)
+        g.transmission[p] += q * v->tq[p];
     return 0;
 }
 
-int vjp_model_image(vjp_model *v, const vjp_args *a, long long k, long long i,
-                    const double *cotangent, double *image, char *err, size_t errlen)
+int vjp_model_image(vjp_model *v, const vjp_args *a, pthread_mutex_t *jobs, long long k,
+                    long long i, const double *cotangent, double *image, char *err, size_t errlen)
 {
     psf_job job;
     image_info info;
     char why[LIB_ERRLEN];
-    if (v->jobs) pthread_mutex_lock(v->jobs);
+    if (jobs) pthread_mutex_lock(jobs);
     int rc = image_set_job(&v->set->e.set, k, v->storage, &job, &info, why, sizeof why);
-    if (v->jobs) pthread_mutex_unlock(v->jobs);
+    if (jobs) pthread_mutex_unlock(jobs);
     if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_CONFIG, "%s", why);
     size_t nn = (size_t)v->det.n * v->det.n, mm = (size_t)v->det.m * v->det.m;
     memset(v->grid, 0, nn * sizeof *v->grid);

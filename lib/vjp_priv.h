@@ -13,6 +13,7 @@
 
 #define VJP_MAX_TERMS 1024   /* psfsim_inputs.nterms at most */
 #define VJP_MAX_SEG_TERMS 15 /* per-segment terms: radial order <= 4 */
+#define VJP_MAX_THREADS 64   /* threads a call spreads its images over, at most */
 
 /* A call's arguments, checked, the structs copied at their callers' sizes
  * (fields past a smaller size: their defaults). */
@@ -31,21 +32,30 @@ typedef struct {
 int vjp_args_get(const psfsim_set *set, const psfsim_inputs *inputs, const psfsim_gradients *grads,
                  vjp_args *a, char *err, size_t errlen);
 
-/* The per-image model (lib/vjp_image.c). */
+/* The per-image model (lib/vjp_image.c): one thread's pupils (for a's
+ * terms), plans and buffers. */
 typedef struct vjp_model vjp_model;
 
-/* For set and a's terms; jobs (may be NULL) held while an image's job is
- * made (image_set_job is not thread-safe: its aperture sums). PSFSIM_OK,
- * or PSFSIM_ERR_MEMORY / _COMPUTE with err (*out NULL). */
-int vjp_model_create(psfsim_set *set, const vjp_args *a, pthread_mutex_t *jobs, vjp_model **out,
-                     char *err, size_t errlen);
+/* For set and a's terms (a->terms; a->gr.transmission: its buffer).
+ * PSFSIM_OK, or PSFSIM_ERR_MEMORY / _COMPUTE with err (*out NULL). */
+int vjp_model_create(psfsim_set *set, const vjp_args *a, vjp_model **out, char *err, size_t errlen);
 void vjp_model_free(vjp_model *v);
 
 /* Image k (row i = k - first of the call's inputs) into image[M M] as
  * psfsim_compute writes it, in double; with cotangent (M M, not NULL) the
  * gradients too: image i's rows of a->gr's zernike and seg_zernike
- * (overwritten), the OPD map's (added). PSFSIM_OK or an error with err. */
-int vjp_model_image(vjp_model *v, const vjp_args *a, long long k, long long i,
-                    const double *cotangent, double *image, char *err, size_t errlen);
+ * (overwritten), the maps' (added). jobs (may be NULL) is held while the
+ * image's job is made (image_set_job is not thread-safe: its aperture
+ * sums). PSFSIM_OK or an error with err. */
+int vjp_model_image(vjp_model *v, const vjp_args *a, pthread_mutex_t *jobs, long long k,
+                    long long i, const double *cotangent, double *image, char *err, size_t errlen);
+
+/* The models kept on set (lib/vjp_cache.c) for a's terms: *models, an
+ * array of VJP_MAX_THREADS slots (slot t thread t's; NULL: not made yet,
+ * the thread makes it and leaves it there), the set's kept ones when they
+ * were made for the same terms, else fresh (the others freed). PSFSIM_OK
+ * or PSFSIM_ERR_MEMORY. Under the set's busy flag (one call at a time). */
+int vjp_cache_models(psfsim_set *set, const vjp_args *a, vjp_model ***models, char *err,
+                     size_t errlen);
 
 #endif

@@ -476,9 +476,10 @@ class Set:
         terms: the set's label terms, self.label_j); "segment_zernike"
         [count, S, len(segment_terms)] (without segment_terms: the set's
         segment modes); "opd_map" [rows, cols] summed over the images;
-        and "images" (the forward, float64) when images=True.
-        "transmission" raises ArgumentError (not implemented). On the CPU
-        in double, whatever the Set's backend."""
+        "transmission" [rows, cols] of optics.aperture.file (shape
+        "file"), summed over the images; and "images" (the forward,
+        float64) when images=True. On the CPU in double, whatever the
+        Set's backend, over the Set's threads."""
         first, count = self._range(first, count)
         with self._busy("vjp"):
             return _vjp.vjp(self, cotangent, wrt, images, first, count, terms=terms,
@@ -676,7 +677,8 @@ def vjp(config, cotangent, wrt=("zernike",), terms=None, zernike=None, segment_t
         segment_zernike=None, opd_map=None, images=False, first=0, count=None, backend=None,
         base_dir=None, name=None):
     """Set(config).vjp(cotangent, ...): a dict of float64 gradient arrays
-    keyed by wrt names ("zernike", "segment_zernike", "opd_map"; "images"
+    keyed by wrt names ("zernike", "segment_zernike", "opd_map",
+    "transmission"; "images"
     with images=True). config may be an open Set. backend= is the Set's
     (it decides nothing here: the gradients run on the CPU)."""
     with _set_of(config, backend, base_dir, name) as s:

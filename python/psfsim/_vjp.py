@@ -17,12 +17,18 @@ _DP = ctypes.POINTER(ctypes.c_double)
 _IP = ctypes.POINTER(ctypes.c_int)
 
 
-def _f64(a, shape, what):
-    """a as a C-contiguous float64 array of shape (ArgumentError else)."""
+def _f64(a, shape, what, broadcast=False):
+    """a as a C-contiguous float64 array of shape (ArgumentError else);
+    broadcast: a may be any shape NumPy broadcasts to it (one row for
+    all images)."""
     try:
-        arr = np.ascontiguousarray(a, dtype=np.float64)
+        arr = np.asarray(a, dtype=np.float64)
+        if broadcast:
+            arr = np.broadcast_to(arr, shape)
+        arr = np.ascontiguousarray(arr)
     except (TypeError, ValueError) as e:
-        raise ArgumentError("argument", "%s: not an array of numbers (%s)" % (what, e)) from None
+        raise ArgumentError("argument", "%s: not an array of numbers of shape %s (%s)"
+                            % (what, tuple(shape), e)) from None
     if arr.shape != tuple(shape):
         raise ArgumentError("argument", "%s: shape %s, expected %s" % (what, arr.shape,
                                                                       tuple(shape)))
@@ -55,6 +61,9 @@ class Layout:
         _check(_lib.lib.psfsim_map_shape(h, b"aberrations.opd_map.file", ctypes.byref(r),
                                          ctypes.byref(c), err, _ERRLEN), err)
         self.opd_shape = (r.value, c.value)
+        _check(_lib.lib.psfsim_map_shape(h, b"optics.aperture.file", ctypes.byref(r),
+                                         ctypes.byref(c), err, _ERRLEN), err)
+        self.aperture_shape = (r.value, c.value)
         self.label_j = list(s.label_j)
 
 
@@ -76,8 +85,7 @@ class Call:
             self.inputs.j = terms.ctypes.data_as(_IP)
             self.keep.append(terms)
         if zernike is not None:
-            z = _f64(np.broadcast_to(zernike, (count, len(terms))), (count, len(terms)),
-                     "zernike")
+            z = _f64(zernike, (count, len(terms)), "zernike", broadcast=True)
             self.inputs.zernike = z.ctypes.data_as(_DP)
             self.keep.append(z)
         st = _terms(segment_terms, "segment_terms")
@@ -90,7 +98,7 @@ class Call:
             self.keep.append(st)
         if segment_zernike is not None:
             shape = (count, lay.segments, len(st))
-            z = _f64(np.broadcast_to(segment_zernike, shape), shape, "segment_zernike")
+            z = _f64(segment_zernike, shape, "segment_zernike", broadcast=True)
             self.inputs.seg_zernike = z.ctypes.data_as(_DP)
             self.keep.append(z)
         if opd_map is not None:
@@ -123,7 +131,7 @@ def vjp(s, cotangent, wrt, images, first, count, **inputs):
     _lib.lib.psfsim_gradients_init_size(ctypes.byref(grads), ctypes.sizeof(grads))
     shapes = {"zernike": (count, len(call.terms)),
               "segment_zernike": (count, lay.segments, len(call.segment_terms)),
-              "opd_map": lay.opd_shape, "transmission": (1, 1)}
+              "opd_map": lay.opd_shape, "transmission": lay.aperture_shape}
     out = {w: np.zeros(shapes[w], dtype=np.float64) for w in wrt}
     for w, arr in out.items():
         setattr(grads, _FIELD[w], arr.ctypes.data_as(_DP))

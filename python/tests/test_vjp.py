@@ -56,6 +56,8 @@ CASES = {
                                "normalization": "sum",
                                "optics.wavelengths_nm": [550.0, 650.0],
                                "optics.wavelength_nm": None},
+    "detector_oversampled": {"detector.oversample": 2, "detector.write": "oversampled",
+                             "detector.jitter_lambda_d": 0.3, "normalization": "pupil"},
     "mft_detector_sum": {"output.npix": 20, "output.pixel_scale": 0.8,
                          "normalization": "sum", "detector.oversample": 2,
                          "detector.ipc": [0.0, 0.02, 0.0, 0.02, 0.92, 0.02, 0.0, 0.02, 0.0]},
@@ -223,6 +225,56 @@ def test_opd_map_gradient_matches_differences(units, over):
         assert rel(g["opd_map"], num) < 1e-4
 
 
+def aperture_config(t, **over):
+    """A transmission map t (values k / 1024: t +- 1/1024 is exact in
+    float32) stretched over D, with an obscuration and spiders on top."""
+    cfg = base(**over)
+    cfg["optics"]["aperture"] = {"diameter_m": 2.0, "shape": "file", "file": t,
+                                 "obscuration": 0.15,
+                                 "spiders": {"count": 3, "width_m": 0.04}}
+    return cfg
+
+
+@pytest.mark.parametrize("over", [
+    {}, {"normalization": "sum"}, {"normalization": "pupil"},
+    {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "sum"},
+    {"output.npix": 40, "output.pixel_scale": 0.4},
+    {"optics.wavelengths_nm": [550.0, 650.0], "optics.weights": [0.3, 0.7],
+     "detector.oversample": 2, "detector.jitter_lambda_d": 0.2}])
+def test_transmission_gradient_matches_differences(over):
+    """dL/d(aperture map) against sets opened with the map +- 1/1024 at
+    each pixel: the field's part and the normalisation's (the scales'
+    S1 = sum A, S2 = sum A^2, the "peak" normalisation's unaberrated
+    peak), summed over the images."""
+    rng = np.random.default_rng(11)
+    t = (np.round(rng.uniform(0.3, 0.9, (6, 7)) * 1024) / 1024).astype(np.float32)
+    def cfg(m):
+        c = aperture_config(m, **over)
+        if "optics.wavelengths_nm" in over:
+            del c["optics"]["wavelength_nm"]
+        return c
+    with psfsim.Set(cfg(t), backend="cpu") as s:
+        f32, _ = s.compute()
+        assert np.abs(f32 - s.compute_inputs()).max() <= 1e-5 * f32.max()
+        cot = cotangent(s)
+        z0 = np.full((s.count, 1), 0.03)
+        g = s.vjp(cot, wrt=("transmission",), terms=[7], zernike=z0)["transmission"]
+    assert g.shape == (6, 7)
+    h = 1.0 / 1024
+    num = np.zeros((6, 7))
+    for r in range(6):
+        for c in range(7):
+            tp, tm = t.copy(), t.copy()
+            tp[r, c] += h
+            tm[r, c] -= h
+            with psfsim.Set(cfg(tp), backend="cpu") as sp, \
+                    psfsim.Set(cfg(tm), backend="cpu") as sm:
+                fp = sp.compute_inputs(terms=[7], zernike=z0)
+                fm = sm.compute_inputs(terms=[7], zernike=z0)
+            num[r, c] = ((fp - fm) * cot).sum() / (2 * h)
+    assert rel(g, num) < 1e-4
+
+
 def test_peak_defocus_gradient_is_zero():
     """At zero aberration the axial pixel is the maximum over defocus
     (the unaberrated PSF's peak is |sum A|^2, the largest any phase gives),
@@ -321,8 +373,9 @@ def test_gradient_is_linear_in_the_cotangent():
 def test_threads_give_the_same_gradients():
     """Images spread over threads (the Set's threads=): each image's values
     and Zernike gradients are the same bits whatever the thread count; the
-    OPD map's gradient, summed over the images thread by thread, to
-    rounding."""
+    OPD map's gradient, summed over fixed blocks of images thread by
+    thread, to rounding (and the same bits again for the same count:
+    test_kept_models_give_the_same_values)."""
     cfg = opd_config()
     out = []
     for threads in (1, 3):
@@ -333,6 +386,26 @@ def test_threads_give_the_same_gradients():
     assert np.array_equal(out[0]["zernike"], out[1]["zernike"])
     assert np.allclose(out[0]["opd_map"], out[1]["opd_map"], rtol=1e-12,
                        atol=1e-12 * np.abs(out[0]["opd_map"]).max())
+
+
+def test_kept_models_give_the_same_values():
+    """The models kept on the set between calls (lib/vjp_cache.c: made for
+    one list of terms, replaced by a call with others) give the values a
+    fresh set gives, whatever came before."""
+    cfg = opd_config()
+    with psfsim.Set(cfg, backend="cpu") as fresh:
+        cot = cotangent(fresh)
+        ref = fresh.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    with psfsim.Set(cfg, backend="cpu") as s:
+        for _ in range(2):
+            s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+            s.vjp(cot, terms=[5], zernike=[0.03])     # other terms: the models replaced
+            s.compute_inputs()                         # the label terms, no map gradient
+        out = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+        again = s.vjp(cot, wrt=("zernike", "opd_map"), terms=[4, 6], zernike=[0.01, 0.02])
+    for k in ("zernike", "opd_map"):
+        assert np.array_equal(out[k], ref[k])
+        assert np.array_equal(again[k], ref[k])
 
 
 def test_errors():
@@ -346,10 +419,16 @@ def test_errors():
             s.vjp(cot, wrt="segment_zernike")
         with pytest.raises(psfsim.ArgumentError, match="opd_map"):
             s.vjp(cot, wrt="opd_map")
-        with pytest.raises(psfsim.ArgumentError, match="transmission"):
+        with pytest.raises(psfsim.ArgumentError, match="optics.aperture.file"):
             s.vjp(cot, wrt="transmission")
         with pytest.raises(psfsim.ArgumentError, match="cotangent: shape"):
             s.vjp(cot[:2])
+        with pytest.raises(psfsim.ArgumentError, match="zernike"):
+            s.vjp(cot, terms=[4], zernike=np.zeros((4, 1)))
+        # one row of inputs stands for every image
+        one = s.vjp(cot, terms=[4, 6], zernike=[0.01, 0.02])["zernike"]
+        assert np.array_equal(one, s.vjp(cot, terms=[4, 6],
+                                         zernike=np.tile([0.01, 0.02], (3, 1)))["zernike"])
         with pytest.raises(psfsim.ArgumentError, match="wrt"):
             s.vjp(cot, wrt="tilt")
         with pytest.raises(psfsim.RangeError):

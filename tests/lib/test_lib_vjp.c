@@ -6,7 +6,8 @@
  * relative: global Zernike terms (given, and the label terms by default)
  * on a broadband FFT set with the detector stage, an MFT set with "sum"
  * normalisation, an OPD map given in memory, a segmented aperture's
- * per-segment terms; the shape queries; the refusals, each with its code
+ * per-segment terms, the aperture's transmission map (in memory, "peak");
+ * the shape queries; the refusals, each with its code
  * and the name of what is wrong. (python/tests/test_vjp.py covers every
  * normalisation and stage.) */
 #include <setjmp.h>
@@ -248,6 +249,60 @@ static void test_segments(void **state)
     psfsim_close(s);
 }
 
+static const char *const APERTURE =
+    "name = \"t\";\n"
+    "optics: { wavelength_nm = 600.0; aperture: { shape = \"file\"; diameter_m = 2.0;\n"
+    "  obscuration = 0.2; }; };\n"
+    "sampling: { pupil_samples = 32; };\n"
+    "aberrations: { units = \"waves\"; zernike = ((6, 0.05)); };\n"
+    "sweep: { defocus = [0.0, 0.1]; };\n";
+
+/* L of APERTURE's two images with transmission map t (4 x 5). */
+static double aperture_loss(const float *t, const double *cot, size_t mm)
+{
+    psfsim_map m = {"optics.aperture.file", t, 4, 5};
+    psfsim_set *s = open_set(APERTURE, &m, 1);
+    double l = loss(s, 2, NULL, cot, mm);
+    psfsim_close(s);
+    return l;
+}
+
+/* The aperture map's gradient ("peak": through the unaberrated peak's
+ * sums too) against sets opened with the map +- 1/1024 (exact in float). */
+static void test_transmission(void **state)
+{
+    (void)state;
+    float t[20];
+    for (int i = 0; i < 20; ++i)
+        t[i] = (float)(512 + 37 * ((i * 7) % 11)) / 1024.0f;
+    psfsim_map m = {"optics.aperture.file", t, 4, 5};
+    psfsim_set *s = open_set(APERTURE, &m, 1);
+    int rows = 0, cols = 0;
+    assert_int_equal(psfsim_map_shape(s, "optics.aperture.file", &rows, &cols, NULL, 0), PSFSIM_OK);
+    assert_int_equal(rows * 10 + cols, 45);
+    size_t mm = 64 * 64;
+    double *cot = random_cot(2 * mm), g[20], num[20];
+    psfsim_gradients gr;
+    psfsim_gradients_init(&gr);
+    gr.transmission = g;
+    char err[1024];
+    if (psfsim_vjp(s, 0, 2, NULL, cot, NULL, &gr, err, sizeof err) != PSFSIM_OK)
+        fail_msg("vjp: %s", err);
+    psfsim_close(s);
+    const float h = 1.0f / 1024.0f;
+    for (int i = 0; i < 20; ++i) {
+        float v = t[i];
+        t[i] = v + h;
+        double lp = aperture_loss(t, cot, mm);
+        t[i] = v - h;
+        double lm = aperture_loss(t, cot, mm);
+        t[i] = v;
+        num[i] = (lp - lm) / (2.0 * h);
+    }
+    expect_close(g, num, 20);
+    free(cot);
+}
+
 /* A call that must fail with code and a message holding what. */
 static void expect_fail(int rc, int code, const char *err, const char *what)
 {
@@ -305,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_zernike_detector_broadband),
         cmocka_unit_test(test_opd_map_mft_sum),
         cmocka_unit_test(test_segments),
+        cmocka_unit_test(test_transmission),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
