@@ -550,24 +550,30 @@ typedef enum {
 } psfsim_noise;
 
 typedef struct {
-    size_t size;              /* sizeof, set by psfsim_retrieve_options_init */
-    int nterms;               /* Zernike terms fitted, 1 .. 1024 */
-    const int *j;             /* [nterms] their j, the config's convention, each once */
-    const double *initial;    /* [nterms] the start (aberrations.units RMS); NULL = 0 */
-    int noise;                /* psfsim_noise; default PSFSIM_NOISE_UNIFORM */
-    double sigma;             /* uniform: every pixel's noise sigma (0 = 1); photon: the read
-                                 noise sigma; data units */
-    double gain;              /* photon: photons (electrons) per data unit; 0 = 1 */
-    int passes;               /* photon: fits, each weighted by the previous one's model;
-                                 0 = 2 */
-    int fit_flux;             /* 1 (default): a flux per image fitted; 0: fixed (flux) */
-    int fit_background;       /* 1: a background per image fitted; 0 (default): fixed */
-    const double *flux;       /* [K] the fixed fluxes; NULL = 1 */
-    const double *background; /* [K] the fixed backgrounds; NULL = 0 */
-    int max_iterations;       /* L-BFGS iterations per pass; 0 = 200 */
-    double tolerance;         /* stop when the loss fell by less than this (relative) over 3
-                                 iterations, or |gradient| < tolerance max(1, |c|); 0 = 1e-10 */
-    double fisher_step;       /* forward differences' step (aberrations.units); 0 = 1e-5 waves */
+    size_t size;               /* sizeof, set by psfsim_retrieve_options_init */
+    int nterms;                /* Zernike terms fitted, 1 .. 1024 */
+    const int *j;              /* [nterms] their j, the config's convention, each once */
+    const double *initial;     /* [nterms] the start (aberrations.units RMS); NULL = 0 */
+    int noise;                 /* psfsim_noise; default PSFSIM_NOISE_UNIFORM */
+    double sigma;              /* uniform: every pixel's noise sigma (0 = 1); photon: the read
+                                  noise sigma; data units */
+    double gain;               /* photon: photons (electrons) per data unit; 0 = 1 */
+    int passes;                /* photon: fits, each weighted by the previous one's model;
+                                  0 = 2 */
+    int fit_flux;              /* 1 (default): a flux per image fitted; 0: fixed (flux) */
+    int fit_background;        /* 1: a background per image fitted; 0 (default): fixed */
+    const double *flux;        /* [K] the fixed fluxes; NULL = 1 */
+    const double *background;  /* [K] the fixed backgrounds; NULL = 0 */
+    int max_iterations;        /* L-BFGS iterations per pass; 0 = 200 */
+    double tolerance;          /* stop when the loss fell by less than this (relative) over 3
+                                  iterations, or |gradient| < tolerance max(1, |c|); 0 = 1e-10 */
+    double fisher_step;        /* forward differences' step (aberrations.units); 0 = 1e-5 waves */
+    int fit_opd_map;           /* 1: fit an OPD map too, added to the set's own
+                                  (aberrations.opd_map, psfsim_map_shape's rows x cols, its
+                                  values' unit), regularised by opd_regularization / 2 x the
+                                  sum of its squared values; not in the Fisher matrix (the
+                                  coefficients' uncertainties are with the map held) */
+    double opd_regularization; /* > 0 with fit_opd_map (per map unit squared, in chi2 / 2) */
 } psfsim_retrieve_options;
 
 /* Defaults (as above) for a struct of size bytes. */
@@ -596,7 +602,8 @@ typedef struct {
                          the rounding floor) */
     int fisher_ok;    /* 1: F positive definite, the uncertainties valid */
     double chi2;      /* sum w (d - m)^2 at the fit */
-    double dof;       /* K M M - fitted parameters */
+    double dof;       /* K M M - fitted parameters (the OPD map's pixels not counted) */
+    double *opd_map;  /* [rows][cols] with fit_opd_map: the map fitted (added to the set's) */
 } psfsim_retrieve_result;
 
 /* Fit images data[K][M][M] (double, psfsim_compute's layout; K the set's

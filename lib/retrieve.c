@@ -4,6 +4,7 @@
  * psfsim_vjp, the fitted coefficients added to every image's own), and
  * the options and results of the C API. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ typedef struct {
     int nterms;
     psfsim_inputs inputs;
     double *zern;  /* [K][P]: p on every row */
+    int fit_map;   /* p holds an OPD map after the P coefficients */
     double *gradk; /* [K][P]: psfsim_vjp's per image */
     int status;    /* the last failing call's psfsim_status */
 } set_model;
@@ -40,6 +42,7 @@ static int forward(void *user, const double *p, double *images, char *err, size_
 {
     set_model *m = user;
     rows(m, p);
+    if (m->fit_map) m->inputs.opd_map = p + m->nterms;
     int rc = psfsim_compute_inputs(m->set, 0, m->count, &m->inputs, images, err, errlen);
     if (rc != PSFSIM_OK) m->status = rc;
     return rc;
@@ -53,6 +56,10 @@ static int vjp(void *user, const double *p, const double *cot, double *grad, cha
     psfsim_gradients g;
     psfsim_gradients_init(&g);
     g.zernike = m->gradk;
+    if (m->fit_map) {
+        m->inputs.opd_map = p + m->nterms;
+        g.opd_map = grad + m->nterms; /* summed over the images by psfsim_vjp */
+    }
     int rc = psfsim_vjp(m->set, 0, m->count, &m->inputs, cot, NULL, &g, err, errlen);
     if (rc != PSFSIM_OK) {
         m->status = rc;
@@ -96,6 +103,8 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         bad = "max_iterations (>= 0)";
     else if (!(o.tolerance >= 0) || !(o.fisher_step >= 0))
         bad = "tolerance or fisher_step (>= 0)";
+    else if (o.fit_opd_map && !(o.opd_regularization > 0 && isfinite(o.opd_regularization)))
+        bad = "opd_regularization (> 0 with fit_opd_map)";
     else if (res->max_history < 0 || (res->max_history > 0 && !res->history))
         bad = "the result's history (max_history > 0 without history)";
     if (bad)
@@ -112,19 +121,33 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         if (rc != PSFSIM_OK) return rc;
         step = set->e.cfg.zunits == ZUNITS_NM ? 1e-5 * par.wavelength_nm : 1e-5;
     }
-    set_model m = {.set = set, .count = K, .nterms = o.nterms, .status = PSFSIM_OK};
+    int rows = 0, cols = 0;
+    if (o.fit_opd_map) {
+        psfsim_map_shape(set, "aberrations.opd_map.file", &rows, &cols, NULL, 0);
+        if (rows * cols == 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                            "psfsim_retrieve: fit_opd_map: the set has no aberrations.opd_map "
+                            "(give one, zeros, to fit it)");
+    }
+    size_t nmap = (size_t)rows * cols, np = (size_t)o.nterms + nmap;
+    set_model m = {
+        .set = set, .count = K, .nterms = o.nterms, .fit_map = nmap > 0, .status = PSFSIM_OK};
     psfsim_inputs_init(&m.inputs);
-    double *buf = calloc((size_t)K * (2 * o.nterms + 4) + o.nterms, sizeof(double));
+    double *buf = calloc((size_t)K * (2 * o.nterms + 4) + 2 * np, sizeof(double));
     double *resid = res->residuals;
     if (!buf) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "psfsim_retrieve: out of memory");
     m.zern = buf;
     m.gradk = m.zern + K * o.nterms;
     double *flux = m.gradk + K * o.nterms, *flux_s = flux + K, *bkg = flux_s + K, *bkg_s = bkg + K,
-           *sig = bkg_s + K;
+           *sig = bkg_s + K, *pv = sig + np; /* pv: the coefficients, then the map */
     m.inputs.nterms = o.nterms;
     m.inputs.j = o.j;
     m.inputs.zernike = m.zern;
-    fit_model fm = {(int)K, npix, o.nterms, forward, vjp, &m};
+    if (np > INT32_MAX / 2) {
+        free(buf);
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "psfsim_retrieve: an OPD map too large");
+    }
+    fit_model fm = {(int)K, npix, (int)np, forward, vjp, &m};
     fit_options fo = {.noise =
                           o.noise == PSFSIM_NOISE_PHOTON ? FIT_NOISE_PHOTON : FIT_NOISE_UNIFORM,
                       .sigma = o.sigma,
@@ -136,10 +159,13 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
                       .background0 = o.background,
                       .max_iterations = o.max_iterations > 0 ? o.max_iterations : 200,
                       .tolerance = o.tolerance > 0 ? o.tolerance : 1e-10,
-                      .fisher_step = step};
+                      .fisher_step = step,
+                      .reg_first = o.nterms,
+                      .reg_lambda = nmap ? o.opd_regularization : 0,
+                      .nfisher = o.nterms};
     for (int j = 0; j < o.nterms; ++j)
-        res->coefficients[j] = o.initial ? o.initial[j] : 0.0;
-    fit_result fr = {.p = res->coefficients,
+        pv[j] = o.initial ? o.initial[j] : 0.0;
+    fit_result fr = {.p = pv,
                      .p_sigma = sig,
                      .flux = flux,
                      .flux_sigma = flux_s,
@@ -155,7 +181,9 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         return lib_fail(err, errlen, m.status != PSFSIM_OK ? m.status : PSFSIM_ERR_MEMORY, "%s",
                         why);
     }
+    memcpy(res->coefficients, pv, sizeof(double) * o.nterms);
     memcpy(res->uncertainties, sig, sizeof(double) * o.nterms);
+    if (nmap && res->opd_map) memcpy(res->opd_map, pv + o.nterms, sizeof(double) * nmap);
     double *outs[4] = {res->flux, res->flux_sigma, res->background, res->background_sigma};
     double *ins[4] = {flux, flux_s, bkg, bkg_s};
     for (int i = 0; i < 4; ++i)

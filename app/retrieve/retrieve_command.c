@@ -79,6 +79,7 @@ typedef struct {
     int M;
     const psfsim_retrieve_result *r;
     double seconds;
+    int rows, cols; /* the fitted OPD map's, 0 without */
 } report;
 
 static int write_json(int dirfd, const char *dir, const report *rp, char *err, size_t errlen)
@@ -105,6 +106,14 @@ static int write_json(int dirfd, const char *dir, const report *rp, char *err, s
         "fisher_ok", r->fisher_ok, "seconds", rp->seconds, "history", array(r->history, nh),
         "options", "noise", rp->o->noise ? "photon" : "uniform", "sigma", rp->o->sigma, "gain",
         rp->o->gain, "fit_background", rp->o->fit_background);
+    if (root && rp->rows > 0) { /* the map: rows of values, and its regularisation */
+        json_t *map = json_array();
+        for (int i = 0; map && i < rp->rows; ++i)
+            json_array_append_new(map, array(r->opd_map + (size_t)i * rp->cols, rp->cols));
+        json_object_set_new(root, "opd_map", map);
+        json_object_set_new(json_object_get(root, "options"), "opd_regularization",
+                            json_real(rp->o->opd_lambda));
+    }
     if (!root) {
         snprintf(err, errlen, "cannot write %.1000s/%.500s: out of memory", dir, name);
         return -1;
@@ -188,7 +197,11 @@ int retrieve_command(const cli_options *o)
     }
     long long K = info.count;
     size_t total = (size_t)K * info.npix * info.npix;
-    size_t nb = total * 2 + (size_t)nterms * (nterms + 2) + 4 * (size_t)K + MAX_HISTORY;
+    int mrows = 0, mcols = 0;
+    if (o->opd_lambda > 0)
+        psfsim_map_shape(set, "aberrations.opd_map.file", &mrows, &mcols, NULL, 0);
+    size_t nb = total * 2 + (size_t)nterms * (nterms + 2) + 4 * (size_t)K + MAX_HISTORY +
+                (size_t)mrows * mcols;
     buf = malloc(sizeof(double) * nb);
     if (!buf) {
         snprintf(err, sizeof err, "out of memory for %zu pixels", total);
@@ -196,7 +209,7 @@ int retrieve_command(const cli_options *o)
     }
     double *data = buf, *resid = data + total, *coef = resid + total, *sig = coef + nterms,
            *cov = sig + nterms, *flux = cov + (size_t)nterms * nterms, *fs = flux + K,
-           *bkg = fs + K, *bs = bkg + K, *hist = bs + K;
+           *bkg = fs + K, *bs = bkg + K, *hist = bs + K, *opd = hist + MAX_HISTORY;
     for (size_t i = 0; i < total; ++i)
         data[i] = cube[i];
     psfsim_retrieve_options ro;
@@ -207,6 +220,8 @@ int retrieve_command(const cli_options *o)
     ro.sigma = o->sigma;
     ro.gain = o->gain;
     ro.fit_background = o->fit_background;
+    ro.fit_opd_map = o->opd_lambda > 0;
+    ro.opd_regularization = o->opd_lambda;
     psfsim_retrieve_result r = {.coefficients = coef,
                                 .uncertainties = sig,
                                 .covariance = cov,
@@ -216,7 +231,8 @@ int retrieve_command(const cli_options *o)
                                 .background_sigma = bs,
                                 .residuals = resid,
                                 .history = hist,
-                                .max_history = MAX_HISTORY};
+                                .max_history = MAX_HISTORY,
+                                .opd_map = opd};
     log_info("retrieve: %d terms from %lld images of %d x %d (%s)", nterms, K, info.npix, info.npix,
              o->retrieve);
     struct timespec t0, t1;
@@ -235,10 +251,17 @@ int retrieve_command(const cli_options *o)
         snprintf(err, sizeof err, "cannot open %.1000s", dir);
         goto fail;
     }
-    report rp = {o,  info.name,
-                 j,  nterms,
-                 K,  info.npix,
-                 &r, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)};
+    report rp = {.o = o,
+                 .name = info.name,
+                 .j = j,
+                 .nterms = nterms,
+                 .K = K,
+                 .M = info.npix,
+                 .r = &r,
+                 .seconds =
+                     (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+                 .rows = mrows,
+                 .cols = mcols};
     rc = write_json(dirfd, dir, &rp, err, sizeof err);
     if (rc == 0) rc = write_residuals(dirfd, dir, &rp, err, sizeof err);
     close(dirfd);

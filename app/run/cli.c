@@ -13,7 +13,8 @@ void cli_usage(FILE *f)
           "              [--force|--resume] [-j N] [-q|-v]\n"
           "       psfsim -c FILE --draw-aperture PNG\n"
           "       psfsim -c FILE --retrieve DATA.fits [--terms LIST] [--noise uniform|photon]\n"
-          "              [--sigma S] [--gain G] [--fit-background] [-o DIR] [-q|-v]\n"
+          "              [--sigma S] [--gain G] [--fit-background] [--fit-opd-map L]\n"
+          "              [-o DIR] [-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -49,6 +50,8 @@ void cli_usage(FILE *f)
           "                      or 1) or photon (variance model/G + S^2: G = --gain,\n"
           "                      photons per data unit, default 1; S the read noise)\n"
           "      --fit-background  fit a background per image (a flux per image always)\n"
+          "      --fit-opd-map L  fit the config's aberrations.opd_map too (added to it),\n"
+          "                      regularised by L/2 x the sum of its squared values\n"
           "  -h, --help          this text\n"
           "  -V, --version       version and build options\n"
           "\n"
@@ -117,6 +120,7 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                                              {"sigma", required_argument, NULL, 'S'},
                                              {"gain", required_argument, NULL, 'G'},
                                              {"fit-background", no_argument, NULL, 'B'},
+                                             {"fit-opd-map", required_argument, NULL, 'M'},
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     gpu_list_all(&o->gpus);
@@ -208,6 +212,18 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             o->retrieve_only_set = 1;
             break;
         }
+        case 'M': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!optarg[0] || *end || !(v > 0) || v > 1e30) {
+                snprintf(err, errlen, "--fit-opd-map: expected a regularisation > 0 (got \"%s\")",
+                         shown(optarg, arg, sizeof arg));
+                return -1;
+            }
+            o->opd_lambda = v;
+            o->retrieve_only_set = 1;
+            break;
+        }
         case 'B':
             o->fit_background = 1;
             o->retrieve_only_set = 1;
@@ -254,8 +270,8 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
     }
     if (o->retrieve_only_set && !o->retrieve) {
         snprintf(err, errlen,
-                 "--terms, --noise, --sigma, --gain and --fit-background go with "
-                 "--retrieve");
+                 "--terms, --noise, --sigma, --gain, --fit-background and --fit-opd-map go "
+                 "with --retrieve");
         return -1;
     }
     if (o->retrieve && (o->resume || o->force || o->draw_aperture)) {

@@ -31,6 +31,8 @@ typedef struct {
     double sigma;          /* --sigma S: uniform's pixel sigma, photon's read noise (0) */
     double gain;           /* --gain G: photon noise's photons per data unit (0: 1) */
     int fit_background;    /* --fit-background */
+    double opd_lambda;     /* --fit-opd-map LAMBDA: fit the config's OPD map too, with
+                              this regularisation (0: not fitted) */
     int retrieve_only_set; /* a --terms, --noise, --sigma, --gain or --fit-background given */
 } cli_options;
 

@@ -27,11 +27,12 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
 {
     const fit_model *m = st->model;
     const fit_options *o = st->opt;
-    int P = m->nparams, K = m->nimages;
+    int K = m->nimages;
+    int P = o->nfisher > 0 && o->nfisher < m->nparams ? o->nfisher : m->nparams;
     size_t n = m->npix, total = (size_t)K * n;
     int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
     int N = P + nf + nb;
-    double *jac = malloc(sizeof(double) * ((size_t)P * total + total + P));
+    double *jac = malloc(sizeof(double) * ((size_t)P * total + total));
     double *F = calloc((size_t)N * N, sizeof(double));
     if (!jac || !F) {
         free(jac);
@@ -40,14 +41,22 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
         return -1;
     }
     /* st->img holds I(p) (fit_run's last fit_loss) */
-    double *plus = jac + (size_t)P * total, *q = plus + total;
-    memcpy(q, p, sizeof(double) * P);
+    double *plus = jac + (size_t)P * total;
+    double *q = malloc(sizeof(double) * m->nparams);
+    if (!q) {
+        free(jac);
+        free(F);
+        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
+        return -1;
+    }
+    memcpy(q, p, sizeof(double) * m->nparams);
     for (int j = 0; j < P; ++j) { /* column j: f_k dI_k/dp_j, forward differences */
         double *col = jac + (size_t)j * total;
         q[j] = p[j] + h;
         int rc = m->forward(m->user, q, plus, st->err, st->errlen);
         q[j] = p[j];
         if (rc != 0) {
+            free(q);
             free(jac);
             free(F);
             return -1;
@@ -93,6 +102,7 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
         if (nf && nb)
             F[(size_t)(P + k) * N + P + nf + k] = F[(size_t)(P + nf + k) * N + P + k] = si;
     }
+    free(q);
     free(jac);
     /* D^-1/2 F D^-1/2 has a unit diagonal: its inverse is D^1/2 F^-1 D^1/2 */
     double *scale = malloc(sizeof(double) * N);

@@ -61,8 +61,9 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
             if (res->residuals) res->residuals[t] = r;
         }
         res->chi2 = chi2;
-        res->dof = (double)total - model->nparams - (opt->fit_flux ? K : 0) -
-                   (opt->fit_background ? K : 0);
+        int nfree =
+            opt->nfisher > 0 && opt->nfisher < model->nparams ? opt->nfisher : model->nparams;
+        res->dof = (double)total - nfree - (opt->fit_flux ? K : 0) - (opt->fit_background ? K : 0);
         memcpy(res->flux, st.flux, sizeof(double) * K);
         memcpy(res->background, st.bkg, sizeof(double) * K);
         rc = fit_fisher(&st, res->p, opt->fisher_step, res);

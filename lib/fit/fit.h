@@ -59,21 +59,30 @@ typedef struct {
     double fisher_step; /* h of the forward differences of the Fisher matrix (parameter
                            units) */
     int memory;         /* L-BFGS corrections kept (6 when 0) */
+    /* Tikhonov regularisation: L += reg_lambda / 2 sum_{i >= reg_first} p_i^2
+     * (reg_lambda 0: none); the parameters from reg_first on (an OPD map's
+     * pixels) are left out of the Fisher matrix (held at their fit: the
+     * others' uncertainties are conditional on them) when nfisher > 0:
+     * the first nfisher parameters are in it (0: all P). */
+    int reg_first;
+    double reg_lambda;
+    int nfisher;
 } fit_options;
 
 typedef struct {
     double *p;                /* [P] in: the start; out: the fit */
-    double *p_sigma;          /* [P] 1-sigma: sqrt(diag(F^-1)); NaN where F is singular */
+    double *p_sigma;          /* [P] 1-sigma: sqrt(diag(F^-1)); NaN where F is singular (the first
+                                 nfisher only; the others untouched) */
     double *flux;             /* [K] */
     double *flux_sigma;       /* [K]: 0 where fixed */
     double *background;       /* [K] */
     double *background_sigma; /* [K] */
-    double *covariance;       /* NULL or [P][P]: F^-1's block of p */
+    double *covariance;       /* NULL or [nfisher][nfisher]: F^-1's block of p */
     double *residuals;        /* NULL or [K][n]: d - m at the fit */
     double *history;          /* NULL or [max_history]: the loss after each iteration */
     int max_history;
     int nhistory;     /* out: iterations recorded (all passes; may exceed max_history) */
-    double chi2;      /* out: 2 L at the fit */
+    double chi2;      /* out: sum w (d - m)^2 at the fit (2 L less the regularisation) */
     double dof;       /* out: K n - (P + fitted fluxes and backgrounds) */
     int iterations;   /* out: L-BFGS iterations, all passes */
     int evaluations;  /* out: loss-and-gradient evaluations */

@@ -88,5 +88,11 @@ double fit_loss(fit_state *st, const double *p, double *grad)
         st->failed = 1;
         return NAN;
     }
+    const fit_options *o = st->opt;
+    if (o->reg_lambda > 0)
+        for (int i = o->reg_first; i < m->nparams; ++i) {
+            loss += 0.5 * o->reg_lambda * p[i] * p[i];
+            if (grad) grad[i] += o->reg_lambda * p[i];
+        }
     return loss;
 }

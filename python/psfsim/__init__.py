@@ -708,7 +708,8 @@ def _set_of(config, backend, base_dir, name):
 
 def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,
              fit_flux=True, fit_background=False, flux=None, background=None, max_iterations=0,
-             tolerance=0.0, fisher_step=0.0, backend=None, threads=0, base_dir=None, name=None):
+             tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
+             backend=None, threads=0, base_dir=None, name=None):
     """Phase retrieval (psfsim_retrieve, issue 28): the Zernike coefficients
     of terms (j in the config's convention), added to every image's own
     aberrations, that make the set of config (its K images: the diversity is
@@ -724,12 +725,18 @@ def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, ga
     2). fit_flux (default True) and fit_background (default False): else
     fixed at flux / background ([K]; None: 1 and 0). initial: [J] the start
     (None: 0). max_iterations (0: 200 per pass), tolerance (0: 1e-10),
-    fisher_step (0: 1e-5 waves) as psfsim_retrieve_options. The images are
+    fisher_step (0: 1e-5 waves) as psfsim_retrieve_options. fit_opd_map:
+    fit an OPD map too, added to the set's aberrations.opd_map (its shape
+    and unit: the config must have one, zeros for none), regularised by
+    opd_regularization / 2 x sum(map**2) (> 0, in chi2/2 per unit squared);
+    Retrieval.opd_map; the uncertainties are the coefficients' with the map
+    held. The images are
     computed on the CPU in double (psfsim_vjp, psfsim_compute_inputs)."""
     kw = dict(initial=initial, noise=noise, sigma=sigma, gain=gain, passes=passes,
               fit_flux=fit_flux, fit_background=fit_background, flux=flux,
               background=background, max_iterations=max_iterations, tolerance=tolerance,
-              fisher_step=fisher_step)
+              fisher_step=fisher_step, fit_opd_map=fit_opd_map,
+              opd_regularization=opd_regularization)
     if isinstance(config, Set):
         return _retrieve_run(config, images, terms, **kw)
     with Set(config, backend=backend or "cpu", threads=threads, base_dir=base_dir,

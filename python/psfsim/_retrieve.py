@@ -20,7 +20,8 @@ class _Options(ctypes.Structure):
                 ("noise", c_int), ("sigma", c_double), ("gain", c_double), ("passes", c_int),
                 ("fit_flux", c_int), ("fit_background", c_int), ("flux", _PD),
                 ("background", _PD), ("max_iterations", c_int), ("tolerance", c_double),
-                ("fisher_step", c_double)]
+                ("fisher_step", c_double), ("fit_opd_map", c_int),
+                ("opd_regularization", c_double)]
 
 
 class _Result(ctypes.Structure):
@@ -29,7 +30,7 @@ class _Result(ctypes.Structure):
                 ("background_sigma", _PD), ("residuals", _PD), ("history", _PD),
                 ("max_history", c_int), ("nhistory", c_int), ("iterations", c_int),
                 ("evaluations", c_int), ("lbfgs_status", c_int), ("fisher_ok", c_int),
-                ("chi2", c_double), ("dof", c_double)]
+                ("chi2", c_double), ("dof", c_double), ("opd_map", _PD)]
 
 
 _lib.lib.psfsim_retrieve_options_init_size.restype = None
@@ -50,7 +51,9 @@ class Retrieval:
     (data - fitted image), history (the loss chi2/2 after each L-BFGS
     iteration, all passes), chi2, dof, iterations, evaluations,
     lbfgs_status (liblbfgs's stop of the last pass: 0 converged, < 0
-    another stop), fisher_ok. as_dict() gives them as a dict of lists (JSON)."""
+    another stop), fisher_ok, opd_map ([rows, cols] with fit_opd_map: the map
+    fitted, added to the set's; else None). as_dict() gives them as a dict
+    of lists (JSON; without the residuals and the map)."""
 
     FIELDS = ("terms", "coefficients", "uncertainties", "covariance", "flux", "flux_sigma",
               "background", "background_sigma", "chi2", "dof", "iterations", "evaluations",
@@ -58,6 +61,7 @@ class Retrieval:
 
     def __init__(self, **kw):
         self.residuals = kw.pop("residuals")
+        self.opd_map = kw.pop("opd_map", None)
         for k in self.FIELDS:
             setattr(self, k, kw[k])
 
@@ -86,7 +90,8 @@ def _vector(v, n, what):
 
 def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,
         fit_flux=True, fit_background=False, flux=None, background=None, max_iterations=0,
-        tolerance=0.0, fisher_step=0.0, max_history=10000):
+        tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
+        max_history=10000):
     """psfsim_retrieve on the open Set s (psfsim.retrieve's arguments)."""
     K, M = s.count, s.npix
     data = np.ascontiguousarray(np.asarray(images, dtype=np.float64))
@@ -114,6 +119,14 @@ def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, pa
     opt.fit_flux, opt.fit_background = int(bool(fit_flux)), int(bool(fit_background))
     opt.max_iterations, opt.tolerance = int(max_iterations), float(tolerance)
     opt.fisher_step = float(fisher_step)
+    opt.fit_opd_map, opt.opd_regularization = int(bool(fit_opd_map)), float(opd_regularization)
+    opd = None
+    if fit_opd_map:
+        r, c = c_int(0), c_int(0)
+        err0 = ctypes.create_string_buffer(_ERRLEN)
+        _check(_lib.lib.psfsim_map_shape(s._h, b"aberrations.opd_map.file", ctypes.byref(r),
+                                         ctypes.byref(c), err0, _ERRLEN), err0)
+        opd = np.zeros((r.value, c.value))
     out = {k: np.zeros(n) for k, n in (("coefficients", J), ("uncertainties", J),
                                        ("flux", K), ("flux_sigma", K), ("background", K),
                                        ("background_sigma", K))}
@@ -124,6 +137,8 @@ def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, pa
     for k, a in out.items():
         setattr(res, k, a.ctypes.data_as(_PD))
     res.history, res.max_history = hist.ctypes.data_as(_PD), hist.size
+    if opd is not None and opd.size:
+        res.opd_map = opd.ctypes.data_as(_PD)
     err = ctypes.create_string_buffer(_ERRLEN)
     with s._busy("retrieve"):
         # psfsim_retrieve calls the set's own functions, one at a time
@@ -133,4 +148,4 @@ def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, pa
     return Retrieval(terms=terms, history=hist[:min(res.nhistory, hist.size)].copy(),
                      chi2=res.chi2, dof=res.dof, iterations=res.iterations,
                      evaluations=res.evaluations, lbfgs_status=res.lbfgs_status,
-                     fisher_ok=bool(res.fisher_ok), **out)
+                     fisher_ok=bool(res.fisher_ok), opd_map=opd, **out)

@@ -3,7 +3,8 @@
 # with known Noll 4..11 written as a FITS cube (output.fits.cube) by
 # psfsim itself is fitted with the same config without the aberrations:
 # the coefficients come back (to 1e-3 waves), NAME_retrieve.json and
-# NAME_residuals.fits are written to -o DIR; a cube of the wrong shape,
+# NAME_residuals.fits are written to -o DIR; --fit-opd-map fits a model's
+# OPD map too (in the JSON); a cube of the wrong shape,
 # a bad --terms and retrieval options without --retrieve are usage errors
 # that write nothing.
 source "$(dirname "$0")/lib_e2e.sh"
@@ -32,6 +33,34 @@ assert len(r["uncertainties"]) == 8 and len(r["covariance"]) == 8 and len(r["flu
 assert r["history"] and r["history"][-1] < r["history"][0] and r["iterations"] == len(r["history"])
 PY
 fi
+
+# --fit-opd-map: a model with an OPD map (16 x 16 FITS, 0 but for a corner
+# outside the aperture: the config refuses a map of zeros) fitted too; the
+# JSON holds the map and its regularisation.
+if command -v python3 >/dev/null; then
+  python3 - <<'PY'
+import struct
+cards = ["SIMPLE  = %20s" % "T", "BITPIX  = %20d" % -32, "NAXIS   = %20d" % 2,
+         "NAXIS1  = %20d" % 16, "NAXIS2  = %20d" % 16, "END"]
+head = "".join(c.ljust(80) for c in cards).encode()
+head += b" " * (-len(head) % 2880)
+data = struct.pack(">256f", *([1e-6] + [0.0] * 255))
+open("zero16.fits", "wb").write(head + data + b"\0" * (-len(data) % 2880))
+PY
+  printf 'name = "mapfit";\n%s\naberrations: { opd_map: { file = "zero16.fits"; units = "nm"; }; };\n' "$base" >mapfit.cfg
+  expect_exit 0 "--fit-opd-map" -- "$PSFSIM" -c mapfit.cfg --retrieve truth/truth_cube.fits --terms 4-11 --fit-opd-map 1e-3 -o fitmap -q
+  python3 - fitmap/mapfit_retrieve.json <<'PY' && pass "the JSON's map" || fail "the JSON's map"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r["opd_map"]) == 16 and len(r["opd_map"][0]) == 16
+assert r["options"]["opd_regularization"] == 1e-3
+assert max(abs(v) for row in r["opd_map"] for v in row) > 0
+PY
+  expect_exit 2 "--fit-opd-map without a map" -- "$PSFSIM" -c model.cfg --retrieve truth/truth_cube.fits --fit-opd-map 1 -o bad
+  expect_stderr "fit_opd_map: the set has no aberrations.opd_map" "--fit-opd-map without a map: message"
+fi
+expect_exit 2 "--fit-opd-map 0" -- "$PSFSIM" -c model.cfg --retrieve truth/truth_cube.fits --fit-opd-map 0
+expect_stderr "--fit-opd-map: expected a regularisation > 0" "--fit-opd-map 0: message"
 
 # usage errors: nothing written
 printf 'name = "two";\n%s\n' "${base/-0.5, 0.0, 0.5/-0.5, 0.5}" >two.cfg

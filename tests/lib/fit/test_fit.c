@@ -116,6 +116,40 @@ static void linear_model(void **state)
     assert_true(r->nhistory >= 1);
 }
 
+/* Tikhonov regularisation of the second parameter (reg_first 1): p =
+ * (X^T W X + diag(0, lambda))^-1 X^T W d; the Fisher matrix of the first
+ * alone (nfisher 1): its sigma is 1 / sqrt(sum w x_0^2), the second held. */
+static void linear_regularised(void **state)
+{
+    (void)state;
+    fit_model m = {2, 2, 2, lin_forward, lin_vjp, NULL};
+    double d[4] = {1.0, 2.0, -0.5, 3.5};
+    fit_options o = defaults();
+    o.reg_first = 1;
+    o.reg_lambda = 3.0;
+    o.nfisher = 1;
+    result_store s;
+    double zero[2] = {0, 0};
+    char err[256];
+    fit_result *r = result(&s, zero, 2);
+    s.ps[1] = -7; /* left alone */
+    assert_int_equal(fit_run(&m, d, &o, r, err, sizeof err), 0);
+    double a = 0, b = 0, c = 3.0, y0 = 0, y1 = 0;
+    for (int i = 0; i < 4; ++i) {
+        a += X[i][0] * X[i][0];
+        b += X[i][0] * X[i][1];
+        c += X[i][1] * X[i][1];
+        y0 += X[i][0] * d[i];
+        y1 += X[i][1] * d[i];
+    }
+    double det = a * c - b * b;
+    assert_true(fabs(s.p[0] - (c * y0 - b * y1) / det) < 1e-8);
+    assert_true(fabs(s.p[1] - (a * y1 - b * y0) / det) < 1e-8);
+    assert_true(fabs(s.ps[0] - 1 / sqrt(a)) < 1e-9);
+    assert_true(s.ps[1] == -7);
+    assert_true(r->dof == 3.0);
+}
+
 /* ---- a one-dimensional phase retrieval ---- */
 
 enum { NP = 24, NF = 64, K = 3, P = 5 };
@@ -329,9 +363,9 @@ static void pr_photon_noise(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(linear_model),    cmocka_unit_test(pr_gradient),
-        cmocka_unit_test(pr_noiseless),    cmocka_unit_test(pr_gaussian_noise),
-        cmocka_unit_test(pr_photon_noise),
+        cmocka_unit_test(linear_model),      cmocka_unit_test(linear_regularised),
+        cmocka_unit_test(pr_gradient),       cmocka_unit_test(pr_noiseless),
+        cmocka_unit_test(pr_gaussian_noise), cmocka_unit_test(pr_photon_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
