@@ -71,7 +71,7 @@ static json_t *array(const double *v, long long n)
 }
 
 typedef struct {
-    const cli_options *o;
+    const retrieve_args *o;
     const char *name;
     const int *j;
     int nterms;
@@ -97,7 +97,7 @@ static int write_json(int dirfd, const char *dir, const report *rp, char *err, s
     json_t *root = json_pack(
         "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:i, s:i, s:i, s:b, "
         "s:f, s:o, s:{s:s, s:f, s:f, s:b}}",
-        "psfsim", psfsim_version(), "data", rp->o->retrieve, "config", rp->o->config_path, "terms",
+        "psfsim", psfsim_version(), "data", rp->o->data, "config", rp->o->config_path, "terms",
         terms, "coefficients", array(r->coefficients, rp->nterms), "uncertainties",
         array(r->uncertainties, rp->nterms), "covariance", cov, "flux", array(r->flux, rp->K),
         "flux_sigma", array(r->flux_sigma, rp->K), "background", array(r->background, rp->K),
@@ -168,7 +168,7 @@ static int write_residuals(int dirfd, const char *dir, const report *rp, char *e
     return psf_fits_cube_commit(c, 4, names, units, cols, err, errlen);
 }
 
-int retrieve_command(const cli_options *o)
+int retrieve_command(const retrieve_args *o)
 {
     char err[2048];
     int status = 2;
@@ -187,12 +187,11 @@ int retrieve_command(const cli_options *o)
     psfsim_info info;
     psfsim_describe(set, &info, NULL, 0);
     int planes, rows, cols;
-    if (psf_fits_read_cube(o->retrieve, &cube, &planes, &rows, &cols, err, sizeof err) != 0)
-        goto fail;
+    if (psf_fits_read_cube(o->data, &cube, &planes, &rows, &cols, err, sizeof err) != 0) goto fail;
     if (planes != info.count || rows != info.npix || cols != info.npix) {
         snprintf(err, sizeof err,
-                 "%s: %d image(s) of %d x %d pixels, but the set %s has %lld of %d x %d",
-                 o->retrieve, planes, rows, cols, info.name, info.count, info.npix, info.npix);
+                 "%s: %d image(s) of %d x %d pixels, but the set %s has %lld of %d x %d", o->data,
+                 planes, rows, cols, info.name, info.count, info.npix, info.npix);
         goto fail;
     }
     long long K = info.count;
@@ -234,7 +233,7 @@ int retrieve_command(const cli_options *o)
                                 .max_history = MAX_HISTORY,
                                 .opd_map = opd};
     log_info("retrieve: %d terms from %lld images of %d x %d (%s)", nterms, K, info.npix, info.npix,
-             o->retrieve);
+             o->data);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = psfsim_retrieve(set, data, &ro, &r, err, sizeof err);
