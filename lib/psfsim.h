@@ -612,7 +612,10 @@ typedef struct {
  * required arrays, nterms out of range, a bad option: "sigma", "gain",
  * ...; the terms as psfsim_compute_inputs checks them), PSFSIM_ERR_MEMORY,
  * or psfsim_compute_inputs' and psfsim_vjp's errors (PSFSIM_ERR_COMPUTE,
- * PSFSIM_ERR_BUSY) with err. */
+ * PSFSIM_ERR_BUSY) with err. It calls psfsim_compute_inputs and
+ * psfsim_vjp on set, each taking the set for its call: another thread's
+ * call on the set meanwhile may get PSFSIM_ERR_BUSY, or make this one fail
+ * with it; one retrieval per set at a time. */
 PSFSIM_API int psfsim_retrieve(psfsim_set *set, const double *data,
                                const psfsim_retrieve_options *opt, psfsim_retrieve_result *res,
                                char *err, size_t errlen);
