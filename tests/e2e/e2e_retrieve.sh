@@ -62,6 +62,16 @@ fi
 expect_exit 2 "--fit-opd-map 0" -- "$PSFSIM" -c model.cfg --retrieve truth/truth_cube.fits --fit-opd-map 0
 expect_stderr "--fit-opd-map: expected a regularisation > 0" "--fit-opd-map 0: message"
 
+# A set of one image read from a 2-D FITS file (psfsim's own NAME_0.fits):
+# coma alone, which an in-focus image fixes (odd terms have no twin).
+one='optics: { wavelength_nm = 600.0; aperture: { diameter_m = 1.0; }; };
+sampling: { pupil_samples = 32; padding = 2.0; };'
+printf 'name = "coma";\n%s\naberrations: { zernike = ( (7, 0.05) ); };\noutput: { dir = "coma"; png: { enabled = false; }; fits: { enabled = true; }; };\n' "$one" >coma.cfg
+printf 'name = "one";\n%s\n' "$one" >one.cfg
+expect_exit 0 "one image" -- "$PSFSIM" -c coma.cfg -q
+expect_exit 0 "--retrieve of one 2-D image" -- "$PSFSIM" -c one.cfg --retrieve coma/coma_0.fits --terms 7 -o fitone
+grep -q "Z7 *+0.0500" "$SCRATCH/stdout" && pass "one image: Z7 0.05" || fail "one image: $(cat "$SCRATCH/stdout")"
+
 # usage errors: nothing written
 printf 'name = "two";\n%s\n' "${base/-0.5, 0.0, 0.5/-0.5, 0.5}" >two.cfg
 expect_exit 2 "a cube of 3 for a set of 2" -- "$PSFSIM" -c two.cfg --retrieve truth/truth_cube.fits -o bad
