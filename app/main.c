@@ -12,6 +12,7 @@
 #include "app/select/gpu.h"
 #include "app/run/mpi_run.h"
 #include "app/run/run.h"
+#include "app/retrieve/retrieve_command.h"
 
 static void print_version(void)
 {
@@ -46,6 +47,11 @@ int main(int argc, char **argv)
     log_set_level(o.quiet ? LOG_ERROR : o.verbose ? LOG_INFO : LOG_WARN);
     if (o.probe) return probe_command(o.output_dir ? o.output_dir : ".");
     if (o.draw_aperture) return draw_aperture_command(o.config_path, o.draw_aperture);
+    if (o.retrieve) {
+        retrieve_args ra = {o.config_path, o.output_dir, o.retrieve,       o.terms,      o.noise,
+                            o.sigma,       o.gain,       o.fit_background, o.opd_lambda, o.quiet};
+        return retrieve_command(&ra);
+    }
     mpi_world w; /* MPI only when mpirun started psfsim (app/run/mpi_run.h) */
     if (mpi_world_start(&argc, &argv, &w, err, sizeof err) != 0) {
         fprintf(stderr, "psfsim: %s\n", err);

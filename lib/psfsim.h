@@ -66,8 +66,9 @@ extern "C" {
  * outputs (psfsim_compute_device, psfsim_device_*); 4 adds the gradients
  * (psfsim_vjp, psfsim_compute_inputs, psfsim_inputs, psfsim_gradients,
  * psfsim_map_shape, psfsim_segment_modes); 5 adds psfsim_vjp_device and
- * PSFSIM_FLOAT64. */
-#define PSFSIM_API_VERSION 5
+ * PSFSIM_FLOAT64; 6 adds phase retrieval (psfsim_retrieve,
+ * psfsim_retrieve_options, psfsim_retrieve_result) and psfsim_field_h. */
+#define PSFSIM_API_VERSION 6
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -589,6 +590,99 @@ PSFSIM_API int psfsim_vjp_device(psfsim_set *set, long long first, long long cou
                                  const psfsim_inputs *inputs, const void *cotangent, int cot_dtype,
                                  void *images, psfsim_gradients *grads, void *stream, char *err,
                                  size_t errlen);
+
+/* Phase retrieval (issue 28; docs/design.md, "Phase retrieval"): the
+ * Zernike coefficients that, added to every image's own aberrations (as
+ * psfsim_inputs' zernike), make the set's K images fit measured ones best,
+ * the diversity between the images being the set's own (a through-focus
+ * sweep: sweep.defocus, sweep.focus_shift_um). The fitted image k is
+ * f_k I_k(c) + b_k, I_k psfsim_compute_inputs' image, with a flux f_k and a
+ * background b_k per image, each fitted or fixed; the fit minimises the
+ * weighted least squares chi2 = sum_k sum_i w_ki (d_ki - f_k I_ki - b_ki)^2
+ * by L-BFGS (liblbfgs; the gradient from psfsim_vjp, flux and background
+ * solved for exactly at each step), and reports each coefficient's 1-sigma
+ * uncertainty sqrt(diag(F^-1)), F = J^T W J the Fisher information of all
+ * fitted parameters (the Cramer-Rao bound for Gaussian noise of the
+ * weights' variances, and for photon noise with its weights), J by
+ * forward differences of psfsim_compute_inputs. Each function evaluation
+ * computes the K images and one vector-Jacobian product on the CPU, in
+ * double (see "Gradients" above). */
+typedef enum {
+    PSFSIM_NOISE_UNIFORM = 0, /* variance sigma^2 at every pixel */
+    PSFSIM_NOISE_PHOTON = 1   /* variance max(m, 0) / gain + sigma^2 (m the fitted image:
+                                 the data for the first pass, the previous fit's after) */
+} psfsim_noise;
+
+typedef struct {
+    size_t size;               /* sizeof, set by psfsim_retrieve_options_init */
+    int nterms;                /* Zernike terms fitted, 1 .. 1024 */
+    const int *j;              /* [nterms] their j, the config's convention, each once */
+    const double *initial;     /* [nterms] the start (aberrations.units RMS); NULL = 0 */
+    int noise;                 /* psfsim_noise; default PSFSIM_NOISE_UNIFORM */
+    double sigma;              /* uniform: every pixel's noise sigma (0 = 1); photon: the read
+                                  noise sigma; data units */
+    double gain;               /* photon: photons (electrons) per data unit; 0 = 1 */
+    int passes;                /* photon: fits, each weighted by the previous one's model;
+                                  0 = 2 */
+    int fit_flux;              /* 1 (default): a flux per image fitted; 0: fixed (flux) */
+    int fit_background;        /* 1: a background per image fitted; 0 (default): fixed */
+    const double *flux;        /* [K] the fixed fluxes; NULL = 1 */
+    const double *background;  /* [K] the fixed backgrounds; NULL = 0 */
+    int max_iterations;        /* L-BFGS iterations per pass; 0 = 200 */
+    double tolerance;          /* stop when the loss fell by less than this (relative) over 3
+                                  iterations, or |gradient| < tolerance max(1, |c|); 0 = 1e-10 */
+    double fisher_step;        /* forward differences' step (aberrations.units); 0 = 1e-5 waves */
+    int fit_opd_map;           /* 1: fit an OPD map too, added to the set's own
+                                  (aberrations.opd_map, psfsim_map_shape's rows x cols, its
+                                  values' unit), regularised by opd_regularization / 2 x the
+                                  sum of its squared values; not in the Fisher matrix (the
+                                  coefficients' uncertainties are with the map held) */
+    double opd_regularization; /* > 0 with fit_opd_map (per map unit squared, in chi2 / 2) */
+} psfsim_retrieve_options;
+
+/* Defaults (as above) for a struct of size bytes. */
+PSFSIM_API void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size);
+#define psfsim_retrieve_options_init(opt) psfsim_retrieve_options_init_size((opt), sizeof *(opt))
+
+/* What psfsim_retrieve fills: caller-owned arrays, NULL where not wanted
+ * (coefficients and uncertainties are required). */
+typedef struct {
+    double *coefficients;     /* [nterms] the fit (aberrations.units RMS) */
+    double *uncertainties;    /* [nterms] 1 sigma; NaN when F is singular */
+    double *covariance;       /* [nterms][nterms] F^-1's block of the coefficients */
+    double *flux;             /* [K] */
+    double *flux_sigma;       /* [K] 0 where fixed */
+    double *background;       /* [K] */
+    double *background_sigma; /* [K] */
+    double *residuals;        /* [K][M][M] data - fitted image */
+    double *history;          /* [max_history] the loss chi2 / 2 after each iteration */
+    int max_history;
+    int nhistory;     /* iterations recorded, all passes (may exceed max_history) */
+    int iterations;   /* L-BFGS iterations, all passes */
+    int evaluations;  /* image-and-gradient evaluations */
+    int lbfgs_status; /* liblbfgs's return of the last pass (0 converged; < 0 other
+                         stops: -997 iterations exhausted; -1001, -1000, -998 a line
+                         search that made no progress: what a noiseless fit reaches at
+                         the rounding floor) */
+    int fisher_ok;    /* 1: F positive definite, the uncertainties valid */
+    double chi2;      /* sum w (d - m)^2 at the fit */
+    double dof;       /* K M M - fitted parameters (the OPD map's pixels not counted) */
+    double *opd_map;  /* [rows][cols] with fit_opd_map: the map fitted (added to the set's) */
+} psfsim_retrieve_result;
+
+/* Fit images data[K][M][M] (double, psfsim_compute's layout; K the set's
+ * count) as above. Returns PSFSIM_OK (whatever liblbfgs's stop:
+ * lbfgs_status), PSFSIM_ERR_ARGUMENT (NULL set, data, opt, res or its
+ * required arrays, nterms out of range, a bad option: "sigma", "gain",
+ * ...; the terms as psfsim_compute_inputs checks them), PSFSIM_ERR_MEMORY,
+ * or psfsim_compute_inputs' and psfsim_vjp's errors (PSFSIM_ERR_COMPUTE,
+ * PSFSIM_ERR_BUSY) with err. It calls psfsim_compute_inputs and
+ * psfsim_vjp on set, each taking the set for its call: another thread's
+ * call on the set meanwhile may get PSFSIM_ERR_BUSY, or make this one fail
+ * with it; one retrieval per set at a time. */
+PSFSIM_API int psfsim_retrieve(psfsim_set *set, const double *data,
+                               const psfsim_retrieve_options *opt, psfsim_retrieve_result *res,
+                               char *err, size_t errlen);
 
 /* One keyword of the FITS header of an image, as the command writes it. */
 typedef struct {

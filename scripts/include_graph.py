@@ -45,12 +45,14 @@ LAYERS = [
     ("app/set", 6),
     ("app/select", 7),
     ("app/select/plot", 7.5),
+    ("lib/fit", 8),  # weighted least-squares fitting of an image model (phase retrieval)
     ("lib/engine", 8),  # the engine under the command and the library: open, lanes
     ("app/output", 9),  # the set's files on disk
     ("app/dataset", 10),  # NAME.h5 and its sidecar NAME.json
     ("app/run", 11),  # a run of the command
-    ("app", 12),  # main.c
     ("lib", 13),  # libpsfsim: beside the command, linking app/output's FITS header
+    ("app/retrieve", 13.5),  # psfsim --retrieve: the command over libpsfsim's psfsim_retrieve
+    ("app", 14),  # main.c
 ]
 SOURCE_DIRS = [name for name, _ in LAYERS]
 EXTS = (".c", ".h", ".cu")

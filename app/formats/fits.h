@@ -63,6 +63,12 @@ int psf_fits_write_image_f32ext_at(int dirfd, const char *dir, const char *name,
 int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, char *err,
                         size_t errlen);
 
+/* The same for images: the first image HDU, 2-D (*planes 1) or a 3-D
+ * cube (NAXIS3 = *planes images of NAXIS2 x NAXIS1, plane-major, plane p
+ * at p rows cols): psfsim --retrieve's measured images. */
+int psf_fits_read_cube(const char *path, float **data, int *planes, int *rows, int *cols, char *err,
+                       size_t errlen);
+
 /* Read one keyword of a FITS file's primary header as double / string
  * (for tests and tools). Return 0, or -1 if absent. */
 int psf_fits_read_key_double(const char *path, const char *key, double *out);

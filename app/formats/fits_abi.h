@@ -22,8 +22,9 @@
  * 2: the encoders replaced write_image and the cube calls, which created
  * files by name. */
 /* 3: encode_image_u16ext (detector.noise's NOISY extension); 4:
- * encode_image_f32ext (detector.write = "both"'s DET_SAMP extension). */
-#define FITS_MODULE_ABI 4
+ * encode_image_f32ext (detector.write = "both"'s DET_SAMP extension); 5:
+ * read_cube (psfsim --retrieve's measured images). */
+#define FITS_MODULE_ABI 5
 
 /* Bytes an encoder made: data (malloc'd; the caller frees it with free())
  * holds size bytes, a whole number of 2880-byte FITS blocks. */
@@ -71,6 +72,10 @@ typedef struct {
     int (*encode_image_f32ext)(const float *img, int npix, const fits_kv *kvs, int nkv,
                                const float *ext, int enpix, const fits_kv *ekvs, int nekv,
                                fits_bytes *out, char *why, size_t whylen);
+    /* read_image's first image HDU, 2-D (*planes 1) or a 3-D cube (NAXIS3
+     * planes of NAXIS2 rows x NAXIS1 columns, plane-major). */
+    int (*read_cube)(const char *path, float **data, int *planes, int *rows, int *cols, char *err,
+                     size_t errlen);
 } fits_module_ops;
 
 /* Defined by the module only (app/formats/fits/fits_module.c). */

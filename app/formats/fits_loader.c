@@ -159,6 +159,15 @@ int psf_fits_read_image(const char *path, float **data, int *rows, int *cols, ch
     return m ? m->read_image(path, data, rows, cols, err, errlen) : -1;
 }
 
+int psf_fits_read_cube(const char *path, float **data, int *planes, int *rows, int *cols, char *err,
+                       size_t errlen)
+{
+    *data = NULL;
+    *planes = *rows = *cols = 0;
+    const fits_module_ops *m = fits_module_for("cannot read", path, err, errlen);
+    return m ? m->read_cube(path, data, planes, rows, cols, err, errlen) : -1;
+}
+
 int psf_fits_read_key_double(const char *path, const char *key, double *out)
 {
     const fits_module_ops *m = ops(NULL, 0);

@@ -42,6 +42,7 @@ typedef struct {
     const char *path;
     int hdu;           /* 1-based, for messages */
     const char *named; /* a string card to report (fits_scan_layout_fd), or NULL */
+    int cube;          /* 1: the image may be 3-D (fits_scan_first_cube) */
     char *err;
     size_t errlen;
 } scan_ctx;
@@ -311,9 +312,9 @@ static int check_map_hdu(scan_ctx *c, const fits_hdu_info *h)
     /* A map is 2-D; cfitsio 4.2 frees a wild pointer inside fits_open_file
      * on a header with NAXIS >= 104 (an 11.5 kB file), so no other image
      * header reaches it, the empty HDUs before the image included. */
-    if (h->naxis > 2) {
-        snprintf(c->err, c->errlen, "%s: image HDU %d has NAXIS = %lld; a map must be 2-D", c->path,
-                 c->hdu, h->naxis);
+    if (h->naxis > 2 + c->cube) {
+        snprintf(c->err, c->errlen, "%s: image HDU %d has NAXIS = %lld; %s", c->path, c->hdu,
+                 h->naxis, c->cube ? "images must be 2-D or a 3-D cube" : "a map must be 2-D");
         return -1;
     }
     return 0;
@@ -353,10 +354,25 @@ int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen)
     return rc;
 }
 
+static int scan_image(const char *path, int cube, fits_scan_result *res, char *err, size_t errlen);
+
 int fits_scan_image(const char *path, fits_scan_result *res, char *err, size_t errlen)
 {
+    return scan_image(path, 0, res, err, errlen);
+}
+
+int fits_scan_first_cube(const char *path, int *hdu, char *err, size_t errlen)
+{
+    fits_scan_result r;
+    int rc = scan_image(path, 1, &r, err, errlen);
+    *hdu = r.hdu;
+    return rc;
+}
+
+static int scan_image(const char *path, int cube, fits_scan_result *res, char *err, size_t errlen)
+{
     memset(res, 0, sizeof *res);
-    scan_ctx c = {.path = path, .hdu = 1, .err = err, .errlen = errlen};
+    scan_ctx c = {.path = path, .hdu = 1, .cube = cube, .err = err, .errlen = errlen};
     fits_source src;
     if (fits_source_open(&src, path, err, errlen)) return -1;
     const long long size = src.size;

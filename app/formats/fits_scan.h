@@ -34,6 +34,11 @@
  * headers up to the image (no data). */
 int fits_scan_first_image(const char *path, int *hdu, char *err, size_t errlen);
 
+/* The same for images that may be a cube: NAXIS 0..3 ("PATH: image HDU k
+ * has NAXIS = n; images must be 2-D or a 3-D cube"); psf_fits_read_cube's
+ * check (psfsim --retrieve's measured images). */
+int fits_scan_first_cube(const char *path, int *hdu, char *err, size_t errlen);
+
 /* A real-valued keyword of the image's header. */
 typedef struct {
     int seen;     /* 1: a finite number (value), -1: not a number, 0: absent */

@@ -12,6 +12,9 @@ void cli_usage(FILE *f)
     fputs("usage: psfsim -c FILE [-o DIR] [--backend auto|cpu|gpu] [--gpus all|LIST]\n"
           "              [--force|--resume] [-j N] [-q|-v]\n"
           "       psfsim -c FILE --draw-aperture PNG\n"
+          "       psfsim -c FILE --retrieve DATA.fits [--terms LIST] [--noise uniform|photon]\n"
+          "              [--sigma S] [--gain G] [--fit-background] [--fit-opd-map L]\n"
+          "              [-o DIR] [-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -37,6 +40,18 @@ void cli_usage(FILE *f)
           "      --draw-aperture PNG  write the config's sampled aperture transmission\n"
           "                      (pupil_samples square, 8-bit grey; segment numbers at\n"
           "                      their centres when built with cairo) to PNG and exit\n"
+          "      --retrieve DATA.fits  phase retrieval: fit Zernike terms to the measured\n"
+          "                      images of DATA.fits (a cube of the set's K images, M x M,\n"
+          "                      the diversity the config's sweep); writes\n"
+          "                      NAME_retrieve.json and NAME_residuals.fits to DIR\n"
+          "      --terms LIST    the terms fitted, j of the config's convention: 4-15\n"
+          "                      (default), 4,5,7-11\n"
+          "      --noise NAME    the weights: uniform (default: variance S^2, S = --sigma\n"
+          "                      or 1) or photon (variance model/G + S^2: G = --gain,\n"
+          "                      photons per data unit, default 1; S the read noise)\n"
+          "      --fit-background  fit a background per image (a flux per image always)\n"
+          "      --fit-opd-map L  fit the config's aberrations.opd_map too (added to it),\n"
+          "                      regularised by L/2 x the sum of its squared values\n"
           "  -h, --help          this text\n"
           "  -V, --version       version and build options\n"
           "\n"
@@ -99,6 +114,13 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                                              {"jobs", required_argument, NULL, 'j'},
                                              {"gpus", required_argument, NULL, 'g'},
                                              {"draw-aperture", required_argument, NULL, 'A'},
+                                             {"retrieve", required_argument, NULL, 'R'},
+                                             {"terms", required_argument, NULL, 'T'},
+                                             {"noise", required_argument, NULL, 'N'},
+                                             {"sigma", required_argument, NULL, 'S'},
+                                             {"gain", required_argument, NULL, 'G'},
+                                             {"fit-background", no_argument, NULL, 'B'},
+                                             {"fit-opd-map", required_argument, NULL, 'M'},
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     gpu_list_all(&o->gpus);
@@ -157,6 +179,55 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
             }
             o->draw_aperture = optarg;
             break;
+        case 'R':
+            if (!optarg[0]) {
+                snprintf(err, errlen, "--retrieve: expected a FITS file of images (got \"\")");
+                return -1;
+            }
+            o->retrieve = optarg;
+            break;
+        case 'T':
+            o->terms = optarg;
+            o->retrieve_only_set = 1;
+            break;
+        case 'N':
+            if (strcmp(optarg, "uniform") && strcmp(optarg, "photon")) {
+                snprintf(err, errlen, "--noise: expected uniform or photon (got \"%s\")",
+                         shown(optarg, arg, sizeof arg));
+                return -1;
+            }
+            o->noise = !strcmp(optarg, "photon");
+            o->retrieve_only_set = 1;
+            break;
+        case 'S':
+        case 'G': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!optarg[0] || *end || !(v >= 0) || v > 1e30) {
+                snprintf(err, errlen, "--%s: expected a number >= 0 (got \"%s\")",
+                         c == 'S' ? "sigma" : "gain", shown(optarg, arg, sizeof arg));
+                return -1;
+            }
+            *(c == 'S' ? &o->sigma : &o->gain) = v;
+            o->retrieve_only_set = 1;
+            break;
+        }
+        case 'M': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (!optarg[0] || *end || !(v > 0) || v > 1e30) {
+                snprintf(err, errlen, "--fit-opd-map: expected a regularisation > 0 (got \"%s\")",
+                         shown(optarg, arg, sizeof arg));
+                return -1;
+            }
+            o->opd_lambda = v;
+            o->retrieve_only_set = 1;
+            break;
+        }
+        case 'B':
+            o->fit_background = 1;
+            o->retrieve_only_set = 1;
+            break;
         case 'j': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -195,6 +266,19 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                  o->resume  ? "--resume"
                  : o->force ? "--force"
                             : "-o (the PNG is its argument)");
+        return -1;
+    }
+    if (o->retrieve_only_set && !o->retrieve) {
+        snprintf(err, errlen,
+                 "--terms, --noise, --sigma, --gain, --fit-background and --fit-opd-map go "
+                 "with --retrieve");
+        return -1;
+    }
+    if (o->retrieve && (o->resume || o->force || o->draw_aperture)) {
+        snprintf(err, errlen, "--retrieve fits images and takes no %s",
+                 o->resume  ? "--resume"
+                 : o->force ? "--force"
+                            : "--draw-aperture");
         return -1;
     }
     if (o->force && o->resume) {

@@ -23,6 +23,17 @@ typedef struct {
     gpu_list gpus;             /* --gpus: the GPUs to use (default all visible) */
     int gpus_given;            /* --gpus was on the command line */
     const char *draw_aperture; /* --draw-aperture FILE.png: draw the aperture and exit */
+    /* --retrieve DATA.fits: phase retrieval of the config's set from the
+     * measured images (app/retrieve/retrieve_command.h) */
+    const char *retrieve;
+    const char *terms;     /* --terms LIST: Noll/config j fitted ("4-15" when NULL) */
+    int noise;             /* --noise: 0 uniform (default), 1 photon */
+    double sigma;          /* --sigma S: uniform's pixel sigma, photon's read noise (0) */
+    double gain;           /* --gain G: photon noise's photons per data unit (0: 1) */
+    int fit_background;    /* --fit-background */
+    double opd_lambda;     /* --fit-opd-map LAMBDA: fit the config's OPD map too, with
+                              this regularisation (0: not fitted) */
+    int retrieve_only_set; /* a --terms, --noise, --sigma, --gain or --fit-background given */
 } cli_options;
 
 /* Parse argv into o. Returns 0, or -1 with a message in err (unknown

@@ -49,9 +49,11 @@ from ._config import (MapArrayError, config_text, config_text_maps, config_text_
 from ._device import DeviceArray
 from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
                       ConfigError, Error, RangeError, _check)
+from ._retrieve import Retrieval
+from ._retrieve import run as _retrieve_run
 from ._stream import Stream, StreamBatch, epoch_seed, shard_range
 
-__all__ = ["compute", "compute_inputs", "vjp", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
+__all__ = ["compute", "compute_inputs", "vjp", "retrieve", "Retrieval", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
            "shard_range", "config_text", "config_text_paths", "Error",
            "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"
@@ -736,3 +738,41 @@ def _set_of(config, backend, base_dir, name):
     if isinstance(config, Set):
         return _Borrowed(config)
     return Set(config, backend=backend, base_dir=base_dir, name=name)
+
+
+def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,
+             fit_flux=True, fit_background=False, flux=None, background=None, max_iterations=0,
+             tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
+             backend=None, threads=0, base_dir=None, name=None):
+    """Phase retrieval (psfsim_retrieve, issue 28): the Zernike coefficients
+    of terms (j in the config's convention), added to every image's own
+    aberrations, that make the set of config (its K images: the diversity is
+    its sweep, a defocus or focus-shift sweep) fit images [K, M, M] (the
+    measured ones, any real dtype) best in weighted least squares, each
+    image k fitted as flux_k I_k + background_k. Returns a Retrieval
+    (coefficients, uncertainties from the Fisher information, covariance,
+    flux, background, residuals, history, chi2, dof).
+    config: a path, text, a dict, or an open Set. noise: "uniform"
+    (variance sigma^2, sigma 0 meaning 1) or "photon" (variance
+    model / gain + sigma^2, sigma the read noise in data units, gain the
+    photons per data unit, 0 meaning 1; passes re-weighted fits, 0 meaning
+    2). fit_flux (default True) and fit_background (default False): else
+    fixed at flux / background ([K]; None: 1 and 0). initial: [J] the start
+    (None: 0). max_iterations (0: 200 per pass), tolerance (0: 1e-10),
+    fisher_step (0: 1e-5 waves) as psfsim_retrieve_options. fit_opd_map:
+    fit an OPD map too, added to the set's aberrations.opd_map (its shape
+    and unit: the config must have one, zeros for none), regularised by
+    opd_regularization / 2 x sum(map**2) (> 0, in chi2/2 per unit squared);
+    Retrieval.opd_map; the uncertainties are the coefficients' with the map
+    held. The images are
+    computed on the CPU in double (psfsim_vjp, psfsim_compute_inputs)."""
+    kw = dict(initial=initial, noise=noise, sigma=sigma, gain=gain, passes=passes,
+              fit_flux=fit_flux, fit_background=fit_background, flux=flux,
+              background=background, max_iterations=max_iterations, tolerance=tolerance,
+              fisher_step=fisher_step, fit_opd_map=fit_opd_map,
+              opd_regularization=opd_regularization)
+    if isinstance(config, Set):
+        return _retrieve_run(config, images, terms, **kw)
+    with Set(config, backend=backend or "cpu", threads=threads, base_dir=base_dir,
+             name=name) as s:
+        return _retrieve_run(s, images, terms, **kw)

@@ -299,18 +299,22 @@ static int encode_table(long long nrows, int ncols, const char *const *names,
     return 0;
 }
 
-static int read_image(const char *path, float **data, int *rows, int *cols, char *err,
-                      size_t errlen)
+/* The first image HDU with data as float: 2-D (maxdim 2: a map) or 2-D
+ * or 3-D (maxdim 3: a cube of *planes images; 1 for a 2-D image). */
+static int read_array(const char *path, int maxdim, float **data, int *planes, int *rows, int *cols,
+                      char *err, size_t errlen)
 {
     *data = NULL;
-    *rows = *cols = 0;
+    *planes = *rows = *cols = 0;
     fitsfile *f = NULL;
     int status = 0;
     char text[300];
     /* The headers on the way to the image are checked before cfitsio
      * parses them (fits_scan.h: cfitsio trusts malformed table headers). */
     int hdu = 0, naxis = 0, type = 0;
-    if (fits_scan_first_image(path, &hdu, err, errlen) != 0) return -1;
+    if ((maxdim == 3 ? fits_scan_first_cube(path, &hdu, err, errlen)
+                     : fits_scan_first_image(path, &hdu, err, errlen)) != 0)
+        return -1;
     if (fits_open_diskfile(&f, path, READONLY, &status)) {
         fits_error_text(status, text, sizeof text);
         snprintf(err, errlen, "cannot open %s: %s%s", path, text,
@@ -321,28 +325,34 @@ static int read_image(const char *path, float **data, int *rows, int *cols, char
      * extension after an empty primary (NAXIS = 0), as fits_scan found it. */
     fits_movabs_hdu(f, hdu, &type, &status);
     if (!status && type == IMAGE_HDU) fits_get_img_dim(f, &naxis, &status);
-    if (!status && naxis != 2) {
+    if (!status && (naxis < 2 || naxis > maxdim)) {
         fits_close_file(f, &status);
         if (naxis == 0)
             snprintf(err, errlen, "%s: no image in this FITS file", path);
         else
-            snprintf(err, errlen, "%s: image HDU %d has NAXIS = %d; a map must be 2-D", path, hdu,
-                     naxis);
+            snprintf(err, errlen, "%s: image HDU %d has NAXIS = %d; %s", path, hdu, naxis,
+                     maxdim == 2 ? "a map must be 2-D" : "images must be 2-D or a 3-D cube");
         return -1;
     }
-    LONGLONG dims[2] = {0, 0};
-    fits_get_img_sizell(f, 2, dims, &status);
-    if (!status && (dims[0] <= 0 || dims[1] <= 0 || dims[0] > FITS_READ_MAX_PIXELS ||
-                    dims[1] > FITS_READ_MAX_PIXELS || dims[0] * dims[1] > FITS_READ_MAX_PIXELS)) {
+    LONGLONG dims[3] = {0, 0, 1};
+    fits_get_img_sizell(f, naxis, dims, &status);
+    if (!status &&
+        (dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 || dims[0] > FITS_READ_MAX_PIXELS ||
+         dims[1] > FITS_READ_MAX_PIXELS || dims[2] > FITS_READ_MAX_PIXELS ||
+         dims[0] * dims[1] > FITS_READ_MAX_PIXELS / dims[2])) {
         int cstatus = 0;
         fits_close_file(f, &cstatus);
-        snprintf(err, errlen, "%s: image of %lld x %lld pixels is empty or too large", path,
-                 (long long)dims[0], (long long)dims[1]);
+        if (naxis == 3)
+            snprintf(err, errlen, "%s: cube of %lld x %lld x %lld pixels is empty or too large",
+                     path, (long long)dims[0], (long long)dims[1], (long long)dims[2]);
+        else
+            snprintf(err, errlen, "%s: image of %lld x %lld pixels is empty or too large", path,
+                     (long long)dims[0], (long long)dims[1]);
         return -1;
     }
     float *buf = NULL;
     if (!status) {
-        buf = malloc(sizeof *buf * (size_t)(dims[0] * dims[1]));
+        buf = malloc(sizeof *buf * (size_t)(dims[0] * dims[1] * dims[2]));
         if (!buf) {
             int cstatus = 0;
             fits_close_file(f, &cstatus);
@@ -357,8 +367,8 @@ static int read_image(const char *path, float **data, int *rows, int *cols, char
         fits_get_img_type(f, &bitpix, &status);
         float nulval = NAN;
         int anynul = 0;
-        fits_read_img(f, TFLOAT, 1, dims[0] * dims[1], bitpix < 0 ? NULL : &nulval, buf, &anynul,
-                      &status);
+        fits_read_img(f, TFLOAT, 1, dims[0] * dims[1] * dims[2], bitpix < 0 ? NULL : &nulval, buf,
+                      &anynul, &status);
     }
     if (status) {
         fits_error_text(status, text, sizeof text);
@@ -371,9 +381,23 @@ static int read_image(const char *path, float **data, int *rows, int *cols, char
     fits_close_file(f, &status);
     fits_clear_errmsg();
     *data = buf;
+    *planes = (int)dims[2];
     *rows = (int)dims[1];
     *cols = (int)dims[0];
     return 0;
+}
+
+static int read_image(const char *path, float **data, int *rows, int *cols, char *err,
+                      size_t errlen)
+{
+    int planes;
+    return read_array(path, 2, data, &planes, rows, cols, err, errlen);
+}
+
+static int read_cube(const char *path, float **data, int *planes, int *rows, int *cols, char *err,
+                     size_t errlen)
+{
+    return read_array(path, 3, data, planes, rows, cols, err, errlen);
 }
 
 static int read_key_double(const char *path, const char *key, double *out)
@@ -473,4 +497,5 @@ PSFSIM_MODULE_EXPORT const fits_module_ops psf_fits_module_entry = {
     .thread_safe = thread_safe,
     .encode_image_u16ext = encode_image_u16ext,
     .encode_image_f32ext = encode_image_f32ext,
+    .read_cube = read_cube,
 };

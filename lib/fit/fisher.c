@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The fit's Fisher information and its inverse (lib/fit/fit.h): the
+ * Cramer-Rao bound of the fitted parameters for Gaussian pixel noise of
+ * the weights' variances, F = J^T W J (Kay, "Fundamentals of Statistical
+ * Signal Processing: Estimation Theory", 1993, eq. 3.31), which for
+ * Poisson pixels of variance m is the Poisson Fisher information
+ * sum (dm/da)(dm/db) / m itself. The Jacobian's columns of p come from
+ * forward differences of the forward model: a vector-Jacobian product
+ * gives a row of J (one pixel), and J has K n rows but only P columns, so
+ * P forward evaluations are the cheaper way to it. With a model computed
+ * in double a small step keeps both errors small: truncation O(h) (about
+ * h |d2I/dp2| / |dI/dp|, 1e-4 relative at h = 1e-5 waves) and rounding
+ * O(eps / h) (1e-11). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/fit/fit.h"
+
+/* LAPACK (liblapack-dev): Cholesky factor and inverse of a symmetric
+ * positive definite matrix (column-major; ours is symmetric). */
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+
+int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
+{
+    const fit_model *m = st->model;
+    const fit_options *o = st->opt;
+    int K = m->nimages;
+    int P = o->nfisher > 0 && o->nfisher < m->nparams ? o->nfisher : m->nparams;
+    size_t n = m->npix, total = (size_t)K * n;
+    int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
+    int N = P + nf + nb;
+    double *jac = malloc(sizeof(double) * ((size_t)P * total + total));
+    double *F = calloc((size_t)N * N, sizeof(double));
+    if (!jac || !F) {
+        free(jac);
+        free(F);
+        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
+        return -1;
+    }
+    /* st->img holds I(p) (fit_run's last fit_loss) */
+    double *plus = jac + (size_t)P * total;
+    double *q = malloc(sizeof(double) * m->nparams);
+    if (!q) {
+        free(jac);
+        free(F);
+        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
+        return -1;
+    }
+    memcpy(q, p, sizeof(double) * m->nparams);
+    for (int j = 0; j < P; ++j) { /* column j: f_k dI_k/dp_j, forward differences */
+        double *col = jac + (size_t)j * total;
+        q[j] = p[j] + h;
+        int rc = m->forward(m->user, q, plus, st->err, st->errlen);
+        q[j] = p[j];
+        if (rc != 0) {
+            free(q);
+            free(jac);
+            free(F);
+            return -1;
+        }
+        for (int k = 0; k < K; ++k)
+            for (size_t i = 0; i < n; ++i) {
+                size_t t = (size_t)k * n + i;
+                col[t] = st->flux[k] * (plus[t] - st->img[t]) / h;
+            }
+    }
+    /* F's block of p, and p against the images' flux and background */
+    for (int a = 0; a < P; ++a) {
+        const double *ja = jac + (size_t)a * total;
+        for (int b = a; b < P; ++b) {
+            const double *jb = jac + (size_t)b * total;
+            double s = 0;
+            for (size_t t = 0; t < total; ++t)
+                s += st->w[t] * ja[t] * jb[t];
+            F[(size_t)a * N + b] = F[(size_t)b * N + a] = s;
+        }
+        for (int k = 0; k < K; ++k) {
+            size_t o0 = (size_t)k * n;
+            double sf = 0, sb = 0;
+            for (size_t i = 0; i < n; ++i) {
+                sf += st->w[o0 + i] * ja[o0 + i] * st->img[o0 + i];
+                sb += st->w[o0 + i] * ja[o0 + i];
+            }
+            if (nf) F[(size_t)a * N + P + k] = F[(size_t)(P + k) * N + a] = sf;
+            if (nb) F[(size_t)a * N + P + nf + k] = F[(size_t)(P + nf + k) * N + a] = sb;
+        }
+    }
+    for (int k = 0; k < K; ++k) { /* each image's own flux and background */
+        size_t o0 = (size_t)k * n;
+        double sii = 0, si = 0, s1 = 0;
+        for (size_t i = 0; i < n; ++i) {
+            double w = st->w[o0 + i], im = st->img[o0 + i];
+            sii += w * im * im;
+            si += w * im;
+            s1 += w;
+        }
+        if (nf) F[(size_t)(P + k) * N + P + k] = sii;
+        if (nb) F[(size_t)(P + nf + k) * N + P + nf + k] = s1;
+        if (nf && nb)
+            F[(size_t)(P + k) * N + P + nf + k] = F[(size_t)(P + nf + k) * N + P + k] = si;
+    }
+    free(q);
+    free(jac);
+    /* D^-1/2 F D^-1/2 has a unit diagonal: its inverse is D^1/2 F^-1 D^1/2 */
+    double *scale = malloc(sizeof(double) * N);
+    int info = scale ? 0 : -1;
+    for (int a = 0; a < N && info == 0; ++a) {
+        if (!(F[(size_t)a * N + a] > 0))
+            info = a + 1; /* a parameter the images do not see */
+        else
+            scale[a] = 1.0 / sqrt(F[(size_t)a * N + a]);
+    }
+    if (info == 0) {
+        for (int a = 0; a < N; ++a)
+            for (int b = 0; b < N; ++b)
+                F[(size_t)a * N + b] *= scale[a] * scale[b];
+        dpotrf_("L", &N, F, &N, &info);
+        if (info == 0) dpotri_("L", &N, F, &N, &info);
+    }
+    res->fisher_ok = info == 0;
+    /* dpotri fills the lower triangle (column-major), the upper of our rows */
+#define INV(a, b) ((a) <= (b) ? F[(size_t)(a)*N + (b)] : F[(size_t)(b)*N + (a)])
+    for (int a = 0; a < P; ++a) {
+        res->p_sigma[a] = info == 0 ? sqrt(INV(a, a)) * scale[a] : NAN;
+        if (res->covariance)
+            for (int b = 0; b < P; ++b)
+                res->covariance[(size_t)a * P + b] =
+                    info == 0 ? INV(a, b) * scale[a] * scale[b] : NAN;
+    }
+    for (int k = 0; k < K; ++k) {
+        res->flux_sigma[k] = !nf ? 0 : info == 0 ? sqrt(INV(P + k, P + k)) * scale[P + k] : NAN;
+        res->background_sigma[k] = !nb ? 0
+                                   : info == 0
+                                       ? sqrt(INV(P + nf + k, P + nf + k)) * scale[P + nf + k]
+                                       : NAN;
+    }
+#undef INV
+    free(scale);
+    free(F);
+    return 0;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/fit: fitting the parameters of an image model to measured images by
+ * weighted least squares (phase retrieval, lib/retrieve.c; docs/design.md,
+ * "Phase retrieval"). Independent of the psfsim set: the model is two
+ * callbacks (the images of a parameter vector, and a vector-Jacobian
+ * product), so that the fit itself is tested on synthetic models
+ * (tests/lib/fit).
+ *
+ * The model: K images of n pixels, I_k(p), of P parameters p. The fitted
+ * images are m_k = f_k I_k(p) + b_k with a flux f_k and a background b_k
+ * per image (each fitted or fixed). The loss is
+ *     L(p, f, b) = 1/2 sum_k sum_i w_ki (d_ki - m_ki)^2,
+ * chi2 = 2 L, with weights w = 1 / variance (fit_weights). Flux and
+ * background enter linearly: for a given p they are solved for exactly,
+ * image by image (a weighted linear least-squares problem of one or two
+ * unknowns), so that the quasi-Newton method sees p alone, the variable
+ * projection of Golub & Pereyra (SIAM J. Numer. Anal. 10, 413, 1973); by
+ * the envelope theorem the gradient of the projected loss is the partial
+ * gradient dL/dp = -sum_k f_k J_k^T (w_k r_k) at the solved f, b, one
+ * vector-Jacobian product of the model. */
+#ifndef PSFSIM_LIB_FIT_H
+#define PSFSIM_LIB_FIT_H
+
+#include <stddef.h>
+
+/* The model's callbacks return 0, or non-zero with a message in err. */
+typedef struct {
+    int nimages; /* K >= 1 */
+    size_t npix; /* n >= 1: pixels of each image */
+    int nparams; /* P >= 1 */
+    /* images[K][n] = I(p) */
+    int (*forward)(void *user, const double *p, double *images, char *err, size_t errlen);
+    /* grad[P] = sum_k sum_i cot[k][i] dI_ki/dp at p */
+    int (*vjp)(void *user, const double *p, const double *cot, double *grad, char *err,
+               size_t errlen);
+    void *user;
+} fit_model;
+
+enum { FIT_NOISE_UNIFORM = 0, FIT_NOISE_PHOTON = 1 };
+
+typedef struct {
+    /* Weights. FIT_NOISE_UNIFORM: variance sigma^2 at every pixel (sigma
+     * > 0; 1 when 0). FIT_NOISE_PHOTON: variance max(m, 0) / gain +
+     * sigma^2 in data units (photon noise of gain photons per data unit,
+     * read noise sigma), m the model's image: the first pass takes m = the
+     * data, each of `passes` - 1 further passes the previous pass's fitted
+     * images (iterative re-weighting); a variance below floor (> 0) is
+     * taken as floor. */
+    int noise;
+    double sigma;
+    double gain;
+    double floor;
+    int passes;
+    int fit_flux, fit_background;      /* 1: solved for; 0: fixed at flux0 / background0 */
+    const double *flux0, *background0; /* [K] or NULL: 1 and 0 */
+    int max_iterations;                /* L-BFGS iterations per pass, >= 1 */
+    double tolerance;   /* stop when the loss decreased by less than tolerance (relative)
+                           over 3 iterations, or |grad| < tolerance max(1, |p|) */
+    double fisher_step; /* h of the forward differences of the Fisher matrix (parameter
+                           units) */
+    int memory;         /* L-BFGS corrections kept (6 when 0) */
+    /* Tikhonov regularisation: L += reg_lambda / 2 sum_{i >= reg_first} p_i^2
+     * (reg_lambda 0: none); the parameters from reg_first on (an OPD map's
+     * pixels) are left out of the Fisher matrix (held at their fit: the
+     * others' uncertainties are conditional on them) when nfisher > 0:
+     * the first nfisher parameters are in it (0: all P). */
+    int reg_first;
+    double reg_lambda;
+    int nfisher;
+} fit_options;
+
+typedef struct {
+    double *p;                /* [P] in: the start; out: the fit */
+    double *p_sigma;          /* [P] 1-sigma: sqrt(diag(F^-1)); NaN where F is singular (the first
+                                 nfisher only; the others untouched) */
+    double *flux;             /* [K] */
+    double *flux_sigma;       /* [K]: 0 where fixed */
+    double *background;       /* [K] */
+    double *background_sigma; /* [K] */
+    double *covariance;       /* NULL or [nfisher][nfisher]: F^-1's block of p */
+    double *residuals;        /* NULL or [K][n]: d - m at the fit */
+    double *history;          /* NULL or [max_history]: the loss after each iteration */
+    int max_history;
+    int nhistory;     /* out: iterations recorded (all passes; may exceed max_history) */
+    double chi2;      /* out: sum w (d - m)^2 at the fit (2 L less the regularisation) */
+    double dof;       /* out: K n - (P + fitted fluxes and backgrounds) */
+    int iterations;   /* out: L-BFGS iterations, all passes */
+    int evaluations;  /* out: loss-and-gradient evaluations */
+    int lbfgs_status; /* out: liblbfgs's return of the last pass */
+    int fisher_ok;    /* out: 1 when F was positive definite */
+} fit_result;
+
+/* Fit: L-BFGS (liblbfgs) over p from res->p, then the Fisher matrix
+ * (fit_fisher) at the fit. data [K][n]. Returns 0, or -1 with err (a
+ * model callback's message, out of memory, an argument). An L-BFGS stop
+ * other than convergence (iterations exhausted, a line search that made
+ * no progress: what a fit reaches at the rounding floor of noiseless data)
+ * is no error: lbfgs_status says it. */
+int fit_run(const fit_model *model, const double *data, const fit_options *opt, fit_result *res,
+            char *err, size_t errlen);
+
+/* ---- the parts (objective.c, lbfgs_driver.c, fisher.c) ---- */
+
+/* The state of one evaluation: weights, the images of p, the solved
+ * flux and background, the residuals. */
+typedef struct {
+    const fit_model *model;
+    const double *data;
+    const fit_options *opt;
+    double *w;    /* [K n] weights */
+    double *img;  /* [K n] I(p) */
+    double *cot;  /* [K n] the vector-Jacobian product's cotangent */
+    double *flux; /* [K] */
+    double *bkg;  /* [K] */
+    int evaluations;
+    char *err;
+    size_t errlen;
+    int failed; /* a callback failed: err says why */
+} fit_state;
+
+/* w from the noise model, with m the images model (NULL: the data). */
+void fit_weights(const fit_state *st, const double *m);
+
+/* The projected loss at p: images, flux and background solved, and
+ * grad[P] (NULL: no gradient). Returns L, or NaN with st->failed. */
+double fit_loss(fit_state *st, const double *p, double *grad);
+
+/* The L-BFGS minimisation of fit_loss from p (in place); history as
+ * fit_result's. Returns liblbfgs's status; *iterations. */
+int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, int memory,
+              double *history, int max_history, int *nhistory, int *iterations);
+
+/* The Fisher information of (p, fitted fluxes, fitted backgrounds) at the
+ * state's last fit_loss point: F = J^T W J, J the fitted images' Jacobian,
+ * dm/dp_j = f_k dI_k/dp_j by forward differences of the forward model
+ * from the state's images (step h: P forward evaluations, error O(h)),
+ * dm/df_k = I_k,
+ * dm/db_k = 1; W the weights. Inverted by Cholesky (LAPACK dpotrf,
+ * dpotri) after a diagonal scaling to unit diagonal. Fills res's sigmas
+ * (and covariance); p_sigma NaN and fisher_ok 0 when F is not positive
+ * definite. Returns 0, or -1 (a callback failed, memory) with err. */
+int fit_fisher(fit_state *st, const double *p, double h, fit_result *res);
+
+#endif

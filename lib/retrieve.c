@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Phase retrieval (lib/psfsim.h, psfsim_retrieve): the set as the model of
+ * lib/fit (its images from psfsim_compute_inputs, the gradient from
+ * psfsim_vjp, the fitted coefficients added to every image's own), and
+ * the options and results of the C API. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/fit/fit.h"
+#include "lib/set_priv.h"
+
+void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size)
+{
+    if (!opt || size < sizeof(size_t)) return;
+    psfsim_retrieve_options d = {0};
+    d.size = size < sizeof d ? size : sizeof d;
+    d.noise = PSFSIM_NOISE_UNIFORM;
+    d.fit_flux = 1;
+    memcpy(opt, &d, d.size);
+}
+
+typedef struct {
+    psfsim_set *set;
+    long long count;
+    int nterms;
+    psfsim_inputs inputs;
+    double *zern;  /* [K][P]: p on every row */
+    int fit_map;   /* p holds an OPD map after the P coefficients */
+    double *gradk; /* [K][P]: psfsim_vjp's per image */
+    int status;    /* the last failing call's psfsim_status */
+} set_model;
+
+static void rows(set_model *m, const double *p)
+{
+    for (long long k = 0; k < m->count; ++k)
+        memcpy(m->zern + k * m->nterms, p, sizeof(double) * m->nterms);
+}
+
+static int forward(void *user, const double *p, double *images, char *err, size_t errlen)
+{
+    set_model *m = user;
+    rows(m, p);
+    if (m->fit_map) m->inputs.opd_map = p + m->nterms;
+    int rc = psfsim_compute_inputs(m->set, 0, m->count, &m->inputs, images, err, errlen);
+    if (rc != PSFSIM_OK) m->status = rc;
+    return rc;
+}
+
+static int vjp(void *user, const double *p, const double *cot, double *grad, char *err,
+               size_t errlen)
+{
+    set_model *m = user;
+    rows(m, p);
+    psfsim_gradients g;
+    psfsim_gradients_init(&g);
+    g.zernike = m->gradk;
+    if (m->fit_map) {
+        m->inputs.opd_map = p + m->nterms;
+        g.opd_map = grad + m->nterms; /* summed over the images by psfsim_vjp */
+    }
+    int rc = psfsim_vjp(m->set, 0, m->count, &m->inputs, cot, NULL, &g, err, errlen);
+    if (rc != PSFSIM_OK) {
+        m->status = rc;
+        return rc;
+    }
+    for (int j = 0; j < m->nterms; ++j)
+        grad[j] = 0;
+    for (long long k = 0; k < m->count; ++k)
+        for (int j = 0; j < m->nterms; ++j)
+            grad[j] += m->gradk[k * m->nterms + j];
+    return 0;
+}
+
+int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_options *opt,
+                    psfsim_retrieve_result *res, char *err, size_t errlen)
+{
+    if (!set || !data || !opt || !res || !res->coefficients || !res->uncertainties)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "psfsim_retrieve: no set, data, options, result, coefficients or "
+                        "uncertainties given");
+    psfsim_retrieve_options o;
+    psfsim_retrieve_options_init(&o);
+    if (opt->size < sizeof(size_t) || opt->size > sizeof o)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                        "psfsim_retrieve: options of an unknown size %zu (call "
+                        "psfsim_retrieve_options_init)",
+                        opt->size);
+    memcpy(&o, opt, opt->size);
+    const char *bad = NULL;
+    if (o.nterms < 1 || o.nterms > 1024 || !o.j)
+        bad = "nterms (1 .. 1024, with j)";
+    else if (o.noise != PSFSIM_NOISE_UNIFORM && o.noise != PSFSIM_NOISE_PHOTON)
+        bad = "noise";
+    else if (!(o.sigma >= 0) || !isfinite(o.sigma))
+        bad = "sigma (>= 0)";
+    else if (!(o.gain >= 0) || !isfinite(o.gain))
+        bad = "gain (>= 0)";
+    else if (o.passes < 0 || o.passes > 100)
+        bad = "passes (0 .. 100)";
+    else if (o.max_iterations < 0)
+        bad = "max_iterations (>= 0)";
+    else if (!(o.tolerance >= 0) || !(o.fisher_step >= 0))
+        bad = "tolerance or fisher_step (>= 0)";
+    else if (o.fit_opd_map && !(o.opd_regularization > 0 && isfinite(o.opd_regularization)))
+        bad = "opd_regularization (> 0 with fit_opd_map)";
+    else if (res->max_history < 0 || (res->max_history > 0 && !res->history))
+        bad = "the result's history (max_history > 0 without history)";
+    if (bad)
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "psfsim_retrieve: bad option %s", bad);
+    psfsim_info info;
+    int rc = psfsim_describe(set, &info, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    long long K = info.count;
+    size_t npix = (size_t)info.npix * info.npix;
+    double step = o.fisher_step;
+    if (step == 0) { /* 1e-5 waves: in nm, at the set's first image's wavelength */
+        psfsim_params par;
+        rc = psfsim_params_get(set, 0, 1, &par, err, errlen);
+        if (rc != PSFSIM_OK) return rc;
+        step = set->e.cfg.zunits == ZUNITS_NM ? 1e-5 * par.wavelength_nm : 1e-5;
+    }
+    int rows = 0, cols = 0;
+    if (o.fit_opd_map) {
+        psfsim_map_shape(set, "aberrations.opd_map.file", &rows, &cols, NULL, 0);
+        if (rows * cols == 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                            "psfsim_retrieve: fit_opd_map: the set has no aberrations.opd_map "
+                            "(give one, zeros, to fit it)");
+    }
+    size_t nmap = (size_t)rows * cols, np = (size_t)o.nterms + nmap;
+    set_model m = {
+        .set = set, .count = K, .nterms = o.nterms, .fit_map = nmap > 0, .status = PSFSIM_OK};
+    psfsim_inputs_init(&m.inputs);
+    double *buf = calloc((size_t)K * (2 * o.nterms + 4) + 2 * np, sizeof(double));
+    double *resid = res->residuals;
+    if (!buf) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "psfsim_retrieve: out of memory");
+    m.zern = buf;
+    m.gradk = m.zern + K * o.nterms;
+    double *flux = m.gradk + K * o.nterms, *flux_s = flux + K, *bkg = flux_s + K, *bkg_s = bkg + K,
+           *sig = bkg_s + K, *pv = sig + np; /* pv: the coefficients, then the map */
+    m.inputs.nterms = o.nterms;
+    m.inputs.j = o.j;
+    m.inputs.zernike = m.zern;
+    if (np > INT32_MAX / 2) {
+        free(buf);
+        return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "psfsim_retrieve: an OPD map too large");
+    }
+    fit_model fm = {(int)K, npix, (int)np, forward, vjp, &m};
+    fit_options fo = {.noise =
+                          o.noise == PSFSIM_NOISE_PHOTON ? FIT_NOISE_PHOTON : FIT_NOISE_UNIFORM,
+                      .sigma = o.sigma,
+                      .gain = o.gain > 0 ? o.gain : 1,
+                      .passes = o.passes > 0 ? o.passes : 2,
+                      .fit_flux = o.fit_flux != 0,
+                      .fit_background = o.fit_background != 0,
+                      .flux0 = o.flux,
+                      .background0 = o.background,
+                      .max_iterations = o.max_iterations > 0 ? o.max_iterations : 200,
+                      .tolerance = o.tolerance > 0 ? o.tolerance : 1e-10,
+                      .fisher_step = step,
+                      .reg_first = o.nterms,
+                      .reg_lambda = nmap ? o.opd_regularization : 0,
+                      .nfisher = o.nterms};
+    for (int j = 0; j < o.nterms; ++j)
+        pv[j] = o.initial ? o.initial[j] : 0.0;
+    fit_result fr = {.p = pv,
+                     .p_sigma = sig,
+                     .flux = flux,
+                     .flux_sigma = flux_s,
+                     .background = bkg,
+                     .background_sigma = bkg_s,
+                     .covariance = res->covariance,
+                     .residuals = resid,
+                     .history = res->history,
+                     .max_history = res->max_history};
+    char why[LIB_ERRLEN] = "";
+    if (fit_run(&fm, data, &fo, &fr, why, sizeof why) != 0) {
+        free(buf);
+        return lib_fail(err, errlen, m.status != PSFSIM_OK ? m.status : PSFSIM_ERR_MEMORY, "%s",
+                        why);
+    }
+    memcpy(res->coefficients, pv, sizeof(double) * o.nterms);
+    memcpy(res->uncertainties, sig, sizeof(double) * o.nterms);
+    if (nmap && res->opd_map) memcpy(res->opd_map, pv + o.nterms, sizeof(double) * nmap);
+    double *outs[4] = {res->flux, res->flux_sigma, res->background, res->background_sigma};
+    double *ins[4] = {flux, flux_s, bkg, bkg_s};
+    for (int i = 0; i < 4; ++i)
+        if (outs[i]) memcpy(outs[i], ins[i], sizeof(double) * K);
+    res->nhistory = fr.nhistory;
+    res->iterations = fr.iterations;
+    res->evaluations = fr.evaluations;
+    res->lbfgs_status = fr.lbfgs_status;
+    res->fisher_ok = fr.fisher_ok;
+    res->chi2 = fr.chi2;
+    res->dof = fr.dof;
+    free(buf);
+    return PSFSIM_OK;
+}
