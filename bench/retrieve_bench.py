@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--last", type=int, default=37, help="the last Noll term fitted (from 4)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--backend", default="cpu", help="the Set's: cpu, gpu (its VJP on the GPU), "
+                    "auto")
     args = ap.parse_args()
     terms = list(range(4, args.last + 1))
     rng = np.random.default_rng(37)
@@ -52,7 +54,8 @@ def main():
                    np.sqrt(np.sum(truth ** 2))))
     runs = (("noiseless", clean * 1e4, dict()),
             ("photon 1e5", noisy, dict(noise="photon", fit_background=True)))
-    with psfsim.Set(config(args.npix), backend="cpu", threads=args.threads) as s:
+    with psfsim.Set(config(args.npix), backend=args.backend, threads=args.threads) as s:
+        print("# backend %s" % s.decision["backend"])
         for name, data, kw in runs:
             best = cpu = None
             for _ in range(args.repeat):
