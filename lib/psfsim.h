@@ -674,7 +674,8 @@ typedef struct {
  * count) as above. Returns PSFSIM_OK (whatever liblbfgs's stop:
  * lbfgs_status), PSFSIM_ERR_ARGUMENT (NULL set, data, opt, res or its
  * required arrays, nterms out of range, a bad option: "sigma", "gain",
- * ...; the terms as psfsim_compute_inputs checks them), PSFSIM_ERR_MEMORY,
+ * ...; the terms as psfsim_compute_inputs checks them; a NaN or an
+ * infinity in data, named by image, row and column), PSFSIM_ERR_MEMORY,
  * or psfsim_compute_inputs' and psfsim_vjp's errors (PSFSIM_ERR_COMPUTE,
  * PSFSIM_ERR_BUSY) with err. It calls psfsim_compute_inputs and
  * psfsim_vjp on set, each taking the set for its call: another thread's

@@ -114,6 +114,13 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
     if (rc != PSFSIM_OK) return rc;
     long long K = info.count;
     size_t npix = (size_t)info.npix * info.npix;
+    for (size_t i = 0; i < (size_t)K * npix; ++i) /* a NaN would poison every sum */
+        if (!isfinite(data[i]))
+            return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                            "psfsim_retrieve: data: %s at image %zu, row %zu, column %zu (mask "
+                            "or replace such pixels first)",
+                            isnan(data[i]) ? "NaN" : "an infinity", i / npix, i % npix / info.npix,
+                            i % info.npix);
     double step = o.fisher_step;
     if (step == 0) { /* 1e-5 waves: in nm, at the set's first image's wavelength */
         psfsim_params par;
@@ -127,7 +134,8 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         if (rows * cols == 0)
             return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
                             "psfsim_retrieve: fit_opd_map: the set has no aberrations.opd_map "
-                            "(give one, zeros, to fit it)");
+                            "(give one to fit: a map of zeros is refused by the config, so "
+                            "put a tiny value outside the aperture)");
     }
     size_t nmap = (size_t)rows * cols, np = (size_t)o.nterms + nmap;
     set_model m = {

@@ -62,11 +62,17 @@ bad:
     return -1;
 }
 
+/* v, or null where it is not finite (JSON has no NaN: jansson refuses it). */
+static json_t *number(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *array(const double *v, long long n)
 {
     json_t *a = json_array();
     for (long long i = 0; a && i < n; ++i)
-        json_array_append_new(a, isfinite(v[i]) ? json_real(v[i]) : json_null());
+        json_array_append_new(a, number(v[i]));
     return a;
 }
 
@@ -95,17 +101,17 @@ static int write_json(int dirfd, const char *dir, const report *rp, char *err, s
         json_array_append_new(cov, array(r->covariance + (size_t)i * rp->nterms, rp->nterms));
     int nh = r->nhistory < r->max_history ? r->nhistory : r->max_history;
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:i, s:i, s:i, s:b, "
+        "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:i, s:i, s:i, s:b, "
         "s:f, s:o, s:{s:s, s:f, s:f, s:b}}",
         "psfsim", psfsim_version(), "data", rp->o->data, "config", rp->o->config_path, "terms",
         terms, "coefficients", array(r->coefficients, rp->nterms), "uncertainties",
         array(r->uncertainties, rp->nterms), "covariance", cov, "flux", array(r->flux, rp->K),
         "flux_sigma", array(r->flux_sigma, rp->K), "background", array(r->background, rp->K),
-        "background_sigma", array(r->background_sigma, rp->K), "chi2", r->chi2, "dof", r->dof,
-        "iterations", r->iterations, "evaluations", r->evaluations, "lbfgs_status", r->lbfgs_status,
-        "fisher_ok", r->fisher_ok, "seconds", rp->seconds, "history", array(r->history, nh),
-        "options", "noise", rp->o->noise ? "photon" : "uniform", "sigma", rp->o->sigma, "gain",
-        rp->o->gain, "fit_background", rp->o->fit_background);
+        "background_sigma", array(r->background_sigma, rp->K), "chi2", number(r->chi2), "dof",
+        r->dof, "iterations", r->iterations, "evaluations", r->evaluations, "lbfgs_status",
+        r->lbfgs_status, "fisher_ok", r->fisher_ok, "seconds", rp->seconds, "history",
+        array(r->history, nh), "options", "noise", rp->o->noise ? "photon" : "uniform", "sigma",
+        rp->o->sigma, "gain", rp->o->gain, "fit_background", rp->o->fit_background);
     if (root && rp->rows > 0) { /* the map: rows of values, and its regularisation */
         json_t *map = json_array();
         for (int i = 0; map && i < rp->rows; ++i)

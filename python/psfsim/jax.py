@@ -12,13 +12,15 @@ which imports it then); psfsim itself never does.
 f's argument is a dict of the inputs (any of "zernike" [K, J],
 "segment_zernike" [K, S, Js], "opd_map" [rows, cols]; Set.compute_inputs'
 meanings and units) and its value the images [K, M, M] in the dtype of
-the inputs (float32 unless JAX's x64 is on). The forward is
-Set.compute_inputs and the VJP Set.vjp, called through
-jax.pure_callback: on the CPU in double precision whatever the set's
-backend (device arrays' values go to the host and back; the GPU's
-gradients are later work), so f works under jax.jit and jax.grad, not
-under jax.vmap (the set's images are already a batch) or forward-mode
-jax.jvp (a custom_vjp function has no JVP)."""
+the inputs (float32 unless JAX's x64 is on); an input broadcast over the
+images (a one-row "zernike" [J]) gets its gradient summed back to its
+shape. The forward is Set.compute_inputs and the VJP Set.vjp, in double,
+called through jax.pure_callback with host arrays (a GPU Set's FFT
+gradients are computed on the GPU from them, others on the CPU: Set.vjp),
+so f works under jax.jit and jax.grad, not under jax.vmap (the set's
+images are already a batch) or forward-mode jax.jvp (a custom_vjp
+function has no JVP). An error of psfsim's inside the callback reaches
+the caller wrapped by JAX (its JaxRuntimeError carries the message)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +28,16 @@ import numpy as np
 from . import Set
 
 _NAMES = ("zernike", "segment_zernike", "opd_map")
+
+
+def _unbroadcast(g, shape):
+    """g summed down to shape, the adjoint of NumPy's broadcasting of an
+    input of that shape (a one-row "zernike" [J] stands for every image's
+    [K, J]: its gradient is the rows' sum)."""
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead > 0 else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
 
 
 def images_fn(config, terms=None, segment_terms=None, first=0, count=None, backend=None,
@@ -36,9 +48,10 @@ def images_fn(config, terms=None, segment_terms=None, first=0, count=None, backe
     life; backend, base_dir as Set's). terms, segment_terms: the Zernike
     j of inputs' "zernike" and "segment_zernike" columns (the config's
     convention). K = count (default: the set's images from first).
-    Errors, raised when f is traced or called: KeyError for an input name
-    not in ("zernike", "segment_zernike", "opd_map"); the Set's
-    (psfsim.ArgumentError: a bad term or shape, an input the set lacks)."""
+    Errors: KeyError, when f is traced, for an input name not in
+    ("zernike", "segment_zernike", "opd_map"); when it runs, the Set's
+    (psfsim.ArgumentError: a bad term or shape, an input the set lacks),
+    wrapped by JAX."""
     s = config if isinstance(config, Set) else Set(config, backend=backend, base_dir=base_dir)
     count = s.count - first if count is None else int(count)
     shape = (count, s.npix, s.npix)
@@ -79,7 +92,7 @@ def images_fn(config, terms=None, segment_terms=None, first=0, count=None, backe
         def backward(cot, *arrays):
             grads = s.vjp(np.asarray(cot, dtype=np.float64), wrt=keys, **opts,
                           **host_inputs(arrays, keys))
-            return {k: grads[k].astype(out[k].dtype) for k in keys}
+            return {k: _unbroadcast(grads[k], out[k].shape).astype(out[k].dtype) for k in keys}
 
         return (jax.pure_callback(backward, out, g, *[inputs[k] for k in keys]),)
 

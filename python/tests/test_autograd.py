@@ -208,3 +208,19 @@ def test_jax_opd_map_and_central_differences(jax):
         assert float(g["zernike"][1, 0]) == pytest.approx(float(num), rel=1e-5)
         with pytest.raises(KeyError, match="not among"):
             f({"tilt": z})
+
+
+def test_jax_one_row_zernike_broadcast(jax):
+    """A one-row "zernike" [J] stands for every image: the forward
+    broadcasts it and jax.grad sums the images' gradients back to [J]."""
+    import jax.numpy as jnp
+
+    import psfsim.jax as pj
+    with psfsim.Set(opd_set(), backend="cpu") as s:
+        f = pj.images_fn(s, terms=[4, 6, 11])
+        w = jnp.asarray(np.random.default_rng(8).standard_normal((3, s.npix, s.npix)))
+        z = jnp.asarray([0.01, -0.02, 0.015])
+        g = jax.grad(lambda z: jnp.sum(f({"zernike": z}) * w))(z)
+        assert g.shape == (3,)
+        want = s.vjp(np.asarray(w), terms=[4, 6, 11], zernike=np.asarray(z))["zernike"]
+        assert np.allclose(np.asarray(g), want.sum(axis=0), rtol=1e-12, atol=0)

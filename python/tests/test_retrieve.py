@@ -174,3 +174,14 @@ def test_opd_map():
     assert r.fisher_ok and r.uncertainties.shape == (3,)
     with pytest.raises(psfsim.ArgumentError, match="has no aberrations.opd_map"):
         psfsim.retrieve(model(), data, terms=[4], fit_opd_map=True, opd_regularization=1.0)
+
+
+@pytest.mark.parametrize("bad, what", [(np.nan, "NaN"), (np.inf, "an infinity")])
+def test_non_finite_data_refused(clean, bad, what):
+    """A NaN or an infinity in the data is refused, named by its image, row
+    and column (it would poison every sum: the fit returned NaNs)."""
+    data = 3000.0 * clean
+    data[2, 5, 7] = bad
+    with pytest.raises(psfsim.ArgumentError,
+                       match="data: %s at image 2, row 5, column 7" % what):
+        psfsim.retrieve(model(), data, terms=TERMS)
