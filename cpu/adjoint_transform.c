@@ -62,13 +62,25 @@ int adj_transform_init(adj_transform *t, const psf_problem *problem, char *err, 
     return 0;
 }
 
+/* re + i im without arithmetic (C17 6.2.5: a complex is an array of its
+ * real and imaginary parts); glibc's CMPLX needs GCC's __builtin_complex,
+ * which clang lacks. */
+static inline double complex cplx(double re, double im)
+{
+    union {
+        double complex z;
+        double part[2];
+    } u = {.part = {re, im}};
+    return u.z;
+}
+
 /* a b, the textbook product: C's own complex multiply checks for
  * infinities and NaNs (C17 Annex G), a library call per product without
  * -fcx-limited-range; the values here are finite. */
 static inline double complex cmul(double complex a, double complex b)
 {
     double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
-    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+    return cplx(ar * br - ai * bi, ar * bi + ai * br);
 }
 
 /* *p holds n items (growing it, contents lost). 0, or -1. */
