@@ -157,22 +157,40 @@ static int run(psfsim_set *set, long long first, long long count, const vjp_args
     return run_cpu(set, first, count, a, cotangent, images, err, errlen);
 }
 
+/* A public call's start: the call's arguments into *a (allocated) and the
+ * set taken for the call (lib_enter, as name). PSFSIM_OK, or an error with
+ * nothing held. Its end: finish. */
+static int begin(psfsim_set *set, const psfsim_inputs *inputs, psfsim_gradients *grads,
+                 const char *name, vjp_args **a, char *err, size_t errlen)
+{
+    lib_messages_init();
+    *a = malloc(sizeof **a);
+    if (!*a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
+    int rc = vjp_args_get(set, inputs, grads, *a, err, errlen);
+    if (rc == PSFSIM_OK) rc = lib_enter(set, name, err, errlen);
+    if (rc != PSFSIM_OK) {
+        free(*a);
+        *a = NULL;
+    }
+    return rc;
+}
+
+static int finish(psfsim_set *set, vjp_args *a, int rc)
+{
+    lib_leave(set);
+    free(a);
+    return rc;
+}
+
 int psfsim_compute_inputs(psfsim_set *set, long long first, long long count,
                           const psfsim_inputs *inputs, double *images, char *err, size_t errlen)
 {
     if (!set || (!images && count > 0))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set or no images given");
-    lib_messages_init();
-    vjp_args *a = malloc(sizeof *a);
-    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
-    int rc = vjp_args_get(set, inputs, NULL, a, err, errlen);
-    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_compute_inputs", err, errlen);
-    if (rc == PSFSIM_OK) {
-        rc = run(set, first, count, a, NULL, images, err, errlen);
-        lib_leave(set);
-    }
-    free(a);
-    return rc;
+    vjp_args *a;
+    int rc = begin(set, inputs, NULL, "psfsim_compute_inputs", &a, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    return finish(set, a, run(set, first, count, a, NULL, images, err, errlen));
 }
 
 int psfsim_vjp(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
@@ -181,17 +199,10 @@ int psfsim_vjp(psfsim_set *set, long long first, long long count, const psfsim_i
 {
     if (!set || !grads || (!cotangent && count > 0))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, cotangent or grads given");
-    lib_messages_init();
-    vjp_args *a = malloc(sizeof *a);
-    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
-    int rc = vjp_args_get(set, inputs, grads, a, err, errlen);
-    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_vjp", err, errlen);
-    if (rc == PSFSIM_OK) {
-        rc = run(set, first, count, a, cotangent, images, err, errlen);
-        lib_leave(set);
-    }
-    free(a);
-    return rc;
+    vjp_args *a;
+    int rc = begin(set, inputs, grads, "psfsim_vjp", &a, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    return finish(set, a, run(set, first, count, a, cotangent, images, err, errlen));
 }
 
 /* psfsim_vjp_device's arrays through the host (a call the GPU's gradients
@@ -280,15 +291,9 @@ int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
 {
     if (!set || !grads || (!cotangent && count > 0))
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "no set, cotangent or grads given");
-    lib_messages_init();
-    vjp_args *a = malloc(sizeof *a);
-    if (!a) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "out of memory");
-    int rc = vjp_args_get(set, inputs, grads, a, err, errlen);
-    if (rc == PSFSIM_OK) rc = lib_enter(set, "psfsim_vjp_device", err, errlen);
-    if (rc != PSFSIM_OK) {
-        free(a);
-        return rc;
-    }
+    vjp_args *a;
+    int rc = begin(set, inputs, grads, "psfsim_vjp_device", &a, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
     rc = lib_check_range(set, first, count, err, errlen);
     const gpu_memory_ops *mem = NULL;
     vjp_device_io dev;
@@ -299,7 +304,5 @@ int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
         rc = vjp_gpu_run(set, first, count, a, NULL, NULL, &dev, &done, err, errlen);
         if (!done) rc = run_staged(set, first, count, a, mem, &dev, err, errlen);
     }
-    lib_leave(set);
-    free(a);
-    return rc;
+    return finish(set, a, rc);
 }
