@@ -217,6 +217,20 @@ static int read_term(cfg_ctx *c, psf_config *cfg, const config_setting_t *p, con
                           &t->nmono);
 }
 
+/* Item i of a list of terms at path, and its key ("path[i]"); a single
+ * term written without the outer list (single) is the setting itself,
+ * keyed by path. */
+static const config_setting_t *list_item(const config_setting_t *l, int single, int i,
+                                         const char *path, char *key, size_t keylen)
+{
+    if (single) {
+        snprintf(key, keylen, "%s", path);
+        return l;
+    }
+    snprintf(key, keylen, "%s[%d]", path, i);
+    return config_setting_get_elem(l, (unsigned)i);
+}
+
 /* field.segment_zernike: ( (segment, j, ( (p, q, c), ... )), ... ). */
 static int read_segment_terms(cfg_ctx *c, psf_config *cfg)
 {
@@ -235,12 +249,8 @@ static int read_segment_terms(cfg_ctx *c, psf_config *cfg)
     char why[256];
     double lim = cfg_coeff_bound(cfg, why, sizeof why);
     for (int i = 0; i < n; ++i) {
-        const config_setting_t *p = single ? l : config_setting_get_elem(l, (unsigned)i);
         char key[80];
-        if (single)
-            snprintf(key, sizeof key, "%s", path);
-        else
-            snprintf(key, sizeof key, "%s[%d]", path, i);
+        const config_setting_t *p = list_item(l, single, i, path, key, sizeof key);
         cfg_field_segterm *t = &f->segterms[i];
         f->nsegterms = i + 1;
         int type = config_setting_type(p);
@@ -276,12 +286,8 @@ static int read_terms(cfg_ctx *c, psf_config *cfg)
     char why[256];
     double lim = cfg_coeff_bound(cfg, why, sizeof why);
     for (int i = 0; i < n; ++i) {
-        const config_setting_t *p = single ? l : config_setting_get_elem(l, (unsigned)i);
         char key[80];
-        if (single)
-            snprintf(key, sizeof key, "%s", path);
-        else
-            snprintf(key, sizeof key, "%s[%d]", path, i);
+        const config_setting_t *p = list_item(l, single, i, path, key, sizeof key);
         f->nterms = i + 1; /* monomials freed by config_free from here on */
         if (read_term(c, cfg, p, key, lim, why, &f->terms[i])) return -1;
         for (int q = 0; q < i; ++q)
