@@ -17,11 +17,7 @@
 #include <string.h>
 
 #include "lib/fit/fit.h"
-
-/* LAPACK (liblapack-dev): Cholesky factor and inverse of a symmetric
- * positive definite matrix (column-major; ours is symmetric). */
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
-void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+#include "lib/fit/lapack.h"
 
 int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
 {
@@ -32,6 +28,8 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
     size_t n = m->npix, total = (size_t)K * n;
     int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
     int N = P + nf + nb;
+    fit_lapack lapack;
+    if (fit_lapack_get(&lapack, st->err, st->errlen) != 0) return -1;
     double *jac = malloc(sizeof(double) * ((size_t)P * total + total));
     double *F = calloc((size_t)N * N, sizeof(double));
     if (!jac || !F) {
@@ -117,8 +115,8 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
         for (int a = 0; a < N; ++a)
             for (int b = 0; b < N; ++b)
                 F[(size_t)a * N + b] *= scale[a] * scale[b];
-        dpotrf_("L", &N, F, &N, &info);
-        if (info == 0) dpotri_("L", &N, F, &N, &info);
+        lapack.dpotrf("L", &N, F, &N, &info);
+        if (info == 0) lapack.dpotri("L", &N, F, &N, &info);
     }
     res->fisher_ok = info == 0;
     /* dpotri fills the lower triangle (column-major), the upper of our rows */
