@@ -10,7 +10,8 @@
  *   what,bytes_per_image,threads,images,seconds,images_per_s,gb_per_s
  * what: dma_pinned (the DMA alone), memcpy_written / memcpy_fresh (the
  * CPU copy alone, into memory written before / freshly mapped: page
- * faults), staged_written / staged_fresh (the two overlapped).
+ * faults; _huge: advised to huge pages), staged_written / staged_fresh
+ * (the two overlapped).
  * Usage: psfsim_host_copy_ceiling [IMAGES [BYTES_PER_IMAGE [BATCH]]]
  * (defaults 10000, 262144 = a 256^2 float32 image, 256). */
 #include <pthread.h>
@@ -68,13 +69,21 @@ static void copy_threads(char *dst, const char *src, size_t bytes, int nt)
         if (started[t]) pthread_join(th[t], NULL);
 }
 
-static char *fresh(size_t bytes)
+/* Freshly mapped memory; huge: advised to transparent huge pages, as
+ * NumPy's allocator does for arrays of 4 MiB or more (numpy alloc.c), so
+ * that a fault maps 2 MiB rather than 4 KiB. */
+static char *fresh(size_t bytes, int huge)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         perror("mmap");
         exit(1);
     }
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(p, bytes, MADV_HUGEPAGE);
+#else
+    (void)huge;
+#endif
     return (char *)p;
 }
 
@@ -124,7 +133,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; ++i)
         CHECK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
     size_t total = (size_t)n * per;
-    char *dst = fresh(total);
+    char *dst = fresh(total, 0);
     memset(dst, 0, total);
     printf("what,bytes_per_image,threads,images,seconds,images_per_s,gb_per_s\n");
     staged(dev, pinned, NULL, per, n, batch, 1, st, ev); /* warm */
@@ -137,15 +146,18 @@ int main(int argc, char **argv)
             copy_threads(dst + k * per, pinned[0], (n - k < batch ? n - k : batch) * per, nt);
         row("memcpy_written", per, nt, n, now() - t0);
         row("staged_written", per, nt, n, staged(dev, pinned, dst, per, n, batch, nt, st, ev));
-        char *f = fresh(total);
-        row("staged_fresh", per, nt, n, staged(dev, pinned, f, per, n, batch, nt, st, ev));
-        munmap(f, total);
-        f = fresh(total);
-        t0 = now();
-        for (long k = 0; k < n; k += batch)
-            copy_threads(f + k * per, pinned[0], (n - k < batch ? n - k : batch) * per, nt);
-        row("memcpy_fresh", per, nt, n, now() - t0);
-        munmap(f, total);
+        for (int huge = 0; huge < 2; ++huge) {
+            char *f = fresh(total, huge);
+            row(huge ? "staged_fresh_huge" : "staged_fresh", per, nt, n,
+                staged(dev, pinned, f, per, n, batch, nt, st, ev));
+            munmap(f, total);
+            f = fresh(total, huge);
+            t0 = now();
+            for (long k = 0; k < n; k += batch)
+                copy_threads(f + k * per, pinned[0], (n - k < batch ? n - k : batch) * per, nt);
+            row(huge ? "memcpy_fresh_huge" : "memcpy_fresh", per, nt, n, now() - t0);
+            munmap(f, total);
+        }
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/base/log.h"
 #include "lib/fit/fit.h"
 #include "lib/set_priv.h"
 
@@ -189,6 +190,10 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         return lib_fail(err, errlen, m.status != PSFSIM_OK ? m.status : PSFSIM_ERR_MEMORY, "%s",
                         why);
     }
+    log_info("retrieve: %d iterations, %d evaluations in %.3f s: images %.3f s, gradients "
+             "%.3f s, the Fisher matrix %.3f s",
+             fr.iterations, fr.evaluations, fr.seconds_total, fr.seconds_forward, fr.seconds_vjp,
+             fr.seconds_fisher);
     memcpy(res->coefficients, pv, sizeof(double) * o.nterms);
     memcpy(res->uncertainties, sig, sizeof(double) * o.nterms);
     if (nmap && res->opd_map) memcpy(res->opd_map, pv + o.nterms, sizeof(double) * nmap);

@@ -18,6 +18,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
         snprintf(err, errlen, "fit: a missing buffer or a bad model size or option");
         return -1;
     }
+    double t_start = fit_now();
     int K = model->nimages;
     size_t n = model->npix, total = (size_t)K * n;
     fit_state st = {.model = model, .data = data, .opt = opt, .err = err, .errlen = errlen};
@@ -66,9 +67,14 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
         res->dof = (double)total - nfree - (opt->fit_flux ? K : 0) - (opt->fit_background ? K : 0);
         memcpy(res->flux, st.flux, sizeof(double) * K);
         memcpy(res->background, st.bkg, sizeof(double) * K);
+        double t0 = fit_now();
         rc = fit_fisher(&st, res->p, opt->fisher_step, res);
+        res->seconds_fisher = fit_now() - t0;
     }
     res->evaluations = st.evaluations;
+    res->seconds_forward = st.seconds_forward;
+    res->seconds_vjp = st.seconds_vjp;
+    res->seconds_total = fit_now() - t_start;
     free(st.w);
     return rc;
 }

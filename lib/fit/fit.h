@@ -88,6 +88,10 @@ typedef struct {
     int evaluations;  /* out: loss-and-gradient evaluations */
     int lbfgs_status; /* out: liblbfgs's return of the last pass */
     int fisher_ok;    /* out: 1 when F was positive definite */
+    /* out: wall seconds in the model's forward and vjp callbacks (the
+     * fit's evaluations), in the Fisher step (its forwards included), and
+     * in the whole fit: where a retrieval's time goes */
+    double seconds_forward, seconds_vjp, seconds_fisher, seconds_total;
 } fit_result;
 
 /* Fit: L-BFGS (liblbfgs) over p from res->p, then the Fisher matrix
@@ -116,7 +120,11 @@ typedef struct {
     char *err;
     size_t errlen;
     int failed; /* a callback failed: err says why */
+    double seconds_forward, seconds_vjp; /* in the callbacks, summed */
 } fit_state;
+
+/* Monotonic wall-clock seconds (CLOCK_MONOTONIC). */
+double fit_now(void);
 
 /* w from the noise model, with m the images model (NULL: the data). */
 void fit_weights(const fit_state *st, const double *m);

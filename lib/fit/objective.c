@@ -5,8 +5,16 @@
  * vector-Jacobian product of the model. */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/fit/fit.h"
+
+double fit_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 void fit_weights(const fit_state *st, const double *m)
 {
@@ -69,7 +77,10 @@ double fit_loss(fit_state *st, const double *p, double *grad)
     const fit_model *m = st->model;
     size_t n = m->npix;
     st->evaluations++;
-    if (m->forward(m->user, p, st->img, st->err, st->errlen) != 0) {
+    double t0 = fit_now();
+    int rc = m->forward(m->user, p, st->img, st->err, st->errlen);
+    st->seconds_forward += fit_now() - t0;
+    if (rc != 0) {
         st->failed = 1;
         return NAN;
     }
@@ -84,9 +95,14 @@ double fit_loss(fit_state *st, const double *p, double *grad)
             st->cot[o + i] = -st->flux[k] * st->w[o + i] * r;
         }
     }
-    if (grad && m->vjp(m->user, p, st->cot, grad, st->err, st->errlen) != 0) {
-        st->failed = 1;
-        return NAN;
+    if (grad) {
+        t0 = fit_now();
+        rc = m->vjp(m->user, p, st->cot, grad, st->err, st->errlen);
+        st->seconds_vjp += fit_now() - t0;
+        if (rc != 0) {
+            st->failed = 1;
+            return NAN;
+        }
     }
     const fit_options *o = st->opt;
     if (o->reg_lambda > 0)

@@ -224,7 +224,16 @@ static void pr_gradient(void **state)
     for (int i = 0; i < K * NF; ++i)
         d[i] = 1000 * d[i] + 3; /* flux 1000, background 3 */
     char err[64];
-    fit_state st = {&m, d, &o, w, img, cot, fl, bk, 0, err, sizeof err, 0};
+    fit_state st = {.model = &m,
+                    .data = d,
+                    .opt = &o,
+                    .w = w,
+                    .img = img,
+                    .cot = cot,
+                    .flux = fl,
+                    .bkg = bk,
+                    .err = err,
+                    .errlen = sizeof err};
     fit_weights(&st, NULL);
     double p[P] = {0.1, 0.1, -0.1, 0, 0.05}, g[P];
     fit_loss(&st, p, g);
