@@ -19,6 +19,80 @@
 #include "lib/fit/fit.h"
 #include "lib/fit/lapack.h"
 
+/* Pixels of one tile of fisher_products: P + 2 rows of them (37 x 256
+ * doubles, 76 KiB at P = 35) stay in the core's cache while every pair
+ * of rows is summed. */
+#define FISHER_TILE 256
+
+/* sum x_i y_i over len in four interleaved partial sums (a dependency
+ * chain of len / 4 additions: the compiler keeps the order written, so
+ * a single sum would be one long chain). */
+static double dot(const double *x, const double *y, size_t len)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        s0 += x[i] * y[i];
+        s1 += x[i + 1] * y[i + 1];
+        s2 += x[i + 2] * y[i + 2];
+        s3 += x[i + 3] * y[i + 3];
+    }
+    for (; i < len; ++i)
+        s0 += x[i] * y[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* One tile of len pixels: jac's rows at the tile (stride total), its
+ * weights w and images im; adds into F's rows a < P the columns b >= a,
+ * column cf (-1: none) the flux's and cb the background's. u: [len]. */
+static void fisher_tile(const double *jac, size_t total, const double *w, const double *im,
+                        size_t len, int P, int N, int cf, int cb, double *u, double *F)
+{
+    for (int a = 0; a < P; ++a) {
+        const double *ja = jac + (size_t)a * total;
+        for (size_t i = 0; i < len; ++i)
+            u[i] = w[i] * ja[i];
+        for (int b = a; b < P; ++b)
+            F[(size_t)a * N + b] += dot(u, jac + (size_t)b * total, len);
+        if (cf >= 0) F[(size_t)a * N + cf] += dot(u, im, len);
+        if (cb >= 0) {
+            double sb = 0;
+            for (size_t i = 0; i < len; ++i)
+                sb += u[i];
+            F[(size_t)a * N + cb] += sb;
+        }
+    }
+}
+
+/* F's block of p (a, b < P) and p against each image's flux and
+ * background (rows P .. N), from jac [P][K n] (columns of J by
+ * parameter), the weights and the images: F_ab = sum_t w_t J_at J_bt,
+ * F_a,f_k = sum_i w J_a I_k, F_a,b_k = sum_i w J_a. The sums run over
+ * tiles of pixels (each tile's weighted rows u_a = w J_a made once, then
+ * every pair's dot product from the cache), so J is read from memory once
+ * instead of P + 1 times: the naive pairwise sums took 0.15 s at P = 34,
+ * K n = 196,608. The order of the sums is fixed: the result is the same
+ * on every run. */
+static void fisher_products(const double *jac, const fit_state *st, int P, int N, int nf, int nb,
+                            double *F)
+{
+    const fit_model *m = st->model;
+    size_t n = m->npix, total = (size_t)m->nimages * n;
+    double u[FISHER_TILE];
+    for (int k = 0; k < m->nimages; ++k)
+        for (size_t i0 = 0; i0 < n; i0 += FISHER_TILE) {
+            size_t t0 = (size_t)k * n + i0, len = n - i0 < FISHER_TILE ? n - i0 : FISHER_TILE;
+            fisher_tile(jac + t0, total, st->w + t0, st->img + t0, len, P, N, nf ? P + k : -1,
+                        nb ? P + nf + k : -1, u, F);
+        }
+    for (int a = 0; a < P; ++a) { /* the lower triangle and the flux/background columns */
+        for (int b = a + 1; b < P; ++b)
+            F[(size_t)b * N + a] = F[(size_t)a * N + b];
+        for (int c = P; c < N; ++c)
+            F[(size_t)c * N + a] = F[(size_t)a * N + c];
+    }
+}
+
 int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
 {
     const fit_model *m = st->model;
@@ -65,27 +139,7 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
                 col[t] = st->flux[k] * (plus[t] - st->img[t]) / h;
             }
     }
-    /* F's block of p, and p against the images' flux and background */
-    for (int a = 0; a < P; ++a) {
-        const double *ja = jac + (size_t)a * total;
-        for (int b = a; b < P; ++b) {
-            const double *jb = jac + (size_t)b * total;
-            double s = 0;
-            for (size_t t = 0; t < total; ++t)
-                s += st->w[t] * ja[t] * jb[t];
-            F[(size_t)a * N + b] = F[(size_t)b * N + a] = s;
-        }
-        for (int k = 0; k < K; ++k) {
-            size_t o0 = (size_t)k * n;
-            double sf = 0, sb = 0;
-            for (size_t i = 0; i < n; ++i) {
-                sf += st->w[o0 + i] * ja[o0 + i] * st->img[o0 + i];
-                sb += st->w[o0 + i] * ja[o0 + i];
-            }
-            if (nf) F[(size_t)a * N + P + k] = F[(size_t)(P + k) * N + a] = sf;
-            if (nb) F[(size_t)a * N + P + nf + k] = F[(size_t)(P + nf + k) * N + a] = sb;
-        }
-    }
+    fisher_products(jac, st, P, N, nf, nb, F);
     for (int k = 0; k < K; ++k) { /* each image's own flux and background */
         size_t o0 = (size_t)k * n;
         double sii = 0, si = 0, s1 = 0;
