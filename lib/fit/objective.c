@@ -72,10 +72,26 @@ static void solve_linear(const fit_state *st, int k)
     st->bkg[k] = b;
 }
 
+/* Image k's part of the loss, 1/2 sum w r^2 with r = d - (f I + b), and
+ * its cotangent dL/dI = -f w r into st->cot. Four partial sums: a single
+ * one is a chain of n dependent additions. */
+static double residual(fit_state *st, int k)
+{
+    size_t n = st->model->npix, o = (size_t)k * n;
+    const double *w = st->w + o, *im = st->img + o, *d = st->data + o;
+    double *cot = st->cot + o, f = st->flux[k], b = st->bkg[k];
+    double s[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < n; ++i) {
+        double r = d[i] - (f * im[i] + b), wr = w[i] * r;
+        s[i & 3] += wr * r;
+        cot[i] = -f * wr;
+    }
+    return 0.5 * ((s[0] + s[1]) + (s[2] + s[3]));
+}
+
 double fit_loss(fit_state *st, const double *p, double *grad)
 {
     const fit_model *m = st->model;
-    size_t n = m->npix;
     st->evaluations++;
     double t0 = fit_now();
     int rc = m->forward(m->user, p, st->img, st->err, st->errlen);
@@ -87,13 +103,7 @@ double fit_loss(fit_state *st, const double *p, double *grad)
     double loss = 0;
     for (int k = 0; k < m->nimages; ++k) {
         solve_linear(st, k);
-        size_t o = (size_t)k * n;
-        for (size_t i = 0; i < n; ++i) {
-            double r = st->data[o + i] - (st->flux[k] * st->img[o + i] + st->bkg[k]);
-            loss += 0.5 * st->w[o + i] * r * r;
-            /* dL/dI_ki = -f_k w r */
-            st->cot[o + i] = -st->flux[k] * st->w[o + i] * r;
-        }
+        loss += residual(st, k);
     }
     if (grad) {
         t0 = fit_now();
