@@ -21,7 +21,10 @@ psfsim: psfsim.retrieve (L-BFGS from liblbfgs over psfsim_vjp, the
 set's backend). JAX: the loss and its gradient by jax.value_and_grad,
 jitted, in double (jax_enable_x64), driven by SciPy's L-BFGS-B (the usual
 pairing when no JAX optimiser is installed); the compile is left out of
-its time (a warm-up fit first). Each fit's time is the best of --repeat;
+its time (a warm-up fit first). Each is timed twice: the fit alone
+(psfsim's uncertainties=False) and with the coefficients' uncertainties
+(psfsim's Fisher step; JAX's F = J^T J from jax.jacfwd at the fit,
+inverted). Each fit's time is the best of --repeat;
 the error is the coefficients' RMS distance from the truth, in waves.
 Prints why and exits 0 without JAX or SciPy.
 
@@ -148,14 +151,28 @@ def main():
                                   "maxcor": 10})
             return r.x, r.nit
 
-        def fit_psfsim():
-            r = psfsim.retrieve(s, data, terms=terms, fit_flux=False)
+        jac = jax.jit(jax.jacfwd(images))  # [3, M, M, J]: the Fisher step's Jacobian
+
+        def fit_jax_fisher():
+            c, nit = fit_jax()
+            jm = jac(jnp.asarray(c)).reshape(-1, len(terms))
+            sigma = jnp.sqrt(jnp.diag(jnp.linalg.inv(jm.T @ jm)))
+            sigma.block_until_ready()
+            return c, nit
+
+        def fit_psfsim(uncertainties):
+            r = psfsim.retrieve(s, data, terms=terms, fit_flux=False,
+                                uncertainties=uncertainties)
             return r.coefficients, r.iterations
 
-        fit_jax()  # compiles
+        fit_jax_fisher()  # compiles both
         print("what,seconds,iterations,error_waves_rms")
         best = {}
-        for name, fit in (("psfsim_" + s.decision["backend"], fit_psfsim), ("jax", fit_jax)):
+        ps = "psfsim_" + s.decision["backend"]
+        runs = ((ps, lambda: fit_psfsim(False)), ("jax", fit_jax),
+                (ps + "+uncertainties", lambda: fit_psfsim(True)),
+                ("jax+uncertainties", fit_jax_fisher))
+        for name, fit in runs:
             for _ in range(a.repeat):
                 t0 = time.perf_counter()
                 c, nit = fit()
@@ -164,9 +181,10 @@ def main():
                 if name not in best or dt < best[name][0]:
                     best[name] = (dt, nit, err)
             print("%s,%.4f,%d,%.2e" % ((name,) + best[name]), flush=True)
-    (tp, _, ep), (tj, _, ej) = [v for k, v in sorted(best.items(), key=lambda kv: kv[0] == "jax")]
-    print("# psfsim %.3f s (error %.1e waves RMS), JAX %.3f s (%.1e): %.1fx" % (
-        tp, ep, tj, ej, tj / tp))
+    for suffix, what in (("", "the fit alone"), ("+uncertainties", "with the uncertainties")):
+        (tp, _, ep), (tj, _, ej) = best[ps + suffix], best["jax" + suffix]
+        print("# %s: psfsim %.3f s (error %.1e waves RMS), JAX %.3f s (%.1e): %.2fx" % (
+            what, tp, ep, tj, ej, tj / tp))
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ extern "C" {
  * (psfsim_vjp, psfsim_compute_inputs, psfsim_inputs, psfsim_gradients,
  * psfsim_map_shape, psfsim_segment_modes); 5 adds psfsim_vjp_device and
  * PSFSIM_FLOAT64; 6 adds phase retrieval (psfsim_retrieve,
- * psfsim_retrieve_options, psfsim_retrieve_result) and psfsim_field_h. */
-#define PSFSIM_API_VERSION 6
+ * psfsim_retrieve_options, psfsim_retrieve_result) and psfsim_field_h; 7
+ * adds psfsim_retrieve_options.uncertainties. */
+#define PSFSIM_API_VERSION 7
 
 /* What every function that can fail returns. */
 typedef enum {
@@ -638,6 +639,10 @@ typedef struct {
                                   sum of its squared values; not in the Fisher matrix (the
                                   coefficients' uncertainties are with the map held) */
     double opd_regularization; /* > 0 with fit_opd_map (per map unit squared, in chi2 / 2) */
+    int uncertainties;         /* 1 (default): the Fisher matrix and the uncertainties (one
+                                  forward evaluation per coefficient, then F's products); 0:
+                                  the fit alone (uncertainties, covariance and the flux and
+                                  background sigmas NaN, fisher_ok 0). API 7 */
 } psfsim_retrieve_options;
 
 /* Defaults (as above) for a struct of size bytes. */

@@ -19,6 +19,7 @@ void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size
     d.size = size < sizeof d ? size : sizeof d;
     d.noise = PSFSIM_NOISE_UNIFORM;
     d.fit_flux = 1;
+    d.uncertainties = 1;
     memcpy(opt, &d, d.size);
 }
 
@@ -104,6 +105,8 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         bad = "max_iterations (>= 0)";
     else if (!(o.tolerance >= 0) || !(o.fisher_step >= 0))
         bad = "tolerance or fisher_step (>= 0)";
+    else if (o.uncertainties != 0 && o.uncertainties != 1)
+        bad = "uncertainties (0 or 1)";
     else if (o.fit_opd_map && !(o.opd_regularization > 0 && isfinite(o.opd_regularization)))
         bad = "opd_regularization (> 0 with fit_opd_map)";
     else if (res->max_history < 0 || (res->max_history > 0 && !res->history))
@@ -171,7 +174,8 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
                       .fisher_step = step,
                       .reg_first = o.nterms,
                       .reg_lambda = nmap ? o.opd_regularization : 0,
-                      .nfisher = o.nterms};
+                      .nfisher = o.nterms,
+                      .skip_fisher = !o.uncertainties};
     for (int j = 0; j < o.nterms; ++j)
         pv[j] = o.initial ? o.initial[j] : 0.0;
     fit_result fr = {.p = pv,

@@ -8,6 +8,22 @@
 
 #include "lib/fit/fit.h"
 
+/* The Fisher step's outputs when it is skipped: unknown (NaN). */
+static void no_fisher(const fit_model *model, const fit_options *opt, fit_result *res)
+{
+    int P = opt->nfisher > 0 && opt->nfisher < model->nparams ? opt->nfisher : model->nparams;
+    for (int a = 0; a < P; ++a) {
+        res->p_sigma[a] = NAN;
+        for (int b = 0; res->covariance && b < P; ++b)
+            res->covariance[(size_t)a * P + b] = NAN;
+    }
+    for (int k = 0; k < model->nimages; ++k) {
+        res->flux_sigma[k] = opt->fit_flux ? NAN : 0;
+        res->background_sigma[k] = opt->fit_background ? NAN : 0;
+    }
+    res->fisher_ok = 0;
+}
+
 int fit_run(const fit_model *model, const double *data, const fit_options *opt, fit_result *res,
             char *err, size_t errlen)
 {
@@ -68,7 +84,10 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
         memcpy(res->flux, st.flux, sizeof(double) * K);
         memcpy(res->background, st.bkg, sizeof(double) * K);
         double t0 = fit_now();
-        rc = fit_fisher(&st, res->p, opt->fisher_step, res);
+        if (opt->skip_fisher)
+            no_fisher(model, opt, res);
+        else
+            rc = fit_fisher(&st, res->p, opt->fisher_step, res);
         res->seconds_fisher = fit_now() - t0;
     }
     res->evaluations = st.evaluations;

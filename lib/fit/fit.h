@@ -67,6 +67,8 @@ typedef struct {
     int reg_first;
     double reg_lambda;
     int nfisher;
+    int skip_fisher; /* 1: no Fisher step (p_sigma, the sigmas and covariance NaN, fisher_ok
+                        0) */
 } fit_options;
 
 typedef struct {
@@ -119,7 +121,7 @@ typedef struct {
     int evaluations;
     char *err;
     size_t errlen;
-    int failed; /* a callback failed: err says why */
+    int failed;                          /* a callback failed: err says why */
     double seconds_forward, seconds_vjp; /* in the callbacks, summed */
 } fit_state;
 

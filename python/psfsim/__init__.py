@@ -743,7 +743,7 @@ def _set_of(config, backend, base_dir, name):
 def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,
              fit_flux=True, fit_background=False, flux=None, background=None, max_iterations=0,
              tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
-             backend=None, threads=0, base_dir=None, name=None):
+             backend=None, threads=0, base_dir=None, name=None, uncertainties=True):
     """Phase retrieval (psfsim_retrieve, issue 28): the Zernike coefficients
     of terms (j in the config's convention), added to every image's own
     aberrations, that make the set of config (its K images: the diversity is
@@ -764,13 +764,16 @@ def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, ga
     and unit: the config must have one, zeros for none), regularised by
     opd_regularization / 2 x sum(map**2) (> 0, in chi2/2 per unit squared);
     Retrieval.opd_map; the uncertainties are the coefficients' with the map
-    held. The images are
-    computed on the CPU in double (psfsim_vjp, psfsim_compute_inputs)."""
+    held. uncertainties=False skips the Fisher step (one forward evaluation
+    per term and F's products): uncertainties, covariance and the flux and
+    background sigmas are then NaN and fisher_ok False. The images are
+    computed in double (psfsim_vjp, psfsim_compute_inputs) on the set's
+    backend: the GPU's FFT sets on a GPU, else the CPU."""
     kw = dict(initial=initial, noise=noise, sigma=sigma, gain=gain, passes=passes,
               fit_flux=fit_flux, fit_background=fit_background, flux=flux,
               background=background, max_iterations=max_iterations, tolerance=tolerance,
               fisher_step=fisher_step, fit_opd_map=fit_opd_map,
-              opd_regularization=opd_regularization)
+              opd_regularization=opd_regularization, uncertainties=uncertainties)
     if isinstance(config, Set):
         return _retrieve_run(config, images, terms, **kw)
     with Set(config, backend=backend or "cpu", threads=threads, base_dir=base_dir,

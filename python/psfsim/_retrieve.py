@@ -21,7 +21,7 @@ class _Options(ctypes.Structure):
                 ("fit_flux", c_int), ("fit_background", c_int), ("flux", _PD),
                 ("background", _PD), ("max_iterations", c_int), ("tolerance", c_double),
                 ("fisher_step", c_double), ("fit_opd_map", c_int),
-                ("opd_regularization", c_double)]
+                ("opd_regularization", c_double), ("uncertainties", c_int)]
 
 
 class _Result(ctypes.Structure):
@@ -91,7 +91,7 @@ def _vector(v, n, what):
 def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, passes=0,
         fit_flux=True, fit_background=False, flux=None, background=None, max_iterations=0,
         tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
-        max_history=10000):
+        max_history=10000, uncertainties=True):
     """psfsim_retrieve on the open Set s (psfsim.retrieve's arguments)."""
     K, M = s.count, s.npix
     data = np.ascontiguousarray(np.asarray(images, dtype=np.float64))
@@ -119,6 +119,7 @@ def run(s, images, terms, initial=None, noise="uniform", sigma=0.0, gain=0.0, pa
     opt.fit_flux, opt.fit_background = int(bool(fit_flux)), int(bool(fit_background))
     opt.max_iterations, opt.tolerance = int(max_iterations), float(tolerance)
     opt.fisher_step = float(fisher_step)
+    opt.uncertainties = int(bool(uncertainties))
     opt.fit_opd_map, opt.opd_regularization = int(bool(fit_opd_map)), float(opd_regularization)
     opd = None
     if fit_opd_map:

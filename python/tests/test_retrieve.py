@@ -54,6 +54,21 @@ def test_noiseless(clean):
     assert d["terms"] == TERMS and len(d["coefficients"]) == 12
 
 
+def test_without_uncertainties(clean):
+    """uncertainties=False: the same fit bit for bit (the Fisher step comes
+    after it), its sigmas unknown (NaN) and fisher_ok False."""
+    data = 3000.0 * clean + 4.0
+    with psfsim.Set(model(), backend="cpu") as s:
+        a = psfsim.retrieve(s, data, terms=TERMS, fit_background=True)
+        b = psfsim.retrieve(s, data, terms=TERMS, fit_background=True, uncertainties=False)
+    assert np.array_equal(a.coefficients, b.coefficients)
+    assert np.array_equal(a.flux, b.flux) and np.array_equal(a.residuals, b.residuals)
+    assert a.chi2 == b.chi2 and a.iterations == b.iterations
+    assert a.fisher_ok and not b.fisher_ok
+    assert np.isnan(b.uncertainties).all() and np.isnan(b.covariance).all()
+    assert np.isnan(b.flux_sigma).all() and np.isnan(b.background_sigma).all()
+
+
 def test_photon_noise(clean):
     rng = np.random.default_rng(28)
     expect = 1e5 * clean / clean.max() + 2.0
