@@ -25,7 +25,7 @@ extern "C" {
  * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory,
  * psf_backend_ops.run_measured (issue 27); 9: gpu_module_ops.vjp (issue 28); 10:
  * gpu_vjp_ops.run_device (device cotangents) */
-#define GPU_MODULE_ABI 10
+#define GPU_MODULE_ABI 11
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -80,6 +80,13 @@ typedef struct {
     /* Wait until the work queued on the caller's stream (a cudaStream_t,
      * NULL = the legacy default stream) is done (cudaStreamSynchronize). */
     int (*wait_stream)(int device, void *stream, char *err, size_t errlen);
+    /* bytes of pinned (page-locked) host memory, portable to every device
+     * (cudaHostAlloc, cudaHostAllocPortable): the GPU's copies reach it at
+     * the link's rate. NULL with err on failure. */
+    void *(*host_alloc)(size_t bytes, char *err, size_t errlen);
+    /* Free what host_alloc gave (cudaFreeHost, which waits for the
+     * device's work). NULL: nothing. */
+    void (*host_release)(void *p);
 } gpu_memory_ops;
 
 /* The gradients on the GPU (issue 28; gpu/adjoint.cu, lib/vjp_gpu.c,

@@ -12,6 +12,8 @@ Rows (CSV: what,images,seconds,us_per_psf,psfs_per_s), each the best of
   psfsim_out_torch     Set.compute(out=a torch.cuda tensor), in place
   psfsim_numpy_fresh   into a fresh np.empty, float32 (and _u16)
   psfsim_numpy_out     into an array written before, float32 (and _u16)
+  psfsim_pinned_empty  into psfsim.pinned_empty's NumPy array, float32
+                       (and _u16): pinned host memory psfsim allocates
   psfsim_pinned        into pinned host memory (a pinned torch tensor's
                        NumPy view): the library's own rate to the host
   torch_device         the PyTorch pipeline kept on the GPU
@@ -143,6 +145,15 @@ def main():
     out16 = np.empty(shape, np.uint16)
     best("psfsim_numpy_out_u16", k, lambda: s.compute(out=out16, dtype=np.uint16), a.repeat)
     best("psfsim_numpy_fresh_u16", k, lambda: s.compute(dtype=np.uint16), a.repeat)
+    pe = psfsim.pinned_empty(shape, np.float32)
+    best("psfsim_pinned_empty", k, lambda: s.compute(out=pe), a.repeat)
+    assert np.array_equal(pe[-3:], ref)
+    del pe
+    pe16 = psfsim.pinned_empty(shape, np.uint16)
+    best("psfsim_pinned_empty_u16", k, lambda: s.compute(out=pe16, dtype=np.uint16), a.repeat)
+    ref16, _ = s.compute(k - 3, 3, dtype=np.uint16)
+    assert np.array_equal(pe16[-3:], ref16)
+    del pe16
     if torch is not None and torch.cuda.is_available():
         sync = torch.cuda.synchronize
         tout = torch.empty(shape, device="cuda")
@@ -179,7 +190,9 @@ def main():
     for x, y in [("psfsim_device", "torch_device"), ("psfsim_out_torch", "torch_device"),
                  ("psfsim_device", "cupy_device"), ("psfsim_numpy_out", "psfsim_pinned"),
                  ("psfsim_numpy_fresh", "psfsim_pinned"), ("psfsim_numpy_out", "torch_pinned"),
-                 ("psfsim_numpy_out_u16", "psfsim_pinned")]:
+                 ("psfsim_numpy_out_u16", "psfsim_pinned"),
+                 ("psfsim_pinned_empty", "psfsim_pinned"),
+                 ("psfsim_pinned_empty_u16", "psfsim_pinned")]:
         if x in ROWS and y in ROWS:
             print("#   %s / %s: %.2fx (psfsims/s %.0f vs %.0f)" % (
                 x, y, ROWS[y] / ROWS[x], k / ROWS[x], k / ROWS[y]))

@@ -105,5 +105,19 @@ static int wait_stream(int device, void *stream, char *err, size_t errlen)
                : 0;
 }
 
+static void *host_alloc(size_t bytes, char *err, size_t errlen)
+{
+    void *p = NULL;
+    if (failed(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc", err,
+               errlen))
+        return NULL;
+    return p;
+}
+
+static void host_release(void *p)
+{
+    if (p && cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 const gpu_memory_ops gpu_device_memory = {pointer_kind, device_alloc, device_release, device_copy,
-                                          wait_stream};
+                                          wait_stream,  host_alloc,   host_release};

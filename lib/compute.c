@@ -49,8 +49,9 @@ typedef struct {
     int dev_id;
     /* Host floats of a set whose images the GPU may measure (gpu_measures):
      * a GPU lane's run_measured gives their measures, so that no image is
-     * read back to measure it; pinned: the caller's floats are pinned host
-     * memory, which those lanes' copies fill straight (direct_out). */
+     * read back to measure it; pinned: the caller's floats or levels are
+     * pinned host memory, which those lanes' copies fill straight
+     * (direct_out). */
     int gpu_meas, pinned;
     int finishers; /* threads that finish a batch (finish) */
     pthread_mutex_t mu;
@@ -105,11 +106,11 @@ static int on_measured(const work *w, const lib_lane *ln)
 /* Whether lane ln's backend writes the caller's buffer itself: a GPU's
  * copies land in the caller's device memory (floats, or levels when it
  * computes them), or in the caller's pinned host floats with their
- * measures, with no host stop. */
+ * measures or pinned host levels it computes, with no host stop. */
 static int direct_out(const work *w, const lib_lane *ln)
 {
     if (ln->eng.ops == &psf_backend_cpu) return 0;
-    if (!w->mem) return w->pinned && on_measured(w, ln);
+    if (!w->mem) return w->pinned && (w->levels ? on_levels(w, ln) : on_measured(w, ln));
     if (on_levels(w, ln)) return 1; /* the levels kernel finishes them (the turn included) */
     /* Floats the host finishes (image_set_measure_scanned: an MFT set's
      * sum normalisation, the "poppy" turn) come through the host. */
@@ -231,6 +232,7 @@ static void finish_levels(const batch_part *p)
                                  &m.strehl, &m.axial_intensity);
         w->metrics[p->k0 + i - w->first] = m;
     }
+    if (p->direct) return; /* the lane wrote the caller's pinned levels */
     const unsigned short *src = (const unsigned short *)p->out + (size_t)p->i0 * plane;
     memcpy(w->levels + (size_t)(p->k0 + p->i0 - w->first) * plane, src,
            (size_t)(p->i1 - p->i0) * plane * sizeof *src);
@@ -691,7 +693,7 @@ static int compute(psfsim_set *s, long long first, long long count, const comput
     char why[LIB_ERRLEN] = "";
     prefault_part parts[FINISH_MAX_THREADS];
     size_t bytes = (size_t)count * plane * (images ? sizeof *images : sizeof *levels);
-    int pinned = !o->mem && images && host_pinned(s, images);
+    int pinned = !o->mem && host_pinned(s, images ? (const void *)images : (const void *)levels);
     int np = o->mem || pinned ? 0
                               : prefault_start(s, images ? (void *)images : (void *)levels, bytes,
                                                finishers(), parts);

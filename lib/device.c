@@ -40,6 +40,18 @@ void psfsim_device_free(int device, void *p)
     if (mem) mem->release(device, p);
 }
 
+void *psfsim_host_alloc(size_t bytes, char *err, size_t errlen)
+{
+    const gpu_memory_ops *mem = memory(err, errlen);
+    return mem ? mem->host_alloc(bytes, err, errlen) : NULL;
+}
+
+void psfsim_host_free(void *p)
+{
+    const gpu_memory_ops *mem = p ? gpu_module_memory() : NULL;
+    if (mem) mem->host_release(p);
+}
+
 int psfsim_device_copy(int device, void *dst, const void *src, size_t bytes, char *err,
                        size_t errlen)
 {

@@ -68,7 +68,8 @@ extern "C" {
  * psfsim_map_shape, psfsim_segment_modes); 5 adds psfsim_vjp_device and
  * PSFSIM_FLOAT64; 6 adds phase retrieval (psfsim_retrieve,
  * psfsim_retrieve_options, psfsim_retrieve_result) and psfsim_field_h; 7
- * adds psfsim_retrieve_options.uncertainties. */
+ * adds psfsim_retrieve_options.uncertainties, psfsim_host_alloc and
+ * psfsim_host_free. */
 #define PSFSIM_API_VERSION 7
 
 /* What every function that can fail returns. */
@@ -413,6 +414,20 @@ PSFSIM_API void *psfsim_device_alloc(int device, size_t bytes, char *err, size_t
 /* Free what psfsim_device_alloc gave, after all work queued on the legacy
  * default stream (cudaFreeAsync there). NULL is harmless. */
 PSFSIM_API void psfsim_device_free(int device, void *p);
+
+/* bytes of pinned (page-locked) host memory (cudaHostAlloc, portable to
+ * every device; API 7): psfsim_compute's GPU copies land in it straight
+ * at the host link's rate (floats and psfsim_compute_u16's levels), where
+ * pageable memory takes a second copy on the host (README, "Host
+ * copies"). Free it with psfsim_host_free. NULL with err
+ * (PSFSIM_ERR_BACKEND's message: no GPU module; or CUDA's). Pinned memory
+ * is taken from the system's RAM for good until freed: allocate what a
+ * program keeps reusing, not per call. */
+PSFSIM_API void *psfsim_host_alloc(size_t bytes, char *err, size_t errlen);
+
+/* Free what psfsim_host_alloc gave (after the device's work: cudaFreeHost
+ * synchronises). NULL is harmless. */
+PSFSIM_API void psfsim_host_free(void *p);
 
 /* bytes from src to dst, each host or device memory (cudaMemcpyDefault),
  * complete on return, on device's stream of the module's. PSFSIM_OK,

@@ -46,14 +46,14 @@ import numpy as np
 from . import _device, _lib, _vjp
 from ._config import (MapArrayError, config_text, config_text_maps, config_text_paths,
                       dict_message)
-from ._device import DeviceArray
+from ._device import DeviceArray, pinned_empty
 from ._errors import (_ERRLEN, ArgumentError, BackendError, BusyError, Cancelled, ComputeError,
                       ConfigError, Error, RangeError, _check)
 from ._retrieve import Retrieval
 from ._retrieve import run as _retrieve_run
 from ._stream import Stream, StreamBatch, epoch_seed, shard_range
 
-__all__ = ["compute", "compute_inputs", "vjp", "retrieve", "Retrieval", "Set", "Batch", "DeviceArray", "Stream", "StreamBatch", "epoch_seed",
+__all__ = ["compute", "compute_inputs", "vjp", "retrieve", "Retrieval", "Set", "Batch", "DeviceArray", "pinned_empty", "Stream", "StreamBatch", "epoch_seed",
            "shard_range", "config_text", "config_text_paths", "Error",
            "ConfigError", "RangeError", "BackendError", "ComputeError", "Cancelled", "BusyError", "version"]
 __version__ = "0.1.0"

@@ -103,13 +103,20 @@ def c_strides(shape, itemsize):
                  for i in range(len(shape)))
 
 
-def pointer_device(ptr):
-    """The CUDA device of device memory at ptr, or None for host memory."""
+def pointer_kind(ptr):
+    """psfsim_device_pointer's (kind, device) of ptr: kind 1 device memory,
+    2 pinned host memory, 0 other host memory."""
     kind, dev = ctypes.c_int(), ctypes.c_int()
     err = ctypes.create_string_buffer(_ERRLEN)
     _check(_lib.lib.psfsim_device_pointer(ctypes.c_void_p(ptr), ctypes.byref(kind),
                                           ctypes.byref(dev), err, _ERRLEN), err)
-    return dev.value if kind.value == 1 else None
+    return kind.value, dev.value
+
+
+def pointer_device(ptr):
+    """The CUDA device of device memory at ptr, or None for host memory."""
+    kind, dev = pointer_kind(ptr)
+    return dev if kind == 1 else None
 
 
 class DeviceArray:
@@ -198,6 +205,41 @@ class DeviceArray:
         out = np.empty(self.shape, dtype=self.dtype)
         copy(self.device, out.ctypes.data, self.ptr, self.nbytes)
         return out
+
+
+class _PinnedBuffer:
+    """nbytes of pinned host memory (psfsim_host_alloc), freed when the last
+    array viewing it goes (NumPy keeps this object as the arrays' base)."""
+
+    def __init__(self, nbytes):
+        err = ctypes.create_string_buffer(_ERRLEN)
+        ptr = _lib.lib.psfsim_host_alloc(max(int(nbytes), 1), err, _ERRLEN)
+        if not ptr:
+            _check(7 if b"out of memory" in err.value else 5, err)
+        self.ptr = ptr
+        self._free = _lib.lib.psfsim_host_free  # held for __del__ at exit
+        self.__array_interface__ = {"shape": (int(nbytes),), "typestr": "|u1",
+                                    "data": (ptr, False), "version": 3}
+
+    def __del__(self):
+        ptr, self.ptr = getattr(self, "ptr", None), None
+        if ptr:
+            self._free(ctypes.c_void_p(ptr))
+
+
+def pinned_empty(shape, dtype=np.float32):
+    """A NumPy array of shape and dtype, uninitialised, in pinned
+    (page-locked) host memory (psfsim_host_alloc: cudaHostAlloc through the
+    GPU module): compute(out=...) and compute_u16 fill it straight from the
+    GPU at the host link's rate, where pageable memory takes one more copy
+    on the host. The memory is freed with the last array viewing it.
+    BackendError without the GPU module or a CUDA driver."""
+    dt = np.dtype(dtype)
+    shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    if any(n < 0 for n in shape):
+        raise ArgumentError("argument", "shape: negative dimensions in %r" % (shape,))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return np.asarray(_PinnedBuffer(nbytes))[:nbytes].view(dt).reshape(shape)
 
 
 def copy(device, dst, src, nbytes):

@@ -140,6 +140,8 @@ _SIGS = {
     "psfsim_device_pointer": (c_int, [c_void_p, P(c_int), P(c_int), c_char_p, c_size_t]),
     "psfsim_device_alloc": (c_void_p, [c_int, c_size_t, c_char_p, c_size_t]),
     "psfsim_device_free": (None, [c_int, c_void_p]),
+    "psfsim_host_alloc": (c_void_p, [c_size_t, c_char_p, c_size_t]),
+    "psfsim_host_free": (None, [c_void_p]),
     "psfsim_device_copy": (c_int, [c_int, c_void_p, c_void_p, c_size_t, c_char_p, c_size_t]),
     "psfsim_fits_header": (c_int, [c_void_p, c_ll, P(Metrics), P(Card), c_int, P(c_int),
                                    c_char_p, c_size_t]),

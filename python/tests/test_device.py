@@ -246,6 +246,30 @@ def test_gpu_metrics_and_pinned_host(kind):
         assert np.array_equal(met2["axial_intensity"], met["axial_intensity"])
 
 
+@pytest.mark.parametrize("kind", ["fft", "mft", "detector", "poppy", "broadband"])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16])
+def test_pinned_empty(kind, dtype):
+    """psfsim.pinned_empty: a NumPy array in pinned host memory (CUDA says
+    so), which compute(out=) fills with the same bits and metrics as a
+    pageable array, floats and levels (the GPU's copies land in it
+    straight); freed with its last view."""
+    need_gpu()
+    with psfsim.Set(config(1100 if kind == "fft" else 40, kind), backend="gpu") as s:
+        host, met = s.compute(dtype=dtype)
+        out = psfsim.pinned_empty(host.shape, dtype)
+        assert out.shape == host.shape and out.dtype == np.dtype(dtype)
+        kind_c, _ = psfsim._device.pointer_kind(out.ctypes.data)
+        assert kind_c == 2, "pinned host memory: kind %r" % kind_c
+        out.fill(7)
+        got, met2 = s.compute(out=out, dtype=dtype)
+        assert got is out or np.shares_memory(got, out)
+        assert out.tobytes() == host.tobytes()
+        assert np.array_equal(met2["strehl"], met["strehl"])
+        part = out[3:9]  # a view keeps the memory alive after `out` goes
+        del out, got
+        assert part.tobytes() == host[3:9].tobytes()
+
+
 def test_set_start_beside_a_thread_using_cuda():
     """A GPU set's first compute (it captures a CUDA graph) on one thread
     while another thread allocates and copies synchronously (what PyTorch

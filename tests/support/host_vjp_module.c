@@ -357,7 +357,21 @@ int psfsim_host_module_waits(void)
     return waits;
 }
 
-static const gpu_memory_ops host_memory = {pointer, alloc, release, copy, wait_stream};
+/* "pinned" host memory: plain malloc here */
+static void *host_alloc(size_t bytes, char *err, size_t errlen)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) snprintf(err, errlen, "out of memory");
+    return p;
+}
+
+static void host_release(void *p)
+{
+    free(p);
+}
+
+static const gpu_memory_ops host_memory = {pointer, alloc, release, copy, wait_stream, host_alloc,
+                                           host_release};
 
 /* run on "device" arrays (host memory here): the cotangent widened (and
  * turned) into double, run, the images narrowed (and turned) back. */
