@@ -48,8 +48,17 @@ int main(int argc, char **argv)
     if (o.probe) return probe_command(o.output_dir ? o.output_dir : ".");
     if (o.draw_aperture) return draw_aperture_command(o.config_path, o.draw_aperture);
     if (o.retrieve) {
-        retrieve_args ra = {o.config_path, o.output_dir, o.retrieve,       o.terms,      o.noise,
-                            o.sigma,       o.gain,       o.fit_background, o.opd_lambda, o.quiet};
+        retrieve_args ra = {.config_path = o.config_path,
+                            .output_dir = o.output_dir,
+                            .data = o.retrieve,
+                            .terms = o.terms,
+                            .noise = o.noise,
+                            .sigma = o.sigma,
+                            .gain = o.gain,
+                            .fit_background = o.fit_background,
+                            .opd_lambda = o.opd_lambda,
+                            .quiet = o.quiet,
+                            .force = o.force};
         return retrieve_command(&ra);
     }
     mpi_world w; /* MPI only when mpirun started psfsim (app/run/mpi_run.h) */

@@ -632,7 +632,8 @@ typedef enum {
 typedef struct {
     size_t size;               /* sizeof, set by psfsim_retrieve_options_init */
     int nterms;                /* Zernike terms fitted, 1 .. 1024 */
-    const int *j;              /* [nterms] their j, the config's convention, each once */
+    const int *j;              /* [nterms] their j, the config's convention, each once; not
+                                  piston (Noll, Fringe 1; ANSI 0), which changes no image */
     const double *initial;     /* [nterms] the start (aberrations.units RMS); NULL = 0 */
     int noise;                 /* psfsim_noise; default PSFSIM_NOISE_UNIFORM */
     double sigma;              /* uniform: every pixel's noise sigma (0 = 1); photon: the read
@@ -694,7 +695,10 @@ typedef struct {
  * count) as above. Returns PSFSIM_OK (whatever liblbfgs's stop:
  * lbfgs_status), PSFSIM_ERR_ARGUMENT (NULL set, data, opt, res or its
  * required arrays, nterms out of range, a bad option: "sigma", "gain",
- * ...; the terms as psfsim_compute_inputs checks them; a NaN or an
+ * ...; a j that is not an index of the config's convention, or is piston:
+ * "psfsim_retrieve: j[0] = 1 is piston in the Noll convention: it changes
+ * no image and cannot be fitted; the terms fitted start at 2"; the terms
+ * as psfsim_compute_inputs checks them (each once); a NaN or an
  * infinity in data, named by image, row and column), PSFSIM_ERR_MEMORY,
  * or psfsim_compute_inputs' and psfsim_vjp's errors (PSFSIM_ERR_COMPUTE,
  * PSFSIM_ERR_BUSY) with err. It calls psfsim_compute_inputs and

@@ -11,6 +11,7 @@
 #include "app/base/log.h"
 #include "lib/fit/fit.h"
 #include "lib/set_priv.h"
+#include "optics/zernike.h"
 
 void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size)
 {
@@ -113,6 +114,22 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         bad = "the result's history (max_history > 0 without history)";
     if (bad)
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "psfsim_retrieve: bad option %s", bad);
+    zernike_convention conv = set->e.cfg.zconv;
+    static const char *const conv_name[] = {"Noll", "ANSI", "Fringe"};
+    int piston = conv == ZCONV_ANSI ? 0 : 1;
+    for (int t = 0; t < o.nterms; ++t) { /* an index of the convention, not piston */
+        int zn = -1, zm;
+        if (zernike_index_to_nm(conv, o.j[t], &zn, &zm) != 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                            "psfsim_retrieve: j[%d] = %d is not an index of the %s convention "
+                            "(j >= %d, radial order <= %d); the terms fitted start at %d",
+                            t, o.j[t], conv_name[conv], piston, ZERNIKE_MAX_ORDER, piston + 1);
+        if (zn == 0)
+            return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT,
+                            "psfsim_retrieve: j[%d] = %d is piston in the %s convention: it "
+                            "changes no image and cannot be fitted; the terms fitted start at %d",
+                            t, o.j[t], conv_name[conv], piston + 1);
+    }
     psfsim_info info;
     int rc = psfsim_describe(set, &info, err, errlen);
     if (rc != PSFSIM_OK) return rc;

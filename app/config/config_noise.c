@@ -50,9 +50,17 @@ int config_noise_read(cfg_ctx *c, psf_config *cfg)
                          "needs output.fits.enabled = true or output.hdf5.enabled = true: the "
                          "noisy images are each image's FITS file's NOISY extension and "
                          "NAME.h5's noisy dataset (not written to PNG)");
+    /* The cube is one float32 HDU of the planes and the PLANES table, the
+     * layout --resume checks before it keeps a cube and --retrieve reads:
+     * the noisy ADU would be a second image HDU every reader must be told
+     * of. The two files that hold them say where to go instead. */
     if (cfg->fits_cube)
         return cfg_error(c, cfg_get(c, "detector.noise"), "detector.noise",
-                         "not with output.fits.cube: the noisy images are each image's FITS "
-                         "file's NOISY extension (output.fits.cube = false)");
+                         "not with output.fits.cube (the cube holds the noiseless float32 "
+                         "images only): set output.fits.cube = false for each NAME_k.fits "
+                         "with its noisy image as the NOISY extension, or output.hdf5.enabled "
+                         "= true for all the noisy images in one file (NAME.h5's dataset "
+                         "\"noisy\"); to fit them with psfsim --retrieve, stack them into one "
+                         "cube (docs/config.md, \"Retrieving from noisy images\")");
     return 0;
 }

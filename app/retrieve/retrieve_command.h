@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "optics/zernike.h"
+
 /* What psfsim --retrieve was given (main.c copies it from the command
  * line: only the run's entry and main.c see cli.h). */
 typedef struct {
@@ -19,11 +21,24 @@ typedef struct {
     int fit_background;      /* --fit-background */
     double opd_lambda;       /* --fit-opd-map L, 0 = the map not fitted */
     int quiet;               /* -q: nothing on stdout */
+    int force;               /* --force: replace an earlier retrieval's files */
 } retrieve_args;
 
-/* Parse a term list, "4-15" or "4,5,7-11" (j >= 1, ascending ranges, at
- * most max terms), into j. Returns the count, or -1 with err. */
+/* Parse a term list, "4-15" or "4,5,7-11" (whole numbers j >= 0 written
+ * in digits alone, ranges a-b with a <= b, each j once, at most max terms),
+ * into j. Returns the count, or -1 with "--terms: WHY (got "LIST"); ..."
+ * in err (an empty entry, "4,", ",4", "4,,5"; a range without its end,
+ * "4-"; one that runs backwards, "5-4"; anything else). */
 int retrieve_parse_terms(const char *list, int *j, int max, char *err, size_t errlen);
+
+/* Check the n terms j parsed from list against the config's convention:
+ * each an index of it (Noll and Fringe j >= 1, ANSI j >= 0, radial order
+ * <= ZERNIKE_MAX_ORDER) and not piston (Noll and Fringe 1, ANSI 0), which
+ * changes no intensity image: its gradient is 0 and the Fisher matrix
+ * singular. Returns 0, or -1 with a message naming --terms, the list and
+ * the first term fitted. */
+int retrieve_check_terms(zernike_convention conv, const char *list, const int *j, int n, char *err,
+                         size_t errlen);
 
 /* The command: open the set of o->config_path (the CPU computes), read
  * o->data (a FITS cube of the set's K images of M x M, or one 2-D
@@ -34,9 +49,13 @@ int retrieve_parse_terms(const char *list, int *j, int max, char *err, size_t er
  * with their uncertainties, chi2, dof, iterations, the loss history, the
  * options, the data file) and NAME_residuals.fits (a cube of the K
  * residual images data - fit, float32, its PLANES table the flux and
- * background per image); print the coefficients. Returns the exit status:
- * 0, 2 (the config, the data, the options: nothing written) or 3 (the fit
- * or a file failed). */
+ * background per image); print the coefficients. Either file already in
+ * the directory (whatever it is: a symbolic link too, which is never
+ * followed) is refused before the fit unless o->force, as a set's files
+ * are; with it the files are replaced by atomic renames, so a link at
+ * their names is replaced, not written through. Returns the exit status:
+ * 0, 2 (the config, the data, the options, files there without --force:
+ * nothing written) or 3 (the fit or a file failed). */
 int retrieve_command(const retrieve_args *o);
 
 #endif

@@ -14,7 +14,7 @@ void cli_usage(FILE *f)
           "       psfsim -c FILE --draw-aperture PNG\n"
           "       psfsim -c FILE --retrieve DATA.fits [--terms LIST] [--noise uniform|photon]\n"
           "              [--sigma S] [--gain G] [--fit-background] [--fit-opd-map L]\n"
-          "              [-o DIR] [-q|-v]\n"
+          "              [-o DIR] [--force] [-q|-v]\n"
           "       psfsim --probe [-o DIR]\n"
           "       psfsim --help | --version\n"
           "\n"
@@ -28,7 +28,9 @@ void cli_usage(FILE *f)
           "  -b, --backend NAME  auto (default: the faster one), cpu or gpu\n"
           "  -g, --gpus LIST     the GPUs to share the set: all (default) or device\n"
           "                      indices such as 0,2 (after CUDA_VISIBLE_DEVICES)\n"
-          "  -f, --force         overwrite an existing image set\n"
+          "  -f, --force         overwrite an existing image set (with --retrieve: an\n"
+          "                      earlier retrieval's NAME_retrieve.json and\n"
+          "                      NAME_residuals.fits)\n"
           "  -r, --resume        finish an interrupted set: compute only the images its\n"
           "                      manifest does not list\n"
           "  -j, --jobs N        writer threads (PNG/FITS encoding; default: one per CPU)\n"
@@ -45,7 +47,7 @@ void cli_usage(FILE *f)
           "                      the diversity the config's sweep); writes\n"
           "                      NAME_retrieve.json and NAME_residuals.fits to DIR\n"
           "      --terms LIST    the terms fitted, j of the config's convention: 4-15\n"
-          "                      (default), 4,5,7-11\n"
+          "                      (default), 4,5,7-11; not piston (Noll 1, ANSI 0)\n"
           "      --noise NAME    the weights: uniform (default: variance S^2, S = --sigma\n"
           "                      or 1) or photon (variance model/G + S^2: G = --gain,\n"
           "                      photons per data unit, default 1; S the read noise)\n"
@@ -274,11 +276,9 @@ int cli_parse(int argc, char **argv, cli_options *o, char *err, size_t errlen)
                  "with --retrieve");
         return -1;
     }
-    if (o->retrieve && (o->resume || o->force || o->draw_aperture)) {
+    if (o->retrieve && (o->resume || o->draw_aperture)) {
         snprintf(err, errlen, "--retrieve fits images and takes no %s",
-                 o->resume  ? "--resume"
-                 : o->force ? "--force"
-                            : "--draw-aperture");
+                 o->resume ? "--resume" : "--draw-aperture");
         return -1;
     }
     if (o->force && o->resume) {

@@ -745,7 +745,8 @@ def retrieve(config, images, terms, initial=None, noise="uniform", sigma=0.0, ga
              tolerance=0.0, fisher_step=0.0, fit_opd_map=False, opd_regularization=0.0,
              backend=None, threads=0, base_dir=None, name=None, uncertainties=True):
     """Phase retrieval (psfsim_retrieve, issue 28): the Zernike coefficients
-    of terms (j in the config's convention), added to every image's own
+    of terms (j in the config's convention, not piston: Noll and Fringe 1,
+    ANSI 0, which changes no image), added to every image's own
     aberrations, that make the set of config (its K images: the diversity is
     its sweep, a defocus or focus-shift sweep) fit images [K, M, M] (the
     measured ones, any real dtype) best in weighted least squares, each

@@ -95,6 +95,32 @@ def test_arguments():
         psfsim.retrieve(model(), np.zeros((3, 64, 64)), terms=[])
 
 
+def test_terms_of_the_convention():
+    """Terms the config's convention has, piston left out (it changes no
+    image: its gradient is 0 and the Fisher matrix singular): the library's
+    messages, as they end."""
+    zeros = np.zeros((3, 64, 64))
+    msg = ("psfsim_retrieve: j[1] = 1 is piston in the Noll convention: it changes no image and "
+           "cannot be fitted; the terms fitted start at 2")
+    with pytest.raises(psfsim.ArgumentError) as e:
+        psfsim.retrieve(model(), zeros, terms=[4, 1])
+    assert str(e.value).endswith(msg), str(e.value)
+    with pytest.raises(psfsim.ArgumentError) as e:
+        psfsim.retrieve(model(), zeros, terms=[0, 4])
+    assert str(e.value).endswith(
+        "psfsim_retrieve: j[0] = 0 is not an index of the Noll convention (j >= 1, radial order "
+        "<= 100); the terms fitted start at 2"), str(e.value)
+    ansi = dict(model(), aberrations={"convention": "ansi"})
+    with pytest.raises(psfsim.ArgumentError) as e:
+        psfsim.retrieve(ansi, zeros, terms=[0])
+    assert str(e.value).endswith(
+        "psfsim_retrieve: j[0] = 0 is piston in the ANSI convention: it changes no image and "
+        "cannot be fitted; the terms fitted start at 1"), str(e.value)
+    with pytest.raises(psfsim.ArgumentError) as e:
+        psfsim.retrieve(model(), zeros, terms=[5152])
+    assert "j[0] = 5152 is not an index of the Noll convention" in str(e.value)
+
+
 def test_noll_4_37():
     """The issue's case at 128 x 128 (bench/retrieve_bench.py runs it at
     256 x 256): Noll 4..37 from three images, noiseless to 1e-3 waves RMS;
