@@ -126,7 +126,7 @@ class _Stats:
     """One iteration's times (time.perf_counter seconds)."""
 
     def __init__(self):
-        self.batches = self.images = 0
+        self.batches = self.images = self.ahead_calls = 0
         self.wait_s = self.first_wait_s = self.produce_s = 0.0
         self.start = self.end = None
 
@@ -140,7 +140,8 @@ class _Stats:
                 "wait_fraction": self.wait_s / total if total > 0 else 0.0,
                 "steady_wait_fraction": (self.wait_s - self.first_wait_s) / steady
                 if steady > 0 else 0.0,
-                "images_per_s": self.images / total if total > 0 else 0.0}
+                "images_per_s": self.images / total if total > 0 else 0.0,
+                "ahead_calls": self.ahead_calls}
 
 
 class Stream:
@@ -179,27 +180,42 @@ class Stream:
     call (Set.compute) into one array, each batch a view of it: one call
     of many images keeps the GPU's lanes busy and allocates once, where a
     call per batch leaves the GPU idle between calls (bench/stream_bench.py).
-    Default (None): as many as hold 256 MiB of images, 1 to 32. After an
-    epoch's last call the thread opens the next epoch's Set and starts its
-    backend, which that epoch's iteration takes (a Set's start is not
-    waited for between epochs).
+    Default (None): as many as hold 256 MiB of images, 1 to 32.
     prefetch: calls computed ahead on a background thread (0: computed in
-    __next__, no thread); at most prefetch calls are computed or waiting
-    beyond the one whose batches the consumer is taking. Each batch is a
-    new array or a view of a call's (the consumer may keep it: the call's
-    array lives while a view of it does). drop_last: leave out a shard's
-    short last batch.
+    __next__, no thread); at most prefetch calls (prefetch x
+    batches_per_call batches) are computed or waiting beyond the one whose
+    batches the consumer is taking, across an epoch's end too. Across it:
+    after an epoch's last call the thread opens epoch + 1's Set and
+    computes its first calls (at most prefetch, each as the consumer frees
+    a slot), which an iteration of epoch + 1 (set_epoch(epoch + 1), as a
+    training loop calls it) of the same shard and batches takes: its first
+    batch waits for neither the Set's start nor its first call. After the
+    epoch's end the stream holds them (its thread, its Set, at most
+    prefetch calls' arrays) until that iteration takes them, or discards
+    them, never giving their batches: set_epoch to another epoch, an
+    iteration of another epoch, shard or batching, a break before the
+    epoch's end, close(). Their images are
+    the bits of Stream.image(epoch + 1, i), as any batch's; image(),
+    images() and epoch_set() open Sets of their own and leave them alone.
+    Each batch is a new array or a view of a call's (the consumer may keep
+    it: the call's array lives while a view of it does). drop_last: leave
+    out a shard's short last batch.
 
     Errors: a bad config raises psfsim.ConfigError here; an error while
     computing (in the thread) is raised by the consumer's next(). Breaking
     out of the loop, close() on the iterator or on the stream, or the
     iterator's garbage collection stop the thread (its compute in flight
-    cancelled) and free its batches. stats: the current (or last)
+    cancelled) and free its batches; after an epoch's end, close() on the
+    stream, set_epoch to another epoch or the stream's garbage collection
+    stop its work on the next epoch. stats: the current (or last)
     iteration's times: wait_s (the consumer blocked in next()),
-    first_wait_s (the first batch's), total_s (from the first next() to
-    the end or now), wait_fraction = wait_s / total_s,
+    first_wait_s (the first batch's, iter()'s opening of the Set
+    included), total_s (from iter() to the end or now), wait_fraction = wait_s / total_s,
     steady_wait_fraction (the first batch's wait left out of both),
-    produce_s (the thread computing), batches, images, images_per_s.
+    produce_s (the thread computing the epoch's calls, those computed
+    before the iteration began included), batches, images, images_per_s,
+    ahead_calls (the calls computed before the iteration began, in the
+    previous epoch's iteration).
     A Stream pickles (for DataLoader workers) without its iteration."""
 
     def __init__(self, config, batch_size, epoch_size=None, seed=None, epoch=0, shard=None,
@@ -269,8 +285,8 @@ class Stream:
         self._labels_arg = labels
         self._iters = weakref.WeakSet()
         self._stats = _Stats()
-        self._warm_lock = threading.Lock()
-        self._warm_set = None  # (epoch, Set) opened ahead (_warm)
+        self._ahead_lock = threading.Lock()
+        self._ahead = None  # the next epoch's first calls (_Ahead), once an epoch ended
 
     # -- the key --
     def epoch_config(self, epoch):
@@ -310,6 +326,8 @@ class Stream:
         set_epoch): every shard of every rank sets the same one."""
         epoch_seed(0, epoch)  # checks epoch
         self.epoch = int(epoch)
+        if getattr(self, "_ahead_lock", None) is not None:
+            self._drop_ahead(keep_epoch=self.epoch)
 
     def shard_info(self):
         """(shard, num_shards) an iteration started now takes (the class's
@@ -340,38 +358,45 @@ class Stream:
             out.append((part[0][0], sum(n for _, n in part), part))
         return out
 
-    def _warm(self, epoch):
-        """Open epoch's Set and start its backend (one image computed and
-        dropped), kept for the iteration of that epoch (_take_warm): the
-        producer does it after its last call, so that the next epoch's
-        first batch does not wait for a Set's start (its GPU backend's
-        plans and buffers). A failure leaves nothing: the iteration opens
-        its Set then, and raises there."""
-        try:
-            s = self.epoch_set(epoch)
-        except Exception:  # noqa: BLE001 (raised again by the iteration)
-            return
-        try:
-            s.compute(0, 1, dtype=self.dtype, device=self.device, stream=self.cuda_stream)
-        except Exception:  # noqa: BLE001
-            s.close()
-            return
-        with self._warm_lock:
-            old, self._warm_set = self._warm_set, (epoch, s)
-        if old is not None:
-            old[1].close()
+    def _ahead_key(self, epoch, calls):
+        """What an iteration's batches depend on beyond its Set: an _Ahead
+        is taken only by an iteration of the same key (and CUDA stream)."""
+        return (int(epoch), self.seed, self.epoch_size, self.prefetch, self.device, self.dtype,
+                tuple(self.label_names), calls)
 
-    def _take_warm(self, epoch):
-        """The Set _warm opened for epoch, or None (closing one of another
-        epoch)."""
-        with self._warm_lock:
-            warm, self._warm_set = self._warm_set, None
-        if warm is None:
+    def _put_ahead(self, ahead):
+        """Keep ahead (an ended iteration's next epoch) for the iteration
+        that takes it, discarding the one kept before."""
+        with self._ahead_lock:
+            old, self._ahead = self._ahead, ahead
+        if old is not None:
+            old.discard()
+
+    def _take_ahead(self, epoch, calls):
+        """The _Ahead kept for an iteration of epoch and calls, its Set open,
+        or None (the one kept, of another epoch, shard or batching, or whose
+        Set failed to open, discarded: its batches are never given)."""
+        with self._ahead_lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is None:
             return None
-        if warm[0] != epoch:
-            warm[1].close()
+        if ahead.key != self._ahead_key(epoch, calls) or ahead.cuda_stream is not self.cuda_stream:
+            ahead.discard()
             return None
-        return warm[1]
+        ahead.opened.wait()
+        if ahead.set is None:
+            ahead.discard()
+            return None
+        return ahead
+
+    def _drop_ahead(self, keep_epoch=None):
+        """Discard the _Ahead kept, unless it is of keep_epoch."""
+        with self._ahead_lock:
+            ahead = self._ahead
+            if ahead is None or ahead.epoch == keep_epoch:
+                return
+            self._ahead = None
+        ahead.discard()
 
     def __len__(self):
         """Batches an iteration started now gives (shard_info's shard)."""
@@ -438,14 +463,12 @@ class Stream:
         return self._stats.as_dict()
 
     def close(self):
-        """Stop every iteration of this stream still running, and close the
-        next epoch's Set opened ahead."""
+        """Stop every iteration of this stream still running, and discard
+        the next epoch's calls computed ahead (its thread stopped, its Set
+        closed, its batches freed)."""
         for it in list(self._iters):
             it.close()
-        with self._warm_lock:
-            warm, self._warm_set = self._warm_set, None
-        if warm is not None:
-            warm[1].close()
+        self._drop_ahead()
 
     def __enter__(self):
         return self
@@ -457,13 +480,13 @@ class Stream:
         state = self.__dict__.copy()
         state["_iters"] = None
         state["_stats"] = _Stats()
-        state["_warm_lock"] = state["_warm_set"] = None
+        state["_ahead_lock"] = state["_ahead"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._iters = weakref.WeakSet()
-        self._warm_lock = threading.Lock()
+        self._ahead_lock = threading.Lock()
 
     def as_torch_dataset(self):
         """This stream as a torch.utils.data.IterableDataset (imports torch
@@ -500,38 +523,144 @@ def _batches(call, images, labels, epoch, seed):
                         np.arange(f, f + n, dtype=np.int64), epoch, seed) for f, n in parts]
 
 
-def _produce(stream, s, calls, epoch, seed, out, slots, stop, stats):
+class _Ahead:
+    """The next epoch's first calls, computed by an epoch's thread after
+    its last call, while the consumer takes that epoch's last batches: the
+    iteration of that epoch (epoch + 1) with the same calls (shard and
+    batching: key, Stream._ahead_key) takes them and goes on from there, so
+    that its first batch does not wait for its Set's start and first call.
+    calls: the first calls of the epoch's (at most prefetch); slots: the
+    ending epoch's, so that its calls and these together stay within
+    prefetch calls beyond the one the consumer takes; the taker keeps
+    slots, queue and stop. Until an iteration takes it, its iterator (before
+    its epoch's end, which then hands it to the stream) or the stream (after)
+    owns it, and discard() stops and frees it."""
+
+    def __init__(self, key, cuda_stream, epoch, seed, calls, slots):
+        self.key, self.cuda_stream = key, cuda_stream
+        self.epoch, self.seed, self.calls, self.slots = epoch, seed, calls, slots
+        self.queue = queue.Queue()
+        self.stop = threading.Event()
+        self.opened = threading.Event()  # set once the Set is open, or failed to open
+        self._lock = threading.Lock()
+        self.set = None
+        self.thread = None  # the ending epoch's, which runs run()
+        self.done = 0  # calls computed, their batches on queue
+        self.produce_s = 0.0
+
+    def run(self, ref):
+        """On the thread, after its epoch's end: open the epoch's Set, then
+        compute calls, each once a slot is free. Stops at stop, at the
+        stream's garbage collection (ref: a weak reference, so that the
+        thread does not keep the stream alive) or at an error (the
+        iteration that takes this computes that call again and raises)."""
+        s = None
+        try:
+            stream = ref()
+            if stream is not None:
+                s = stream.epoch_set(self.epoch)
+        except Exception:  # noqa: BLE001 (the taker opens the Set itself and raises)
+            s = None
+        stream = None
+        with self._lock:
+            if s is not None and self.stop.is_set():
+                s.close()
+                s = None
+            self.set = s
+        self.opened.set()
+        if s is None:
+            return
+        for call in self.calls:
+            while not self.slots.acquire(timeout=0.05):
+                if self.stop.is_set() or ref() is None:
+                    return
+            stream = ref()
+            if self.stop.is_set() or stream is None:
+                self.slots.release()
+                return
+            t0 = time.perf_counter()
+            try:
+                images, labels = stream._compute(s, call[0], call[1], stream.device)
+            except Exception:  # noqa: BLE001 (computed again by the taker)
+                self.slots.release()  # the taker's: no call holds it
+                return
+            finally:
+                stream = None
+            self.produce_s += time.perf_counter() - t0
+            for i, batch in enumerate(_batches(call, images, labels, self.epoch, self.seed)):
+                self.queue.put(("batch", batch, i == 0))
+            self.done += 1
+
+    def discard(self):
+        """Stop the thread's work here (its compute in flight cancelled),
+        close the Set and free the batches computed: none is ever given."""
+        with self._lock:
+            self.stop.set()
+            s = self.set
+        if s is not None:
+            s.cancel()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join()
+        if s is not None:
+            s.close()
+        _drain(self.queue)
+
+
+def _drain(q):
+    while True:
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            return
+
+
+def _produce(ref, s, calls, epoch, seed, out, slots, stop, stats, after, ahead):
     """The background thread: each call of calls computed once a slot is
     free, its batches put on out as ("batch", StreamBatch, first), first
-    true for a call's first batch (whose taking frees the call's slot); ("end", None, 0) after the last call,
-    ("error", exception, 0) on an error. Holds no reference to the
-    iterator, so that the consumer dropping it stops the thread."""
+    true for a call's first batch (whose taking frees the call's slot);
+    ("end", None, 0) after the last call, ("error", exception, 0) on an
+    error. after: the _Ahead this iteration took (its thread joined first,
+    its calls on out already, computed here from its done on). ahead: the
+    next epoch's, run after "end". ref: a weak reference to the stream;
+    the thread holds none to the iterator, so that the consumer dropping it
+    stops the thread."""
     try:
+        if after is not None:
+            after.thread.join()
+            stats.produce_s += after.produce_s
+            stats.ahead_calls = after.done
+            calls = calls[after.done:]
         for call in calls:
             while not slots.acquire(timeout=0.05):
                 if stop.is_set():
                     return
-            if stop.is_set():
+            stream = ref()
+            if stop.is_set() or stream is None:
                 return
             t0 = time.perf_counter()
             images, labels = stream._compute(s, call[0], call[1], stream.device)
+            stream = None
             stats.produce_s += time.perf_counter() - t0
             batches = _batches(call, images, labels, epoch, seed)
             for i, batch in enumerate(batches):
                 out.put(("batch", batch, i == 0))
-        if not stop.is_set():
-            stream._warm(epoch + 1)  # while the consumer takes the last call's batches
+        if stop.is_set():
+            return
         out.put(("end", None, 0))
+        if ahead is not None:
+            ahead.run(ref)  # while the consumer takes the last calls' batches
     except BaseException as e:  # noqa: BLE001 (re-raised by the consumer)
         if not stop.is_set():
             out.put(("error", e, 0))
 
 
 class _StreamIter:
-    """One epoch of a Stream (its __iter__): the epoch's Set, opened here,
-    and the thread computing ahead (prefetch >= 1)."""
+    """One epoch of a Stream (its __iter__): the epoch's Set, opened here
+    or taken with the calls computed ahead (_Ahead), and the thread
+    computing ahead (prefetch >= 1)."""
 
     def __init__(self, stream):
+        t0 = time.perf_counter()
         self._stream = stream
         self.epoch = stream.epoch
         self.seed = epoch_seed(stream.seed, self.epoch)
@@ -539,30 +668,46 @@ class _StreamIter:
         self._calls = stream._calls(self._plan)
         self._next_call = 0
         self._ready = []  # prefetch 0: the current call's batches not yet taken
-        self._set = stream._take_warm(self.epoch)
-        if self._set is None:
-            self._set = stream.epoch_set(self.epoch)
         self._stats = stream._stats = _Stats()
         self._next = 0
-        self._done = False
-        self._thread = None
+        self._done = self._ended = False
+        self._thread = self._ahead = None
+        after = stream._take_ahead(self.epoch, self._calls)
+        self._set = after.set if after is not None else stream.epoch_set(self.epoch)
         try:
             stream._check_labels(self._set)
             if self._set.count != stream.count:
                 raise ArgumentError("argument", "psfsim.Stream: epoch %d has %d images, not %d"
                                     % (self.epoch, self._set.count, stream.count))
         except BaseException:
-            self._set.close()
+            if after is not None:
+                after.discard()
+            else:
+                self._set.close()
             raise
         if stream.prefetch > 0 and self._plan:
-            self._queue = queue.Queue()
-            self._slots = threading.Semaphore(stream.prefetch)
-            self._stop = threading.Event()
+            if after is not None:  # its batches first on the queue, its slots taken
+                self._queue, self._slots, self._stop = after.queue, after.slots, after.stop
+            else:
+                self._queue = queue.Queue()
+                self._slots = threading.Semaphore(stream.prefetch)
+                self._stop = threading.Event()
+            nxt = self.epoch + 1
+            if nxt < 1 << 63:
+                self._ahead = _Ahead(stream._ahead_key(nxt, self._calls), stream.cuda_stream,
+                                     nxt, epoch_seed(stream.seed, nxt),
+                                     self._calls[:stream.prefetch], self._slots)
             self._thread = threading.Thread(
                 target=_produce, name="psfsim.Stream", daemon=True,
-                args=(stream, self._set, self._calls, self.epoch, self.seed, self._queue,
-                      self._slots, self._stop, self._stats))
+                args=(weakref.ref(stream), self._set, self._calls, self.epoch, self.seed,
+                      self._queue, self._slots, self._stop, self._stats, after, self._ahead))
+            if self._ahead is not None:
+                self._ahead.thread = self._thread
             self._thread.start()
+        # The Set's opening (or waiting for the one opened ahead) is the
+        # first batch's wait too: iter() and next() block the consumer alike.
+        self._stats.start = t0
+        self._init_wait = time.perf_counter() - t0
 
     def __iter__(self):
         return self
@@ -580,6 +725,10 @@ class _StreamIter:
             else:
                 kind, batch, first = self._queue.get()
                 if kind == "end":
+                    self._ended = True
+                    if self._ahead is not None:  # the stream keeps it now
+                        self._stream._put_ahead(self._ahead)
+                        self._ahead = None
                     raise StopIteration
                 if kind == "error":
                     raise batch
@@ -590,9 +739,10 @@ class _StreamIter:
             raise
         self._next += 1
         wait = time.perf_counter() - t0
-        st.wait_s += wait
         if st.batches == 0:
+            wait += self._init_wait
             st.first_wait_s = wait
+        st.wait_s += wait
         st.batches += 1
         st.images += len(batch[2])
         return batch
@@ -613,21 +763,24 @@ class _StreamIter:
 
     def close(self):
         """Stop the thread (cancelling its compute in flight), free the
-        batches not taken and close the epoch's Set."""
+        batches not taken, discard the next epoch's calls computed ahead
+        and close the epoch's Set. After the epoch's end the thread goes on
+        with the next epoch's calls, which the stream holds (Stream.close
+        stops it)."""
         if self._done:
             return
         self._done = True
         if self._stats.end is None and self._stats.start is not None:
             self._stats.end = time.perf_counter()
         if self._thread is not None:
-            self._stop.set()
-            self._set.cancel()
-            self._thread.join()
-            while True:
-                try:
-                    self._queue.get_nowait()
-                except queue.Empty:
-                    break
+            if not self._ended:
+                self._stop.set()
+                self._set.cancel()
+                if self._ahead is not None:
+                    self._ahead.discard()
+                    self._ahead = None
+                self._thread.join()
+            _drain(self._queue)
         self._set.close()
 
     def __enter__(self):

@@ -5,8 +5,10 @@ fresh Stream, Stream.image, a psfsim.Set of the epoch's seed); epochs
 differ; shards (explicit, or from torch's DataLoader worker and
 distributed rank, faked here without torch) are disjoint and their union
 is the epoch; labels are Set.params' values; prefetching gives what no
-prefetching gives; errors reach the consumer; leaving the loop stops the
-thread. The device cases skip without a GPU, the torch ones without
+prefetching gives, and the next epoch's first calls computed at an
+epoch's end are that epoch's images (and that shard's), discarded when
+another epoch is iterated; errors reach the consumer; leaving the loop or
+closing the stream stops the thread. The device cases skip without a GPU, the torch ones without
 torch (the GPU machine has both)."""
 import gc
 import importlib
@@ -283,30 +285,41 @@ def test_new_arrays_per_batch():
     assert np.concatenate([b.images for b in kept]).tobytes() == whole.tobytes()
 
 
-def test_prefetch_bound():
-    """At most prefetch batches computed ahead of the consumer."""
+def counting():
+    """(Counting, calls, settle): a Stream whose calls append (the Set's
+    seed, first image) to calls; settle(n) waits for n calls, then long
+    enough for one more to start, were it allowed."""
     calls = []
-    orig = psfsim.Stream._compute
 
     class Counting(psfsim.Stream):
         def _compute(self, s, first, count, device):
-            calls.append(first)
-            return orig(self, s, first, count, device)
+            calls.append((s.info["seed"], first))
+            return psfsim.Stream._compute(self, s, first, count, device)
 
     def settle(n):
         end = time.monotonic() + 10
         while len(calls) < n and time.monotonic() < end:
             time.sleep(0.01)
-        time.sleep(0.2)  # time to start one more, were it allowed
+        time.sleep(0.2)
+
+    return Counting, calls, settle
+
+
+def test_prefetch_bound():
+    """At most prefetch batches computed ahead of the consumer."""
+    Counting, calls, settle = counting()
+
+    def firsts():
+        return [f for _, f in calls]
 
     st = Counting(config(count=20), 2, prefetch=2, batches_per_call=1)
     it = iter(st)
     next(it)
     settle(3)
-    assert calls == [0, 2, 4]  # the batch taken and two ahead
+    assert firsts() == [0, 2, 4]  # the batch taken and two ahead
     next(it)
     settle(4)
-    assert calls == [0, 2, 4, 6]
+    assert firsts() == [0, 2, 4, 6]
     it.close()
     # Two batches a call: the call being taken and prefetch calls ahead.
     calls.clear()
@@ -314,37 +327,222 @@ def test_prefetch_bound():
     it = iter(st)
     next(it)  # the first call's first batch: one more call may start
     settle(2)
-    assert calls == [0, 4]
+    assert firsts() == [0, 4]
     next(it)  # its last batch
     settle(2)
-    assert calls == [0, 4]
+    assert firsts() == [0, 4]
     next(it)  # the second call's first: a third may start
     settle(3)
-    assert calls == [0, 4, 8]
+    assert firsts() == [0, 4, 8]
     it.close()
 
 
-def test_next_epoch_opened_ahead():
-    """After an epoch's last call the thread opens the next epoch's Set,
-    which the next iteration takes; its batches are a fresh stream's."""
-    st = psfsim.Stream(config(), 3, batches_per_call=2)
+def stream_threads():
+    return [t for t in threading.enumerate() if t.name == "psfsim.Stream"]
+
+
+def no_stream_threads(timeout=10.0):
+    """Wait for the streams' threads (an earlier test's next-epoch work,
+    which ends by itself) to end; True when none is left."""
+    end = time.monotonic() + timeout
+    while stream_threads() and time.monotonic() < end:
+        time.sleep(0.01)
+    return not stream_threads()
+
+
+def ahead_of(st):
+    """The next epoch's calls the stream holds, its thread's work done."""
+    ahead = st._ahead
+    assert ahead is not None
+    ahead.thread.join(10)
+    assert not ahead.thread.is_alive()
+    return ahead
+
+
+def images_of(st, epoch, indices):
+    """Stream.image's bits of each index of epoch, stacked."""
+    return np.stack([st.image(epoch, int(i))[0] for i in indices])
+
+
+def test_next_epoch_computed_ahead():
+    """After an epoch's last call the thread opens epoch + 1's Set and
+    computes its first calls (prefetch of them), which the iteration of
+    epoch + 1 takes: its batches are Stream.image's bits, epoch after
+    epoch (an iteration that took the work hands on the next)."""
+    st = psfsim.Stream(config(), 2, batches_per_call=2, prefetch=2)
     first = collect(st)
-    assert st._warm_set is not None and st._warm_set[0] == 1
-    warm = st._warm_set[1]
+    assert st.stats["ahead_calls"] == 0
+    for epoch in (1, 2):
+        ahead = ahead_of(st)
+        assert ahead.epoch == epoch and ahead.done == 2  # prefetch calls, no more
+        assert [c[0] for c in ahead.calls] == [0, 4]
+        st.set_epoch(epoch)
+        assert st._ahead is ahead  # set_epoch to its epoch keeps it
+        it = iter(st)
+        assert it._set is ahead.set and st._ahead is None
+        got = collect(it)
+        assert st.stats["ahead_calls"] == 2 and st.stats["batches"] == 6
+        assert list(got[2]) == list(range(11)) and got[3] == [2, 2, 2, 2, 2, 1]
+        assert got[0].tobytes() == images_of(st, epoch, range(11)).tobytes()
+        want = collect(psfsim.Stream(config(), 2, epoch=epoch, prefetch=0))
+        assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+        assert got[0].tobytes() != first[0].tobytes()
+    st.close()
+    assert st._ahead is None and no_stream_threads()
+
+
+def test_ahead_work_discarded_for_another_epoch():
+    """The next epoch's work, when another epoch is iterated, is discarded
+    (its Set closed) and none of its batches is given; image(), images()
+    and epoch_set() leave it alone."""
+    st = psfsim.Stream(config(), 3, batches_per_call=1, prefetch=2)
+    collect(st)
+    ahead = ahead_of(st)
+    one, _ = st.image(1, 4)
+    with st.epoch_set(1) as s:
+        assert s.compute(4, 1)[0].tobytes() == one.tobytes()
+    assert st._ahead is ahead
+    st.set_epoch(3)  # another epoch: discarded now
+    assert st._ahead is None and ahead.set._h is None and ahead.queue.empty()
+    got = collect(st)
+    assert st.stats["ahead_calls"] == 0
+    assert got[0].tobytes() == images_of(st, 3, range(11)).tobytes()
+    # no set_epoch: the same epoch again, the work on epoch 4 discarded
+    ahead = ahead_of(st)
+    assert ahead.epoch == 4
+    again = collect(st)
+    assert st.stats["ahead_calls"] == 0 and again[0].tobytes() == got[0].tobytes()
+    assert ahead.set._h is None
+    # another batching of the same epoch
+    ahead = ahead_of(st)
+    st.set_epoch(4)
+    st.batch_size = 4
+    got = collect(st)
+    assert st.stats["ahead_calls"] == 0 and got[3] == [4, 4, 3]
+    assert got[0].tobytes() == images_of(st, 4, range(11)).tobytes()
+    st.close()
+
+
+def test_ahead_work_is_the_shards():
+    """A shard's next-epoch work is that shard's calls; another shard's
+    iteration of that epoch discards it."""
+    st = psfsim.Stream(config(), 2, shard=1, num_shards=2, batches_per_call=1, prefetch=2)
+    collect(st)
+    ahead = ahead_of(st)
+    assert [c[0] for c in ahead.calls] == [5, 7] and ahead.done == 2
+    st.set_epoch(1)
+    got = collect(st)
+    assert st.stats["ahead_calls"] == 2 and list(got[2]) == list(range(5, 11))
+    assert got[0].tobytes() == images_of(st, 1, range(5, 11)).tobytes()
+    ahead = ahead_of(st)
+    assert ahead.epoch == 2
+    st.set_epoch(2)
+    st.shard = 0
+    got = collect(st)
+    assert st.stats["ahead_calls"] == 0 and list(got[2]) == list(range(5))
+    assert got[0].tobytes() == images_of(st, 2, range(5)).tobytes()
+    assert ahead.set._h is None
+    st.close()
+
+
+def test_ahead_within_the_prefetch_bound():
+    """Across an epoch's end too, at most prefetch calls are computed or
+    waiting beyond the one the consumer takes."""
+    Counting, calls, settle = counting()
+    st = Counting(config(count=8), 2, prefetch=1, batches_per_call=1)
+    s0, s1 = psfsim.epoch_seed(7, 0), psfsim.epoch_seed(7, 1)
+    it = iter(st)
+    for k in range(3):
+        next(it)
+    settle(4)
+    assert calls == [(s0, 0), (s0, 2), (s0, 4), (s0, 6)]  # the epoch's last, none beyond
+    next(it)  # the last call taken: epoch 1's first may start
+    settle(5)
+    assert calls[4:] == [(s1, 0)]
+    with pytest.raises(StopIteration):
+        next(it)
+    settle(5)
+    assert len(calls) == 5
     st.set_epoch(1)
     it = iter(st)
-    assert it._set is warm and st._warm_set is None
-    got = collect(it)
-    want = collect(psfsim.Stream(config(), 3, epoch=1, prefetch=0))
-    assert got[0].tobytes() == want[0].tobytes() and got[0].tobytes() != first[0].tobytes()
-    # another epoch than the one opened ahead: that Set closed, a new one opened
-    st.set_epoch(5)
-    it = iter(st)
-    assert it._set is not None and st._warm_set is None
-    assert collect(it)[0].tobytes() == collect(psfsim.Stream(config(), 3, epoch=5,
-                                                             prefetch=0))[0].tobytes()
+    settle(5)
+    assert len(calls) == 5  # the work taken holds the one slot
+    b = next(it)
+    assert list(b.indices) == [0, 1]
+    settle(6)
+    assert calls[5:] == [(s1, 2)]
+    it.close()
     st.close()
-    assert st._warm_set is None
+
+
+def test_close_stops_the_next_epochs_work():
+    """The thread working on the next epoch stops at the stream's close(),
+    at the iterator's close() or a break before the epoch's end, and at
+    the stream's garbage collection; no thread is left."""
+    assert no_stream_threads()
+    orig = psfsim.Stream._compute
+    started = threading.Event()
+
+    class Slow(psfsim.Stream):
+        def _compute(self, s, first, count, device):
+            if s.info["seed"] != 7:  # the next epoch's calls
+                started.set()
+                time.sleep(0.3)
+            return orig(self, s, first, count, device)
+
+    # the stream's close() while the thread computes epoch 1's first call
+    st = Slow(config(), 3, batches_per_call=1, prefetch=2)
+    collect(st)
+    assert started.wait(10) and st._ahead is not None
+    assert len(stream_threads()) == 1
+    st.close()
+    assert stream_threads() == [] and st._ahead is None
+    # the iterator's close() after the epoch's last call, before its end
+    # (four calls, two ahead: the third taken frees a slot for epoch 1's first)
+    started.clear()
+    it = iter(st)
+    for _ in range(3):
+        next(it)
+    assert started.wait(10)  # the last call computed, the next epoch's begun
+    it.close()
+    assert stream_threads() == [] and st._ahead is None
+    # a break there
+    started.clear()
+    for i, b in enumerate(st):
+        if i == 2:
+            assert started.wait(10)
+            break
+    assert no_stream_threads(5) and st._ahead is None
+    # the stream dropped after its epoch: the thread ends after its call
+    started.clear()
+    collect(st)
+    assert started.wait(10)
+    del st, it, b
+    gc.collect()
+    assert no_stream_threads(5)
+
+
+def test_next_epoch_error_raised_by_its_iteration(monkeypatch):
+    """A failure of the next epoch's work is the failure of that epoch's
+    iteration: its call computed again there, the error raised by next()."""
+    orig = psfsim.Stream._compute
+
+    def failing(self, s, first, count, device):
+        if s.info["seed"] != 7 and first >= 3:
+            raise psfsim.ComputeError("compute", "boom at %d" % first)
+        return orig(self, s, first, count, device)
+
+    monkeypatch.setattr(psfsim.Stream, "_compute", failing)
+    st = psfsim.Stream(config(), 3, batches_per_call=1, prefetch=2)
+    collect(st)
+    assert ahead_of(st).done == 1  # the second call failed
+    st.set_epoch(1)
+    got = []
+    with pytest.raises(psfsim.ComputeError, match="boom at 3"):
+        for b in st:
+            got.append(list(b.indices))
+    assert got == [[0, 1, 2]] and st.stats["ahead_calls"] == 1
+    assert no_stream_threads()
 
 
 @pytest.mark.parametrize("per_call", [1, 2, 3, 5])
@@ -380,6 +578,7 @@ def test_bad_config_raises():
 
 
 def test_error_in_thread_raised_in_consumer(monkeypatch):
+    assert no_stream_threads()
     before = threading.active_count()
     orig = psfsim.Stream._compute
 
@@ -407,6 +606,7 @@ def wait_threads(n, timeout=5.0):
 
 
 def test_break_stops_the_thread():
+    assert no_stream_threads()
     before = threading.active_count()
     st = psfsim.Stream(config(count=200), 4, prefetch=2)
     for i, b in enumerate(st):
@@ -552,6 +752,7 @@ def test_device_batches_per_call(per_call):
 
 def test_device_break_stops_the_thread():
     need_gpu()
+    assert no_stream_threads()
     before = threading.active_count()
     st = psfsim.Stream(config(count=400), 8, device="cuda", backend="gpu", prefetch=2)
     for i, b in enumerate(st):
