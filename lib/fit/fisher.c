@@ -19,78 +19,34 @@
 #include "lib/fit/fit.h"
 #include "lib/fit/lapack.h"
 
-/* Pixels of one tile of fisher_products: P + 2 rows of them (37 x 256
- * doubles, 76 KiB at P = 35) stay in the core's cache while every pair
- * of rows is summed. */
-#define FISHER_TILE 256
-
-/* sum x_i y_i over len in four interleaved partial sums (a dependency
- * chain of len / 4 additions: the compiler keeps the order written, so
- * a single sum would be one long chain). */
-static double dot(const double *x, const double *y, size_t len)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    size_t i = 0;
-    for (; i + 4 <= len; i += 4) {
-        s0 += x[i] * y[i];
-        s1 += x[i + 1] * y[i + 1];
-        s2 += x[i + 2] * y[i + 2];
-        s3 += x[i + 3] * y[i + 3];
-    }
-    for (; i < len; ++i)
-        s0 += x[i] * y[i];
-    return (s0 + s1) + (s2 + s3);
-}
-
-/* One tile of len pixels: jac's rows at the tile (stride total), its
- * weights w and images im; adds into F's rows a < P the columns b >= a,
- * column cf (-1: none) the flux's and cb the background's. u: [len]. */
-static void fisher_tile(const double *jac, size_t total, const double *w, const double *im,
-                        size_t len, int P, int N, int cf, int cb, double *u, double *F)
-{
-    for (int a = 0; a < P; ++a) {
-        const double *ja = jac + (size_t)a * total;
-        for (size_t i = 0; i < len; ++i)
-            u[i] = w[i] * ja[i];
-        for (int b = a; b < P; ++b)
-            F[(size_t)a * N + b] += dot(u, jac + (size_t)b * total, len);
-        if (cf >= 0) F[(size_t)a * N + cf] += dot(u, im, len);
-        if (cb >= 0) {
-            double sb = 0;
-            for (size_t i = 0; i < len; ++i)
-                sb += u[i];
-            F[(size_t)a * N + cb] += sb;
-        }
-    }
-}
-
 /* F's block of p (a, b < P) and p against each image's flux and
- * background (rows P .. N), from jac [P][K n] (columns of J by
- * parameter), the weights and the images: F_ab = sum_t w_t J_at J_bt,
- * F_a,f_k = sum_i w J_a I_k, F_a,b_k = sum_i w J_a. The sums run over
- * tiles of pixels (each tile's weighted rows u_a = w J_a made once, then
- * every pair's dot product from the cache), so J is read from memory once
- * instead of P + 1 times: the naive pairwise sums took 0.15 s at P = 34,
- * K n = 196,608. The order of the sums is fixed: the result is the same
- * on every run. */
-static void fisher_products(const double *jac, const fit_state *st, int P, int N, int nf, int nb,
-                            double *F)
+ * background (rows P .. N, row-major N x N), from the weighted Jacobian
+ * u [P][K n] (u_a = sqrt(w) f_k dI_k/dp_a: column-major K n x P for BLAS)
+ * and sw = sqrt(w), swi = sqrt(w) I ([K n] each): F_ab = u_a . u_b
+ * (dsyrk), F_a,f_k = sum_i w J_a I_k = u_a . swi over image k, F_a,b_k =
+ * u_a . sw there (dgemv each). BLAS, since the P (P + 1) / 2 dot products
+ * over K n pixels are most of the Fisher step's time (0.1 s of scalar
+ * loops at P = 34, K n = 196,608 on the GPU machine's host). y: [P]. */
+static void fisher_products(const fit_lapack *la, const double *u, const double *sw,
+                            const double *swi, size_t n, int K, int P, int N, int nf, int nb,
+                            double *y, double *F)
 {
-    const fit_model *m = st->model;
-    size_t n = m->npix, total = (size_t)m->nimages * n;
-    double u[FISHER_TILE];
-    for (int k = 0; k < m->nimages; ++k)
-        for (size_t i0 = 0; i0 < n; i0 += FISHER_TILE) {
-            size_t t0 = (size_t)k * n + i0, len = n - i0 < FISHER_TILE ? n - i0 : FISHER_TILE;
-            fisher_tile(jac + t0, total, st->w + t0, st->img + t0, len, P, N, nf ? P + k : -1,
-                        nb ? P + nf + k : -1, u, F);
-        }
-    for (int a = 0; a < P; ++a) { /* the lower triangle and the flux/background columns */
+    int total = (int)((size_t)K * n), ni = (int)n, one = 1;
+    const double d1 = 1.0, d0 = 0.0;
+    /* column-major C (ldc N) upper = row-major F's lower triangle */
+    la->dsyrk("U", "T", &P, &total, &d1, u, &total, &d0, F, &N);
+    for (int a = 0; a < P; ++a)
         for (int b = a + 1; b < P; ++b)
-            F[(size_t)b * N + a] = F[(size_t)a * N + b];
-        for (int c = P; c < N; ++c)
-            F[(size_t)c * N + a] = F[(size_t)a * N + c];
-    }
+            F[(size_t)a * N + b] = F[(size_t)b * N + a];
+    for (int k = 0; k < K; ++k)
+        for (int c = 0; c < 2; ++c) {
+            int at = c == 0 ? (nf ? P + k : -1) : (nb ? P + nf + k : -1);
+            if (at < 0) continue;
+            const double *x = (c == 0 ? swi : sw) + (size_t)k * n;
+            la->dgemv("T", &ni, &P, &d1, u + (size_t)k * n, &total, x, &one, &d0, y, &one);
+            for (int a = 0; a < P; ++a)
+                F[(size_t)a * N + at] = F[(size_t)at * N + a] = y[a];
+        }
 }
 
 int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
@@ -104,25 +60,26 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
     int N = P + nf + nb;
     fit_lapack lapack;
     if (fit_lapack_get(&lapack, st->err, st->errlen) != 0) return -1;
-    double *jac = malloc(sizeof(double) * ((size_t)P * total + total));
+    /* jac: the weighted columns [P][K n], then I(p + h e_j), sqrt(w),
+     * sqrt(w) I; and y [P] */
+    double *jac = malloc(sizeof(double) * ((size_t)(P + 3) * total + (size_t)P));
     double *F = calloc((size_t)N * N, sizeof(double));
-    if (!jac || !F) {
+    double *q = malloc(sizeof(double) * m->nparams);
+    if (!jac || !F || !q) {
         free(jac);
         free(F);
+        free(q);
         snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
         return -1;
     }
     /* st->img holds I(p) (fit_run's last fit_loss) */
-    double *plus = jac + (size_t)P * total;
-    double *q = malloc(sizeof(double) * m->nparams);
-    if (!q) {
-        free(jac);
-        free(F);
-        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
-        return -1;
+    double *plus = jac + (size_t)P * total, *sw = plus + total, *swi = sw + total, *y = swi + total;
+    for (size_t t = 0; t < total; ++t) {
+        sw[t] = sqrt(st->w[t]);
+        swi[t] = sw[t] * st->img[t];
     }
     memcpy(q, p, sizeof(double) * m->nparams);
-    for (int j = 0; j < P; ++j) { /* column j: f_k dI_k/dp_j, forward differences */
+    for (int j = 0; j < P; ++j) { /* column j: sqrt(w) f_k dI_k/dp_j, forward differences */
         double *col = jac + (size_t)j * total;
         q[j] = p[j] + h;
         int rc = m->forward(m->user, q, plus, st->err, st->errlen);
@@ -133,13 +90,15 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
             free(F);
             return -1;
         }
-        for (int k = 0; k < K; ++k)
+        for (int k = 0; k < K; ++k) {
+            double c = st->flux[k] / h;
             for (size_t i = 0; i < n; ++i) {
                 size_t t = (size_t)k * n + i;
-                col[t] = st->flux[k] * (plus[t] - st->img[t]) / h;
+                col[t] = sw[t] * c * (plus[t] - st->img[t]);
             }
+        }
     }
-    fisher_products(jac, st, P, N, nf, nb, F);
+    fisher_products(&lapack, jac, sw, swi, n, K, P, N, nf, nb, y, F);
     for (int k = 0; k < K; ++k) { /* each image's own flux and background */
         size_t o0 = (size_t)k * n;
         double sii = 0, si = 0, s1 = 0;

@@ -22,13 +22,16 @@ static void load(void)
         return;
     }
     /* POSIX dlsym returns void *; a function pointer is converted via memcpy. */
-    void *f = dlsym(h, "dpotrf_"), *g = dlsym(h, "dpotri_");
-    if (!f || !g) {
-        snprintf(why, sizeof why, "no dpotrf_ or dpotri_ in it");
+    void *f = dlsym(h, "dpotrf_"), *g = dlsym(h, "dpotri_"), *k = dlsym(h, "dsyrk_"),
+         *v = dlsym(h, "dgemv_");
+    if (!f || !g || !k || !v) {
+        snprintf(why, sizeof why, "no dpotrf_, dpotri_, dsyrk_ or dgemv_ in it or its BLAS");
         return; /* kept loaded: unloading a BLAS with threads is unsafe */
     }
-    memcpy(&loaded.dpotrf, &f, sizeof f);
+    memcpy(&loaded.dsyrk, &k, sizeof k);
+    memcpy(&loaded.dgemv, &v, sizeof v);
     memcpy(&loaded.dpotri, &g, sizeof g);
+    memcpy(&loaded.dpotrf, &f, sizeof f); /* last: fit_lapack_get tests it */
 }
 
 int fit_lapack_get(fit_lapack *out, char *err, size_t errlen)

@@ -13,10 +13,19 @@
 #include <stddef.h>
 
 /* Column-major Cholesky factor and inverse of a symmetric positive
- * definite matrix (LAPACK's dpotrf and dpotri, Fortran calling convention). */
+ * definite matrix (LAPACK's dpotrf and dpotri), and the BLAS products the
+ * Fisher matrix is made of (dsyrk: C = alpha A^T A + beta C; dgemv: y =
+ * alpha A^T x + beta y), from LAPACK's own BLAS (its dependency, found
+ * through its handle): Fortran calling convention. */
 typedef struct {
     void (*dpotrf)(const char *uplo, const int *n, double *a, const int *lda, int *info);
     void (*dpotri)(const char *uplo, const int *n, double *a, const int *lda, int *info);
+    void (*dsyrk)(const char *uplo, const char *trans, const int *n, const int *k,
+                  const double *alpha, const double *a, const int *lda, const double *beta,
+                  double *c, const int *ldc);
+    void (*dgemv)(const char *trans, const int *m, const int *n, const double *alpha,
+                  const double *a, const int *lda, const double *x, const int *incx,
+                  const double *beta, double *y, const int *incy);
 } fit_lapack;
 
 /* The routines of liblapack.so.3 (dlopen'ed once per process, kept
