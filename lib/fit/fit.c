@@ -38,7 +38,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
     int K = model->nimages;
     size_t n = model->npix, total = (size_t)K * n;
     fit_state st = {.model = model, .data = data, .opt = opt, .err = err, .errlen = errlen};
-    st.w = malloc(sizeof(double) * (4 * total + 2 * (size_t)K));
+    st.w = malloc(sizeof(double) * (4 * total + 3 * (size_t)K));
     if (!st.w) {
         snprintf(err, errlen, "out of memory for the fit (%zu pixels)", total);
         return -1;
@@ -48,6 +48,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
     double *fitted = st.cot + total;
     st.flux = fitted + total;
     st.bkg = st.flux + K;
+    st.lossk = st.bkg + K;
     res->nhistory = res->iterations = 0;
     int passes = opt->noise == FIT_NOISE_PHOTON && opt->passes > 1 ? opt->passes : 1;
     fit_weights(&st, NULL);

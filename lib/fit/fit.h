@@ -123,6 +123,7 @@ typedef struct {
     size_t errlen;
     int failed;                          /* a callback failed: err says why */
     double seconds_forward, seconds_vjp; /* in the callbacks, summed */
+    double *lossk; /* [K] each image's loss, the images on threads; NULL: one thread */
 } fit_state;
 
 /* Monotonic wall-clock seconds (CLOCK_MONOTONIC). */
