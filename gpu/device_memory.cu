@@ -59,10 +59,32 @@ static int stream_make(int device, cudaStream_t *s, char *err, size_t errlen)
                : 0;
 }
 
+/* The device's default pool (cudaMallocAsync's) keeps the memory psfsim's
+ * outputs free, as PyTorch's and CuPy's caching allocators keep theirs:
+ * with the default release threshold (0) each free gives the pages back
+ * to the driver at the next synchronisation, and the next output of the
+ * same size maps them again (compute(device=) of 10,000 256^2 images, 2.6
+ * GB, each call). What it keeps is at most psfsim's peak of live outputs;
+ * cudaMemPoolTrimTo on the default pool gives it back. Set at each
+ * allocation (a driver call of about a microsecond). */
+static int keep_pool(int device, char *err, size_t errlen)
+{
+    cudaMemPool_t pool;
+    unsigned long long keep = ~0ULL; /* cuuint64_t: the attribute is 64 bits */
+    return failed(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool", err,
+                  errlen) ||
+           failed(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                  "cudaMemPoolSetAttribute (release threshold)", err, errlen);
+}
+
 static void *device_alloc(int device, size_t bytes, char *err, size_t errlen)
 {
     cudaStream_t s;
     if (stream_make(device, &s, err, errlen)) return NULL;
+    if (keep_pool(device, err, errlen)) {
+        cudaStreamDestroy(s);
+        return NULL;
+    }
     void *p = NULL;
     if (failed(cudaMallocAsync(&p, bytes ? bytes : 1, s), "cudaMallocAsync", err, errlen) ||
         failed(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, errlen)) {
