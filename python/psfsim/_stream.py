@@ -185,9 +185,10 @@ class Stream:
     __next__, no thread); at most prefetch calls (prefetch x
     batches_per_call batches) are computed or waiting beyond the one whose
     batches the consumer is taking, across an epoch's end too. Across it:
-    after an epoch's last call the thread opens epoch + 1's Set and
-    computes its first calls (at most prefetch, each as the consumer frees
-    a slot), which an iteration of epoch + 1 (set_epoch(epoch + 1), as a
+    after an epoch's first call the thread opens epoch + 1's Set (two Sets
+    are then open: their plans and buffers, not images), and after its
+    last call computes epoch + 1's first calls (at most prefetch, each as
+    the consumer frees a slot), which an iteration of epoch + 1 (set_epoch(epoch + 1), as a
     training loop calls it) of the same shard and batches takes: its first
     batch waits for neither the Set's start nor its first call. After the
     epoch's end the stream holds them (its thread, its Set, at most
@@ -525,7 +526,9 @@ def _batches(call, images, labels, epoch, seed):
 
 class _Ahead:
     """The next epoch's first calls, computed by an epoch's thread after
-    its last call, while the consumer takes that epoch's last batches: the
+    its last call, while the consumer takes that epoch's last batches (its
+    Set opened earlier, after the ending epoch's first call: a Set's start,
+    about 15 ms on the GPU, is longer than the batches left at the end): the
     iteration of that epoch (epoch + 1) with the same calls (shard and
     batching: key, Stream._ahead_key) takes them and goes on from there, so
     that its first batch does not wait for its Set's start and first call.
@@ -548,16 +551,18 @@ class _Ahead:
         self.done = 0  # calls computed, their batches on queue
         self.produce_s = 0.0
 
-    def run(self, ref):
-        """On the thread, after its epoch's end: open the epoch's Set, then
-        compute calls, each once a slot is free. Stops at stop, at the
-        stream's garbage collection (ref: a weak reference, so that the
-        thread does not keep the stream alive) or at an error (the
-        iteration that takes this computes that call again and raises)."""
+    def open(self, ref):
+        """On the thread, during the ending epoch (once its first call is
+        queued, while the producer would otherwise wait for the consumer):
+        open this epoch's Set, so that at the boundary only its first calls
+        are left to compute. Once; an error leaves set None (the taker
+        opens the Set itself and raises)."""
+        if self.opened.is_set():
+            return
         s = None
         try:
             stream = ref()
-            if stream is not None:
+            if stream is not None and not self.stop.is_set():
                 s = stream.epoch_set(self.epoch)
         except Exception:  # noqa: BLE001 (the taker opens the Set itself and raises)
             s = None
@@ -568,6 +573,16 @@ class _Ahead:
                 s = None
             self.set = s
         self.opened.set()
+
+    def run(self, ref):
+        """On the thread, after its epoch's end: open the epoch's Set (if
+        open() has not), then compute calls, each once a slot is free.
+        Stops at stop, at the stream's garbage collection (ref: a weak
+        reference, so that the thread does not keep the stream alive) or at
+        an error (the iteration that takes this computes that call again
+        and raises)."""
+        self.open(ref)
+        s = self.set
         if s is None:
             return
         for call in self.calls:
@@ -644,6 +659,8 @@ def _produce(ref, s, calls, epoch, seed, out, slots, stop, stats, after, ahead):
             batches = _batches(call, images, labels, epoch, seed)
             for i, batch in enumerate(batches):
                 out.put(("batch", batch, i == 0))
+            if ahead is not None:
+                ahead.open(ref)  # once: the next epoch's Set starts while this one runs
         if stop.is_set():
             return
         out.put(("end", None, 0))
