@@ -370,8 +370,8 @@ static void host_release(void *p)
     free(p);
 }
 
-static const gpu_memory_ops host_memory = {pointer, alloc, release, copy, wait_stream, host_alloc,
-                                           host_release};
+static const gpu_memory_ops host_memory = {pointer,     alloc,      release,     copy,
+                                           wait_stream, host_alloc, host_release};
 
 /* run on "device" arrays (host memory here): the cotangent widened (and
  * turned) into double, run, the images narrowed (and turned) back. */
