@@ -4,16 +4,21 @@
 # final files equal an uninterrupted run's, byte for byte.
 source "$(dirname "$0")/lib_e2e.sh"
 export PSFSIM_CACHE_DIR="$SCRATCH/cache"
-cat >set.cfg <<'CFG'
+# 5 defocus values x 80 of term 11 (under the wrapper 48: 240 images; it
+# stops after the batches of 64 in flight, 128 or 192).
+nz=$(e2e_size 80 48)
+values=$(awk -v n=$nz 'BEGIN { for (i = 0; i < n; ++i) printf "%s%.2f", (i ? ", " : ""), i * 0.01 }')
+cat >set.cfg <<CFG
 name = "r";
 optics: { wavelength_nm = 600; aperture: { diameter_m = 1.0; obscuration = 0.2; }; };
 sampling: { pupil_samples = 128; padding = 2.0; };
 aberrations: { zernike = ((8, 0.05)); };
-sweep: { defocus = [-1.0, -0.5, 0.0, 0.5, 1.0]; zernike = ((11, [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.18, 0.19, 0.2, 0.21, 0.22, 0.23, 0.24, 0.25, 0.26, 0.27, 0.28, 0.29, 0.3, 0.31, 0.32, 0.33, 0.34, 0.35, 0.36, 0.37, 0.38, 0.39, 0.4, 0.41, 0.42, 0.43, 0.44, 0.45, 0.46, 0.47, 0.48, 0.49, 0.5, 0.51, 0.52, 0.53, 0.54, 0.55, 0.56, 0.57, 0.58, 0.59, 0.6, 0.61, 0.62, 0.63, 0.64, 0.65, 0.66, 0.67, 0.68, 0.69, 0.7, 0.71, 0.72, 0.73, 0.74, 0.75, 0.76, 0.77, 0.78, 0.79])); };
+sweep: { defocus = [-1.0, -0.5, 0.0, 0.5, 1.0]; zernike = ((11, [$values])); };
 output: { png: { compression = 6; }; fits: { enabled = true; }; };
 CFG
-n=400
-expect_exit 0 "uninterrupted reference run" -- "$PSFSIM" -q --backend cpu -j 1 -c set.cfg -o ref
+n=$((5 * nz))
+# The reference not under the wrapper: its code paths are the resume's.
+expect_exit 0 "uninterrupted reference run" -- "$PSFSIM_UNWRAPPED" -q --backend cpu -j 1 -c set.cfg -o ref
 [ "$(ls ref/*.png | wc -l)" -eq $n ] && pass "reference: $n PNGs" || fail "reference PNG count"
 
 complete_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
