@@ -554,8 +554,11 @@ class _Ahead:
     def open(self, ref):
         """On the thread, during the ending epoch (once its first call is
         queued, while the producer would otherwise wait for the consumer):
-        open this epoch's Set, so that at the boundary only its first calls
-        are left to compute. Once; an error leaves set None (the taker
+        open this epoch's Set and compute its first image (discarded), which
+        starts the backend (a GPU Set starts its lanes, plans and graph at
+        its first compute: run 58 saw the next epoch's first batch still
+        wait 7 ms with the Set only opened), so that at the boundary only
+        its first calls are left to compute. Once; an error leaves set None (the taker
         opens the Set itself and raises)."""
         if self.opened.is_set():
             return
@@ -567,6 +570,15 @@ class _Ahead:
         except Exception:  # noqa: BLE001 (the taker opens the Set itself and raises)
             s = None
         stream = None
+        if s is not None and self.calls:
+            try:  # one image starts the Set's backend (a GPU's lanes, plans, graph)
+                stream = ref()
+                if stream is not None and not self.stop.is_set():
+                    s.compute(self.calls[0][0], 1, dtype=stream.dtype, device=stream.device,
+                              stream=stream.cuda_stream)
+            except Exception:  # noqa: BLE001 (computed again by the taker, which raises)
+                pass
+            stream = None
         with self._lock:
             if s is not None and self.stop.is_set():
                 s.close()
