@@ -38,15 +38,17 @@ static void fisher_products(const fit_lapack *la, const double *u, const double 
     for (int a = 0; a < P; ++a)
         for (int b = a + 1; b < P; ++b)
             F[(size_t)a * N + b] = F[(size_t)b * N + a];
-    for (int k = 0; k < K; ++k)
+    for (int k = 0; k < K; ++k) {
+        const double *xs[2] = {nf ? swi : NULL, nb ? sw : NULL};
+        int at[2] = {P + k, P + nf + k}; /* the flux's row, the background's */
         for (int c = 0; c < 2; ++c) {
-            int at = c == 0 ? (nf ? P + k : -1) : (nb ? P + nf + k : -1);
-            if (at < 0) continue;
-            const double *x = (c == 0 ? swi : sw) + (size_t)k * n;
-            la->dgemv("T", &ni, &P, &d1, u + (size_t)k * n, &total, x, &one, &d0, y, &one);
+            if (!xs[c]) continue;
+            la->dgemv("T", &ni, &P, &d1, u + (size_t)k * n, &total, xs[c] + (size_t)k * n, &one,
+                      &d0, y, &one);
             for (int a = 0; a < P; ++a)
-                F[(size_t)a * N + at] = F[(size_t)at * N + a] = y[a];
+                F[(size_t)a * N + at[c]] = F[(size_t)at[c] * N + a] = y[a];
         }
+    }
 }
 
 int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
@@ -54,7 +56,7 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
     const fit_model *m = st->model;
     const fit_options *o = st->opt;
     int K = m->nimages;
-    int P = o->nfisher > 0 && o->nfisher < m->nparams ? o->nfisher : m->nparams;
+    int P = fit_nfisher(m, o);
     size_t n = m->npix, total = (size_t)K * n;
     int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
     int N = P + nf + nb;

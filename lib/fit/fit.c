@@ -11,7 +11,7 @@
 /* The Fisher step's outputs when it is skipped: unknown (NaN). */
 static void no_fisher(const fit_model *model, const fit_options *opt, fit_result *res)
 {
-    int P = opt->nfisher > 0 && opt->nfisher < model->nparams ? opt->nfisher : model->nparams;
+    int P = fit_nfisher(model, opt);
     for (int a = 0; a < P; ++a) {
         res->p_sigma[a] = NAN;
         for (int b = 0; res->covariance && b < P; ++b)
@@ -79,8 +79,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
             if (res->residuals) res->residuals[t] = r;
         }
         res->chi2 = chi2;
-        int nfree =
-            opt->nfisher > 0 && opt->nfisher < model->nparams ? opt->nfisher : model->nparams;
+        int nfree = fit_nfisher(model, opt);
         res->dof = (double)total - nfree - (opt->fit_flux ? K : 0) - (opt->fit_background ? K : 0);
         memcpy(res->flux, st.flux, sizeof(double) * K);
         memcpy(res->background, st.bkg, sizeof(double) * K);

@@ -123,8 +123,15 @@ typedef struct {
     size_t errlen;
     int failed;                          /* a callback failed: err says why */
     double seconds_forward, seconds_vjp; /* in the callbacks, summed */
-    double *lossk; /* [K] each image's loss, the images on threads; NULL: one thread */
+    double *lossk; /* [K] each image's loss (fit_loss's threads write their images') */
 } fit_state;
+
+/* The parameters in the Fisher matrix: the first opt->nfisher when that
+ * is 1 .. P - 1, else all P. */
+static inline int fit_nfisher(const fit_model *model, const fit_options *opt)
+{
+    return opt->nfisher > 0 && opt->nfisher < model->nparams ? opt->nfisher : model->nparams;
+}
 
 /* Monotonic wall-clock seconds (CLOCK_MONOTONIC). */
 double fit_now(void);

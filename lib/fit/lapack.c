@@ -28,10 +28,10 @@ static void load(void)
         snprintf(why, sizeof why, "no dpotrf_, dpotri_, dsyrk_ or dgemv_ in it or its BLAS");
         return; /* kept loaded: unloading a BLAS with threads is unsafe */
     }
+    memcpy(&loaded.dpotrf, &f, sizeof f);
+    memcpy(&loaded.dpotri, &g, sizeof g);
     memcpy(&loaded.dsyrk, &k, sizeof k);
     memcpy(&loaded.dgemv, &v, sizeof v);
-    memcpy(&loaded.dpotri, &g, sizeof g);
-    memcpy(&loaded.dpotrf, &f, sizeof f); /* last: fit_lapack_get tests it */
 }
 
 int fit_lapack_get(fit_lapack *out, char *err, size_t errlen)

@@ -56,25 +56,15 @@ static void solve_linear(const fit_state *st, int k)
     double f = o->flux0 ? o->flux0[k] : 1.0, b = o->background0 ? o->background0[k] : 0.0;
     if (o->fit_flux || o->fit_background) {
         /* four interleaved partial sums of each (a single sum is a chain
-         * of n dependent additions) */
+         * of n dependent additions), as residual's */
         double acc[5][4] = {{0}};
-        size_t i = 0;
-        for (; i + 4 <= n; i += 4)
-            for (int l = 0; l < 4; ++l) {
-                double wl = w[i + l], il = im[i + l], dl = d[i + l], wi = wl * il;
-                acc[0][l] += wl;
-                acc[1][l] += wi;
-                acc[2][l] += wi * il;
-                acc[3][l] += wl * dl;
-                acc[4][l] += wi * dl;
-            }
-        for (; i < n; ++i) {
+        for (size_t i = 0; i < n; ++i) {
             double wi = w[i] * im[i];
-            acc[0][0] += w[i];
-            acc[1][0] += wi;
-            acc[2][0] += wi * im[i];
-            acc[3][0] += w[i] * d[i];
-            acc[4][0] += wi * d[i];
+            acc[0][i & 3] += w[i];
+            acc[1][i & 3] += wi;
+            acc[2][i & 3] += wi * im[i];
+            acc[3][i & 3] += w[i] * d[i];
+            acc[4][i & 3] += wi * d[i];
         }
         double sum[5];
         for (int q = 0; q < 5; ++q)
@@ -167,17 +157,10 @@ double fit_loss(fit_state *st, const double *p, double *grad)
         st->failed = 1;
         return NAN;
     }
+    images_on_threads(st);
     double loss = 0;
-    if (st->lossk) {
-        images_on_threads(st);
-        for (int k = 0; k < m->nimages; ++k) /* in order: the same sum every time */
-            loss += st->lossk[k];
-    } else {
-        for (int k = 0; k < m->nimages; ++k) {
-            solve_linear(st, k);
-            loss += residual(st, k);
-        }
-    }
+    for (int k = 0; k < m->nimages; ++k) /* in order: the same sum every time */
+        loss += st->lossk[k];
     if (grad) {
         t0 = fit_now();
         rc = m->vjp(m->user, p, st->cot, grad, st->err, st->errlen);

@@ -217,7 +217,7 @@ static void pr_gradient(void **state)
 {
     (void)state;
     fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL};
-    double d[K * NF], w[K * NF], img[K * NF], cot[K * NF], fl[K], bk[K];
+    double d[K * NF], w[K * NF], img[K * NF], cot[K * NF], fl[K], bk[K], lk[K];
     pr_forward(NULL, TRUTH, d, NULL, 0);
     fit_options o = defaults();
     o.fit_flux = o.fit_background = 1;
@@ -232,6 +232,7 @@ static void pr_gradient(void **state)
                     .cot = cot,
                     .flux = fl,
                     .bkg = bk,
+                    .lossk = lk,
                     .err = err,
                     .errlen = sizeof err};
     fit_weights(&st, NULL);
