@@ -246,6 +246,16 @@ def test_gpu_metrics_and_pinned_host(kind):
         assert np.array_equal(met2["axial_intensity"], met["axial_intensity"])
 
 
+def test_pinned_empty_refused():
+    """A negative shape is refused before anything is allocated; without a
+    GPU (no module or no driver) pinned memory is refused with a message."""
+    with pytest.raises(psfsim.ArgumentError, match="shape: negative dimensions"):
+        psfsim.pinned_empty((-1, 4))
+    if gpu_missing():
+        with pytest.raises(psfsim.BackendError, match="cudaHostAlloc|GPU module"):
+            psfsim.pinned_empty((2, 4))
+
+
 @pytest.mark.parametrize("kind", ["fft", "mft", "detector", "poppy", "broadband"])
 @pytest.mark.parametrize("dtype", [np.float32, np.uint16])
 def test_pinned_empty(kind, dtype):

@@ -223,6 +223,13 @@ static void arguments(void **state)
     assert_int_equal(psfsim_retrieve(s, data, &o, r, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     assert_string_equal(err, "psfsim_retrieve: bad option sigma (>= 0)");
     o.sigma = 0;
+    assert_int_equal(o.uncertainties, 1); /* the default: the Fisher step */
+    o.uncertainties = 2;
+    st.c[0] = 7.0; /* nothing is written on a refusal */
+    assert_int_equal(psfsim_retrieve(s, data, &o, r, err, sizeof err), PSFSIM_ERR_ARGUMENT);
+    assert_string_equal(err, "psfsim_retrieve: bad option uncertainties (0 or 1)");
+    assert_true(st.c[0] == 7.0 && r->iterations == 0);
+    o.uncertainties = 1;
     assert_int_equal(psfsim_retrieve(s, NULL, &o, r, err, sizeof err), PSFSIM_ERR_ARGUMENT);
     int twice[2] = {4, 4};
     o.nterms = 2;
