@@ -20,6 +20,7 @@
 #include <cublas_v2.h>
 
 #include "gpu/adjoint.h"
+#include "gpu/fit.h"
 
 #define VJP_PUPILS 64
 /* Bytes of complex grids per batch: the batch's rows. */
@@ -53,6 +54,7 @@ struct gpu_vjp {
     double *h_coef, *h_gcoef, *h_scale, *h_ow, *h_dopd;
     int *h_image, *h_rows;
     size_t cap_h_dopd;
+    gpu_fit fit; /* the retrieval's scratch (gpu/fit.h) */
 };
 
 static void free_batch(gpu_vjp *v)
@@ -87,6 +89,7 @@ static void vjp_destroy(gpu_vjp *v)
     }
     gpu_vjp_plans_free(&v->plans);
     gpu_vjp_det_free(&v->det);
+    gpu_fit_free(&v->fit);
     if (v->have_blas) cublasDestroy(v->blas);
     if (v->have_stream) cudaStreamDestroy(v->stream);
     free(v->h_coef);
@@ -455,5 +458,24 @@ static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const vo
     return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
 }
 
-const gpu_vjp_ops gpu_vjp_table = {vjp_create, vjp_add_pupil, vjp_set_row,   vjp_set_detector,
-                                   vjp_run,    vjp_destroy,   vjp_run_device};
+static int vjp_fit_loss(gpu_vjp *v, int nimages, size_t npix, const double *data, const double *w,
+                        const double *images, int fit, const double *fixed, double *cot,
+                        double *out, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    return gpu_fit_loss(&v->fit, &v->chk, v->stream, nimages, npix, data, w, images, fit, fixed,
+                        cot, out);
+}
+
+static int vjp_fit_fisher(gpu_vjp *v, int nimages, size_t npix, int nparams, const double *w,
+                          const double *images, double *plus, const double *flux, double h,
+                          double *G, double *y, char *err, size_t errlen)
+{
+    if (enter(v, err, errlen)) return -1;
+    return gpu_fit_fisher(&v->fit, &v->chk, v->stream, v->blas, nimages, npix, nparams, w, images,
+                          plus, flux, h, G, y);
+}
+
+const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil, vjp_set_row,
+                                   vjp_set_detector, vjp_run,       vjp_destroy,
+                                   vjp_run_device,   vjp_fit_loss,  vjp_fit_fisher};

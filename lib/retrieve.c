@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "app/base/log.h"
-#include "lib/fit/fit.h"
-#include "lib/set_priv.h"
+#include "lib/retrieve_priv.h"
 #include "optics/zernike.h"
 
 void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size)
@@ -24,28 +23,17 @@ void psfsim_retrieve_options_init_size(psfsim_retrieve_options *opt, size_t size
     memcpy(opt, &d, d.size);
 }
 
-typedef struct {
-    psfsim_set *set;
-    long long count;
-    int nterms;
-    psfsim_inputs inputs;
-    double *zern;  /* [K][P]: p on every row */
-    int fit_map;   /* p holds an OPD map after the P coefficients */
-    double *gradk; /* [K][P]: psfsim_vjp's per image */
-    int status;    /* the last failing call's psfsim_status */
-} set_model;
-
-static void rows(set_model *m, const double *p)
+void retrieve_rows(set_model *m, const double *p)
 {
     for (long long k = 0; k < m->count; ++k)
         memcpy(m->zern + k * m->nterms, p, sizeof(double) * m->nterms);
+    if (m->fit_map) m->inputs.opd_map = p + m->nterms;
 }
 
 static int forward(void *user, const double *p, double *images, char *err, size_t errlen)
 {
     set_model *m = user;
-    rows(m, p);
-    if (m->fit_map) m->inputs.opd_map = p + m->nterms;
+    retrieve_rows(m, p);
     int rc = psfsim_compute_inputs(m->set, 0, m->count, &m->inputs, images, err, errlen);
     if (rc != PSFSIM_OK) m->status = rc;
     return rc;
@@ -55,14 +43,11 @@ static int vjp(void *user, const double *p, const double *cot, double *grad, cha
                size_t errlen)
 {
     set_model *m = user;
-    rows(m, p);
+    retrieve_rows(m, p);
     psfsim_gradients g;
     psfsim_gradients_init(&g);
     g.zernike = m->gradk;
-    if (m->fit_map) {
-        m->inputs.opd_map = p + m->nterms;
-        g.opd_map = grad + m->nterms; /* summed over the images by psfsim_vjp */
-    }
+    if (m->fit_map) g.opd_map = grad + m->nterms; /* summed over the images by psfsim_vjp */
     int rc = psfsim_vjp(m->set, 0, m->count, &m->inputs, cot, NULL, &g, err, errlen);
     if (rc != PSFSIM_OK) {
         m->status = rc;
@@ -159,8 +144,12 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
                             "put a tiny value outside the aperture)");
     }
     size_t nmap = (size_t)rows * cols, np = (size_t)o.nterms + nmap;
-    set_model m = {
-        .set = set, .count = K, .nterms = o.nterms, .fit_map = nmap > 0, .status = PSFSIM_OK};
+    set_model m = {.set = set,
+                   .count = K,
+                   .nterms = o.nterms,
+                   .nparams = np,
+                   .fit_map = nmap > 0,
+                   .status = PSFSIM_OK};
     psfsim_inputs_init(&m.inputs);
     double *buf = calloc((size_t)K * (2 * o.nterms + 4) + 2 * np, sizeof(double));
     double *resid = res->residuals;
@@ -176,7 +165,7 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
         free(buf);
         return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "psfsim_retrieve: an OPD map too large");
     }
-    fit_model fm = {(int)K, npix, (int)np, forward, vjp, &m};
+    fit_model fm = {(int)K, npix, (int)np, forward, vjp, &m, NULL};
     fit_options fo = {.noise =
                           o.noise == PSFSIM_NOISE_PHOTON ? FIT_NOISE_PHOTON : FIT_NOISE_UNIFORM,
                       .sigma = o.sigma,
@@ -206,15 +195,25 @@ int psfsim_retrieve(psfsim_set *set, const double *data, const psfsim_retrieve_o
                      .history = res->history,
                      .max_history = res->max_history};
     char why[LIB_ERRLEN] = "";
-    if (fit_run(&fm, data, &fo, &fr, why, sizeof why) != 0) {
+    retrieve_gpu *gpu = NULL;
+    rc = retrieve_gpu_open(&m, npix, pv, &gpu, err, errlen);
+    if (rc != PSFSIM_OK) {
+        free(buf);
+        return rc;
+    }
+    m.gpu = gpu;
+    fm.device = gpu ? &retrieve_gpu_device : NULL;
+    int fitted = fit_run(&fm, data, &fo, &fr, why, sizeof why);
+    retrieve_gpu_close(gpu);
+    if (fitted != 0) {
         free(buf);
         return lib_fail(err, errlen, m.status != PSFSIM_OK ? m.status : PSFSIM_ERR_MEMORY, "%s",
                         why);
     }
-    log_info("retrieve: %d iterations, %d evaluations in %.3f s: images %.3f s, gradients "
-             "%.3f s, the Fisher matrix %.3f s",
-             fr.iterations, fr.evaluations, fr.seconds_total, fr.seconds_forward, fr.seconds_vjp,
-             fr.seconds_fisher);
+    log_info("retrieve: %d iterations, %d evaluations in %.3f s: on the %s %.3f s, images "
+             "%.3f s, gradients %.3f s, the Fisher matrix %.3f s",
+             fr.iterations, fr.evaluations, fr.seconds_total, gpu ? "GPU" : "host",
+             fr.seconds_device, fr.seconds_forward, fr.seconds_vjp, fr.seconds_fisher);
     memcpy(res->coefficients, pv, sizeof(double) * o.nterms);
     memcpy(res->uncertainties, sig, sizeof(double) * o.nterms);
     if (nmap && res->opd_map) memcpy(res->opd_map, pv + o.nterms, sizeof(double) * nmap);

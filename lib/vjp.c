@@ -306,3 +306,19 @@ int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
     }
     return finish(set, a, rc);
 }
+
+int vjp_device_run(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
+                   const double *cotangent, double *images, psfsim_gradients *grads, int *done,
+                   char *err, size_t errlen)
+{
+    *done = 0;
+    vjp_args *a;
+    int rc = begin(set, inputs, grads, "psfsim_retrieve", &a, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = lib_check_range(set, first, count, err, errlen);
+    const backend_decision *d = &set->e.decision;
+    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, cotangent, images};
+    if (rc == PSFSIM_OK && count > 0)
+        rc = vjp_gpu_run(set, first, count, a, NULL, NULL, &dev, done, err, errlen);
+    return finish(set, a, rc);
+}

@@ -452,3 +452,10 @@ int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_arg
     log_debug("gradients on the CPU: the GPU's failed: %s", msg);
     return PSFSIM_OK;
 }
+
+gpu_vjp *vjp_gpu_instance(const psfsim_set *set, const gpu_vjp_ops **ops)
+{
+    const vjp_gpu *v = set->vjp_gpu;
+    *ops = v ? v->ops : NULL;
+    return v ? v->g : NULL;
+}

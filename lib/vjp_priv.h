@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "backend/gpu_abi.h"
 #include "cpu/adjoint.h"
 #include "lib/set_priv.h"
 
@@ -78,5 +79,21 @@ typedef struct {
 int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_args *a,
                 const double *cotangent, double *images, const vjp_device_io *dev, int *done,
                 char *err, size_t errlen);
+
+/* psfsim_vjp_device for the library's own arrays (lib/retrieve_gpu.c):
+ * cotangent (NULL: a forward) and images (NULL: not wanted) double, in
+ * the device memory of the set's first GPU, unturned by the caller (the
+ * "poppy" turn is made on the device); grads NULL for a forward. *done 1
+ * with the call's status when the GPU took it; *done 0 (PSFSIM_OK) when
+ * it is the CPU's (out of the GPU's scope, PSFSIM_VJP_BACKEND=cpu, the
+ * GPU failed under "auto"), nothing computed then. Errors as psfsim_vjp
+ * (arguments, a busy set). */
+int vjp_device_run(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
+                   const double *cotangent, double *images, psfsim_gradients *grads, int *done,
+                   char *err, size_t errlen);
+
+/* The GPU module's gradients instance kept on set (by the last call the
+ * GPU ran) and its ops into *ops, or NULL (none kept). */
+gpu_vjp *vjp_gpu_instance(const psfsim_set *set, const gpu_vjp_ops **ops);
 
 #endif

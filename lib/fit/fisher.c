@@ -51,25 +51,21 @@ static void fisher_products(const fit_lapack *la, const double *u, const double 
     }
 }
 
-int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
+/* F's rows of p (and p against the fluxes and backgrounds) by forward
+ * differences here: P forwards of the model, the weighted columns, BLAS.
+ * 0, or -1 (a callback, memory) with err. */
+static int products_here(fit_state *st, const fit_lapack *la, const double *p, double h, int P,
+                         int N, double *F)
 {
     const fit_model *m = st->model;
-    const fit_options *o = st->opt;
-    int K = m->nimages;
-    int P = fit_nfisher(m, o);
+    int K = m->nimages, nf = st->opt->fit_flux ? K : 0, nb = st->opt->fit_background ? K : 0;
     size_t n = m->npix, total = (size_t)K * n;
-    int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
-    int N = P + nf + nb;
-    fit_lapack lapack;
-    if (fit_lapack_get(&lapack, st->err, st->errlen) != 0) return -1;
     /* jac: the weighted columns [P][K n], then I(p + h e_j), sqrt(w),
      * sqrt(w) I; and y [P] */
     double *jac = malloc(sizeof(double) * ((size_t)(P + 3) * total + (size_t)P));
-    double *F = calloc((size_t)N * N, sizeof(double));
     double *q = malloc(sizeof(double) * m->nparams);
-    if (!jac || !F || !q) {
+    if (!jac || !q) {
         free(jac);
-        free(F);
         free(q);
         snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
         return -1;
@@ -81,18 +77,13 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
         swi[t] = sw[t] * st->img[t];
     }
     memcpy(q, p, sizeof(double) * m->nparams);
-    for (int j = 0; j < P; ++j) { /* column j: sqrt(w) f_k dI_k/dp_j, forward differences */
+    int rc = 0;
+    for (int j = 0; j < P && rc == 0; ++j) { /* column j: sqrt(w) f_k dI_k/dp_j */
         double *col = jac + (size_t)j * total;
         q[j] = p[j] + h;
-        int rc = m->forward(m->user, q, plus, st->err, st->errlen);
+        rc = m->forward(m->user, q, plus, st->err, st->errlen);
         q[j] = p[j];
-        if (rc != 0) {
-            free(q);
-            free(jac);
-            free(F);
-            return -1;
-        }
-        for (int k = 0; k < K; ++k) {
+        for (int k = 0; rc == 0 && k < K; ++k) {
             double c = st->flux[k] / h;
             for (size_t i = 0; i < n; ++i) {
                 size_t t = (size_t)k * n + i;
@@ -100,7 +91,61 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
             }
         }
     }
-    fisher_products(&lapack, jac, sw, swi, n, K, P, N, nf, nb, y, F);
+    if (rc == 0) fisher_products(la, jac, sw, swi, n, K, P, N, nf, nb, y, F);
+    free(q);
+    free(jac);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The same rows from the model's device (fit_device.fisher): G and y
+ * there, placed into F here. */
+static int products_there(fit_state *st, const double *p, double h, int P, int N, double *F)
+{
+    const fit_model *m = st->model;
+    int K = m->nimages, nf = st->opt->fit_flux ? K : 0, nb = st->opt->fit_background ? K : 0;
+    double *G = malloc(sizeof(double) * ((size_t)P * P + 2 * (size_t)K * P));
+    if (!G) {
+        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
+        return -1;
+    }
+    double *y = G + (size_t)P * P;
+    int rc = m->device->fisher(m->user, p, P, h, st->flux, G, y, st->err, st->errlen);
+    for (int a = 0; rc == 0 && a < P; ++a) {
+        for (int b = 0; b < P; ++b)
+            F[(size_t)a * N + b] = G[(size_t)a * P + b];
+        for (int k = 0; k < K; ++k) {
+            if (nf) F[(size_t)a * N + P + k] = F[(size_t)(P + k) * N + a] = y[(2 * k) * P + a];
+            if (nb)
+                F[(size_t)a * N + P + nf + k] = F[(size_t)(P + nf + k) * N + a] =
+                    y[(2 * k + 1) * P + a];
+        }
+    }
+    free(G);
+    return rc == 0 ? 0 : -1;
+}
+
+int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
+{
+    const fit_model *m = st->model;
+    const fit_options *o = st->opt;
+    int K = m->nimages;
+    int P = fit_nfisher(m, o);
+    size_t n = m->npix;
+    int nf = o->fit_flux ? K : 0, nb = o->fit_background ? K : 0;
+    int N = P + nf + nb;
+    fit_lapack lapack;
+    if (fit_lapack_get(&lapack, st->err, st->errlen) != 0) return -1;
+    double *F = calloc((size_t)N * N, sizeof(double));
+    if (!F) {
+        snprintf(st->err, st->errlen, "out of memory for the Fisher matrix (%d parameters)", N);
+        return -1;
+    }
+    int rc = m->device && m->device->fisher ? products_there(st, p, h, P, N, F)
+                                            : products_here(st, &lapack, p, h, P, N, F);
+    if (rc != 0) {
+        free(F);
+        return -1;
+    }
     for (int k = 0; k < K; ++k) { /* each image's own flux and background */
         size_t o0 = (size_t)k * n;
         double sii = 0, si = 0, s1 = 0;
@@ -115,8 +160,6 @@ int fit_fisher(fit_state *st, const double *p, double h, fit_result *res)
         if (nf && nb)
             F[(size_t)(P + k) * N + P + nf + k] = F[(size_t)(P + nf + k) * N + P + k] = si;
     }
-    free(q);
-    free(jac);
     /* D^-1/2 F D^-1/2 has a unit diagonal: its inverse is D^1/2 F^-1 D^1/2 */
     double *scale = malloc(sizeof(double) * N);
     int info = scale ? 0 : -1;

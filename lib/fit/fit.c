@@ -38,7 +38,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
     int K = model->nimages;
     size_t n = model->npix, total = (size_t)K * n;
     fit_state st = {.model = model, .data = data, .opt = opt, .err = err, .errlen = errlen};
-    st.w = malloc(sizeof(double) * (4 * total + 3 * (size_t)K));
+    st.w = malloc(sizeof(double) * (4 * total + 6 * (size_t)K));
     if (!st.w) {
         snprintf(err, errlen, "out of memory for the fit (%zu pixels)", total);
         return -1;
@@ -49,10 +49,11 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
     st.flux = fitted + total;
     st.bkg = st.flux + K;
     st.lossk = st.bkg + K;
+    st.out = st.lossk + K;
     res->nhistory = res->iterations = 0;
     int passes = opt->noise == FIT_NOISE_PHOTON && opt->passes > 1 ? opt->passes : 1;
     fit_weights(&st, NULL);
-    int rc = 0;
+    int rc = fit_load(&st);
     for (int pass = 0; pass < passes && rc == 0; ++pass) {
         res->lbfgs_status =
             fit_lbfgs(&st, res->p, opt->max_iterations, opt->tolerance, opt->memory, res->history,
@@ -64,7 +65,8 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
         /* the next pass's weights, and the Fisher matrix's: the fitted model's */
         if (rc == 0 && opt->noise == FIT_NOISE_PHOTON) {
             fit_weights(&st, fitted);
-            if (pass + 1 < passes) continue;
+            if (fit_load(&st) != 0) rc = -1;
+            if (rc != 0 || pass + 1 < passes) continue;
             fit_loss(&st, res->p, NULL); /* flux and background under those weights */
             if (st.failed) rc = -1;
             for (size_t t = 0; rc == 0 && t < total; ++t)
@@ -93,6 +95,7 @@ int fit_run(const fit_model *model, const double *data, const fit_options *opt, 
     res->evaluations = st.evaluations;
     res->seconds_forward = st.seconds_forward;
     res->seconds_vjp = st.seconds_vjp;
+    res->seconds_device = st.seconds_device;
     res->seconds_total = fit_now() - t_start;
     free(st.w);
     return rc;

@@ -23,6 +23,31 @@
 
 #include <stddef.h>
 
+/* A model that keeps its images where it computes them (a GPU:
+ * lib/retrieve_gpu.c) evaluates the loss there too, so that an evaluation
+ * moves P numbers, not K n pixels, each way. Each callback returns 0, or
+ * non-zero with a message in err. */
+typedef struct {
+    /* The data and weights [K][n] for the evaluations after this call
+     * (called again with each new weights); fit & 1 the flux fitted, & 2
+     * the background; fixed [K][2] the flux and background of an image
+     * where they are not fitted (or its system is degenerate). */
+    int (*load)(void *user, const double *data, const double *w, int fit, const double *fixed,
+                char *err, size_t errlen);
+    /* At p: out [K][3] = each image's solved flux, background and loss
+     * 1/2 sum w r^2, and grad [P] = the projected loss's gradient (the
+     * vector-Jacobian product of the cotangent -f w r), both as
+     * objective.c's. */
+    int (*loss)(void *user, const double *p, double *out, double *grad, char *err, size_t errlen);
+    /* The Fisher step's products at p (fisher.c): with the weighted
+     * Jacobian U_j = sqrt(w) f_k (I_k(p + h e_j) - I_k(p)) / h over the
+     * first nfisher parameters, G [nfisher][nfisher] = U^T U and y
+     * [K][2][nfisher] = image k's U^T sqrt(w) I and U^T sqrt(w); flux
+     * [K]. NULL: fisher.c's own forward differences. */
+    int (*fisher)(void *user, const double *p, int nfisher, double h, const double *flux, double *G,
+                  double *y, char *err, size_t errlen);
+} fit_device;
+
 /* The model's callbacks return 0, or non-zero with a message in err. */
 typedef struct {
     int nimages; /* K >= 1 */
@@ -34,6 +59,7 @@ typedef struct {
     int (*vjp)(void *user, const double *p, const double *cot, double *grad, char *err,
                size_t errlen);
     void *user;
+    const fit_device *device; /* NULL: the loss on the host from forward and vjp */
 } fit_model;
 
 enum { FIT_NOISE_UNIFORM = 0, FIT_NOISE_PHOTON = 1 };
@@ -94,6 +120,8 @@ typedef struct {
      * fit's evaluations), in the Fisher step (its forwards included), and
      * in the whole fit: where a retrieval's time goes */
     double seconds_forward, seconds_vjp, seconds_fisher, seconds_total;
+    double seconds_device; /* out: in the device's evaluations (fit_device.loss: images, loss and
+                              gradient together) */
 } fit_result;
 
 /* Fit: L-BFGS (liblbfgs) over p from res->p, then the Fisher matrix
@@ -123,7 +151,9 @@ typedef struct {
     size_t errlen;
     int failed;                          /* a callback failed: err says why */
     double seconds_forward, seconds_vjp; /* in the callbacks, summed */
+    double seconds_device;               /* in fit_device.loss */
     double *lossk; /* [K] each image's loss (fit_loss's threads write their images') */
+    double *out;   /* [K][3] fit_device.loss's */
 } fit_state;
 
 /* The parameters in the Fisher matrix: the first opt->nfisher when that
@@ -139,8 +169,14 @@ double fit_now(void);
 /* w from the noise model, with m the images model (NULL: the data). */
 void fit_weights(const fit_state *st, const double *m);
 
+/* The model's device gets the data and st->w (a no-op without one).
+ * 0, or -1 with st->failed and err. */
+int fit_load(fit_state *st);
+
 /* The projected loss at p: images, flux and background solved, and
- * grad[P] (NULL: no gradient). Returns L, or NaN with st->failed. */
+ * grad[P] (NULL: no gradient). With a gradient and the model's device,
+ * there (st->img and st->cot then untouched); else here from forward and
+ * vjp. Returns L, or NaN with st->failed. */
 double fit_loss(fit_state *st, const double *p, double *grad);
 
 /* The L-BFGS minimisation of fit_loss from p (in place); history as

@@ -146,10 +146,48 @@ static void images_on_threads(fit_state *st)
     }
 }
 
-double fit_loss(fit_state *st, const double *p, double *grad)
+int fit_load(fit_state *st)
 {
     const fit_model *m = st->model;
-    st->evaluations++;
+    const fit_options *o = st->opt;
+    if (!m->device) return 0;
+    int K = m->nimages;
+    double *fixed = st->out; /* [K][2] of its [K][3] */
+    for (int k = 0; k < K; ++k) {
+        fixed[2 * k] = o->flux0 ? o->flux0[k] : 1.0;
+        fixed[2 * k + 1] = o->background0 ? o->background0[k] : 0.0;
+    }
+    int fit = (o->fit_flux ? 1 : 0) | (o->fit_background ? 2 : 0);
+    if (m->device->load(m->user, st->data, st->w, fit, fixed, st->err, st->errlen) == 0) return 0;
+    st->failed = 1;
+    return -1;
+}
+
+/* The loss and gradient by the model's device (the weights fit_load's). */
+static double loss_there(fit_state *st, const double *p, double *grad)
+{
+    const fit_model *m = st->model;
+    double t0 = fit_now();
+    int rc = m->device->loss(m->user, p, st->out, grad, st->err, st->errlen);
+    st->seconds_device += fit_now() - t0;
+    if (rc != 0) {
+        st->failed = 1;
+        return NAN;
+    }
+    double loss = 0;
+    for (int k = 0; k < m->nimages; ++k) { /* in order: the same sum every time */
+        st->flux[k] = st->out[3 * k];
+        st->bkg[k] = st->out[3 * k + 1];
+        loss += st->out[3 * k + 2];
+    }
+    return loss;
+}
+
+/* The loss (and gradient) here: the model's images, the per-image
+ * passes, the vector-Jacobian product. */
+static double loss_here(fit_state *st, const double *p, double *grad)
+{
+    const fit_model *m = st->model;
     double t0 = fit_now();
     int rc = m->forward(m->user, p, st->img, st->err, st->errlen);
     st->seconds_forward += fit_now() - t0;
@@ -170,6 +208,15 @@ double fit_loss(fit_state *st, const double *p, double *grad)
             return NAN;
         }
     }
+    return loss;
+}
+
+double fit_loss(fit_state *st, const double *p, double *grad)
+{
+    const fit_model *m = st->model;
+    st->evaluations++;
+    double loss = grad && m->device ? loss_there(st, p, grad) : loss_here(st, p, grad);
+    if (st->failed) return NAN;
     const fit_options *o = st->opt;
     if (o->reg_lambda > 0)
         for (int i = o->reg_first; i < m->nparams; ++i) {

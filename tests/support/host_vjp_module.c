@@ -407,8 +407,80 @@ static int run_device(gpu_vjp *v, int nimages, int dtype, int turn, const void *
     return rc;
 }
 
-static const gpu_vjp_ops host_vjp = {create, add_pupil, set_row,   set_detector,
-                                     run,    destroy,   run_device};
+/* fit_loss on "device" arrays: lib/fit/objective.c's arithmetic, one
+ * sum per quantity in pixel order. */
+static int fit_loss(gpu_vjp *v, int nimages, size_t npix, const double *data, const double *w,
+                    const double *images, int fit, const double *fixed, double *cot, double *out,
+                    char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    for (int k = 0; k < nimages; ++k) {
+        size_t o = (size_t)k * npix;
+        double s[5] = {0, 0, 0, 0, 0}, f = fixed[2 * k], b = fixed[2 * k + 1], loss = 0;
+        for (size_t i = o; i < o + npix; ++i) {
+            s[0] += w[i];
+            s[1] += w[i] * images[i];
+            s[2] += w[i] * images[i] * images[i];
+            s[3] += w[i] * data[i];
+            s[4] += w[i] * images[i] * data[i];
+        }
+        double det = s[0] * s[2] - s[1] * s[1];
+        if ((fit & 3) == 3 && det > 1e-12 * s[0] * s[2]) {
+            f = (s[0] * s[4] - s[1] * s[3]) / det;
+            b = (s[2] * s[3] - s[1] * s[4]) / det;
+        } else if (fit == 1 && s[2] > 0) {
+            f = (s[4] - b * s[1]) / s[2];
+        } else if (fit == 2 && s[0] > 0) {
+            b = (s[3] - f * s[1]) / s[0];
+        }
+        for (size_t i = o; i < o + npix; ++i) {
+            double r = data[i] - (f * images[i] + b);
+            loss += w[i] * r * r;
+            cot[i] = -f * w[i] * r;
+        }
+        out[3 * k] = f;
+        out[3 * k + 1] = b;
+        out[3 * k + 2] = 0.5 * loss;
+    }
+    return 0;
+}
+
+/* fit_fisher on "device" arrays: lib/fit/fisher.c's columns and products
+ * as plain sums. */
+static int fit_fisher(gpu_vjp *v, int nimages, size_t npix, int nparams, const double *w,
+                      const double *images, double *plus, const double *flux, double h, double *G,
+                      double *y, char *err, size_t errlen)
+{
+    (void)v, (void)err, (void)errlen;
+    size_t total = (size_t)nimages * npix;
+    for (int j = 0; j < nparams; ++j)
+        for (size_t t = 0; t < total; ++t) {
+            double *u = plus + (size_t)j * total + t;
+            *u = sqrt(w[t]) * (flux[t / npix] / h) * (*u - images[t]);
+        }
+    for (int a = 0; a < nparams; ++a)
+        for (int b = 0; b < nparams; ++b) {
+            double g = 0;
+            for (size_t t = 0; t < total; ++t)
+                g += plus[(size_t)a * total + t] * plus[(size_t)b * total + t];
+            G[(size_t)a * nparams + b] = g;
+        }
+    for (int k = 0; k < nimages; ++k)
+        for (int a = 0; a < nparams; ++a) {
+            double yi = 0, y1 = 0;
+            for (size_t i = (size_t)k * npix; i < (size_t)(k + 1) * npix; ++i) {
+                double u = plus[(size_t)a * total + i], sw = sqrt(w[i]);
+                yi += u * sw * images[i];
+                y1 += u * sw;
+            }
+            y[((size_t)k * 2) * nparams + a] = yi;
+            y[((size_t)k * 2 + 1) * nparams + a] = y1;
+        }
+    return 0;
+}
+
+static const gpu_vjp_ops host_vjp = {create,  add_pupil,  set_row,  set_detector, run,
+                                     destroy, run_device, fit_loss, fit_fisher};
 
 __attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
     .abi = GPU_MODULE_ABI,

@@ -81,7 +81,7 @@ static fit_result *result(result_store *s, const double *p0, int P)
 static void linear_model(void **state)
 {
     (void)state;
-    fit_model m = {2, 2, 2, lin_forward, lin_vjp, NULL};
+    fit_model m = {2, 2, 2, lin_forward, lin_vjp, NULL, NULL};
     double d[4] = {1.0, 2.0, -0.5, 3.5};
     fit_options o = defaults();
     o.sigma = 0.5; /* w = 4 */
@@ -122,7 +122,7 @@ static void linear_model(void **state)
 static void linear_regularised(void **state)
 {
     (void)state;
-    fit_model m = {2, 2, 2, lin_forward, lin_vjp, NULL};
+    fit_model m = {2, 2, 2, lin_forward, lin_vjp, NULL, NULL};
     double d[4] = {1.0, 2.0, -0.5, 3.5};
     fit_options o = defaults();
     o.reg_first = 1;
@@ -216,7 +216,7 @@ static const double TRUTH[P] = {0.3, -0.4, 0.25, 0.2, -0.15};
 static void pr_gradient(void **state)
 {
     (void)state;
-    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL};
+    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
     double d[K * NF], w[K * NF], img[K * NF], cot[K * NF], fl[K], bk[K], lk[K];
     pr_forward(NULL, TRUTH, d, NULL, 0);
     fit_options o = defaults();
@@ -259,7 +259,7 @@ static void pr_gradient(void **state)
 static void pr_noiseless(void **state)
 {
     (void)state;
-    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL};
+    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
     double d[K * NF];
     pr_forward(NULL, TRUTH, d, NULL, 0);
     for (int i = 0; i < K * NF; ++i)
@@ -316,7 +316,7 @@ static double poisson(double mean)
  * uncertainties are the errors' spread. */
 static void noise_trials(int photon, double *ratio)
 {
-    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL};
+    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
     double clean[K * NF], d[K * NF];
     pr_forward(NULL, TRUTH, clean, NULL, 0);
     double peak = 0;
@@ -370,12 +370,146 @@ static void pr_photon_noise(void **state)
     assert_true(ratio > 0.7 && ratio < 1.35);
 }
 
+/* ---- a model with its own device (fit_device): the same fit ---- */
+
+/* A "device" that evaluates on the host from pr_forward and pr_vjp, with
+ * the flux and background solved by Cramer's rule written out here, and
+ * the Fisher products by plain sums: an independent account of what
+ * fit_device's callbacks promise. */
+static struct {
+    double d[K * NF], w[K * NF], fixed[2 * K];
+    int fit, loads, losses, fishers;
+} dev;
+
+static int dv_load(void *u, const double *d, const double *w, int fit, const double *fixed, char *e,
+                   size_t el)
+{
+    (void)u, (void)e, (void)el;
+    memcpy(dev.d, d, sizeof dev.d);
+    memcpy(dev.w, w, sizeof dev.w);
+    memcpy(dev.fixed, fixed, sizeof dev.fixed);
+    dev.fit = fit;
+    dev.loads++;
+    return 0;
+}
+
+static int dv_loss(void *u, const double *p, double *out, double *grad, char *e, size_t el)
+{
+    double img[K * NF], cot[K * NF];
+    pr_forward(u, p, img, e, el);
+    for (int k = 0; k < K; ++k) {
+        const double *im = img + k * NF, *d = dev.d + k * NF, *w = dev.w + k * NF;
+        double a11 = 0, a12 = 0, a22 = 0, r1 = 0, r2 = 0, loss = 0;
+        for (int i = 0; i < NF; ++i) { /* [sum w I^2, sum w I; sum w I, sum w] (f b) = ... */
+            a11 += w[i] * im[i] * im[i];
+            a12 += w[i] * im[i];
+            a22 += w[i];
+            r1 += w[i] * im[i] * d[i];
+            r2 += w[i] * d[i];
+        }
+        assert_int_equal(dev.fit, 3); /* the test's fits solve both */
+        double f = (r1 * a22 - r2 * a12) / (a11 * a22 - a12 * a12);
+        double b = (a11 * r2 - a12 * r1) / (a11 * a22 - a12 * a12);
+        for (int i = 0; i < NF; ++i) {
+            double r = d[i] - f * im[i] - b;
+            loss += 0.5 * w[i] * r * r;
+            cot[k * NF + i] = -f * w[i] * r;
+        }
+        out[3 * k] = f;
+        out[3 * k + 1] = b;
+        out[3 * k + 2] = loss;
+    }
+    dev.losses++;
+    return pr_vjp(u, p, cot, grad, e, el);
+}
+
+static int dv_fisher(void *u, const double *p, int nf, double h, const double *flux, double *G,
+                     double *y, char *e, size_t el)
+{
+    static double img[K * NF], plus[P][K * NF];
+    double q[P];
+    pr_forward(u, p, img, e, el);
+    for (int j = 0; j < nf; ++j) {
+        memcpy(q, p, sizeof q);
+        q[j] += h;
+        pr_forward(u, q, plus[j], e, el);
+        for (int t = 0; t < K * NF; ++t)
+            plus[j][t] = sqrt(dev.w[t]) * flux[t / NF] * (plus[j][t] - img[t]) / h;
+    }
+    for (int a = 0; a < nf; ++a) {
+        for (int b = 0; b < nf; ++b) {
+            G[a * nf + b] = 0;
+            for (int t = 0; t < K * NF; ++t)
+                G[a * nf + b] += plus[a][t] * plus[b][t];
+        }
+        for (int k = 0; k < K; ++k) {
+            y[(2 * k) * nf + a] = y[(2 * k + 1) * nf + a] = 0;
+            for (int i = k * NF; i < (k + 1) * NF; ++i) {
+                y[(2 * k) * nf + a] += plus[a][i] * sqrt(dev.w[i]) * img[i];
+                y[(2 * k + 1) * nf + a] += plus[a][i] * sqrt(dev.w[i]);
+            }
+        }
+    }
+    dev.fishers++;
+    return 0;
+}
+
+static const fit_device host_device = {dv_load, dv_loss, dv_fisher};
+
+/* A photon-noise fit (two passes: three weights loaded) with the
+ * device and without: the same coefficients, fluxes and uncertainties to
+ * the rounding of their different sums; the device did the evaluations
+ * and the Fisher step. */
+static void device_path(void **state)
+{
+    (void)state;
+    fit_model host = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
+    fit_model there = {K, NF, P, pr_forward, pr_vjp, NULL, &host_device};
+    double clean[K * NF], d[K * NF];
+    pr_forward(NULL, TRUTH, clean, NULL, 0);
+    rng = 777;
+    for (int i = 0; i < K * NF; ++i)
+        d[i] = poisson(2e4 * clean[i] + 5) + 2 * normal01();
+    fit_options o = defaults();
+    o.fit_flux = o.fit_background = 1;
+    o.noise = FIT_NOISE_PHOTON;
+    o.sigma = 2;
+    o.passes = 2;
+    o.tolerance = 1e-12;
+    result_store a, b;
+    double zero[P] = {0};
+    char err[256];
+    fit_result *ra = result(&a, zero, P), *rb = result(&b, zero, P);
+    assert_int_equal(fit_run(&host, d, &o, ra, err, sizeof err), 0);
+    memset(&dev, 0, sizeof dev);
+    assert_int_equal(fit_run(&there, d, &o, rb, err, sizeof err), 0);
+    assert_int_equal(dev.loads, 3); /* weights from the data, then each pass's fitted images */
+    assert_true(dev.losses > 10 && dev.losses <= rb->evaluations);
+    assert_int_equal(dev.fishers, 1);
+    assert_int_equal(ra->fisher_ok, 1);
+    assert_int_equal(rb->fisher_ok, 1);
+    assert_true(rb->seconds_device > 0 && ra->seconds_device == 0);
+    for (int j = 0; j < P; ++j) {
+        assert_true(fabs(a.p[j] - b.p[j]) < 1e-6 * a.ps[j]);
+        assert_true(fabs(a.ps[j] - b.ps[j]) < 1e-6 * a.ps[j]);
+    }
+    for (int k = 0; k < K; ++k) {
+        assert_true(fabs(a.f[k] - b.f[k]) < 1e-6 * a.fs[k]);
+        assert_true(fabs(a.fs[k] - b.fs[k]) < 1e-6 * a.fs[k]);
+        assert_true(fabs(a.bs[k] - b.bs[k]) < 1e-6 * a.bs[k]);
+    }
+    assert_true(fabs(ra->chi2 - rb->chi2) < 1e-9 * ra->chi2);
+    for (int i = 0; i < P * P; ++i)
+        assert_true(fabs(a.cov[i] - b.cov[i]) < 1e-6 * a.ps[i / P] * a.ps[i % P]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(linear_model),      cmocka_unit_test(linear_regularised),
         cmocka_unit_test(pr_gradient),       cmocka_unit_test(pr_noiseless),
         cmocka_unit_test(pr_gaussian_noise), cmocka_unit_test(pr_photon_noise),
+        cmocka_unit_test(device_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
