@@ -11,10 +11,11 @@
 #include "cpu/mft.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "backend/fork_join.h"
 
 /* The kernels are compiled for AVX-512, AVX2 + FMA and the baseline, and
  * the loader picks the best the CPU has (GCC's function multiversioning:
@@ -334,22 +335,12 @@ static void *run_part(void *arg)
 static void run_step(const mft_ctx *c, int step, size_t n, int threads)
 {
     mft_part parts[MFT_MAX_THREADS];
-    pthread_t th[MFT_MAX_THREADS];
-    int started[MFT_MAX_THREADS] = {0};
     size_t np = threads < 1 ? 1 : (size_t)threads;
     if (np > MFT_MAX_THREADS) np = MFT_MAX_THREADS;
     if (np > n) np = n ? n : 1;
     for (size_t i = 0; i < np; ++i)
         parts[i] = (mft_part){.c = c, .step = step, .lo = n * i / np, .hi = n * (i + 1) / np};
-    for (size_t i = 1; i < np; ++i)
-        started[i] = pthread_create(&th[i], NULL, run_part, &parts[i]) == 0;
-    run_part(&parts[0]);
-    for (size_t i = 1; i < np; ++i) {
-        if (started[i])
-            pthread_join(th[i], NULL);
-        else
-            run_part(&parts[i]);
-    }
+    psf_fork_join(run_part, parts, sizeof parts[0], (int)np);
 }
 
 int cpu_mft_accumulate(const cpu_mft_table *t, const float *pupil, int rows, int cols, int row_off,

@@ -15,6 +15,7 @@
 #include "app/formats/png_io.h"
 #include "app/select/gpu.h"
 #include "backend/cpu_count.h"
+#include "backend/fork_join.h"
 #include "app/set/measure.h"
 #include "backend/levels.h"
 #include "lib/engine/batch.h"
@@ -145,25 +146,6 @@ static int batch_buffer(work *w, lib_lane *ln, const lane_slot *sl, long long k0
     size_t at = (size_t)sl->first * plane;
     *out = on_levels(w, ln) ? (float *)((uint16_t *)ln->scratch + at) : ln->scratch + at;
     return rc;
-}
-
-/* fn on each of args[0..n) (size bytes each, n <= FINISH_MAX_THREADS):
- * the first on this thread, the others on their own; one that cannot
- * start is run here afterwards. */
-static void on_threads(void *(*fn)(void *), void *args, size_t size, int n)
-{
-    pthread_t threads[FINISH_MAX_THREADS];
-    int started[FINISH_MAX_THREADS] = {0};
-    char *arg = args;
-    for (int t = 1; t < n; ++t)
-        started[t] = pthread_create(&threads[t], NULL, fn, arg + (size_t)t * size) == 0;
-    fn(arg);
-    for (int t = 1; t < n; ++t) {
-        if (started[t])
-            pthread_join(threads[t], NULL);
-        else
-            fn(arg + (size_t)t * size);
-    }
 }
 
 /* Image i of a batch at k0 after the backend, the lane's record
@@ -342,7 +324,7 @@ static void finish(const batch_part *b)
         parts[t].i0 = (int)((long long)nb * t / nt);
         parts[t].i1 = (int)((long long)nb * (t + 1) / nt);
     }
-    on_threads(finish_part, parts, sizeof parts[0], nt);
+    psf_fork_join(finish_part, parts, sizeof parts[0], nt);
 }
 
 /* Each job of slot `slot`'s batch at k0 gets its done hook (hooks: [nb]). */

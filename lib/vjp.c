@@ -11,6 +11,7 @@
 
 #include "app/select/gpu.h"
 #include "backend/cpu_count.h"
+#include "backend/fork_join.h"
 #include "lib/vjp_priv.h"
 
 /* One call: the images [first, first + count) in nt fixed blocks, each
@@ -37,8 +38,6 @@ typedef struct {
     vjp_model **model; /* its slot of the set's kept models (lib/vjp_cache.c) */
     long long i0, i1;  /* its images: rows [i0, i1) of the call, a fixed block */
     double *maps;      /* [map + tmap] this worker's OPD-map, then transmission, gradients */
-    pthread_t thread;
-    int started;
 } vjp_worker;
 
 static void *worker_run(void *arg)
@@ -73,19 +72,11 @@ static int thread_count(const psfsim_set *set, long long count)
     return n > 1 ? (int)n : 1;
 }
 
-/* Start nt workers (the first on this thread, last), join them, sum
+/* Run nt workers (psf_fork_join: the first on this thread), then sum
  * their OPD gradients in worker order into the call's. */
 static void run_workers(vjp_work *w, vjp_worker *k, int nt)
 {
-    for (int t = 1; t < nt; ++t)
-        k[t].started = pthread_create(&k[t].thread, NULL, worker_run, &k[t]) == 0;
-    worker_run(&k[0]);
-    for (int t = 1; t < nt; ++t) {
-        if (k[t].started)
-            pthread_join(k[t].thread, NULL);
-        else
-            worker_run(&k[t]);
-    }
+    psf_fork_join(worker_run, k, sizeof k[0], nt);
     for (size_t q = 0; q < w->map + w->tmap; ++q) {
         double sum = 0.0;
         for (int t = 0; t < nt; ++t)

@@ -4,10 +4,10 @@
  * background solved for (variable projection), with its gradient from one
  * vector-Jacobian product of the model. */
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#include "backend/fork_join.h"
 #include "lib/fit/fit.h"
 
 /* fit_loss's threads: up to FIT_LOSS_THREADS, the images dealt out among
@@ -130,20 +130,10 @@ static void images_on_threads(fit_state *st)
     int K = st->model->nimages;
     int T = K < FIT_LOSS_THREADS ? K : FIT_LOSS_THREADS;
     if ((size_t)K * st->model->npix < FIT_LOSS_THREADED_PIXELS) T = 1;
-    pthread_t th[FIT_LOSS_THREADS];
-    int started[FIT_LOSS_THREADS] = {0};
     loss_part q[FIT_LOSS_THREADS];
-    for (int t = 0; t < T; ++t) {
+    for (int t = 0; t < T; ++t)
         q[t] = (loss_part){st, t, T};
-        if (t > 0) started[t] = pthread_create(&th[t], NULL, loss_images, &q[t]) == 0;
-    }
-    loss_images(&q[0]);
-    for (int t = 1; t < T; ++t) {
-        if (started[t])
-            pthread_join(th[t], NULL);
-        else
-            loss_images(&q[t]);
-    }
+    psf_fork_join(loss_images, q, sizeof q[0], T);
 }
 
 int fit_load(fit_state *st)

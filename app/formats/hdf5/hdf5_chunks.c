@@ -10,12 +10,13 @@
  * calls): too slow to keep up with a GPU. Part of the HDF5 module. */
 #include "app/formats/hdf5/hdf5_layout.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+#include "backend/fork_join.h"
 
 /* H5Dwrite_chunk takes the bytes as stored: the file types are little-endian. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -92,17 +93,7 @@ static int put(const h5set *s, const chunk *c, const void *data, size_t len, uin
  * first; a thread that cannot start leaves its job to the caller). */
 static void compress_all(job *jobs, int m)
 {
-    pthread_t tid[64];
-    int started[64] = {0};
-    for (int i = 1; i < m; ++i)
-        started[i] = pthread_create(&tid[i], NULL, compress_job, &jobs[i]) == 0;
-    compress_job(&jobs[0]);
-    for (int i = 1; i < m; ++i) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
-        else
-            compress_job(&jobs[i]);
-    }
+    psf_fork_join(compress_job, jobs, sizeof jobs[0], m);
 }
 
 /* Rounds of up to s->threads runs of up to r chunks each (r: the chunks in
