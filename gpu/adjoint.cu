@@ -92,12 +92,12 @@ static void vjp_destroy(gpu_vjp *v)
     gpu_fit_free(&v->fit);
     if (v->have_blas) cublasDestroy(v->blas);
     if (v->have_stream) cudaStreamDestroy(v->stream);
-    free(v->h_coef);
-    free(v->h_gcoef);
-    free(v->h_scale);
-    free(v->h_ow);
+    cudaFreeHost(v->h_coef);
+    cudaFreeHost(v->h_gcoef);
+    cudaFreeHost(v->h_scale);
+    cudaFreeHost(v->h_ow);
+    cudaFreeHost(v->h_image);
     free(v->h_dopd);
-    free(v->h_image);
     free(v->h_rows);
     free(v);
 }
@@ -132,17 +132,15 @@ static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, s
         rows /= 2;
     v->max_rows = (int)rows;
     gpu_check_init(&v->chk, device, err, errlen);
-    v->h_coef = (double *)malloc(rows * nbasis * sizeof(double));
-    v->h_gcoef = (double *)malloc(rows * nbasis * sizeof(double));
-    v->h_scale = (double *)malloc(rows * sizeof(double));
-    v->h_ow = (double *)malloc(rows * sizeof(double));
-    v->h_image = (int *)malloc(rows * sizeof(int));
-    if (!v->h_coef || !v->h_gcoef || !v->h_scale || !v->h_ow || !v->h_image) {
-        vjp_destroy(v);
-        snprintf(err, errlen, "gpu: out of host memory for the gradients' batch of %zu rows", rows);
-        return -1;
-    }
     if (GPU_CUDA(&v->chk, cudaSetDevice(device))) goto fail;
+    /* pinned: a batch's small copies each way are then plain DMA, not a
+     * staged copy that waits for the stream (a retrieval makes thousands) */
+    if (GPU_CUDA(&v->chk, cudaMallocHost(&v->h_coef, rows * nbasis * sizeof(double))) ||
+        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_gcoef, rows * nbasis * sizeof(double))) ||
+        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_scale, rows * sizeof(double))) ||
+        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_ow, rows * sizeof(double))) ||
+        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_image, rows * sizeof(int))))
+        goto fail;
     if (GPU_CUDA(&v->chk, cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking))) goto fail;
     v->have_stream = 1;
     if (GPU_CUBLAS(&v->chk, cublasCreate(&v->blas))) goto fail;

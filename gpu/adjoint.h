@@ -9,7 +9,9 @@
  *                       intensity, the cotangent's product, dL/dW) and the
  *                       batched double-complex cuFFT plans;
  *   gpu/adjoint_detector.cu  the detector stage (D2Z, T, Z2D, sampling)
- *                       and its transpose.
+ *                       and its transpose;
+ *   gpu/fit.cu          a retrieval's loss and Fisher products over the
+ *                       images kept on the device (fit_loss, fit_fisher).
  *
  * The model and its adjoint are cpu/adjoint.h's (FFT sets), in double. */
 #ifndef PSFSIM_GPU_ADJOINT_H

@@ -151,7 +151,7 @@ static int reserve(gpu_fit *f, gpu_check *chk, int K, size_t total, int P)
         if (GPU_CUDA(chk, cudaMalloc(&f->part, (size_t)K * GPU_FIT_BLOCKS * 5 * sizeof(double))) ||
             GPU_CUDA(chk, cudaMalloc(&f->res, r * sizeof(double))) ||
             GPU_CUDA(chk, cudaMalloc(&f->fix, 2 * (size_t)K * sizeof(double))) ||
-            GPU_CUDA(chk, cudaMallocHost(&f->host, r * sizeof(double))))
+            GPU_CUDA(chk, cudaMallocHost(&f->host, (r + 2 * (size_t)K) * sizeof(double))))
             return -1;
         f->cap = K;
     }
@@ -182,8 +182,11 @@ int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t
                  npix);
         return -1;
     }
-    if (reserve(f, chk, nimages, 0, 0) ||
-        GPU_CUDA(chk, cudaMemcpyAsync(f->fix, fixed, 2 * (size_t)nimages * sizeof(double),
+    if (reserve(f, chk, nimages, 0, 0)) return -1;
+    size_t r = (size_t)nimages * (GPU_FIT_BLOCKS + 2);
+    double *staged = f->host + r; /* pinned: the copy is a plain DMA */
+    memcpy(staged, fixed, 2 * (size_t)nimages * sizeof(double));
+    if (GPU_CUDA(chk, cudaMemcpyAsync(f->fix, staged, 2 * (size_t)nimages * sizeof(double),
                                       cudaMemcpyHostToDevice, s)))
         return -1;
     dim3 grid(GPU_FIT_BLOCKS, (unsigned)nimages);
@@ -192,7 +195,6 @@ int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t
         if (GPU_LAUNCH(chk, "k_sums")) return -1;
     }
     k_residual<<<grid, THREADS, 0, s>>>(data, w, images, npix, fit, f->fix, f->part, cot, f->res);
-    size_t r = (size_t)nimages * (GPU_FIT_BLOCKS + 2);
     if (GPU_LAUNCH(chk, "k_residual") ||
         GPU_CUDA(chk,
                  cudaMemcpyAsync(f->host, f->res, r * sizeof(double), cudaMemcpyDeviceToHost, s)) ||

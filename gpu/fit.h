@@ -24,7 +24,7 @@
 typedef struct {
     double *part; /* device [K][GPU_FIT_BLOCKS][5]: the normal equations' partial sums */
     double *res;  /* device [K][GPU_FIT_BLOCKS + 2]: f, b, the loss's partial sums */
-    double *host; /* pinned [K][GPU_FIT_BLOCKS + 2]: res's copy */
+    double *host; /* pinned [K][GPU_FIT_BLOCKS + 2]: res's copy, then [2K] the fixed values */
     double *fix;  /* device [2K]: the fixed flux and background, then the fluxes */
     int cap;      /* K */
     double *sw;   /* device [2][K n]: sqrt(w), sqrt(w) I */
