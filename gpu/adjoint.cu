@@ -55,6 +55,16 @@ struct gpu_vjp {
     int *h_image, *h_rows;
     size_t cap_h_dopd;
     gpu_fit fit; /* the retrieval's scratch (gpu/fit.h) */
+    /* The last run, when it was a forward of one batch: its rows and
+     * coefficients (host [kept_rows], [kept_rows][K]), whose fields E
+     * (grid) and phases W (w) are still on the device, so that a backward
+     * of the same rows starts from them (kept_from) instead of computing
+     * them again: a forward then its gradient (a fit's evaluation, an
+     * autograd step) pays for one forward, not two. */
+    int kept, kept_rows, kept_images;
+    int staged; /* a batch's copies from the pinned staging may be pending */
+    gpu_vjp_row *kept_row;
+    double *kept_coef;
 };
 
 static void free_batch(gpu_vjp *v)
@@ -90,6 +100,8 @@ static void vjp_destroy(gpu_vjp *v)
     gpu_vjp_plans_free(&v->plans);
     gpu_vjp_det_free(&v->det);
     gpu_fit_free(&v->fit);
+    free(v->kept_row);
+    free(v->kept_coef);
     if (v->have_blas) cublasDestroy(v->blas);
     if (v->have_stream) cudaStreamDestroy(v->stream);
     cudaFreeHost(v->h_coef);
@@ -141,6 +153,12 @@ static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, s
         GPU_CUDA(&v->chk, cudaMallocHost(&v->h_ow, rows * sizeof(double))) ||
         GPU_CUDA(&v->chk, cudaMallocHost(&v->h_image, rows * sizeof(int))))
         goto fail;
+    v->kept_row = (gpu_vjp_row *)malloc(rows * sizeof *v->kept_row);
+    v->kept_coef = (double *)malloc(rows * nbasis * sizeof(double));
+    if (!v->kept_row || !v->kept_coef) {
+        snprintf(err, errlen, "gpu: out of host memory for the gradients' batch of %zu rows", rows);
+        goto fail;
+    }
     if (GPU_CUDA(&v->chk, cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking))) goto fail;
     v->have_stream = 1;
     if (GPU_CUBLAS(&v->chk, cublasCreate(&v->blas))) goto fail;
@@ -202,6 +220,7 @@ static int vjp_set_row(gpu_vjp *v, int pupil, int row, const double *values, cha
         return -1;
     }
     size_t n = v->pup[pupil].nopen;
+    v->kept = 0; /* the basis changes: W with it */
     if (n == 0) return 0;
     return GPU_CUDA(&v->chk, cudaMemcpy(v->pup[pupil].basis + (size_t)row * n, values,
                                         n * sizeof *values, cudaMemcpyHostToDevice));
@@ -210,6 +229,7 @@ static int vjp_set_row(gpu_vjp *v, int pupil, int row, const double *values, cha
 static int vjp_set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, size_t errlen)
 {
     if (enter(v, err, errlen)) return -1;
+    v->kept = 0;
     return gpu_vjp_det_set(&v->det, &v->chk, v->n, d);
 }
 
@@ -256,34 +276,41 @@ static int reserve_images(gpu_vjp *v, int nimages)
     return 0;
 }
 
-/* One batch: rows v->h_rows[0 .. count) of the run, all on pupil p. */
+/* One batch: rows v->h_rows[0 .. count) of the run, all on pupil p;
+ * from_kept: a backward from the kept forward's fields (the same rows:
+ * its coefficients, images and scales already on the device). */
 static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, const double *coeff,
-                     int backward, double *gcoeff, double *dopd)
+                     int backward, int from_kept, double *gcoeff, double *dopd)
 {
     vjp_pupil *pp = &v->pup[p];
     size_t K = (size_t)v->k;
-    if (reserve_batch(v, count, pp->nopen)) return -1;
-    for (int j = 0; j < count; ++j) {
+    cudaStream_t s = v->stream;
+    /* the staging is pinned: the last batch's copies from it must be done */
+    if (v->staged && GPU_CUDA(&v->chk, cudaStreamSynchronize(s))) return -1;
+    v->staged = 0;
+    if (!from_kept && reserve_batch(v, count, pp->nopen)) return -1;
+    for (int j = 0; !from_kept && j < count; ++j) {
         int r = v->h_rows[j];
         memcpy(v->h_coef + j * K, coeff + (size_t)r * K, K * sizeof *coeff);
         v->h_image[j] = rows[r].image;
         v->h_scale[j] = rows[r].scale;
         v->h_ow[j] = rows[r].opd_weight;
     }
-    cudaStream_t s = v->stream;
-    if (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->coef, v->h_coef, count * K * sizeof(double),
-                                          cudaMemcpyHostToDevice, s)) ||
-        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->image, v->h_image, count * sizeof(int),
-                                          cudaMemcpyHostToDevice, s)) ||
-        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->scale, v->h_scale, count * sizeof(double),
-                                          cudaMemcpyHostToDevice, s)) ||
-        GPU_CUDA(&v->chk, cudaMemcpyAsync(v->ow, v->h_ow, count * sizeof(double),
-                                          cudaMemcpyHostToDevice, s)))
+    if (!from_kept &&
+        (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->coef, v->h_coef, count * K * sizeof(double),
+                                           cudaMemcpyHostToDevice, s)) ||
+         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->image, v->h_image, count * sizeof(int),
+                                           cudaMemcpyHostToDevice, s)) ||
+         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->scale, v->h_scale, count * sizeof(double),
+                                           cudaMemcpyHostToDevice, s)) ||
+         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->ow, v->h_ow, count * sizeof(double),
+                                           cudaMemcpyHostToDevice, s))))
         return -1;
+    v->staged = !from_kept;
     const double one = 1.0, zero = 0.0;
     int m = (int)pp->nopen;
     /* W (col-major nopen x R) = B (nopen x K, the row-major [K][nopen]) C (K x R) */
-    if (m > 0 &&
+    if (!from_kept && m > 0 &&
         GPU_CUBLAS(&v->chk, cublasDgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, count, (int)K, &one,
                                         pp->basis, m, v->coef, (int)K, &zero, v->w, m)))
         return -1;
@@ -299,9 +326,10 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
                        v->images,
                        backward ? v->cot : NULL};
     cufftHandle plan;
-    if (gpu_vjp_field(&v->chk, s, &b) || gpu_vjp_plan(&v->plans, &v->chk, count, &plan) ||
-        GPU_CUFFT(&v->chk, cufftExecZ2Z(plan, v->grid, v->grid, CUFFT_FORWARD)) ||
-        gpu_vjp_intensity(&v->chk, s, &b))
+    if (gpu_vjp_plan(&v->plans, &v->chk, count, &plan)) return -1;
+    if (!from_kept && (gpu_vjp_field(&v->chk, s, &b) ||
+                       GPU_CUFFT(&v->chk, cufftExecZ2Z(plan, v->grid, v->grid, CUFFT_FORWARD)) ||
+                       gpu_vjp_intensity(&v->chk, s, &b)))
         return -1;
     if (!backward) return 0;
     if (gpu_vjp_cotangent(&v->chk, s, &b) ||
@@ -359,6 +387,15 @@ typedef struct {
     void *images;
 } run_io;
 
+/* Whether the kept forward's fields are those of these rows. */
+static int kept_matches(const gpu_vjp *v, int nimages, int nrows, const gpu_vjp_row *rows,
+                        const double *coeff)
+{
+    return v->kept && v->kept_images == nimages && v->kept_rows == nrows &&
+           memcmp(v->kept_row, rows, (size_t)nrows * sizeof *rows) == 0 &&
+           memcmp(v->kept_coef, coeff, (size_t)nrows * v->k * sizeof *coeff) == 0;
+}
+
 static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const gpu_vjp_row *rows,
                    const double *coeff, double *gcoeff, double *const *d_opd, char *err,
                    size_t errlen)
@@ -385,11 +422,16 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
     }
     size_t plane = (size_t)v->n * v->n * sizeof(double);
     int backward = io->cotangent != NULL, det = v->det.active;
+    /* a backward that wants no images, of the kept forward's rows: from its fields */
+    int from_kept = backward && !io->images && kept_matches(v, nimages, nrows, rows, coeff);
+    int batches = 0;
+    v->kept = 0;
     size_t mm = det ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n; /* an output's values */
     size_t out = mm * sizeof(double);
     if (reserve_images(v, nimages) ||
         (det && gpu_vjp_det_reserve(&v->det, &v->chk, nimages, v->stream)) ||
-        GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream)))
+        (!from_kept &&
+         GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream))))
         return -1;
     double *cot_in = det ? v->det.cot : v->cot; /* after the reserves: their buffers */
     if (backward && !io->device &&
@@ -415,8 +457,10 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
                 used = 1;
             }
             if (count == v->max_rows || (r == nrows && count > 0)) {
-                if (run_batch(v, p, count, rows, coeff, backward, gcoeff, dopd)) return -1;
+                if (run_batch(v, p, count, rows, coeff, backward, from_kept, gcoeff, dopd))
+                    return -1;
                 count = 0;
+                batches++;
             }
         }
         if (dopd && used && add_dopd(v, p, dopd)) return -1;
@@ -433,7 +477,16 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
         gpu_vjp_convert(&v->chk, v->stream, images, io->dtype == 1, result, 1, nimages, mm,
                         io->turn))
         return -1;
-    return GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream));
+    if (GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
+    v->staged = 0;
+    if (!backward && batches == 1) { /* its fields stay in grid and w until the next run */
+        v->kept = 1;
+        v->kept_rows = nrows;
+        v->kept_images = nimages;
+        memcpy(v->kept_row, rows, (size_t)nrows * sizeof *rows);
+        memcpy(v->kept_coef, coeff, (size_t)nrows * v->k * sizeof *coeff);
+    }
+    return 0;
 }
 
 static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *images, int nrows,

@@ -28,11 +28,18 @@ struct retrieve_gpu {
     int fit;                      /* fit_device.load's */
     double *fixed;                /* [K][2] */
     double *q;                    /* [P] the Fisher step's parameters */
+    /* where an evaluation's time goes (logged at the end): its forward,
+     * fit_loss and backward calls, and the module's run inside the two */
+    double seconds[3], seconds_module;
+    int evaluations;
 };
 
 void retrieve_gpu_close(retrieve_gpu *g)
 {
     if (!g) return;
+    log_info("retrieve: %d evaluations on the GPU: images %.4f s, loss %.4f s, gradients %.4f s "
+             "(the module's runs %.4f s of the images' and gradients')",
+             g->evaluations, g->seconds[0], g->seconds[1], g->seconds[2], g->seconds_module);
     if (g->data) g->mem->release(g->device, g->data);
     free(g->fixed);
     free(g->q);
@@ -83,11 +90,14 @@ static int loss(void *user, const double *p, double *out, double *grad, char *er
     retrieve_gpu *g = m->gpu;
     const gpu_vjp_ops *ops = NULL;
     gpu_vjp *v = NULL;
+    double t0 = fit_now(), m0 = vjp_gpu_seconds(m->set);
     int rc = images_at(g, p, g->img, err, errlen);
+    double t1 = fit_now();
     if (rc == PSFSIM_OK && !(v = instance(g, &ops, err, errlen))) rc = PSFSIM_ERR_COMPUTE;
     if (rc == PSFSIM_OK && ops->fit_loss(v, (int)m->count, g->npix, g->data, g->w, g->img, g->fit,
                                          g->fixed, g->cot, out, err, errlen) != 0)
         rc = PSFSIM_ERR_COMPUTE;
+    double t2 = fit_now();
     psfsim_gradients gr;
     psfsim_gradients_init(&gr);
     gr.zernike = m->gradk;
@@ -98,6 +108,12 @@ static int loss(void *user, const double *p, double *out, double *grad, char *er
     if (rc == PSFSIM_OK && !done)
         rc = lib_fail(err, errlen, PSFSIM_ERR_COMPUTE,
                       "psfsim_retrieve: the GPU no longer takes the model's gradients");
+    double t3 = fit_now();
+    g->seconds[0] += t1 - t0;
+    g->seconds[1] += t2 - t1;
+    g->seconds[2] += t3 - t2;
+    g->seconds_module += vjp_gpu_seconds(m->set) - m0;
+    g->evaluations++;
     if (rc != PSFSIM_OK) {
         m->status = rc;
         return rc;
@@ -117,6 +133,7 @@ static int fisher(void *user, const double *p, int nfisher, double h, const doub
     retrieve_gpu *g = m->gpu;
     double *plus =
         g->mem->alloc(g->device, (size_t)nfisher * g->total * sizeof(double), err, errlen);
+    double t0 = fit_now();
     int rc = plus ? images_at(g, p, g->img, err, errlen) : PSFSIM_ERR_MEMORY;
     memcpy(g->q, p, m->nparams * sizeof(double));
     for (int j = 0; rc == PSFSIM_OK && j < nfisher; ++j) { /* I(p + h e_j) */
@@ -126,10 +143,14 @@ static int fisher(void *user, const double *p, int nfisher, double h, const doub
     }
     const gpu_vjp_ops *ops = NULL;
     gpu_vjp *v = NULL;
+    double t1 = fit_now();
     if (rc == PSFSIM_OK && !(v = instance(g, &ops, err, errlen))) rc = PSFSIM_ERR_COMPUTE;
     if (rc == PSFSIM_OK && ops->fit_fisher(v, (int)m->count, g->npix, nfisher, g->w, g->img, plus,
                                            flux, h, G, y, err, errlen) != 0)
         rc = PSFSIM_ERR_COMPUTE;
+    log_info("retrieve: the Fisher step on the GPU: %d + 1 forwards %.4f s, the products "
+             "%.4f s",
+             nfisher, t1 - t0, fit_now() - t1);
     if (plus) g->mem->release(g->device, plus);
     retrieve_rows(m, p);
     if (rc != PSFSIM_OK) m->status = rc;

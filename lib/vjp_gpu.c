@@ -41,6 +41,7 @@
 #include "app/base/log.h"
 #include "app/select/gpu.h"
 #include "backend/detector.h"
+#include "lib/fit/fit.h"
 #include "lib/vjp_priv.h"
 
 /* Bytes of one chunk's images on the host and the device. */
@@ -67,6 +68,7 @@ typedef struct {
     double *cot, *img;            /* [chunk][N N]: the "poppy" turn's */
     double *storage;
     int cap_images, chunk;
+    double seconds_run; /* in the module's run and run_device, summed (vjp_gpu_seconds) */
 } vjp_gpu;
 
 /* Why the set is outside the GPU's scope, or NULL. */
@@ -225,9 +227,11 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
         size_t off = (size_t)i0 * mm * (dev->dtype == 1 ? sizeof(double) : sizeof(float));
         const char *dc = dev->cotangent ? (const char *)dev->cotangent + off : NULL;
         char *di = dev->images ? (char *)dev->images + off : NULL;
-        if (v->ops->run_device(v->g, nc, dev->dtype, poppy, dc, di, nrows, v->rows, v->coeff,
-                               v->gcoeff, dopd, why, sizeof why) != 0)
-            return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
+        double t0 = fit_now();
+        int rc = v->ops->run_device(v->g, nc, dev->dtype, poppy, dc, di, nrows, v->rows, v->coeff,
+                                    v->gcoeff, dopd, why, sizeof why);
+        v->seconds_run += fit_now() - t0;
+        if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
         cotangent = dc ? (const double *)dc : NULL; /* only tested for NULL below */
     } else {
         const double *cot = cotangent && poppy ? v->cot : cotangent;
@@ -458,4 +462,10 @@ gpu_vjp *vjp_gpu_instance(const psfsim_set *set, const gpu_vjp_ops **ops)
     const vjp_gpu *v = set->vjp_gpu;
     *ops = v ? v->ops : NULL;
     return v ? v->g : NULL;
+}
+
+double vjp_gpu_seconds(const psfsim_set *set)
+{
+    const vjp_gpu *v = set->vjp_gpu;
+    return v ? v->seconds_run : 0.0;
 }

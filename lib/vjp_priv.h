@@ -96,4 +96,8 @@ int vjp_device_run(psfsim_set *set, long long first, long long count, const psfs
  * GPU ran) and its ops into *ops, or NULL (none kept). */
 gpu_vjp *vjp_gpu_instance(const psfsim_set *set, const gpu_vjp_ops **ops);
 
+/* Seconds in the module's runs on the set's kept instance so far (0
+ * without one): where a caller's time goes. */
+double vjp_gpu_seconds(const psfsim_set *set);
+
 #endif

@@ -550,6 +550,27 @@ def test_gpu_segment_gradients_run_on_the_cpu(monkeypatch):
             g.vjp(cot, wrt=wrt)
 
 
+@pytest.mark.parametrize("name", ["fft", "broadband", "detector"])
+def test_gpu_gradient_after_its_forward_is_the_same(name, monkeypatch):
+    """A vjp right after the forward of the same inputs starts from that
+    forward's kept fields (gpu/adjoint.cu, kept_matches): bit for bit the
+    gradient of a vjp made afresh, and of one after other inputs' forward
+    (which is not reused)."""
+    gpu_or_skip()
+    monkeypatch.setenv("PSFSIM_VJP_BACKEND", "gpu")
+    cfg = config(name)
+    terms = [4, 5, 7, 11]
+    with psfsim.Set(cfg, backend="gpu") as g:
+        cot = cotangent(g)
+        z0 = np.array([[0.02, -0.01, 0.03, 0.01]] * g.count)
+        fresh = g.vjp(cot, terms=terms, zernike=z0)["zernike"]
+        g.compute_inputs(terms=terms, zernike=z0)
+        kept = g.vjp(cot, terms=terms, zernike=z0)["zernike"]
+        g.compute_inputs(terms=terms, zernike=2 * z0)
+        other = g.vjp(cot, terms=terms, zernike=z0)["zernike"]
+    assert np.array_equal(kept, fresh) and np.array_equal(other, fresh)
+
+
 def retrieval_model(case):
     """A through-focus set of three images (test_retrieve.py's) for a
     retrieval case, and the OPD map it is made with (or None)."""
