@@ -131,12 +131,19 @@ static int fisher(void *user, const double *p, int nfisher, double h, const doub
 {
     set_model *m = user;
     retrieve_gpu *g = m->gpu;
-    double *plus =
-        g->mem->alloc(g->device, (size_t)nfisher * g->total * sizeof(double), err, errlen);
+    /* I(p), then I(p + h e_j) for j < nfisher: one run of the module, or
+     * (more than one chunk of it) a forward each */
+    double *img =
+        g->mem->alloc(g->device, (size_t)(nfisher + 1) * g->total * sizeof(double), err, errlen);
+    double *plus = img ? img + g->total : NULL;
     double t0 = fit_now();
-    int rc = plus ? images_at(g, p, g->img, err, errlen) : PSFSIM_ERR_MEMORY;
+    int rc = img ? PSFSIM_OK : PSFSIM_ERR_MEMORY, done = 0;
+    retrieve_rows(m, p);
+    if (rc == PSFSIM_OK)
+        rc = vjp_device_steps(m->set, m->count, &m->inputs, nfisher, h, img, &done, err, errlen);
+    if (rc == PSFSIM_OK && !done) rc = images_at(g, p, img, err, errlen);
     memcpy(g->q, p, m->nparams * sizeof(double));
-    for (int j = 0; rc == PSFSIM_OK && j < nfisher; ++j) { /* I(p + h e_j) */
+    for (int j = 0; rc == PSFSIM_OK && !done && j < nfisher; ++j) {
         g->q[j] = p[j] + h;
         rc = images_at(g, g->q, plus + (size_t)j * g->total, err, errlen);
         g->q[j] = p[j];
@@ -145,13 +152,13 @@ static int fisher(void *user, const double *p, int nfisher, double h, const doub
     gpu_vjp *v = NULL;
     double t1 = fit_now();
     if (rc == PSFSIM_OK && !(v = instance(g, &ops, err, errlen))) rc = PSFSIM_ERR_COMPUTE;
-    if (rc == PSFSIM_OK && ops->fit_fisher(v, (int)m->count, g->npix, nfisher, g->w, g->img, plus,
+    if (rc == PSFSIM_OK && ops->fit_fisher(v, (int)m->count, g->npix, nfisher, g->w, img, plus,
                                            flux, h, G, y, err, errlen) != 0)
         rc = PSFSIM_ERR_COMPUTE;
-    log_info("retrieve: the Fisher step on the GPU: %d + 1 forwards %.4f s, the products "
+    log_info("retrieve: the Fisher step on the GPU: %d + 1 forwards (%s) %.4f s, the products "
              "%.4f s",
-             nfisher, t1 - t0, fit_now() - t1);
-    if (plus) g->mem->release(g->device, plus);
+             nfisher, done ? "one run" : "one each", t1 - t0, fit_now() - t1);
+    if (img) g->mem->release(g->device, img);
     retrieve_rows(m, p);
     if (rc != PSFSIM_OK) m->status = rc;
     return rc;

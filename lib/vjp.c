@@ -272,7 +272,7 @@ static int device_args(const void *cotangent, int dtype, void *images, void *str
     char why[LIB_ERRLEN];
     if ((*mem)->wait_stream(dc, stream, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
-    *dev = (vjp_device_io){dc, dtype == PSFSIM_FLOAT64 ? 1 : 0, cotangent, images};
+    *dev = (vjp_device_io){dc, dtype == PSFSIM_FLOAT64 ? 1 : 0, cotangent, images, 0, 0.0};
     return PSFSIM_OK;
 }
 
@@ -308,8 +308,26 @@ int vjp_device_run(psfsim_set *set, long long first, long long count, const psfs
     if (rc != PSFSIM_OK) return rc;
     rc = lib_check_range(set, first, count, err, errlen);
     const backend_decision *d = &set->e.decision;
-    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, cotangent, images};
+    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, cotangent, images, 0, 0.0};
     if (rc == PSFSIM_OK && count > 0)
         rc = vjp_gpu_run(set, first, count, a, NULL, NULL, &dev, done, err, errlen);
+    return finish(set, a, rc);
+}
+
+int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inputs, int steps,
+                     double step, double *images, int *done, char *err, size_t errlen)
+{
+    *done = 0;
+    vjp_args *a;
+    int rc = begin(set, inputs, NULL, "psfsim_retrieve", &a, err, errlen);
+    if (rc != PSFSIM_OK) return rc;
+    rc = lib_check_range(set, 0, count, err, errlen);
+    const backend_decision *d = &set->e.decision;
+    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, NULL, images, steps, step};
+    if (steps < 1 || steps > a->terms.nterms)
+        rc = lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%d steps of %d input terms", steps,
+                      a->terms.nterms);
+    if (rc == PSFSIM_OK && count > 0 && count * (steps + 1) <= vjp_gpu_chunk_images(set))
+        rc = vjp_gpu_run(set, 0, count, a, NULL, NULL, &dev, done, err, errlen);
     return finish(set, a, rc);
 }

@@ -186,6 +186,25 @@ static void turned(const double *img, double *out, size_t mm)
         out[p] = img[mm - 1 - p];
 }
 
+/* The rows of dev's steps after the nrows rows of the chunk's nc images:
+ * step t's copy of each row adds nc * t to its image and raises input
+ * term t - 1 by dev->step (in the inputs' units, as the row's others). */
+static void steps(vjp_gpu *v, const vjp_args *a, const vjp_device_io *dev, int nc, int nrows)
+{
+    size_t K = (size_t)v->k, nt = (size_t)a->terms.nterms;
+    for (int t = 1; t <= dev->steps; ++t)
+        for (int r = 0; r < nrows; ++r) {
+            int q = t * nrows + r;
+            v->rows[q] = v->rows[r];
+            v->rows[q].image += t * nc;
+            v->utw[q] = v->utw[r];
+            double *cq = v->coeff + (size_t)q * K;
+            memcpy(cq, v->coeff + (size_t)r * K, K * sizeof *cq);
+            const double *zin = a->in.zernike ? a->in.zernike + v->rows[r].image * nt : NULL;
+            cq[v->own + t - 1] = ((zin ? zin[t - 1] : 0.0) + dev->step) * v->utw[r];
+        }
+}
+
 /* Images [k0, k0 + nc) (rows i0 .. of the call's inputs): their rows, the
  * run, the gradients. Returns PSFSIM_OK or an error with err. */
 static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, long long i0, int nc,
@@ -220,6 +239,12 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
         if (cotangent && poppy && !dev)
             turned(cotangent + (size_t)j * mm, v->cot + (size_t)j * mm, mm);
     }
+    int nimages = nc;
+    if (dev && dev->steps > 0) {
+        steps(v, a, dev, nc, nrows);
+        nrows *= dev->steps + 1;
+        nimages *= dev->steps + 1;
+    }
     double *dopd[PSF_MAX_COMPONENTS] = {0};
     for (int p = 0; a->gr.opd_map && p < v->npupils; ++p)
         dopd[p] = v->opd_sum[p];
@@ -228,8 +253,8 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
         const char *dc = dev->cotangent ? (const char *)dev->cotangent + off : NULL;
         char *di = dev->images ? (char *)dev->images + off : NULL;
         double t0 = fit_now();
-        int rc = v->ops->run_device(v->g, nc, dev->dtype, poppy, dc, di, nrows, v->rows, v->coeff,
-                                    v->gcoeff, dopd, why, sizeof why);
+        int rc = v->ops->run_device(v->g, nimages, dev->dtype, poppy, dc, di, nrows, v->rows,
+                                    v->coeff, v->gcoeff, dopd, why, sizeof why);
         v->seconds_run += fit_now() - t0;
         if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
         cotangent = dc ? (const double *)dc : NULL; /* only tested for NULL below */
@@ -345,9 +370,7 @@ static int state_new(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops,
 /* The chunk's host buffers for count images of the call. */
 static int reserve(vjp_gpu *v, const psfsim_set *set, long long count, char *err, size_t errlen)
 {
-    size_t mm = (size_t)v->n * v->n;
-    long long c = (long long)(CHUNK_BYTES / (mm * sizeof(double)));
-    c = c < 1 ? 1 : c > 4096 ? 4096 : c;
+    long long c = vjp_gpu_chunk_images(set);
     v->chunk = (int)(count < c ? count : c);
     if (v->chunk <= v->cap_images) return PSFSIM_OK;
     size_t K = (size_t)v->k, r = (size_t)v->chunk * PSF_MAX_COMPONENTS;
@@ -411,7 +434,11 @@ static int run_gpu(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, l
         set->vjp_gpu = v;
     }
     v = set->vjp_gpu;
-    rc = reserve(v, set, count, err, errlen);
+    long long need = dev && dev->steps > 0 ? count * (dev->steps + 1) : count;
+    rc = reserve(v, set, need, err, errlen);
+    if (rc == PSFSIM_OK && need > v->chunk)
+        rc = lib_fail(err, errlen, PSFSIM_ERR_RANGE, "%lld images of steps in one chunk of %d",
+                      need, v->chunk);
     if (rc == PSFSIM_OK) rc = opd_rows(v, a, err, errlen);
     size_t mm = (size_t)v->m * v->m;
     for (long long i = 0; rc == PSFSIM_OK && i < count; i += v->chunk) {
@@ -468,4 +495,12 @@ double vjp_gpu_seconds(const psfsim_set *set)
 {
     const vjp_gpu *v = set->vjp_gpu;
     return v ? v->seconds_run : 0.0;
+}
+
+long long vjp_gpu_chunk_images(const psfsim_set *set)
+{
+    const vjp_gpu *v = set->vjp_gpu;
+    if (!v) return 0;
+    long long c = (long long)(CHUNK_BYTES / ((size_t)v->n * v->n * sizeof(double)));
+    return c < 1 ? 1 : c > 4096 ? 4096 : c;
 }

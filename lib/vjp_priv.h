@@ -70,6 +70,12 @@ typedef struct {
     int device, dtype;
     const void *cotangent;
     void *images; /* NULL: not wanted */
+    /* a forward's finite-difference steps (lib/retrieve_gpu.c's Fisher
+     * step): with steps > 0 images gets [steps + 1][count][M M], the
+     * call's images, then those with input term t raised by step, t <
+     * steps, in one run of the module */
+    int steps;
+    double step;
 } vjp_device_io;
 
 /* dev: NULL, or the call's device arrays (cotangent and images then
@@ -91,6 +97,17 @@ int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_arg
 int vjp_device_run(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
                    const double *cotangent, double *images, psfsim_gradients *grads, int *done,
                    char *err, size_t errlen);
+
+/* vjp_device_run's forward with steps (vjp_device_io.steps, step) into
+ * images [steps + 1][count][M M] (device, double): *done 0 when the GPU
+ * does not take it (as vjp_device_run's, and when the images exceed one
+ * of the module's chunks: vjp_gpu_chunk_images). */
+int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inputs, int steps,
+                     double step, double *images, int *done, char *err, size_t errlen);
+
+/* Images of the set's kept GPU instance's grid in one chunk (0 without
+ * one). */
+long long vjp_gpu_chunk_images(const psfsim_set *set);
 
 /* The GPU module's gradients instance kept on set (by the last call the
  * GPU ran) and its ops into *ops, or NULL (none kept). */
