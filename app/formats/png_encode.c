@@ -77,17 +77,20 @@ static void clear_upper_vector_state(void) {}
  * the stream would not fit). */
 static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned char *out, size_t cap)
 {
-    struct isal_zstream *s = malloc(sizeof *s + ISAL_DEF_LVL1_DEFAULT);
+    /* Zeroed, the level buffer too: isal_deflate_stateless_init leaves
+     * fields as it finds them (ISA-L 2.30). A stale hist_bits of 9 from a
+     * reused block of the heap gave a 512-byte window and a 64^2 image 1.7x
+     * the bytes; other stale state gave the same pixels in another deflate
+     * stream now and then (e2e_levels: one PNG of 150 a byte longer), so
+     * the files were not the same bytes run to run. */
+    struct isal_zstream *s = calloc(1, sizeof *s + ISAL_DEF_LVL1_DEFAULT);
     if (!s) return 0;
     isal_deflate_stateless_init(s);
     s->level = 1;
     s->level_buf = (uint8_t *)(s + 1);
     s->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
     s->gzip_flag = IGZIP_ZLIB;
-    /* The window (0: 32 KiB). isal_deflate_stateless_init leaves this
-     * field as it finds it (ISA-L 2.30): a stale 9 from a reused block of
-     * the heap gave a 512-byte window and a 64^2 image 1.7x the bytes. */
-    s->hist_bits = 0;
+    s->hist_bits = 0;                       /* the window: 32 KiB */
     s->next_in = (uint8_t *)(uintptr_t)raw; /* igzip only reads it */
     s->avail_in = (uint32_t)raw_len;
     s->next_out = out;
