@@ -39,25 +39,35 @@ static int forward(void *user, const double *p, double *images, char *err, size_
     return rc;
 }
 
+void retrieve_gradients(set_model *m, double *grad, psfsim_gradients *g)
+{
+    psfsim_gradients_init(g);
+    g->zernike = m->gradk;
+    if (m->fit_map) g->opd_map = grad + m->nterms;
+}
+
+void retrieve_sum(const set_model *m, double *grad)
+{
+    for (int j = 0; j < m->nterms; ++j)
+        grad[j] = 0;
+    for (long long k = 0; k < m->count; ++k)
+        for (int j = 0; j < m->nterms; ++j)
+            grad[j] += m->gradk[k * m->nterms + j];
+}
+
 static int vjp(void *user, const double *p, const double *cot, double *grad, char *err,
                size_t errlen)
 {
     set_model *m = user;
     retrieve_rows(m, p);
     psfsim_gradients g;
-    psfsim_gradients_init(&g);
-    g.zernike = m->gradk;
-    if (m->fit_map) g.opd_map = grad + m->nterms; /* summed over the images by psfsim_vjp */
+    retrieve_gradients(m, grad, &g);
     int rc = psfsim_vjp(m->set, 0, m->count, &m->inputs, cot, NULL, &g, err, errlen);
     if (rc != PSFSIM_OK) {
         m->status = rc;
         return rc;
     }
-    for (int j = 0; j < m->nterms; ++j)
-        grad[j] = 0;
-    for (long long k = 0; k < m->count; ++k)
-        for (int j = 0; j < m->nterms; ++j)
-            grad[j] += m->gradk[k * m->nterms + j];
+    retrieve_sum(m, grad);
     return 0;
 }
 

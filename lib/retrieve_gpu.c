@@ -99,9 +99,7 @@ static int loss(void *user, const double *p, double *out, double *grad, char *er
         rc = PSFSIM_ERR_COMPUTE;
     double t2 = fit_now();
     psfsim_gradients gr;
-    psfsim_gradients_init(&gr);
-    gr.zernike = m->gradk;
-    if (m->fit_map) gr.opd_map = grad + m->nterms; /* summed over the images */
+    retrieve_gradients(m, grad, &gr);
     int done = 0;
     if (rc == PSFSIM_OK)
         rc = vjp_device_run(m->set, 0, m->count, &m->inputs, g->cot, NULL, &gr, &done, err, errlen);
@@ -118,11 +116,7 @@ static int loss(void *user, const double *p, double *out, double *grad, char *er
         m->status = rc;
         return rc;
     }
-    for (int j = 0; j < m->nterms; ++j)
-        grad[j] = 0;
-    for (long long k = 0; k < m->count; ++k)
-        for (int j = 0; j < m->nterms; ++j)
-            grad[j] += m->gradk[k * m->nterms + j];
+    retrieve_sum(m, grad);
     return 0;
 }
 

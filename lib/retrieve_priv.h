@@ -29,6 +29,15 @@ typedef struct {
  * OPD map). */
 void retrieve_rows(set_model *m, const double *p);
 
+/* g for a gradient call of m: the per-image Zernike rows into m->gradk,
+ * the OPD map's (summed over the images by the call) into grad after the
+ * coefficients. */
+void retrieve_gradients(set_model *m, double *grad, psfsim_gradients *g);
+
+/* grad [nterms] = m->gradk's rows summed: the coefficients are every
+ * image's. */
+void retrieve_sum(const set_model *m, double *grad);
+
 /* The evaluations on the device for m, whose images have npix values,
  * from p0 (lib/fit's fit_device, retrieve_gpu_device, whose callbacks
  * take m as their user, with m->gpu = *out): *out NULL when the set's GPU does not take them (a CPU

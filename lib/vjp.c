@@ -298,9 +298,12 @@ int psfsim_vjp_device(psfsim_set *set, long long first, long long count,
     return finish(set, a, rc);
 }
 
-int vjp_device_run(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
-                   const double *cotangent, double *images, psfsim_gradients *grads, int *done,
-                   char *err, size_t errlen)
+/* vjp_device_run's and vjp_device_steps' one path: dev (its device and
+ * dtype set here: the set's first GPU, double), the call taken for the
+ * set as a public call's. */
+static int device_call(psfsim_set *set, long long first, long long count,
+                       const psfsim_inputs *inputs, psfsim_gradients *grads, vjp_device_io dev,
+                       int *done, char *err, size_t errlen)
 {
     *done = 0;
     vjp_args *a;
@@ -308,26 +311,30 @@ int vjp_device_run(psfsim_set *set, long long first, long long count, const psfs
     if (rc != PSFSIM_OK) return rc;
     rc = lib_check_range(set, first, count, err, errlen);
     const backend_decision *d = &set->e.decision;
-    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, cotangent, images, 0, 0.0};
-    if (rc == PSFSIM_OK && count > 0)
+    dev.device = d->ndevices > 0 ? d->devices[0] : 0;
+    dev.dtype = 1;
+    if (rc == PSFSIM_OK && dev.steps > a->terms.nterms)
+        rc = lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%d steps of %d input terms", dev.steps,
+                      a->terms.nterms);
+    int one_chunk = dev.steps == 0 || count * (dev.steps + 1) <= vjp_gpu_chunk_images(set);
+    if (rc == PSFSIM_OK && count > 0 && one_chunk)
         rc = vjp_gpu_run(set, first, count, a, NULL, NULL, &dev, done, err, errlen);
     return finish(set, a, rc);
+}
+
+int vjp_device_run(psfsim_set *set, long long first, long long count, const psfsim_inputs *inputs,
+                   const double *cotangent, double *images, psfsim_gradients *grads, int *done,
+                   char *err, size_t errlen)
+{
+    vjp_device_io dev = {0, 1, cotangent, images, 0, 0.0};
+    return device_call(set, first, count, inputs, grads, dev, done, err, errlen);
 }
 
 int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inputs, int steps,
                      double step, double *images, int *done, char *err, size_t errlen)
 {
     *done = 0;
-    vjp_args *a;
-    int rc = begin(set, inputs, NULL, "psfsim_retrieve", &a, err, errlen);
-    if (rc != PSFSIM_OK) return rc;
-    rc = lib_check_range(set, 0, count, err, errlen);
-    const backend_decision *d = &set->e.decision;
-    vjp_device_io dev = {d->ndevices > 0 ? d->devices[0] : 0, 1, NULL, images, steps, step};
-    if (steps < 1 || steps > a->terms.nterms)
-        rc = lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%d steps of %d input terms", steps,
-                      a->terms.nterms);
-    if (rc == PSFSIM_OK && count > 0 && count * (steps + 1) <= vjp_gpu_chunk_images(set))
-        rc = vjp_gpu_run(set, 0, count, a, NULL, NULL, &dev, done, err, errlen);
-    return finish(set, a, rc);
+    if (steps < 1) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%d steps (1 or more)", steps);
+    vjp_device_io dev = {0, 1, NULL, images, steps, step};
+    return device_call(set, 0, count, inputs, NULL, dev, done, err, errlen);
 }

@@ -19,6 +19,20 @@
 #include "lib/fit/fit.h"
 #include "lib/fit/lapack.h"
 
+/* F's rows and columns of p against each image's flux and background
+ * (P + k and P + nf + k, row-major N x N) from y [K][2][P]: image k's
+ * U^T sqrt(w) I, then U^T sqrt(w) (fit_device.fisher's layout); those
+ * not fitted (nf, nb 0) left out. */
+static void put_cross(double *F, const double *y, int K, int P, int N, int nf, int nb)
+{
+    for (int k = 0; k < K; ++k) {
+        int at[2] = {nf ? P + k : -1, nb ? P + nf + k : -1}; /* the flux's row, the background's */
+        for (int c = 0; c < 2; ++c)
+            for (int a = 0; at[c] >= 0 && a < P; ++a)
+                F[(size_t)a * N + at[c]] = F[(size_t)at[c] * N + a] = y[(2 * k + c) * P + a];
+    }
+}
+
 /* F's block of p (a, b < P) and p against each image's flux and
  * background (rows P .. N, row-major N x N), from the weighted Jacobian
  * u [P][K n] (u_a = sqrt(w) f_k dI_k/dp_a: column-major K n x P for BLAS)
@@ -26,7 +40,8 @@
  * (dsyrk), F_a,f_k = sum_i w J_a I_k = u_a . swi over image k, F_a,b_k =
  * u_a . sw there (dgemv each). BLAS, since the P (P + 1) / 2 dot products
  * over K n pixels are most of the Fisher step's time (0.1 s of scalar
- * loops at P = 34, K n = 196,608 on the GPU machine's host). y: [P]. */
+ * loops at P = 34, K n = 196,608 on the GPU machine's host). y: [K][2][P]
+ * (put_cross's). */
 static void fisher_products(const fit_lapack *la, const double *u, const double *sw,
                             const double *swi, size_t n, int K, int P, int N, int nf, int nb,
                             double *y, double *F)
@@ -40,15 +55,12 @@ static void fisher_products(const fit_lapack *la, const double *u, const double 
             F[(size_t)a * N + b] = F[(size_t)b * N + a];
     for (int k = 0; k < K; ++k) {
         const double *xs[2] = {nf ? swi : NULL, nb ? sw : NULL};
-        int at[2] = {P + k, P + nf + k}; /* the flux's row, the background's */
-        for (int c = 0; c < 2; ++c) {
-            if (!xs[c]) continue;
-            la->dgemv("T", &ni, &P, &d1, u + (size_t)k * n, &total, xs[c] + (size_t)k * n, &one,
-                      &d0, y, &one);
-            for (int a = 0; a < P; ++a)
-                F[(size_t)a * N + at[c]] = F[(size_t)at[c] * N + a] = y[a];
-        }
+        for (int c = 0; c < 2; ++c)
+            if (xs[c])
+                la->dgemv("T", &ni, &P, &d1, u + (size_t)k * n, &total, xs[c] + (size_t)k * n, &one,
+                          &d0, y + (size_t)(2 * k + c) * P, &one);
     }
+    put_cross(F, y, K, P, N, nf, nb);
 }
 
 /* F's rows of p (and p against the fluxes and backgrounds) by forward
@@ -61,8 +73,8 @@ static int products_here(fit_state *st, const fit_lapack *la, const double *p, d
     int K = m->nimages, nf = st->opt->fit_flux ? K : 0, nb = st->opt->fit_background ? K : 0;
     size_t n = m->npix, total = (size_t)K * n;
     /* jac: the weighted columns [P][K n], then I(p + h e_j), sqrt(w),
-     * sqrt(w) I; and y [P] */
-    double *jac = malloc(sizeof(double) * ((size_t)(P + 3) * total + (size_t)P));
+     * sqrt(w) I; and y [K][2][P] */
+    double *jac = malloc(sizeof(double) * ((size_t)(P + 3) * total + 2 * (size_t)K * P));
     double *q = malloc(sizeof(double) * m->nparams);
     if (!jac || !q) {
         free(jac);
@@ -110,16 +122,10 @@ static int products_there(fit_state *st, const double *p, double h, int P, int N
     }
     double *y = G + (size_t)P * P;
     int rc = m->device->fisher(m->user, p, P, h, st->flux, G, y, st->err, st->errlen);
-    for (int a = 0; rc == 0 && a < P; ++a) {
+    for (int a = 0; rc == 0 && a < P; ++a)
         for (int b = 0; b < P; ++b)
             F[(size_t)a * N + b] = G[(size_t)a * P + b];
-        for (int k = 0; k < K; ++k) {
-            if (nf) F[(size_t)a * N + P + k] = F[(size_t)(P + k) * N + a] = y[(2 * k) * P + a];
-            if (nb)
-                F[(size_t)a * N + P + nf + k] = F[(size_t)(P + nf + k) * N + a] =
-                    y[(2 * k + 1) * P + a];
-        }
-    }
+    if (rc == 0) put_cross(F, y, K, P, N, nf, nb);
     free(G);
     return rc == 0 ? 0 : -1;
 }
