@@ -25,8 +25,9 @@ extern "C" {
  * psf_job.stream; 7: psf_detector.blocks (issue 26); 8: gpu_module_ops.memory,
  * psf_backend_ops.run_measured (issue 27); 9: gpu_module_ops.vjp (issue 28); 10:
  * gpu_vjp_ops.run_device (device cotangents); 11: gpu_memory_ops.host_alloc; 12:
- * gpu_vjp_ops.fit_loss, fit_fisher (the retrieval's evaluations on the device) */
-#define GPU_MODULE_ABI 12
+ * gpu_vjp_ops.fit_loss, fit_fisher (the retrieval's evaluations on the device); 13:
+ * gpu_vjp_ops.fit_evaluate (an evaluation in one call) instead of fit_loss */
+#define GPU_MODULE_ABI 13
 
 /* Images per run() call the GPU backend asks for (its preferred_batch):
  * known to the cost model without loading the module. */
@@ -173,20 +174,6 @@ typedef struct {
     int (*run_device)(gpu_vjp *v, int nimages, int dtype, int turn, const void *cotangent,
                       void *images, int nrows, const gpu_vjp_row *rows, const double *coeff,
                       double *gcoeff, double *const *d_opd, char *err, size_t errlen);
-    /* The fit's projected loss (lib/fit/fit.h, fit_loss) on the device,
-     * for a retrieval whose images stay there (lib/retrieve_gpu.c). data,
-     * w (the weights) and images: [nimages][npix] double in device memory;
-     * per image k the flux f and background b minimising
-     * sum w (d - f I - b)^2 (the normal equations of lib/fit/objective.c's
-     * solve_linear: fit & 1 the flux fitted, fit & 2 the background; the
-     * others, and a degenerate system's, at fixed[2k], fixed[2k + 1]
-     * (host)); then, with r = d - (f I + b), cot (device [nimages][npix])
-     * = -f w r, the cotangent of the loss 1/2 sum w r^2, and out (host
-     * [nimages][3]) = f, b and that loss. Every sum in a fixed order: the
-     * same bits each call. */
-    int (*fit_loss)(gpu_vjp *v, int nimages, size_t npix, const double *data, const double *w,
-                    const double *images, int fit, const double *fixed, double *cot, double *out,
-                    char *err, size_t errlen);
     /* The Fisher matrix's products (lib/fit/fisher.c) on the device: plus
      * [nparams][nimages][npix] (device) the images at p + h e_j, images
      * those at p, w the weights (device), flux [nimages] (host); plus is
@@ -197,6 +184,24 @@ typedef struct {
     int (*fit_fisher)(gpu_vjp *v, int nimages, size_t npix, int nparams, const double *w,
                       const double *images, double *plus, const double *flux, double h, double *G,
                       double *y, char *err, size_t errlen);
+    /* One evaluation of a retrieval whose images stay on the device
+     * (lib/retrieve_gpu.c), waited for once:
+     * - run_device's forward of rows and coeff into images (device
+     *   [nimages][npix] double, npix = M M, turned as turn);
+     * - the fit's projected loss (lib/fit/fit.h, fit_loss) of those
+     *   images: data and w (the weights) device [nimages][npix]; per
+     *   image k the flux f and background b minimising sum w (d - f I -
+     *   b)^2 (lib/fit/objective.c's solve_linear: fit & 1 the flux
+     *   fitted, fit & 2 the background; the others, and a degenerate
+     *   system's, at fixed[2k], fixed[2k + 1] (host)); then, with r = d -
+     *   (f I + b), cot (device [nimages][npix]) = -f w r, the cotangent of
+     *   the loss 1/2 sum w r^2, and out (host [nimages][3]) = f, b and
+     *   that loss, every sum in a fixed order (the same bits each call);
+     * - run_device's backward of cot into gcoeff and d_opd. */
+    int (*fit_evaluate)(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
+                        const double *coeff, size_t npix, const double *data, const double *w,
+                        double *images, int fit, const double *fixed, double *cot, double *out,
+                        double *gcoeff, double *const *d_opd, char *err, size_t errlen);
 } gpu_vjp_ops;
 
 typedef struct {

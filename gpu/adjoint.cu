@@ -285,9 +285,12 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
     vjp_pupil *pp = &v->pup[p];
     size_t K = (size_t)v->k;
     cudaStream_t s = v->stream;
-    /* the staging is pinned: the last batch's copies from it must be done */
-    if (v->staged && GPU_CUDA(&v->chk, cudaStreamSynchronize(s))) return -1;
-    v->staged = 0;
+    /* the staging is pinned: the last batch's copies from it must be done
+     * before it is written (a backward from the kept fields writes none) */
+    if (!from_kept && v->staged) {
+        if (GPU_CUDA(&v->chk, cudaStreamSynchronize(s))) return -1;
+        v->staged = 0;
+    }
     if (!from_kept && reserve_batch(v, count, pp->nopen)) return -1;
     for (int j = 0; !from_kept && j < count; ++j) {
         int r = v->h_rows[j];
@@ -396,8 +399,11 @@ static int kept_matches(const gpu_vjp *v, int nimages, int nrows, const gpu_vjp_
            memcmp(v->kept_coef, coeff, (size_t)nrows * v->k * sizeof *coeff) == 0;
 }
 
+/* A run (vjp_run's, vjp_run_device's): its work queued on v->stream and,
+ * with wait, waited for (without, a forward's images are complete only in
+ * the stream's order: fit_evaluate queues the loss and backward behind). */
 static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const gpu_vjp_row *rows,
-                   const double *coeff, double *gcoeff, double *const *d_opd, char *err,
+                   const double *coeff, double *gcoeff, double *const *d_opd, int wait, char *err,
                    size_t errlen)
 {
     if (enter(v, err, errlen)) return -1;
@@ -477,8 +483,10 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
         gpu_vjp_convert(&v->chk, v->stream, images, io->dtype == 1, result, 1, nimages, mm,
                         io->turn))
         return -1;
-    if (GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
-    v->staged = 0;
+    if (wait) {
+        if (GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
+        v->staged = 0;
+    }
     if (!backward && batches == 1) { /* its fields stay in grid and w until the next run */
         v->kept = 1;
         v->kept_rows = nrows;
@@ -494,7 +502,7 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
                    double *const *d_opd, char *err, size_t errlen)
 {
     run_io io = {0, 1, 0, cotangent, images};
-    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
+    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen);
 }
 
 static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const void *cotangent,
@@ -506,16 +514,33 @@ static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const vo
         return -1;
     }
     run_io io = {1, dtype, turn != 0, cotangent, images};
-    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, err, errlen);
+    return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen);
 }
 
-static int vjp_fit_loss(gpu_vjp *v, int nimages, size_t npix, const double *data, const double *w,
-                        const double *images, int fit, const double *fixed, double *cot,
-                        double *out, char *err, size_t errlen)
+/* The forward, the loss and the backward of gpu_vjp_ops.fit_evaluate,
+ * queued in that order on the one stream: the host queues the loss and
+ * the backward while the device computes the forward, and waits once (in
+ * the backward's batch, for its gradient's copy). The backward starts
+ * from the forward's kept fields when the forward was one batch. */
+static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
+                            const double *coeff, size_t npix, const double *data, const double *w,
+                            double *images, int fit, const double *fixed, double *cot, double *out,
+                            double *gcoeff, double *const *d_opd, char *err, size_t errlen)
 {
     if (enter(v, err, errlen)) return -1;
-    return gpu_fit_loss(&v->fit, &v->chk, v->stream, nimages, npix, data, w, images, fit, fixed,
-                        cot, out);
+    size_t mm = v->det.active ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n;
+    if (npix != mm) {
+        snprintf(err, errlen, "gpu: the fit's images of %zu values, the model's of %zu", npix, mm);
+        return -1;
+    }
+    run_io fwd = {1, 1, turn != 0, NULL, images}, bwd = {1, 1, turn != 0, cot, NULL};
+    if (run_any(v, nimages, &fwd, nrows, rows, coeff, NULL, NULL, 0, err, errlen) ||
+        gpu_fit_loss_enqueue(&v->fit, &v->chk, v->stream, nimages, npix, data, w, images, fit,
+                             fixed, cot) ||
+        run_any(v, nimages, &bwd, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen))
+        return -1;
+    gpu_fit_loss_collect(&v->fit, nimages, out); /* the backward's wait covered its copy */
+    return 0;
 }
 
 static int vjp_fit_fisher(gpu_vjp *v, int nimages, size_t npix, int nparams, const double *w,
@@ -527,6 +552,6 @@ static int vjp_fit_fisher(gpu_vjp *v, int nimages, size_t npix, int nparams, con
                           plus, flux, h, G, y);
 }
 
-const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil, vjp_set_row,
-                                   vjp_set_detector, vjp_run,       vjp_destroy,
-                                   vjp_run_device,   vjp_fit_loss,  vjp_fit_fisher};
+const gpu_vjp_ops gpu_vjp_table = {vjp_create,       vjp_add_pupil,  vjp_set_row,
+                                   vjp_set_detector, vjp_run,        vjp_destroy,
+                                   vjp_run_device,   vjp_fit_fisher, vjp_fit_evaluate};

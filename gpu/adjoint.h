@@ -11,7 +11,7 @@
  *   gpu/adjoint_detector.cu  the detector stage (D2Z, T, Z2D, sampling)
  *                       and its transpose;
  *   gpu/fit.cu          a retrieval's loss and Fisher products over the
- *                       images kept on the device (fit_loss, fit_fisher).
+ *                       images kept on the device (fit_evaluate, fit_fisher).
  *
  * The model and its adjoint are cpu/adjoint.h's (FFT sets), in double. */
 #ifndef PSFSIM_GPU_ADJOINT_H

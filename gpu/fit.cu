@@ -173,9 +173,9 @@ static int reserve(gpu_fit *f, gpu_check *chk, int K, size_t total, int P)
     return 0;
 }
 
-int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t npix,
-                 const double *data, const double *w, const double *images, int fit,
-                 const double *fixed, double *cot, double *out)
+int gpu_fit_loss_enqueue(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t npix,
+                         const double *data, const double *w, const double *images, int fit,
+                         const double *fixed, double *cot)
 {
     if (nimages < 1 || nimages > 65535 || npix < 1) {
         snprintf(chk->err, chk->errlen, "gpu: the fit's loss of %d images of %zu pixels", nimages,
@@ -195,11 +195,15 @@ int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t
         if (GPU_LAUNCH(chk, "k_sums")) return -1;
     }
     k_residual<<<grid, THREADS, 0, s>>>(data, w, images, npix, fit, f->fix, f->part, cot, f->res);
-    if (GPU_LAUNCH(chk, "k_residual") ||
-        GPU_CUDA(chk,
-                 cudaMemcpyAsync(f->host, f->res, r * sizeof(double), cudaMemcpyDeviceToHost, s)) ||
-        GPU_CUDA(chk, cudaStreamSynchronize(s)))
-        return -1;
+    return GPU_LAUNCH(chk, "k_residual") ||
+                   GPU_CUDA(chk, cudaMemcpyAsync(f->host, f->res, r * sizeof(double),
+                                                 cudaMemcpyDeviceToHost, s))
+               ? -1
+               : 0;
+}
+
+void gpu_fit_loss_collect(const gpu_fit *f, int nimages, double *out)
+{
     for (int k = 0; k < nimages; ++k) {
         const double *h = f->host + (size_t)k * (GPU_FIT_BLOCKS + 2);
         double loss = 0;
@@ -209,7 +213,6 @@ int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t
         out[3 * k + 1] = h[1];
         out[3 * k + 2] = 0.5 * loss;
     }
-    return 0;
 }
 
 int gpu_fit_fisher(gpu_fit *f, gpu_check *chk, cudaStream_t s, cublasHandle_t blas, int nimages,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The retrieval's evaluations on the device (gpu_vjp_ops.fit_loss,
+/* The retrieval's evaluations on the device (gpu_vjp_ops.fit_evaluate,
  * fit_fisher; backend/gpu_abi.h): lib/fit's projected loss and Fisher
  * products for images that never leave the GPU, so that an evaluation of
  * a phase retrieval is a few kernels and one small copy back instead of
@@ -32,11 +32,17 @@ typedef struct {
     size_t cap_sw, cap_gy;
 } gpu_fit;
 
-/* The loss of nimages images of npix values (gpu_vjp_ops.fit_loss) on
- * stream s, waited for. 0, or -1 with chk's message. */
-int gpu_fit_loss(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t npix,
-                 const double *data, const double *w, const double *images, int fit,
-                 const double *fixed, double *cot, double *out);
+/* The loss of nimages images of npix values (gpu_vjp_ops.fit_evaluate's)
+ * queued on s, not waited for: its results stay in f until
+ * gpu_fit_loss_collect, after s is synchronised (the evaluation queues its
+ * backward behind it). 0, or -1 with chk's message. */
+int gpu_fit_loss_enqueue(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages, size_t npix,
+                         const double *data, const double *w, const double *images, int fit,
+                         const double *fixed, double *cot);
+
+/* out [nimages][3] (f, b, the loss) from the enqueued loss's sums, summed
+ * in block order. */
+void gpu_fit_loss_collect(const gpu_fit *f, int nimages, double *out);
 
 /* The Fisher products (gpu_vjp_ops.fit_fisher) on stream s with blas
  * (set to s), waited for. 0, or -1 with chk's message. */

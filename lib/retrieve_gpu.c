@@ -4,9 +4,10 @@
  * path each evaluation brings the K images up (K n doubles), makes the
  * cotangent on the host and sends it down again, and the gradient's call
  * computes the images a second time. Here the data and weights live on
- * the device, the images of p are written there (vjp_device_run), the
- * module's fit_loss solves each image's flux and background and writes
- * the cotangent there, and the backward reads it there: only the
+ * the device, and an evaluation is one call of the module's
+ * (fit_evaluate, through vjp_device_evaluate): the images of p written
+ * there, each image's flux and background solved and the cotangent
+ * written there, the backward from it; one wait, and only the
  * parameters, K x 3 numbers and the gradient cross the bus. The Fisher
  * step's P forward differences go into one device array and the module's
  * fit_fisher forms J^T W J there (cuBLAS), instead of P image transfers
@@ -28,18 +29,17 @@ struct retrieve_gpu {
     int fit;                      /* fit_device.load's */
     double *fixed;                /* [K][2] */
     double *q;                    /* [P] the Fisher step's parameters */
-    /* where an evaluation's time goes (logged at the end): its forward,
-     * fit_loss and backward calls, and the module's run inside the two */
-    double seconds[3], seconds_module;
+    /* where the evaluations' time goes (logged at the end): their calls,
+     * and the module's runs inside them */
+    double seconds, seconds_module;
     int evaluations;
 };
 
 void retrieve_gpu_close(retrieve_gpu *g)
 {
     if (!g) return;
-    log_info("retrieve: %d evaluations on the GPU: images %.4f s, loss %.4f s, gradients %.4f s "
-             "(the module's runs %.4f s of the images' and gradients')",
-             g->evaluations, g->seconds[0], g->seconds[1], g->seconds[2], g->seconds_module);
+    log_info("retrieve: %d evaluations on the GPU, one call each: %.4f s (the module's %.4f s)",
+             g->evaluations, g->seconds, g->seconds_module);
     if (g->data) g->mem->release(g->device, g->data);
     free(g->fixed);
     free(g->q);
@@ -64,9 +64,9 @@ static int images_at(retrieve_gpu *g, const double *p, double *img, char *err, s
 static gpu_vjp *instance(retrieve_gpu *g, const gpu_vjp_ops **ops, char *err, size_t errlen)
 {
     gpu_vjp *v = vjp_gpu_instance(g->m->set, ops);
-    if (!v || !(*ops)->fit_loss || !(*ops)->fit_fisher)
+    if (!v || !(*ops)->fit_fisher)
         lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "psfsim_retrieve: no GPU gradients' instance");
-    return v && (*ops)->fit_loss && (*ops)->fit_fisher ? v : NULL;
+    return v && (*ops)->fit_fisher ? v : NULL;
 }
 
 static int load(void *user, const double *data, const double *w, int fit, const double *fixed,
@@ -84,33 +84,33 @@ static int load(void *user, const double *data, const double *w, int fit, const 
     return 0;
 }
 
+/* An evaluation as the module's one call (fit_evaluate): the images at
+ * p, their loss and the cotangent, its gradients. */
+static int evaluate(set_model *m, const double *p, double *out, double *grad, char *err,
+                    size_t errlen)
+{
+    retrieve_gpu *g = m->gpu;
+    double t0 = fit_now(), m0 = vjp_gpu_seconds(m->set);
+    retrieve_rows(m, p);
+    psfsim_gradients gr;
+    retrieve_gradients(m, grad, &gr);
+    vjp_fit_io io = {g->npix, g->data, g->w, g->fit, g->fixed, g->cot, out};
+    int done = 0;
+    int rc =
+        vjp_device_evaluate(m->set, m->count, &m->inputs, &io, g->img, &gr, &done, err, errlen);
+    if (rc == PSFSIM_OK && !done)
+        rc = lib_fail(err, errlen, PSFSIM_ERR_COMPUTE,
+                      "psfsim_retrieve: the GPU no longer takes the model's evaluations");
+    g->seconds += fit_now() - t0;
+    g->seconds_module += vjp_gpu_seconds(m->set) - m0;
+    return rc;
+}
+
 static int loss(void *user, const double *p, double *out, double *grad, char *err, size_t errlen)
 {
     set_model *m = user;
     retrieve_gpu *g = m->gpu;
-    const gpu_vjp_ops *ops = NULL;
-    gpu_vjp *v = NULL;
-    double t0 = fit_now(), m0 = vjp_gpu_seconds(m->set);
-    int rc = images_at(g, p, g->img, err, errlen);
-    double t1 = fit_now();
-    if (rc == PSFSIM_OK && !(v = instance(g, &ops, err, errlen))) rc = PSFSIM_ERR_COMPUTE;
-    if (rc == PSFSIM_OK && ops->fit_loss(v, (int)m->count, g->npix, g->data, g->w, g->img, g->fit,
-                                         g->fixed, g->cot, out, err, errlen) != 0)
-        rc = PSFSIM_ERR_COMPUTE;
-    double t2 = fit_now();
-    psfsim_gradients gr;
-    retrieve_gradients(m, grad, &gr);
-    int done = 0;
-    if (rc == PSFSIM_OK)
-        rc = vjp_device_run(m->set, 0, m->count, &m->inputs, g->cot, NULL, &gr, &done, err, errlen);
-    if (rc == PSFSIM_OK && !done)
-        rc = lib_fail(err, errlen, PSFSIM_ERR_COMPUTE,
-                      "psfsim_retrieve: the GPU no longer takes the model's gradients");
-    double t3 = fit_now();
-    g->seconds[0] += t1 - t0;
-    g->seconds[1] += t2 - t1;
-    g->seconds[2] += t3 - t2;
-    g->seconds_module += vjp_gpu_seconds(m->set) - m0;
+    int rc = evaluate(m, p, out, grad, err, errlen);
     g->evaluations++;
     if (rc != PSFSIM_OK) {
         m->status = rc;
@@ -168,7 +168,7 @@ int retrieve_gpu_open(set_model *m, size_t npix, const double *p0, retrieve_gpu 
     if (d->ops == &psf_backend_cpu) return PSFSIM_OK;
     const gpu_vjp_ops *ops = gpu_module_vjp();
     const gpu_memory_ops *mem = gpu_module_memory();
-    if (!ops || !ops->fit_loss || !ops->fit_fisher || !mem) return PSFSIM_OK;
+    if (!ops || !ops->fit_evaluate || !ops->fit_fisher || !mem) return PSFSIM_OK;
     retrieve_gpu *g = calloc(1, sizeof *g);
     if (!g) return lib_fail(err, errlen, PSFSIM_ERR_MEMORY, "psfsim_retrieve: out of memory");
     *g = (retrieve_gpu){.m = m,

@@ -272,7 +272,7 @@ static int device_args(const void *cotangent, int dtype, void *images, void *str
     char why[LIB_ERRLEN];
     if ((*mem)->wait_stream(dc, stream, why, sizeof why) != 0)
         return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
-    *dev = (vjp_device_io){dc, dtype == PSFSIM_FLOAT64 ? 1 : 0, cotangent, images, 0, 0.0};
+    *dev = (vjp_device_io){dc, dtype == PSFSIM_FLOAT64 ? 1 : 0, cotangent, images, 0, 0.0, NULL};
     return PSFSIM_OK;
 }
 
@@ -326,8 +326,16 @@ int vjp_device_run(psfsim_set *set, long long first, long long count, const psfs
                    const double *cotangent, double *images, psfsim_gradients *grads, int *done,
                    char *err, size_t errlen)
 {
-    vjp_device_io dev = {0, 1, cotangent, images, 0, 0.0};
+    vjp_device_io dev = {0, 1, cotangent, images, 0, 0.0, NULL};
     return device_call(set, first, count, inputs, grads, dev, done, err, errlen);
+}
+
+int vjp_device_evaluate(psfsim_set *set, long long count, const psfsim_inputs *inputs,
+                        const vjp_fit_io *fit, double *images, psfsim_gradients *grads, int *done,
+                        char *err, size_t errlen)
+{
+    vjp_device_io dev = {0, 1, NULL, images, 0, 0.0, fit};
+    return device_call(set, 0, count, inputs, grads, dev, done, err, errlen);
 }
 
 int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inputs, int steps,
@@ -335,6 +343,6 @@ int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inpu
 {
     *done = 0;
     if (steps < 1) return lib_fail(err, errlen, PSFSIM_ERR_ARGUMENT, "%d steps (1 or more)", steps);
-    vjp_device_io dev = {0, 1, NULL, images, steps, step};
+    vjp_device_io dev = {0, 1, NULL, images, steps, step, NULL};
     return device_call(set, 0, count, inputs, NULL, dev, done, err, errlen);
 }

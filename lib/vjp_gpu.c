@@ -253,11 +253,17 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
         const char *dc = dev->cotangent ? (const char *)dev->cotangent + off : NULL;
         char *di = dev->images ? (char *)dev->images + off : NULL;
         double t0 = fit_now();
-        int rc = v->ops->run_device(v->g, nimages, dev->dtype, poppy, dc, di, nrows, v->rows,
-                                    v->coeff, v->gcoeff, dopd, why, sizeof why);
+        const vjp_fit_io *f = dev->fit;
+        size_t o = (size_t)i0 * mm;
+        int rc =
+            f ? v->ops->fit_evaluate(v->g, nimages, poppy, nrows, v->rows, v->coeff, mm,
+                                     f->data + o, f->w + o, (double *)di, f->fit, f->fixed + 2 * i0,
+                                     f->cot + o, f->out + 3 * i0, v->gcoeff, dopd, why, sizeof why)
+              : v->ops->run_device(v->g, nimages, dev->dtype, poppy, dc, di, nrows, v->rows,
+                                   v->coeff, v->gcoeff, dopd, why, sizeof why);
         v->seconds_run += fit_now() - t0;
         if (rc != 0) return lib_fail(err, errlen, PSFSIM_ERR_COMPUTE, "%s", why);
-        cotangent = dc ? (const double *)dc : NULL; /* only tested for NULL below */
+        cotangent = f ? f->cot + o : dc ? (const double *)dc : NULL; /* tested for NULL below */
     } else {
         const double *cot = cotangent && poppy ? v->cot : cotangent;
         double *img = images && poppy ? v->img : images;
@@ -446,7 +452,7 @@ static int run_gpu(psfsim_set *set, const vjp_args *a, const gpu_vjp_ops *ops, l
         rc = chunk(v, set, a, first + i, i, nc, cotangent ? cotangent + (size_t)i * mm : NULL,
                    images ? images + (size_t)i * mm : NULL, dev, err, errlen);
     }
-    int backward = dev ? dev->cotangent != NULL : cotangent != NULL;
+    int backward = dev ? dev->cotangent != NULL || dev->fit : cotangent != NULL;
     if (rc == PSFSIM_OK && backward && a->gr.opd_map) opd_scatter(v, set, a);
     if (rc != PSFSIM_OK) vjp_gpu_close(set); /* its state unknown: made afresh next time */
     return rc;
@@ -468,6 +474,8 @@ int vjp_gpu_run(psfsim_set *set, long long first, long long count, const vjp_arg
     const gpu_vjp_ops *ops = why ? NULL : gpu_module_vjp();
     if (!why && !ops) why = "the GPU module has no gradients (gpu_module_ops.vjp)";
     if (!why && dev && !ops->run_device) why = "the GPU module has no device gradients";
+    if (!why && dev && dev->fit && (!ops->fit_evaluate || !dev->images))
+        why = "the GPU module has no fit_evaluate";
     if (why) {
         if (!required) return PSFSIM_OK;
         *done = 1;

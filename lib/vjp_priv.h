@@ -76,7 +76,22 @@ typedef struct {
      * steps, in one run of the module */
     int steps;
     double step;
+    /* a retrieval's evaluation (vjp_device_evaluate): the forward into
+     * images, the module's fit_loss of them writing fit->cot, the backward
+     * of that cotangent into the call's gradients, in one module call */
+    const struct vjp_fit_io *fit;
 } vjp_device_io;
+
+/* A retrieval's loss on the device (gpu_vjp_ops.fit_loss's arguments):
+ * data, w and cot device [count][npix] double, fixed host [count][2], out
+ * host [count][3]. */
+typedef struct vjp_fit_io {
+    size_t npix;
+    const double *data, *w;
+    int fit;
+    const double *fixed;
+    double *cot, *out;
+} vjp_fit_io;
 
 /* dev: NULL, or the call's device arrays (cotangent and images then
  * ignored); *done 0 for them too when out of the GPU's scope, on another
@@ -104,6 +119,16 @@ int vjp_device_run(psfsim_set *set, long long first, long long count, const psfs
  * of the module's chunks: vjp_gpu_chunk_images). */
 int vjp_device_steps(psfsim_set *set, long long count, const psfsim_inputs *inputs, int steps,
                      double step, double *images, int *done, char *err, size_t errlen);
+
+/* One evaluation of a retrieval (lib/retrieve_gpu.c): vjp_device_run's
+ * forward of images [0, count) into images (device, double), the loss of
+ * fit (vjp_fit_io) and vjp_device_run's backward of its cotangent into
+ * grads, as the module's fit_evaluate (one call, one wait). *done 0 when
+ * the GPU does not take it (as vjp_device_run's, or a module without
+ * fit_evaluate): nothing computed then. */
+int vjp_device_evaluate(psfsim_set *set, long long count, const psfsim_inputs *inputs,
+                        const vjp_fit_io *fit, double *images, psfsim_gradients *grads, int *done,
+                        char *err, size_t errlen);
 
 /* Images of the set's kept GPU instance's grid in one chunk (0 without
  * one). */

@@ -52,6 +52,12 @@ int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, in
     param.epsilon = tolerance; /* |g| < epsilon max(1, |x|) */
     param.past = 3;            /* (f(k-3) - f(k)) / f(k) < delta */
     param.delta = tolerance;
+    /* A line search that needs more tries than this has reached the
+     * loss's rounding floor (a noiseless fit's last search otherwise
+     * spends liblbfgs's default 40 evaluations, a third of the fit, to end
+     * at the same point: bench/retrieve_bench.py, bench/RESULTS.md run 62);
+     * SciPy's L-BFGS-B stops at 20. */
+    param.max_linesearch = 10;
     driver d = {st, history, max_history, nhistory, iterations};
     lbfgsfloatval_t fx = 0;
     int n = st->model->nparams;

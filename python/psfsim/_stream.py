@@ -40,6 +40,7 @@ from ._errors import ArgumentError
 
 _MASK64 = (1 << 64) - 1
 _CALL_BYTES = 256 << 20  # images one call computes by default (batches_per_call)
+_OWN_STREAM = 2  # cudaStreamPerThread: the calling thread's own default stream
 
 
 def _splitmix64(x):
@@ -175,7 +176,9 @@ class Stream:
     manifest's z<j> of every label term, Set.label_j: each term's total),
     a list of numeric Set.params columns ("z4", "wavelength_nm", ...), or
     None. backend, gpus, threads, base_dir: psfsim.Set's. stream: the CUDA
-    stream each batch's compute first waits for (Set.compute's).
+    stream each batch's compute first waits for (Set.compute's); None:
+    no stream of the consumer's (each call writes new arrays of its own,
+    so it does not wait for the consumer's kernels in flight).
     batches_per_call: consecutive batches of the shard computed by one
     call (Set.compute) into one array, each batch a view of it: one call
     of many images keeps the GPU's lanes busy and allocates once, where a
@@ -436,7 +439,7 @@ class Stream:
     def _compute(self, s, first, count, device):
         """(images, labels) of [first, first + count) of the open set s."""
         images, metrics = s.compute(first, count, dtype=self.dtype, device=device,
-                                    stream=self.cuda_stream)
+                                    stream=self._wait_stream(device))
         if not self.label_names:
             return images, None
         if self._label_cols is None:
@@ -451,6 +454,19 @@ class Stream:
         labels = _device.DeviceArray(host.shape, np.float32, device)
         _device.copy(device, labels.ptr, host.ctypes.data, host.nbytes)
         return images, labels
+
+    def _wait_stream(self, device):
+        """The stream a call of the stream's waits for: the caller's
+        (stream=), else, for device arrays, the producing thread's own
+        per-thread default stream (CUDA's handle 2), where nothing is ever
+        queued: a call writes only arrays of its own, new, so it need not
+        wait for the consumer's kernels (the legacy default stream's, where
+        PyTorch queues them: waiting there made each call wait for the
+        consumer's batch in flight, bench/stream_waits.py). Freed arrays'
+        memory is reused in stream order by the pool (psfsim_device_alloc)."""
+        if self.cuda_stream is not None or device is None:
+            return self.cuda_stream
+        return _OWN_STREAM
 
     # -- iterating --
     def __iter__(self):
@@ -548,6 +564,7 @@ class _Ahead:
         self._lock = threading.Lock()
         self.set = None
         self.thread = None  # the ending epoch's, which runs run()
+        self._opener = None  # the thread running open() (start_open)
         self.done = 0  # calls computed, their batches on queue
         self.produce_s = 0.0
 
@@ -575,7 +592,7 @@ class _Ahead:
                 stream = ref()
                 if stream is not None and not self.stop.is_set():
                     s.compute(self.calls[0][0], 1, dtype=stream.dtype, device=stream.device,
-                              stream=stream.cuda_stream)
+                              stream=stream._wait_stream(stream.device))
             except Exception:  # noqa: BLE001 (computed again by the taker, which raises)
                 pass
             stream = None
@@ -586,13 +603,34 @@ class _Ahead:
             self.set = s
         self.opened.set()
 
+    def start_open(self, ref):
+        """open() on a thread of its own (once), started by the ending
+        epoch's thread after its first call: the Set's start and first
+        image take about 10 ms on the GPU, which on the producing thread
+        itself delayed that epoch's next call by as much, and the consumer
+        waited for it in every epoch (bench/stream_waits.py)."""
+        with self._lock:
+            if self._opener is not None or self.stop.is_set():
+                return
+            self._opener = threading.Thread(target=self.open, args=(ref,),
+                                            name="psfsim.Stream.open", daemon=True)
+            self._opener.start()
+
+    def _join_opener(self):
+        with self._lock:
+            opener = self._opener
+        if opener is not None and opener is not threading.current_thread():
+            opener.join()
+
     def run(self, ref):
         """On the thread, after its epoch's end: open the epoch's Set (if
-        open() has not), then compute calls, each once a slot is free.
+        open() has not, or wait for start_open's thread), then compute
+        calls, each once a slot is free.
         Stops at stop, at the stream's garbage collection (ref: a weak
         reference, so that the thread does not keep the stream alive) or at
         an error (the iteration that takes this computes that call again
         and raises)."""
+        self._join_opener()
         self.open(ref)
         s = self.set
         if s is None:
@@ -628,6 +666,9 @@ class _Ahead:
             s.cancel()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join()
+        self._join_opener()  # its Set, opened after stop, closed by open() itself
+        with self._lock:
+            s = self.set
         if s is not None:
             s.close()
         _drain(self.queue)
@@ -672,7 +713,7 @@ def _produce(ref, s, calls, epoch, seed, out, slots, stop, stats, after, ahead):
             for i, batch in enumerate(batches):
                 out.put(("batch", batch, i == 0))
             if ahead is not None:
-                ahead.open(ref)  # once: the next epoch's Set starts while this one runs
+                ahead.start_open(ref)  # once: the next epoch's Set starts while this one runs
         if stop.is_set():
             return
         out.put(("end", None, 0))

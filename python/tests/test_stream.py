@@ -598,6 +598,12 @@ def test_error_in_thread_raised_in_consumer(monkeypatch):
     assert threading.active_count() == before
 
 
+def producers():
+    """The streams' producing threads (not the next epoch's opener,
+    psfsim.Stream.open, which ends by itself once the Set is open)."""
+    return sum(t.name == "psfsim.Stream" for t in threading.enumerate())
+
+
 def wait_threads(n, timeout=5.0):
     end = time.monotonic() + timeout
     while threading.active_count() != n and time.monotonic() < end:
@@ -610,7 +616,7 @@ def test_break_stops_the_thread():
     before = threading.active_count()
     st = psfsim.Stream(config(count=200), 4, prefetch=2)
     for i, b in enumerate(st):
-        assert threading.active_count() == before + 1
+        assert producers() == 1 and threading.active_count() <= before + 2
         if i == 2:
             break
     assert threading.active_count() == before  # joined when the loop let go
@@ -618,7 +624,7 @@ def test_break_stops_the_thread():
     # an iterator kept: close(), or the stream's close()
     it = iter(st)
     next(it)
-    assert threading.active_count() == before + 1
+    assert producers() == 1
     it.close()
     assert threading.active_count() == before
     with pytest.raises(StopIteration):
@@ -626,7 +632,7 @@ def test_break_stops_the_thread():
     with st:
         it = iter(st)
         next(it)
-        assert threading.active_count() == before + 1
+        assert producers() == 1
     assert threading.active_count() == before
     # a consumer's exception in the loop
     with pytest.raises(KeyError):

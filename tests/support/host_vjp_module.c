@@ -407,8 +407,8 @@ static int run_device(gpu_vjp *v, int nimages, int dtype, int turn, const void *
     return rc;
 }
 
-/* fit_loss on "device" arrays: lib/fit/objective.c's arithmetic, one
- * sum per quantity in pixel order. */
+/* fit_evaluate's loss on "device" arrays: lib/fit/objective.c's
+ * arithmetic, one sum per quantity in pixel order. */
 static int fit_loss(gpu_vjp *v, int nimages, size_t npix, const double *data, const double *w,
                     const double *images, int fit, const double *fixed, double *cot, double *out,
                     char *err, size_t errlen)
@@ -479,8 +479,28 @@ static int fit_fisher(gpu_vjp *v, int nimages, size_t npix, int nparams, const d
     return 0;
 }
 
-static const gpu_vjp_ops host_vjp = {create,  add_pupil,  set_row,  set_detector, run,
-                                     destroy, run_device, fit_loss, fit_fisher};
+/* fit_evaluate as its three calls, in order (the module's contract). */
+static int fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
+                        const double *coeff, size_t npix, const double *data, const double *w,
+                        double *images, int fit, const double *fixed, double *cot, double *out,
+                        double *gcoeff, double *const *d_opd, char *err, size_t errlen)
+{
+    size_t mm = v->det.m ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n;
+    if (npix != mm) {
+        snprintf(err, errlen, "host: the fit's images of %zu values, the model's of %zu", npix, mm);
+        return -1;
+    }
+    return run_device(v, nimages, 1, turn, NULL, images, nrows, rows, coeff, NULL, NULL, err,
+                      errlen) ||
+                   fit_loss(v, nimages, npix, data, w, images, fit, fixed, cot, out, err, errlen) ||
+                   run_device(v, nimages, 1, turn, cot, NULL, nrows, rows, coeff, gcoeff, d_opd,
+                              err, errlen)
+               ? -1
+               : 0;
+}
+
+static const gpu_vjp_ops host_vjp = {create,  add_pupil,  set_row,    set_detector, run,
+                                     destroy, run_device, fit_fisher, fit_evaluate};
 
 __attribute__((visibility("default"))) const gpu_module_ops psf_gpu_module_entry = {
     .abi = GPU_MODULE_ABI,
