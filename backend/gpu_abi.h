@@ -197,7 +197,10 @@ typedef struct {
      *   (f I + b), cot (device [nimages][npix]) = -f w r, the cotangent of
      *   the loss 1/2 sum w r^2, and out (host [nimages][3]) = f, b and
      *   that loss, every sum in a fixed order (the same bits each call);
-     * - run_device's backward of cot into gcoeff and d_opd. */
+     * - run_device's backward of cot into gcoeff and d_opd.
+     * images: NULL (unturned only: the images stay in the module's
+     * buffers), or receives them; cot: scratch for the cotangent, which
+     * an unturned evaluation keeps in the module's own buffer instead. */
     int (*fit_evaluate)(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
                         const double *coeff, size_t npix, const double *data, const double *w,
                         double *images, int fit, const double *fixed, double *cot, double *out,

@@ -311,9 +311,10 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
         return -1;
     v->staged = !from_kept;
     const double one = 1.0, zero = 0.0;
-    int m = (int)pp->nopen;
-    /* W (col-major nopen x R) = B (nopen x K, the row-major [K][nopen]) C (K x R) */
-    if (!from_kept && m > 0 &&
+    int m = (int)pp->nopen, few = count <= GPU_VJP_FEW_ROWS;
+    /* W (col-major nopen x R) = B (nopen x K, the row-major [K][nopen]) C (K x R);
+     * for a few rows k_field forms it */
+    if (!from_kept && m > 0 && !few &&
         GPU_CUBLAS(&v->chk, cublasDgemm(v->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, count, (int)K, &one,
                                         pp->basis, m, v->coef, (int)K, &zero, v->w, m)))
         return -1;
@@ -327,7 +328,11 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
                        v->image,
                        v->scale,
                        v->images,
-                       backward ? v->cot : NULL};
+                       backward ? v->cot : NULL,
+                       (int)K,
+                       pp->basis,
+                       !from_kept && few ? v->coef : NULL,
+                       v->gcoef};
     cufftHandle plan;
     if (gpu_vjp_plan(&v->plans, &v->chk, count, &plan)) return -1;
     if (!from_kept && (gpu_vjp_field(&v->chk, s, &b) ||
@@ -342,6 +347,8 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
     if (m == 0) {
         if (GPU_CUDA(&v->chk, cudaMemsetAsync(v->gcoef, 0, count * K * sizeof(double), s)))
             return -1;
+    } else if (few) {
+        if (gpu_vjp_gcoef(&v->chk, s, &b)) return -1;
     } else if (GPU_CUBLAS(&v->chk, cublasDgemm(v->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, count, m,
                                                &one, pp->basis, m, v->w, m, &zero, v->gcoef,
                                                (int)K))) /* G (K x R) = B^T dW */
@@ -383,12 +390,28 @@ static int add_dopd(gpu_vjp *v, int p, double *dopd)
 }
 
 /* Where a run's cotangents and images are: the host (double), or the
- * device (dtype 0 float, 1 double; turn: each image reversed). */
+ * device (dtype 0 float, 1 double; turn: each image reversed). keep: a
+ * forward's images stay in the instance's buffers (result_of), none
+ * written out; in_place: a backward's cotangent is in the instance's
+ * buffer already (cot_of; cotangent only marks a backward). */
 typedef struct {
     int device, dtype, turn;
     const void *cotangent;
     void *images;
+    int keep, in_place;
 } run_io;
+
+/* The instance's images after a forward (the detector stage's when
+ * active), and where a backward's cotangent goes: [nimages][M M] each. */
+static double *result_of(gpu_vjp *v)
+{
+    return v->det.active ? v->det.out : v->images;
+}
+
+static double *cot_of(gpu_vjp *v)
+{
+    return v->det.active ? v->det.cot : v->cot;
+}
 
 /* Whether the kept forward's fields are those of these rows. */
 static int kept_matches(const gpu_vjp *v, int nimages, int nrows, const gpu_vjp_row *rows,
@@ -439,12 +462,12 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
         (!from_kept &&
          GPU_CUDA(&v->chk, cudaMemsetAsync(v->images, 0, nimages * plane, v->stream))))
         return -1;
-    double *cot_in = det ? v->det.cot : v->cot; /* after the reserves: their buffers */
+    double *cot_in = cot_of(v); /* after the reserves: their buffers */
     if (backward && !io->device &&
         GPU_CUDA(&v->chk, cudaMemcpyAsync(cot_in, io->cotangent, nimages * out,
                                           cudaMemcpyHostToDevice, v->stream)))
         return -1;
-    if (backward && io->device &&
+    if (backward && io->device && !io->in_place &&
         gpu_vjp_convert(&v->chk, v->stream, cot_in, 1, io->cotangent, io->dtype == 1, nimages, mm,
                         io->turn))
         return -1;
@@ -472,9 +495,10 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
         if (dopd && used && add_dopd(v, p, dopd)) return -1;
     }
     void *images = io->images;
-    if (det && images && gpu_vjp_det_forward(&v->det, &v->chk, v->stream, v->images, nimages))
+    if (det && (images || io->keep) &&
+        gpu_vjp_det_forward(&v->det, &v->chk, v->stream, v->images, nimages))
         return -1;
-    const double *result = det ? v->det.out : v->images;
+    const double *result = result_of(v);
     if (images && !io->device &&
         GPU_CUDA(&v->chk,
                  cudaMemcpyAsync(images, result, nimages * out, cudaMemcpyDeviceToHost, v->stream)))
@@ -501,7 +525,7 @@ static int vjp_run(gpu_vjp *v, int nimages, const double *cotangent, double *ima
                    const gpu_vjp_row *rows, const double *coeff, double *gcoeff,
                    double *const *d_opd, char *err, size_t errlen)
 {
-    run_io io = {0, 1, 0, cotangent, images};
+    run_io io = {0, 1, 0, cotangent, images, 0, 0};
     return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen);
 }
 
@@ -513,7 +537,7 @@ static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const vo
         snprintf(err, errlen, "gpu: gradients' dtype %d: 0 (float) or 1 (double)", dtype);
         return -1;
     }
-    run_io io = {1, dtype, turn != 0, cotangent, images};
+    run_io io = {1, dtype, turn != 0, cotangent, images, 0, 0};
     return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen);
 }
 
@@ -533,10 +557,20 @@ static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const 
         snprintf(err, errlen, "gpu: the fit's images of %zu values, the model's of %zu", npix, mm);
         return -1;
     }
-    run_io fwd = {1, 1, turn != 0, NULL, images}, bwd = {1, 1, turn != 0, cot, NULL};
+    /* unturned, the loss reads the instance's images and writes its
+     * cotangent buffer: no conversion either way (images written only
+     * when asked for) */
+    int direct = !turn;
+    if (!direct && !images) {
+        snprintf(err, errlen, "gpu: a turned evaluation needs its images array");
+        return -1;
+    }
+    run_io fwd = {1, 1, turn != 0, NULL, images, 1, 0};
+    run_io bwd = {1, 1, turn != 0, cot, NULL, 0, direct};
     if (run_any(v, nimages, &fwd, nrows, rows, coeff, NULL, NULL, 0, err, errlen) ||
-        gpu_fit_loss_enqueue(&v->fit, &v->chk, v->stream, nimages, npix, data, w, images, fit,
-                             fixed, cot) ||
+        gpu_fit_loss_enqueue(&v->fit, &v->chk, v->stream, nimages, npix, data, w,
+                             direct ? result_of(v) : images, fit, fixed,
+                             direct ? cot_of(v) : cot) ||
         run_any(v, nimages, &bwd, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen))
         return -1;
     gpu_fit_loss_collect(&v->fit, nimages, out); /* the backward's wait covered its copy */

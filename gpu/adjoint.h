@@ -83,9 +83,20 @@ typedef struct {
     const double *scale;     /* [R] */
     double *images;          /* [nimages][N N] += */
     const double *cotangent; /* [nimages][N N], or NULL */
+    /* W's own product for a few rows (GPU_VJP_FEW_ROWS): k_field forms
+     * W = C B itself and k_gcoef dL/dc = dW B^T, instead of two cuBLAS
+     * DGEMMs whose launch and split-K passes cost more than the work */
+    int k;               /* K, the basis rows */
+    const double *basis; /* [K][nopen] */
+    const double *coef;  /* [R][K]: with it, k_field writes w = C B */
+    double *gcoef;       /* [R][K]: gpu_vjp_gcoef's */
 } gpu_vjp_batch;
 
-/* grid = U (zeroed, then the samples' A exp(i 2 pi W)). 0 or -1. */
+/* Rows of a batch up to which its products are the kernels' own. */
+#define GPU_VJP_FEW_ROWS 16
+
+/* grid = U (zeroed, then the samples' A exp(i 2 pi W)), with coef W = C B
+ * written first. 0 or -1. */
 int gpu_vjp_field(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 /* images[image[r]][shift q] += scale[r] |grid[r][q]|^2 over r in order
  * (image[] non-decreasing). */
@@ -94,6 +105,9 @@ int gpu_vjp_intensity(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 int gpu_vjp_cotangent(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 /* w[r][k] = 4 pi Im(grid[r][dest k] conj(U_r[k])), U from w. */
 int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
+/* gcoef[r][j] = sum over samples s of basis[j][s] w[r][s] (dL/dc = dW
+ * B^T), each a block's fixed-order sum. */
+int gpu_vjp_gcoef(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b);
 /* dst[i][p] = src[i][turn ? mm - 1 - p : p] for nimages images of mm
  * values, each array double (*_double 1) or float (0), converted as a
  * cast (device run's cotangents in, images out). 0 or -1. */

@@ -72,7 +72,17 @@ __global__ static void k_field(gpu_vjp_batch b)
     int r = blockIdx.y;
     if (k >= b.nopen) return;
     size_t nn = (size_t)b.n * b.n;
-    b.grid[r * nn + b.dest[k]] = field_of(b.amp[k], b.w[r * b.nopen + k]);
+    double w;
+    if (b.coef) { /* W = C B for this sample, the basis rows in order */
+        const double *c = b.coef + (size_t)r * b.k;
+        w = 0.0;
+        for (int j = 0; j < b.k; ++j)
+            w += c[j] * b.basis[(size_t)j * b.nopen + k];
+        b.w[r * b.nopen + k] = w;
+    } else {
+        w = b.w[r * b.nopen + k];
+    }
+    b.grid[r * nn + b.dest[k]] = field_of(b.amp[k], w);
 }
 
 /* One thread per pixel q and run of rows of one image (the rows' images
@@ -116,6 +126,25 @@ __global__ static void k_dw(gpu_vjp_batch b)
 
 #define THREADS 256
 
+/* Block (j, r): gcoef[r][j] = sum_s basis[j][s] w[r][s], each thread's
+ * strided sum then a fixed tree over the block: the same bits each call. */
+__global__ static void k_gcoef(gpu_vjp_batch b)
+{
+    __shared__ double sh[THREADS];
+    int j = blockIdx.x, r = blockIdx.y;
+    const double *bj = b.basis + (size_t)j * b.nopen, *wr = b.w + (size_t)r * b.nopen;
+    double a = 0.0;
+    for (size_t s = threadIdx.x; s < b.nopen; s += THREADS)
+        a += bj[s] * wr[s];
+    sh[threadIdx.x] = a;
+    __syncthreads();
+    for (int h = THREADS / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) b.gcoef[(size_t)r * b.k + j] = sh[0];
+}
+
 static unsigned blocks(size_t n)
 {
     return (unsigned)((n + THREADS - 1) / THREADS);
@@ -148,6 +177,12 @@ int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
     if (b->nopen == 0) return 0;
     k_dw<<<dim3(blocks(b->nopen), (unsigned)b->rows), THREADS, 0, s>>>(*b);
     return GPU_LAUNCH(chk, "k_dw");
+}
+
+int gpu_vjp_gcoef(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
+{
+    k_gcoef<<<dim3((unsigned)b->k, (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    return GPU_LAUNCH(chk, "k_gcoef");
 }
 
 /* dst[i][p] = src[i][turn ? mm - 1 - p : p] over nimages images of mm

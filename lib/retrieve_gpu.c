@@ -29,6 +29,7 @@ struct retrieve_gpu {
     int fit;                      /* fit_device.load's */
     double *fixed;                /* [K][2] */
     double *q;                    /* [P] the Fisher step's parameters */
+    double *gscratch;             /* [P] the gradient of a pass's end's evaluation (unused) */
     /* where the evaluations' time goes (logged at the end): their calls,
      * and the module's runs inside them */
     double seconds, seconds_module;
@@ -43,6 +44,7 @@ void retrieve_gpu_close(retrieve_gpu *g)
     if (g->data) g->mem->release(g->device, g->data);
     free(g->fixed);
     free(g->q);
+    free(g->gscratch);
     free(g);
 }
 
@@ -85,16 +87,17 @@ static int load(void *user, const double *data, const double *w, int fit, const 
 }
 
 /* An evaluation as the module's one call (fit_evaluate): the images at
- * p, their loss and the cotangent, its gradients. */
-static int evaluate(set_model *m, const double *p, double *out, double *grad, char *err,
-                    size_t errlen)
+ * p (left on the device unless want_images: then in g->img), their loss
+ * and the cotangent, its gradients. */
+static int evaluate(set_model *m, const double *p, double *out, double *grad, int want_images,
+                    char *err, size_t errlen)
 {
     retrieve_gpu *g = m->gpu;
     double t0 = fit_now(), m0 = vjp_gpu_seconds(m->set);
     retrieve_rows(m, p);
     psfsim_gradients gr;
     retrieve_gradients(m, grad, &gr);
-    vjp_fit_io io = {g->npix, g->data, g->w, g->fit, g->fixed, g->cot, out};
+    vjp_fit_io io = {g->npix, g->data, g->w, g->fit, g->fixed, g->cot, out, want_images};
     int done = 0;
     int rc =
         vjp_device_evaluate(m->set, m->count, &m->inputs, &io, g->img, &gr, &done, err, errlen);
@@ -106,17 +109,23 @@ static int evaluate(set_model *m, const double *p, double *out, double *grad, ch
     return rc;
 }
 
-static int loss(void *user, const double *p, double *out, double *grad, char *err, size_t errlen)
+/* fit_device.loss: an evaluation; without grad (a pass's end) its images
+ * brought to img instead (K n doubles, the pass's fitted images). */
+static int loss(void *user, const double *p, double *out, double *grad, double *img, char *err,
+                size_t errlen)
 {
     set_model *m = user;
     retrieve_gpu *g = m->gpu;
-    int rc = evaluate(m, p, out, grad, err, errlen);
+    int rc = evaluate(m, p, out, grad ? grad : g->gscratch, !grad, err, errlen);
     g->evaluations++;
+    if (rc == PSFSIM_OK && !grad &&
+        g->mem->copy(g->device, img, g->img, g->total * sizeof(double), err, errlen) != 0)
+        rc = PSFSIM_ERR_COMPUTE;
     if (rc != PSFSIM_OK) {
         m->status = rc;
         return rc;
     }
-    retrieve_sum(m, grad);
+    if (grad) retrieve_sum(m, grad);
     return 0;
 }
 
@@ -178,8 +187,9 @@ int retrieve_gpu_open(set_model *m, size_t npix, const double *p0, retrieve_gpu 
                         .total = (size_t)m->count * npix};
     g->fixed = malloc(2 * (size_t)m->count * sizeof(double));
     g->q = malloc(m->nparams * sizeof(double));
+    g->gscratch = malloc(m->nparams * sizeof(double));
     char why[LIB_ERRLEN] = "";
-    g->data = g->fixed && g->q
+    g->data = g->fixed && g->q && g->gscratch
                   ? mem->alloc(g->device, 4 * g->total * sizeof(double), why, sizeof why)
                   : NULL;
     if (!g->data) {

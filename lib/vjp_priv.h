@@ -82,15 +82,17 @@ typedef struct {
     const struct vjp_fit_io *fit;
 } vjp_device_io;
 
-/* A retrieval's loss on the device (gpu_vjp_ops.fit_loss's arguments):
- * data, w and cot device [count][npix] double, fixed host [count][2], out
- * host [count][3]. */
+/* A retrieval's loss on the device (gpu_vjp_ops.fit_evaluate's
+ * arguments): data, w and cot device [count][npix] double, fixed host
+ * [count][2], out host [count][3]; want_images: the call's images array
+ * written (else the module may keep them in its own buffers). */
 typedef struct vjp_fit_io {
     size_t npix;
     const double *data, *w;
     int fit;
     const double *fixed;
     double *cot, *out;
+    int want_images;
 } vjp_fit_io;
 
 /* dev: NULL, or the call's device arrays (cotangent and images then

