@@ -55,7 +55,7 @@ int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, in
     /* A line search that needs more tries than this has reached the
      * loss's rounding floor (a noiseless fit's last search otherwise
      * spends liblbfgs's default 40 evaluations, a third of the fit, to end
-     * at the same point: bench/retrieve_bench.py, bench/RESULTS.md run 62);
+     * at the same point: bench/retrieve_bench.py, bench/RESULTS.md run 63);
      * SciPy's L-BFGS-B stops at 20. */
     param.max_linesearch = 10;
     driver d = {st, history, max_history, nhistory, iterations};
