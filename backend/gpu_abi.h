@@ -96,7 +96,8 @@ typedef struct {
  * images (cpu/adjoint.h's) and its adjoint, for a batch of rows, each row
  * one wavelength component of one image. Per row r on pupil p (nopen
  * samples, basis B_p [K][nopen]):
- *   W_r = coeff_r . B_p (waves; a cuBLAS DGEMM over the batch),
+ *   W_r = coeff_r . B_p (waves; a cuBLAS DGEMM over the batch, or for at
+ *         most 16 rows the field kernel's own sum),
  *   U_r = A exp(i 2 pi (W_r - floor W_r)) at the samples' FFT indices of
  *         the zeroed N x N grid, E_r = FFT(U_r) (cuFFT Z2Z, forward),
  *   image[row's image][shift(q)] += scale_r |E_r[q]|^2 (shift: the zero
@@ -106,13 +107,16 @@ typedef struct {
  * the detector stage, N x N):
  *   B_r = F^H(scale_r g[shift(q)] E_r[q]) (the inverse Z2Z, unnormalised),
  *   dW_r[k] = 4 pi Im(B_r[dest k] conj(U_r[k])),
- *   gcoeff_r = B_p dW_r (a DGEMM), d_opd_p[k] += sum_r opd_weight_r dW_r[k]
+ *   gcoeff_r = B_p dW_r (a DGEMM, or for at most 16 rows a kernel of
+ *         fixed-order sums), d_opd_p[k] += sum_r opd_weight_r dW_r[k]
  *         (a DGEMV).
  * Everything in double. Every function makes the instance's device
  * current first; each that can fail returns 0, or -1 with a message
  * naming the CUDA, cuFFT or cuBLAS call in err. PSFSIM_GPU_FAIL_AT=n
  * (gpu/cuda_check.h) fails the n-th checked call of each create,
- * add_pupil, set_row and run. An instance is one caller's at a time. */
+ * add_pupil, set_row and run (fit_evaluate counts afresh at its forward
+ * and at its backward, as two runs). An instance is one caller's at a
+ * time. */
 typedef struct gpu_vjp gpu_vjp;
 
 typedef struct {
@@ -185,7 +189,9 @@ typedef struct {
                       const double *images, double *plus, const double *flux, double h, double *G,
                       double *y, char *err, size_t errlen);
     /* One evaluation of a retrieval whose images stay on the device
-     * (lib/retrieve_gpu.c), waited for once:
+     * (lib/retrieve_gpu.c), waited for once (for one batch of rows
+     * without an OPD gradient; else also each batch's and the OPD sum's
+     * copy back, as run_device's):
      * - run_device's forward of rows and coeff into images (device
      *   [nimages][npix] double, npix = M M, turned as turn);
      * - the fit's projected loss (lib/fit/fit.h, fit_loss) of those
@@ -199,8 +205,9 @@ typedef struct {
      *   that loss, every sum in a fixed order (the same bits each call);
      * - run_device's backward of cot into gcoeff and d_opd.
      * images: NULL (unturned only: the images stay in the module's
-     * buffers), or receives them; cot: scratch for the cotangent, which
-     * an unturned evaluation keeps in the module's own buffer instead. */
+     * buffers), or receives them; cot (required): scratch for the
+     * cotangent, which an unturned evaluation keeps in the module's own
+     * buffer instead. */
     int (*fit_evaluate)(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
                         const double *coeff, size_t npix, const double *data, const double *w,
                         double *images, int fit, const double *fixed, double *cot, double *out,

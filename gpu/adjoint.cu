@@ -309,7 +309,7 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
          GPU_CUDA(&v->chk, cudaMemcpyAsync(v->ow, v->h_ow, count * sizeof(double),
                                            cudaMemcpyHostToDevice, s))))
         return -1;
-    v->staged = !from_kept;
+    if (!from_kept) v->staged = 1;
     const double one = 1.0, zero = 0.0;
     int m = (int)pp->nopen, few = count <= GPU_VJP_FEW_ROWS;
     /* W (col-major nopen x R) = B (nopen x K, the row-major [K][nopen]) C (K x R);
@@ -561,8 +561,10 @@ static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const 
      * cotangent buffer: no conversion either way (images written only
      * when asked for) */
     int direct = !turn;
-    if (!direct && !images) {
-        snprintf(err, errlen, "gpu: a turned evaluation needs its images array");
+    if ((!direct && !images) || !cot) {
+        snprintf(err, errlen,
+                 "gpu: an evaluation needs its cotangent array (and turned, its "
+                 "images array)");
         return -1;
     }
     run_io fwd = {1, 1, turn != 0, NULL, images, 1, 0};

@@ -254,11 +254,12 @@ static int chunk(vjp_gpu *v, psfsim_set *set, const vjp_args *a, long long k0, l
         char *di = dev->images ? (char *)dev->images + off : NULL;
         double t0 = fit_now();
         const vjp_fit_io *f = dev->fit;
-        size_t o = (size_t)i0 * mm;
-        int rc = f ? v->ops->fit_evaluate(
-                         v->g, nimages, poppy, nrows, v->rows, v->coeff, mm, f->data + o, f->w + o,
-                         f->want_images || poppy ? (double *)di : NULL, f->fit, f->fixed + 2 * i0,
-                         f->cot + o, f->out + 3 * i0, v->gcoeff, dopd, why, sizeof why)
+        size_t o = (size_t)i0 * (f ? f->npix : mm); /* the module checks npix against M M */
+        int rc = f ? v->ops->fit_evaluate(v->g, nimages, poppy, nrows, v->rows, v->coeff, f->npix,
+                                          f->data + o, f->w + o,
+                                          f->want_images || poppy ? (double *)di : NULL, f->fit,
+                                          f->fixed + 2 * i0, f->cot + o, f->out + 3 * i0, v->gcoeff,
+                                          dopd, why, sizeof why)
                    : v->ops->run_device(v->g, nimages, dev->dtype, poppy, dc, di, nrows, v->rows,
                                         v->coeff, v->gcoeff, dopd, why, sizeof why);
         v->seconds_run += fit_now() - t0;

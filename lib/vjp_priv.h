@@ -76,9 +76,9 @@ typedef struct {
      * steps, in one run of the module */
     int steps;
     double step;
-    /* a retrieval's evaluation (vjp_device_evaluate): the forward into
-     * images, the module's fit_loss of them writing fit->cot, the backward
-     * of that cotangent into the call's gradients, in one module call */
+    /* a retrieval's evaluation (vjp_device_evaluate): the forward, the
+     * loss of vjp_fit_io and the backward of its cotangent into the
+     * call's gradients, in one module call (fit_evaluate) */
     const struct vjp_fit_io *fit;
 } vjp_device_io;
 

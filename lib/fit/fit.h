@@ -87,6 +87,8 @@ typedef struct {
     double fisher_step; /* h of the forward differences of the Fisher matrix (parameter
                            units) */
     int memory;         /* L-BFGS corrections kept (6 when 0) */
+    int max_linesearch; /* tries of a line search (10 when 0); a search out of tries away
+                           from the rounding floor goes on once with liblbfgs's 40 */
     /* Tikhonov regularisation: L += reg_lambda / 2 sum_{i >= reg_first} p_i^2
      * (reg_lambda 0: none); the parameters from reg_first on (an OPD map's
      * pixels) are left out of the Fisher matrix (held at their fit: the
@@ -176,9 +178,10 @@ void fit_weights(const fit_state *st, const double *m);
 int fit_load(fit_state *st);
 
 /* The projected loss at p: images, flux and background solved, and
- * grad[P] (NULL: no gradient). With a gradient and the model's device,
- * there (st->img and st->cot then untouched); else here from forward and
- * vjp. Returns L, or NaN with st->failed. */
+ * grad[P] (NULL: no gradient). With the model's device, there: with a
+ * gradient st->img and st->cot untouched, without one the images into
+ * st->img; else here from forward and vjp. Returns L, or NaN with
+ * st->failed. */
 double fit_loss(fit_state *st, const double *p, double *grad);
 
 /* The L-BFGS minimisation of fit_loss from p (in place); history as

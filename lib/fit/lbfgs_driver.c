@@ -52,12 +52,13 @@ int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, in
     param.epsilon = tolerance; /* |g| < epsilon max(1, |x|) */
     param.past = 3;            /* (f(k-3) - f(k)) / f(k) < delta */
     param.delta = tolerance;
-    /* A line search that needs more tries than this has reached the
-     * loss's rounding floor (a noiseless fit's last search otherwise
-     * spends liblbfgs's default 40 evaluations, a third of the fit, to end
-     * at the same point: bench/retrieve_bench.py, bench/RESULTS.md run 63);
-     * SciPy's L-BFGS-B stops at 20. */
-    param.max_linesearch = 10;
+    /* A noiseless fit's last line search, at the loss's rounding floor,
+     * otherwise spends liblbfgs's default 40 evaluations (a third of the
+     * fit) to end at the same point (bench/retrieve_bench.py,
+     * bench/RESULTS.md run 63); liblbfgs reports it as a rounding error.
+     * A search that runs out of these tries elsewhere goes on below with
+     * the default. SciPy's L-BFGS-B stops at 20. */
+    param.max_linesearch = st->opt->max_linesearch > 0 ? st->opt->max_linesearch : 10;
     driver d = {st, history, max_history, nhistory, iterations};
     lbfgsfloatval_t fx = 0;
     int n = st->model->nparams;
@@ -65,7 +66,15 @@ int fit_lbfgs(fit_state *st, double *p, int max_iterations, double tolerance, in
     if (!x) return LBFGSERR_OUTOFMEMORY;
     for (int i = 0; i < n; ++i)
         x[i] = p[i];
+    int before = *iterations;
     int rc = lbfgs(n, x, &fx, evaluate, progress, &d, &param);
+    if (rc == LBFGSERR_MAXIMUMLINESEARCH && !st->failed && *iterations - before < max_iterations) {
+        /* out of tries away from the floor (a hard search): once more
+         * from the last point, with liblbfgs's own limit */
+        param.max_linesearch = 40;
+        param.max_iterations = max_iterations - (*iterations - before);
+        rc = lbfgs(n, x, &fx, evaluate, progress, &d, &param);
+    }
     for (int i = 0; i < n; ++i)
         p[i] = x[i];
     lbfgs_free(x);

@@ -188,8 +188,9 @@ class Stream:
     __next__, no thread); at most prefetch calls (prefetch x
     batches_per_call batches) are computed or waiting beyond the one whose
     batches the consumer is taking, across an epoch's end too. Across it:
-    after an epoch's first call the thread opens epoch + 1's Set (two Sets
-    are then open: their plans and buffers, not images), and after its
+    after an epoch's first call a second, short-lived thread opens epoch +
+    1's Set and computes one image of it (two Sets are then open: their
+    plans and buffers, not images), and after its
     last call computes epoch + 1's first calls (at most prefetch, each as
     the consumer frees a slot), which an iteration of epoch + 1 (set_epoch(epoch + 1), as a
     training loop calls it) of the same shard and batches takes: its first
@@ -461,9 +462,11 @@ class Stream:
         per-thread default stream (CUDA's handle 2), where nothing is ever
         queued: a call writes only arrays of its own, new, so it need not
         wait for the consumer's kernels (the legacy default stream's, where
-        PyTorch queues them: waiting there made each call wait for the
-        consumer's batch in flight, bench/stream_waits.py). Freed arrays'
-        memory is reused in stream order by the pool (psfsim_device_alloc)."""
+        PyTorch queues them). A consumer that synchronises every batch
+        never noticed that wait (bench/stream_waits.py, bench/RESULTS.md
+        run 63); one that queues without synchronising would hold each call
+        back by its whole queue. Freed arrays' memory is reused in stream
+        order by the pool (psfsim_device_alloc)."""
         if self.cuda_stream is not None or device is None:
             return self.cuda_stream
         return _OWN_STREAM
@@ -569,9 +572,9 @@ class _Ahead:
         self.produce_s = 0.0
 
     def open(self, ref):
-        """On the thread, during the ending epoch (once its first call is
-        queued, while the producer would otherwise wait for the consumer):
-        open this epoch's Set and compute its first image (discarded), which
+        """On start_open's thread, during the ending epoch (once its first
+        call is queued), or on the ending epoch's thread (run) if that one
+        never started: open this epoch's Set and compute its first image (discarded), which
         starts the backend (a GPU Set starts its lanes, plans and graph at
         its first compute: run 58 saw the next epoch's first batch still
         wait 7 ms with the Set only opened), so that at the boundary only
@@ -612,9 +615,13 @@ class _Ahead:
         with self._lock:
             if self._opener is not None or self.stop.is_set():
                 return
-            self._opener = threading.Thread(target=self.open, args=(ref,),
-                                            name="psfsim.Stream.open", daemon=True)
-            self._opener.start()
+            opener = threading.Thread(target=self.open, args=(ref,),
+                                      name="psfsim.Stream.open", daemon=True)
+            try:
+                opener.start()
+            except RuntimeError:  # no thread to be had: run() opens the Set itself
+                return
+            self._opener = opener
 
     def _join_opener(self):
         with self._lock:

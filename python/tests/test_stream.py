@@ -611,6 +611,18 @@ def wait_threads(n, timeout=5.0):
     return threading.active_count()
 
 
+def test_which_stream_a_call_waits_for():
+    """A Stream's calls wait for the stream= given; without one, host
+    arrays wait for none (None) and device arrays for the producing
+    thread's own per-thread default stream (CUDA's handle 2, where nothing
+    is queued), not the consumer's legacy default stream."""
+    st = psfsim.Stream(config(count=8), 4)
+    assert st._wait_stream(None) is None
+    assert st._wait_stream(0) == 2 and st._wait_stream(1) == 2
+    st.cuda_stream = 12345
+    assert st._wait_stream(0) == 12345 and st._wait_stream(None) == 12345
+
+
 def test_break_stops_the_thread():
     assert no_stream_threads()
     before = threading.active_count()

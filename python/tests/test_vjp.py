@@ -45,11 +45,9 @@ CASES = {
                     "sweep.wavelength_nm": [500.0, 700.0]},
     "broadband": {"optics.wavelengths_nm": [550.0, 600.0, 650.0],
                   "optics.weights": [0.2, 0.5, 0.3], "optics.wavelength_nm": None},
-    # 6 images x 3 wavelengths: 18 rows, past GPU_VJP_FEW_ROWS (the GPU's
-    # cuBLAS products rather than its own kernels)
-    "broadband_many": {"optics.wavelengths_nm": [550.0, 600.0, 650.0],
-                       "optics.weights": [0.2, 0.5, 0.3], "optics.wavelength_nm": None,
-                       "sweep.defocus": [0.0, 0.05, -0.1, 0.08, -0.03, 0.12]},
+    # 18 images at one wavelength: 18 rows on one pupil, a batch past
+    # GPU_VJP_FEW_ROWS (the GPU's cuBLAS products, not its own kernels)
+    "fft_many_rows": {"sweep.defocus": [0.01 * i - 0.09 for i in range(18)]},
     "mft": {"output.npix": 40, "output.pixel_scale": 0.4},
     "mft_sum": {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "sum"},
     "mft_pupil": {"output.npix": 40, "output.pixel_scale": 0.4, "normalization": "pupil"},
@@ -465,7 +463,7 @@ def test_module_functions_and_gpu_sets(monkeypatch):
 # without the detector stage, global Zernike terms and the OPD map, equal
 # to the CPU's in double. Skipped without a CUDA device.
 GPU_CASES = ["fft", "fft_sum", "fft_pupil", "fft_nm", "wl_sweep_nm", "broadband",
-             "broadband_many", "detector",
+             "fft_many_rows", "detector",
              "detector_sum_broadband", "detector_oversampled", "poppy_blocks_fft",
              "detector_ipc_asymmetric", "segmented_own_modes"]
 
@@ -643,10 +641,11 @@ def test_gpu_retrieval_equals_the_cpus(case, monkeypatch, caplog):
 
 
 def test_gpu_retrieval_faults(monkeypatch):
-    """Each checked CUDA, cuFFT and cuBLAS call of a retrieval on the
-    device (its evaluations' one call, the Fisher step) failing in turn
-    (PSFSIM_GPU_FAIL_AT, PSFSIM_VJP_BACKEND=gpu) is a ComputeError naming
-    it; past the last call the fit is the unfaulted one, bit for bit."""
+    """PSFSIM_GPU_FAIL_AT=n, n = 1, 2, ... (PSFSIM_VJP_BACKEND=gpu): the
+    n-th checked CUDA, cuFFT or cuBLAS call of each module call of a
+    retrieval fails (the count starts afresh at each module call, and at
+    an evaluation's backward): a ComputeError naming it, until n passes
+    the longest count; then the fit is the unfaulted one, bit for bit."""
     gpu_or_skip()
     if os.environ.get("PSFSIM_VJP_HOST_MODULE") == "1":
         pytest.skip("the host's module injects no faults")

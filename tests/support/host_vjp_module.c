@@ -490,6 +490,10 @@ static int fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_
         snprintf(err, errlen, "host: the fit's images of %zu values, the model's of %zu", npix, mm);
         return -1;
     }
+    if (!cot || (turn && !images)) {
+        snprintf(err, errlen, "host: an evaluation needs its cotangent (and turned, its images)");
+        return -1;
+    }
     double *img = images ? images : malloc((size_t)nimages * npix * sizeof *img);
     if (!img) {
         snprintf(err, errlen, "host: out of memory");

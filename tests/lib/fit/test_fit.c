@@ -282,6 +282,26 @@ static void pr_noiseless(void **state)
     assert_true(r->nhistory >= 2 && s.hist[r->nhistory - 1] < s.hist[0] * 1e-6);
 }
 
+/* Line searches of one try: the first search runs out (liblbfgs's
+ * LBFGSERR_MAXIMUMLINESEARCH), and the fit goes on from there with
+ * liblbfgs's own limit (lbfgs_driver.c) to the same truth. */
+static void pr_linesearch_out_of_tries(void **state)
+{
+    (void)state;
+    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
+    double d[K * NF];
+    pr_forward(NULL, TRUTH, d, NULL, 0);
+    fit_options o = defaults();
+    o.max_linesearch = 1;
+    result_store s;
+    double zero[P] = {0};
+    char err[256];
+    fit_result *r = result(&s, zero, P);
+    assert_int_equal(fit_run(&m, d, &o, r, err, sizeof err), 0);
+    for (int j = 0; j < P; ++j)
+        assert_true(fabs(s.p[j] - TRUTH[j]) < 1e-6);
+}
+
 /* A seeded generator (splitmix64), its normal and Poisson draws. */
 static uint64_t rng = 12345;
 static double uniform01(void)
@@ -516,7 +536,7 @@ int main(void)
         cmocka_unit_test(linear_model),      cmocka_unit_test(linear_regularised),
         cmocka_unit_test(pr_gradient),       cmocka_unit_test(pr_noiseless),
         cmocka_unit_test(pr_gaussian_noise), cmocka_unit_test(pr_photon_noise),
-        cmocka_unit_test(device_path),
+        cmocka_unit_test(device_path),       cmocka_unit_test(pr_linesearch_out_of_tries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
