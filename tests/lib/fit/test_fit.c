@@ -256,9 +256,10 @@ static void pr_gradient(void **state)
     }
 }
 
-static void pr_noiseless(void **state)
+/* Noiseless data with a flux and background: the truth recovered;
+ * max_linesearch as fit_options's. */
+static void noiseless_fit(int max_linesearch)
 {
-    (void)state;
     fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
     double d[K * NF];
     pr_forward(NULL, TRUTH, d, NULL, 0);
@@ -266,6 +267,7 @@ static void pr_noiseless(void **state)
         d[i] = 500 * d[i] + 2;
     fit_options o = defaults();
     o.fit_flux = o.fit_background = 1;
+    o.max_linesearch = max_linesearch;
     result_store s;
     double zero[P] = {0};
     char err[256];
@@ -282,24 +284,19 @@ static void pr_noiseless(void **state)
     assert_true(r->nhistory >= 2 && s.hist[r->nhistory - 1] < s.hist[0] * 1e-6);
 }
 
+static void pr_noiseless(void **state)
+{
+    (void)state;
+    noiseless_fit(0);
+}
+
 /* Line searches of one try: the first search runs out (liblbfgs's
  * LBFGSERR_MAXIMUMLINESEARCH), and the fit goes on from there with
  * liblbfgs's own limit (lbfgs_driver.c) to the same truth. */
 static void pr_linesearch_out_of_tries(void **state)
 {
     (void)state;
-    fit_model m = {K, NF, P, pr_forward, pr_vjp, NULL, NULL};
-    double d[K * NF];
-    pr_forward(NULL, TRUTH, d, NULL, 0);
-    fit_options o = defaults();
-    o.max_linesearch = 1;
-    result_store s;
-    double zero[P] = {0};
-    char err[256];
-    fit_result *r = result(&s, zero, P);
-    assert_int_equal(fit_run(&m, d, &o, r, err, sizeof err), 0);
-    for (int j = 0; j < P; ++j)
-        assert_true(fabs(s.p[j] - TRUTH[j]) < 1e-6);
+    noiseless_fit(1);
 }
 
 /* A seeded generator (splitmix64), its normal and Poisson draws. */
