@@ -401,6 +401,13 @@ typedef struct {
     int keep, in_place;
 } run_io;
 
+/* Values of one of the instance's output images: M M (the detector
+ * stage's when active), else N N. */
+static size_t out_values(const gpu_vjp *v)
+{
+    return v->det.active ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n;
+}
+
 /* The instance's images after a forward (the detector stage's when
  * active), and where a backward's cotangent goes: [nimages][M M] each. */
 static double *result_of(gpu_vjp *v)
@@ -455,7 +462,7 @@ static int run_any(gpu_vjp *v, int nimages, const run_io *io, int nrows, const g
     int from_kept = backward && !io->images && kept_matches(v, nimages, nrows, rows, coeff);
     int batches = 0;
     v->kept = 0;
-    size_t mm = det ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n; /* an output's values */
+    size_t mm = out_values(v);
     size_t out = mm * sizeof(double);
     if (reserve_images(v, nimages) ||
         (det && gpu_vjp_det_reserve(&v->det, &v->chk, nimages, v->stream)) ||
@@ -552,7 +559,7 @@ static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const 
                             double *gcoeff, double *const *d_opd, char *err, size_t errlen)
 {
     if (enter(v, err, errlen)) return -1;
-    size_t mm = v->det.active ? (size_t)v->det.m * v->det.m : (size_t)v->n * v->n;
+    size_t mm = out_values(v);
     if (npix != mm) {
         snprintf(err, errlen, "gpu: the fit's images of %zu values, the model's of %zu", npix, mm);
         return -1;
