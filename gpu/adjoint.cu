@@ -32,6 +32,17 @@ typedef struct {
     double *amp, *basis, *dopd; /* [nopen], [nopen], [K][nopen], [nopen] */
 } vjp_pupil;
 
+/* What a captured evaluation depends on beyond its staged values: its
+ * shape and arguments, and every buffer, plan and pupil its nodes name
+ * (compared bytewise: any reallocation, new plan or other arguments
+ * make a new graph). */
+typedef struct {
+    int nimages, nrows, turn, fit, pupil, want, det_active, det_plan_batch, det_m, n, k;
+    size_t npix, nopen;
+    unsigned long long plans_made;
+    const void *ptr[23];
+} graph_key;
+
 struct gpu_vjp {
     int device, n, k, max_rows;
     gpu_check chk;
@@ -42,16 +53,20 @@ struct gpu_vjp {
     gpu_vjp_det det;
     vjp_pupil pup[VJP_PUPILS];
     int npupils;
-    /* the batch's device buffers, for cap_rows rows of cap_nopen samples */
+    /* the batch's device buffers, for cap_rows rows of cap_nopen samples;
+     * coef, scale, ow and image point into stage (stage_layout) */
     cuDoubleComplex *grid;
-    double *w, *coef, *gcoef, *scale, *ow;
+    double *w, *gcoef, *stage;
+    double *coef, *scale, *ow;
     int *image;
     int cap_rows;
     size_t cap_nopen;
     double *images, *cot; /* [cap_images][N N] */
     int cap_images;
-    /* host staging for max_rows rows */
-    double *h_coef, *h_gcoef, *h_scale, *h_ow, *h_dopd;
+    /* host staging for max_rows rows: h_coef, h_scale, h_ow and h_image
+     * point into the pinned h_stage, laid out as stage */
+    double *h_stage, *h_gcoef, *h_dopd;
+    double *h_coef, *h_scale, *h_ow;
     int *h_image, *h_rows;
     size_t cap_h_dopd;
     gpu_fit fit; /* the retrieval's scratch (gpu/fit.h) */
@@ -65,19 +80,22 @@ struct gpu_vjp {
     int staged; /* a batch's copies from the pinned staging may be pending */
     gpu_vjp_row *kept_row;
     double *kept_coef;
+    /* fit_evaluate as a CUDA graph (eval_graph): its key, and the key of
+     * the last direct evaluation it may be captured from */
+    int defer; /* a backward batch's gradient copy queued, not waited for or scattered */
+    cudaGraphExec_t graph;
+    int have_graph, have_direct, graph_off; /* graph_off: PSFSIM_GPU_EVAL_GRAPH=0 */
+    graph_key gkey, direct_key;
 };
 
 static void free_batch(gpu_vjp *v)
 {
     cudaFree(v->grid);
     cudaFree(v->w);
-    cudaFree(v->coef);
     cudaFree(v->gcoef);
-    cudaFree(v->scale);
-    cudaFree(v->ow);
-    cudaFree(v->image);
+    cudaFree(v->stage);
     v->grid = NULL;
-    v->w = v->coef = v->gcoef = v->scale = v->ow = NULL;
+    v->w = v->gcoef = v->stage = v->coef = v->scale = v->ow = NULL;
     v->image = NULL;
     v->cap_rows = 0;
     v->cap_nopen = 0;
@@ -100,15 +118,13 @@ static void vjp_destroy(gpu_vjp *v)
     gpu_vjp_plans_free(&v->plans);
     gpu_vjp_det_free(&v->det);
     gpu_fit_free(&v->fit);
+    if (v->have_graph) cudaGraphExecDestroy(v->graph);
     free(v->kept_row);
     free(v->kept_coef);
     if (v->have_blas) cublasDestroy(v->blas);
     if (v->have_stream) cudaStreamDestroy(v->stream);
-    cudaFreeHost(v->h_coef);
+    cudaFreeHost(v->h_stage);
     cudaFreeHost(v->h_gcoef);
-    cudaFreeHost(v->h_scale);
-    cudaFreeHost(v->h_ow);
-    cudaFreeHost(v->h_image);
     free(v->h_dopd);
     free(v->h_rows);
     free(v);
@@ -119,6 +135,13 @@ static int enter(gpu_vjp *v, char *err, size_t errlen)
 {
     gpu_check_init(&v->chk, v->device, err, errlen); /* each entry's calls counted afresh */
     return GPU_CUDA(&v->chk, cudaSetDevice(v->device));
+}
+
+/* Doubles of a staging block for rows rows of k coefficients
+ * (stage_layout: the ints in the last (rows + 1) / 2). */
+static size_t stage_doubles(size_t rows, int k)
+{
+    return rows * ((size_t)k + 2) + (rows + 1) / 2;
 }
 
 static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, size_t errlen)
@@ -137,6 +160,8 @@ static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, s
     v->device = device;
     v->n = n;
     v->k = nbasis;
+    const char *g = getenv("PSFSIM_GPU_EVAL_GRAPH"); /* 0: every evaluation queued directly */
+    v->graph_off = g && strcmp(g, "0") == 0;
     size_t nn = (size_t)n * n;
     size_t rows = VJP_GRID_BYTES / (nn * sizeof(cuDoubleComplex));
     rows = rows < 1 ? 1 : rows > 1024 ? 1024 : rows;
@@ -147,11 +172,9 @@ static int vjp_create(int device, int n, int nbasis, gpu_vjp **out, char *err, s
     if (GPU_CUDA(&v->chk, cudaSetDevice(device))) goto fail;
     /* pinned: a batch's small copies each way are then plain DMA, not a
      * staged copy that waits for the stream (a retrieval makes thousands) */
-    if (GPU_CUDA(&v->chk, cudaMallocHost(&v->h_coef, rows * nbasis * sizeof(double))) ||
-        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_gcoef, rows * nbasis * sizeof(double))) ||
-        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_scale, rows * sizeof(double))) ||
-        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_ow, rows * sizeof(double))) ||
-        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_image, rows * sizeof(int))))
+    if (GPU_CUDA(&v->chk,
+                 cudaMallocHost(&v->h_stage, stage_doubles(rows, nbasis) * sizeof(double))) ||
+        GPU_CUDA(&v->chk, cudaMallocHost(&v->h_gcoef, rows * nbasis * sizeof(double))))
         goto fail;
     v->kept_row = (gpu_vjp_row *)malloc(rows * sizeof *v->kept_row);
     v->kept_coef = (double *)malloc(rows * nbasis * sizeof(double));
@@ -230,6 +253,10 @@ static int vjp_set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, si
 {
     if (enter(v, err, errlen)) return -1;
     v->kept = 0;
+    /* its plans may be made again under the same batch count: no graph
+     * of the old ones is replayed */
+    if (v->have_graph) cudaGraphExecDestroy(v->graph);
+    v->have_graph = v->have_direct = 0;
     return gpu_vjp_det_set(&v->det, &v->chk, v->n, d);
 }
 
@@ -244,11 +271,8 @@ static int reserve_batch(gpu_vjp *v, int rows, size_t nopen)
     size_t nn = (size_t)v->n * v->n;
     if (GPU_CUDA(&v->chk, cudaMalloc(&v->grid, (size_t)r * nn * sizeof *v->grid)) ||
         GPU_CUDA(&v->chk, cudaMalloc(&v->w, (size_t)r * m * sizeof *v->w)) ||
-        GPU_CUDA(&v->chk, cudaMalloc(&v->coef, (size_t)r * v->k * sizeof *v->coef)) ||
         GPU_CUDA(&v->chk, cudaMalloc(&v->gcoef, (size_t)r * v->k * sizeof *v->gcoef)) ||
-        GPU_CUDA(&v->chk, cudaMalloc(&v->scale, (size_t)r * sizeof *v->scale)) ||
-        GPU_CUDA(&v->chk, cudaMalloc(&v->ow, (size_t)r * sizeof *v->ow)) ||
-        GPU_CUDA(&v->chk, cudaMalloc(&v->image, (size_t)r * sizeof *v->image))) {
+        GPU_CUDA(&v->chk, cudaMalloc(&v->stage, stage_doubles(r, v->k) * sizeof *v->stage))) {
         free_batch(v);
         return -1;
     }
@@ -276,6 +300,52 @@ static int reserve_images(gpu_vjp *v, int nimages)
     return 0;
 }
 
+/* A batch of count rows' staging, host (pinned) and device alike:
+ * [count][K] coefficients, [count] scales, [count] OPD weights, then
+ * [count] image indices (ints): one block, so one copy carries it. */
+static void stage_layout(gpu_vjp *v, int count)
+{
+    size_t c = (size_t)count, K = (size_t)v->k;
+    v->h_coef = v->h_stage;
+    v->h_scale = v->h_stage + c * K;
+    v->h_ow = v->h_scale + c;
+    v->h_image = (int *)(v->h_ow + c);
+    v->coef = v->stage;
+    v->scale = v->stage ? v->stage + c * K : NULL;
+    v->ow = v->stage ? v->scale + c : NULL;
+    v->image = v->stage ? (int *)(v->ow + c) : NULL;
+}
+
+/* Bytes of a batch of count rows' staging (stage_layout). */
+static size_t stage_bytes(const gpu_vjp *v, int count)
+{
+    return (size_t)count * ((size_t)v->k + 2) * sizeof(double) + (size_t)count * sizeof(int);
+}
+
+/* The host's part of a batch's staging: rows v->h_rows[0 .. count)'s
+ * coefficients, images, scales and OPD weights into the pinned buffer its
+ * copy reads (a replayed graph's copy too). */
+static void stage_rows(gpu_vjp *v, int count, const gpu_vjp_row *rows, const double *coeff)
+{
+    size_t K = (size_t)v->k;
+    stage_layout(v, count);
+    for (int j = 0; j < count; ++j) {
+        int r = v->h_rows[j];
+        memcpy(v->h_coef + j * K, coeff + (size_t)r * K, K * sizeof *coeff);
+        v->h_image[j] = rows[r].image;
+        v->h_scale[j] = rows[r].scale;
+        v->h_ow[j] = rows[r].opd_weight;
+    }
+}
+
+/* gcoeff's rows v->h_rows[0 .. count) from the batch's copy back. */
+static void scatter_gcoef(const gpu_vjp *v, int count, double *gcoeff)
+{
+    size_t K = (size_t)v->k;
+    for (int j = 0; j < count; ++j)
+        memcpy(gcoeff + (size_t)v->h_rows[j] * K, v->h_gcoef + j * K, K * sizeof(double));
+}
+
 /* One batch: rows v->h_rows[0 .. count) of the run, all on pupil p;
  * from_kept: a backward from the kept forward's fields (the same rows:
  * its coefficients, images and scales already on the device). */
@@ -292,22 +362,10 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
         v->staged = 0;
     }
     if (!from_kept && reserve_batch(v, count, pp->nopen)) return -1;
-    for (int j = 0; !from_kept && j < count; ++j) {
-        int r = v->h_rows[j];
-        memcpy(v->h_coef + j * K, coeff + (size_t)r * K, K * sizeof *coeff);
-        v->h_image[j] = rows[r].image;
-        v->h_scale[j] = rows[r].scale;
-        v->h_ow[j] = rows[r].opd_weight;
-    }
-    if (!from_kept &&
-        (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->coef, v->h_coef, count * K * sizeof(double),
-                                           cudaMemcpyHostToDevice, s)) ||
-         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->image, v->h_image, count * sizeof(int),
-                                           cudaMemcpyHostToDevice, s)) ||
-         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->scale, v->h_scale, count * sizeof(double),
-                                           cudaMemcpyHostToDevice, s)) ||
-         GPU_CUDA(&v->chk, cudaMemcpyAsync(v->ow, v->h_ow, count * sizeof(double),
-                                           cudaMemcpyHostToDevice, s))))
+    stage_layout(v, count); /* from the kept fields: the forward's, of count rows */
+    if (!from_kept) stage_rows(v, count, rows, coeff);
+    if (!from_kept && GPU_CUDA(&v->chk, cudaMemcpyAsync(v->stage, v->h_stage, stage_bytes(v, count),
+                                                        cudaMemcpyHostToDevice, s)))
         return -1;
     if (!from_kept) v->staged = 1;
     const double one = 1.0, zero = 0.0;
@@ -358,11 +416,11 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
                                         &one, pp->dopd, 1)))
         return -1;
     if (GPU_CUDA(&v->chk, cudaMemcpyAsync(v->h_gcoef, v->gcoef, count * K * sizeof(double),
-                                          cudaMemcpyDeviceToHost, s)) ||
-        GPU_CUDA(&v->chk, cudaStreamSynchronize(s)))
+                                          cudaMemcpyDeviceToHost, s)))
         return -1;
-    for (int j = 0; j < count; ++j)
-        memcpy(gcoeff + (size_t)v->h_rows[j] * K, v->h_gcoef + j * K, K * sizeof(double));
+    if (v->defer) return 0; /* a graph's capture: its launch waits, then scatters */
+    if (GPU_CUDA(&v->chk, cudaStreamSynchronize(s))) return -1;
+    scatter_gcoef(v, count, gcoeff);
     return 0;
 }
 
@@ -548,11 +606,145 @@ static int vjp_run_device(gpu_vjp *v, int nimages, int dtype, int turn, const vo
     return run_any(v, nimages, &io, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen);
 }
 
-/* The forward, the loss and the backward of gpu_vjp_ops.fit_evaluate,
- * queued in that order on the one stream: the host queues the loss and
- * the backward while the device computes the forward, and waits once (in
- * the backward's batch, for its gradient's copy). The backward starts
- * from the forward's kept fields when the forward was one batch. */
+/* gpu_vjp_ops.fit_evaluate's arguments. */
+typedef struct {
+    int nimages, turn, nrows;
+    const gpu_vjp_row *rows;
+    const double *coeff;
+    size_t npix;
+    const double *data, *w;
+    double *images;
+    int fit;
+    const double *fixed;
+    double *cot, *out, *gcoeff;
+    double *const *d_opd;
+} eval_args;
+
+/* The forward, the loss and the backward of an evaluation, queued in that
+ * order on the one stream: the host queues the loss and the backward while
+ * the device computes the forward. The backward starts from the forward's
+ * kept fields when the forward was one batch. Unturned, the loss reads the
+ * instance's images and writes its cotangent buffer: no conversion either
+ * way (the images written out only when asked for). wait: the backward
+ * waited for (its gradient scattered); else (a capture) only queued. */
+static int eval_queue(gpu_vjp *v, const eval_args *a, int wait, char *err, size_t errlen)
+{
+    int direct = !a->turn;
+    run_io fwd = {1, 1, a->turn != 0, NULL, a->images, 1, 0};
+    run_io bwd = {1, 1, a->turn != 0, a->cot, NULL, 0, direct};
+    return run_any(v, a->nimages, &fwd, a->nrows, a->rows, a->coeff, NULL, NULL, 0, err, errlen) ||
+                   gpu_fit_loss_enqueue(&v->fit, &v->chk, v->stream, a->nimages, a->npix, a->data,
+                                        a->w, direct ? result_of(v) : a->images, a->fit, a->fixed,
+                                        direct ? cot_of(v) : a->cot) ||
+                   run_any(v, a->nimages, &bwd, a->nrows, a->rows, a->coeff, a->gcoeff, a->d_opd,
+                           wait, err, errlen)
+               ? -1
+               : 0;
+}
+
+/* The graph key of an evaluation (graph_key), or 0 when it is not one a
+ * graph replays: one batch of at most GPU_VJP_FEW_ROWS rows on one pupil
+ * (whose rows' order is then the batch's), no OPD gradient. */
+static int eval_key(const gpu_vjp *v, const eval_args *a, graph_key *k)
+{
+    if (v->graph_off || a->nrows < 1 || a->nrows > GPU_VJP_FEW_ROWS || a->nrows > v->max_rows)
+        return 0;
+    int p = a->rows[0].pupil;
+    if (p < 0 || p >= v->npupils || (a->d_opd && a->d_opd[p])) return 0;
+    for (int r = 1; r < a->nrows; ++r)
+        if (a->rows[r].pupil != p) return 0;
+    const vjp_pupil *pp = &v->pup[p];
+    const void *ptr[23] = {a->data,    a->w,        a->images,  a->cot,     v->grid,
+                           v->w,       v->stage,    v->h_stage, v->gcoef,   v->h_gcoef,
+                           v->images,  v->cot,      v->det.out, v->det.cot, v->det.spec,
+                           v->det.otf, v->fit.part, v->fit.res, v->fit.fix, v->fit.host,
+                           pp->dest,   pp->amp,     pp->basis};
+    memset(k, 0, sizeof *k); /* compared bytewise: no stray padding */
+    k->nimages = a->nimages;
+    k->nrows = a->nrows;
+    k->turn = a->turn;
+    k->fit = a->fit;
+    k->pupil = p;
+    k->want = a->images != NULL;
+    k->det_active = v->det.active;
+    k->det_plan_batch = v->det.plan_batch;
+    k->det_m = v->det.m;
+    k->n = v->n;
+    k->k = v->k;
+    k->npix = a->npix;
+    k->nopen = pp->nopen; /* a pupil rebuilt into its old buffers */
+    k->plans_made = v->plans.made;
+    memcpy(k->ptr, ptr, sizeof ptr);
+    return 1;
+}
+
+/* The captured evaluation run: its staging written, one launch, one wait,
+ * the gradient and the loss read back. */
+static int eval_launch(gpu_vjp *v, const eval_args *a)
+{
+    if (GPU_CUDA(&v->chk, cudaGraphLaunch(v->graph, v->stream)) ||
+        GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) {
+        v->kept = 0;
+        return -1;
+    }
+    v->staged = 0;
+    v->kept = 0; /* as after a direct evaluation's backward */
+    scatter_gcoef(v, a->nrows, a->gcoeff);
+    gpu_fit_loss_collect(&v->fit, a->nimages, a->out);
+    return 0;
+}
+
+static int eval_replay(gpu_vjp *v, const eval_args *a)
+{
+    if (v->staged && GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
+    v->staged = 0;
+    for (int j = 0; j < a->nrows; ++j) /* one pupil: the batch's rows in order */
+        v->h_rows[j] = j;
+    stage_rows(v, a->nrows, a->rows, a->coeff);
+    gpu_fit_stage(&v->fit, a->nimages, a->fixed);
+    return eval_launch(v, a);
+}
+
+/* Capture an evaluation whose buffers, plans and arguments the last
+ * direct one had (nothing is allocated or planned inside the capture),
+ * then run it. Captured relaxed, as gpu/run.cu's graph: a caller's other
+ * threads in the global mode (PyTorch's) are then not refused their
+ * calls while it runs. Its host work (the staging) runs now, at the capture; a
+ * replay redoes it (eval_replay). */
+static int eval_capture(gpu_vjp *v, const eval_args *a, const graph_key *k, char *err,
+                        size_t errlen)
+{
+    if (v->have_graph) cudaGraphExecDestroy(v->graph);
+    v->have_graph = 0;
+    if (v->staged && GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
+    v->staged = 0;
+    if (GPU_CUDA(&v->chk, cudaStreamBeginCapture(v->stream, cudaStreamCaptureModeRelaxed)))
+        return -1;
+    v->defer = 1;
+    int rc = eval_queue(v, a, 0, err, errlen);
+    v->defer = 0;
+    cudaGraph_t g = NULL;
+    if (rc == 0)
+        rc = GPU_CUDA(&v->chk, cudaStreamEndCapture(v->stream, &g));
+    else
+        (void)cudaStreamEndCapture(v->stream, &g); /* out of capture; the error is rc's */
+    if (rc == 0) rc = GPU_CUDA(&v->chk, cudaGraphInstantiate(&v->graph, g, 0));
+    if (g) cudaGraphDestroy(g);
+    if (rc != 0) {
+        (void)cudaGetLastError();
+        v->kept = v->staged = 0; /* nothing captured ran */
+        return -1;
+    }
+    v->have_graph = 1;
+    v->gkey = *k;
+    return eval_launch(v, a);
+}
+
+/* gpu_vjp_ops.fit_evaluate. A retrieval's evaluations repeat one shape on
+ * the same buffers, so from the second on they are one CUDA graph's
+ * launches (eval_capture, eval_replay): the same kernels and copies as
+ * eval_queue's, without their launches' host cost. Other evaluations, and
+ * the first, are queued directly. */
 static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const gpu_vjp_row *rows,
                             const double *coeff, size_t npix, const double *data, const double *w,
                             double *images, int fit, const double *fixed, double *cot, double *out,
@@ -564,25 +756,26 @@ static int vjp_fit_evaluate(gpu_vjp *v, int nimages, int turn, int nrows, const 
         snprintf(err, errlen, "gpu: the fit's images of %zu values, the model's of %zu", npix, mm);
         return -1;
     }
-    /* unturned, the loss reads the instance's images and writes its
-     * cotangent buffer: no conversion either way (images written only
-     * when asked for) */
-    int direct = !turn;
-    if ((!direct && !images) || !cot) {
+    if ((turn && !images) || !cot) {
         snprintf(err, errlen,
                  "gpu: an evaluation needs its cotangent array (and turned, its "
                  "images array)");
         return -1;
     }
-    run_io fwd = {1, 1, turn != 0, NULL, images, 1, 0};
-    run_io bwd = {1, 1, turn != 0, cot, NULL, 0, direct};
-    if (run_any(v, nimages, &fwd, nrows, rows, coeff, NULL, NULL, 0, err, errlen) ||
-        gpu_fit_loss_enqueue(&v->fit, &v->chk, v->stream, nimages, npix, data, w,
-                             direct ? result_of(v) : images, fit, fixed,
-                             direct ? cot_of(v) : cot) ||
-        run_any(v, nimages, &bwd, nrows, rows, coeff, gcoeff, d_opd, 1, err, errlen))
-        return -1;
+    eval_args a = {nimages, turn, nrows, rows, coeff, npix,   data, w,
+                   images,  fit,  fixed, cot,  out,   gcoeff, d_opd};
+    graph_key k;
+    int graphable = eval_key(v, &a, &k);
+    if (graphable && v->have_graph && memcmp(&k, &v->gkey, sizeof k) == 0)
+        return eval_replay(v, &a);
+    if (graphable && v->have_direct && memcmp(&k, &v->direct_key, sizeof k) == 0) {
+        v->have_direct = 0;
+        return eval_capture(v, &a, &k, err, errlen);
+    }
+    v->have_direct = 0;
+    if (eval_queue(v, &a, 1, err, errlen)) return -1;
     gpu_fit_loss_collect(&v->fit, nimages, out); /* the backward's wait covered its copy */
+    v->have_direct = graphable && eval_key(v, &a, &v->direct_key); /* its buffers now */
     return 0;
 }
 

@@ -42,6 +42,7 @@ typedef struct {
     int batch[GPU_VJP_PLANS]; /* 0: empty */
     cufftHandle plan[GPU_VJP_PLANS];
     unsigned long long used[GPU_VJP_PLANS], tick;
+    unsigned long long made; /* plans created so far (a graph's key: its plan still there) */
 } gpu_vjp_plans;
 
 void gpu_vjp_plans_init(gpu_vjp_plans *pc, int n, cudaStream_t stream);

@@ -38,6 +38,7 @@ int gpu_vjp_plan(gpu_vjp_plans *pc, gpu_check *chk, int batch, cufftHandle *out)
     }
     pc->batch[slot] = batch;
     pc->plan[slot] = p;
+    pc->made++;
     pc->used[slot] = ++pc->tick;
     *out = p;
     return 0;
@@ -66,6 +67,10 @@ __device__ static inline cuDoubleComplex field_of(double a, double w)
     return make_cuDoubleComplex(a * c, a * s);
 }
 
+/* The field of row r at pupil sample k: W read from w, or (a few rows,
+ * coef given) formed as W = C B, the terms in order. The loop is
+ * unrolled so that a thread's basis loads are in flight together: one
+ * at a time, the kernel was their latency (ncu: 11 us for 3 rows). */
 __global__ static void k_field(gpu_vjp_batch b)
 {
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -73,9 +78,10 @@ __global__ static void k_field(gpu_vjp_batch b)
     if (k >= b.nopen) return;
     size_t nn = (size_t)b.n * b.n;
     double w;
-    if (b.coef) { /* W = C B for this sample, the basis rows in order */
+    if (b.coef) {
         const double *c = b.coef + (size_t)r * b.k;
         w = 0.0;
+#pragma unroll 8
         for (int j = 0; j < b.k; ++j)
             w += c[j] * b.basis[(size_t)j * b.nopen + k];
         b.w[r * b.nopen + k] = w;
@@ -126,23 +132,30 @@ __global__ static void k_dw(gpu_vjp_batch b)
 
 #define THREADS 256
 
-/* Block (j, r): gcoef[r][j] = sum_s basis[j][s] w[r][s], each thread's
- * strided sum then a fixed tree over the block: the same bits each call. */
-__global__ static void k_gcoef(gpu_vjp_batch b)
+#define GCOEF_THREADS 1024 /* 32 warps: k_gcoef's second tree is one warp's */
+
+/* Block (j, r): gcoef[r][j] = sum_s basis[j][s] w[r][s]: each thread's
+ * strided sum (unrolled: its loads in flight together), then fixed trees,
+ * within each warp by shuffles and over the warps' sums: the same bits
+ * each call. A thousand threads a block: the grid is only K x R blocks. */
+__global__ static void __launch_bounds__(GCOEF_THREADS) k_gcoef(gpu_vjp_batch b)
 {
-    __shared__ double sh[THREADS];
-    int j = blockIdx.x, r = blockIdx.y;
+    __shared__ double sh[GCOEF_THREADS / 32];
+    int j = blockIdx.x, r = blockIdx.y, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const double *bj = b.basis + (size_t)j * b.nopen, *wr = b.w + (size_t)r * b.nopen;
     double a = 0.0;
-    for (size_t s = threadIdx.x; s < b.nopen; s += THREADS)
+#pragma unroll 4
+    for (size_t s = threadIdx.x; s < b.nopen; s += GCOEF_THREADS)
         a += bj[s] * wr[s];
-    sh[threadIdx.x] = a;
+    for (int h = 16; h > 0; h >>= 1)
+        a += __shfl_down_sync(0xffffffffu, a, h);
+    if (lane == 0) sh[warp] = a;
     __syncthreads();
-    for (int h = THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) b.gcoef[(size_t)r * b.k + j] = sh[0];
+    if (warp != 0) return;
+    a = sh[lane]; /* GCOEF_THREADS / 32 == 32 warps' sums */
+    for (int h = 16; h > 0; h >>= 1)
+        a += __shfl_down_sync(0xffffffffu, a, h);
+    if (lane == 0) b.gcoef[(size_t)r * b.k + j] = a;
 }
 
 static unsigned blocks(size_t n)
@@ -181,7 +194,7 @@ int gpu_vjp_dw(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
 
 int gpu_vjp_gcoef(gpu_check *chk, cudaStream_t s, const gpu_vjp_batch *b)
 {
-    k_gcoef<<<dim3((unsigned)b->k, (unsigned)b->rows), THREADS, 0, s>>>(*b);
+    k_gcoef<<<dim3((unsigned)b->k, (unsigned)b->rows), GCOEF_THREADS, 0, s>>>(*b);
     return GPU_LAUNCH(chk, "k_gcoef");
 }
 

@@ -185,7 +185,7 @@ int gpu_fit_loss_enqueue(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages
     if (reserve(f, chk, nimages, 0, 0)) return -1;
     size_t r = (size_t)nimages * (GPU_FIT_BLOCKS + 2);
     double *staged = f->host + r; /* pinned: the copy is a plain DMA */
-    memcpy(staged, fixed, 2 * (size_t)nimages * sizeof(double));
+    gpu_fit_stage(f, nimages, fixed);
     if (GPU_CUDA(chk, cudaMemcpyAsync(f->fix, staged, 2 * (size_t)nimages * sizeof(double),
                                       cudaMemcpyHostToDevice, s)))
         return -1;
@@ -200,6 +200,12 @@ int gpu_fit_loss_enqueue(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages
                                                  cudaMemcpyDeviceToHost, s))
                ? -1
                : 0;
+}
+
+void gpu_fit_stage(gpu_fit *f, int nimages, const double *fixed)
+{
+    size_t r = (size_t)nimages * (GPU_FIT_BLOCKS + 2);
+    memcpy(f->host + r, fixed, 2 * (size_t)nimages * sizeof(double));
 }
 
 void gpu_fit_loss_collect(const gpu_fit *f, int nimages, double *out)

@@ -40,6 +40,10 @@ int gpu_fit_loss_enqueue(gpu_fit *f, gpu_check *chk, cudaStream_t s, int nimages
                          const double *data, const double *w, const double *images, int fit,
                          const double *fixed, double *cot);
 
+/* The host's part of gpu_fit_loss_enqueue: fixed [nimages][2] written
+ * into the pinned staging its copy reads (a replayed graph's copy too). */
+void gpu_fit_stage(gpu_fit *f, int nimages, const double *fixed);
+
 /* out [nimages][3] (f, b, the loss) from the enqueued loss's sums, summed
  * in block order. */
 void gpu_fit_loss_collect(const gpu_fit *f, int nimages, double *out);

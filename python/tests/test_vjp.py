@@ -600,7 +600,8 @@ def test_gpu_retrieval_equals_the_cpus(case, monkeypatch, caplog):
     products stay there; its log line says "on the GPU") and finds the CPU
     set's fit: coefficients (and map) within 1e-4 of their uncertainties,
     uncertainties, fluxes and chi2 within 1e-6 relative, the iterations
-    within 3; a second GPU fit the same bits. Photon noise (the
+    within 3; a second GPU fit, and one without the evaluation's CUDA
+    graph (PSFSIM_GPU_EVAL_GRAPH=0), the same bits. Photon noise (the
     weights loaded three times), an OPD map fitted, and an odd turn with the
     detector stage."""
     gpu_or_skip()
@@ -626,6 +627,12 @@ def test_gpu_retrieval_equals_the_cpus(case, monkeypatch, caplog):
         caplog.clear()
         again = psfsim.retrieve(g, data, **kw)  # fixed-order sums: the same bits
         assert np.array_equal(again.coefficients, rg.coefficients) and again.chi2 == rg.chi2
+        monkeypatch.setenv("PSFSIM_GPU_EVAL_GRAPH", "0")  # read as the set's module starts
+        with psfsim.Set(cfg, backend="gpu") as direct:  # no graph: the same kernels, bits
+            rd = psfsim.retrieve(direct, data, **kw)
+        monkeypatch.delenv("PSFSIM_GPU_EVAL_GRAPH")
+        assert np.array_equal(rd.coefficients, rg.coefficients) and rd.chi2 == rg.chi2
+        assert np.array_equal(rd.uncertainties, rg.uncertainties)
         caplog.clear()
         rc = psfsim.retrieve(c, data, **kw)
         assert "on the host" in caplog.text
