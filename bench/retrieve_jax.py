@@ -90,6 +90,27 @@ def problem(npix):
     return cfg, amp, np.hypot(x, y), np.arctan2(y, x)
 
 
+def time_fits(runs, repeat, truth, sync=lambda: None, warm=False):
+    """Each (name, fit) of runs timed repeat times (fit() -> (coefficients,
+    iterations); sync() before each clock start, warm: one untimed fit
+    first), its best printed as a CSV row: {name: (seconds, iterations,
+    error in waves RMS)}."""
+    best = {}
+    for name, fit in runs:
+        if warm:
+            fit()
+        for _ in range(repeat):
+            sync()
+            t0 = time.perf_counter()
+            c, nit = fit()
+            dt = time.perf_counter() - t0
+            err = float(np.sqrt(np.sum((c - truth) ** 2)))
+            if name not in best or dt < best[name][0]:
+                best[name] = (dt, nit, err)
+        print("%s,%.4f,%d,%.2e" % ((name,) + best[name]), flush=True)
+    return best
+
+
 def skip(why):
     print("# retrieve_jax: skipped: %s" % why)
     sys.exit(0)
@@ -167,20 +188,11 @@ def main():
 
         fit_jax_fisher()  # compiles both
         print("what,seconds,iterations,error_waves_rms")
-        best = {}
         ps = "psfsim_" + s.decision["backend"]
         runs = ((ps, lambda: fit_psfsim(False)), ("jax", fit_jax),
                 (ps + "+uncertainties", lambda: fit_psfsim(True)),
                 ("jax+uncertainties", fit_jax_fisher))
-        for name, fit in runs:
-            for _ in range(a.repeat):
-                t0 = time.perf_counter()
-                c, nit = fit()
-                dt = time.perf_counter() - t0
-                err = float(np.sqrt(np.sum((c - truth) ** 2)))
-                if name not in best or dt < best[name][0]:
-                    best[name] = (dt, nit, err)
-            print("%s,%.4f,%d,%.2e" % ((name,) + best[name]), flush=True)
+        best = time_fits(runs, a.repeat, truth)
     for suffix, what in (("", "the fit alone"), ("+uncertainties", "with the uncertainties")):
         (tp, _, ep), (tj, _, ej) = best[ps + suffix], best["jax" + suffix]
         print("# %s: psfsim %.3f s (error %.1e waves RMS), JAX %.3f s (%.1e): %.2fx" % (
