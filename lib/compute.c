@@ -71,8 +71,10 @@ typedef struct image_hook image_hook;
  * next slot's (lane_loop), where one batch at a time left the GPU idle
  * while the host copied (10,000 images of 256^2 on the H200: 0.22 -> 0.18
  * s into a buffer written before, 0.28 -> 0.24 s into a fresh one;
- * bench/RESULTS.md, run 26). A CPU lane, whose threads write the caller's
- * buffer themselves, has one slot: the whole batch. */
+ * bench/RESULTS.md, run 26). A CPU lane's threads write the caller's
+ * buffer themselves; its two slots let it make one slot's jobs while the
+ * other computes (sink_ahead), and it has one (the whole batch) when a
+ * slot would hold fewer than LIB_CPU_SLOT_IMAGES a thread. */
 typedef struct {
     int first; /* the slot's first index into the lane's arrays */
     int cap;   /* images at most */
@@ -385,15 +387,19 @@ static void pending_join(pending *p)
     count_done(p->batch.w, p->batch.i1);
 }
 
-/* The lane's slots (lane_slot): two halves of the batch on a GPU (and on
- * the CPU with PSFSIM_TEST_OVERLAP=on, for the tests; "off": one
- * everywhere, for bench/), else one. Returns their number: with 2 the
- * finishing of one overlaps the next one's compute. */
+/* The lane's slots (lane_slot): two halves of the batch, or one
+ * (PSFSIM_TEST_OVERLAP=off, for bench/ and the tests; a CPU batch whose
+ * half holds fewer than LIB_CPU_SLOT_IMAGES a thread: a large image's,
+ * a small set's, where the wait for a slot's last image would cost more
+ * than the jobs). Returns their number: with 2 a GPU lane finishes one
+ * while computing the other, a CPU lane makes one's jobs (sink_ahead). */
 static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
 {
     const char *test = getenv("PSFSIM_TEST_OVERLAP");
-    int cpu_too = test && strcmp(test, "on") == 0, none = test && strcmp(test, "off") == 0;
-    if ((ln->eng.ops == &psf_backend_cpu && !cpu_too) || none || s->batch < 2) {
+    long long threads = s->threads > 0 ? s->threads : psf_cpu_count();
+    int few = ln->eng.ops == &psf_backend_cpu &&
+              s->batch / 2 < LIB_CPU_SLOT_IMAGES * (threads > 0 ? threads : 1);
+    if ((test && strcmp(test, "off") == 0) || s->batch < 2 || few) {
         sl[0] = (lane_slot){0, s->batch};
         return 1;
     }
@@ -424,6 +430,7 @@ struct lane_state {
     lib_lane *ln;
     lane_slot slots[2];
     int nslots;
+    int ahead;         /* the next slot's batch taken while one runs (sink_ahead) */
     image_hook *hooks; /* [batch], or NULL: finish does all */
     image_hook *sh;    /* the batch's hooks now (slot_hooks), or NULL */
     float *out;        /* where the batch now went (batch_buffer) */
@@ -433,6 +440,17 @@ struct lane_state {
 static int sink_slots(void *user, int l)
 {
     return ((work *)user)->ls[l].nslots;
+}
+
+/* engine_sink.ahead: lane l's ahead (run_lanes: a CPU lane with two
+ * slots). Its threads compute the whole batch, so the jobs of the next
+ * (1-2 us an image on the calling thread) would otherwise leave them
+ * waiting: at 16 threads about a tenth of their time (bench/RESULTS.md,
+ * runs 71-74). Its batches are finished here, not on a thread (sink_done):
+ * the next slot's jobs overwrite what a finish reads. */
+static int sink_ahead(void *user, int l)
+{
+    return ((work *)user)->ls[l].ahead;
 }
 
 /* engine_sink.next: a slot's images at most. */
@@ -501,7 +519,7 @@ static int sink_fall_back(void *user, int l, int q, const char *why, char *err, 
 }
 
 /* engine_sink.done: the other slot's batch, finished meanwhile, counted;
- * this one finished on its own thread (two slots) or here. */
+ * this one finished on its own thread (a GPU lane's two slots) or here. */
 static int sink_done(void *user, int l, int q, long long k0, int nb, double run_us, double us,
                      char *err, size_t errlen)
 {
@@ -523,8 +541,9 @@ static int sink_done(void *user, int l, int q, long long k0, int nb, double run_
                                    .levels = on_levels(w, st->ln),
                                    .measured = !on_levels(w, st->ln) && on_measured(w, st->ln),
                                    .direct = direct_out(w, st->ln)}};
-    pending_start(&st->prev, st->nslots == 2);
-    if (st->nslots == 1) pending_join(&st->prev);
+    int on_thread = st->nslots == 2 && !st->ahead;
+    pending_start(&st->prev, on_thread);
+    if (!on_thread) pending_join(&st->prev);
     return 0;
 }
 
@@ -547,6 +566,7 @@ static void run_lanes(work *w)
         lib_lane *ln = &s->lanes[l];
         ls[l] = (lane_state){.ln = ln, .prev = {.active = 0}};
         ls[l].nslots = lane_slots(s, ln, ls[l].slots);
+        ls[l].ahead = ls[l].nslots == 2 && ln->eng.ops == &psf_backend_cpu;
         ls[l].hooks = malloc((size_t)s->batch * sizeof *ls[l].hooks); /* NULL: finish does all */
         lanes[l] = &ln->eng;
     }
@@ -560,6 +580,7 @@ static void run_lanes(work *w)
                         .fall_back = sink_fall_back,
                         .done = sink_done,
                         .end = sink_end,
+                        .ahead = sink_ahead,
                         .user = w};
     engine_run(lanes, s->nlanes, &w->queue, &sink);
     for (int l = 0; l < s->nlanes; ++l)

@@ -88,12 +88,10 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
     return PSFSIM_OK;
 }
 
-/* Images per CPU thread in a CPU set's batch at least: a batch ends when
- * its last image does, and the threads that finish first wait for it
- * (half an image each on average), so the batch of 64 left 16 threads
- * with 4 images each and an eighth of their time idle; with 16 each, a
- * thirty-second (issue 27). */
-#define LIB_CPU_IMAGES_PER_THREAD 16
+/* Images per CPU thread in a CPU set's batch at least: two slots of
+ * LIB_CPU_SLOT_IMAGES (lib/compute.c: one slot's jobs are made while the
+ * other computes). */
+#define LIB_CPU_IMAGES_PER_THREAD (2 * LIB_CPU_SLOT_IMAGES)
 
 /* The batch of a CPU set: backend_batch's (the CPU's preferred 64 images)
  * or LIB_CPU_IMAGES_PER_THREAD per thread (psfsim_options.threads, 0:

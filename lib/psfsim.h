@@ -322,8 +322,8 @@ typedef struct {
     const char *backend;    /* "cpu" or "gpu" (static) */
 } psfsim_metrics;
 
-/* Progress: called after each batch (the CPU's: 64 images, or 16 a thread
- * with more than 4 threads) with the images of this compute call
+/* Progress: called after each half of a batch (the CPU's: 32 images, or 16
+ * a thread with more than 2 threads) with the images of this compute call
  * done so far and its count, from the thread that computed the batch
  * (with several GPUs their threads, one call at a time). A non-zero return
  * cancels, as psfsim_cancel. NULL removes it. */
@@ -331,14 +331,14 @@ typedef int (*psfsim_progress_fn)(long long done, long long total, void *user);
 PSFSIM_API void psfsim_set_progress(psfsim_set *set, psfsim_progress_fn fn, void *user);
 
 /* Ask the compute call in progress on set (or, if none, the next one) to
- * stop after the batch in flight: it returns PSFSIM_ERR_CANCELLED, the
+ * stop after the half batch in flight: it returns PSFSIM_ERR_CANCELLED, the
  * images done before it are valid (the progress callback counted them).
  * Any thread, any time while the set is open. */
 PSFSIM_API void psfsim_cancel(psfsim_set *set);
 
 /* Compute images [first, first + count) into images (capacity floats, at
- * least count * M * M), in batches of the backend's size (the CPU's 64,
- * the GPU's up to 1024 images), the backend writing straight into the
+ * least count * M * M), in batches of the backend's size (the CPU's 64 or
+ * 32 a thread, the GPU's up to 1024 images), the backend writing straight into the
  * buffer. metrics (NULL, or count entries) gets each image's metrics.
  * While a GPU starts (the set's first compute), a buffer of 64 MiB or more
  * is pre-faulted by several threads, so that the copies into a fresh one

@@ -30,6 +30,13 @@ typedef struct {
     double *measures;  /* [batch * PSF_MEASURES]: a levels run's measures (backend/levels.h) */
 } lib_lane;
 
+/* Images a CPU thread computes in one slot of a batch at least (lib/lanes.c,
+ * cpu_batch; lib/compute.c, lane_slots): the threads that finish a slot
+ * first wait for its last image, half an image each on average, so 4 a
+ * thread left 16 threads an eighth of their time idle, 16 a thirty-second
+ * (issue 27). */
+#define LIB_CPU_SLOT_IMAGES 16
+
 struct psfsim_set {
     engine e;    /* the set opened (lib/engine/engine.h): config, image set, decision */
     int threads; /* psfsim_options.threads */

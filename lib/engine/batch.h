@@ -98,6 +98,17 @@ typedef struct {
     /* Lane l's loop ended: rc 0, or its failure (a hook's code, or
      * ENGINE_RUN_FAILED) with err; the queue's failed is set before. */
     void (*end)(void *user, int l, int rc, const char *err);
+    /* Whether lane l (two slots) takes each next batch on a thread of
+     * its own while the batch before runs (NULL: never): for a CPU lane,
+     * whose backend's threads would otherwise wait for the jobs. Then job
+     * runs on that thread at the same time as taken, buffer, fall_back,
+     * done and the run of the other slot (the client keeps their data
+     * apart: per slot, or locked), and next of that slot runs before the
+     * other's run. A batch taken ahead is dropped, its images neither
+     * run nor handed to done, when the lane stops or fails first (a stop,
+     * the queue's failed, next's or done's code, done's 1): not for a
+     * client that must account for every image it took. */
+    int (*ahead)(void *user, int l);
     /* No thread could start for lane l (l >= 1): the others take its images. */
     void (*no_thread)(void *user, int l);
     void *user;
@@ -106,7 +117,8 @@ typedef struct {
 /* The batch loop: lanes[0 .. n) (n >= 1, at most GPU_LIST_MAX) take
  * batches from q until it is empty, a lane fails, or sink->stop; each
  * batch's jobs made by sink->job, run (engine_lane_run_or_fall_back with
- * sink->buffer and sink->fall_back) and handed to sink->done. Lane 0 runs
+ * sink->buffer and sink->fall_back) and handed to sink->done (but a batch
+ * taken ahead and dropped: sink->ahead). Lane 0 runs
  * on this thread; returns when every lane's loop has ended (their results:
  * sink->end). */
 void engine_run(engine_lane *const *lanes, int n, engine_queue *q, const engine_sink *sink);

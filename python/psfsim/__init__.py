@@ -268,7 +268,8 @@ class Set:
                 "probe": d.probe.decode(), "devices": list(d.devices)[:d.ndevices]}
 
     def cancel(self):
-        """Stop the compute in progress after its batch in flight (any thread)."""
+        """Stop the compute in progress after its half batch in flight (any
+        thread)."""
         if self._h:
             _lib.lib.psfsim_cancel(self._h)
 
@@ -414,7 +415,7 @@ class Set:
         intensities, or uint16 PNG levels with dtype=numpy.uint16), computed
         straight into out when given (C-contiguous, that dtype, at least
         count * M * M values). progress(done, total) is called after each
-        batch; returning True cancels. Returns (images, metrics): metrics a
+        half batch; returning True cancels. Returns (images, metrics): metrics a
         structured array of strehl, axial_intensity, backend. BusyError
         while another call runs on the Set (a progress callback may not
         call its own Set).

@@ -254,7 +254,8 @@ print(n, before, after)
 
 
 def test_progress_cancel_and_gil():
-    # 4 threads: the CPU's batch of 64 on any machine (16 images a thread)
+    # 4 threads: the CPU's batch of 128 on any machine, two slots of 64 (16 images a
+    # thread each)
     with psfsim.Set(SWEEP, backend="cpu", threads=4) as s:
         calls = []
 
@@ -289,10 +290,12 @@ def test_progress_cancel_and_gil():
 
 
 def test_cpu_batch_grows_with_threads():
-    """A CPU set's batch (a progress call after each) is 64 images, or 16
-    per thread with more than 4 threads (lib/lanes.c, cpu_batch: the
-    threads' wait for a batch's last image spread over more images)."""
-    for threads, batch in ((1, 64), (4, 64), (8, 128), (12, 192)):
+    """A CPU set's batch is 64 images, or 32 per thread with more than 2
+    threads (lib/lanes.c, cpu_batch: the threads' wait for a batch's last
+    image spread over more images), in two slots of half of it, a progress
+    call after each (lib/compute.c, lane_slots: one slot's jobs are made
+    while the other computes)."""
+    for threads, batch in ((1, 32), (4, 64), (8, 128), (12, 192)):
         with psfsim.Set(SWEEP, backend="cpu", threads=threads) as s:
             calls = []
             s.compute(0, 400, progress=lambda done, total: calls.append(done))

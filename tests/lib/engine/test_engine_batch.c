@@ -6,7 +6,8 @@
  * failure is final; the hooks' own codes come back as they are.
  * engine_run: every image of the queue but those skipped is taken once,
  * over every lane and its slots; a lane the sink stops leaves the rest to
- * the others; a lane's failure reaches the sink's end and stops them. */
+ * the others; a lane's failure reaches the sink's end and stops them; a
+ * lane taking its batches ahead takes each image once too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +203,10 @@ typedef struct {
     char end_err[QLANES][64];
     int stop_lane; /* done returns 1 on this lane (-1: none) */
     int fail_lane; /* this lane's job fails with 9 (-1: none) */
+    int ahead;     /* lanes of two slots take their next batch ahead */
+    int job_fails; /* image k's job fails with 7 (0: none) */
+    pthread_t lane_thread[QLANES];
+    atomic_int jobs_elsewhere; /* jobs made off the lane's own thread */
     float img[QLANES][2][8];
 } qsink;
 
@@ -219,16 +224,28 @@ static int q_next(void *user, int l, int q, int *cap, char *err, size_t errlen)
         snprintf(err, errlen, "lane %d: no slot", l);
         return 9;
     }
-    *cap = 4 + l; /* 4, 5, 6 images a batch */
+    *cap = 4 + l;                       /* 4, 5, 6 images a batch */
+    c->lane_thread[l] = pthread_self(); /* the lane's own: next runs there, no take meanwhile */
     return 0;
 }
 
 static int q_job(void *user, int l, int q, int i, long long k, char *err, size_t errlen)
 {
-    (void)l, (void)q, (void)i, (void)err, (void)errlen;
+    (void)q, (void)i;
     qsink *c = user;
+    if (c->job_fails && k == c->job_fails) {
+        snprintf(err, errlen, "job %lld: bad", k);
+        return 7;
+    }
     atomic_fetch_add(&c->taken[k], 1);
+    if (!pthread_equal(pthread_self(), c->lane_thread[l])) atomic_fetch_add(&c->jobs_elsewhere, 1);
     return 0;
+}
+
+static int q_ahead(void *user, int l)
+{
+    (void)l;
+    return ((qsink *)user)->ahead;
 }
 
 static int q_buffer(void *user, int l, int q, long long k0, engine_batch *b, char *err,
@@ -281,6 +298,7 @@ static int run_queue(qsink *c)
                         .buffer = q_buffer,
                         .done = q_done,
                         .end = q_end,
+                        .ahead = q_ahead,
                         .user = c};
     engine_run(lanes, QLANES, &q, &sink);
     return atomic_load(&q.failed);
@@ -340,6 +358,55 @@ static void test_run_lane_fails(void **state)
     }
 }
 
+/* Lanes of two slots taking their next batch ahead: every image once, the
+ * jobs made on another thread; a job failing there reaches the lane's end
+ * with its message; a lane that stops drops the batch it took ahead. */
+static void test_run_ahead(void **state)
+{
+    (void)state;
+    static qsink c;
+    memset(&c, 0, sizeof c);
+    c.stop_lane = c.fail_lane = -1;
+    c.ahead = 1;
+    assert_int_equal(run_queue(&c), 0);
+    int want = 0;
+    for (int k = 0; k < QN; ++k) {
+        int expect = k >= 10 && k % 7 != 3;
+        want += expect;
+        assert_int_equal(atomic_load(&c.taken[k]), expect);
+    }
+    assert_int_equal(atomic_load(&c.images), want);
+    assert_true(atomic_load(&c.jobs_elsewhere) > 0);
+
+    memset(&c, 0, sizeof c);
+    c.stop_lane = c.fail_lane = -1;
+    c.ahead = 1;
+    c.job_fails = 151; /* not one the queue skips (k % 7 == 3) */
+    assert_int_equal(run_queue(&c), 1);
+    int failed = 0;
+    for (int l = 0; l < QLANES; ++l) {
+        assert_int_equal(c.ended[l], 1);
+        if (c.end_rc[l] == 7) {
+            failed++;
+            assert_string_equal(c.end_err[l], "job 151: bad");
+        }
+    }
+    assert_int_equal(failed, 1);
+
+    memset(&c, 0, sizeof c);
+    c.stop_lane = 1;
+    c.fail_lane = -1;
+    c.ahead = 1;
+    assert_int_equal(run_queue(&c), 0);
+    assert_true(atomic_load(&c.batches[1]) <= 1); /* one batch at most, then it stops */
+    assert_int_equal(c.end_rc[1], 0);
+    int taken = 0;
+    for (int k = 0; k < QN; ++k)
+        taken += atomic_load(&c.taken[k]);
+    int dropped = taken - atomic_load(&c.images); /* lane 1's batch taken ahead: 5 at most */
+    assert_true(dropped >= 0 && dropped <= 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_falls_back_once), cmocka_unit_test(test_second_failure_final),
         cmocka_unit_test(test_hook_codes),      cmocka_unit_test(test_run_queue),
         cmocka_unit_test(test_run_lane_stops),  cmocka_unit_test(test_run_lane_fails),
+        cmocka_unit_test(test_run_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
