@@ -212,8 +212,9 @@ typedef struct {
 
 static int q_slots(void *user, int l)
 {
-    (void)user;
-    return l == 0 ? 1 : 2;
+    /* taking ahead, every lane two (lane 0, on the caller's thread, takes
+     * batches whatever the others' threads' start) */
+    return l == 0 && !((const qsink *)user)->ahead ? 1 : 2;
 }
 
 static int q_next(void *user, int l, int q, int *cap, char *err, size_t errlen)
