@@ -396,9 +396,8 @@ static void pending_join(pending *p)
 static int lane_slots(const psfsim_set *s, const lib_lane *ln, lane_slot sl[2])
 {
     const char *test = getenv("PSFSIM_TEST_OVERLAP");
-    long long threads = s->threads > 0 ? s->threads : psf_cpu_count();
     int few = ln->eng.ops == &psf_backend_cpu &&
-              s->batch / 2 < LIB_CPU_SLOT_IMAGES * (threads > 0 ? threads : 1);
+              s->batch / 2 < LIB_CPU_SLOT_IMAGES * (long long)lib_cpu_threads(s);
     if ((test && strcmp(test, "off") == 0) || s->batch < 2 || few) {
         sl[0] = (lane_slot){0, s->batch};
         return 1;

@@ -93,14 +93,19 @@ static int gpu_failed(psfsim_set *s, char *err, size_t errlen)
  * other computes). */
 #define LIB_CPU_IMAGES_PER_THREAD (2 * LIB_CPU_SLOT_IMAGES)
 
+int lib_cpu_threads(const psfsim_set *s)
+{
+    int n = s->threads > 0 ? s->threads : psf_cpu_count();
+    return n > 0 ? n : 1;
+}
+
 /* The batch of a CPU set: backend_batch's (the CPU's preferred 64 images)
  * or LIB_CPU_IMAGES_PER_THREAD per thread (psfsim_options.threads, 0:
  * one per CPU) when that is more, at most BACKEND_BATCH_BYTES of images
  * and the set's images. */
 static int cpu_batch(const psfsim_set *s, int batch)
 {
-    long long threads = s->threads > 0 ? s->threads : psf_cpu_count();
-    long long want = LIB_CPU_IMAGES_PER_THREAD * (threads > 0 ? threads : 1);
+    long long want = LIB_CPU_IMAGES_PER_THREAD * (long long)lib_cpu_threads(s);
     double plane = (double)s->e.set.samp.npix * s->e.set.samp.npix * sizeof(float);
     long long fit = (long long)(BACKEND_BATCH_BYTES / plane);
     if (want > fit) want = fit;

@@ -85,6 +85,9 @@ void lib_leave(psfsim_set *s);
 int lib_check_range(const psfsim_set *s, long long first, long long count, char *err,
                     size_t errlen);
 
+/* The set's CPU threads: psfsim_options.threads, 0 one per CPU (lanes.c). */
+int lib_cpu_threads(const psfsim_set *s);
+
 /* Start the lanes if they are not (lanes.c): the backend of the decision
  * on each of its devices, the CPU when an "auto" GPU cannot start.
  * PSFSIM_OK, or PSFSIM_ERR_BACKEND / _COMPUTE / _MEMORY with err. */

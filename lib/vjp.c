@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "app/select/gpu.h"
-#include "backend/cpu_count.h"
 #include "backend/fork_join.h"
 #include "lib/vjp_priv.h"
 
@@ -66,7 +65,7 @@ static void *worker_run(void *arg)
  * CPU), at most one per image and VJP_MAX_THREADS. */
 static int thread_count(const psfsim_set *set, long long count)
 {
-    long long n = set->threads > 0 ? set->threads : psf_cpu_count();
+    long long n = lib_cpu_threads(set);
     n = n < count ? n : count;
     n = n < VJP_MAX_THREADS ? n : VJP_MAX_THREADS;
     return n > 1 ? (int)n : 1;

@@ -139,6 +139,16 @@ static void take_start(taken_batch *t, int ahead)
     if (!t->started) take(t);
 }
 
+/* Slot s's next batch: prepare, then take_start (on a thread of its own
+ * when on_thread and the queue is not empty). prepare's result. */
+static int take_next(lane_run *r, taken_batch *t, int s, int on_thread, int *rc, char *err,
+                     size_t errlen)
+{
+    int go = prepare(r, t, s, rc, err, errlen);
+    if (go > 0) take_start(t, on_thread && !queue_empty(r->q)); /* none to take: no thread */
+    return go;
+}
+
 static int take_join(taken_batch *t, char *err, size_t errlen)
 {
     if (t->started) pthread_join(t->thread, NULL);
@@ -162,14 +172,13 @@ static int lane_loop(lane_run *r, char *err, size_t errlen)
     int ahead = nslots == 2 && sk->ahead && sk->ahead(sk->user, r->l);
     engine_batch_hooks h = {.buffer = sink_buffer, .fall_back = sink_fall_back, .user = r};
     taken_batch t[2];
-    int rc = 0, go = prepare(r, &t[0], 0, &rc, err, errlen);
+    int rc = 0, go = take_next(r, &t[0], 0, 0, &rc, err, errlen);
     if (go <= 0) return go < 0 ? rc : 0;
-    take_start(&t[0], 0);
     for (int s = 0, n = (s + 1) % nslots;; s = n, n = (s + 1) % nslots) {
         if ((rc = take_join(&t[s], err, errlen)) != 0) return rc;
         if (t[s].n == 0) return 0;
-        if (ahead && (go = prepare(r, &t[n], n, &rc, err, errlen)) <= 0) return go < 0 ? rc : 0;
-        if (ahead) take_start(&t[n], !queue_empty(r->q)); /* none to take: no thread */
+        if (ahead && (go = take_next(r, &t[n], n, 1, &rc, err, errlen)) <= 0)
+            return go < 0 ? rc : 0;
         r->slot = s;
         r->k0 = t[s].k0;
         if (sk->taken) sk->taken(sk->user, r->l, s, r->k0, t[s].n);
@@ -183,8 +192,8 @@ static int lane_loop(lane_run *r, char *err, size_t errlen)
             rc = 0, stop = 1;
         if ((rc != 0 || stop) && ahead) (void)take_join(&t[n], NULL, 0); /* its batch dropped */
         if (rc != 0 || stop) return rc;
-        if (!ahead && (go = prepare(r, &t[n], n, &rc, err, errlen)) <= 0) return go < 0 ? rc : 0;
-        if (!ahead) take_start(&t[n], 0);
+        if (!ahead && (go = take_next(r, &t[n], n, 0, &rc, err, errlen)) <= 0)
+            return go < 0 ? rc : 0;
     }
 }
 
