@@ -171,7 +171,9 @@ typedef struct psfsim_set psfsim_set;
  * Returns PSFSIM_OK with *set (close it with psfsim_close), or
  * PSFSIM_ERR_CONFIG (the config, its maps), PSFSIM_ERR_ARGUMENT (NULL
  * path/text/set, bad backend, gpus or threads option), PSFSIM_ERR_BACKEND ("gpu"
- * without a GPU backend, a GPU asked for that is not there) or
+ * without a GPU backend, a GPU asked for that is not there, or none that
+ * CUDA sees: "backend gpu: no NVIDIA GPU on this machine (...)"; a GPU that
+ * is there but cannot start fails at the first compute) or
  * PSFSIM_ERR_MEMORY, with *set NULL and the message in err. */
 PSFSIM_API int psfsim_open_file(const char *path, const psfsim_options *options, psfsim_set **set,
                                 char *err, size_t errlen);

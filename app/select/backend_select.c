@@ -119,12 +119,19 @@ static int forced_devices(const psf_backend_ops *gpu, const gpu_list *gpus, back
 {
     char why[256];
     int count = gpu->device_count(why, sizeof why);
-    if (count < 1) { /* no device: device 0's start says why (exit 2) */
-        d->ndevices = 1;
-        d->devices[0] = gpus->all || gpus->n == 0 ? 0 : gpus->dev[0];
-        return 0;
+    if (count < 1) {
+        backend_gpu_unusable(why, err, errlen);
+        return -1;
     }
     return gpu_list_resolve(gpus, count, d->devices, &d->ndevices, err, errlen);
+}
+
+void backend_gpu_unusable(const char *why, char *err, size_t errlen)
+{
+    machine_key key;
+    machine_key_read(&key);
+    snprintf(err, errlen, "backend gpu: %s (%.900s)",
+             key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", why);
 }
 
 int backend_select(backend_choice choice, const image_set *s, int writers, const gpu_list *gpus,

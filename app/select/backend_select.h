@@ -29,11 +29,19 @@ typedef struct {
  * With cached figures that favour the CPU, CUDA is never initialised.
  * gpus: the --gpus list, resolved into d->devices against the devices
  * visible: the probe's count for auto (no CUDA call), cudaGetDeviceCount
- * for "gpu" (a device that is not there: -1 with err, exit 2; no device at
- * all: device 0, whose start then fails with the reason). The prediction
+ * for "gpu" (a device that is not there, or no device at all: -1 with
+ * err, exit 2, so that a library set asked for the GPU fails when it is
+ * opened, not at its first compute). The prediction
  * counts every listed GPU at its probed speed (cost_model.h). */
 int backend_select(backend_choice choice, const image_set *s, int writers, const gpu_list *gpus,
                    backend_decision *d, char *err, size_t errlen);
+
+/* err = "backend gpu: no NVIDIA GPU on this machine (WHY)", or "the GPU
+ * cannot be used (WHY)" where the machine shows an NVIDIA GPU
+ * (/proc/driver/nvidia, /dev/nvidia0) that CUDA cannot use: the one
+ * wording for a GPU asked for and not had, at the decision or at a
+ * device's start. */
+void backend_gpu_unusable(const char *why, char *err, size_t errlen);
 
 /* Host memory one batch of images may take (the psfsim command keeps two
  * batches in flight; app/run/set_limits.c counts with the same figure). */

@@ -88,13 +88,8 @@ int engine_lanes_open_gpus(const engine_lanes *L, engine_lane *const *lanes, int
 
 int engine_gpus_failed(engine *e, const char *why, char *err, size_t errlen)
 {
-    char w[ENGINE_ERRLEN];
-    snprintf(w, sizeof w, "%.900s", why);
     if (e->cfg.backend == BACKEND_GPU) { /* say plainly when there is no GPU at all */
-        machine_key key;
-        machine_key_read(&key);
-        snprintf(err, errlen, "backend gpu: %s (%.900s)",
-                 key.gpu_present ? "the GPU cannot be used" : "no NVIDIA GPU on this machine", w);
+        backend_gpu_unusable(why, err, errlen);
         return -1;
     }
     log_warn("%s; computing the images on the CPU", why);

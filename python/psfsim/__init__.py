@@ -122,7 +122,9 @@ class Set:
     row 0 the file's first row), copied when the Set opens; a value there
     that is no 2-D array of real numbers raises ConfigError ("<dict>:
     aberrations.opd_map.file: why"). threads: 0 (one per CPU) or 1..1024
-    CPU threads.
+    CPU threads. backend="gpu" where CUDA sees no GPU raises BackendError
+    here ("backend gpu: no NVIDIA GPU on this machine (...)"), not at the
+    first compute.
     One call at a time: a call while another runs on this Set raises
     BusyError (the module's docstring); cancel() from any thread."""
 

@@ -70,6 +70,19 @@ def test_device_refused_without_gpu():
         assert "device" in msg and "insufficient" not in msg, msg
 
 
+def test_gpu_set_refused_when_opened_without_gpu():
+    """Set(backend="gpu") where CUDA sees no device fails at once, with the
+    command's message, rather than handing out a set whose first compute
+    fails (a new user's report)."""
+    if not gpu_missing():
+        pytest.skip("a GPU is here")
+    with pytest.raises(psfsim.BackendError, match="^.*backend gpu: ") as e:
+        psfsim.Set(config(), backend="gpu")
+    msg = str(e.value)
+    assert "no NVIDIA GPU" in msg or "GPU module" in msg or "cannot be used" in msg \
+        or "without the CUDA backend" in msg, msg
+
+
 def test_host_out_dtype_named():
     with psfsim.Set(config(), backend="cpu") as s:
         with pytest.raises(psfsim.ArgumentError, match="out: dtype float64, expected float32"):

@@ -204,16 +204,28 @@ static void test_options_init_v2(void **state)
 }
 
 /* "gpu" on a machine without a usable GPU (or a build without one): the
- * command's usage error, at open or at the first compute. */
+ * command's usage error. Where CUDA sees no device at all (no module, no
+ * driver, none visible), open itself refuses, so that no set is handed out
+ * that cannot compute; a device that is there but fails at its start
+ * fails at the first compute. */
 static void test_forced_gpu(void **state)
 {
     (void)state;
+    char err[1024] = "";
+    void *probe = psfsim_device_alloc(0, 16, err, sizeof err);
+    if (probe) psfsim_device_free(0, probe);
     psfsim_options o;
     psfsim_options_init(&o);
     o.backend = "gpu";
     psfsim_set *s = NULL;
-    char err[1024] = "";
+    err[0] = '\0';
     int rc = psfsim_open_text(SMALL, &o, &s, err, sizeof err);
+    if (!probe) { /* no device: refused when opened, the set left NULL */
+        assert_int_equal(rc, PSFSIM_ERR_BACKEND);
+        assert_null(s);
+        assert_true(strncmp(err, "backend gpu: ", 13) == 0);
+        return;
+    }
     if (rc == PSFSIM_OK) {
         float img[6 * 64 * 64];
         rc = psfsim_compute(s, 0, 1, img, 64 * 64, NULL, err, sizeof err);
