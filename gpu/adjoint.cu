@@ -101,6 +101,14 @@ static void free_batch(gpu_vjp *v)
     v->cap_nopen = 0;
 }
 
+/* The evaluation's graph, if one was made: it names the buffers and plans
+ * of its capture, so it goes with any of them. */
+static void drop_graph(gpu_vjp *v)
+{
+    if (v->have_graph) cudaGraphExecDestroy(v->graph);
+    v->have_graph = 0;
+}
+
 static void vjp_destroy(gpu_vjp *v)
 {
     if (!v) return;
@@ -118,7 +126,7 @@ static void vjp_destroy(gpu_vjp *v)
     gpu_vjp_plans_free(&v->plans);
     gpu_vjp_det_free(&v->det);
     gpu_fit_free(&v->fit);
-    if (v->have_graph) cudaGraphExecDestroy(v->graph);
+    drop_graph(v);
     free(v->kept_row);
     free(v->kept_coef);
     if (v->have_blas) cublasDestroy(v->blas);
@@ -255,8 +263,8 @@ static int vjp_set_detector(gpu_vjp *v, const gpu_vjp_detector *d, char *err, si
     v->kept = 0;
     /* its plans may be made again under the same batch count: no graph
      * of the old ones is replayed */
-    if (v->have_graph) cudaGraphExecDestroy(v->graph);
-    v->have_graph = v->have_direct = 0;
+    drop_graph(v);
+    v->have_direct = 0;
     return gpu_vjp_det_set(&v->det, &v->chk, v->n, d);
 }
 
@@ -362,8 +370,10 @@ static int run_batch(gpu_vjp *v, int p, int count, const gpu_vjp_row *rows, cons
         v->staged = 0;
     }
     if (!from_kept && reserve_batch(v, count, pp->nopen)) return -1;
-    stage_layout(v, count); /* from the kept fields: the forward's, of count rows */
-    if (!from_kept) stage_rows(v, count, rows, coeff);
+    if (from_kept)
+        stage_layout(v, count); /* the forward's, of count rows */
+    else
+        stage_rows(v, count, rows, coeff);
     if (!from_kept && GPU_CUDA(&v->chk, cudaMemcpyAsync(v->stage, v->h_stage, stage_bytes(v, count),
                                                         cudaMemcpyHostToDevice, s)))
         return -1;
@@ -714,8 +724,7 @@ static int eval_replay(gpu_vjp *v, const eval_args *a)
 static int eval_capture(gpu_vjp *v, const eval_args *a, const graph_key *k, char *err,
                         size_t errlen)
 {
-    if (v->have_graph) cudaGraphExecDestroy(v->graph);
-    v->have_graph = 0;
+    drop_graph(v);
     if (v->staged && GPU_CUDA(&v->chk, cudaStreamSynchronize(v->stream))) return -1;
     v->staged = 0;
     if (GPU_CUDA(&v->chk, cudaStreamBeginCapture(v->stream, cudaStreamCaptureModeRelaxed)))
