@@ -42,7 +42,12 @@ check_run() {
     cpu)
       ncpu=$((ncpu + 1))
       for file in $png $fits; do
-        cmp -s "$dir/$file" "$SCRATCH/cpu/$file" || { fail "$what: $file differs from the CPU run's"; bad=1; }
+        cmp -s "$dir/$file" "$SCRATCH/cpu/$file" || {
+          # how (the first byte and the sizes), for a failure seen once on
+          # the GPU machine and not again in 110 runs; the scratch dir keeps both
+          fail "$what: $file differs from the CPU run's ($(cmp "$dir/$file" "$SCRATCH/cpu/$file" 2>&1 | head -1); $(wc -c <"$dir/$file") vs $(wc -c <"$SCRATCH/cpu/$file") bytes)"
+          bad=1
+        }
       done ;;
     gpu) ngpu=$((ngpu + 1)) ;;
     *) fail "$what: backend column says '$be'"; bad=1 ;;
