@@ -20,7 +20,14 @@ checked bit-identical to the one-thread row's (the library's promise:
 python/tests/test_repro.py).
 
     PSFSIM_LIBRARY=build/libpsfsim.so.0 python3 bench/cpu_scaling.py \\
-        [--count 10000] [--per-thread 1000] [--threads 1,2,4,8,16] [--repeat 3]
+        [--count 10000] [--per-thread 1000] [--threads 1,2,4,8,16] [--repeat 3] \\
+        [--ceiling build/bench/psfsim_cpu_ceiling]
+
+--ceiling: the host's own ceiling measured just before and just after
+psfsim's rows (bench/cpu_ceiling.c: FFTW's 256 x 256 transform and a
+clock-bound chain on the same thread counts, each thread on its own
+buffers), and psfsim's efficiency as a share of it: what the host itself
+loses at t threads (all-core clock, shared caches) is not psfsim's.
 
 Needs NumPy only (and the psfsim package beside this directory, or
 installed). Rows: threads,buffer,images,seconds,us_per_image,
@@ -35,6 +42,7 @@ import argparse
 import math
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -122,6 +130,19 @@ def best(f, repeat):
     return t
 
 
+def ceiling(path, threads):
+    """psfsim_cpu_ceiling's efficiencies, one round on these thread counts:
+    {(kind, threads): efficiency}; its rows echoed as comments."""
+    out = subprocess.run([path, ",".join(str(t) for t in threads), "1"], check=True,
+                         capture_output=True, text=True).stdout
+    eff = {}
+    for line in out.splitlines()[1:]:
+        kind, t, _, _, e = line.split(",")
+        eff[(kind, int(t))] = float(e)
+        print("# ceiling %s" % line, flush=True)
+    return eff
+
+
 def check_numpy(s, pipe, n, agree):
     ref, _ = s.compute(0, n)
     coeff = s.zernike(0, n)
@@ -150,6 +171,8 @@ def main():
     ap.add_argument("--agree", type=float, default=1e-4,
                     help="bound on max |numpy - psfsim| / peak, both summed to 1")
     ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--ceiling", default=None,
+                    help="psfsim_cpu_ceiling's path: the host's own ceiling, before and after")
     a = ap.parse_args()
     ncpu = os.cpu_count() or 1
     threads = ([int(t) for t in a.threads.split(",")] if a.threads else
@@ -167,6 +190,7 @@ def main():
           "us_per_image_per_thread,efficiency,user_us_per_image,sys_us_per_image,busy",
           flush=True)
     rate1, rates, ref, identical = {}, {}, None, True
+    ceilings = [ceiling(a.ceiling, threads)] if a.ceiling else []
     try:
         for t in threads:
             n = min(count, a.per_thread * t)
@@ -193,6 +217,8 @@ def main():
                     if not np.array_equal(ref[:m], out[:m]):
                         identical = False
                         print("# threads %d: images DIFFER from one thread's" % t, flush=True)
+        if a.ceiling:
+            ceilings.append(ceiling(a.ceiling, threads))
         print("# images bit-identical at every thread count: %s"
               % ("yes" if identical else "NO"), flush=True)
         pipe = NumpyPipeline()
@@ -214,6 +240,15 @@ def main():
         print("# efficiency at %d threads: fresh %.3f, touched %.3f (target >= 0.60)"
               % (top, rates[(top, "fresh")] / (top * rate1["fresh"]),
                  rates[(top, "touched")] / (top * rate1["touched"])), flush=True)
+        if ceilings:
+            top_fft = [c[("fft", top)] for c in ceilings]
+            top_clock = [c[("clock", top)] for c in ceilings]
+            mean = sum(top_fft) / len(top_fft)
+            print("# host ceiling at %d threads (before, after): FFTW's transforms %s, "
+                  "clock %s; psfsim touched / FFTW's mean: %.2f" % (
+                      top, ", ".join("%.3f" % e for e in top_fft),
+                      ", ".join("%.3f" % e for e in top_clock),
+                      rates[(top, "touched")] / (top * rate1["touched"]) / mean), flush=True)
         return 0 if identical and agrees else 1
     finally:
         os.remove(path)

@@ -12,9 +12,18 @@
  * CPU copy alone, into memory written before / freshly mapped: page
  * faults; _huge: advised to huge pages), staged_written / staged_fresh
  * (the two overlapped).
- * Usage: psfsim_host_copy_ceiling [IMAGES [BYTES_PER_IMAGE [BATCH]]]
- * (defaults 10000, 262144 = a 256^2 float32 image, 256). */
+ * The other way, the caller's memory registered (page-locked in place,
+ * cudaHostRegister) so that the DMA writes it directly: register_written /
+ * unregister_written (the whole destination, its slices on T threads at
+ * once), dma_registered (the DMA into it), and pipeline_written /
+ * pipeline_fresh_huge (batches registered by T threads ahead of the DMA
+ * that fills them, then all unregistered on T threads: what a call that
+ * pins the caller's array for its own length would take).
+ * Usage: psfsim_host_copy_ceiling [IMAGES [BYTES_PER_IMAGE [BATCH [REG]]]]
+ * (defaults 10000, 262144 = a 256^2 float32 image, 256; any REG: the
+ * registration rows only). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +125,71 @@ static double staged(const char *dev, char *pinned[2], char *dst, size_t per, lo
     return now() - t0;
 }
 
+typedef struct {
+    char *base;
+    size_t chunk, total;
+    long nchunks;
+    long next;  /* the next chunk to take (atomic) */
+    int *ready; /* a chunk registered (atomic) */
+    int unregister;
+} reg_job;
+
+static void *reg_worker(void *arg)
+{
+    reg_job *j = (reg_job *)arg;
+    long k;
+    while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks) {
+        size_t a = k * j->chunk, b = a + j->chunk < j->total ? a + j->chunk : j->total;
+        if (j->unregister)
+            CHECK(cudaHostUnregister(j->base + a));
+        else
+            CHECK(cudaHostRegister(j->base + a, b - a, cudaHostRegisterDefault));
+        if (j->ready) __atomic_store_n(&j->ready[k], 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* (Un)register dst's chunks on nt threads (this one among them). */
+static void reg_threads(reg_job *j, int nt)
+{
+    pthread_t th[64];
+    int started[64] = {0};
+    j->next = 0;
+    for (int t = 0; t < nt - 1; ++t)
+        started[t] = pthread_create(&th[t], NULL, reg_worker, j) == 0;
+    reg_worker(j);
+    for (int t = 0; t < nt - 1; ++t)
+        if (started[t]) pthread_join(th[t], NULL);
+}
+
+/* Batches registered by nt threads ahead of the DMA into them, then all
+ * unregistered on nt threads: seconds from the first registration on. */
+static double pipeline(const char *dev, char *dst, size_t per, long n, int batch, int nt,
+                       cudaStream_t st)
+{
+    long nb = (n + batch - 1) / batch;
+    int *ready = (int *)calloc(nb, sizeof *ready);
+    reg_job j = {dst, batch * per, n * per, nb, 0, ready, 0};
+    pthread_t th[64];
+    int started[64] = {0};
+    double t0 = now();
+    for (int t = 0; t < nt; ++t)
+        started[t] = pthread_create(&th[t], NULL, reg_worker, &j) == 0;
+    for (long b = 0; b < nb; ++b) {
+        long c = n - b * batch < batch ? n - b * batch : batch;
+        while (!__atomic_load_n(&ready[b], __ATOMIC_ACQUIRE))
+            sched_yield();
+        CHECK(cudaMemcpyAsync(dst + b * batch * per, dev, c * per, cudaMemcpyDeviceToHost, st));
+    }
+    for (int t = 0; t < nt; ++t)
+        if (started[t]) pthread_join(th[t], NULL);
+    CHECK(cudaStreamSynchronize(st));
+    reg_job u = {dst, batch * per, n * per, nb, 0, NULL, 1};
+    reg_threads(&u, nt);
+    free(ready);
+    return now() - t0;
+}
+
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 10000;
@@ -139,6 +213,31 @@ int main(int argc, char **argv)
     staged(dev, pinned, NULL, per, n, batch, 1, st, ev); /* warm */
     row("dma_pinned", per, 0, n, staged(dev, pinned, NULL, per, n, batch, 1, st, ev));
     int threads[] = {1, 2, 4, 8, 12, 16};
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; ++i) {
+        int nt = threads[i];
+        long nb = (n + batch - 1) / batch;
+        reg_job r = {dst, batch * per, total, nb, 0, NULL, 0};
+        double t0 = now();
+        reg_threads(&r, nt);
+        row("register_written", per, nt, n, now() - t0);
+        if (i == 0) {
+            t0 = now();
+            for (long k = 0; k < n; k += batch)
+                CHECK(cudaMemcpyAsync(dst + k * per, dev, (n - k < batch ? n - k : batch) * per,
+                                      cudaMemcpyDeviceToHost, st));
+            CHECK(cudaStreamSynchronize(st));
+            row("dma_registered", per, 0, n, now() - t0);
+        }
+        r.unregister = 1;
+        t0 = now();
+        reg_threads(&r, nt);
+        row("unregister_written", per, nt, n, now() - t0);
+        row("pipeline_written", per, nt, n, pipeline(dev, dst, per, n, batch, nt, st));
+        char *f = fresh(total, 1);
+        row("pipeline_fresh_huge", per, nt, n, pipeline(dev, f, per, n, batch, nt, st));
+        munmap(f, total);
+    }
+    if (argc > 4) return 0; /* registration only */
     for (size_t i = 0; i < sizeof threads / sizeof *threads; ++i) {
         int nt = threads[i];
         double t0 = now();
