@@ -114,7 +114,7 @@ static int one_round(int dirfd, const char *dir, const float *imgs, int npix, pn
     unsigned char *bytes[NIMG];
     size_t len[NIMG];
     for (int i = 0; i < NIMG; ++i)
-        if (png_encode_levels(lv + i * plane, npix, 16, 1, &bytes[i], &len[i])) return -1;
+        if (png_encode_levels(lv + i * plane, npix, 16, 1, &bytes[i], &len[i], NULL, 0)) return -1;
     double t4 = cpu_s();
     int rc = 0;
     for (int i = 0; i < NIMG; ++i) {

@@ -11,6 +11,7 @@
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,9 +74,10 @@ static void clear_upper_vector_state(void) {}
 #endif
 
 /* raw deflated by ISA-L's igzip level 1 into out (cap bytes) as a zlib
- * stream, in one stateless call. Returns its length, or 0 (no memory, or
- * the stream would not fit). */
-static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned char *out, size_t cap)
+ * stream, in one stateless call. Returns its length, or 0 with why (no
+ * memory, or igzip's return code). */
+static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned char *out, size_t cap,
+                           char *why, size_t whylen)
 {
     /* Zeroed, the level buffer too: isal_deflate_stateless_init leaves
      * fields as it finds them (ISA-L 2.30). A stale hist_bits of 9 from a
@@ -84,7 +86,10 @@ static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned ch
      * stream now and then (e2e_levels: one PNG of 150 a byte longer), so
      * the files were not the same bytes run to run. */
     struct isal_zstream *s = calloc(1, sizeof *s + ISAL_DEF_LVL1_DEFAULT);
-    if (!s) return 0;
+    if (!s) {
+        snprintf(why, whylen, "out of memory for igzip's state");
+        return 0;
+    }
     isal_deflate_stateless_init(s);
     s->level = 1;
     s->level_buf = (uint8_t *)(s + 1);
@@ -97,7 +102,9 @@ static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned ch
     s->avail_out = (uint32_t)cap;
     s->end_of_stream = 1;
     s->flush = NO_FLUSH;
-    size_t n = isal_deflate_stateless(s) == COMP_OK ? (size_t)s->total_out : 0;
+    int rc = isal_deflate_stateless(s);
+    size_t n = rc == COMP_OK ? (size_t)s->total_out : 0;
+    if (rc != COMP_OK) snprintf(why, whylen, "igzip's isal_deflate_stateless returned %d", rc);
     free(s);
     clear_upper_vector_state();
     return n;
@@ -105,12 +112,16 @@ static size_t deflate_isal(const unsigned char *raw, size_t raw_len, unsigned ch
 
 /* raw deflated by libdeflate at level into out; its length or 0. */
 static size_t deflate_libdeflate(const unsigned char *raw, size_t raw_len, int level,
-                                 unsigned char *out, size_t cap)
+                                 unsigned char *out, size_t cap, char *why, size_t whylen)
 {
     struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
-    if (!c) return 0;
+    if (!c) {
+        snprintf(why, whylen, "out of memory for libdeflate's compressor");
+        return 0;
+    }
     size_t n = libdeflate_zlib_compress(c, raw, raw_len, out, cap);
     libdeflate_free_compressor(c);
+    if (n == 0) snprintf(why, whylen, "libdeflate's stream did not fit in %zu bytes", cap);
     return n;
 }
 
@@ -123,10 +134,10 @@ static size_t zlib_bound(size_t raw_len)
 }
 
 int png_encode_levels(const unsigned short *levels, int npix, int bits, int compression,
-                      unsigned char **png, size_t *len)
+                      unsigned char **png, size_t *len, char *why, size_t whylen)
 {
     const size_t w = (size_t)npix, stride = 1 + w * (size_t)(bits / 8);
-    if (stride > PNG_ONE_PIECE_MAX_BYTES / w) return -1;
+    if (stride > PNG_ONE_PIECE_MAX_BYTES / w) return PNG_ENCODE_TOO_LARGE;
     const size_t raw_len = w * stride, cap = zlib_bound(raw_len);
     unsigned char *raw = malloc(raw_len);
     unsigned char *f = malloc(PNG_HEAD_BYTES + cap + PNG_TAIL_BYTES);
@@ -134,13 +145,20 @@ int png_encode_levels(const unsigned short *levels, int npix, int bits, int comp
     if (raw && f) {
         png_scanlines(levels, w, bits, raw);
         unsigned char *idat = f + PNG_HEAD_BYTES;
-        z = compression == 1 ? deflate_isal(raw, raw_len, idat, cap)
-                             : deflate_libdeflate(raw, raw_len, compression, idat, cap);
+        z = compression == 1
+                ? deflate_isal(raw, raw_len, idat, cap, why, whylen)
+                : deflate_libdeflate(raw, raw_len, compression, idat, cap, why, whylen);
+    } else {
+        snprintf(why, whylen, "out of memory for %zu bytes of scanlines", raw_len + cap);
     }
     free(raw);
-    if (z == 0 || z > 0x7fffffffu) { /* a chunk's length has 31 bits (PNG spec 5.3) */
+    if (z > 0x7fffffffu) { /* a chunk's length has 31 bits (PNG spec 5.3) */
         free(f);
-        return -1;
+        return PNG_ENCODE_TOO_LARGE;
+    }
+    if (z == 0) {
+        free(f);
+        return PNG_ENCODE_FAILED;
     }
     static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
     memcpy(f, sig, 8);

@@ -61,8 +61,8 @@ typedef struct {
     int npix, bits, compression;
 } png_write_job;
 
-/* An image too large for png_encode_levels (or one that met a shortage of
- * memory there) streams row by row through libpng's zlib. */
+/* An image too large for png_encode_levels streams row by row through
+ * libpng's zlib. */
 static int png_write_body(png_structp png, png_infop info, const png_write_job *job)
 {
     if (setjmp(png_jmpbuf(png))) return -1;
@@ -141,7 +141,17 @@ static int write_levels(const png_dest *d, const unsigned short *levels, int npi
     }
     unsigned char *bytes = NULL;
     size_t len = 0;
-    const int whole = png_encode_levels(levels, npix, bits, compression, &bytes, &len) == 0;
+    char why[160] = "";
+    int enc = png_encode_levels(levels, npix, bits, compression, &bytes, &len, why, sizeof why);
+    if (enc == PNG_ENCODE_FAILED) /* once more: a moment's shortage gives the same bytes then */
+        enc = png_encode_levels(levels, npix, bits, compression, &bytes, &len, why, sizeof why);
+    if (enc == PNG_ENCODE_FAILED) {
+        /* Not streamed through libpng instead: a valid file, but other
+         * bytes than every other run's (a PNG of e2e_gpu_fallback's once). */
+        snprintf(err, errlen, "%s: cannot encode the PNG: %s", path, why);
+        return -1;
+    }
+    const int whole = enc == 0;
     png_write_job job = {.levels = levels, .npix = npix, .bits = bits, .compression = compression};
     if (!whole && bits == 8 && !(job.row8 = malloc((size_t)npix))) {
         snprintf(err, errlen, "%s: out of memory", path);

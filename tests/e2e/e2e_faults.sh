@@ -401,4 +401,26 @@ if [ -n "$SHIM" ]; then
     pass "NaN image, levels path: no file of its batch" || fail "NaN image, levels path: files of its batch written"
 fi
 
+# ---- the PNG's deflate fails (the shim's isal_deflate_stateless) ----
+# Once: the encoder's retry gives the file the bytes of every other run (it
+# was once streamed through libpng instead: the same pixels, other bytes).
+# From the 4th call on: exit 3 naming the file and the reason, nothing
+# false in the manifest; never a PNG from the other encoder.
+if [ -n "$SHIM" ]; then
+  expect_exit 0 "deflate reference run" -- "$PSFSIM" -q -j 1 -c f.cfg -o "$SCRATCH/defl_ref"
+  shim_run "one failed deflate" 0 '' "$SCRATCH/defl1" PSFSIM_FAULT_DEFLATE_AT=3 -- -q -j 2 -c f.cfg
+  same=1
+  for p in "$SCRATCH"/defl_ref/f_*.png; do
+    cmp -s "$p" "$SCRATCH/defl1/$(basename "$p")" || { same=0; echo "differs: $(basename "$p")"; }
+  done
+  [ "$same" = 1 ] && pass "one failed deflate: every PNG the reference's bytes" ||
+    fail "one failed deflate: PNGs differ from the reference run's"
+  shim_run "lasting deflate failure" 3 'f_[0-9]+\.png: cannot encode the PNG: igzip.s isal_deflate_stateless returned -9' \
+    "$SCRATCH/deflall" PSFSIM_FAULT_DEFLATE_FROM=4 -- -q -j 1 -c f.cfg
+  set_true "$SCRATCH/deflall" f 64 "lasting deflate failure"
+  n=$(ls "$SCRATCH/deflall" | grep -c '\.png$')
+  [ "$n" -le 3 ] && pass "lasting deflate failure: $n PNGs written (those encoded before the failures)" ||
+    fail "lasting deflate failure: $n PNGs written"
+fi
+
 finish

@@ -46,6 +46,11 @@
  *                            (fftwf_execute_dft, counted over all threads)
  *                            leaves a NaN in its output: a garbage image,
  *                            which psfsim must refuse to write.
+ *   PSFSIM_FAULT_DEFLATE_AT=N the N-th call of ISA-L's isal_deflate_stateless
+ *                            (the PNG's deflate, counted over all threads)
+ *                            returns an error without deflating;
+ *                            PSFSIM_FAULT_DEFLATE_FROM=N the N-th and every
+ *                            later one: a passing and a lasting failure.
  *   PSFSIM_FAULT_LOG=FILE    one line per injected fault ("full PATH", ...).
  *
  * "Creation" is mkstemp and friends (temp files made by name), fopen /
@@ -87,6 +92,8 @@ int renameat(int fromfd, const char *from, int tofd, const char *to);
 /* FFTW's, with its plan and complex arrays as opaque pointers (fftw3.h:
  * fftwf_plan, fftwf_complex = float[2]). */
 void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2]);
+/* ISA-L's, with its stream opaque (isa-l/igzip_lib.h). */
+int isal_deflate_stateless(void *stream);
 
 static long env_long(const char *name)
 {
@@ -441,4 +448,20 @@ void fftwf_execute_dft(void *plan, float (*in)[2], float (*out)[2])
         note("nan", NULL);
         out[0][0] = __builtin_nanf("");
     }
+}
+
+static long g_deflates;
+
+/* ISAL_INVALID_OPERATION (-9, igzip_lib.h): what igzip returns for a call it
+ * refuses; any code but COMP_OK (0) is a failure to psfsim. */
+int isal_deflate_stateless(void *stream)
+{
+    long k = __atomic_add_fetch(&g_deflates, 1, __ATOMIC_SEQ_CST);
+    long at = env_long("PSFSIM_FAULT_DEFLATE_AT"), from = env_long("PSFSIM_FAULT_DEFLATE_FROM");
+    if ((at > 0 && k == at) || (from > 0 && k >= from)) {
+        note("deflate", NULL);
+        return -9;
+    }
+    int (*r)(void *) = real("isal_deflate_stateless");
+    return r(stream);
 }
