@@ -44,8 +44,9 @@ def _load():
             return ctypes.CDLL(path)
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
-    raise ImportError("psfsim: cannot load libpsfsim: tried " + "; ".join(tried) +
-                      " (set PSFSIM_LIBRARY to its path)")
+    hint = (" (PSFSIM_LIBRARY is set: is it libpsfsim.so.0's path?)"
+            if os.environ.get("PSFSIM_LIBRARY") else " (set PSFSIM_LIBRARY to its path)")
+    raise ImportError("psfsim: cannot load libpsfsim: tried " + "; ".join(tried) + hint)
 
 
 class Map(ctypes.Structure):
